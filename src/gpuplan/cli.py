@@ -1,0 +1,363 @@
+"""The `gpuplan` command line: thin typer commands over the Python API.
+
+Every command takes `--json` (machine output, stable keys) and `--lang zh|en` (human text only).
+User errors print one line and a hint and exit 2 (JSON: {"error", "hint"} on stdout); never a
+traceback (set GPUPLAN_DEBUG=1 to see one). Heavy modules are imported inside the commands so
+that `gpuplan gpus` starts fast and never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from gpuplan import __version__
+from gpuplan.errors import GpuplanError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Plan cloud GPU instances (Alibaba Cloud first) for training and serving models.")
+catalog_app = typer.Typer(no_args_is_help=True, help="Bundled and refreshed catalog data.")
+app.add_typer(catalog_app, name="catalog")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+LangOpt = Annotated[Optional[str], typer.Option("--lang", help="zh or en (default: from the locale).")]
+
+
+class _Exit(Exception):
+    def __init__(self, code: int):
+        self.code = code
+
+
+def _lang(lang: str | None) -> str:
+    from gpuplan.i18n import default_lang
+
+    if lang is None:
+        return default_lang()
+    low = lang.lower()
+    if low not in ("zh", "en", "zh-cn", "zh_cn"):
+        raise GpuplanError(f"Unknown language {lang!r}.", hint="Use --lang zh or --lang en.")
+    return "zh" if low.startswith("zh") else "en"
+
+
+def _console() -> Console:
+    probe = Console()
+    return Console(soft_wrap=False, width=probe.width if probe.is_terminal else 160)
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(o: Any) -> Any:
+    import dataclasses
+    import datetime
+
+    if isinstance(o, (datetime.date, datetime.datetime)):
+        return o.isoformat()
+    if dataclasses.is_dataclass(o):
+        return dataclasses.asdict(o)
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if isinstance(o, Path):
+        return str(o)
+    return str(o)
+
+
+def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:
+    from gpuplan.i18n import tr
+
+    if as_json:
+        _emit_json(err.to_dict())
+    else:
+        err_console = Console(stderr=True)
+        err_console.print(f"[bold red]{tr('Error', lang)}:[/bold red] {err.message}", highlight=False, markup=True)
+        if err.hint:
+            err_console.print(f"[yellow]{tr('Hint', lang)}:[/yellow] {err.hint}", highlight=False)
+    raise _Exit(2)
+
+
+def run_guarded(fn, as_json: bool, lang_opt: str | None):
+    """Run a command body; turn GpuplanError into one line + hint and exit code 2."""
+    lang = "en"
+    try:
+        lang = _lang(lang_opt)
+        return fn(lang)
+    except GpuplanError as err:
+        _fail(err, as_json, lang)
+
+
+def _version_cb(value: bool) -> None:
+    if value:
+        typer.echo(f"gpuplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[Optional[bool], typer.Option("--version", callback=_version_cb, is_eager=True,
+                                                          help="Show the version and exit.")] = None) -> None:
+    """gpuplan: which GPU instances, how many, configured how, for how long and at what cost."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Catalog listings
+# ------------------------------------------------------------------------------------------------
+
+@app.command()
+def gpus(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """List the GPUs in the catalog (dense tensor figures, with sources)."""
+    def body(lg: str) -> None:
+        from gpuplan.catalog.gpus import load_gpus
+
+        items = list(load_gpus().values())
+        if as_json:
+            _emit_json({"schema_version": 1, "gpus": [g.to_dict() for g in items]})
+            return
+        from gpuplan.render.text import gpus_table
+
+        _console().print(gpus_table(items, lg))
+    run_guarded(body, as_json, lang)
+
+
+@app.command()
+def instances(
+    family: Annotated[Optional[str], typer.Option(help="Instance family, e.g. gn7i.")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="GPU name, e.g. A10 or A100-80GB.")] = None,
+    min_gpu_memory: Annotated[Optional[float], typer.Option("--min-gpu-memory", help="Minimum GiB per GPU.")] = None,
+    region: Annotated[Optional[str], typer.Option(help="Keep types with a known price in this region.")] = None,
+    cloud: Annotated[str, typer.Option(help="alibaba, aws or tencent.")] = "alibaba",
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """List instance types, filtered by family, GPU, GPU memory or region."""
+    def body(lg: str) -> None:
+        from gpuplan.catalog.instances import filter_instances
+        from gpuplan.catalog.prices import load_offers
+
+        if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
+            raise GpuplanError(f"--min-gpu-memory {min_gpu_memory} is out of range.", hint="Give GiB per GPU, e.g. 48.")
+        items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
+        offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (region is None or o.region == region)]
+        price: dict[str, str] = {}
+        for o in sorted(offers, key=lambda o: o.as_of):
+            price[o.instance_type] = f"{o.currency} {o.price_per_hour:,.2f}/h ({o.region}, {o.as_of.isoformat()})"
+        if as_json:
+            recs = []
+            for i in items:
+                d = i.to_dict()
+                d["price_payg"] = price.get(i.instance_type)
+                recs.append(d)
+            _emit_json({"schema_version": 1, "instances": recs})
+            return
+        if not items:
+            _console().print("No instance types match.")
+            return
+        from gpuplan.render.text import instances_table
+
+        _console().print(instances_table(items, lg, prices=price))
+    run_guarded(body, as_json, lang)
+
+
+@app.command()
+def models(kind: Annotated[Optional[str], typer.Option(help="decoder, encoder, vision, diffusion, speech...")] = None,
+           as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """List the bundled models."""
+    def body(lg: str) -> None:
+        from gpuplan.catalog.models import list_models
+
+        items = list_models(kind) if kind else list_models()
+        if as_json:
+            _emit_json({"schema_version": 1, "models": [m.to_dict() for m in items]})
+            return
+        from gpuplan.render.text import models_table
+
+        _console().print(models_table(items, lg))
+    run_guarded(body, as_json, lang)
+
+
+@app.command()
+def show(name: Annotated[str, typer.Argument(help="A GPU, instance type, family or model.")],
+         as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """Show one GPU, instance type, family or model with its sources."""
+    def body(lg: str) -> None:
+        from gpuplan.catalog.lookup import find_any
+
+        kind, record = find_any(name)
+        if as_json:
+            _emit_json({"schema_version": 1, "kind": kind, kind: record})
+            return
+        from gpuplan.render.text import record_table
+
+        _console().print(record_table(f"{kind}: {name}", record, lg))
+    run_guarded(body, as_json, lang)
+
+
+@app.command()
+def schema(which: Annotated[str, typer.Argument(help="workload, estimate or recommend")] = "workload") -> None:
+    """Print the JSON Schema of the workload (or of an output)."""
+    def body(lg: str) -> None:
+        from gpuplan.schemas import schema_for
+
+        _emit_json(schema_for(which))
+    run_guarded(body, False, "en")
+
+
+# ------------------------------------------------------------------------------------------------
+# Workload commands
+# ------------------------------------------------------------------------------------------------
+
+WorkloadArg = Annotated[Optional[Path], typer.Argument(help="Workload YAML/JSON file (flags override it).")]
+
+
+def workload_flags(
+    model: Optional[str], task: Optional[str], precision: Optional[str], quantization: Optional[str],
+    seq_len: Optional[int], prompt_tokens: Optional[int], output_tokens: Optional[int], batch_size: Optional[int],
+    gpu: Optional[str], gpus: Optional[int], tp: Optional[int], pp: Optional[int], zero: Optional[int],
+    budget: Optional[float], deadline_hours: Optional[float], region: Optional[list[str]], objective: Optional[str],
+    framework: Optional[str], instance_type: Optional[str], grad_checkpointing: Optional[str],
+) -> dict[str, Any]:
+    return {"model": model, "task": task, "precision": precision, "quantization": quantization, "seq_len": seq_len,
+            "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "batch_size": batch_size, "gpu": gpu,
+            "gpus": gpus, "tp": tp, "pp": pp, "zero": zero, "budget": budget, "deadline_hours": deadline_hours,
+            "region": region or None, "objective": objective, "framework": framework, "instance_type": instance_type,
+            "grad_checkpointing": grad_checkpointing}
+
+
+def _load(path: Path | None, flags: dict[str, Any]):
+    from gpuplan.workload import load_workload
+
+    if path is None:
+        if not flags.get("model"):
+            raise GpuplanError("No workload given.", hint="Pass a workload file or at least --model NAME "
+                               "(e.g. `gpuplan estimate --model qwen2.5-7b --task lora --gpu A10`).")
+        return load_workload({}, **flags)
+    return load_workload(path, **flags)
+
+
+_M = Annotated[Optional[str], typer.Option(help="Model id, alias, config.json path.")]
+_T = Annotated[Optional[str], typer.Option(help="inference | pretrain | full | lora | qlora")]
+_P = Annotated[Optional[str], typer.Option(help="fp32 | fp16 | bf16 | fp8")]
+_Q = Annotated[Optional[str], typer.Option(help="none | int8 | int4 | gptq-int4 | awq | fp8 | bnb-nf4 ...")]
+_I = Annotated[Optional[int], typer.Option()]
+_F = Annotated[Optional[float], typer.Option()]
+_S = Annotated[Optional[str], typer.Option()]
+_R = Annotated[Optional[list[str]], typer.Option("--region", help="Region (repeatable).")]
+
+
+@app.command()
+def estimate(
+    workload: WorkloadArg = None, model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None,
+    seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
+    gpu: _S = None, gpus: _I = None, tp: _I = None, pp: _I = None, zero: _I = None, budget: _F = None,
+    deadline_hours: _F = None, region: _R = None, objective: _S = None, framework: _S = None,
+    instance_type: _S = None, grad_checkpointing: _S = None,
+    max_: Annotated[Optional[str], typer.Option("--max", help="batch_size | seq_len | prompt_tokens | concurrency")] = None,
+    trace: Annotated[bool, typer.Option("--trace", help="Exact counts on torch meta/fake tensors (gpuplan[trace]).")] = False,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Memory, time and throughput of a workload on fixed hardware."""
+    flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
+                           gpu, gpus, tp, pp, zero, budget, deadline_hours, region, objective, framework,
+                           instance_type, grad_checkpointing)
+
+    def body(lg: str) -> int:
+        from gpuplan.workload import read_workload_documents
+
+        if workload is not None and max_ is None and not trace:
+            docs = read_workload_documents(workload)
+            if isinstance(docs, list):
+                return _estimate_many(docs, flags)
+        w = _load(workload, flags)
+        if max_:
+            from gpuplan.estimate.core import max_fit
+
+            value, est = max_fit(w, max_)
+            out = {"schema_version": 1, "max": max_, "value": value,
+                   "estimate": est.to_dict() if est else None}
+            if as_json:
+                _emit_json(out)
+            else:
+                c = _console()
+                c.print(f"Largest {max_} that fits: [bold]{value}[/bold]")
+                if est:
+                    from gpuplan.render.text import print_estimate
+
+                    print_estimate(c, est.to_dict(), lg)
+            return 0
+        if trace:
+            from gpuplan.estimate.trace import trace_estimate
+
+            result = trace_estimate(w)
+            if as_json:
+                _emit_json(result)
+            else:
+                _console().print_json(data=result)
+            return 0
+        from gpuplan.estimate.core import estimate as run_estimate
+
+        est = run_estimate(w)
+        d = est.to_dict()
+        if as_json:
+            _emit_json(d)
+        else:
+            from gpuplan.render.text import print_estimate
+
+            print_estimate(_console(), d, lg)
+        return 0
+
+    code = run_guarded(body, as_json, lang)
+    raise _Exit(code or 0)
+
+
+def _estimate_many(docs: list, flags: dict[str, Any]) -> int:
+    """JSON Lines: one compact result per workload, in order; errors per line."""
+    from gpuplan.estimate.core import estimate as run_estimate
+    from gpuplan.workload import apply_overrides, parse_workload
+
+    failed = 0
+    for doc in docs:
+        try:
+            data = apply_overrides(doc, flags) if isinstance(doc, dict) else doc
+            w = parse_workload(data)
+            line = run_estimate(w).to_dict()
+        except GpuplanError as err:
+            failed += 1
+            line = err.to_dict()
+        sys.stdout.write(json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=_json_default) + "\n")
+    return 1 if failed else 0
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app(standalone_mode=False)
+    except _Exit as e:
+        sys.exit(e.code)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last guard: never a traceback for users
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(1)
+        if os.environ.get("GPUPLAN_DEBUG"):
+            raise
+        sys.stderr.write(f"Internal error: {exc.__class__.__name__}: {exc}\n"
+                         "Hint: this is a bug in gpuplan; rerun with GPUPLAN_DEBUG=1 and report the traceback.\n")
+        sys.exit(3)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,346 @@
+"""`estimate()`: one workload on fixed hardware -> memory breakdown, time/throughput, assumptions.
+
+Pure and fast (no torch, no I/O beyond the lazily loaded catalog): the recommender calls
+:func:`estimate_resolved` thousands of times per request.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.inference import ServingCase, inference_perf
+from gpuplan.estimate.memory import (
+    InferenceInputs,
+    MemoryEstimate,
+    TrainingInputs,
+    inference_memory,
+    lora_param_count,
+    training_memory,
+)
+from gpuplan.estimate.nonllm import nonllm_estimate
+from gpuplan.estimate.shapes import Shape, shape_of
+from gpuplan.estimate.system import Layout, System, layout_from_workload, system_from_workload
+from gpuplan.estimate.training import training_perf
+from gpuplan.units import GIB, fmt_bytes
+from gpuplan.workload import Workload, load_workload, resolve_defaults
+
+SCHEMA_VERSION = 1
+KV_DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
+
+
+@dataclass
+class Estimate:
+    """The result of one estimate (the JSON contract of `gpuplan estimate --json`)."""
+
+    workload: Workload
+    model: Any
+    system: System
+    layout: Layout
+    memory: MemoryEstimate
+    performance: dict
+    assumptions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.fits
+
+    def to_dict(self) -> dict:
+        sysd = {
+            "gpu": self.system.gpu.id, "gpus_per_node": self.system.gpus_per_node, "nodes": self.system.nodes,
+            "total_gpus": self.system.total_gpus, "instance_type": self.system.instance_type,
+            "interconnect": self.system.intra_link, "inter_node_gbit_s": self.system.inter_node_gbit_s,
+            "rdma": self.system.rdma,
+        }
+        lay = self.layout
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "workload": self.workload.model_dump(mode="json"),
+            "model": {"id": self.model.id, "params_total": self.model.params_total,
+                      "params_active": self.model.params_active, "kind": self.model.kind,
+                      "synthetic": bool(getattr(self.model, "synthetic", False))},
+            "hardware": sysd,
+            "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "sp": lay.sp, "zero": lay.zero,
+                         "fsdp": lay.fsdp, "offload": lay.offload, "checkpointing": lay.checkpointing,
+                         "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
+                         "pipeline": "layer split" if lay.naive_pipeline else ("1F1B" if lay.pp > 1 else None)},
+            "memory": self.memory.to_dict(),
+            "performance": self.performance,
+            "suggestions": list(self.suggestions),
+            "assumptions": list(self.assumptions),
+            "warnings": list(self.warnings),
+        }
+
+
+def _kv_bytes(w: Workload) -> float:
+    kv = w.kv_cache_dtype or "auto"
+    if kv == "auto":
+        if w.quantization == "fp8" or w.precision == "fp8":
+            return 2.0
+        return 2.0 if w.precision != "fp32" else 4.0
+    return KV_DTYPE_BYTES[kv]
+
+
+def _checks(w: Workload, model, system: System, warnings: list[str]) -> None:
+    gpu = system.gpu
+    if w.precision == "fp8" and gpu.peak_tflops("fp8") is None:
+        warnings.append(f"{gpu.id} has no FP8 tensor cores: FP8 compute is not available on it")
+    if w.quantization == "fp8" and gpu.peak_tflops("fp8") is None:
+        warnings.append(f"{gpu.id} has no FP8 support: FP8 weights would run through a slower W8A16 path")
+    if w.precision == "bf16" and gpu.peak_tflops("bf16") is None:
+        warnings.append(f"{gpu.id} has no BF16 support: use precision fp16")
+    if w.flash_attention and gpu.compute_capability and float(gpu.compute_capability) < 8.0 and w.framework not in ("vllm",):
+        warnings.append(f"FlashAttention-2 needs compute capability 8.0+; {gpu.id} is {gpu.compute_capability}: "
+                        "activations assume the memory-efficient SDPA kernel")
+    mpos = getattr(model, "max_position_embeddings", None)
+    length = (w.prompt_tokens or 0) + (w.output_tokens or 0) if w.task == "inference" else (w.seq_len or 0)
+    if mpos and length > mpos:
+        warnings.append(f"{length} tokens exceed the model's max_position_embeddings {mpos}")
+    if system.gpu_fraction < 1 and (system.total_gpus > 1 or w.task != "inference"):
+        warnings.append("vGPU slices are meant for inference and graphics, not (multi-GPU) training")
+
+
+def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
+                      shape: Shape | None = None, with_suggestions: bool = True) -> Estimate:
+    """Estimate a workload whose defaults are already filled (see workload.resolve_defaults)."""
+    warnings: list[str] = []
+    assumptions: list[str] = []
+    _checks(w, model, system, warnings)
+    framework = w.framework or "auto"
+    task = w.task or "inference"
+    if getattr(model, "profile", None) is not None and not model.is_llm():
+        res = nonllm_estimate(model, task=task, precision=w.precision or "bf16", batch=w.batch_size or 1,
+                              inp=w.input.model_dump() if w.input else None, optimizer=w.optimizer or "adamw",
+                              framework=framework, layout=layout, system=system)
+        assumptions.extend(res.notes)
+        est = Estimate(w, model, system, layout, res.memory, res.performance, assumptions, warnings)
+        if with_suggestions and not est.fits:
+            est.suggestions = _suggest(w, model, system, layout, est)
+        return est
+    s = shape or shape_of(model)
+    if task == "inference":
+        mem, perf_d, notes = _inference(w, model, s, system, layout)
+    else:
+        mem, perf_d, notes = _training(w, model, s, system, layout)
+    assumptions.extend(notes)
+    assumptions.extend(mem.notes)
+    est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings)
+    if with_suggestions and not est.fits:
+        est.suggestions = _suggest(w, model, system, layout, est)
+    return est
+
+
+def _inference(w: Workload, model, s: Shape, system: System, layout: Layout):
+    framework = w.framework or "vllm"
+    conc = w.batch_size or 1
+    inp = InferenceInputs(precision=w.precision or "bf16", quantization=w.quantization or "none",
+                          kv_dtype_bytes=_kv_bytes(w), framework=framework, flash=bool(w.flash_attention),
+                          prompt_tokens=w.prompt_tokens or 0, output_tokens=w.output_tokens or 1, concurrency=conc)
+    mem = inference_memory(s, inp, layout, system)
+    case = ServingCase(precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
+                       framework=framework, prompt_tokens=inp.prompt_tokens, output_tokens=inp.output_tokens)
+    sla = w.serving
+    perf = inference_perf(s, case, layout, system, conc, mem,
+                          ttft_sla_s=(sla.ttft_ms / 1000 if sla and sla.ttft_ms else None),
+                          tpot_sla_s=(sla.tpot_ms / 1000 if sla and sla.tpot_ms else None),
+                          encoder_only=(model.kind == "encoder"))
+    notes = list(perf.notes)
+    notes.append(f"decode at batch {conc}, average context {inp.prompt_tokens + inp.output_tokens / 2:.0f} tokens")
+    return mem, perf.to_dict(), notes
+
+
+def _training(w: Workload, model, s: Shape, system: System, layout: Layout):
+    task = w.task or "full"
+    ds = w.dataset
+    tokens_per_sample = ds.tokens_per_sample if ds and ds.tokens_per_sample else None
+    t = TrainingInputs(task=task, precision=w.precision or "bf16", quantization=w.quantization or "none",
+                       optimizer=w.optimizer or "adamw", framework=w.framework or "auto",
+                       flash=bool(w.flash_attention), seq_len=w.seq_len or 2048,
+                       lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
+                       lora_dropout=w.lora.dropout if w.lora else 0.05,
+                       variable_length=task != "pretrain")
+    mem = training_memory(model, s, t, layout, system)
+    if task in ("lora", "qlora"):
+        trainable, _ = lora_param_count(model, t.lora_targets, t.lora_rank)
+    else:
+        trainable = s.params_total
+    dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
+    perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
+                         seq_len=t.seq_len, layout=layout, system=system, trainable_params=trainable,
+                         dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample)
+    notes = list(perf.notes)
+    notes.append(f"achievable hardware FLOPs utilisation {perf.efficiency:.0%} of {perf.peak_tflops:.0f} TFLOP/s "
+                 f"dense ({system.gpu.id}, data/efficiency.yaml)")
+    return mem, perf.to_dict(), notes
+
+
+def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
+    """Estimate one workload on its fixed hardware (``hardware:`` block or --gpu/--gpus)."""
+    from gpuplan.catalog.models import resolve_model
+
+    w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
+    resolved, notes = resolve_defaults(w)
+    model = resolve_model(resolved.model)
+    system, sys_notes = system_from_workload(resolved)
+    layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node)
+    est = estimate_resolved(resolved, model, system, layout)
+    est.assumptions[:0] = notes + sys_notes + list(getattr(model, "assumptions", ()) or ())
+    return est
+
+
+# ---------------------------------------------------------------------------------------------
+# What would make it fit
+# ---------------------------------------------------------------------------------------------
+
+def _try(w: Workload, model, system: System, layout: Layout, **wchanges) -> Estimate | None:
+    try:
+        w2 = w.with_updates(**wchanges) if wchanges else w
+        lay = layout_from_workload(w2, system.total_gpus, system.gpus_per_node) if "parallel" in wchanges else layout
+        return estimate_resolved(w2, model, system, lay, with_suggestions=False)
+    except GpuplanError:
+        return None
+
+
+def _suggest(w: Workload, model, system: System, layout: Layout, est: Estimate) -> list[str]:
+    out: list[str] = []
+    short = est.memory.shortfall_bytes
+    out.append(f"needs {fmt_bytes(est.memory.per_gpu_bytes)} per GPU, {fmt_bytes(short)} more than the "
+               f"{fmt_bytes(est.memory.capacity_bytes)} of {system.gpu.id}")
+    task = w.task or "inference"
+    par = (w.parallel.model_dump() if w.parallel else {})
+    if task == "inference":
+        for q in ("fp8", "int8", "awq", "gptq-int4"):
+            if q == w.quantization:
+                continue
+            if q == "fp8" and system.gpu.peak_tflops("fp8") is None:
+                continue
+            e = _try(w, model, system, layout, quantization=q, precision="fp16" if q in ("awq", "gptq-int4") else w.precision)
+            if e and e.fits:
+                out.append(f"quantize the weights to {q}: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+                break
+        if (w.kv_cache_dtype or "auto") not in ("fp8", "int8"):
+            e = _try(w, model, system, layout, kv_cache_dtype="fp8")
+            if e and e.fits:
+                out.append(f"store the KV cache in fp8: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+    else:
+        if task == "full" or task == "pretrain":
+            for t2, q in (("lora", "none"), ("qlora", "bnb-nf4")):
+                e = _try(w, model, system, layout, task=t2, quantization=q,
+                         lora={"rank": 8, "alpha": 16, "targets": "all-linear", "dropout": 0.05})
+                if e and e.fits:
+                    out.append(f"fine-tune with {t2.upper()} instead: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+                    break
+        if w.grad_checkpointing is not True:
+            e = _try(w, model, system, layout, grad_checkpointing=True)
+            if e and e.fits:
+                out.append(f"turn on gradient checkpointing: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+        if task in ("full", "pretrain") and layout.zero < 3 and system.total_gpus > 1:
+            e = _try(w, model, system, layout, parallel={**par, "zero": 3})
+            if e and e.fits:
+                out.append(f"shard everything with ZeRO-3 / FSDP full_shard: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+        if task in ("full", "pretrain") and layout.offload == "none":
+            e = _try(w, model, system, layout, parallel={**par, "zero": max(layout.zero, 2), "offload": "cpu"})
+            if e and e.fits:
+                out.append(f"offload optimizer states to CPU (ZeRO-Offload): {fmt_bytes(e.memory.per_gpu_bytes)} per GPU, "
+                           f"host RAM {fmt_bytes(e.memory.host_bytes)}")
+        if (w.batch_size or 1) > 1:
+            e = _try(w, model, system, layout, batch_size=1, gradient_accumulation=(w.gradient_accumulation or 1) * (w.batch_size or 1))
+            if e and e.fits:
+                out.append("use micro-batch 1 with more gradient accumulation")
+    n = min_gpus_to_fit(w, model, system)
+    if n:
+        out.append(f"use {n} x {system.gpu.id}" + (" (tensor parallel)" if task == "inference" else " (ZeRO-3 / FSDP)"))
+    if len(out) == 1:
+        out.append("no single change fits: use a GPU with more memory (`gpuplan recommend` searches them)")
+    return out
+
+
+def min_gpus_to_fit(w: Workload, model, system: System, limit: int = 64) -> int | None:
+    """Smallest GPU count (powers of two up to ``limit``) on which the workload fits."""
+    task = w.task or "inference"
+    for n in (2, 4, 8, 16, 32, 64):
+        if n > limit or n <= system.total_gpus:
+            continue
+        nodes = max(1, math.ceil(n / 8))
+        sys2 = replace(system, gpus_per_node=min(n, 8), nodes=nodes,
+                       intra_link=system.intra_link if system.intra_link != "none" else "pcie")
+        if task == "inference":
+            heads = getattr(model, "num_attention_heads", 0) or 0
+            tp = min(n, 8)
+            if heads and heads % tp:
+                continue
+            par = {"tp": tp, "pp": n // tp}
+        else:
+            par = {"zero": 3}
+        try:
+            w2 = w.with_updates(parallel={**(w.parallel.model_dump() if w.parallel else {}), **par, "dp": None})
+            lay = layout_from_workload(w2, n, sys2.gpus_per_node)
+            e = estimate_resolved(w2, model, sys2, lay, with_suggestions=False)
+        except GpuplanError:
+            continue
+        if e.fits:
+            return n
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The reverse question: the largest value that fits
+# ---------------------------------------------------------------------------------------------
+
+MAX_FIELDS = {"batch_size": "batch_size", "seq_len": "seq_len", "prompt_tokens": "prompt_tokens",
+              "concurrency": "batch_size"}
+
+
+def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) -> tuple[int, Estimate | None]:
+    """Largest value of ``field_name`` (batch_size | seq_len | prompt_tokens | concurrency) that fits."""
+    from gpuplan.catalog.models import resolve_model
+
+    if field_name not in MAX_FIELDS:
+        raise GpuplanError(f"Cannot maximise {field_name!r}.", hint=f"Choose one of {', '.join(MAX_FIELDS)}.")
+    key = MAX_FIELDS[field_name]
+    w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
+    resolved, notes = resolve_defaults(w)
+    model = resolve_model(resolved.model)
+    system, _ = system_from_workload(resolved)
+    layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node)
+    if field_name == "concurrency" or (field_name == "batch_size" and resolved.task == "inference" and
+                                       resolved.framework in ("vllm", "sglang", "trtllm")):
+        est = estimate_resolved(resolved, model, system, layout, with_suggestions=False)
+        from gpuplan.estimate.inference import max_concurrency
+
+        return max_concurrency(est.memory), est
+
+    def fits(v: int) -> Estimate | None:
+        try:
+            w2 = resolved.with_updates(**{key: v})
+            lay = layout_from_workload(w2, system.total_gpus, system.gpus_per_node)
+            e = estimate_resolved(w2, model, system, lay, with_suggestions=False)
+        except GpuplanError:
+            return None
+        return e if e.fits else None
+
+    lo, hi = 0, 1
+    best = None
+    while hi <= 10_000_000:
+        e = fits(hi)
+        if not e:
+            break
+        lo, best = hi, e
+        hi *= 2
+    hi = min(hi, 10_000_001)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        e = fits(mid)
+        if e:
+            lo, best = mid, e
+        else:
+            hi = mid
+    return lo, best
+
+
+def weights_gib(model) -> float:
+    return model.params_total * 2 / GIB

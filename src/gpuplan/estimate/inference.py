@@ -1,0 +1,178 @@
+"""Serving latency and throughput: prefill is compute-bound, decode memory-bound at small batch.
+
+- Prefill FLOPs: 2·N·P + 2·L·(a·d_h)·P² (causal attention) per sequence.
+- Decode step: read the (local) weights once plus every sequence's KV cache; roofline time is the
+  larger of bytes / achieved bandwidth and FLOPs / achieved compute (Williams et al. 2009; Yuan
+  et al. 2024, arXiv 2402.16363). Serving engines add a per-step scheduler/sampler overhead.
+- Eager ``generate`` launches every kernel from Python: a per-layer CPU cost that overlaps with the
+  GPU time (soft maximum), and Hugging Face's DynamicCache re-reads the cache several times per step.
+  Both constants are calibrated on published measurements (data/efficiency.yaml).
+- Tensor parallelism: two all-reduces of B·h activations per layer per step (Shoeybi et al. 2019).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuplan.estimate.memory import ENGINES, MemoryEstimate
+from gpuplan.estimate.params import table
+from gpuplan.estimate.shapes import Shape, weight_bytes
+from gpuplan.estimate.system import Layout, System
+from gpuplan.estimate.training import peak_flops
+
+
+@dataclass
+class InferencePerf:
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s: float
+    max_concurrency: int
+    max_requests_per_s: float | None
+    prefill_s: float
+    decode_step_s: float
+    batch: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "output_tokens_per_s": self.output_tokens_per_s,
+            "max_concurrency": self.max_concurrency, "max_requests_per_s": self.max_requests_per_s,
+            "prefill_s": self.prefill_s, "batch": self.batch,
+            # training fields do not apply
+            "step_time_s": None, "tokens_per_s": None, "tokens_per_s_per_gpu": None, "samples_per_s": None,
+            "mfu": None, "tflops_per_gpu": None, "comm_fraction": None, "total_time_s": None, "gpu_hours": None,
+        }
+
+
+def _soft_max(a: float, b: float, k: float) -> float:
+    return (a**k + b**k) ** (1.0 / k)
+
+
+@dataclass(frozen=True)
+class ServingCase:
+    precision: str
+    quantization: str
+    kv_dtype_bytes: float
+    framework: str
+    prompt_tokens: int
+    output_tokens: int
+
+
+def _stream_efficiency(quantization: str) -> float:
+    inf = table("inference")
+    if quantization in (None, "none"):
+        return float(inf["weight_stream_efficiency"])
+    return float(inf["quantized_stream_efficiency"].get(quantization, 0.4))
+
+
+def _tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: float) -> float:
+    if layout.tp <= 1:
+        return 0.0
+    bw = system.intra_bus_bytes_s()
+    lat = system.intra_latency_s()
+    per = 2 * (layout.tp - 1) / layout.tp * bytes_each / bw + lat * 2
+    return per * count
+
+
+def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str]) -> float:
+    """Seconds to process the prompts of ``batch`` sequences."""
+    inf = table("inference")
+    p = max(1, case.prompt_tokens)
+    flops = batch * (2.0 * s.matmul_params_active * p + 2.0 * s.layers * s.heads * s.head_dim * p * p)
+    peak = peak_flops(system, "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision,
+                      notes)
+    eff = float(inf["prefill_efficiency"])
+    shards = layout.tp * layout.pp
+    compute = flops / shards / (peak * eff)
+    w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
+    memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * _stream_efficiency(case.quantization))
+    t = max(compute, memory)
+    if layout.pp > 1:
+        t *= layout.pp  # stages in sequence for one request
+    t += _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers)
+    if case.framework not in ENGINES:
+        t += s.layers * float(inf["eager_cpu_s_per_layer"])
+    return t
+
+
+def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int,
+                     context_tokens: float, notes: list[str]) -> float:
+    """Seconds per generated token for ``batch`` sequences at ``context_tokens`` of context."""
+    inf = table("inference")
+    shards = layout.tp * layout.pp
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction
+    w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
+    w_local = w_bytes / shards
+    kv_local = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * context_tokens * batch / shards
+    eager = case.framework not in ENGINES
+    kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
+    mem_s = w_local / (bw * _stream_efficiency(case.quantization)) + kv_mult * kv_local / (bw * inf["weight_stream_efficiency"])
+    peak = peak_flops(system, "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision, notes)
+    flops = batch * (2.0 * s.matmul_params_active + 2.0 * s.layers * s.heads * s.head_dim * context_tokens) / shards
+    comp_s = flops / (peak * float(inf["prefill_efficiency"]))
+    gpu_s = max(mem_s, comp_s)
+    if layout.pp > 1:
+        gpu_s *= layout.pp if layout.naive_pipeline or batch == 1 else 1.0
+    tp_s = _tp_allreduce_s(system, layout, batch * s.hidden * 2.0, 2 * s.layers)
+    if eager:
+        layers = s.layers
+        cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if layout.pp > 1 else 1.0)
+        gpu_layer = gpu_s / layers
+        k = float(inf["eager_overlap_exponent"])
+        return layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
+    overhead = float(inf["engine_step_overhead_s"].get(case.framework, inf["engine_step_overhead_s"]["default"]))
+    return overhead + gpu_s + tp_s
+
+
+def max_concurrency(mem: MemoryEstimate) -> int:
+    if mem.kv_budget_bytes is None or not mem.kv_bytes_per_sequence:
+        return 0
+    return max(0, int(mem.kv_budget_bytes // mem.kv_bytes_per_sequence))
+
+
+def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, mem: MemoryEstimate,
+                   *, ttft_sla_s: float | None = None, tpot_sla_s: float | None = None,
+                   encoder_only: bool = False) -> InferencePerf:
+    notes: list[str] = []
+    prefill = prefill_time(s, case, layout, system, batch, notes)
+    if encoder_only:
+        rate = batch / prefill
+        return InferencePerf(ttft_s=prefill, tpot_s=0.0, output_tokens_per_s=0.0, max_concurrency=max(batch, 1),
+                             max_requests_per_s=rate, prefill_s=prefill, decode_step_s=0.0, batch=batch, notes=notes)
+    ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
+    tpot = decode_step_time(s, case, layout, system, batch, ctx_avg, notes)
+    ttft = prefill + decode_step_time(s, case, layout, system, batch, case.prompt_tokens, notes) * 0  # first token = prefill
+    total = prefill + case.output_tokens * tpot
+    out_tps = batch * case.output_tokens / total
+    conc = max_concurrency(mem)
+    rate = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
+    return InferencePerf(ttft_s=ttft, tpot_s=tpot, output_tokens_per_s=out_tps, max_concurrency=conc,
+                         max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes)
+
+
+def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: System, conc: int,
+                      ttft_sla_s: float | None, tpot_sla_s: float | None, notes: list[str]) -> float | None:
+    """Requests/s one replica sustains: the best batch B <= max concurrency within the SLA, each request
+    costing its prefill plus its share of B-wide decode steps (continuous batching)."""
+    if conc <= 0:
+        return 0.0
+    prefill_one = prefill_time(s, case, layout, system, 1, notes)
+    if ttft_sla_s is not None and prefill_one > ttft_sla_s:
+        notes.append(f"TTFT {prefill_one:.2f} s exceeds the SLA of {ttft_sla_s:.2f} s even alone")
+        return 0.0
+    ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
+    best = 0.0
+    b = 1
+    candidates = sorted({min(conc, x) for x in (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, conc)})
+    for b in candidates:
+        tpot = decode_step_time(s, case, layout, system, b, ctx_avg, notes)
+        if tpot_sla_s is not None and tpot > tpot_sla_s:
+            break
+        # each request: its prefill (stalls the batch) + output_tokens decode steps shared by b
+        per_req = prefill_one + case.output_tokens * tpot / b
+        if ttft_sla_s is not None:
+            # queueing for prefills of the other b-1 requests in the same cycle
+            if prefill_one * max(1, b // 4) > ttft_sla_s:
+                break
+        best = max(best, 1.0 / per_req)
+    return best

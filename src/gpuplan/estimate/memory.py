@@ -1,0 +1,419 @@
+"""Per-GPU memory as a breakdown: training (phases: forward/backward and optimizer step) and inference.
+
+Formulas and their sources are in docs/formulas.md. In short:
+- weights/gradients/optimizer states per trainable parameter follow ZeRO (Rajbhandari et al. 2020,
+  §3): mixed-precision Adam keeps 2 + 2 + 12 bytes; stacks that load the model in bf16 and let the
+  optimizer inherit the dtype (Hugging Face Trainer: ms-swift, LLaMA-Factory) keep 2 + 2 + 4;
+  ZeRO-1/2/3 (FSDP shard_grad_op/full_shard) shard states, then gradients, then weights over DP.
+- activations per layer per token follow Korthikanti et al. 2022 (Table 2) with the terms of a
+  gated-MLP, GQA layer written out (see :func:`activation_bytes_per_token_layer`); eager attention
+  adds the s x s scores; full recomputation keeps only each layer's input.
+- the peak is the larger of two phases — forward/backward (activations, logits) and the optimizer
+  step (gradients + the optimizer's temporaries) — not the sum of everything.
+- what the caching allocator reserves on top, the CUDA context and NCCL buffers are calibrated
+  constants in data/efficiency.yaml, reported as assumptions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpuplan.estimate.params import by_key, table
+from gpuplan.estimate.shapes import ACT_BYTES, Shape, weight_bytes
+from gpuplan.estimate.system import Layout, System
+from gpuplan.units import GIB
+
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "logits", "overhead")
+
+# Optimizer state bytes per trainable parameter, beyond the weights and gradients.
+# "mixed": fp32 master copy + fp32 moments (Adam: 4 + 4 + 4); "pure": states in the weight dtype.
+OPT_STATE_BYTES = {
+    ("adamw", "mixed"): 12.0, ("adamw-fused", "mixed"): 12.0, ("adamw-foreach", "mixed"): 12.0,
+    ("adamw-bf16", "mixed"): 4.0, ("adamw-8bit", "mixed"): 6.0, ("sgd", "mixed"): 8.0, ("adafactor", "mixed"): 4.2,
+    ("adamw", "pure"): 4.0, ("adamw-fused", "pure"): 4.0, ("adamw-foreach", "pure"): 4.0,
+    ("adamw-bf16", "pure"): 4.0, ("adamw-8bit", "pure"): 2.0, ("sgd", "pure"): 2.0, ("adafactor", "pure"): 0.2,
+    ("adamw", "fp32"): 8.0, ("adamw-fused", "fp32"): 8.0, ("adamw-foreach", "fp32"): 8.0, ("adamw-bf16", "fp32"): 8.0,
+    ("adamw-8bit", "fp32"): 2.0, ("sgd", "fp32"): 4.0, ("adafactor", "fp32"): 0.2,
+}
+# Frameworks whose default fine-tuning recipe loads the model in bf16 and lets AdamW keep bf16
+# states (LLaMA-Factory / ms-swift / HF Trainer with torch_dtype=bfloat16).
+PURE_16BIT_FRAMEWORKS = {"transformers", "swift", "llama-factory", "torchtune"}
+
+
+@dataclass
+class MemoryEstimate:
+    """Per-GPU memory of the busiest GPU, with its breakdown (bytes). Components add up to per_gpu_bytes."""
+
+    per_gpu_bytes: float
+    peak_allocated_bytes: float
+    peak_reserved_bytes: float
+    capacity_bytes: float
+    components: dict[str, float]
+    host_bytes: float
+    engine_reserved_bytes: float | None = None
+    peak_phase: str = ""
+    total_bytes: float = 0.0          # sum over the GPUs of one model replica (tp x pp)
+    total_allocated_bytes: float = 0.0
+    total_reserved_bytes: float = 0.0
+    kv_budget_bytes: float | None = None
+    kv_bytes_per_sequence: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return self.per_gpu_bytes <= self.capacity_bytes
+
+    @property
+    def shortfall_bytes(self) -> float:
+        return max(0.0, self.per_gpu_bytes - self.capacity_bytes)
+
+    def to_dict(self) -> dict:
+        return {
+            "per_gpu_bytes": int(self.per_gpu_bytes),
+            "peak_allocated_bytes": int(self.peak_allocated_bytes),
+            "peak_reserved_bytes": int(self.peak_reserved_bytes),
+            "engine_reserved_bytes": None if self.engine_reserved_bytes is None else int(self.engine_reserved_bytes),
+            "capacity_bytes": int(self.capacity_bytes),
+            "fits": self.fits,
+            "shortfall_bytes": int(self.shortfall_bytes),
+            "components": {k: int(round(self.components.get(k, 0.0))) for k in COMPONENTS},
+            "host_bytes": int(self.host_bytes),
+            "peak_phase": self.peak_phase,
+            "replica_total_bytes": int(self.total_bytes),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks
+# ---------------------------------------------------------------------------------------------
+
+def precision_mode(precision: str, framework: str, optimizer: str) -> str:
+    """'fp32', 'pure' (16-bit weights and states) or 'mixed' (fp32 master + fp32 moments)."""
+    if precision == "fp32":
+        return "fp32"
+    if optimizer == "adamw-bf16":
+        return "pure"
+    return "pure" if framework in PURE_16BIT_FRAMEWORKS else "mixed"
+
+
+def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *, flash: bool, seq_len: int,
+                                     tp: int = 1, sp: bool = False, lora_din: float = 0.0,
+                                     lora_dropout: bool = True) -> float:
+    """Bytes kept for backward per token per layer (no recomputation).
+
+    c_h·h (norm inputs incl. fp32 upcasts, q, attention output, softmax statistics)
+    + 4·kv·d (K and V, 16-bit) + 8·f (gated MLP: gate, act, up, product; plain MLP: 4·f)
+    — Korthikanti et al. 2022 Table 2 written per term, with flash attention; eager attention adds
+    the scores: 6·a·s bytes (16-bit product + fp32 softmax kept by Hugging Face's eager path).
+    LoRA with dropout adds a dropped-out copy of each adapted input (2 bytes) and its mask (1 byte).
+    """
+    b = ACT_BYTES.get(precision, 2.0) / 2.0
+    c_h = by_key(table("memory", "act_hidden_coeff"), framework)
+    mlp_coeff = 8.0 if s.gated else 4.0
+    replicated = c_h * s.hidden / (tp if sp else 1)
+    sharded = (4.0 * s.kv_heads * s.head_dim + mlp_coeff * s.moe_active_ffn) / tp
+    per = b * (replicated + sharded)
+    if not flash:
+        per += 6.0 * s.heads * seq_len / tp
+    if lora_din and lora_dropout:
+        per += 3.0 * lora_din / tp
+    return per
+
+
+def lora_param_count(model, targets, rank: int) -> tuple[float, float]:
+    """(adapter parameters in the whole model, sum of adapted input widths per layer)."""
+    try:
+        shapes = model.linear_shapes_per_layer(targets)
+    except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers
+        shapes = model.linear_shapes_per_layer("all-linear")
+    per_layer = 0.0
+    din = 0.0
+    for _name, d_in, d_out, count in shapes:
+        per_layer += rank * (d_in + d_out) * count
+        din += d_in * count
+    layers = model.num_layers + (getattr(model, "num_decoder_layers", 0) or 0)
+    return per_layer * layers, din
+
+
+def logits_bytes_per_token(s: Shape, framework: str, tp: int = 1) -> float:
+    """Bytes of the logits pipeline at its peak, per token (vocab-parallel under TP)."""
+    per_vocab = by_key(table("memory", "logits_bytes_per_vocab_token"), framework)
+    return per_vocab * s.vocab / tp
+
+
+def overhead_fixed(system: System) -> tuple[float, float]:
+    """(CUDA context outside the allocator, NCCL buffers) per GPU."""
+    mem = table("memory")
+    nccl = mem["nccl_buffer_bytes"] if system.total_gpus > 1 else 0.0
+    return float(mem["cuda_context_bytes"]), float(nccl)
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TrainingInputs:
+    task: str
+    precision: str
+    quantization: str
+    optimizer: str
+    framework: str
+    flash: bool
+    seq_len: int
+    lora_rank: int = 8
+    lora_targets: object = "all-linear"
+    lora_dropout: float = 0.05
+    variable_length: bool = True
+
+
+def _stage_layers(layers: int, pp: int) -> list[int]:
+    base, extra = divmod(layers, pp)
+    return [base + (1 if i < extra else 0) for i in range(pp)]
+
+
+def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: System) -> MemoryEstimate:
+    """Memory of one training step on the busiest GPU (and the sum over one replica's GPUs)."""
+    mem_tab = table("memory")
+    peft = t.task in ("lora", "qlora")
+    mode = precision_mode(t.precision, t.framework, t.optimizer)
+    dense_w = 4.0 if t.precision == "fp32" else 2.0
+    quant = t.quantization if t.quantization not in (None, "none") else "none"
+    w_total, _ = weight_bytes(s, t.precision, quant, double_quant=(t.task == "qlora"))
+    bytes_per_param_w = w_total / s.params_total if s.params_total else dense_w
+    grad_b = 4.0 if mode == "fp32" else 2.0
+    state_b = OPT_STATE_BYTES.get((t.optimizer, mode), 12.0 if mode == "mixed" else 4.0)
+    step_temp_mult = by_key(table("memory", "optimizer_step_transient"), t.optimizer, "adamw")
+    temp_b = (4.0 if mode in ("mixed", "fp32") else 2.0) * step_temp_mult
+    if t.optimizer == "adamw" and t.framework not in PURE_16BIT_FRAMEWORKS | {"auto"} and mode == "mixed":
+        # DeepSpeed / Megatron / FSDP use fused or multi-tensor-apply Adam kernels that step in place.
+        temp_b = 0.0
+
+    dp = max(1, layout.dp)
+    zero = layout.zero
+    shard_states = dp if zero >= 1 else 1
+    shard_grads = dp if zero >= 2 else 1
+    shard_weights = dp if zero >= 3 else 1
+    offload = layout.offload
+
+    lora_params, lora_din = (0.0, 0.0)
+    if peft:
+        lora_params, lora_din = lora_param_count(model, t.lora_targets, t.lora_rank)
+
+    ctx, nccl = overhead_fixed(system)
+    per_layer_params = s.attn_params_layer + s.mlp_params_layer_total
+    stage_layers = _stage_layers(s.layers, layout.pp)
+    act_tok_layer = activation_bytes_per_token_layer(
+        s, t.precision, t.framework, flash=t.flash, seq_len=t.seq_len, tp=layout.tp, sp=layout.sp,
+        lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0)
+    tokens_mb = t.seq_len * layout.micro_batch
+    frac_key = "variable_length" if (t.variable_length and t.task != "pretrain") else "packed"
+    reserve_transient = mem_tab["reserve_fraction_of_transient"][frac_key]
+    reserve_total = mem_tab["reserve_fraction_of_total"]
+
+    stages = []
+    for i, n_layers in enumerate(stage_layers):
+        first, last = i == 0, i == layout.pp - 1
+        params = n_layers * per_layer_params
+        if first:
+            params += s.embed_params
+        if last:
+            params += s.lm_head_params
+            if layout.pp > 1 and not s.lm_head_params:
+                params += s.embed_params  # tied head: a copy lives on the last stage
+        params_local = params / layout.tp
+        if s.moe_experts and layout.ep > 1:
+            expert_share = (s.mlp_params_layer_total - s.mlp_params_layer_active) * n_layers / layout.tp
+            params_local -= expert_share * (1 - 1 / layout.ep)
+        weights = params_local * bytes_per_param_w
+        adapters = 0.0
+        if peft:
+            lora_local = lora_params * (n_layers / max(1, s.layers)) / layout.tp
+            trainable = lora_local
+            adapters = lora_local * (4.0 + 4.0 + 8.0)  # fp32 adapter weights, grads, Adam states (peft upcasts)
+            grads = states = step_temp = 0.0
+        else:
+            trainable = params_local
+            grads = trainable * grad_b / shard_grads
+            states = trainable * state_b / shard_states
+            step_temp = trainable * temp_b / shard_states
+            weights = weights / shard_weights
+            if offload != "none":
+                states = 0.0
+                step_temp = 0.0
+                if zero >= 3:
+                    weights = 0.0
+        # ZeRO-3 / FSDP all-gather and reduce-scatter buffers: two layers gathered (prefetch) + one bucket.
+        gather = 0.0
+        if zero >= 3 and not peft:
+            gather = per_layer_params / layout.tp * (2 * dense_w + 4.0)
+
+        # activations
+        inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
+        if layout.checkpointing == "full":
+            stored = n_layers * tokens_mb * 2.0 * s.hidden * ACT_BYTES.get(t.precision, 2.0) / 2.0 / (layout.tp if layout.sp else 1)
+            stored *= inflight
+            recompute = tokens_mb * act_tok_layer * 1.5  # one layer rebuilt + its gradients
+        else:
+            per_tok = act_tok_layer
+            if layout.checkpointing == "selective" and not t.flash:
+                per_tok -= 6.0 * s.heads * t.seq_len / layout.tp
+            stored = n_layers * tokens_mb * per_tok * inflight
+            recompute = 0.0
+        acts = stored + recompute
+        logits = tokens_mb * logits_bytes_per_token(s, t.framework, layout.tp) if last else 0.0
+
+        # phases
+        persistent = weights + states + adapters
+        if layout.grad_accum > 1 or zero < 2:
+            fb_grads = grads if layout.grad_accum > 1 else 0.0
+            fb = persistent + fb_grads + gather + max(acts + logits, 0.0 if layout.grad_accum > 1 else grads)
+            if layout.grad_accum == 1 and grads > acts + logits:
+                fb_grads, act_part, logit_part = grads, 0.0, 0.0
+            else:
+                act_part, logit_part = acts, logits
+        else:
+            fb_grads = grads
+            fb = persistent + grads + gather + acts + logits
+            act_part, logit_part = acts, logits
+        step = persistent + grads + step_temp
+        workspace = mem_tab["workspace_bytes"]
+        if fb >= step:
+            phase = "forward/backward"
+            comp = {"weights": weights + gather, "gradients": fb_grads, "optimizer": states,
+                    "activations": act_part, "logits": logit_part, "adapters": adapters}
+            alloc = fb + workspace
+        else:
+            phase = "optimizer step"
+            comp = {"weights": weights, "gradients": grads, "optimizer": states + step_temp,
+                    "activations": 0.0, "logits": 0.0, "adapters": adapters}
+            alloc = step + workspace
+        transient = acts + logits
+        reserved = alloc + reserve_transient * transient + reserve_total * alloc
+        per_gpu = reserved + ctx + nccl
+        comp["kv_cache"] = 0.0
+        comp["overhead"] = per_gpu - sum(v for k, v in comp.items() if k != "overhead")
+        stages.append((per_gpu, alloc, reserved, comp, phase))
+
+    busiest = max(stages, key=lambda st: st[0])
+    per_gpu, alloc, reserved, comp, phase = busiest
+    total = sum(st[0] for st in stages) * layout.tp
+    total_alloc = sum(st[1] for st in stages) * layout.tp
+    total_res = sum(st[2] for st in stages) * layout.tp
+
+    # host RAM: offloaded states (and ZeRO-3 params), data loading, model loading staging
+    host = 0.0
+    if offload != "none" and not peft:
+        host += s.params_total / layout.tp / layout.pp * (state_b + (dense_w if zero >= 3 else 0.0)) / shard_states \
+            * system.gpus_per_node
+    host += 3.0 * GIB * system.gpus_per_node
+    host += 0.5 * w_total
+    notes = [f"peak in the {phase} phase", f"optimizer states: {t.optimizer} ({mode} precision, "
+             f"{state_b:g} bytes/param)"]
+    return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                          capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
+                          peak_phase=phase, total_bytes=total, total_allocated_bytes=total_alloc,
+                          total_reserved_bytes=total_res, notes=notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inference
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InferenceInputs:
+    precision: str
+    quantization: str
+    kv_dtype_bytes: float
+    framework: str
+    flash: bool
+    prompt_tokens: int
+    output_tokens: int
+    concurrency: int
+
+
+ENGINES = {"vllm", "sglang", "trtllm"}
+
+
+def kv_bytes_per_sequence(s: Shape, tokens: int, kv_dtype_bytes: float, framework: str) -> float:
+    """KV cache of one sequence (all layers). Paged engines round up to whole blocks."""
+    if framework in ENGINES:
+        block = table("inference", "paged_block_tokens")
+        tokens = math.ceil(tokens / block) * block
+    return s.kv_bytes_per_token_16bit * kv_dtype_bytes / 2.0 * tokens
+
+
+def prefill_transient_bytes(s: Shape, tokens: float, tp: int, flash: bool, batch: int) -> float:
+    """Largest activation live during a prefill forward (no autograd): the MLP's intermediates
+    (act(gate), up and their product: 3·f for a gated MLP, 2·f plain) plus a few hidden-size
+    tensors; eager attention also materialises the scores of one layer (6·a·s² bytes)."""
+    mlp = (3.0 if s.gated else 2.0) * s.moe_active_ffn
+    per_tok = 2.0 * (mlp + 4.0 * s.hidden) / tp
+    out = per_tok * tokens * batch
+    if not flash:
+        out += 6.0 * s.heads / tp * tokens * tokens * batch
+    out += batch * s.vocab * 4.0  # last-token logits in fp32
+    return out
+
+
+def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: System) -> MemoryEstimate:
+    """Memory of serving ``concurrency`` sequences of prompt+output tokens."""
+    mem_tab = table("memory")
+    inf = table("inference")
+    shards = layout.tp * layout.pp
+    w_total, _ = weight_bytes(s, t.precision, t.quantization)
+    weights = w_total / shards
+    seq_tokens = t.prompt_tokens + t.output_tokens
+    per_seq = kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) / shards
+    kv = per_seq * t.concurrency
+    ctx, nccl = overhead_fixed(system)
+    cap = system.capacity_bytes
+    notes: list[str] = []
+    if t.framework in ENGINES:
+        util = inf["vllm_gpu_memory_utilization"] if t.framework != "sglang" else inf["sglang_mem_fraction_static"]
+        profile_tokens = max(min(seq_tokens, 8192), 2048)
+        act = prefill_transient_bytes(s, profile_tokens, layout.tp, True, 1) + 256 * s.vocab * 4.0 / layout.tp
+        graphs = float(inf["engine_graph_bytes"])
+        needed = weights + kv + act + graphs + ctx + nccl
+        reserved_engine = util * cap
+        budget = reserved_engine - (weights + act + graphs + ctx + nccl)
+        per_gpu = max(needed, reserved_engine)
+        pool = max(kv, per_gpu - (weights + act + graphs + ctx + nccl))
+        comp = {"weights": weights, "kv_cache": pool, "activations": act, "overhead": graphs + ctx + nccl,
+                "gradients": 0.0, "optimizer": 0.0, "adapters": 0.0, "logits": 0.0}
+        alloc = weights + kv + act + graphs
+        reserved = per_gpu - ctx - nccl
+        notes.append(f"{t.framework} pre-allocates {util:.0%} of GPU memory; the KV pool takes what weights and "
+                     "activations leave")
+        if needed > reserved_engine:
+            notes.append(f"needs gpu_memory_utilization {min(0.99, needed / cap + 0.01):.2f} (above the default {util:.2f})")
+        return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                              capacity_bytes=cap, components=comp, host_bytes=_inference_host(w_total, system),
+                              engine_reserved_bytes=reserved_engine, peak_phase="serving",
+                              total_bytes=per_gpu * shards, total_allocated_bytes=alloc * shards,
+                              total_reserved_bytes=reserved * shards, kv_budget_bytes=budget,
+                              kv_bytes_per_sequence=per_seq, notes=notes)
+    # Eager PyTorch (transformers generate): DynamicCache grows by concatenation.
+    act = prefill_transient_bytes(s, t.prompt_tokens, layout.tp, t.flash, t.concurrency)
+    cat_copy = kv / max(1, s.layers / layout.pp)  # one layer's cache copied while it grows
+    alloc = weights + kv + max(act, cat_copy) + mem_tab["workspace_bytes"]
+    reserve = mem_tab["reserve_fraction_of_transient"]["generate"] * kv + mem_tab["reserve_fraction_of_total"] * alloc
+    reserved = alloc + reserve
+    per_gpu = reserved + ctx + nccl
+    comp = {"weights": weights, "kv_cache": kv, "activations": max(act, cat_copy), "gradients": 0.0,
+            "optimizer": 0.0, "adapters": 0.0, "logits": 0.0}
+    comp["overhead"] = per_gpu - sum(comp.values())
+    budget = cap - (weights + act + ctx + nccl + mem_tab["workspace_bytes"])
+    notes.append("transformers generate: the cache grows by concatenation, so the allocator's reserve approaches "
+                 "twice the KV cache")
+    return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                          capacity_bytes=cap, components=comp, host_bytes=_inference_host(w_total, system),
+                          peak_phase="prefill/decode", total_bytes=per_gpu * shards,
+                          total_allocated_bytes=alloc * shards, total_reserved_bytes=reserved * shards,
+                          kv_budget_bytes=budget / 2.0, kv_bytes_per_sequence=per_seq, notes=notes)
+
+
+def _inference_host(weight_total: float, system: System) -> float:
+    """Host RAM to load and serve: one staging copy of the weights + 4 GiB per GPU process."""
+    return weight_total + 4.0 * GIB * system.gpus_per_node

@@ -1,0 +1,110 @@
+"""Non-LLM models (CNN, ViT, diffusion, speech): a profile measured at a reference input, scaled.
+
+A profile (data/models.yaml) gives parameters, forward FLOPs per sample and training activation
+bytes per sample at a reference input size, with how both grow with the input (e.g. image_size^2).
+Training costs 3x the forward FLOPs (forward + backward, Kaplan et al. 2020 §2.1); inference keeps
+only the live tensors of a forward pass (assumed 15% of the training activations). Diffusion
+inference runs the denoiser once per step, twice with classifier-free guidance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuplan.estimate.memory import COMPONENTS, OPT_STATE_BYTES, MemoryEstimate, overhead_fixed
+from gpuplan.estimate.params import by_key, table
+from gpuplan.estimate.system import Layout, System
+from gpuplan.estimate.training import peak_flops
+from gpuplan.units import GIB
+
+INFERENCE_ACT_SHARE = 0.15
+CFG_FACTOR = 2.0
+CONV_EFFICIENCY = 0.40  # share of dense peak reached by convolution/attention mixes (assumed)
+
+
+@dataclass
+class NonLLMResult:
+    memory: MemoryEstimate
+    performance: dict
+    notes: list[str] = field(default_factory=list)
+
+
+def input_scale(profile, inp: dict | None) -> tuple[float, list[str]]:
+    """Factor by which FLOPs and activations grow from the reference input to the user's input."""
+    notes: list[str] = []
+    scaling = profile.scaling or {}
+    key = scaling.get("input")
+    exponent = float(scaling.get("exponent", 1.0))
+    ref = (profile.reference_input or {}).get(key) if key else None
+    given = (inp or {}).get(key) if key else None
+    if not key or ref is None:
+        return 1.0, notes
+    if given is None:
+        notes.append(f"assumed {key} {ref} (the profile's reference input)")
+        return 1.0, notes
+    return (float(given) / float(ref)) ** exponent, notes
+
+
+def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
+                    framework: str, layout: Layout, system: System, steps_default: int = 30) -> NonLLMResult:
+    prof = model.profile
+    scale, notes = input_scale(prof, inp)
+    params = float(model.params_total)
+    dense = 4.0 if precision == "fp32" else 2.0
+    ctx, nccl = overhead_fixed(system)
+    mem_tab = table("memory")
+    training = task != "inference"
+    weights = params * dense
+    comp = dict.fromkeys(COMPONENTS, 0.0)
+    comp["weights"] = weights / (layout.dp if layout.zero >= 3 else 1)
+    if training:
+        mode = "fp32" if precision == "fp32" else "mixed"
+        states = OPT_STATE_BYTES.get((optimizer, mode), 12.0) * params / (layout.dp if layout.zero >= 1 else 1)
+        grads = params * (4.0 if precision == "fp32" else 2.0) / (layout.dp if layout.zero >= 2 else 1)
+        acts = prof.activation_bytes_per_sample * scale * batch * (2.0 if precision == "fp32" else 1.0)
+        if layout.checkpointing == "full":
+            acts *= 0.35
+            notes.append("checkpointing keeps about a third of the activations (assumed for non-LLM models)")
+        comp.update(gradients=grads, optimizer=states, activations=acts)
+    else:
+        acts = prof.activation_bytes_per_sample * scale * batch * INFERENCE_ACT_SHARE
+        comp["activations"] = acts
+        notes.append(f"inference keeps about {INFERENCE_ACT_SHARE:.0%} of the training activations live (assumed)")
+    alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
+    reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * comp["activations"]
+    per_gpu = reserved + ctx + nccl
+    comp["overhead"] = per_gpu - sum(v for k, v in comp.items() if k != "overhead")
+    mem = MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                         capacity_bytes=system.capacity_bytes, components=comp,
+                         host_bytes=weights + 4 * GIB * system.gpus_per_node, peak_phase="step",
+                         total_bytes=per_gpu * layout.gpus, notes=[])
+
+    perf_notes: list[str] = []
+    peak = peak_flops(system, precision, perf_notes)
+    eff = CONV_EFFICIENCY * by_key(table("training", "framework_factor"), framework, "auto")
+    fwd = prof.forward_flops_per_sample * scale
+    gpus = layout.gpus
+    if training:
+        flops = 3.0 * fwd * batch * (1.33 if layout.checkpointing == "full" else 1.0)
+        step = flops / (peak * eff)
+        samples_per_s = batch * gpus / step
+        perf = {"step_time_s": step, "samples_per_s": samples_per_s, "tokens_per_s": None,
+                "tokens_per_s_per_gpu": None, "mfu": 3.0 * fwd * samples_per_s / gpus / peak,
+                "tflops_per_gpu": flops / step / 1e12, "comm_fraction": 0.0, "total_time_s": None, "gpu_hours": None,
+                "ttft_s": None, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": None,
+                "max_requests_per_s": None}
+    else:
+        per_sample = fwd
+        if model.kind == "diffusion":
+            steps = (inp or {}).get("steps") or steps_default
+            per_sample = fwd * steps * CFG_FACTOR
+            notes.append(f"{steps} denoising steps with classifier-free guidance (2 passes per step)")
+        latency = per_sample * batch / (peak * eff)
+        perf = {"ttft_s": latency, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": batch,
+                "max_requests_per_s": batch / latency, "latency_s": latency, "samples_per_s": batch / latency,
+                "step_time_s": None, "tokens_per_s": None, "tokens_per_s_per_gpu": None, "mfu": None,
+                "tflops_per_gpu": per_sample * batch / latency / 1e12, "comm_fraction": None, "total_time_s": None,
+                "gpu_hours": None}
+    notes.extend(perf_notes)
+    notes.append(f"compute efficiency {eff:.0%} of dense peak assumed for this model kind")
+    return NonLLMResult(memory=mem, performance=perf, notes=notes)

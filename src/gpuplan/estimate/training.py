@@ -1,0 +1,200 @@
+"""Training step time: FLOPs over achievable throughput, plus communication that is not hidden.
+
+- Model FLOPs per token: 6·N + 12·L·h·s (PaLM, Chowdhery et al. 2022, App. B; N = parameters
+  multiplied per token, the LM head included, the embedding lookup not). LoRA/QLoRA skip the
+  weight gradients of the frozen base: 4·N + 8·L·h·s plus the adapters.
+- Hardware FLOPs add the recomputation: one more forward with full checkpointing (8·N·D,
+  Narayanan et al. 2021 eq. 3), the attention core with selective recomputation.
+- Achievable HFU by GPU architecture and layer width is data (efficiency.yaml).
+- Communication: ring all-reduce 2(n-1)/n·S, reduce-scatter/all-gather (n-1)/n·S (nccl-tests
+  PERFORMANCE.md); tensor parallelism all-reduces the activations 4 times per layer per
+  micro-batch (Shoeybi et al. 2019 §3); the pipeline bubble is (p-1)/(m+p-1) (Narayanan et al. 2021).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpuplan.estimate.params import by_key, interpolate_log2, table
+from gpuplan.estimate.shapes import Shape
+from gpuplan.estimate.system import Layout, System
+
+
+@dataclass
+class TrainingPerf:
+    step_time_s: float
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    samples_per_s: float
+    mfu: float
+    tflops_per_gpu: float
+    comm_fraction: float
+    compute_s: float
+    comm_exposed_s: float
+    offload_s: float
+    efficiency: float
+    peak_tflops: float
+    tokens_per_step: float
+    total_time_s: float | None = None
+    gpu_hours: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "samples_per_s": self.samples_per_s,
+            "mfu": self.mfu, "tflops_per_gpu": self.tflops_per_gpu, "comm_fraction": self.comm_fraction,
+            "total_time_s": self.total_time_s, "gpu_hours": self.gpu_hours,
+            "compute_s": self.compute_s, "comm_exposed_s": self.comm_exposed_s, "offload_s": self.offload_s,
+            "hfu_assumed": self.efficiency, "peak_tflops_per_gpu": self.peak_tflops,
+            "tokens_per_step": self.tokens_per_step,
+            # inference fields do not apply
+            "ttft_s": None, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": None,
+            "max_requests_per_s": None,
+        }
+
+
+def attention_flops_fwd_per_token(s: Shape, seq_len: int) -> float:
+    """4·L·(a·d_h)·s: QK^T and AV for one token over the whole sequence (non-causal convention, as
+    PaLM and llm-foundry count it)."""
+    return 4.0 * s.layers * s.heads * s.head_dim * seq_len
+
+
+def flops_per_token(s: Shape, seq_len: int, task: str, checkpointing: str) -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) per trained token."""
+    n = s.matmul_params_active
+    attn = attention_flops_fwd_per_token(s, seq_len)
+    fwd = 2.0 * n + attn
+    if task in ("lora", "qlora"):
+        model = fwd + (2.0 * n + 2.0 * attn)  # input gradients only; adapters are negligible
+    else:
+        model = 3.0 * fwd
+    hw = model
+    if checkpointing == "full":
+        hw += fwd
+    elif checkpointing == "selective":
+        hw += attn
+    return model, hw
+
+
+def peak_flops(system: System, precision: str, notes: list[str]) -> float:
+    """Dense tensor FLOP/s of one GPU at the compute precision (vGPU slices get their share)."""
+    gpu = system.gpu
+    key = {"fp32": "tf32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8"}[precision]
+    val = gpu.peak_tflops(key)
+    if val is None and key == "bf16":
+        val = gpu.peak_tflops("fp16")
+        if val is not None:
+            notes.append(f"{gpu.id} has no BF16 tensor cores; timed at its FP16 rate")
+    if val is None and key == "tf32":
+        val = gpu.peak_tflops("fp32")
+    if val is None and key == "fp8":
+        val = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")
+        notes.append(f"{gpu.id} has no FP8 tensor cores; timed at its 16-bit rate")
+    if val is None:
+        val = gpu.peak_tflops("fp32") or 1.0
+    return val * 1e12 * system.gpu_fraction
+
+
+def achievable_hfu(system: System, s: Shape, framework: str, quantization: str, tokens_mb: float) -> float:
+    tr = table("training")
+    base = by_key(tr["hfu_by_arch"], system.gpu.architecture.split(" (")[0].strip())
+    size = interpolate_log2(tr["hidden_size_curve"]["points"], float(s.hidden))
+    fw = by_key(tr["framework_factor"], framework, "auto")
+    q = 1.0
+    if quantization not in (None, "none"):
+        q = float(tr["quantized_base_factor"].get(quantization, 0.6))
+    ramp = min(1.0, 0.5 + 0.5 * tokens_mb / float(tr["min_tokens_for_full_efficiency"]))
+    return base * size * fw * q * ramp
+
+
+def _ring_time(size_bytes: float, n: int, bus_bytes_s: float, latency_s: float, factor: float) -> float:
+    """factor·(n-1)/n·S over the bus bandwidth, plus one latency per ring step."""
+    if n <= 1 or size_bytes <= 0:
+        return 0.0
+    return factor * (n - 1) / n * size_bytes / bus_bytes_s + latency_s * 2 * (n - 1)
+
+
+def dp_collective_time(system: System, layout: Layout, size_bytes: float, factor: float) -> float:
+    """Time of a data-parallel collective over dp ranks: intra-node ring, plus the nodes' NICs."""
+    dp = layout.dp
+    if dp <= 1:
+        return 0.0
+    gpn = max(1, system.gpus_per_node // (layout.tp * layout.pp)) if system.nodes > 1 else dp
+    ranks_in_node = min(dp, gpn)
+    t = _ring_time(size_bytes, ranks_in_node, system.intra_bus_bytes_s(), system.intra_latency_s(), factor)
+    nodes = math.ceil(dp / ranks_in_node)
+    inter = system.inter_bus_bytes_s()
+    if nodes > 1 and inter:
+        # hierarchical: each node moves S across its NIC(s), shared by its GPUs
+        t += factor * (nodes - 1) / nodes * size_bytes * ranks_in_node / inter / ranks_in_node * ranks_in_node \
+            + system.inter_latency_s() * 2 * (nodes - 1)
+    return t
+
+
+def training_perf(s: Shape, *, task: str, precision: str, quantization: str, framework: str, seq_len: int,
+                  layout: Layout, system: System, trainable_params: float, dataset_tokens: float | None,
+                  tokens_per_sample: float | None = None) -> TrainingPerf:
+    notes: list[str] = []
+    comm_tab = table("communication")
+    model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing)
+    peak = peak_flops(system, precision, notes)
+    tokens_mb = seq_len * layout.micro_batch
+    eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
+    if precision == "fp8" and system.gpu.peak_tflops("fp8"):
+        share = table("training", "fp8_gemm_share")
+        bf16 = (system.gpu.peak_tflops("bf16") or 1.0) * 1e12 * system.gpu_fraction
+        # GEMMs at the FP8 rate, the rest at bf16: harmonic mix
+        peak = 1.0 / (share / peak + (1 - share) / bf16)
+    tokens_per_step = tokens_mb * layout.grad_accum * layout.dp
+    gpus = layout.gpus
+    compute_s = hw_fpt * tokens_per_step / gpus / (peak * eff)
+    if layout.pp > 1:
+        if layout.naive_pipeline:
+            compute_s *= layout.pp  # layer split: one stage busy at a time
+            notes.append("layer split over GPUs (device_map) runs stages one after another")
+        else:
+            m = max(1, layout.microbatches)
+            compute_s *= 1 + (layout.pp - 1) / m
+            notes.append(f"pipeline bubble (p-1)/m = {(layout.pp - 1) / m:.2f}")
+
+    # communication
+    overlap = comm_tab["overlap"]
+    grad_bytes = trainable_params / (layout.tp * layout.pp) * 2.0
+    comm = 0.0
+    if layout.dp > 1 and grad_bytes > 0:
+        if layout.zero >= 3:
+            gathers = 2 * layout.grad_accum + 1
+            t = dp_collective_time(system, layout, grad_bytes, gathers)
+            comm += t * (1 - overlap["fsdp" if layout.fsdp != "none" else "zero"])
+        else:
+            t = dp_collective_time(system, layout, grad_bytes, 2.0)
+            comm += t * (1 - overlap["zero" if layout.zero else "ddp"])
+    if layout.tp > 1:
+        per_ar = tokens_mb * s.hidden * 2.0
+        n_ar = 4 + (2 if layout.checkpointing == "full" else 0)
+        t_tp = _ring_time(per_ar, layout.tp, system.intra_bus_bytes_s(), system.intra_latency_s(), 2.0)
+        comm += t_tp * n_ar * s.layers / layout.pp * layout.grad_accum * (1 - overlap["tp"])
+    offload_s = 0.0
+    if layout.offload != "none" and task not in ("lora", "qlora"):
+        local = trainable_params / (layout.tp * layout.pp) / (layout.dp if layout.zero >= 1 else 1)
+        pcie = comm_tab["pcie_gb_s"].get(system.gpu.pcie_gen or 4, 31.5) * 1e9 * 0.6
+        offload_s = local * 4.0 / pcie + local / 1.0e9  # grads down + params up; CPU Adam ~1e9 params/s
+        if layout.offload == "nvme":
+            offload_s += local * 12.0 / 2.0e9
+        notes.append("optimizer step on the CPU (offload): PCIe transfers and CPU Adam are not overlapped")
+    step = compute_s + comm + offload_s
+    tokens_per_s = tokens_per_step / step
+    samples_per_s = tokens_per_s / (tokens_per_sample or seq_len)
+    mfu = model_fpt * tokens_per_s / gpus / (peak / system.gpu_fraction if system.gpu_fraction else peak)
+    tflops = hw_fpt * tokens_per_s / gpus / 1e12
+    total = gpu_hours = None
+    if dataset_tokens:
+        total = dataset_tokens / tokens_per_s
+        gpu_hours = total * gpus / 3600.0
+    return TrainingPerf(step_time_s=step, tokens_per_s=tokens_per_s, tokens_per_s_per_gpu=tokens_per_s / gpus,
+                        samples_per_s=samples_per_s, mfu=mfu, tflops_per_gpu=tflops,
+                        comm_fraction=(comm + offload_s) / step if step else 0.0, compute_s=compute_s,
+                        comm_exposed_s=comm, offload_s=offload_s, efficiency=eff, peak_tflops=peak / 1e12,
+                        tokens_per_step=tokens_per_step, total_time_s=total, gpu_hours=gpu_hours, notes=notes)

@@ -1,0 +1,166 @@
+"""Rich terminal views of catalog records and estimates (English or Chinese headers)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from rich.console import Console
+from rich.table import Table
+
+from gpuplan.i18n import tr
+from gpuplan.units import GIB, fmt_bytes, fmt_duration
+
+
+def _num(v: Any, fmt: str = "{:g}") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}" if abs(v) >= 100_000 else str(v)
+    if isinstance(v, float):
+        if v.is_integer() and abs(v) >= 100_000:
+            return f"{int(v):,}"
+        return fmt.format(v)
+    return str(v)
+
+
+def gpus_table(gpus: Iterable, lang: str) -> Table:
+    t = Table(title=tr("GPUs", lang), show_lines=False)
+    for col in ("GPU", "Architecture", "GPU memory (GiB)", "Bandwidth (GB/s)", "BF16 dense TFLOPS", "FP16 dense TFLOPS",
+                "FP8 dense TFLOPS", "INT8 dense TOPS", "NVLink (GB/s)", "MIG"):
+        t.add_column(tr(col, lang), justify="left" if col in ("GPU", "Architecture") else "right")
+    for g in gpus:
+        flag = " *" if g.unconfirmed else ""
+        t.add_row(g.id + flag, g.architecture, _num(g.memory_gib), _num(g.mem_bandwidth_gb_s), _num(g.bf16_dense_tflops),
+                  _num(g.fp16_dense_tflops), _num(g.fp8_dense_tflops), _num(g.int8_dense_tops), _num(g.nvlink_gb_s),
+                  tr("yes", lang) if g.mig else tr("no", lang))
+    t.caption = "* " + tr("unconfirmed", lang) + ": see `gpuplan show GPU`. Tensor figures are dense (no sparsity)."
+    return t
+
+
+def instances_table(insts: Iterable, lang: str, prices: dict | None = None) -> Table:
+    t = Table(title=tr("Instance type", lang))
+    cols = ["Instance type", "Family", "GPU", "GPUs", "GPU memory (GiB)", "vCPU", "Memory (GiB)", "Network (Gbit/s)",
+            "RDMA", "Interconnect", "Status"]
+    if prices is not None:
+        cols.append("Price")
+    for col in cols:
+        t.add_column(tr(col, lang), justify="right" if col in ("GPUs", "vCPU", "Memory (GiB)", "GPU memory (GiB)",
+                                                                "Network (Gbit/s)") else "left")
+    for i in insts:
+        gpu = i.gpu + ("" if i.gpu_basis == "named" else " (" + i.gpu_basis + ")")
+        row = [i.instance_type, i.family, gpu, _num(i.gpu_count, "{:.4g}"), _num(i.gpu_memory_gib), _num(i.vcpus),
+               _num(i.memory_gib), _num(i.network_gbit_s), i.rdma or "-", i.interconnect or "-", i.status]
+        if prices is not None:
+            row.append(prices.get(i.instance_type) or tr("no price known", lang))
+        t.add_row(*row)
+    return t
+
+
+def models_table(models: Iterable, lang: str) -> Table:
+    t = Table(title=tr("Model", lang))
+    for col in ("Model", "Kind", "Parameters", "Layers", "Hidden", "Heads", "KV heads", "Attention", "Vocab", "Max positions"):
+        t.add_column(tr(col, lang), justify="left" if col in ("Model", "Kind", "Attention") else "right")
+    for m in models:
+        params = f"{m.params_total / 1e9:.2f}B"
+        if m.params_active and m.params_active != m.params_total:
+            params += f" ({m.params_active / 1e9:.1f}B active)"
+        t.add_row(m.id, m.kind, params, _num(m.num_layers or None), _num(m.hidden_size or None),
+                  _num(m.num_attention_heads or None), _num(m.num_key_value_heads or None), m.attention if m.is_llm() else "-",
+                  _num(m.vocab_size or None), _num(m.max_position_embeddings))
+    return t
+
+
+def record_table(title: str, record: dict, lang: str) -> Table:
+    t = Table(title=title, show_header=False)
+    t.add_column("key", style="bold")
+    t.add_column("value")
+    for k, v in record.items():
+        if isinstance(v, (list, tuple)):
+            v = "\n".join(str(x) for x in v) if v else "-"
+        elif isinstance(v, dict):
+            v = ", ".join(f"{a}={b}" for a, b in v.items()) if v else "-"
+        t.add_row(tr(k, lang) if lang == "zh" else k, _num(v))
+    return t
+
+
+BAR_WIDTH = 40
+
+
+def memory_view(est_dict: dict, lang: str) -> Table:
+    mem = est_dict["memory"]
+    total = max(1, mem["per_gpu_bytes"])
+    cap = mem["capacity_bytes"]
+    t = Table(title=f"{tr('Memory per GPU', lang)}: {fmt_bytes(mem['per_gpu_bytes'])} / {fmt_bytes(cap)} "
+                    f"({tr('fits', lang) if mem['fits'] else tr('does not fit', lang)})")
+    t.add_column(tr("Component", lang))
+    t.add_column("GiB", justify="right")
+    t.add_column(tr("Share", lang), justify="right")
+    t.add_column("", no_wrap=True)
+    scale = max(total, cap)
+    for key, val in mem["components"].items():
+        if not val:
+            continue
+        bar = "█" * max(1, round(BAR_WIDTH * val / scale))
+        t.add_row(tr(key, lang), f"{val / GIB:.2f}", f"{val / total:.0%}", f"[cyan]{bar}[/cyan]")
+    cap_mark = round(BAR_WIDTH * cap / scale)
+    t.add_row(tr("Total", lang), f"{total / GIB:.2f}", "100%",
+              ("[green]" if mem["fits"] else "[red]") + "█" * round(BAR_WIDTH * total / scale) + "[/]")
+    t.add_row(tr("capacity", lang), f"{cap / GIB:.2f}", "", "─" * cap_mark + "┤")
+    t.caption = (f"{tr('Peak allocated', lang)} {fmt_bytes(mem['peak_allocated_bytes'])}, "
+                 f"{tr('Peak reserved', lang)} {fmt_bytes(mem['peak_reserved_bytes'])}"
+                 + (f", {tr('Engine reserved', lang)} {fmt_bytes(mem['engine_reserved_bytes'])}"
+                    if mem.get("engine_reserved_bytes") else "")
+                 + f", {tr('Host RAM', lang)} {fmt_bytes(mem['host_bytes'])}")
+    return t
+
+
+def performance_view(est_dict: dict, lang: str) -> Table:
+    p = est_dict["performance"]
+    t = Table(title=tr("Performance", lang), show_header=False)
+    t.add_column("k", style="bold")
+    t.add_column("v", justify="right")
+    rows = [
+        ("Step time", fmt_duration(p.get("step_time_s")) if p.get("step_time_s") else None),
+        ("Tokens/s", f"{p['tokens_per_s']:,.0f}" if p.get("tokens_per_s") else None),
+        ("Tokens/s per GPU", f"{p['tokens_per_s_per_gpu']:,.0f}" if p.get("tokens_per_s_per_gpu") else None),
+        ("Samples/s", f"{p['samples_per_s']:,.2f}" if p.get("samples_per_s") else None),
+        ("MFU", f"{p['mfu']:.1%}" if p.get("mfu") else None),
+        ("TFLOP/s per GPU", f"{p['tflops_per_gpu']:.0f}" if p.get("tflops_per_gpu") else None),
+        ("Communication share", f"{p['comm_fraction']:.1%}" if p.get("comm_fraction") is not None else None),
+        ("Total time", fmt_duration(p.get("total_time_s")) if p.get("total_time_s") else None),
+        ("GPU-hours", f"{p['gpu_hours']:,.0f}" if p.get("gpu_hours") else None),
+        ("TTFT", fmt_duration(p.get("ttft_s")) if p.get("ttft_s") else None),
+        ("TPOT", fmt_duration(p.get("tpot_s")) if p.get("tpot_s") else None),
+        ("Output tokens/s", f"{p['output_tokens_per_s']:,.1f}" if p.get("output_tokens_per_s") else None),
+        ("Max concurrency", str(p["max_concurrency"]) if p.get("max_concurrency") is not None else None),
+        ("Max requests/s", f"{p['max_requests_per_s']:.3g}" if p.get("max_requests_per_s") is not None else None),
+    ]
+    for k, v in rows:
+        if v is not None:
+            t.add_row(tr(k, lang), v)
+    return t
+
+
+def print_estimate(console: Console, est_dict: dict, lang: str) -> None:
+    m = est_dict["model"]
+    hw = est_dict["hardware"]
+    par = est_dict["parallel"]
+    w = est_dict["workload"]
+    console.print(f"[bold]{m['id']}[/bold] ({m['params_total'] / 1e9:.2f}B) · {w['task']} · {w['precision']}"
+                  + (f" · {w['quantization']}" if w.get("quantization") not in (None, "none") else "")
+                  + f" on {hw['total_gpus']} x {hw['gpu']}"
+                  + (f" ({hw['instance_type']} x {hw['nodes']})" if hw.get("instance_type") else ""))
+    console.print(f"{tr('Layout', lang)}: TP{par['tp']} PP{par['pp']} DP{par['dp']}"
+                  + (f" ZeRO-{par['zero']}" if par['zero'] else "") + f", ckpt {par['checkpointing']}"
+                  + f", micro-batch {par['micro_batch']} x GA {par['gradient_accumulation']}")
+    console.print(memory_view(est_dict, lang))
+    console.print(performance_view(est_dict, lang))
+    for title, key, style in (("Suggestions", "suggestions", "yellow"), ("Warnings", "warnings", "red"),
+                              ("Assumptions", "assumptions", "dim")):
+        items = est_dict.get(key) or []
+        if items:
+            console.print(f"[bold]{tr(title, lang)}[/bold]")
+            for it in items:
+                console.print(f"  [{style}]- {it}[/{style}]")

@@ -1,0 +1,83 @@
+"""JSON Schemas for `gpuplan schema`: the workload (from the pydantic model) and the outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+
+_NUM = {"type": ["number", "null"]}
+_INT = {"type": ["integer", "null"]}
+
+MEMORY_SCHEMA = {
+    "type": "object",
+    "required": ["per_gpu_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "engine_reserved_bytes",
+                 "capacity_bytes", "fits", "shortfall_bytes", "components", "host_bytes"],
+    "properties": {
+        "per_gpu_bytes": {"type": "integer"}, "peak_allocated_bytes": {"type": "integer"},
+        "peak_reserved_bytes": {"type": "integer"}, "engine_reserved_bytes": _INT,
+        "capacity_bytes": {"type": "integer"}, "fits": {"type": "boolean"}, "shortfall_bytes": {"type": "integer"},
+        "host_bytes": {"type": "integer"},
+        "components": {"type": "object", "required": ["weights", "gradients", "optimizer", "activations", "kv_cache",
+                                                      "adapters", "logits", "overhead"],
+                       "additionalProperties": {"type": "integer"}},
+    },
+}
+
+PERFORMANCE_KEYS = ["step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "samples_per_s", "mfu", "tflops_per_gpu",
+                    "comm_fraction", "total_time_s", "gpu_hours", "ttft_s", "tpot_s", "output_tokens_per_s",
+                    "max_concurrency", "max_requests_per_s"]
+
+ESTIMATE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "gpuplan estimate --json",
+    "type": "object",
+    "required": ["schema_version", "workload", "memory", "performance", "suggestions", "assumptions", "warnings"],
+    "properties": {
+        "schema_version": {"const": 1},
+        "workload": {"type": "object"},
+        "memory": MEMORY_SCHEMA,
+        "performance": {"type": "object", "required": PERFORMANCE_KEYS,
+                        "properties": {k: _NUM for k in PERFORMANCE_KEYS}},
+        "suggestions": {"type": "array", "items": {"type": "string"}},
+        "assumptions": {"type": "array", "items": {"type": "string"}},
+        "warnings": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+PLAN_KEYS = ["platform", "instance_type", "instance_count", "gpu", "gpus_total", "parallel", "memory_per_gpu_bytes",
+             "capacity_per_gpu_bytes", "billing", "region", "price_region", "instance_price_per_hour",
+             "price_per_hour", "currency", "price_as_of", "price_source", "time_s", "total_cost", "replicas",
+             "monthly_cost", "cost_per_million_output_tokens", "storage", "network", "host", "pareto", "why"]
+
+RECOMMEND_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "gpuplan recommend --json",
+    "type": "object",
+    "required": ["schema_version", "workload", "plans", "rejected", "binding_constraints", "assumptions", "warnings"],
+    "properties": {
+        "schema_version": {"const": 1},
+        "workload": {"type": "object"},
+        "plans": {"type": "array", "items": {"type": "object", "required": PLAN_KEYS}},
+        "rejected": {"type": "array", "items": {"type": "object", "required": ["instance_type", "code", "reason"],
+                                                "properties": {"code": {"enum": [
+                                                    "memory", "host_memory", "network", "budget", "deadline", "status",
+                                                    "no_price", "region", "layout"]}}}},
+        "binding_constraints": {"type": "array"},
+        "assumptions": {"type": "array", "items": {"type": "string"}},
+        "warnings": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+
+def schema_for(which: str) -> dict[str, Any]:
+    which = (which or "workload").lower()
+    if which == "workload":
+        from gpuplan.workload import workload_json_schema
+
+        return workload_json_schema()
+    if which == "estimate":
+        return ESTIMATE_SCHEMA
+    if which == "recommend":
+        return RECOMMEND_SCHEMA
+    raise GpuplanError(f"Unknown schema {which!r}.", hint="Use `gpuplan schema workload|estimate|recommend`.")

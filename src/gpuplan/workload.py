@@ -1,0 +1,480 @@
+"""The workload contract: one record for every entry point (CLI, Python, REST).
+
+The schema is the one in docs/workload.md (and ../shared/docs/architecture.md). Parsing is
+strict: unknown keys are errors with a did-you-mean, values outside their range are errors, and
+every error reaches the user as one :class:`~gpuplan.errors.GpuplanError` with a hint.
+
+Unset fields stay ``None`` in the parsed record so that ``recommend`` can tell "free to search"
+from "fixed by the user"; :func:`resolve_defaults` fills the documented defaults and returns the
+list of assumptions it made, which every result reports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpuplan.errors import GpuplanError, did_you_mean
+
+Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
+TASK_ALIASES = {"train": "pretrain", "finetune": "full", "fine-tune": "full", "infer": "inference",
+                "serve": "inference", "serving": "inference", "sft": "full"}
+Precision = Literal["fp32", "fp16", "bf16", "fp8"]
+Quantization = Literal["none", "int8", "int4", "gptq-int4", "gptq-int8", "awq", "fp8", "bnb-int8", "bnb-nf4"]
+QUANT_ALIASES = {"nf4": "bnb-nf4", "gptq": "gptq-int4", "awq-int4": "awq", "int4-awq": "awq", "w4a16": "int4",
+                 "w8a16": "int8", "bnb-4bit": "bnb-nf4", "bnb-8bit": "bnb-int8", "llm.int8": "bnb-int8"}
+KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
+Framework = Literal["auto", "transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron", "nemo", "fsdp",
+                    "torchtune", "llm-foundry", "llama-factory", "swift"]
+Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-8bit", "adamw-bf16", "sgd", "adafactor"]
+Objective = Literal["cost", "time", "balanced"]
+Billing = Literal["payg", "spot", "subscription"]
+FsdpMode = Literal["none", "full_shard", "shard_grad_op", "hybrid_shard"]
+Offload = Literal["none", "cpu", "nvme"]
+
+MAX_TOKENS = 10_000_000  # longer than any released context window
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class LoraSpec(_Strict):
+    rank: int = Field(8, ge=1, le=4096, description="LoRA rank r")
+    alpha: float = Field(16, gt=0, le=1e6)
+    targets: Union[str, list[str]] = Field("all-linear", description="all-linear | attn | qv | [module names]")
+    dropout: float = Field(0.05, ge=0, lt=1)
+
+
+class ParallelSpec(_Strict):
+    tp: int = Field(1, ge=1, le=512, description="tensor-parallel size (within a node)")
+    pp: int = Field(1, ge=1, le=1024, description="pipeline stages")
+    dp: int | None = Field(None, ge=1, le=100_000, description="data-parallel size; default gpus/(tp*pp)")
+    ep: int = Field(1, ge=1, le=1024, description="expert-parallel size (MoE)")
+    sp: bool = Field(False, description="sequence parallelism (with tp)")
+    zero: int = Field(0, ge=0, le=3, description="DeepSpeed ZeRO stage")
+    fsdp: FsdpMode = "none"
+    offload: Offload = "none"
+    microbatches: int | None = Field(None, ge=1, le=100_000, description="pipeline micro-batches per step")
+
+
+class DatasetSpec(_Strict):
+    tokens: float | None = Field(None, gt=0, le=1e15)
+    samples: float | None = Field(None, gt=0, le=1e13)
+    tokens_per_sample: float | None = Field(None, gt=0, le=MAX_TOKENS)
+    bytes_per_sample: float | None = Field(None, gt=0, le=1e10, description="non-LLM datasets: stored bytes per sample")
+    epochs: float = Field(1.0, gt=0, le=10_000)
+    size_gib: float | None = Field(None, gt=0, le=1e7, description="stored dataset size, for storage advice")
+    num_files: float | None = Field(None, gt=0, le=1e12)
+
+    def total_tokens(self, seq_len: int) -> float | None:
+        """Tokens processed over all epochs (samples x tokens_per_sample, or tokens)."""
+        if self.tokens is not None:
+            return self.tokens * self.epochs
+        if self.samples is not None:
+            per = self.tokens_per_sample if self.tokens_per_sample is not None else seq_len
+            return self.samples * per * self.epochs
+        return None
+
+
+class ServingSpec(_Strict):
+    requests_per_s: float | None = Field(None, gt=0, le=1e7)
+    peak_requests_per_s: float | None = Field(None, gt=0, le=1e7)
+    requests_per_day: float | None = Field(None, gt=0, le=1e12)
+    peak_hours_per_day: float | None = Field(None, gt=0, le=24)
+    ttft_ms: float | None = Field(None, gt=0, le=3.6e6)
+    tpot_ms: float | None = Field(None, gt=0, le=6e4)
+
+
+class InputSpec(_Strict):
+    image_size: int | None = Field(None, ge=8, le=16384)
+    steps: int | None = Field(None, ge=1, le=10_000)
+    audio_seconds: float | None = Field(None, gt=0, le=36_000)
+
+
+class HardwareSpec(_Strict):
+    gpu: str | None = Field(None, min_length=1, max_length=100)
+    count: int | None = Field(None, ge=1, le=100_000, description="GPUs in total")
+    instance_type: str | None = Field(None, min_length=1, max_length=100)
+    nodes: int | None = Field(None, ge=1, le=10_000)
+
+
+class Constraints(_Strict):
+    deadline_hours: float | None = Field(None, gt=0, le=1e6)
+    budget: float | None = Field(None, gt=0, le=1e12)
+    currency: Literal["CNY", "USD"] = "CNY"
+    regions: list[str] | None = None
+    billing: list[Billing] | None = None
+    max_gpus: int | None = Field(None, ge=1, le=100_000)
+    families: list[str] | None = None
+    quantization: list[Quantization] | None = None
+    include_status: list[Literal["ga", "preview", "ticket", "not-recommended", "retired", "unconfirmed"]] | None = None
+    clouds: list[str] | None = None
+
+    @field_validator("quantization", mode="before")
+    @classmethod
+    def _quant_aliases(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [QUANT_ALIASES.get(str(q).lower(), str(q).lower()) if isinstance(q, str) else q for q in v]
+        return v
+
+
+ModelRef = Union[str, dict[str, Any]]
+
+
+class Workload(_Strict):
+    """A training or serving job, as the user describes it. Unset fields are ``None``."""
+
+    name: str | None = Field(None, max_length=100)
+    model: ModelRef
+    task: Task | None = None
+    precision: Precision | None = None
+    quantization: Quantization | None = None
+    kv_cache_dtype: KvDtype | None = None
+    framework: Framework | None = None
+    batch_size: int | None = Field(None, ge=1, le=65_536)
+    gradient_accumulation: int | None = Field(None, ge=1, le=1_000_000)
+    seq_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    prompt_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
+    output_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    input: InputSpec | None = None
+    grad_checkpointing: Union[bool, Literal["selective"], None] = None
+    flash_attention: bool | None = None
+    optimizer: Optimizer | None = None
+    lora: LoraSpec | None = None
+    parallel: ParallelSpec | None = None
+    dataset: DatasetSpec | None = None
+    serving: ServingSpec | None = None
+    hardware: HardwareSpec | None = None
+    constraints: Constraints | None = None
+    objective: Objective | None = None
+
+    @field_validator("task", mode="before")
+    @classmethod
+    def _task_alias(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip().lower()
+            return TASK_ALIASES.get(v, v)
+        return v
+
+    @field_validator("quantization", mode="before")
+    @classmethod
+    def _quant_alias(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip().lower()
+            return QUANT_ALIASES.get(v, v)
+        return v
+
+    @field_validator("precision", "kv_cache_dtype", "framework", "optimizer", "objective", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @field_validator("grad_checkpointing", mode="before")
+    @classmethod
+    def _ckpt(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            low = v.strip().lower()
+            table = {"true": True, "yes": True, "full": True, "on": True, "false": False, "no": False,
+                     "none": False, "off": False, "selective": "selective"}
+            if low in table:
+                return table[low]
+        return v
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip()
+            if not v or len(v) > 500:
+                raise ValueError("model must be a non-empty name or path (at most 500 characters)")
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            raise ValueError("model must be a name, a config.json path or a mapping such as {params_b: 7}")
+        return v
+
+    @model_validator(mode="after")
+    def _coherent(self) -> "Workload":
+        if self.task == "qlora" and self.quantization not in (None, "bnb-nf4", "int4", "gptq-int4", "awq", "bnb-int8"):
+            raise ValueError(f"task qlora needs a 4-bit or 8-bit base model, not quantization {self.quantization!r}")
+        if self.precision == "fp32" and self.quantization not in (None, "none"):
+            pass  # allowed: fp32 compute with quantized storage is unusual but legal
+        return self
+
+    # ---- convenience -------------------------------------------------------------------------
+    def with_updates(self, **changes: Any) -> "Workload":
+        """A copy with fields replaced (validated again)."""
+        data = self.model_dump(exclude_unset=True)
+        data.update({k: v for k, v in changes.items()})
+        return Workload.model_validate(data)
+
+    @property
+    def is_training(self) -> bool:
+        return (self.task or "inference") != "inference"
+
+
+# ------------------------------------------------------------------------------------------------
+# Defaults: one table, listed in docs/workload.md and reported with every result.
+# ------------------------------------------------------------------------------------------------
+
+DEFAULTS: dict[str, Any] = {
+    "task": "inference",
+    "precision": "bf16",
+    "quantization": "none",
+    "kv_cache_dtype": "auto",
+    "framework": "auto",
+    "batch_size": 1,
+    "gradient_accumulation": 1,
+    "seq_len": 2048,
+    "prompt_tokens": 1024,
+    "output_tokens": 512,
+    "grad_checkpointing": True,
+    "flash_attention": True,
+    "optimizer": "adamw",
+    "objective": "cost",
+}
+
+FRAMEWORK_DEFAULT_BY_TASK = {"inference": "vllm", "pretrain": "deepspeed", "full": "deepspeed", "lora": "transformers",
+                             "qlora": "transformers"}
+
+
+def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> tuple[Workload, list[str]]:
+    """Fill every unset field with its documented default; return (resolved, assumptions).
+
+    ``searched`` names fields left unset on purpose (the recommender searches them).
+    """
+    data = w.model_dump(exclude_none=True)
+    notes: list[str] = []
+    task = data.get("task", DEFAULTS["task"])
+    for key, value in DEFAULTS.items():
+        if key in searched or data.get(key) is not None:
+            continue
+        if key in ("seq_len", "gradient_accumulation", "grad_checkpointing", "optimizer") and task == "inference":
+            data[key] = value
+            continue
+        if key in ("prompt_tokens", "output_tokens") and task != "inference":
+            data[key] = value
+            continue
+        if key == "quantization" and task == "qlora":
+            value = "bnb-nf4"
+        if key == "precision" and data.get("quantization") in ("gptq-int4", "gptq-int8", "awq"):
+            value = "fp16"
+        if key == "framework":
+            value = FRAMEWORK_DEFAULT_BY_TASK.get(task, "transformers")
+        data[key] = value
+        notes.append(f"assumed {key} {value}")
+    if task in ("lora", "qlora") and "lora" not in data:
+        data["lora"] = LoraSpec().model_dump()
+        notes.append("assumed LoRA rank 8, alpha 16, targets all-linear")
+    if "parallel" not in data and "parallel" not in searched:
+        data["parallel"] = ParallelSpec().model_dump()
+    return Workload.model_validate(data), notes
+
+
+# ------------------------------------------------------------------------------------------------
+# Parsing: YAML/JSON files, mappings, CLI flags. Every failure is a GpuplanError.
+# ------------------------------------------------------------------------------------------------
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """SafeLoader that also reads `2e9` and `1.5e-3` as floats (YAML 1.2), as users write them."""
+
+
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)
+                |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."),
+)
+
+
+def load_yaml_text(text: str, origin: str = "input") -> Any:
+    try:
+        return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise GpuplanError(f"{origin} is not valid YAML/JSON{where}.",
+                           hint="Check indentation and quoting; `gpuplan schema` shows the workload format.") from None
+
+
+def read_workload_documents(path: str | Path) -> Any:
+    """Read a workload file (YAML, JSON, a JSON array or JSON Lines)."""
+    p = Path(path)
+    if not p.exists():
+        raise GpuplanError(f"Workload file {str(p)!r} does not exist.",
+                           hint="Give a YAML or JSON workload file; `gpuplan schema` shows the format.")
+    if p.is_dir():
+        raise GpuplanError(f"{str(p)!r} is a folder, not a workload file.", hint="Give a .yaml or .json file.")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GpuplanError(f"Cannot read {str(p)!r}: {exc.__class__.__name__}.", hint="Is it a UTF-8 text file?") from None
+    if len(text) > 20_000_000:
+        raise GpuplanError(f"{str(p)!r} is larger than 20 MB.", hint="Split it into several files.")
+    stripped = text.strip()
+    if p.suffix.lower() in (".jsonl", ".ndjson") or (stripped.startswith("{") and "\n{" in stripped):
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        docs = []
+        for i, line in enumerate(lines, 1):
+            try:
+                docs.append(json.loads(line))
+            except json.JSONDecodeError:
+                if len(lines) == 1:
+                    break
+                docs.append(_BadLine(i))
+        else:
+            return docs if len(docs) > 1 else docs[0]
+    return load_yaml_text(text, origin=str(p))
+
+
+class _BadLine:
+    """A JSON Lines line that does not parse: reported on its own output line."""
+
+    def __init__(self, line: int):
+        self.line = line
+
+
+def _friendly(exc: ValidationError, prefix: str = "") -> GpuplanError:
+    err = exc.errors()[0]
+    loc = ".".join(str(x) for x in err.get("loc", ()))
+    kind = err.get("type", "")
+    field = (prefix + loc) if loc else prefix.rstrip(".") or None
+    if kind == "extra_forbidden":
+        parent_model = _model_at(Workload, err.get("loc", ())[:-1])
+        key = str(err["loc"][-1])
+        known = list(parent_model.model_fields) if parent_model else []
+        close = did_you_mean(key, known)
+        hint = f"Did you mean {close[0]!r}?" if close else f"Known keys: {', '.join(known)}."
+        return GpuplanError(f"Unknown workload key {field!r}.", hint=hint + " `gpuplan schema` lists every key.",
+                            field=field)
+    msg = err.get("msg", "invalid value")
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    value = err.get("input")
+    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    if kind == "missing":
+        return GpuplanError(f"Workload field {field!r} is required.", hint="Add it, e.g. `model: Qwen/Qwen2.5-7B-Instruct`.",
+                            field=field)
+    hint = "See `gpuplan schema` for allowed values and ranges."
+    if kind == "literal_error":
+        hint = f"Allowed: {msg.split('Input should be ', 1)[-1]}."
+    return GpuplanError(f"Invalid workload field {field!r} = {shown}: {msg}.", hint=hint, field=field)
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    cur: Any = model
+    for part in loc:
+        if not (isinstance(cur, type) and issubclass(cur, BaseModel)):
+            return None
+        fld = cur.model_fields.get(str(part))
+        if fld is None:
+            return None
+        ann = fld.annotation
+        cur = _first_model(ann)
+    return cur if isinstance(cur, type) and issubclass(cur, BaseModel) else None
+
+
+def _first_model(ann: Any) -> Any:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in getattr(ann, "__args__", ()) or ():
+        found = _first_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def parse_workload(data: Any, origin: str = "workload") -> Workload:
+    """Validate a mapping (from YAML/JSON/Python/REST) into a Workload, or raise GpuplanError."""
+    if isinstance(data, Workload):
+        return data
+    if isinstance(data, _BadLine):
+        raise GpuplanError(f"Line {data.line} is not valid JSON.", hint="Each JSON Lines line must be one JSON object.")
+    if not isinstance(data, dict):
+        raise GpuplanError(f"{origin} must be a mapping of workload keys, not {type(data).__name__}.",
+                           hint="Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`.")
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise GpuplanError(f"Workload keys must be strings, got {bad[0]!r}.", hint="Quote the key in YAML.")
+    try:
+        return Workload.model_validate(data)
+    except ValidationError as exc:
+        raise _friendly(exc) from None
+    except (TypeError, ValueError, RecursionError) as exc:  # pragma: no cover - defensive
+        raise GpuplanError(f"Invalid workload: {exc}.", hint="See `gpuplan schema`.") from None
+
+
+def load_workload(source: str | Path | dict[str, Any] | Workload, **overrides: Any) -> Workload:
+    """Load a workload from a file path, a mapping, or a Workload; flags in ``overrides`` win.
+
+    Overrides use the flat CLI names (``tp``, ``pp``, ``zero``, ``gpu``, ``gpus``, ``budget``,
+    ``deadline_hours``, ``region``...) or workload keys.
+    """
+    if isinstance(source, Workload):
+        data = source.model_dump(exclude_unset=True)
+    elif isinstance(source, dict):
+        data = dict(source)
+    else:
+        doc = read_workload_documents(source)
+        if isinstance(doc, list):
+            raise GpuplanError(f"{str(source)!r} holds {len(doc)} workloads.",
+                               hint="`gpuplan estimate FILE` handles a list (JSON Lines output); other commands take one.")
+        if not isinstance(doc, dict):
+            raise GpuplanError(f"{str(source)!r} must hold one workload mapping.", hint="See `gpuplan schema`.")
+        data = doc
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return parse_workload(data)
+
+
+_NESTED_FLAGS = {
+    "tp": ("parallel", "tp"), "pp": ("parallel", "pp"), "dp": ("parallel", "dp"), "ep": ("parallel", "ep"),
+    "zero": ("parallel", "zero"), "fsdp": ("parallel", "fsdp"), "offload": ("parallel", "offload"),
+    "sp": ("parallel", "sp"),
+    "gpu": ("hardware", "gpu"), "gpus": ("hardware", "count"), "instance_type": ("hardware", "instance_type"),
+    "nodes": ("hardware", "nodes"),
+    "budget": ("constraints", "budget"), "deadline_hours": ("constraints", "deadline_hours"),
+    "currency": ("constraints", "currency"), "max_gpus": ("constraints", "max_gpus"),
+    "region": ("constraints", "regions"), "regions": ("constraints", "regions"),
+    "billing": ("constraints", "billing"), "family": ("constraints", "families"),
+    "families": ("constraints", "families"), "allow_quantization": ("constraints", "quantization"),
+    "include_status": ("constraints", "include_status"), "cloud": ("constraints", "clouds"),
+    "lora_rank": ("lora", "rank"), "lora_targets": ("lora", "targets"),
+    "dataset_tokens": ("dataset", "tokens"), "dataset_samples": ("dataset", "samples"), "epochs": ("dataset", "epochs"),
+    "requests_per_s": ("serving", "requests_per_s"), "ttft_ms": ("serving", "ttft_ms"), "tpot_ms": ("serving", "tpot_ms"),
+    "requests_per_day": ("serving", "requests_per_day"),
+    "image_size": ("input", "image_size"), "steps": ("input", "steps"), "audio_seconds": ("input", "audio_seconds"),
+}
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Merge CLI-style flags (None = not given) into a workload mapping; flags win."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    for key, value in overrides.items():
+        if value is None or value == [] or value == ():
+            continue
+        if key in _NESTED_FLAGS:
+            section, sub = _NESTED_FLAGS[key]
+            block = out.get(section)
+            block = dict(block) if isinstance(block, dict) else {}
+            if isinstance(value, tuple):
+                value = list(value)
+            block[sub] = value
+            out[section] = block
+        else:
+            out[key] = value
+    return out
+
+
+def workload_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the workload contract (for `gpuplan schema`)."""
+    return Workload.model_json_schema()
