@@ -1,0 +1,96 @@
+"""Live catalog refresh and the local cache (``gpuplan catalog refresh`` / ``gpuplan catalog status``).
+
+Entry points for the CLI (thin wrappers; both return the exit code and print to ``out``):
+
+* :func:`refresh` - fetch one cloud's catalog (Alibaba Cloud by default) and write the cache
+  atomically. 0 = written; 1 = the cloud failed (throttling, 5xx, timeout, malformed answer; the old
+  cache is kept); 2 = something to set or install (credentials, SDK, region name).
+* :func:`status` - per cloud and source: dates, coverage, unmapped GPU names.
+
+Nothing here imports a cloud SDK at import time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from gpuplan.errors import GpuplanError
+from gpuplan.providers.base import REFRESHABLE_CLOUDS, CatalogSnapshot
+
+__all__ = ["refresh", "status", "fetch_snapshot", "freshness"]
+
+
+def fetch_snapshot(cloud: str = "alibaba", regions: list[str] | None = None, all_regions: bool = False,
+                   client_factory: Callable[[str], Any] | None = None, progress: bool = True,
+                   cache_dir: str | os.PathLike[str] | None = None, **provider_kwargs: Any) -> CatalogSnapshot:
+    """Fetch without writing (raises GpuplanError subclasses)."""
+    from gpuplan.providers import cache
+    from gpuplan.providers.base import BUNDLED_CLOUDS, ConfigError, registry
+
+    name = (cloud or "").strip().lower()
+    if name not in REFRESHABLE_CLOUDS:
+        bundled_only = name in BUNDLED_CLOUDS
+        raise ConfigError(f"{'No live refresh for' if bundled_only else 'Unknown cloud'} {cloud!r}"
+                          f"{' (it has only the bundled snapshot)' if bundled_only else ''}.",
+                          hint=f"Live refresh works for: {', '.join(REFRESHABLE_CLOUDS)}.")
+    provider = registry()[name](client_factory, **provider_kwargs)
+    previous = list(((cache.read_manifest(cache_dir, name) or {}).get("regions") or {}))
+    return provider.fetch(regions, all_regions, progress=progress, previous_regions=previous)
+
+
+def refresh(regions: list[str] | None = None, all_regions: bool = False, cache_dir: str | os.PathLike[str] | None = None,
+            client_factory: Callable[[str], Any] | None = None, progress: bool = True, out: TextIO | None = None,
+            *, cloud: str = "alibaba", **provider_kwargs: Any) -> int:
+    """Refresh ``cloud``'s cached catalog for ``regions`` (or all); returns the exit code (0, 1 or 2).
+
+    On any failure nothing is written: the previous cache stays as it was, and one clear line
+    (plus a hint line, when there is one) goes to ``out``. Credentials are never printed.
+    """
+    from gpuplan.providers import cache
+
+    out = out or sys.stdout
+    try:
+        snapshot = fetch_snapshot(cloud, regions, all_regions, client_factory, progress, cache_dir,
+                                  **provider_kwargs)
+        folder = cache.write_snapshot(snapshot, cache_dir)
+    except GpuplanError as exc:
+        print(f"error: {exc.message}", file=out)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=out)
+        return int(getattr(exc, "exit_code", 2))
+    except OSError as exc:
+        print(f"error: could not write the cache ({exc.strerror or type(exc).__name__}); the previous cache was kept.",
+              file=out)
+        return 1
+    print(f"Refreshed {snapshot.cloud}: {len(snapshot.instances)} GPU instance types, {len(snapshot.prices)} prices "
+          f"in {', '.join(snapshot.regions) or 'no region'} (fetched {snapshot.fetched_at}); cache: {folder}", file=out)
+    for u in snapshot.unmapped:
+        print(f"unmapped GPU: {u.instance_type} reports GPUSpec {u.gpu_spec!r}; not in the catalog, left out",
+              file=out)
+    if snapshot.warnings:
+        print(f"{len(snapshot.warnings)} item(s) skipped (see `gpuplan catalog status --json`)", file=out)
+    return 0
+
+
+def status(cache_dir: str | os.PathLike[str] | None = None, as_json: bool = False, out: TextIO | None = None) -> int:
+    """Print, per cloud and source, the data's date and coverage; returns 0."""
+    from gpuplan.providers.status import collect, render_text
+
+    out = out or sys.stdout
+    report = collect(cache_dir)
+    if as_json:
+        print(json.dumps(report, indent=2, sort_keys=True), file=out)
+    else:
+        print(render_text(report), file=out)
+    return 0
+
+
+def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> str:
+    """One line for recommendations: which price data is used and how fresh it is."""
+    from gpuplan.providers.status import freshness as _freshness
+
+    return _freshness(cloud, cache_dir)

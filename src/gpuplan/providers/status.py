@@ -1,0 +1,117 @@
+"""What catalog data gpuplan has, per cloud and source: the bundled snapshot and the live-refresh cache.
+
+``collect`` gathers the facts (dates, regions, counts, unmapped GPU names, cache consistency);
+``render_text`` prints them; :func:`freshness` is the one-line answer the recommender shows next to a
+price ("prices: live refresh 2026-11-30 (cn-shanghai) over bundled snapshot 2023-06-01").
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import os
+from importlib.resources import files
+from typing import Any
+
+from gpuplan.providers import cache
+from gpuplan.providers.base import BUNDLED_CLOUDS, REFRESHABLE_CLOUDS
+
+
+def _bundled(cloud: str) -> dict[str, Any]:
+    folder = files("gpuplan") / "data" / "clouds" / cloud
+    out: dict[str, Any] = {"source": "bundled", "instance_types": 0, "prices": 0, "regions": [],
+                           "as_of_min": None, "as_of_max": None, "currencies": []}
+    inst = folder / "instances.csv"
+    if inst.is_file():
+        out["instance_types"] = sum(1 for _ in csv.DictReader(io.StringIO(inst.read_text(encoding="utf-8"))))
+    prices = folder / "prices.csv"
+    if prices.is_file():
+        rows = list(csv.DictReader(io.StringIO(prices.read_text(encoding="utf-8"))))
+        dates = sorted(r["as_of"] for r in rows if r.get("as_of"))
+        out.update(prices=len(rows), regions=sorted({r["region"] for r in rows if r.get("region")}),
+                   as_of_min=dates[0] if dates else None, as_of_max=dates[-1] if dates else None,
+                   currencies=sorted({r["currency"] for r in rows if r.get("currency")}))
+    return out
+
+
+def _cached(cloud: str, cache_dir: str | os.PathLike[str] | None) -> dict[str, Any] | None:
+    manifest = cache.read_manifest(cache_dir, cloud)
+    if manifest is None:
+        return None
+    fetched = str(manifest.get("fetched_at") or "")
+    regions = manifest.get("regions") or {}
+    return {
+        "source": "cache",
+        "api": manifest.get("source"),
+        "path": str(cache.cloud_dir(cache_dir, cloud)),
+        "fetched_at": fetched,
+        "regions": {r: (v or {}).get("fetched_at") for r, v in sorted(regions.items())},
+        "counts": manifest.get("counts") or {},
+        "unmapped": manifest.get("unmapped") or [],
+        "warnings": len(manifest.get("warnings") or []),
+        "inconsistent_files": cache.verify_files(cache_dir, cloud),
+    }
+
+
+def collect(cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Per cloud: the bundled snapshot and (if any) the cache, plus which one prices come from."""
+    clouds = {}
+    for cloud in BUNDLED_CLOUDS:
+        bundled = _bundled(cloud)
+        cached = _cached(cloud, cache_dir)
+        clouds[cloud] = {"bundled": bundled, "cache": cached, "refreshable": cloud in REFRESHABLE_CLOUDS,
+                         "prices_from": "cache" if cached and (cached["counts"].get("prices") or 0) else "bundled"}
+    return {"schema_version": 1, "cache_dir": str(cache.resolve_cache_dir(cache_dir)), "clouds": clouds}
+
+
+def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> str:
+    """One line for a recommendation: which price data it uses, and how old it is."""
+    bundled = _bundled(cloud)
+    cached = _cached(cloud, cache_dir)
+    base = (f"bundled snapshot {bundled['as_of_max']}" if bundled["as_of_max"] else "bundled snapshot (no prices)")
+    if cached and (cached["counts"].get("prices") or 0):
+        regions = ", ".join(f"{r} {str(d or '')[:10]}" for r, d in cached["regions"].items())
+        return f"{cloud} prices: live refresh ({regions}) over the {base}"
+    return f"{cloud} prices: {base} (run `gpuplan catalog refresh` for current prices)"
+
+
+def _age(date_text: str | None, today: dt.date) -> str:
+    if not date_text:
+        return ""
+    try:
+        days = (today - dt.date.fromisoformat(date_text[:10])).days
+    except ValueError:
+        return ""
+    return f" ({days} days old)"
+
+
+def render_text(report: dict[str, Any], today: dt.date | None = None) -> str:
+    today = today or dt.date.today()
+    lines = [f"Catalog data (cache folder: {report['cache_dir']})"]
+    for cloud, info in report["clouds"].items():
+        b = info["bundled"]
+        if b["as_of_max"]:
+            dates = b["as_of_min"] if b["as_of_min"] == b["as_of_max"] else f"{b['as_of_min']}..{b['as_of_max']}"
+            bundled = (f"{b['instance_types']} instance types, {b['prices']} prices as of {dates}"
+                       f"{_age(b['as_of_max'], today)}, regions {', '.join(b['regions']) or '-'}")
+        else:
+            bundled = f"{b['instance_types']} instance types, no prices"
+        lines.append(f"{cloud}:")
+        lines.append(f"  bundled: {bundled}")
+        c = info["cache"]
+        if c is None:
+            lines.append("  cache:   none" + ("  (run `gpuplan catalog refresh`)" if info["refreshable"] else ""))
+        else:
+            counts = c["counts"]
+            lines.append(f"  cache:   fetched {c['fetched_at']}{_age(c['fetched_at'], today)} from {c['api']}; "
+                         f"{counts.get('instance_types', 0)} instance types, {counts.get('prices', 0)} prices")
+            for region, when in c["regions"].items():
+                lines.append(f"           {region}: {when}")
+            for u in c["unmapped"]:
+                lines.append(f"  unmapped GPU: {u['instance_type']} reports GPUSpec {u['gpu_spec']!r} "
+                             "(not in the catalog; left out)")
+            if c["inconsistent_files"]:
+                lines.append(f"  warning: {', '.join(c['inconsistent_files'])} changed since the refresh; run it again")
+        lines.append(f"  prices used: {info['prices_from']}")
+    return "\n".join(lines)
