@@ -171,7 +171,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout):
     dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
     perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
                          seq_len=t.seq_len, layout=layout, system=system, trainable_params=trainable,
-                         dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample)
+                         dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash)
     notes = list(perf.notes)
     notes.append(f"achievable hardware FLOPs utilisation {perf.efficiency:.0%} of {perf.peak_tflops:.0f} TFLOP/s "
                  f"dense ({system.gpu.id}, data/efficiency.yaml)")

@@ -121,7 +121,8 @@ def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System
         k = float(inf["eager_overlap_exponent"])
         return layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
     overhead = float(inf["engine_step_overhead_s"].get(case.framework, inf["engine_step_overhead_s"]["default"]))
-    return overhead + gpu_s + tp_s
+    floor = float(inf["engine_layer_floor_s"]) * s.layers / layout.pp
+    return overhead + max(gpu_s, floor) + min(gpu_s, floor) * 0.5 + tp_s
 
 
 def max_concurrency(mem: MemoryEstimate) -> int:

@@ -99,7 +99,7 @@ def precision_mode(precision: str, framework: str, optimizer: str) -> str:
 
 def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *, flash: bool, seq_len: int,
                                      tp: int = 1, sp: bool = False, lora_din: float = 0.0,
-                                     lora_dropout: bool = True) -> float:
+                                     lora_dropout: bool = True, frozen_base: bool = False) -> float:
     """Bytes kept for backward per token per layer (no recomputation).
 
     c_h·h (norm inputs incl. fp32 upcasts, q, attention output, softmax statistics)
@@ -107,10 +107,15 @@ def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *
     — Korthikanti et al. 2022 Table 2 written per term, with flash attention; eager attention adds
     the scores: 6·a·s bytes (16-bit product + fp32 softmax kept by Hugging Face's eager path).
     LoRA with dropout adds a dropped-out copy of each adapted input (2 bytes) and its mask (1 byte).
+    With a frozen base (LoRA/QLoRA) autograd does not keep the inputs of frozen matrices for weight
+    gradients: the MLP keeps only what its nonlinearity and product need (6·f gated, 2·f plain).
     """
     b = ACT_BYTES.get(precision, 2.0) / 2.0
     c_h = by_key(table("memory", "act_hidden_coeff"), framework)
-    mlp_coeff = 8.0 if s.gated else 4.0
+    if frozen_base:
+        mlp_coeff = 6.0 if s.gated else 2.0
+    else:
+        mlp_coeff = 8.0 if s.gated else 4.0
     replicated = c_h * s.hidden / (tp if sp else 1)
     sharded = (4.0 * s.kv_heads * s.head_dim + mlp_coeff * s.moe_active_ffn) / tp
     per = b * (replicated + sharded)
@@ -181,6 +186,10 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     dense_w = 4.0 if t.precision == "fp32" else 2.0
     quant = t.quantization if t.quantization not in (None, "none") else "none"
     w_total, _ = weight_bytes(s, t.precision, quant, double_quant=(t.task == "qlora"))
+    if t.task == "qlora" and quant in ("bnb-nf4", "bnb-int8"):
+        # peft.prepare_model_for_kbit_training casts the non-quantized parameters (embeddings,
+        # LM head, norms) to fp32 (PEFT docs, "quantization" guide).
+        w_total += s.other_params * (4.0 - 2.0)
     bytes_per_param_w = w_total / s.params_total if s.params_total else dense_w
     grad_b = 4.0 if mode == "fp32" else 2.0
     state_b = OPT_STATE_BYTES.get((t.optimizer, mode), 12.0 if mode == "mixed" else 4.0)
@@ -206,7 +215,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     stage_layers = _stage_layers(s.layers, layout.pp)
     act_tok_layer = activation_bytes_per_token_layer(
         s, t.precision, t.framework, flash=t.flash, seq_len=t.seq_len, tp=layout.tp, sp=layout.sp,
-        lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0)
+        lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0, frozen_base=peft)
     tokens_mb = t.seq_len * layout.micro_batch
     frac_key = "variable_length" if (t.variable_length and t.task != "pretrain") else "packed"
     reserve_transient = mem_tab["reserve_fraction_of_transient"][frac_key]
@@ -289,8 +298,9 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
             comp = {"weights": weights, "gradients": grads, "optimizer": states + step_temp,
                     "activations": 0.0, "logits": 0.0, "adapters": adapters}
             alloc = step + workspace
-        transient = acts + logits
+        transient = logits + recompute
         reserved = alloc + reserve_transient * transient + reserve_total * alloc
+        reserved = min(reserved, max(alloc, system.capacity_bytes - ctx - nccl))
         per_gpu = reserved + ctx + nccl
         comp["kv_cache"] = 0.0
         comp["overhead"] = per_gpu - sum(v for k, v in comp.items() if k != "overhead")
@@ -399,7 +409,7 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     cat_copy = kv / max(1, s.layers / layout.pp)  # one layer's cache copied while it grows
     alloc = weights + kv + max(act, cat_copy) + mem_tab["workspace_bytes"]
     reserve = mem_tab["reserve_fraction_of_transient"]["generate"] * kv + mem_tab["reserve_fraction_of_total"] * alloc
-    reserved = alloc + reserve
+    reserved = min(alloc + reserve, max(alloc, cap - ctx - nccl))  # the allocator frees its cache before OOM
     per_gpu = reserved + ctx + nccl
     comp = {"weights": weights, "kv_cache": kv, "activations": max(act, cat_copy), "gradients": 0.0,
             "optimizer": 0.0, "adapters": 0.0, "logits": 0.0}

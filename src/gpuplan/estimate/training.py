@@ -116,26 +116,37 @@ def _ring_time(size_bytes: float, n: int, bus_bytes_s: float, latency_s: float, 
     return factor * (n - 1) / n * size_bytes / bus_bytes_s + latency_s * 2 * (n - 1)
 
 
+def ring_latency_s(system: System, layout: Layout) -> float:
+    """Start-up latency of one ring all-gather/reduce-scatter over the DP group: (n-1) hops."""
+    n = layout.dp
+    lat = float(table("communication", "inter_node_hop_s")) if system.nodes > 1 else system.intra_latency_s()
+    return (n - 1) * lat
+
+
 def dp_collective_time(system: System, layout: Layout, size_bytes: float, factor: float) -> float:
     """Time of a data-parallel collective over dp ranks: intra-node ring, plus the nodes' NICs."""
     dp = layout.dp
     if dp <= 1:
         return 0.0
-    gpn = max(1, system.gpus_per_node // (layout.tp * layout.pp)) if system.nodes > 1 else dp
-    ranks_in_node = min(dp, gpn)
+    model_parallel = layout.tp * layout.pp
+    ranks_in_node = max(1, min(dp, system.gpus_per_node // model_parallel)) if model_parallel <= system.gpus_per_node else 1
     t = _ring_time(size_bytes, ranks_in_node, system.intra_bus_bytes_s(), system.intra_latency_s(), factor)
-    nodes = math.ceil(dp / ranks_in_node)
+    groups = math.ceil(dp / ranks_in_node)  # DP peers in other nodes
     inter = system.inter_bus_bytes_s()
-    if nodes > 1 and inter:
-        # hierarchical: each node moves S across its NIC(s), shared by its GPUs
-        t += factor * (nodes - 1) / nodes * size_bytes * ranks_in_node / inter / ranks_in_node * ranks_in_node \
-            + system.inter_latency_s() * 2 * (nodes - 1)
+    if groups > 1 and inter:
+        # Hierarchical collective: after the intra-node step each GPU holds 1/ranks_in_node of S and
+        # exchanges it with its peers in the other nodes; the node's NICs carry all of its GPUs' shares
+        # (model-parallel groups in the node run their own DP collectives at the same time).
+        gpus_sharing_nic = system.gpus_per_node
+        per_gpu_bw = inter / gpus_sharing_nic
+        t += factor * (groups - 1) / groups * (size_bytes / ranks_in_node) / per_gpu_bw \
+            + system.inter_latency_s() * 2 * math.log2(groups + 1)
     return t
 
 
 def training_perf(s: Shape, *, task: str, precision: str, quantization: str, framework: str, seq_len: int,
                   layout: Layout, system: System, trainable_params: float, dataset_tokens: float | None,
-                  tokens_per_sample: float | None = None) -> TrainingPerf:
+                  tokens_per_sample: float | None = None, flash: bool = True) -> TrainingPerf:
     notes: list[str] = []
     comm_tab = table("communication")
     model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing)
@@ -150,6 +161,25 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     tokens_per_step = tokens_mb * layout.grad_accum * layout.dp
     gpus = layout.gpus
     compute_s = hw_fpt * tokens_per_step / gpus / (peak * eff)
+    if not flash:
+        # unfused attention: the s x s scores go through HBM several times per layer
+        per_score = float(table("training", "unfused_attention_bytes_per_score"))
+        scores = s.layers * s.heads * seq_len * seq_len * (tokens_per_step / seq_len) / gpus
+        bw = system.gpu.mem_bandwidth_gb_s * 1e9 * float(table("inference", "weight_stream_efficiency"))
+        extra = scores * per_score / bw
+        compute_s += extra
+        notes.append(f"attention without FlashAttention: +{extra / compute_s:.0%} time moving the s x s scores")
+    tr = table("training")
+    if framework in tr["eager_frameworks"]:
+        # Python launch overhead per micro-batch, overlapped with the GPU work (soft maximum)
+        inf = table("inference")
+        passes = 1.0 + (1.0 if layout.checkpointing == "full" else 0.0) + float(tr["eager_backward_passes"])
+        micro = layout.grad_accum * (layout.pp if layout.naive_pipeline else 1)
+        cpu_mb = s.layers / (1 if layout.naive_pipeline else layout.pp) * passes * float(inf["eager_cpu_s_per_layer"])
+        gpu_mb = compute_s / max(1, layout.grad_accum)
+        k = float(inf["eager_overlap_exponent"])
+        compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
+        del micro
     if layout.pp > 1:
         if layout.naive_pipeline:
             compute_s *= layout.pp  # layer split: one stage busy at a time
@@ -165,12 +195,17 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     comm = 0.0
     if layout.dp > 1 and grad_bytes > 0:
         if layout.zero >= 3:
-            gathers = 2 * layout.grad_accum + 1
-            t = dp_collective_time(system, layout, grad_bytes, gathers)
-            comm += t * (1 - overlap["fsdp" if layout.fsdp != "none" else "zero"])
+            # two all-gathers (forward, backward) per micro-batch and one reduce-scatter, tensor by tensor
+            passes = 2 * layout.grad_accum + 1
+            t = dp_collective_time(system, layout, grad_bytes, passes)
+            n_coll = passes * s.layers / layout.pp * float(comm_tab["zero3_collectives_per_layer"])
+            t += n_coll * ring_latency_s(system, layout)
+            hidden = overlap["fsdp" if layout.fsdp != "none" else "zero3"] * compute_s
         else:
             t = dp_collective_time(system, layout, grad_bytes, 2.0)
-            comm += t * (1 - overlap["zero" if layout.zero else "ddp"])
+            hidden = overlap["zero" if layout.zero else "ddp"] * compute_s
+        # communication hides behind computation, but never more than the computation lasts
+        comm += max(0.0, t - hidden)
     if layout.tp > 1:
         per_ar = tokens_mb * s.hidden * 2.0
         n_ar = 4 + (2 if layout.checkpointing == "full" else 0)
