@@ -31,7 +31,7 @@ from gpuplan.units import GIB
 from gpuplan.workload import resolve_defaults, parse_workload
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CSV = HERE / "data" / "measurements.csv"
+DEFAULT_CSV = [HERE / "data" / "measurements.csv", HERE / "data" / "h200-calibration.csv"]
 
 FRAMEWORKS = {"transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron", "nemo", "fsdp", "torchtune",
               "llm-foundry", "llama-factory", "swift"}
@@ -123,7 +123,14 @@ def row_to_case(r: dict[str, str]):
                         "targets": DEFAULT_LORA_TARGETS.get(framework, "all-linear")}
     if r["precision"] == "fp16" and r["quantization"] in ("gptq-int4", "gptq-int8", "awq"):
         data["precision"] = "fp16"
-    if task != "inference" and framework in OLD_TRAINER_FRAMEWORKS and _old_torch(r["notes"]):
+    notes = r.get("notes") or ""
+    if "AdamW foreach" in notes:
+        data["optimizer"] = "adamw-foreach"
+    elif "AdamW fused" in notes:
+        data["optimizer"] = "adamw-fused"
+    if task in ("lora", "qlora") and "all-linear" in notes:
+        data["lora"]["targets"] = "all-linear"
+    if "optimizer" not in data and task != "inference" and framework in OLD_TRAINER_FRAMEWORKS and _old_torch(notes):
         data["optimizer"] = "adamw-foreach"  # Trainers before transformers 4.46 / torch 2.2 used foreach AdamW"
     w = parse_workload(data)
     w, _ = resolve_defaults(w)
@@ -247,7 +254,7 @@ def summarize(rows: list[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv", nargs="*", type=Path, default=[DEFAULT_CSV])
+    ap.add_argument("csv", nargs="*", type=Path, default=DEFAULT_CSV)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "accuracy.md")
     ap.add_argument("--rows", action="store_true", help="print every row")
     args = ap.parse_args(argv)

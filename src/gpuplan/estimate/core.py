@@ -104,6 +104,11 @@ def _checks(w: Workload, model, system: System, warnings: list[str]) -> None:
         warnings.append("vGPU slices are meant for inference and graphics, not (multi-GPU) training")
 
 
+def _is_llm(model) -> bool:
+    flag = getattr(model, "is_llm", True)
+    return bool(flag() if callable(flag) else flag)
+
+
 def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
                       shape: Shape | None = None, with_suggestions: bool = True) -> Estimate:
     """Estimate a workload whose defaults are already filled (see workload.resolve_defaults)."""
@@ -112,7 +117,7 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     _checks(w, model, system, warnings)
     framework = w.framework or "auto"
     task = w.task or "inference"
-    if getattr(model, "profile", None) is not None and not model.is_llm():
+    if getattr(model, "profile", None) is not None and not _is_llm(model):
         res = nonllm_estimate(model, task=task, precision=w.precision or "bf16", batch=w.batch_size or 1,
                               inp=w.input.model_dump() if w.input else None, optimizer=w.optimizer or "adamw",
                               framework=framework, layout=layout, system=system)

@@ -67,7 +67,7 @@ def models_table(models: Iterable, lang: str) -> Table:
         if m.params_active and m.params_active != m.params_total:
             params += f" ({m.params_active / 1e9:.1f}B active)"
         t.add_row(m.id, m.kind, params, _num(m.num_layers or None), _num(m.hidden_size or None),
-                  _num(m.num_attention_heads or None), _num(m.num_key_value_heads or None), m.attention if m.is_llm() else "-",
+                  _num(m.num_attention_heads or None), _num(m.num_key_value_heads or None), m.attention if (m.is_llm() if callable(m.is_llm) else m.is_llm) else "-",
                   _num(m.vocab_size or None), _num(m.max_position_embeddings))
     return t
 

@@ -1,0 +1,102 @@
+"""Feasibility checks: each returns None (feasible) or a :class:`Reject` with a contract code.
+
+Codes (the `rejected[].code` values of the `recommend --json` contract): memory, host_memory,
+network, budget, deadline, status, no_price, region, layout, and sla (serving SLA not met —
+proposed addition to the contract).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.catalog.instances import InstanceType
+from gpuplan.units import GIB
+
+CODES = ("memory", "host_memory", "network", "budget", "deadline", "status", "no_price", "region", "layout", "sla")
+# How close a rejection is to a plan (lower = closer): picks the one rejection shown per type.
+CODE_RANK = {"budget": 0, "deadline": 0, "sla": 1, "network": 2, "host_memory": 3, "memory": 4, "no_price": 5,
+             "layout": 6, "region": 7, "status": 8}
+
+MEMORY_HEADROOM = 0.02        # keep 2 % of the usable GPU memory free (allocator jitter, driver growth)
+HOST_RESERVE = 0.10           # OS, page cache and agents keep ~10 % of the instance's RAM
+MIN_VCPUS_PER_GPU = 4         # data-loader workers + the rank's own process (guides: GPU:vCPU >= 1:4)
+NETWORK_BOUND_COMM_FRACTION = 0.5  # multi-node without RDMA: reject when communication exceeds half a step
+
+
+@dataclass(frozen=True)
+class Reject:
+    code: str
+    reason: str
+    shortfall: float = 0.0    # how far from feasible, in the unit of the code (bytes, currency, s)
+
+
+def gpu_label(inst: InstanceType) -> str:
+    """"gn7i (A10 24 GB)" — family and GPU, as users name them."""
+    gpu = inst.gpu.split("-")[0]
+    mem = f" {inst.gpu_memory_gib:g} GB" if inst.gpu_memory_gib else ""
+    return f"{inst.family} ({gpu}{mem})"
+
+
+def check_status(inst: InstanceType, allowed: frozenset[str]) -> Reject | None:
+    """Preview / by-ticket / retired / not-recommended / unconfirmed types only when asked."""
+    if inst.status in allowed:
+        return None
+    return Reject("status", f"{gpu_label(inst)}: status {inst.status}; add it to constraints.include_status to consider it")
+
+
+def check_kind(inst: InstanceType, training: bool, nodes: int) -> Reject | None:
+    """vGPU slices are for inference and graphics: never training, never multi-node."""
+    if inst.gpu_count < 1 and training:
+        return Reject("layout", f"{gpu_label(inst)}: a {inst.gpu_count:.3g} vGPU slice is not meant for training")
+    if inst.kind == "vgpu" and (nodes > 1 or (training and inst.gpu_count > 1)):
+        return Reject("layout", f"{gpu_label(inst)}: vGPU types are not meant for multi-GPU training")
+    return None
+
+
+def check_memory(per_gpu_bytes: float, capacity_bytes: float, headroom: float = MEMORY_HEADROOM) -> bool:
+    """Fits when the job's per-GPU memory stays within (1 - headroom) of the usable capacity."""
+    return per_gpu_bytes <= capacity_bytes * (1.0 - headroom)
+
+
+def memory_reject(inst: InstanceType, per_gpu_bytes: float, capacity_bytes: float, what: str,
+                  headroom: float = MEMORY_HEADROOM) -> Reject:
+    need = per_gpu_bytes / GIB
+    cap = capacity_bytes * (1 - headroom) / GIB
+    return Reject("memory", f"{gpu_label(inst)}: needs {need:.1f} GiB per GPU {what}; {cap:.1f} GiB usable",
+                  per_gpu_bytes - capacity_bytes * (1 - headroom))
+
+
+def check_host(inst: InstanceType, host_bytes_per_node: float, reserve: float = HOST_RESERVE) -> Reject | None:
+    """Host RAM for model loading, data loading and offloaded states (per node)."""
+    if not inst.memory_gib:
+        return None
+    usable = inst.memory_gib * GIB * (1 - reserve)
+    if host_bytes_per_node <= usable:
+        return None
+    return Reject("host_memory", f"{gpu_label(inst)} {inst.short_name}: needs {host_bytes_per_node / GIB:.0f} GiB host "
+                                 f"RAM per node; {usable / GIB:.0f} GiB usable of {inst.memory_gib:g}",
+                  host_bytes_per_node - usable)
+
+
+def vcpu_warning(inst: InstanceType, training: bool) -> str | None:
+    """Few vCPUs per GPU starve data loading (a warning, not a rejection)."""
+    if not training or not inst.vcpus or inst.gpus < 1:
+        return None
+    per = inst.vcpus / inst.gpus
+    if per < MIN_VCPUS_PER_GPU:
+        return (f"{inst.short_name} has {per:g} vCPUs per GPU (< {MIN_VCPUS_PER_GPU}): data loading may "
+                "starve the GPUs; pre-tokenize or pick a type with more vCPUs")
+    return None
+
+
+def check_network(inst: InstanceType, nodes: int, comm_fraction: float | None) -> tuple[Reject | None, str | None]:
+    """Multi-node without eRDMA/RoCE: allowed with a warning (the estimator charges TCP speed),
+    rejected when communication would take more than half of each step."""
+    if nodes <= 1 or inst.rdma:
+        return None, None
+    frac = comm_fraction or 0.0
+    if frac > NETWORK_BOUND_COMM_FRACTION:
+        return Reject("network", f"{gpu_label(inst)} x {nodes} nodes: no eRDMA/RoCE, communication takes "
+                                 f"{frac:.0%} of each step over the VPC network"), None
+    return None, (f"{inst.short_name} has no eRDMA/RoCE: {nodes} nodes talk over the VPC network "
+                  f"(TCP; {frac:.0%} of the step communicating)")

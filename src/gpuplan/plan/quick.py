@@ -1,0 +1,129 @@
+"""Quick mode: `gpuplan quick --params 7B --task train|finetune|lora|infer`.
+
+The popular guides answer "which GPU?" with a decision tree by parameter count (guide A,
+../shared/guides/guide-A-training-instance-selection.txt, section 四 "快速决策树"). Quick mode
+asks the estimators the same question for a synthetic model of that size ({params_b: N}) and
+checks the tree's answer on its own hardware: where the folklore is wrong, it says so and why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+from gpuplan.units import GIB
+from gpuplan.workload import TASK_ALIASES
+
+# The guide's tree (upper bound in billions of parameters -> what it recommends). H100/"gn8" does
+# not exist on Alibaba ECS (facts file, guide error #11): the nearest is gn8v (H20 96 GB).
+FOLKLORE_TREE: tuple[tuple[float, str, str, int, str], ...] = (
+    (1.0, "<1B", "A10-24GB", 1, "single A10 (g8i)"),
+    (10.0, "1B-10B", "A100-SXM4-80GB", 1, "single A100 (gn7e) or 2 x A10"),
+    (70.0, "10B-70B", "A100-SXM4-80GB", 4, "4 x A100 (gn7e) + NVLink + RoCE"),
+    (float("inf"), ">70B", "H20-96GB", 16, "H100 (gn8) + multi-node RDMA + DeepSpeed/FSDP"),
+)
+FOLKLORE_ERRATA = {
+    "<1B": "g8i is a CPU family (no GPU); the A10 families are gn7i / ebmgn7i",
+    ">70B": "there is no gn8 / H100 family on Alibaba ECS; checked on gn8v (H20 96 GB) x 16 instead",
+}
+_PARAMS = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmbt]?)\s*$", re.I)
+
+
+def parse_params(text: str | float | int) -> float:
+    """'7B' / '70b' / '350M' / 1.5 -> billions of parameters."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _PARAMS.match(str(text))
+        if not m:
+            raise GpuplanError(f"Cannot read parameter count {text!r}.", hint="Write it like 7B, 70B, 350M or 1.5.")
+        value = float(m.group(1)) * {"": 1.0, "b": 1.0, "m": 1e-3, "k": 1e-6, "t": 1e3}[m.group(2).lower()]
+    if not 0.001 <= value <= 10_000:
+        raise GpuplanError(f"Parameter count {value:g}B is out of range.", hint="Give between 1M and 10T parameters.")
+    return value
+
+
+@dataclass
+class QuickResult:
+    params_b: float
+    task: str
+    bucket: str
+    folklore: str
+    folklore_gpu: str
+    folklore_gpus: int
+    folklore_fits: bool | None
+    folklore_memory_per_gpu_bytes: float | None
+    folklore_capacity_bytes: float | None
+    verdict: str                      # holds | wrong | overkill
+    notes: list[str] = field(default_factory=list)
+    recommendation: Any = None        # the Recommendation for the free search
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.recommendation.best if self.recommendation else None
+        return {
+            "schema_version": 1, "params_b": self.params_b, "task": self.task, "bucket": self.bucket,
+            "folklore": {"says": self.folklore, "gpu": self.folklore_gpu, "gpus": self.folklore_gpus,
+                         "fits": self.folklore_fits,
+                         "memory_per_gpu_bytes": None if self.folklore_memory_per_gpu_bytes is None
+                         else int(self.folklore_memory_per_gpu_bytes),
+                         "capacity_per_gpu_bytes": None if self.folklore_capacity_bytes is None
+                         else int(self.folklore_capacity_bytes)},
+            "verdict": self.verdict, "notes": self.notes,
+            "best_plan": best.to_dict() if best else None,
+            "binding_constraints": self.recommendation.binding_constraints if self.recommendation else [],
+        }
+
+
+def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = None, **kw: Any) -> QuickResult:
+    """Answer the decision-tree question for a model of ``params_b`` billion parameters."""
+    from gpuplan.plan.recommend import recommend
+
+    pb = parse_params(params_b)
+    t = TASK_ALIASES.get(task.strip().lower(), task.strip().lower())
+    if t not in ("inference", "pretrain", "full", "lora", "qlora"):
+        raise GpuplanError(f"Unknown task {task!r}.", hint="Use train, finetune, lora, qlora or infer.")
+    bucket_max, bucket, gpu, count, says = next(row for row in FOLKLORE_TREE if pb <= row[0])
+    base: dict[str, Any] = {"model": {"params_b": pb}, "task": t}
+    if seq_len:
+        base["seq_len" if t != "inference" else "prompt_tokens"] = seq_len
+    free = recommend(base, top=3, **kw)
+    nodes = max(1, count // 8)
+    pinned = dict(base, hardware={"gpu": gpu, "count": count, **({"nodes": nodes} if nodes > 1 else {})},
+                  constraints={"include_status": ["ga", "preview", "ticket", "unconfirmed"]})
+    notes: list[str] = []
+    if bucket in FOLKLORE_ERRATA:
+        notes.append(FOLKLORE_ERRATA[bucket])
+    try:
+        folk = recommend(pinned, top=1, **kw)
+    except GpuplanError as exc:  # pragma: no cover - defensive
+        folk = None
+        notes.append(f"could not check the folklore hardware: {exc.message}")
+    fits = mem = cap = None
+    if folk is not None:
+        fits = folk.ok
+        if folk.ok:
+            p = folk.best
+            mem, cap = p.cand.est.memory.per_gpu_bytes, p.cand.est.memory.capacity_bytes
+        else:
+            r = [x for x in folk.rejected if x["code"] == "memory"]
+            if r:
+                notes.append("folklore hardware: " + r[0]["reason"])
+    best = free.best
+    verdict = "holds"
+    if fits is False:
+        verdict = "wrong"
+        notes.append(f"the tree's {count} x {gpu} does not hold a {pb:g}B {t} job")
+    elif best is not None and fits:
+        if best.gpus_total < count or best.cand.inst.gpu_memory_gib and best.cand.inst.gpu_memory_gib * best.gpus_total \
+                < 0.5 * (folk.best.cand.inst.gpu_memory_gib or 0) * count:
+            verdict = "overkill"
+            notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU on the tree's hardware, but "
+                         f"{best.gpus_total} x {best.cand.inst.gpu} is enough and cheaper")
+        else:
+            notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU")
+    if best is not None:
+        notes.append(f"estimator's pick: {best.instance_count} x {best.cand.inst.short_name} "
+                     f"({best.gpus_total} x {best.cand.inst.gpu}), {best.cand.layout.describe()}")
+    return QuickResult(pb, t, bucket, says, gpu, count, fits, mem, cap, verdict, notes, free)

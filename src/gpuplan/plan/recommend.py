@@ -1,0 +1,704 @@
+"""`recommend()`: search the catalog for the instances, layout and billing that run a workload,
+cost them, rank them, and explain the choice (the `gpuplan recommend --json` contract)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType, load_instances
+from gpuplan.catalog.prices import load_offers
+from gpuplan.errors import GpuplanError
+from gpuplan.plan import cost as costm
+from gpuplan.plan import feasibility as fz
+from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
+from gpuplan.plan.network import network_advice
+from gpuplan.plan.rank import pareto_front, rank
+from gpuplan.plan.search import Candidate, Searcher, Variant, best_per_group
+from gpuplan.plan.storage import checkpoint_bytes, data_read_bytes_s, storage_advice
+from gpuplan.units import GIB, HOUR_S, HOURS_PER_MONTH
+from gpuplan.workload import Workload, load_workload, resolve_defaults
+
+SCHEMA_VERSION = 1
+SEARCHED_FIELDS = ("parallel", "hardware", "grad_checkpointing", "optimizer")
+DEFAULT_TOP = 5
+SERVING_DEFAULT_BILLING = ("payg", "subscription")   # spot for online serving only when asked
+TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
+
+
+@dataclass
+class Plan:
+    """One (platform, instance type, instance count, layout, billing mode, region)."""
+
+    cand: Candidate
+    billing: str | None
+    region: str | None
+    price_region: str | None
+    instance_price_per_hour: float | None
+    price_per_hour: float | None
+    currency: str
+    price_as_of: str | None
+    price_source: str | None
+    replicas: int | None
+    instance_count: int
+    gpus_total: int
+    time_s: float | None
+    total_cost: float | None
+    monthly_cost: float | None
+    cost_per_million_output_tokens: float | None
+    time_per_billion_tokens_s: float | None = None
+    cost_per_billion_tokens: float | None = None
+    spot: dict | None = None
+    storage: dict = field(default_factory=dict)
+    network: dict = field(default_factory=dict)
+    host: dict = field(default_factory=dict)
+    why: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    pareto: bool = False
+    rank: int = 0
+    price_estimated: bool = False
+    cost_key: float | None = None
+    time_key: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.cand
+        lay = c.layout
+        mem = c.est.memory
+        perf = {k: v for k, v in c.est.performance.items() if v is not None}
+        return {
+            "platform": "ecs",
+            "instance_type": c.inst.instance_type,
+            "instance_count": self.instance_count,
+            "gpu": c.inst.gpu,
+            "gpus_total": self.gpus_total,
+            "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero": lay.zero, "fsdp": lay.fsdp,
+                         "offload": lay.offload, "checkpointing": lay.checkpointing,
+                         "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
+                         "precision": c.variant.w.precision, "quantization": c.variant.quantization,
+                         "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
+                         "nodes_per_replica": c.nodes},
+            "memory_per_gpu_bytes": int(mem.per_gpu_bytes),
+            "capacity_per_gpu_bytes": int(mem.capacity_bytes),
+            "memory_components": {k: int(v) for k, v in mem.components.items()},
+            "billing": self.billing,
+            "region": self.region,
+            "price_region": self.price_region,
+            "instance_price_per_hour": _r(self.instance_price_per_hour),
+            "price_per_hour": _r(self.price_per_hour),
+            "price_estimated": self.price_estimated,
+            "currency": self.currency,
+            "price_as_of": self.price_as_of,
+            "price_source": self.price_source,
+            "time_s": _r(self.time_s),
+            "total_cost": _r(self.total_cost),
+            "time_per_billion_tokens_s": _r(self.time_per_billion_tokens_s),
+            "cost_per_billion_tokens": _r(self.cost_per_billion_tokens),
+            "replicas": self.replicas,
+            "monthly_cost": _r(self.monthly_cost),
+            "cost_per_million_output_tokens": _r(self.cost_per_million_output_tokens),
+            "performance": perf,
+            "spot": self.spot,
+            "storage": self.storage,
+            "network": self.network,
+            "host": self.host,
+            "pareto": self.pareto,
+            "rank": self.rank,
+            "why": list(self.why),
+            "warnings": list(self.warnings),
+        }
+
+
+def _r(x: float | None, nd: int = 6) -> float | None:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    return round(float(x), nd)
+
+
+@dataclass
+class Recommendation:
+    """The answer of `recommend()`: ranked plans, rejections with reasons, and what binds."""
+
+    workload: Workload
+    objective: str
+    currency: str
+    plans: list[Plan]
+    rejected: list[dict]
+    binding_constraints: list[dict]
+    why_not: list[str]
+    assumptions: list[str]
+    warnings: list[str]
+    all_plans: list[Plan] = field(default_factory=list, repr=False)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def best(self) -> Plan | None:
+        return self.plans[0] if self.plans else None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.plans)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "workload": self.workload.model_dump(mode="json"),
+            "objective": self.objective,
+            "currency": self.currency,
+            "plans": [p.to_dict() for p in self.plans],
+            "pareto": [_brief(p) for p in self.all_plans if p.pareto],
+            "rejected": self.rejected,
+            "binding_constraints": self.binding_constraints,
+            "why_not": self.why_not,
+            "assumptions": self.assumptions,
+            "warnings": self.warnings,
+            "search": self.stats,
+        }
+
+
+def _brief(p: Plan) -> dict:
+    return {"instance_type": p.cand.inst.instance_type, "instance_count": p.instance_count, "billing": p.billing,
+            "region": p.region, "cost": _r(p.cost_key), "time_s": _r(p.time_key)}
+
+
+# ================================================================================ entry point
+
+def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_dir: str | os.PathLike | None = None,
+              price_files: Iterable[str | os.PathLike] = (), instances: Iterable[InstanceType] | None = None,
+              today: dt.date | None = None, spot_model: costm.SpotModel = costm.DEFAULT_SPOT,
+              fx: costm.Fx | None = None, memory_headroom: float = fz.MEMORY_HEADROOM,
+              **overrides: Any) -> Recommendation:
+    """Recommend plans for a workload (file path, mapping or Workload; ``overrides`` are CLI-style flags).
+
+    Unset ``parallel``, ``hardware``, ``grad_checkpointing`` and ``optimizer`` are searched; set ones
+    are fixed. Raises GpuplanError only for unusable input; an unsatisfiable workload returns a
+    Recommendation with no plans and its ``binding_constraints``.
+    """
+    from gpuplan.catalog.models import resolve_model
+    from gpuplan.estimate.shapes import shape_of
+
+    t0 = time.perf_counter()
+    w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
+    searched = frozenset(f for f in SEARCHED_FIELDS if getattr(w, f) is None)
+    resolved, notes = resolve_defaults(w, searched=searched)
+    model = resolve_model(resolved.model)
+    shape = shape_of(model) if is_llm(model) else None
+    task = resolved.task or "inference"
+    training = task in TRAIN_TASKS
+    cons = resolved.constraints
+    objective = resolved.objective or "cost"
+    currency = cons.currency if cons else "CNY"
+    fixed = Fixed.from_workload(resolved)
+    max_gpus = (cons.max_gpus if cons and cons.max_gpus else None)
+    search_gpus = max(max_gpus or DEFAULT_MAX_GPUS, fixed.gpus or 0)
+    allowed_status = frozenset(cons.include_status if cons and cons.include_status else ("ga",))
+    assumptions = list(notes) + list(getattr(model, "assumptions", ()) or ())
+    warnings: list[str] = []
+
+    variants = _variants(resolved, cons)
+    insts = _instances(resolved, instances, cache_dir)
+    searcher = Searcher(resolved, model, shape, fixed, variants, max_gpus=search_gpus,
+                        allowed_status=allowed_status, headroom=memory_headroom)
+    res = searcher.run(insts)
+    groups = best_per_group(res.candidates, training)
+
+    offers = load_offers(DEFAULT_CLOUD, cache_dir, price_files)
+    book = costm.PriceBook(offers, currency, fx, spot_model)
+    regions = [r.strip().lower() for r in cons.regions] if cons and cons.regions else list(book.regions) or ["cn-shanghai"]
+    billings = tuple(cons.billing) if cons and cons.billing else (TRAINING_DEFAULT_BILLING if training
+                                                                  else SERVING_DEFAULT_BILLING)
+    ctx = _Ctx(resolved, model, task, training, book, regions, billings, max_gpus, spot_model, today, insts)
+    plans: list[Plan] = []
+    rejected_plans: list[tuple[Plan, fz.Reject]] = []
+    for c in groups:
+        for p in _plans_for(ctx, c):
+            r = _check_constraints(ctx, p)
+            if r is None:
+                plans.append(p)
+            else:
+                rejected_plans.append((p, r))
+                cur = res.rejects.get(c.inst.instance_type)
+                if cur is None or (fz.CODE_RANK[r.code], r.shortfall) < (fz.CODE_RANK[cur.code], cur.shortfall):
+                    res.rejects[c.inst.instance_type] = r
+    for p in plans:   # a type with a plan is not "rejected"
+        res.rejects.pop(p.cand.inst.instance_type, None)
+
+    ranked = rank(plans, objective)
+    for i, p in enumerate(ranked, 1):
+        p.rank = i
+    for p in pareto_front(ranked):
+        p.pareto = True
+    shown = ranked[:top] + [p for p in ranked[top:] if p.pareto][: max(0, 10 - top)]
+    for p in shown:
+        _advise(ctx, p, res)
+    why_not = _why_not(ctx, ranked[0] if ranked else None, res, searcher)
+    if ranked:
+        ranked[0].why.insert(0, _headline(ctx, ranked[0], objective))
+    binding = [] if ranked else _binding(ctx, rejected_plans, res)
+
+    warnings.extend(_global_warnings(ctx, shown, book))
+    assumptions.extend(_assumptions(ctx, book, memory_headroom, spot_model))
+    rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
+                for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
+    stats = {"instance_types": len(insts), "candidates": len(res.candidates), "estimates": res.estimates,
+             "plans": len(plans), "elapsed_s": round(time.perf_counter() - t0, 4)}
+    return Recommendation(resolved, objective, currency, shown, rejected, binding, why_not, assumptions,
+                          _dedupe(warnings), ranked, stats)
+
+
+# ================================================================================ helpers
+
+@dataclass
+class _Ctx:
+    w: Workload
+    model: Any
+    task: str
+    training: bool
+    book: costm.PriceBook
+    regions: list[str]
+    billings: tuple[str, ...]
+    max_gpus: int | None
+    spot: costm.SpotModel
+    today: dt.date | None
+    insts: list[InstanceType]
+
+    @property
+    def llm(self) -> bool:
+        return bool(is_llm(self.model))
+
+    def dataset_tokens(self) -> float | None:
+        ds = self.w.dataset
+        return ds.total_tokens(self.w.seq_len or 2048) if ds else None
+
+    def dataset_samples(self) -> float | None:
+        ds = self.w.dataset
+        if ds and ds.samples:
+            return ds.samples * ds.epochs
+        return None
+
+    def request_rate(self) -> float | None:
+        s = self.w.serving
+        if not s:
+            return None
+        if s.peak_requests_per_s:
+            return s.peak_requests_per_s
+        if s.requests_per_s:
+            return s.requests_per_s
+        if s.requests_per_day:
+            avg = s.requests_per_day / 86400.0
+            return avg * (24.0 / s.peak_hours_per_day) if s.peak_hours_per_day else avg
+        return None
+
+
+def _variants(w: Workload, cons) -> list[Variant]:
+    """Quantization options: constraints.quantization, else exactly the workload's."""
+    qs = list(cons.quantization) if cons and cons.quantization else [w.quantization or "none"]
+    out = []
+    for q in dict.fromkeys(qs):
+        if q == (w.quantization or "none"):
+            out.append(Variant(q, w.optimizer, w))
+            continue
+        changes: dict[str, Any] = {"quantization": q}
+        if q in ("gptq-int4", "gptq-int8", "awq") and w.precision == "bf16":
+            changes["precision"] = "fp16"
+        try:
+            out.append(Variant(q, w.optimizer, w.with_updates(**changes)))
+        except GpuplanError:
+            continue
+    return out
+
+
+def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
+    """The instance types in play: the catalog, narrowed by hardware and constraints.families."""
+    insts = list(given) if given is not None else list(load_instances(DEFAULT_CLOUD, cache_dir).values())
+    hw = w.hardware
+    if hw and hw.instance_type:
+        want = hw.instance_type.lower().removeprefix("ecs.")
+        insts = [i for i in insts if i.short_name.lower() == want]
+        if not insts:
+            raise GpuplanError(f"Unknown instance type {hw.instance_type!r}.", hint="See `gpuplan instances`.")
+    if hw and hw.gpu:
+        from gpuplan.catalog.gpus import resolve_gpu
+
+        spec, _ = resolve_gpu(hw.gpu)
+        insts = [i for i in insts if i.gpu == spec.id]
+    cons = w.constraints
+    if cons and cons.families:
+        fams = {f.lower().removeprefix("ecs.") for f in cons.families}
+        insts = [i for i in insts if i.family.lower() in fams]
+    return insts
+
+
+def _plans_for(ctx: _Ctx, c: Candidate) -> list[Plan]:
+    out = []
+    priced = False
+    for region in ctx.regions:
+        for billing in ctx.billings:
+            price = ctx.book.price_with_proxy(c.inst.instance_type, region, billing)
+            if price is None:
+                continue
+            priced = True
+            out.append(_plan(ctx, c, price, region))
+    if not priced:
+        out.append(_plan(ctx, c, None, ctx.regions[0] if ctx.regions else None))
+    return out
+
+
+def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None) -> Plan:
+    inst_per_h = price.per_hour if price else None
+    p = Plan(cand=c, billing=price.billing if price else None, region=region,
+             price_region=price.region if price else None, instance_price_per_hour=inst_per_h, price_per_hour=None,
+             currency=ctx.book.currency, price_as_of=price.as_of if price else None,
+             price_source=price.source if price else None, replicas=None, instance_count=c.nodes,
+             gpus_total=c.gpus, time_s=None, total_cost=None, monthly_cost=None,
+             cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated))
+    p.warnings.extend(c.warnings)
+    p.why.extend(c.why)
+    if price and price.note:
+        p.why.append(f"price: {ctx.book.currency} {price.per_hour:,.2f}/h per instance"
+                     + (f" ({ctx.book.currency} {price.per_month:,.0f}/month)" if price.per_month else "")
+                     + f", {price.region}, as of {price.as_of} ({price.note})")
+    if price and price.region != region:
+        p.warnings.append(f"no {price.billing} price for {c.inst.short_name} in {region}: using the {price.region} "
+                          "price as a proxy")
+    if ctx.training:
+        _training_costs(ctx, c, p, price)
+    else:
+        _serving_costs(ctx, c, p, price)
+    return p
+
+
+def _checkpoint_write_s(ctx: _Ctx, c: Candidate) -> float:
+    ck = _ckpt_bytes(ctx, c)
+    mb_s = 350e6  # one PL1 ESSD at its cap (storage.yaml); the advice may provision more
+    return ck / mb_s
+
+
+def _ckpt_bytes(ctx: _Ctx, c: Candidate) -> float:
+    from gpuplan.estimate.memory import lora_param_count
+
+    params = float(ctx.model.params_total)
+    trainable = params
+    if ctx.task in ("lora", "qlora") and ctx.llm:
+        lo = ctx.w.lora
+        trainable, _ = lora_param_count(ctx.model, lo.targets if lo else "all-linear", lo.rank if lo else 8)
+    return checkpoint_bytes(params, trainable, ctx.task, c.variant.w.optimizer or "adamw")
+
+
+def _training_costs(ctx: _Ctx, c: Candidate, p: Plan, price: costm.Price | None) -> None:
+    perf = c.est.performance
+    tps = float(perf.get("tokens_per_s") or 0.0)
+    sps = float(perf.get("samples_per_s") or 0.0)
+    base_time = None
+    if ctx.llm:
+        tokens = ctx.dataset_tokens()
+        if tokens and tps > 0:
+            base_time = tokens / tps
+        if tps > 0:
+            p.time_per_billion_tokens_s = 1e9 / tps
+    else:
+        samples = ctx.dataset_samples()
+        if samples and sps > 0:
+            base_time = samples / sps
+    factor = 1.0
+    if p.billing == "spot":
+        run = costm.spot_run(base_time or 3600.0 * 24, _checkpoint_write_s(ctx, c), ctx.spot)
+        factor = 1.0 + run.overhead_fraction
+        p.spot = {"overhead_fraction": round(run.overhead_fraction, 4),
+                  "checkpoint_interval_s": round(run.checkpoint_interval_s, 1),
+                  "checkpoint_write_s": round(run.checkpoint_write_s, 1),
+                  "expected_interruptions": round(run.expected_interruptions, 2) if base_time else None,
+                  "interruptions_per_hour": ctx.spot.interruptions_per_hour}
+        p.why.append(f"spot: checkpoint every {run.checkpoint_interval_s / 60:.0f} min; interruptions add "
+                     f"{run.overhead_fraction:.1%} to the run time (Young's interval, assumed "
+                     f"{ctx.spot.interruptions_per_hour:g} interruptions/h)")
+        if base_time and base_time * factor / HOUR_S > ctx.spot.long_job_warning_h:
+            p.warnings.append(f"long job on spot: expect about {run.expected_interruptions:.1f} interruptions over "
+                              f"{base_time * factor / HOUR_S:.0f} h; resume from checkpoints automatically")
+    if base_time is not None:
+        p.time_s = base_time * factor
+    if price is not None:
+        hourly = price.per_hour * c.nodes
+        p.price_per_hour = hourly
+        if p.time_s is not None:
+            p.total_cost = costm.training_cost(price, c.nodes, p.time_s)
+            if price.billing == "subscription":
+                months = costm.months_needed(p.time_s)
+                p.why.append(f"subscription: {months} month(s) x {price.per_month:,.0f} x {c.nodes} instance(s)")
+        if p.time_per_billion_tokens_s is not None:
+            p.cost_per_billion_tokens = p.time_per_billion_tokens_s * factor / HOUR_S * hourly
+    p.cost_key = p.total_cost if p.time_s is not None else p.cost_per_billion_tokens
+    p.time_key = p.time_s if p.time_s is not None else (
+        p.time_per_billion_tokens_s * factor if p.time_per_billion_tokens_s else None)
+
+
+def _serving_costs(ctx: _Ctx, c: Candidate, p: Plan, price: costm.Price | None) -> None:
+    group_rate = c.speed(False)
+    rate = ctx.request_rate()
+    replicas = max(1, math.ceil(rate / group_rate - 1e-9)) if rate and group_rate > 0 else 1
+    p.replicas = replicas
+    p.instance_count = c.nodes * replicas
+    p.gpus_total = c.gpus * replicas
+    served = rate if rate else group_rate * replicas
+    if price is not None:
+        p.price_per_hour = price.per_hour * p.instance_count
+        p.monthly_cost = costm.serving_monthly_cost(price, p.instance_count)
+        if ctx.llm and served:
+            out_tps = served * (c.variant.w.output_tokens or 1)
+            hourly = p.monthly_cost / HOURS_PER_MONTH
+            p.cost_per_million_output_tokens = costm.cost_per_million_tokens(hourly, out_tps)
+    if group_rate > 0:
+        unit = "req/s" if ctx.llm else "images/s" if getattr(ctx.model, "kind", "") == "diffusion" else "req/s"
+        p.why.append(f"one replica ({c.gpus} x {c.inst.gpu}, {c.layout.describe().split(', ckpt')[0]}) sustains "
+                     f"{group_rate:.2f} {unit}" + (f"; {replicas} replica(s) for {rate:g} req/s" if rate else
+                                                   " (no request rate given: 1 replica)"))
+    p.cost_key = p.monthly_cost
+    p.time_key = c.latency_s()
+
+
+def _check_constraints(ctx: _Ctx, p: Plan) -> fz.Reject | None:
+    cons = ctx.w.constraints
+    label = fz.gpu_label(p.cand.inst)
+    if ctx.max_gpus and p.gpus_total > ctx.max_gpus:
+        return fz.Reject("layout", f"{label}: needs {p.gpus_total} GPUs > max_gpus {ctx.max_gpus}",
+                         p.gpus_total - ctx.max_gpus)
+    if not cons:
+        return None
+    if cons.deadline_hours and p.time_s is not None and p.time_s > cons.deadline_hours * HOUR_S:
+        return fz.Reject("deadline", f"{label} x {p.instance_count} ({p.billing or 'unpriced'}): takes {p.time_s / HOUR_S:,.1f} h "
+                                     f"> deadline {cons.deadline_hours:g} h", p.time_s - cons.deadline_hours * HOUR_S)
+    if cons.budget:
+        spend = p.total_cost if ctx.training else p.monthly_cost
+        if spend is None:
+            if p.price_per_hour is None:
+                return fz.Reject("no_price", f"{label}: no price known, cannot check the budget")
+            return None
+        if spend > cons.budget:
+            what = "" if ctx.training else "/month"
+            return fz.Reject("budget", f"{label} x {p.instance_count} ({p.billing}): costs {ctx.book.currency} "
+                                       f"{spend:,.0f}{what} > budget {cons.budget:,.0f}", spend - cons.budget)
+    return None
+
+
+def _advise(ctx: _Ctx, p: Plan, res) -> None:
+    c = p.cand
+    perf = c.est.performance
+    ds = ctx.w.dataset
+    ckpt = _ckpt_bytes(ctx, c) if ctx.training else 0.0
+    read = data_read_bytes_s(llm=ctx.llm, tokens_per_s=perf.get("tokens_per_s"), samples_per_s=perf.get("samples_per_s"),
+                             bytes_per_sample=ds.bytes_per_sample if ds else None) if ctx.training else 0.0
+    ds_bytes = None
+    if ds and ds.size_gib:
+        ds_bytes = ds.size_gib * GIB
+    elif ds and ctx.llm:
+        toks = ds.tokens or ((ds.samples or 0) * (ds.tokens_per_sample or ctx.w.seq_len or 2048))
+        ds_bytes = toks * 4.0 if toks else None
+    model_bytes = float(c.est.memory.components.get("weights", 0.0)) * max(1, c.layout.tp * c.layout.pp)
+    p.storage = storage_advice(training=ctx.training, nodes=c.nodes, read_bytes_s=read, checkpoint_bytes=ckpt,
+                               model_bytes=model_bytes, dataset_bytes=ds_bytes,
+                               instance_disk_mb_s=c.inst.disk_bandwidth_mb_s)
+    alts = []
+    if c.nodes > 1:
+        alts = sorted({i.instance_type for i in ctx.insts if i.gpu == c.inst.gpu and i.rdma and i.status == "ga"})
+    p.network = network_advice(c.inst, c.nodes, perf.get("comm_fraction"), alts)
+    host_need = c.est.memory.host_bytes
+    p.host = {"vcpus_per_node": c.inst.vcpus, "memory_gib_per_node": c.inst.memory_gib,
+              "host_bytes_needed_per_node": int(host_need),
+              "vcpus_per_gpu": round(c.inst.vcpus / c.inst.gpus, 2) if c.inst.vcpus and c.inst.gpus else None,
+              "ok": True,
+              "text": f"{c.inst.vcpus} vCPU, {c.inst.memory_gib:g} GiB RAM per node; the job needs about "
+                      f"{host_need / GIB:.0f} GiB" if c.inst.memory_gib else "host RAM not published"}
+    mem = c.est.memory
+    p.why.append(f"memory: {mem.per_gpu_bytes / GIB:.1f} of {mem.capacity_bytes / GIB:.1f} GiB per GPU "
+                 f"({mem.per_gpu_bytes / mem.capacity_bytes:.0%})")
+    if ctx.training and perf.get("tokens_per_s"):
+        p.why.append(f"throughput: {perf['tokens_per_s']:,.0f} tokens/s, MFU {perf.get('mfu') or 0:.0%}, "
+                     f"communication {perf.get('comm_fraction') or 0:.0%} of a step")
+
+
+def _headline(ctx: _Ctx, p: Plan, objective: str) -> str:
+    c = p.cand
+    what = {"cost": "cheapest", "time": "fastest", "balanced": "best cost x time"}[objective]
+    cost = p.total_cost if p.total_cost is not None else p.monthly_cost if p.monthly_cost is not None else p.cost_per_billion_tokens
+    unit = "" if p.total_cost is not None else "/month" if p.monthly_cost is not None else " per 1B tokens"
+    money = f"{p.currency} {cost:,.2f}{unit}" if cost is not None else "no price known"
+    return (f"{what} feasible plan: {p.instance_count} x {c.inst.short_name} ({c.gpus} x {c.inst.gpu} per replica), "
+            f"{p.billing or 'unpriced'}, {money}")
+
+
+def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
+    """Notes for instance families cheaper per hour than the top plan that were rejected."""
+    out: list[str] = []
+    seen: set[str] = set()
+    top_h = top.price_per_hour if top and top.price_per_hour else None
+    items = []
+    for t, r in res.rejects.items():
+        if r.code not in ("memory", "host_memory", "network", "sla", "deadline", "budget"):
+            continue
+        inst = next((i for i in ctx.insts if i.instance_type == t), None)
+        if inst is None:
+            continue
+        price = ctx.book.price_with_proxy(t, ctx.regions[0] if ctx.regions else "cn-shanghai", "payg")
+        if top_h is not None and (price is None or price.per_hour >= top_h):
+            continue
+        items.append((price.per_hour if price else math.inf, inst, r))
+    items.sort(key=lambda x: x[0])
+    for _, inst, r in items:
+        key = f"{inst.family}:{r.code}"
+        if key in seen:
+            continue
+        seen.add(key)
+        text = r.reason
+        if r.code == "memory":
+            hint = _relaxation_hint(ctx, inst, res, searcher)
+            alt = f"on {top.cand.inst.family}" if top else None
+            fixes = [h for h in (hint, alt) if h]
+            if fixes:
+                text += "; fits " + " or ".join(fixes)
+        out.append(text)
+    return out[:8]
+
+
+def _relaxation_hint(ctx: _Ctx, inst: InstanceType, res, searcher: Searcher) -> str | None:
+    """What a fixed setting costs: would checkpointing, or quantization (serving), make it fit?"""
+    got = res.best_memory.get(inst.instance_type)
+    if not got:
+        return None
+    e, r, nodes, lay = got
+    from dataclasses import replace
+
+    system = searcher.system(inst, nodes)
+    v = Variant(ctx.w.quantization or "none", ctx.w.optimizer, ctx.w)
+    if ctx.training and lay.checkpointing != "full":
+        e2 = searcher.estimate(v, system, replace(lay, checkpointing="full"))
+        if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
+            return f"with full gradient checkpointing ({e2.memory.per_gpu_bytes / GIB:.1f} GiB)"
+    if ctx.training and ctx.task in ("full", "pretrain"):
+        try:
+            v2 = Variant("none", ctx.w.optimizer, ctx.w.with_updates(task="lora"))
+            e2 = searcher.estimate(v2, system, replace(lay, zero=0, offload="none", checkpointing="full"))
+        except GpuplanError:
+            e2 = None
+        if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
+            return f"with LoRA instead of full fine-tuning ({e2.memory.per_gpu_bytes / GIB:.1f} GiB)"
+    if not ctx.training and (ctx.w.quantization or "none") == "none" and ctx.llm:
+        for q in ("int8", "awq"):
+            try:
+                w2 = ctx.w.with_updates(quantization=q, precision="fp16" if q == "awq" else ctx.w.precision)
+            except GpuplanError:
+                continue
+            e2 = searcher.estimate(Variant(q, None, w2), system, lay)
+            if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
+                return f"with {q} weights ({e2.memory.per_gpu_bytes / GIB:.1f} GiB; allow it in constraints.quantization)"
+    return None
+
+
+def _binding(ctx: _Ctx, rejected_plans: list[tuple[Plan, fz.Reject]], res) -> list[dict]:
+    """Which constraint binds, and by how much, when nothing is feasible."""
+    cons = ctx.w.constraints
+    out: list[dict] = []
+    cur = ctx.book.currency
+    by_code: dict[str, list[tuple[Plan, fz.Reject]]] = {}
+    for p, r in rejected_plans:
+        by_code.setdefault(r.code, []).append((p, r))
+    if "budget" in by_code or "deadline" in by_code:
+        spend = (lambda p: p.total_cost) if ctx.training else (lambda p: p.monthly_cost)
+        priced = [p for p, _ in rejected_plans if spend(p) is not None]
+        if cons and cons.budget and priced:
+            meets_deadline = [p for p in priced if not (cons.deadline_hours and p.time_s is not None
+                                                        and p.time_s > cons.deadline_hours * HOUR_S)]
+            pool = meets_deadline or priced
+            cheapest = min(pool, key=spend)
+            need = spend(cheapest)
+            if need > cons.budget:
+                out.append({"constraint": "budget", "limit": cons.budget, "needed": round(need, 2),
+                            "short_by": round(need - cons.budget, 2), "unit": cur,
+                            "text": f"budget {cur} {cons.budget:,.0f} is {cur} {need - cons.budget:,.0f} short of the "
+                                    f"cheapest plan{' that meets the deadline' if meets_deadline and cons.deadline_hours else ''}"
+                                    f" ({cheapest.instance_count} x {cheapest.cand.inst.short_name}, {cheapest.billing}: "
+                                    f"{cur} {need:,.0f})"})
+        timed = [p for p, _ in rejected_plans if p.time_s is not None]
+        if cons and cons.deadline_hours and timed:
+            within = [p for p in timed if cons.budget and spend(p) is not None and spend(p) <= cons.budget]
+            pool = within or timed
+            fastest = min(pool, key=lambda p: p.time_s)
+            hours = fastest.time_s / HOUR_S
+            if hours > cons.deadline_hours:
+                out.append({"constraint": "deadline_hours", "limit": cons.deadline_hours, "needed": round(hours, 2),
+                            "short_by": round(hours - cons.deadline_hours, 2), "unit": "h",
+                            "text": f"deadline {cons.deadline_hours:g} h is {hours - cons.deadline_hours:,.1f} h short of the "
+                                    f"fastest plan{' within budget' if within and cons.budget else ''} "
+                                    f"({fastest.instance_count} x {fastest.cand.inst.short_name}: {hours:,.1f} h)"})
+    if "layout" in by_code and ctx.max_gpus:
+        need = min(p.gpus_total for p, r in by_code["layout"])
+        out.append({"constraint": "max_gpus", "limit": ctx.max_gpus, "needed": need, "short_by": need - ctx.max_gpus,
+                    "unit": "GPUs", "text": f"max_gpus {ctx.max_gpus} is {need - ctx.max_gpus} short: the smallest "
+                                            f"feasible plan needs {need} GPUs"})
+    if "no_price" in by_code and not out:
+        out.append({"constraint": "budget", "limit": cons.budget if cons else None, "needed": None, "short_by": None,
+                    "unit": cur, "text": "the only feasible types have no known price, so the budget cannot be checked; "
+                                         "pass --prices with your quotes"})
+    if not out:
+        mem = [r for r in res.rejects.values() if r.code == "memory"]
+        sla = [r for r in res.rejects.values() if r.code == "sla"]
+        status = [r for r in res.rejects.values() if r.code == "status"]
+        if sla:
+            s = ctx.w.serving
+            out.append({"constraint": "sla", "limit": {"ttft_ms": s.ttft_ms if s else None, "tpot_ms": s.tpot_ms if s else None},
+                        "needed": None, "short_by": None, "unit": "ms",
+                        "text": "no configuration meets the latency SLA; " + sla[0].reason})
+        if mem:
+            best = min(mem, key=lambda r: r.shortfall)
+            out.append({"constraint": "memory", "limit": None, "needed": None,
+                        "short_by": round(best.shortfall / GIB, 2), "unit": "GiB",
+                        "text": f"no searched configuration fits in GPU memory (up to {max(ctx.max_gpus or 0, 64)} GPUs); "
+                                f"closest: {best.reason}"
+                                + ("; preview/by-ticket types were not searched (constraints.include_status)"
+                                   if status else "")})
+        if not out:
+            out.append({"constraint": "catalog", "limit": None, "needed": None, "short_by": None, "unit": None,
+                        "text": "no instance type matches the hardware/family/status constraints"})
+    return out
+
+
+def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> list[str]:
+    out = []
+    today = ctx.today or dt.date.today()
+    for p in shown:
+        out.extend(p.warnings)
+        if p.price_as_of:
+            age = (today - dt.date.fromisoformat(p.price_as_of)).days
+            if age > 180:
+                out.append(f"prices date from {p.price_as_of} ({age} days old): refresh them (`gpuplan prices "
+                           "--refresh`) or pass --prices with your quotes")
+    if ctx.training and not ctx.w.dataset:
+        out.append("no dataset size given: plans show time and cost per 1B tokens; total_cost is null")
+    if ctx.training and ctx.w.constraints and ctx.w.constraints.budget and not ctx.w.dataset:
+        out.append("the budget cannot be checked without a dataset size")
+    if book.converted:
+        out.append(f"prices converted to {book.currency} at {book.fx.usd_cny} CNY/USD ({book.fx.as_of})")
+    return out
+
+
+def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.SpotModel) -> list[str]:
+    out = [f"a plan must leave {headroom:.0%} of each GPU's usable memory free",
+           f"host RAM: {fz.HOST_RESERVE:.0%} of each instance's memory is kept for the OS"]
+    if "spot" in ctx.billings and ctx.training:
+        out.append(f"spot: {spot.fraction_of_payg:.0%} of pay-as-you-go when no spot price is known (unconfirmed; "
+                   f"range {spot.fraction_range[0]:.0%}-{spot.fraction_range[1]:.0%}), {spot.interruptions_per_hour:g} "
+                   f"interruptions per hour, {spot.restart_s / 60:.0f} min to restart (assumptions)")
+    if not ctx.training:
+        out.append("serving: replicas = ceil(peak (or average) requests/s / one replica's max requests/s at the SLA); "
+                   "a month is 730 h; the budget is read as per month")
+    out.append("subscription: monthly price x whole months; 1- and 3-year discounts are not bundled")
+    if book.currency != "CNY" or book.converted:
+        out.append(f"exchange rate {book.fx.usd_cny} CNY/USD as of {book.fx.as_of} ({book.fx.source})")
+    return out
+
+
+def _dedupe(xs: list[str]) -> list[str]:
+    return list(dict.fromkeys(xs))

@@ -1,0 +1,306 @@
+"""The candidate search: instance types x node counts x layouts x knobs x quantization, each
+estimated once (cached by system and layout) and checked for feasibility. Pure apart from the
+lazily loaded catalog; no prices here (see cost.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.catalog.instances import InstanceType
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.core import Estimate, estimate_resolved
+from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout, System, system_for_instance
+from gpuplan.plan import feasibility as fz
+from gpuplan.plan.candidates import (
+    is_llm,
+    OFFLOAD_ORDER,
+    OPTIMIZER_ORDER,
+    TRAIN_TASKS,
+    Fixed,
+    Knobs,
+    lattice,
+    node_options,
+    parallel_shapes,
+    walk_lattice,
+)
+from gpuplan.workload import Workload
+
+
+@dataclass
+class Candidate:
+    """One feasible point of the space, with its estimate."""
+
+    inst: InstanceType
+    nodes: int
+    tp: int
+    pp: int
+    dp: int
+    knobs: Knobs
+    variant: "Variant"
+    est: Estimate
+    layout: Layout
+    why: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        return self.est.system.total_gpus
+
+    def speed(self, training: bool) -> float:
+        """Bigger is better: tokens/s (or samples/s) for training, requests/s of the group for serving."""
+        p = self.est.performance
+        if training:
+            return float(p.get("tokens_per_s") or p.get("samples_per_s") or 0.0)
+        return float(p.get("max_requests_per_s") or 0.0) * self.dp
+
+    def latency_s(self) -> float | None:
+        p = self.est.performance
+        if p.get("ttft_s") is None:
+            return None
+        return float(p["ttft_s"]) + float(p.get("tpot_s") or 0.0) * max(0, (self.variant.w.output_tokens or 1) - 1)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The workload with one quantization/optimizer choice filled in."""
+
+    quantization: str
+    optimizer: str | None
+    w: Workload
+
+
+@dataclass
+class SearchResult:
+    candidates: list[Candidate]
+    rejects: dict[str, fz.Reject]          # best rejection per instance type (by CODE_RANK, then shortfall)
+    best_memory: dict[str, tuple[Candidate | None, Any]]  # per type: smallest-shortfall estimate (for why-not)
+    estimates: int
+    warnings: list[str]
+
+
+class Searcher:
+    """Runs the search for one resolved workload."""
+
+    def __init__(self, w: Workload, model, shape, fixed: Fixed, variants: list[Variant], *,
+                 max_gpus: int, allowed_status: frozenset[str], headroom: float = fz.MEMORY_HEADROOM):
+        self.w = w
+        self.model = model
+        self.shape = shape
+        self.fixed = fixed
+        self.variants = variants
+        self.task = w.task or "inference"
+        self.training = self.task in TRAIN_TASKS
+        self.max_gpus = max_gpus
+        self.allowed_status = allowed_status
+        self.headroom = headroom
+        self._est: dict[tuple, Estimate] = {}
+        self._sys: dict[tuple, System] = {}
+        self.calls = 0
+
+    # ------------------------------------------------------------------ systems, layouts, estimates
+    def system(self, inst: InstanceType, nodes: int) -> System:
+        key = (inst.instance_type, nodes)
+        s = self._sys.get(key)
+        if s is None:
+            s = self._sys[key] = system_for_instance(inst, nodes)
+        return s
+
+    @staticmethod
+    def sys_key(s: System) -> tuple:
+        inter = (s.inter_node_gbit_s, s.rdma) if s.nodes > 1 else None
+        return (s.gpu.id, s.gpus_per_node, s.nodes, s.intra_link, inter, s.gpu_fraction, s.capacity_override_bytes)
+
+    def layout(self, v: Variant, tp: int, pp: int, dp: int, k: Knobs) -> Layout:
+        w = v.w
+        ga = w.gradient_accumulation or 1
+        offload = self.fixed.offload if self.fixed.offload not in (None, *OFFLOAD_ORDER) else k.offload_name
+        return Layout(tp=tp, pp=pp, dp=dp, zero=k.zero if self.training else 0, fsdp="none", offload=offload,
+                      checkpointing=k.ckpt_name if self.training else "none", micro_batch=w.batch_size or 1,
+                      grad_accum=ga, microbatches=ga if pp > 1 else 1,
+                      naive_pipeline=pp > 1 and (w.framework or "auto") in NAIVE_PP_FRAMEWORKS)
+
+    def estimate(self, v: Variant, system: System, layout: Layout) -> Estimate | None:
+        key = (v.quantization, v.optimizer, self.sys_key(system), layout)
+        if key in self._est:
+            return self._est[key]
+        self.calls += 1
+        try:
+            e = estimate_resolved(v.w, self.model, system, layout, shape=self.shape, with_suggestions=False)
+        except GpuplanError:
+            e = None
+        self._est[key] = e
+        return e
+
+    def variant_for(self, v: Variant, k: Knobs) -> Variant:
+        """The optimizer knob changes the workload (the estimator reads w.optimizer)."""
+        if not self.training or self.task in ("lora", "qlora") or self.fixed.optimizer is not None:
+            return v
+        name = OPTIMIZER_ORDER[k.optimizer]
+        if v.optimizer == name:
+            return v
+        cache = self.__dict__.setdefault("_opt_variants", {})
+        key = (v.quantization, name)
+        if key not in cache:
+            cache[key] = Variant(v.quantization, name, v.w.with_updates(optimizer=name))
+        return cache[key]
+
+    # ------------------------------------------------------------------ the search
+    def run(self, instances: list[InstanceType]) -> SearchResult:
+        cands: list[Candidate] = []
+        rejects: dict[str, fz.Reject] = {}
+        best_mem: dict[str, tuple] = {}
+        warnings: list[str] = []
+
+        def reject(inst: InstanceType, r: fz.Reject) -> None:
+            cur = rejects.get(inst.instance_type)
+            if cur is None or (fz.CODE_RANK[r.code], r.shortfall) < (fz.CODE_RANK[cur.code], cur.shortfall):
+                rejects[inst.instance_type] = r
+
+        largest: dict[str, float] = {}
+        for inst in instances:
+            largest[inst.family] = max(largest.get(inst.family, 0.0), inst.gpu_count)
+        for inst in instances:
+            r = fz.check_status(inst, self.allowed_status)
+            if r:
+                reject(inst, r)
+                continue
+            multi = inst.gpus >= 1 and inst.gpu_count >= largest[inst.family]
+            for nodes in node_options(self.task, max(1, inst.gpus or 1), self.max_gpus, self.fixed, multi_node=multi):
+                r = fz.check_kind(inst, self.training, nodes)
+                if r:
+                    reject(inst, r)
+                    continue
+                system = self.system(inst, nodes)
+                shapes = parallel_shapes(self.model, system.total_gpus, system.gpus_per_node, self.task, self.fixed)
+                if not shapes:
+                    reject(inst, fz.Reject("layout", f"{fz.gpu_label(inst)} x {nodes}: no TP/PP split of "
+                                                     f"{system.total_gpus} GPUs fits the model's heads and layers"
+                                                     " (or your parallel settings)"))
+                    continue
+                for tp, pp, dp in shapes:
+                    for v in self.variants:
+                        self._search_layout(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem)
+        return SearchResult(cands, rejects, best_mem, self.calls, warnings)
+
+    def _search_layout(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem) -> None:
+        levels = (0, 1) if (self.training and self.task not in ("lora", "qlora") and self.fixed.optimizer is None) \
+            else (None,)
+        for level in levels:
+            if self._search_lattice(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem,
+                                    lattice(self.task, dp, self.fixed, level)):
+                return
+
+    def _search_lattice(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem, configs) -> bool:
+        evaluated: dict[Knobs, tuple[Estimate | None, Layout, fz.Reject | None]] = {}
+
+        def evaluate(k: Knobs):
+            if k in evaluated:
+                return evaluated[k]
+            vk = self.variant_for(v, k)
+            lay = self.layout(vk, tp, pp, dp, k)
+            e = self.estimate(vk, system, lay)
+            r = None
+            if e is None:
+                r = fz.Reject("layout", f"{fz.gpu_label(inst)}: layout {lay.describe()} is not supported")
+            elif not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
+                r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes,
+                                     self._what(lay, v, system), self.headroom)
+                cur = best_mem.get(inst.instance_type)
+                if cur is None or r.shortfall < cur[1].shortfall:
+                    best_mem[inst.instance_type] = (e, r, nodes, lay)
+            else:
+                r = fz.check_host(inst, e.memory.host_bytes)
+            evaluated[k] = (e, lay, r)
+            if r is not None:
+                reject(inst, r)
+            return evaluated[k]
+
+        def gpu_fits(k: Knobs) -> bool:
+            e, _, r = evaluate(k)
+            return e is not None and (r is None or r.code != "memory")
+
+        def fits(k: Knobs) -> bool:
+            return evaluate(k)[2] is None
+
+        found = walk_lattice(configs, fits, gpu_fits)
+        for k in found:
+            e, lay, _ = evaluated[k]
+            vk = self.variant_for(v, k)
+            c = Candidate(inst, nodes, tp, pp, dp, k, vk, e, lay)
+            if not self._post_checks(c, reject):
+                continue
+            c.why.extend(self._knob_why(k, evaluated))
+            if k.optimizer:
+                c.why.append("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group")
+            cands.append(c)
+        return bool(found)
+
+    def _what(self, lay: Layout, v: Variant, system: System) -> str:
+        bits = []
+        if self.training:
+            bits.append(f"at seq {v.w.seq_len}")
+            bits.append(f"ckpt {lay.checkpointing}")
+            if lay.zero:
+                bits.append(f"ZeRO-{lay.zero}")
+            if lay.offload != "none":
+                bits.append(f"offload {lay.offload}")
+        else:
+            bits.append(f"at {v.w.prompt_tokens}+{v.w.output_tokens} tokens")
+            if v.quantization != "none":
+                bits.append(v.quantization)
+        if lay.tp > 1 or lay.pp > 1:
+            bits.append(f"TP{lay.tp} PP{lay.pp}")
+        bits.append(f"{system.total_gpus} GPU" + ("s" if system.total_gpus > 1 else ""))
+        return "(" + ", ".join(bits) + ")"
+
+    def _post_checks(self, c: Candidate, reject) -> bool:
+        p = c.est.performance
+        r, warn = fz.check_network(c.inst, c.nodes, p.get("comm_fraction"))
+        if r:
+            reject(c.inst, r)
+            return False
+        if warn:
+            c.warnings.append(warn)
+        if not self.training and is_llm(self.model) and not (p.get("max_requests_per_s") or 0) > 0:
+            sla = self.w.serving
+            reject(c.inst, fz.Reject("sla", f"{fz.gpu_label(c.inst)} x {c.gpus}: cannot meet the latency SLA "
+                                            f"(TTFT {p.get('ttft_s') or 0:.2f} s, TPOT {(p.get('tpot_s') or 0) * 1000:.0f} ms"
+                                            + (f" vs {sla.ttft_ms:g} ms / {sla.tpot_ms or 0:g} ms" if sla and sla.ttft_ms else "")
+                                            + ")"))
+            return False
+        vw = fz.vcpu_warning(c.inst, self.training)
+        if vw:
+            c.warnings.append(vw)
+        if c.est.warnings:
+            c.warnings.extend(c.est.warnings)
+        return True
+
+    @staticmethod
+    def _knob_why(k: Knobs, evaluated) -> list[str]:
+        out = []
+        for feature, down in k.steps_down():
+            got = evaluated.get(down)
+            if got and got[2] is not None and got[2].code in ("memory", "host_memory"):
+                out.append(f"{feature} needed: without it {got[2].reason.split(': ', 1)[-1]}")
+        return out
+
+
+def best_per_group(cands: list[Candidate], training: bool) -> list[Candidate]:
+    """Keep the fastest layout per (instance type, nodes): the price per hour is the same, so the
+    fastest is also the cheapest for every billing mode (ties: fewer GPUs of memory pressure)."""
+    best: dict[tuple, Candidate] = {}
+    for c in cands:
+        key = (c.inst.instance_type, c.nodes)
+        cur = best.get(key)
+        if cur is None or _better(c, cur, training):
+            best[key] = c
+    return list(best.values())
+
+
+def _better(a: Candidate, b: Candidate, training: bool) -> bool:
+    sa, sb = a.speed(training), b.speed(training)
+    if not math.isclose(sa, sb, rel_tol=1e-9):
+        return sa > sb
+    return a.est.memory.per_gpu_bytes < b.est.memory.per_gpu_bytes

@@ -1,0 +1,158 @@
+"""Storage advice: the data read rate and checkpoint size of a job -> an ESSD level and size, or a
+shared file system (CPFS / NAS) and OSS, with sources (data/storage.yaml).
+
+ESSD per-disk performance grows with capacity up to a per-level cap (IOPS = min{base + k x GiB,
+cap}, throughput = min{base + k x GiB, cap}); the instance type caps the sum again.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any
+
+import yaml
+
+from gpuplan.units import GIB, TIB
+
+MB = 1e6
+
+
+@functools.cache
+def storage_facts() -> dict[str, Any]:
+    """data/storage.yaml, loaded once."""
+    return yaml.safe_load((files("gpuplan") / "data" / "storage.yaml").read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class EssdLevel:
+    level: str
+    min_gib: float
+    max_gib: float
+    iops_base: float
+    iops_per_gib: float
+    iops_max: float
+    throughput_base_mb_s: float
+    throughput_per_gib_mb_s: float
+    throughput_max_mb_s: float
+
+    def iops(self, gib: float) -> float:
+        """min{base + k x capacity, cap} (Alibaba ESSD formula)."""
+        return min(self.iops_base + self.iops_per_gib * gib, self.iops_max)
+
+    def throughput_mb_s(self, gib: float) -> float:
+        return min(self.throughput_base_mb_s + self.throughput_per_gib_mb_s * gib, self.throughput_max_mb_s)
+
+    def gib_for_throughput(self, mb_s: float) -> float | None:
+        """Smallest capacity reaching ``mb_s``, or None when the level's cap is below it."""
+        if mb_s > self.throughput_max_mb_s:
+            return None
+        need = (mb_s - self.throughput_base_mb_s) / self.throughput_per_gib_mb_s
+        return max(self.min_gib, math.ceil(max(0.0, need)))
+
+
+@functools.cache
+def essd_levels() -> tuple[EssdLevel, ...]:
+    return tuple(EssdLevel(**e) for e in storage_facts()["essd"]["levels"])
+
+
+def choose_essd(capacity_gib: float, throughput_mb_s: float, instance_cap_mb_s: float | None = None) -> dict | None:
+    """The lowest ESSD level (and the size) that holds ``capacity_gib`` and reaches ``throughput_mb_s``
+    on one disk; None when no single disk can (then a shared or striped file system is advised)."""
+    for lvl in essd_levels():
+        size = lvl.gib_for_throughput(throughput_mb_s)
+        if size is None:
+            continue
+        size = max(size, math.ceil(capacity_gib), lvl.min_gib)
+        if size > lvl.max_gib:
+            continue
+        tput = lvl.throughput_mb_s(size)
+        eff = min(tput, instance_cap_mb_s) if instance_cap_mb_s else tput
+        return {"kind": "essd", "level": lvl.level, "size_gib": int(size), "iops": int(lvl.iops(size)),
+                "throughput_mb_s": round(tput, 1), "effective_throughput_mb_s": round(eff, 1),
+                "instance_cap_mb_s": instance_cap_mb_s,
+                "formula": (f"IOPS min{{{lvl.iops_base:g} + {lvl.iops_per_gib:g} x GiB, {lvl.iops_max:g}}}; "
+                            f"MB/s min{{{lvl.throughput_base_mb_s:g} + {lvl.throughput_per_gib_mb_s:g} x GiB, "
+                            f"{lvl.throughput_max_mb_s:g}}}")}
+    return None
+
+
+def cpfs_capacity_tib(read_mb_s: float, data_tib: float) -> float:
+    """CPFS for Lingjun: read throughput = 400 MB/s per TiB (capped), capacity in 10 TiB steps."""
+    f = storage_facts()["cpfs"]
+    need = max(f["min_capacity_tib"], data_tib * 1.2, read_mb_s / f["read_mb_s_per_tib"])
+    return math.ceil(need / f["step_tib"]) * f["step_tib"]
+
+
+def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoint_bytes: float,
+                   model_bytes: float, dataset_bytes: float | None, instance_disk_mb_s: float | None) -> dict:
+    """Advice object for one plan (the `storage` field of the contract)."""
+    facts = storage_facts()
+    a = facts["assumptions"]
+    read_mb_s = read_bytes_s * a["read_headroom"] / MB
+    ckpt_mb_s = checkpoint_bytes / a["checkpoint_write_target_s"] / MB if training else 0.0
+    need_mb_s = max(read_mb_s, ckpt_mb_s, 1.0)
+    data_gib = (dataset_bytes or 0.0) / GIB
+    kept = a["checkpoints_kept"] if training else 0
+    local_gib = a["os_and_scratch_gib"] + model_bytes / GIB + kept * checkpoint_bytes / GIB
+    notes: list[str] = []
+    sources = [facts["essd"]["source"]]
+    shared = None
+    if nodes >= a["shared_fs_min_nodes"] and training:
+        tib = cpfs_capacity_tib(read_mb_s * nodes, data_gib / 1024)
+        shared = {"kind": "cpfs", "capacity_tib": tib,
+                  "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
+                  "why": f"{nodes} nodes read the same dataset and write shared checkpoints"}
+        sources.append(facts["cpfs"]["source"])
+        disk = choose_essd(a["os_and_scratch_gib"] + model_bytes / GIB, 0, instance_disk_mb_s)
+    else:
+        disk = choose_essd(local_gib + data_gib, need_mb_s, instance_disk_mb_s)
+        if disk is None:
+            tib = cpfs_capacity_tib(read_mb_s, data_gib / 1024)
+            shared = {"kind": "cpfs", "capacity_tib": tib,
+                      "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
+                      "why": f"{need_mb_s:,.0f} MB/s is more than one ESSD delivers"}
+            sources.append(facts["cpfs"]["source"])
+            disk = choose_essd(local_gib, 0, instance_disk_mb_s)
+        elif not training and nodes >= 1 and model_bytes > 50 * GIB:
+            notes.append("keep the weights on NAS (shared by all replicas) or OSS and copy them to the local disk "
+                         "at start-up")
+            sources.append(facts["nas"]["source"])
+    if instance_disk_mb_s and disk and need_mb_s > instance_disk_mb_s and shared is None:
+        notes.append(f"the instance type caps disk throughput at {instance_disk_mb_s:,.0f} MB/s "
+                     f"(< {need_mb_s:,.0f} MB/s needed)")
+    if data_gib > 1024 or (training and nodes > 1):
+        notes.append("keep the raw dataset in OSS (cold) and stage the working set on the fast tier")
+        sources.append(facts["oss"]["source"])
+    return {
+        "read_mb_s": round(read_bytes_s / MB, 2), "provisioned_read_mb_s": round(read_mb_s, 2),
+        "checkpoint_bytes": int(checkpoint_bytes), "checkpoint_write_mb_s": round(ckpt_mb_s, 1),
+        "dataset_bytes": None if dataset_bytes is None else int(dataset_bytes),
+        "disk": disk, "shared": shared, "notes": notes, "sources": sources,
+    }
+
+
+def checkpoint_bytes(params_total: float, trainable_params: float, task: str, optimizer: str) -> float:
+    """Weights + optimizer states as saved: full fine-tuning keeps 16-bit weights plus fp32 master
+    weights and two fp32 Adam moments (2 + 12 bytes/param; Rajbhandari et al. 2020, ZeRO §3);
+    8-bit Adam stores the moments in 2 bytes; LoRA saves only the adapters and their states."""
+    state = {"adamw-8bit": 6.0, "sgd": 8.0, "adafactor": 4.2}.get(optimizer, 12.0)
+    if task in ("lora", "qlora"):
+        return trainable_params * (2.0 + state)
+    if task == "inference":
+        return 0.0
+    return params_total * 2.0 + trainable_params * state
+
+
+def data_read_bytes_s(*, llm: bool, tokens_per_s: float | None, samples_per_s: float | None,
+                      bytes_per_sample: float | None) -> float:
+    """Training read rate: tokens/s x bytes per token (LLM) or samples/s x bytes per sample."""
+    a = storage_facts()["assumptions"]
+    if llm:
+        return (tokens_per_s or 0.0) * a["bytes_per_token"]
+    return (samples_per_s or 0.0) * (bytes_per_sample or a["image_bytes_per_sample"])
+
+
+__all__ = ["storage_advice", "checkpoint_bytes", "data_read_bytes_s", "choose_essd", "essd_levels", "TIB"]

@@ -1,0 +1,119 @@
+"""Rich rendering of a Recommendation and of a quick-mode result (en / zh). JSON is to_dict()."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from gpuplan.i18n import register, tr
+from gpuplan.units import GIB, fmt_duration
+
+register({
+    "Recommended plans": "推荐方案", "Rank": "排名", "Instances": "实例数", "Billing": "计费方式",
+    "Region": "地域", "Per hour": "每小时", "Time": "时长", "Total cost": "总费用", "Monthly": "每月",
+    "Replicas": "副本数", "per 1M output tokens": "每百万输出 token", "Why": "原因", "Why not": "为何不选",
+    "Rejected": "已排除", "Reason": "原因", "Code": "代码", "No plan satisfies the workload": "没有方案满足要求",
+    "Binding constraints": "起约束作用的条件", "Storage": "存储", "Network": "网络", "Pareto": "帕累托最优",
+    "payg": "按量付费", "spot": "抢占式", "subscription": "包年包月", "Quick answer": "快速结论",
+    "Folklore": "经验法则", "Verdict": "结论", "holds": "成立", "wrong": "错误", "overkill": "配置过高",
+    "per 1B tokens": "每十亿 token", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
+    "Memory/GPU": "每卡显存", "Layout": "并行方式", "unpriced": "无价格",
+})
+
+
+def _money(x, cur: str) -> str:
+    return "-" if x is None else f"{cur} {x:,.2f}"
+
+
+def render_recommendation(rec, console: Console | None = None, lang: str = "en") -> None:
+    """Print the plans table, advice for the top plan, why-not notes, rejections and binding constraints."""
+    console = console or Console()
+    t = lambda s: tr(s, lang)  # noqa: E731
+    cur = rec.currency
+    if not rec.plans:
+        console.print(f"[bold red]{t('No plan satisfies the workload')}[/]")
+        console.print(f"[bold]{t('Binding constraints')}[/]")
+        for b in rec.binding_constraints:
+            console.print(f"  - {b['text']}")
+        _rejected(rec, console, t, limit=8)
+        return
+    training = rec.workload.task not in (None, "inference")
+    table = Table(title=t("Recommended plans"), show_lines=False)
+    for col in ("Rank", "Instance type", "Instances", "GPU", "Layout", "Memory/GPU", "Billing", "Per hour"):
+        table.add_column(t(col))
+    if training:
+        table.add_column(t("Time"))
+        table.add_column(t("Total cost") if any(p.total_cost is not None for p in rec.plans) else t("per 1B tokens"))
+    else:
+        table.add_column(t("Replicas"))
+        table.add_column(t("Monthly"))
+        table.add_column(t("per 1M output tokens"))
+    table.add_column(t("Pareto"))
+    for p in rec.plans:
+        c = p.cand
+        row = [str(p.rank), c.inst.short_name, str(p.instance_count), f"{p.gpus_total} x {c.inst.gpu}",
+               c.layout.describe().replace(", mb 1 x ga 1", ""),
+               f"{c.est.memory.per_gpu_bytes / GIB:.1f}/{c.est.memory.capacity_bytes / GIB:.1f} GiB",
+               t(p.billing) if p.billing else t("unpriced"), _money(p.price_per_hour, cur)]
+        if training:
+            row.append(fmt_duration(p.time_s) if p.time_s is not None else
+                       (fmt_duration(p.time_per_billion_tokens_s) + "/1B" if p.time_per_billion_tokens_s else "-"))
+            row.append(_money(p.total_cost if p.total_cost is not None else p.cost_per_billion_tokens, cur))
+        else:
+            row += [str(p.replicas), _money(p.monthly_cost, cur), _money(p.cost_per_million_output_tokens, cur)]
+        row.append("*" if p.pareto else "")
+        table.add_row(*row)
+    console.print(table)
+    best = rec.plans[0]
+    console.print(f"[bold]{t('Why')}[/]")
+    for line in best.why:
+        console.print(f"  - {line}")
+    st = best.storage or {}
+    if st:
+        disk = st.get("disk") or {}
+        shared = st.get("shared")
+        line = (f"{disk.get('level')} {disk.get('size_gib')} GiB ({disk.get('throughput_mb_s')} MB/s, "
+                f"{disk.get('iops')} IOPS)" if disk else "-")
+        if shared:
+            line += f"; {shared['kind'].upper()} {shared['capacity_tib']} TiB ({shared['why']})"
+        console.print(f"[bold]{t('Storage')}[/]: {line}; read {st.get('read_mb_s')} MB/s, checkpoint "
+                      f"{(st.get('checkpoint_bytes') or 0) / GIB:.1f} GiB")
+    if best.network:
+        console.print(f"[bold]{t('Network')}[/]: {best.network.get('text')}")
+        env = best.network.get("nccl_env") or {}
+        if env:
+            console.print("  " + " ".join(f"{k}={v}" for k, v in env.items()))
+    if rec.why_not:
+        console.print(f"[bold]{t('Why not')}[/]")
+        for line in rec.why_not:
+            console.print(f"  - {line}")
+    for head, items in (("Warnings", rec.warnings), ("Assumptions", rec.assumptions)):
+        if items:
+            console.print(f"[bold]{t(head)}[/]")
+            for line in items:
+                console.print(f"  - {line}")
+
+
+def _rejected(rec, console: Console, t, limit: int) -> None:
+    if not rec.rejected:
+        return
+    table = Table(title=t("Rejected"))
+    for col in ("Instance type", "Code", "Reason"):
+        table.add_column(t(col))
+    for r in rec.rejected[:limit]:
+        table.add_row(r["instance_type"], r["code"], r["reason"])
+    console.print(table)
+
+
+def render_quick(result, console: Console | None = None, lang: str = "en") -> None:
+    """Print the quick-mode answer: the folklore, the verdict and the estimator's pick."""
+    console = console or Console()
+    t = lambda s: tr(s, lang)  # noqa: E731
+    console.print(f"[bold]{t('Quick answer')}[/]: {result.params_b:g}B, {result.task} ({result.bucket})")
+    console.print(f"  {t('Folklore')}: {result.folklore}")
+    color = {"holds": "green", "wrong": "red", "overkill": "yellow"}.get(result.verdict, "white")
+    console.print(f"  {t('Verdict')}: [{color}]{t(result.verdict)}[/]")
+    for n in result.notes:
+        console.print(f"  - {n}")
+    if result.recommendation is not None and result.recommendation.plans:
+        render_recommendation(result.recommendation, console, lang)

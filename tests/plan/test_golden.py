@@ -1,0 +1,161 @@
+"""Golden scenarios from the guides (../shared/guides), answered by the recommender.
+
+Exact bytes move while the estimator is calibrated; these tests assert choices, reasons and loose
+ranges. Figures are printed with `pytest -s` for the report.
+"""
+
+import pytest
+
+from gpuplan.plan import recommend
+from gpuplan.units import GIB
+
+ALL_STATUS = ["ga", "preview", "ticket", "not-recommended", "retired", "unconfirmed"]
+
+
+def test_qwen25_7b_lora_fits_one_a10_with_checkpointing_and_is_cheapest_per_hour():
+    rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048,
+                     "dataset": {"tokens": 1e8}, "constraints": {"billing": ["payg"]}})
+    a10 = [p for p in rec.all_plans if p.cand.inst.family == "gn7i" and p.gpus_total == 1]
+    assert a10, "one A10 should hold Qwen2.5-7B LoRA at seq 2048 with checkpointing"
+    p = min(a10, key=lambda x: x.price_per_hour)
+    mem = p.cand.est.memory
+    print(f"\nLoRA 7B on 1 x A10: {mem.per_gpu_bytes / GIB:.1f}/{mem.capacity_bytes / GIB:.1f} GiB,"
+          f" {p.cand.layout.checkpointing} ckpt, {p.cand.est.performance['tokens_per_s']:.0f} tok/s, CNY {p.total_cost:.0f}"
+          f" per 1e8 tokens; top plan {rec.best.cand.inst.short_name} CNY {rec.best.total_cost:.0f}")
+    assert p.cand.layout.checkpointing in ("full", "selective")
+    assert 18 * GIB < mem.per_gpu_bytes <= mem.capacity_bytes
+    # the cheapest pay-as-you-go plan per hour of all feasible plans
+    assert p.price_per_hour == min(x.price_per_hour for x in rec.all_plans if x.price_per_hour)
+    # per job, a faster GPU may win; the top plan never costs more than the A10 plan
+    assert rec.best.total_cost <= p.total_cost
+
+
+def test_qwen25_7b_lora_without_checkpointing_needs_more_than_an_a10():
+    rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "grad_checkpointing": False,
+                     "dataset": {"tokens": 1e8}, "constraints": {"billing": ["payg"]}})
+    a10 = [r for r in rec.rejected if r["instance_type"] == "ecs.gn7i-c8g1.2xlarge"]
+    assert a10 and a10[0]["code"] == "memory" and "usable" in a10[0]["reason"]
+    note = [n for n in rec.why_not if n.startswith("gn7i (A10 24 GB)")]
+    assert note and "checkpointing" in note[0]
+    print("\nwhy not:", note[0])
+
+
+def test_qwen_7b_full_finetune_on_1_to_4_a100_80gb_uses_zero():
+    rec = recommend({"model": "Qwen/Qwen-7B-Chat", "task": "full", "seq_len": 2048, "dataset": {"tokens": 1e9},
+                     "hardware": {"gpu": "A100-SXM4-80GB"}, "constraints": {"max_gpus": 4, "billing": ["payg"]}})
+    assert rec.plans
+    for p in rec.plans:
+        print("\nQwen-7B full:", p.cand.inst.short_name, p.gpus_total, p.cand.layout.describe(),
+              f"{p.cand.est.memory.per_gpu_bytes / GIB:.1f} GiB", f"{p.time_s / 3600:.1f} h", p.total_cost)
+        assert 1 <= p.gpus_total <= 4
+        lay = p.cand.layout
+        # weights + grads + AdamW states (16 B/param, ~123 GB) exceed one 80 GB card: shard or offload
+        assert lay.zero >= 1 or lay.offload != "none" or lay.tp > 1
+    assert any(p.gpus_total > 1 and p.cand.layout.zero >= 1 for p in rec.plans)
+
+
+def test_70b_bf16_never_on_less_than_140_gb():
+    rec = recommend({"model": "meta-llama/Llama-3.1-70B-Instruct", "task": "inference",
+                     "constraints": {"include_status": ALL_STATUS}})
+    assert rec.all_plans
+    for p in rec.all_plans:
+        replica_gpus = p.cand.gpus // p.cand.dp
+        assert replica_gpus * (p.cand.inst.gpu_memory_gib or 0) * 1e9 >= 140e9, p.cand.inst.instance_type
+
+
+def test_70b_int4_on_l20_rate_is_far_below_the_guides_100_qps():
+    # Guide B: "Qwen-70B 推理（INT4） ecs.l20 (L20 48G) 1~2卡 vLLM部署，QPS > 100".
+    rec = recommend({"model": "meta-llama/Llama-3.1-70B-Instruct", "task": "inference", "quantization": "awq",
+                     "prompt_tokens": 1024, "output_tokens": 512, "constraints": {"families": ["gn8is"]}})
+    by_gpus = {}
+    for p in rec.all_plans:
+        by_gpus.setdefault(p.cand.gpus // p.cand.dp, p.cand.est.performance["max_requests_per_s"])
+    print("\n70B AWQ on L20, requests/s per replica by GPUs:", by_gpus)
+    assert 1 in by_gpus or 2 in by_gpus        # 1-2 L20 cards do hold the INT4 weights
+    assert max(by_gpus.get(1, 0), by_gpus.get(2, 0)) < 100 / 10   # an order of magnitude below the claim
+    assert max(by_gpus.get(1, 0), by_gpus.get(2, 0)) > 0
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="estimate/core.py calls model.is_llm() but ModelSpec.is_llm is a property")
+def test_sdxl_inference_on_one_a10():
+    rec = recommend({"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
+                     "constraints": {"billing": ["payg"]}})
+    best = rec.best
+    assert best.cand.inst.family == "gn7i" and best.gpus_total == 1
+
+
+def test_unsatisfiable_budget_and_deadline_say_what_binds():
+    rec = recommend({"model": "Qwen/Qwen-7B-Chat", "task": "full", "seq_len": 2048, "dataset": {"tokens": 1e9},
+                     "constraints": {"budget": 100, "deadline_hours": 1}})
+    assert rec.plans == []
+    kinds = {b["constraint"]: b for b in rec.binding_constraints}
+    assert "budget" in kinds and kinds["budget"]["short_by"] > 0
+    assert "deadline_hours" in kinds and kinds["deadline_hours"]["short_by"] > 0
+    d = rec.to_dict()
+    assert d["schema_version"] == 1 and d["plans"] == [] and d["binding_constraints"]
+
+
+def test_unsatisfiable_memory_says_so():
+    rec = recommend({"model": "meta-llama/Llama-3.1-405B", "task": "full", "seq_len": 4096,
+                     "constraints": {"max_gpus": 8}})
+    assert rec.plans == []
+    assert rec.binding_constraints[0]["constraint"] in ("memory", "max_gpus")
+    assert rec.binding_constraints[0]["text"]
+
+
+PLAN_FIELDS = {"platform", "instance_type", "instance_count", "gpu", "gpus_total", "parallel", "memory_per_gpu_bytes",
+               "capacity_per_gpu_bytes", "billing", "region", "price_region", "instance_price_per_hour", "price_per_hour",
+               "currency", "price_as_of", "price_source", "time_s", "total_cost", "replicas", "monthly_cost",
+               "cost_per_million_output_tokens", "storage", "network", "host", "pareto", "why"}
+
+
+def test_json_contract_fields():
+    import json
+
+    rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "serving": {"requests_per_s": 3}})
+    d = json.loads(json.dumps(rec.to_dict()))
+    assert d["schema_version"] == 1 and d["workload"]["model"] == "Qwen/Qwen2.5-7B-Instruct"
+    for key in ("plans", "rejected", "binding_constraints", "assumptions", "warnings"):
+        assert key in d
+    for p in d["plans"]:
+        assert PLAN_FIELDS <= set(p)
+        assert p["platform"] == "ecs" and p["replicas"] >= 1
+        assert p["time_s"] is None and p["total_cost"] is None          # serving
+    for r in d["rejected"]:
+        assert set(r) == {"instance_type", "code", "reason"}
+    best = d["plans"][0]
+    assert best["monthly_cost"] > 0 and best["cost_per_million_output_tokens"] > 0
+    assert best["price_as_of"] and best["price_source"]
+
+
+def test_proxy_region_is_labelled():
+    rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference",
+                     "constraints": {"regions": ["cn-beijing"], "billing": ["payg"]}})
+    p = rec.best
+    assert p.region == "cn-beijing" and p.price_region == "cn-shanghai"
+    assert any("proxy" in w for w in p.warnings)
+
+
+def test_multi_node_advice_names_erdma_and_nccl():
+    rec = recommend({"model": "meta-llama/Llama-3.1-70B-Instruct", "task": "full", "seq_len": 4096,
+                     "dataset": {"tokens": 1e9}, "objective": "time",
+                     "constraints": {"include_status": ["ga"], "billing": ["payg"]}})
+    multi = [p for p in rec.all_plans if p.cand.nodes > 1]
+    assert multi
+    p = rec.best
+    if p.cand.nodes > 1:
+        assert p.network["multi_node"] and p.network["nccl_env"]
+        assert p.network["comm_fraction"] is not None
+        assert p.storage["shared"]["kind"] == "cpfs"
+
+
+def test_quick_mode_answers_the_tree():
+    from gpuplan.plan import quick
+
+    q = quick("7B", "infer")
+    assert q.bucket == "1B-10B" and q.verdict in ("holds", "overkill", "wrong")
+    assert q.recommendation.best is not None
+    q70 = quick("70B", "finetune")
+    d = q70.to_dict()
+    assert d["folklore"]["gpus"] == 4 and d["verdict"] in ("holds", "wrong", "overkill")

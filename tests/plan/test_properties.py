@@ -1,0 +1,114 @@
+"""Properties of the recommender: plans fit, the cost objective finds the brute-force optimum over
+the same declared space, and memory is monotone in model size, sequence length and batch."""
+
+import itertools
+
+import pytest
+
+from gpuplan.catalog.instances import load_instances
+from gpuplan.catalog.models import resolve_model
+from gpuplan.estimate.core import estimate_resolved
+from gpuplan.estimate.shapes import shape_of
+from gpuplan.estimate.system import Layout, system_for_instance
+from gpuplan.plan import cost as costm
+from gpuplan.plan import feasibility as fz
+from gpuplan.plan import recommend
+from gpuplan.plan.candidates import Fixed, lattice, node_options, parallel_shapes
+from gpuplan.plan.search import Searcher, Variant
+from gpuplan.catalog.prices import load_offers
+from gpuplan.workload import load_workload, resolve_defaults
+
+WORKLOADS = [
+    {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "dataset": {"tokens": 1e8}},
+    {"model": "Qwen/Qwen-7B-Chat", "task": "full", "seq_len": 2048, "dataset": {"tokens": 2e8}},
+    {"model": "meta-llama/Llama-3.1-70B-Instruct", "task": "inference", "serving": {"requests_per_s": 2}},
+    {"model": "Qwen/Qwen2.5-14B-Instruct", "task": "inference", "quantization": "awq"},
+]
+
+
+@pytest.mark.parametrize("wd", WORKLOADS, ids=lambda d: f"{d['model'].split('/')[-1]}-{d['task']}")
+def test_no_plan_needs_more_memory_per_gpu_than_it_has(wd):
+    rec = recommend(wd)
+    assert rec.all_plans
+    for p in rec.all_plans:
+        mem = p.cand.est.memory
+        assert mem.per_gpu_bytes <= mem.capacity_bytes
+        assert p.to_dict()["memory_per_gpu_bytes"] <= p.to_dict()["capacity_per_gpu_bytes"]
+
+
+SUBSET = ["ecs.gn7i-c8g1.2xlarge", "ecs.gn7i-c32g1.32xlarge", "ecs.gn7e-c16g1.4xlarge", "ecs.gn7e-c16g1.16xlarge",
+          "ecs.gn7-c12g1.3xlarge", "ecs.gn7-c13g1.13xlarge", "ecs.gn6e-c12g1.12xlarge", "ecs.gn6i-c4g1.xlarge"]
+
+
+def _brute_force_min_cost(wd: dict) -> float:
+    """Every config of the declared space (no pruning), payg in cn-shanghai."""
+    w = load_workload(wd)
+    searched = frozenset(f for f in ("parallel", "hardware", "grad_checkpointing", "optimizer") if getattr(w, f) is None)
+    w, _ = resolve_defaults(w, searched=searched)
+    model = resolve_model(w.model)
+    shape = shape_of(model)
+    fixed = Fixed.from_workload(w)
+    insts = [load_instances()[n] for n in SUBSET]
+    s = Searcher(w, model, shape, fixed, [Variant(w.quantization or "none", w.optimizer, w)], max_gpus=64,
+                 allowed_status=frozenset({"ga"}))
+    book = costm.PriceBook(load_offers("alibaba"))
+    largest = {}
+    for i in insts:
+        largest[i.family] = max(largest.get(i.family, 0), i.gpu_count)
+    tokens = w.dataset.total_tokens(w.seq_len)
+    best = float("inf")
+    for inst in insts:
+        price = book.price(inst.instance_type, "cn-shanghai", "payg")
+        if price is None:
+            continue
+        for nodes in node_options(w.task, inst.gpus, 64, fixed, multi_node=inst.gpu_count >= largest[inst.family]):
+            system = system_for_instance(inst, nodes)
+            for tp, pp, dp in parallel_shapes(model, system.total_gpus, system.gpus_per_node, w.task, fixed):
+                for k in lattice(w.task, dp, fixed, 0 if w.task == "full" else None):
+                    v = s.variant_for(Variant(w.quantization or "none", w.optimizer, w), k)
+                    lay = s.layout(v, tp, pp, dp, k)
+                    e = estimate_resolved(v.w, model, system, lay, shape=shape, with_suggestions=False)
+                    if not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes):
+                        continue
+                    if fz.check_host(inst, e.memory.host_bytes) is not None:
+                        continue
+                    if fz.check_network(inst, nodes, e.performance.get("comm_fraction"))[0] is not None:
+                        continue
+                    t = tokens / e.performance["tokens_per_s"]
+                    best = min(best, costm.training_cost(price, nodes, t))
+    return best
+
+
+@pytest.mark.parametrize("wd", [
+    {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "dataset": {"tokens": 1e8},
+     "constraints": {"billing": ["payg"], "regions": ["cn-shanghai"]}},
+    {"model": "Qwen/Qwen-7B-Chat", "task": "full", "seq_len": 2048, "dataset": {"tokens": 2e8}, "optimizer": "adamw",
+     "constraints": {"billing": ["payg"], "regions": ["cn-shanghai"]}},
+    {"model": "Qwen/Qwen2.5-1.5B-Instruct", "task": "full", "seq_len": 4096, "dataset": {"tokens": 5e8},
+     "optimizer": "adamw", "constraints": {"billing": ["payg"], "regions": ["cn-shanghai"]}},
+], ids=["lora-7b", "full-7b", "full-1.5b"])
+def test_cost_objective_top_plan_is_brute_force_cheapest(wd):
+    insts = [load_instances()[n] for n in SUBSET]
+    rec = recommend(wd, instances=insts)
+    brute = _brute_force_min_cost(wd)
+    assert rec.best is not None
+    assert rec.best.total_cost == pytest.approx(brute, rel=1e-9)
+
+
+def _mem(model_ref, task="full", seq=2048, batch=1, inst="ecs.gn7e-c16g1.16xlarge"):
+    w, _ = resolve_defaults(load_workload({"model": model_ref, "task": task, "seq_len": seq, "batch_size": batch}))
+    m = resolve_model(w.model)
+    system = system_for_instance(load_instances()[inst], 1)
+    lay = Layout(tp=1, pp=1, dp=system.total_gpus, zero=3, checkpointing="full", micro_batch=batch)
+    return estimate_resolved(w, m, system, lay, with_suggestions=False).memory.per_gpu_bytes
+
+
+@pytest.mark.parametrize("task", ["full", "lora", "inference"])
+def test_memory_monotone_in_model_size_sequence_and_batch(task):
+    sizes = [_mem({"params_b": b}, task) for b in (1, 3, 7, 13, 34)]
+    assert sizes == sorted(sizes)
+    seqs = [_mem({"params_b": 7}, task, seq=s) for s in (512, 1024, 2048, 4096, 8192)]
+    assert seqs == sorted(seqs)
+    batches = [_mem({"params_b": 7}, task, batch=b) for b in (1, 2, 4, 8)]
+    assert batches == sorted(batches)
+    assert list(itertools.pairwise(sizes))  # non-trivial ranges
