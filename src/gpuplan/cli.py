@@ -331,6 +331,182 @@ def _estimate_many(docs: list, flags: dict[str, Any]) -> int:
     return 1 if failed else 0
 
 
+@app.command()
+def recommend(
+    workload: WorkloadArg = None, model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None,
+    seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
+    gpu: _S = None, gpus: _I = None, tp: _I = None, pp: _I = None, zero: _I = None, budget: _F = None,
+    deadline_hours: _F = None, region: _R = None, objective: _S = None, framework: _S = None,
+    instance_type: _S = None, grad_checkpointing: _S = None,
+    top: Annotated[int, typer.Option(help="How many plans to show.")] = 5,
+    prices: Annotated[Optional[list[Path]], typer.Option("--prices", help="Your own price file (same schema; repeatable).")] = None,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Ranked instance plans for a workload: cost, time, memory, storage and network advice."""
+    flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
+                           gpu, gpus, tp, pp, zero, budget, deadline_hours, region, objective, framework,
+                           instance_type, grad_checkpointing)
+
+    def body(lg: str) -> int:
+        from gpuplan.plan import recommend as run_recommend
+
+        if not (1 <= top <= 100):
+            raise GpuplanError(f"--top {top} is out of range.", hint="Use 1 to 100.")
+        w = _load(workload, flags)
+        rec = run_recommend(w, top=top, price_files=tuple(prices or ()))
+        if as_json:
+            _emit_json(rec.to_dict())
+        else:
+            from gpuplan.render.recommend import render_recommendation
+
+            render_recommendation(rec, _console(), lg)
+        return 0 if rec.plans else 1
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+@app.command()
+def quick(
+    params: Annotated[str, typer.Option("--params", help="Model size, e.g. 7B, 70B, 350M.")],
+    task: Annotated[str, typer.Option(help="train | finetune | lora | qlora | infer")] = "lora",
+    seq_len: _I = None,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """The guides' decision tree by parameter count, answered by the estimators."""
+    def body(lg: str) -> int:
+        from gpuplan.plan import quick as run_quick
+
+        res = run_quick(params, task, seq_len=seq_len)
+        if as_json:
+            _emit_json(res.to_dict())
+        else:
+            from gpuplan.render.recommend import render_quick
+
+            render_quick(res, _console(), lg)
+        return 0
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+@app.command()
+def compare(
+    workload: WorkloadArg = None, model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None,
+    seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
+    budget: _F = None, deadline_hours: _F = None, objective: _S = None, framework: _S = None,
+    currency: Annotated[str, typer.Option(help="CNY or USD for the comparison.")] = "CNY",
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Best plan per cloud (Alibaba, AWS, Tencent) with time, cost and cost per million tokens."""
+    flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
+                           None, None, None, None, None, budget, deadline_hours, None, objective, framework,
+                           None, None)
+
+    def body(lg: str) -> int:
+        from gpuplan.plan.compare import compare_clouds, render_comparison
+
+        w = _load(workload, flags)
+        result = compare_clouds(w, currency=currency.upper())
+        if as_json:
+            _emit_json(result)
+        else:
+            render_comparison(result, _console(), lg)
+        return 0 if any(r.get("plan") for r in result["clouds"]) else 1
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+@app.command()
+def doctor(
+    plan: Annotated[Optional[Path], typer.Option("--plan", help="A plan folder written by `gpuplan plan`.")] = None,
+    bench: Annotated[bool, typer.Option("--bench", help="Run the ~1 minute GPU micro-benchmarks.")] = False,
+    instance_metadata: Annotated[bool, typer.Option("--instance-metadata",
+                                                    help="Read the ECS instance type from the metadata service.")] = False,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Check this GPU machine (driver, CUDA, NCCL, topology, bandwidth, TFLOPS) against its plan.
+
+    Exit codes: 0 all checks pass, 1 warnings, 2 failures or no GPU.
+    """
+    def body(lg: str) -> int:
+        from gpuplan.doctor import run_doctor
+
+        return run_doctor(plan_dir=plan, bench=bench, as_json=as_json, lang=lg, instance_metadata=instance_metadata)
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+@catalog_app.command("refresh")
+def catalog_refresh(
+    region: _R = None,
+    all_regions: Annotated[bool, typer.Option("--all-regions", help="Every region the account can see.")] = False,
+    cloud: Annotated[str, typer.Option(help="alibaba or aws.")] = "alibaba",
+) -> None:
+    """Fetch live instance types, stock and prices (Alibaba Cloud OpenAPI) into the local cache."""
+    def body(lg: str) -> int:
+        from gpuplan.providers import refresh
+
+        return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud)
+
+    raise _Exit(run_guarded(body, False, None) or 0)
+
+
+@catalog_app.command("status")
+def catalog_status(as_json: JsonOpt = False) -> None:
+    """Show, per source, the date and coverage of the catalog and prices in use."""
+    def body(lg: str) -> int:
+        from gpuplan.providers import status
+
+        return status(as_json=as_json)
+
+    raise _Exit(run_guarded(body, as_json, None) or 0)
+
+
+@app.command()
+def plan(
+    workload: Annotated[Path, typer.Argument(help="Workload YAML/JSON file.")],
+    out: Annotated[Path, typer.Option("--out", help="New folder for the bundle.")],
+    pick: Annotated[int, typer.Option("--pick", help="Which ranked plan to write (1 = best).")] = 1,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing folder.")] = False,
+    model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None, seq_len: _I = None,
+    prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None, budget: _F = None,
+    deadline_hours: _F = None, region: _R = None, objective: _S = None,
+    lang: LangOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Write launch, infrastructure and monitoring files for the chosen plan."""
+    flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
+                           None, None, None, None, None, budget, deadline_hours, region, objective, None, None, None)
+
+    def body(lg: str) -> int:
+        from gpuplan.plan.bundle import write_plan_bundle
+
+        path, summary = write_plan_bundle(_load(workload, flags), out, pick=pick, force=force, lang=lg)
+        if as_json:
+            _emit_json({"schema_version": 1, "out": str(path), **summary})
+        else:
+            _console().print(f"Wrote {summary.get('files_count', '')} files to [bold]{path}[/bold] "
+                             f"({summary.get('instance_type')} x {summary.get('instance_count')}).")
+        return 0
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+@app.command()
+def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopback only).")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="TCP port.")] = 8000) -> None:
+    """Run the web page and REST API (extra gpuplan[web])."""
+    def body(lg: str) -> int:
+        if not (1 <= port <= 65535):
+            raise GpuplanError(f"Port {port} is out of range.", hint="Use 1-65535, e.g. 8000.")
+        try:
+            from gpuplan.api import serve as run_server
+        except ImportError:
+            raise GpuplanError("The web server needs FastAPI and uvicorn.", hint="pip install 'gpuplan[web]'") from None
+        run_server(host, port)
+        return 0
+
+    raise _Exit(run_guarded(body, False, None) or 0)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

@@ -424,6 +424,10 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
                           kv_budget_bytes=budget / 2.0, kv_bytes_per_sequence=per_seq, notes=notes)
 
 
+MAX_SHARD_BYTES = 5e9  # Hugging Face checkpoints are saved in shards of at most 5 GB by default
+
+
 def _inference_host(weight_total: float, system: System) -> float:
-    """Host RAM to load and serve: one staging copy of the weights + 4 GiB per GPU process."""
-    return weight_total + 4.0 * GIB * system.gpus_per_node
+    """Host RAM to load and serve: safetensors shards are memory-mapped and copied to the GPU one at a
+    time, so the process holds about one shard, plus ~3 GiB per GPU process (Python, CUDA, tokenizer)."""
+    return min(weight_total, MAX_SHARD_BYTES) + 3.0 * GIB * system.gpus_per_node

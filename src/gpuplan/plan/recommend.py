@@ -206,7 +206,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     res = searcher.run(insts)
     groups = best_per_group(res.candidates, training)
 
-    offers = load_offers(DEFAULT_CLOUD, cache_dir, price_files)
+    clouds = sorted({i.cloud for i in insts}) or [DEFAULT_CLOUD]
+    offers = [o for cloud in clouds for o in load_offers(cloud, cache_dir, price_files)]
     book = costm.PriceBook(offers, currency, fx, spot_model)
     regions = [r.strip().lower() for r in cons.regions] if cons and cons.regions else list(book.regions) or ["cn-shanghai"]
     billings = tuple(cons.billing) if cons and cons.billing else (TRAINING_DEFAULT_BILLING if training

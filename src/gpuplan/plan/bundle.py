@@ -1,0 +1,65 @@
+"""`gpuplan plan`: recommend, pick one plan, re-estimate it on its exact hardware, write the bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+from gpuplan.workload import Workload, resolve_defaults
+
+
+def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
+    """The workload with every searched field fixed to the plan's choice (hardware, layout, precision)."""
+    par = dict(plan.get("parallel") or {})
+    ckpt = par.get("checkpointing")
+    nodes = int(plan.get("instance_count") or 1)
+    per_replica_nodes = int(par.get("nodes_per_replica") or nodes)
+    changes: dict[str, Any] = {
+        "hardware": {"instance_type": plan["instance_type"], "nodes": per_replica_nodes},
+        "parallel": {k: par[k] for k in ("tp", "pp", "dp", "zero", "fsdp", "offload") if par.get(k) is not None},
+    }
+    if ckpt is not None:
+        changes["grad_checkpointing"] = {"full": True, "none": False, "selective": "selective"}.get(ckpt, True)
+    for key in ("precision", "quantization", "optimizer"):
+        if par.get(key):
+            changes[key] = par[key]
+    if par.get("micro_batch"):
+        changes["batch_size"] = par["micro_batch"]
+    if par.get("gradient_accumulation"):
+        changes["gradient_accumulation"] = par["gradient_accumulation"]
+    fixed = w.with_updates(**changes)
+    resolved, _ = resolve_defaults(fixed)
+    return resolved
+
+
+def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = False, lang: str = "en",
+                      top: int = 5) -> tuple[Path, dict[str, Any]]:
+    from gpuplan.estimate.core import estimate
+    from gpuplan.plan import recommend
+    from gpuplan.render.bundle import build_bundle
+
+    if pick < 1 or pick > 20:
+        raise GpuplanError(f"--pick {pick} is out of range.", hint="Pick 1 (the best plan) to 20.")
+    rec = recommend(w, top=max(top, pick))
+    data = rec.to_dict()
+    plans = data["plans"]
+    if not plans:
+        binding = "; ".join(str(b.get("text", b)) if isinstance(b, dict) else str(b)
+                            for b in data.get("binding_constraints", [])) or "no feasible plan"
+        raise GpuplanError(f"No plan satisfies the workload: {binding}.",
+                           hint="Relax the budget, deadline or families; `gpuplan recommend` shows why.")
+    if pick > len(plans):
+        raise GpuplanError(f"Only {len(plans)} plan(s) were found; --pick {pick} does not exist.",
+                           hint=f"Use --pick 1 to {len(plans)}.")
+    plan = plans[pick - 1]
+    resolved = workload_for_plan(w, plan)
+    if plan.get("platform", "ecs") == "ecs":
+        est = estimate(resolved).to_dict()
+    else:
+        est = None
+    path = build_bundle(plan, resolved, est, Path(out), lang=lang, force=force, rejected=data.get("rejected"),
+                        pareto=data.get("pareto"), recommendation=data)
+    files = [p for p in Path(path).rglob("*") if p.is_file()]
+    return Path(path), {"instance_type": plan["instance_type"], "instance_count": plan["instance_count"],
+                        "files_count": len(files), "files": sorted(str(p.relative_to(path)) for p in files)}

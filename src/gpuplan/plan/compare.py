@@ -1,0 +1,77 @@
+"""`gpuplan compare`: the best plan on each cloud's bundled catalog, in one currency."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from gpuplan.i18n import register, tr
+from gpuplan.units import fmt_duration
+from gpuplan.workload import Workload
+
+register({"Cloud": "云厂商", "Best plan": "最优方案", "Time": "时长", "Cost": "费用",
+          "Cost per 1M training tokens": "每百万训练 token 费用", "Cost per 1M output tokens": "每百万输出 token 费用",
+          "Price date": "价格日期", "Cross-cloud comparison": "跨云对比", "no feasible priced plan": "无可行且有价格的方案"})
+
+
+def compare_clouds(w: Workload, *, currency: str = "CNY") -> dict[str, Any]:
+    """Per cloud: the top plan of `recommend` over that cloud's catalog, converted to ``currency``."""
+    from gpuplan.catalog.instances import available_clouds, load_instances
+    from gpuplan.plan import recommend
+
+    w2 = w.with_updates(constraints={**(w.constraints.model_dump(exclude_none=True) if w.constraints else {}),
+                                     "currency": currency})
+    clouds = []
+    workload_dump = None
+    for cloud in available_clouds():
+        rec = recommend(w2, instances=list(load_instances(cloud).values()), top=3)
+        d = rec.to_dict()
+        workload_dump = workload_dump or d["workload"]
+        priced = [p for p in d["plans"] if p.get("price_per_hour") is not None]
+        best = priced[0] if priced else (d["plans"][0] if d["plans"] else None)
+        entry: dict[str, Any] = {"cloud": cloud, "plan": best, "plans_found": len(d["plans"]),
+                                 "priced": bool(priced), "warnings": d.get("warnings", [])}
+        if best:
+            tokens_s = (best.get("performance") or {}).get("tokens_per_s")
+            if best.get("price_per_hour") and tokens_s:
+                entry["cost_per_million_training_tokens"] = best["price_per_hour"] / 3600 / tokens_s * 1e6
+            else:
+                entry["cost_per_million_training_tokens"] = None
+            entry["cost_per_million_output_tokens"] = best.get("cost_per_million_output_tokens")
+        clouds.append(entry)
+    return {"schema_version": 1, "workload": workload_dump, "currency": currency, "clouds": clouds,
+            "assumptions": ["each cloud's bundled catalog and price snapshot (dates per plan); currency converted "
+                            "with the dated rate in data/fx.yaml",
+                            "clouds without prices for a feasible type show the plan with null costs"]}
+
+
+def render_comparison(result: dict[str, Any], console: Console, lang: str) -> None:
+    t = Table(title=tr("Cross-cloud comparison", lang))
+    for col in ("Cloud", "Best plan", "GPUs", "Time", "Cost", "Cost per 1M training tokens",
+                "Cost per 1M output tokens", "Price date"):
+        t.add_column(tr(col, lang))
+    cur = result["currency"]
+    for c in result["clouds"]:
+        p = c.get("plan")
+        if not p:
+            t.add_row(c["cloud"], tr("no feasible priced plan", lang), "-", "-", "-", "-", "-", "-")
+            continue
+        cost = p.get("total_cost") if p.get("total_cost") is not None else p.get("monthly_cost")
+        if cost is not None:
+            cost_s = f"{cur} {cost:,.0f}" + (" /month" if p.get("total_cost") is None else "")
+        elif p.get("price_per_hour") is not None:
+            cost_s = f"{cur} {p['price_per_hour']:,.2f}/h ({p.get('billing')})"
+        else:
+            cost_s = tr("no price known", lang)
+        t.add_row(
+            c["cloud"], f"{p['instance_count']} x {p['instance_type']}", f"{p['gpus_total']} x {p['gpu']}",
+            fmt_duration(p.get("time_s")) if p.get("time_s") else "-",
+            cost_s,
+            f"{cur} {c['cost_per_million_training_tokens']:,.2f}" if c.get("cost_per_million_training_tokens") else "-",
+            f"{cur} {c['cost_per_million_output_tokens']:,.2f}" if c.get("cost_per_million_output_tokens") else "-",
+            str(p.get("price_as_of") or "-"))
+    console.print(t)
+    for a in result.get("assumptions", []):
+        console.print(f"[dim]- {a}[/dim]")
