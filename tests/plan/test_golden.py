@@ -76,8 +76,6 @@ def test_70b_int4_on_l20_rate_is_far_below_the_guides_100_qps():
     assert max(by_gpus.get(1, 0), by_gpus.get(2, 0)) > 0
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="estimate/core.py calls model.is_llm() but ModelSpec.is_llm is a property")
 def test_sdxl_inference_on_one_a10():
     rec = recommend({"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
                      "constraints": {"billing": ["payg"]}})
