@@ -59,9 +59,12 @@ SUPPORTED_TEXT = ("Llama-style decoders (llama, mistral, yi, internlm2...), qwen
                   "qwen2-MoE, qwen3-MoE and DeepSeek-V2/V3 (MLA)")
 
 # Size guard: tracing cost grows with the number of traced ops (layers), not tensor sizes.
-# Measured on 2 CPU cores: ~0.75 s per decoder layer per training step pair plus ~2 s fixed.
-SECONDS_PER_LAYER = 0.8
-MAX_TRACE_S_DEFAULT = 600.0
+# Measured on 2 CPU cores (torch 2.13, transformers 5.24): importing torch + transformers ~3.5 s;
+# two training steps ~0.2 s per decoder layer (Llama-2-7B shape: 32 layers, 8.4 s in all; LoRA
+# about twice that); one prefill forward ~0.02 s per layer.
+IMPORT_S = 3.5
+SECONDS_PER_LAYER = 0.25
+MAX_TRACE_S_DEFAULT = 120.0
 MAX_TRACE_ENV = "GPUPLAN_TRACE_MAX_S"
 
 
@@ -319,6 +322,11 @@ def _plan(w: Workload, spec: Any) -> dict[str, Any]:
                              f"(framework {framework})")
     plan["mode"] = mode
     plan["autocast"] = _TORCH_DTYPE[precision] if mode == "mixed" else None
+    if task == "lora" and precision != "fp32":
+        # Hugging Face Trainer / accelerate run with autocast when bf16/fp16 is on; it matters for LoRA
+        # only: peft casts each adapted input to the fp32 adapter dtype, autocast brings it back to 16 bits.
+        plan["autocast"] = _TORCH_DTYPE[precision]
+        notes.append(f"LoRA traced under {precision} autocast (Hugging Face Trainer/accelerate mixed precision)")
     opt_kind = {"adamw": "fused", "adamw-fused": "fused", "adamw-foreach": "foreach", "adamw-bf16": "foreach",
                 "sgd": "sgd", "adafactor": "adafactor"}.get(optimizer)
     if opt_kind is None:
@@ -357,8 +365,8 @@ def _plan(w: Workload, spec: Any) -> dict[str, Any]:
 def estimated_trace_s(spec: Any, task: str) -> float:
     """Rough wall time of a trace on 2 CPU cores (fixed cost + per layer; inference is ~4x cheaper)."""
     layers = max(1, int(spec.num_layers))
-    per = SECONDS_PER_LAYER * (0.25 if task == "inference" else 1.0)
-    return 2.0 + per * layers
+    per = SECONDS_PER_LAYER * {"inference": 0.1, "lora": 2.0}.get(task, 1.0)
+    return IMPORT_S + per * layers
 
 
 def _size_guard(spec: Any, task: str) -> float:
@@ -420,20 +428,25 @@ def _apply_lora(model, w: Workload):
                            hint="Use lora.targets all-linear, attn, qv or q_proj/k_proj/... names.") from None
 
 
-def _frozen_safe_tracker():
-    """A MemTracker that hooks gradients only of parameters that require them.
+def _tracker_class(fast: bool = True):
+    """torch's MemTracker, adapted for gpuplan (private torch API, hence the fallbacks).
 
-    torch's MemTracker registers a gradient hook on every parameter of each module it enters, which
-    raises for frozen parameters (LoRA's base model).
+    * Gradient hooks only on parameters that require gradients: the stock tracker hooks every
+      parameter of each module it enters, which raises for frozen ones (LoRA's base model).
+    * ``fast``: keep only the global peak. The stock tracker also updates a per-module peak on every
+      dispatched op, looping over all modules (O(ops x modules): most of a 7B trace's time, and 5x
+      slower with peft's extra modules). The global peak it computes is unchanged.
     """
-    from torch.distributed._tools.mem_tracker import MemTracker, _MemRefType
+    from torch.distributed._tools import mem_tracker as mtm
 
-    class _Tracker(MemTracker):
+    total_key = getattr(mtm, "_TOTAL_KEY", "Total")
+
+    class _Tracker(mtm.MemTracker):
         def _track_module_params_and_buffers(self, module, install_grad_hooks=True):
             out = super()._track_module_params_and_buffers(module, install_grad_hooks=False)
 
             def on_grad(grad) -> None:  # a tensor hook must return None (or a tensor)
-                self._update_and_maybe_create_winfos(grad, _MemRefType.GRAD)
+                self._update_and_maybe_create_winfos(grad, mtm._MemRefType.GRAD)
 
             if install_grad_hooks:
                 for p in module.parameters():
@@ -442,6 +455,19 @@ def _frozen_safe_tracker():
                         h2 = p.register_post_accumulate_grad_hook(lambda q: on_grad(q.grad))
                         self._param_to_grad_hook_handles[p] = (h1, h2)
             return out
+
+        def _update_peak_stats(self, peak_state) -> None:
+            snap = getattr(self, "_curr_mem_snap", None)
+            peak = getattr(self, "_peak_mem", None)
+            peak_snap = getattr(self, "_peak_mem_snap", None)
+            if not fast or snap is None or peak is None or peak_snap is None:
+                return super()._update_peak_stats(peak_state)
+            for dev, dev_snap in snap.items():
+                total = dev_snap[total_key]
+                if peak.get(dev, 0) < total:
+                    peak[dev] = total
+                    peak_snap[dev] = dict(dev_snap)  # values are ints: a shallow copy is a snapshot
+            return None
 
     return _Tracker
 
@@ -470,7 +496,6 @@ def _make_optimizer(torch, params, kind: str):
 
 def _trace_training(torch, transformers, hf_cfg: dict, plan: dict, w: Workload) -> dict:
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.distributed._tools.mem_tracker import MemTracker
     from torch.utils.flop_counter import FlopCounterMode
 
     mapping = _flop_mapping(torch)
@@ -498,7 +523,7 @@ def _trace_training(torch, transformers, hf_cfg: dict, plan: dict, w: Workload) 
         opt = _make_optimizer(torch, trainable, plan["optimizer"])
         ids = torch.randint(0, int(hf_cfg["vocab_size"]), (batch, seq))
         autocast_dtype = getattr(torch, plan["autocast"]) if plan["autocast"] else None
-        mt = _frozen_safe_tracker()() if lora else MemTracker()
+        mt = _tracker_class(plan.get("fast_tracker", True))()
         mt.track_external(model, opt)
         flops = 0
         end_fwd: dict = {}
@@ -533,7 +558,6 @@ def _trace_training(torch, transformers, hf_cfg: dict, plan: dict, w: Workload) 
 
 def _trace_inference(torch, transformers, hf_cfg: dict, plan: dict) -> dict:
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.distributed._tools.mem_tracker import MemTracker
     from torch.utils.flop_counter import FlopCounterMode
 
     mapping = _flop_mapping(torch)
@@ -543,7 +567,7 @@ def _trace_inference(torch, transformers, hf_cfg: dict, plan: dict) -> dict:
         model.eval()
         params_exact = sum(p.numel() for p in model.parameters())
         ids = torch.randint(0, int(hf_cfg["vocab_size"]), (batch, prompt))
-        mt = MemTracker()
+        mt = _tracker_class(plan.get("fast_tracker", True))()
         mt.track_external(model)
         with mt, torch.no_grad():
             fc = FlopCounterMode(display=False, custom_mapping=mapping)
@@ -619,7 +643,7 @@ def trace_estimate(workload: Workload) -> dict:
     hf_cfg, cfg_notes = hf_config_from_spec(spec, min_positions=tokens)
     est_s = _size_guard(spec, plan["task"])
     torch, transformers = _import_torch()
-    if est_s > 15:
+    if est_s > 20:
         sys.stderr.write(f"Tracing {spec.id} on fake tensors (about {est_s:.0f} s)...\n")
     try:
         with _quiet(), contextlib.redirect_stdout(io.StringIO()):

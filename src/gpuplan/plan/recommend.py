@@ -674,8 +674,8 @@ def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> lis
         if p.price_as_of:
             age = (today - dt.date.fromisoformat(p.price_as_of)).days
             if age > 180:
-                out.append(f"prices date from {p.price_as_of} ({age} days old): refresh them (`gpuplan prices "
-                           "--refresh`) or pass --prices with your quotes")
+                out.append(f"prices date from {p.price_as_of} ({age} days old): refresh them (`gpuplan catalog "
+                           "refresh`) or pass --prices with your quotes")
     if ctx.training and not ctx.w.dataset:
         out.append("no dataset size given: plans show time and cost per 1B tokens; total_cost is null")
     if ctx.training and ctx.w.constraints and ctx.w.constraints.budget and not ctx.w.dataset:
