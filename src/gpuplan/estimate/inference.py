@@ -58,10 +58,12 @@ class ServingCase:
     output_tokens: int
 
 
-def _stream_efficiency(quantization: str) -> float:
+def _stream_efficiency(quantization: str, framework: str = "transformers") -> float:
     inf = table("inference")
     if quantization in (None, "none"):
         return float(inf["weight_stream_efficiency"])
+    if framework in ENGINES and quantization not in ("bnb-nf4", "bnb-int8"):
+        return float(inf["engine_quantized_stream_efficiency"])
     return float(inf["quantized_stream_efficiency"].get(quantization, 0.4))
 
 
@@ -85,7 +87,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
     w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
-    memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * _stream_efficiency(case.quantization))
+    memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * _stream_efficiency(case.quantization, case.framework))
     t = max(compute, memory)
     if layout.pp > 1:
         t *= layout.pp  # stages in sequence for one request
@@ -106,7 +108,7 @@ def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System
     kv_local = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * context_tokens * batch / shards
     eager = case.framework not in ENGINES
     kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
-    mem_s = w_local / (bw * _stream_efficiency(case.quantization)) + kv_mult * kv_local / (bw * inf["weight_stream_efficiency"])
+    mem_s = w_local / (bw * _stream_efficiency(case.quantization, case.framework)) + kv_mult * kv_local / (bw * inf["weight_stream_efficiency"])
     peak = peak_flops(system, "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision, notes)
     flops = batch * (2.0 * s.matmul_params_active + 2.0 * s.layers * s.heads * s.head_dim * context_tokens) / shards
     comp_s = flops / (peak * float(inf["prefill_efficiency"]))

@@ -22,8 +22,11 @@ def efficiency() -> dict[str, Any]:
     return data
 
 
+@functools.cache
 def table(*path: str) -> Any:
-    """A value from efficiency.yaml by its key path, e.g. table('inference', 'prefill_efficiency')."""
+    """A value from efficiency.yaml by its key path, e.g. table('inference', 'prefill_efficiency').
+
+    Cached: the estimators call this in their inner loop. Callers must not mutate what it returns."""
     cur: Any = efficiency()
     for key in path:
         cur = cur[key]
