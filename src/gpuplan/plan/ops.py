@@ -1,0 +1,181 @@
+"""Operational advice carried by every plan: image, driver and CUDA for the instance family, UEFI,
+auto-release of pay-as-you-go training instances, checkpoint and log locations, TensorBoard,
+data loading for small-file datasets, and compliance notes for serving from mainland-China regions.
+
+Data: ``data/ops.yaml`` (drivers, CUDA, images, UEFI, with NVIDIA and Alibaba sources) and
+``data/compliance.yaml`` (ICP filing, algorithm filing, the generative-AI interim measures; information
+with sources and dates, never legal advice). Both are read lazily, once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+import re
+from importlib.resources import files
+from typing import Any
+
+import yaml
+
+from gpuplan.units import HOUR_S
+
+TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
+
+
+@functools.cache
+def load_ops() -> dict[str, Any]:
+    return yaml.safe_load((files("gpuplan") / "data" / "ops.yaml").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def load_compliance() -> dict[str, Any]:
+    return yaml.safe_load((files("gpuplan") / "data" / "compliance.yaml").read_text(encoding="utf-8"))
+
+
+def family_of(instance_type: str | None) -> str | None:
+    """``ecs.gn7i-c8g1.2xlarge`` -> ``gn7i`` (catalog first, then the naming rule)."""
+    if not instance_type:
+        return None
+    try:
+        from gpuplan.catalog.instances import get_instance
+
+        return get_instance(instance_type).family
+    except Exception:  # noqa: BLE001 - unknown types fall back to the naming rule
+        pass
+    name = instance_type.lower().removeprefix("ecs.")
+    m = re.match(r"^([a-z]+\d+[a-z]*(?:-(?:tee|vws))?)", name)
+    return m.group(1) if m else None
+
+
+def generation_for(family: str | None) -> dict | None:
+    """The ops.yaml generation entry that lists ``family``."""
+    if not family:
+        return None
+    for g in load_ops()["generations"]:
+        if family in g["families"]:
+            return g
+    return None
+
+
+def is_mainland(region: str | None) -> bool:
+    """Alibaba region ids in the Chinese mainland (compliance.yaml; any ``cn-`` id but cn-hongkong)."""
+    if not region:
+        return False
+    doc = load_compliance()
+    r = region.strip().lower()
+    if r in doc.get("not_mainland", ()):
+        return False
+    return r in doc["mainland_regions"] or r.startswith("cn-")
+
+
+def compliance_notes(region: str | None, task: str) -> list[dict]:
+    """Notes for a serving plan in a mainland region (empty otherwise)."""
+    if task != "inference" or not is_mainland(region):
+        return []
+    doc = load_compliance()
+    out = []
+    for n in doc["notes"]:
+        out.append({"id": n["id"], "title": n["title"], "applies_to": n["applies_to"], "summary": " ".join(n["summary"].split()),
+                    "effective": str(n["effective"]), "as_of": str(n["as_of"]), "sources": list(n["sources"]),
+                    "disclaimer": " ".join(doc["disclaimer"].split())})
+    return out
+
+
+def auto_release(plan: dict, task: str, now: dt.datetime | None = None) -> dict | None:
+    """Auto-release for pay-as-you-go/spot training: run time x (1 + margin), rounded up to the hour."""
+    if task not in TRAIN_TASKS or plan.get("billing") not in ("payg", "spot") or plan.get("platform", "ecs") != "ecs":
+        return None
+    cfg = load_ops()["training"]["auto_release"]
+    time_s = plan.get("time_s")
+    if not time_s:
+        return {"hours": None, "text": "set an auto-release time once the run length is known (no dataset size given)",
+                "api_field": cfg["api_field"], "terraform_argument": cfg["terraform_argument"], "source": cfg["source"]}
+    hours = max(cfg["min_hours"], math.ceil(time_s * (1 + cfg["margin"]) / HOUR_S))
+    out = {"hours": hours, "margin": cfg["margin"], "api_field": cfg["api_field"],
+           "terraform_argument": cfg["terraform_argument"], "source": cfg["source"],
+           "text": f"release the instances {hours} h after launch (estimated run {time_s / HOUR_S:.1f} h + "
+                   f"{cfg['margin']:.0%}); checkpoints must be on OSS/CPFS before then"}
+    if now is not None:
+        at = (now.astimezone(dt.timezone.utc) + dt.timedelta(hours=hours)).replace(second=0, microsecond=0)
+        out["release_at_utc"] = at.strftime("%Y-%m-%dT%H:%M:00Z")
+    return out
+
+
+def _driver_block(plan: dict) -> dict:
+    ops = load_ops()
+    platform = plan.get("platform", "ecs")
+    if platform == "function-compute":
+        return {"family": None, "generation": None, "image": ["custom container image (Function Compute manages the host driver)"],
+                "driver": "managed by Function Compute", "cuda": "the container's CUDA must not exceed the host driver's (not published)",
+                "uefi": False, "sources": load_platform_sources()}
+    fam = family_of(plan.get("instance_type"))
+    gen = generation_for(fam)
+    if gen is None:
+        return {"family": fam, "generation": None, "image": list(ops["images"]["default"]), "driver": None, "cuda": None,
+                "uefi": None, "sources": list(ops["images"]["sources"])}
+    images = list((gen.get("image_overrides") or {}).get(fam, gen["images"]))
+    uefi = bool(gen.get("uefi")) or fam in (gen.get("uefi_families") or ())
+    if uefi:
+        images = [i if "UEFI" in i else f"{i} (UEFI)" for i in images]
+    vgpu = fam in ops["vgpu"]["families"]
+    driver = (ops["vgpu"]["driver"] if vgpu else f">= {gen['min_driver']} (NVIDIA datacenter driver)")
+    cuda = f">= {gen['min_cuda']} (recommended {gen['recommended_cuda']})"
+    if gen.get("max_cuda"):
+        cuda += f"; stay on CUDA {gen['max_cuda']}"
+    return {"family": fam, "generation": gen["generation"], "image": images, "driver": driver, "cuda": cuda,
+            "min_cuda": gen["min_cuda"], "recommended_cuda": gen["recommended_cuda"], "min_driver": gen["min_driver"],
+            "uefi": uefi, "notes": gen.get("notes"), "unconfirmed": list(gen.get("unconfirmed") or ()),
+            "sources": list(gen["sources"]) + ([ops["vgpu"]["source"]] if vgpu else [])}
+
+
+def load_platform_sources() -> list[str]:
+    from gpuplan.plan.platforms import load_platforms
+
+    return list(load_platforms()["function_compute"]["sources"])
+
+
+def _data_loading(workload) -> dict | None:
+    cfg = load_ops()["training"]["data_loading"]
+    ds = getattr(workload, "dataset", None)
+    if ds is None:
+        return None
+    small = False
+    per = ds.bytes_per_sample
+    if per is None and ds.size_gib and ds.samples:
+        per = ds.size_gib * (1024 ** 3) / ds.samples
+    if per is not None and per < cfg["small_file_threshold_bytes"]:
+        small = True
+    text = " ".join(cfg["advice"].split())
+    return {"small_files": small, "bytes_per_sample": per, "advice": text if small or per is None else
+            "samples are large enough to read directly; keep them on CPFS/NAS or stream from OSS", "sources": cfg["sources"]}
+
+
+def ops_advice(plan: dict, workload, *, now: dt.datetime | None = None) -> dict:
+    """Operational advice for one plan (dict in the recommend contract) and its workload."""
+    ops = load_ops()
+    task = (getattr(workload, "task", None) or "inference")
+    training = task in TRAIN_TASKS
+    region = plan.get("region")
+    if region is None:
+        cons = getattr(workload, "constraints", None)
+        region = cons.regions[0] if cons and cons.regions else None
+    drv = _driver_block(plan)
+    tr = ops["training"]
+    nodes = (plan.get("parallel") or {}).get("nodes_per_replica") or plan.get("instance_count") or 1
+    ck = tr["checkpoints"]["multi_node"] if training and nodes > 1 else tr["checkpoints"]["single_node"]
+    out = {
+        "image": drv["image"], "driver": drv["driver"], "cuda": drv["cuda"], "uefi": drv["uefi"],
+        "family": drv.get("family"), "generation": drv.get("generation"),
+        "auto_release": auto_release(plan, task, now),
+        "checkpoint_location": ck if training else "model weights on OSS or NAS, mounted read-only into every replica",
+        "logs": {"service": tr["logs"]["service"], "how": tr["logs"]["how"], "source": tr["logs"]["source"]},
+        "tensorboard": ({"how": tr["tensorboard"]["how"], "source": tr["tensorboard"]["source"]} if training else None),
+        "data_loading": _data_loading(workload) if training else None,
+        "compliance": compliance_notes(region, task),
+        "sources": drv["sources"],
+        "unconfirmed": drv.get("unconfirmed", []),
+    }
+    if drv.get("notes"):
+        out["notes"] = drv["notes"]
+    return out

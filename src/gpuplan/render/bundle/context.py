@@ -1,0 +1,312 @@
+"""Everything the bundle templates need, gathered once from (plan, workload, estimate) and checked.
+
+User strings are checked here (one line, no control characters; identifiers match a strict
+pattern; command-line arguments do not start with '-') and escaped later by the template
+filters in :mod:`gpuplan.render.bundle.safe`. Numbers come from the estimate (the layout it
+used: micro-batch, accumulation, ZeRO stage, offload, TP, engine memory fraction) and from the
+plan (instance type and count, billing, region, storage and network advice).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+from gpuplan.render.bundle import nccl
+from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
+from gpuplan.units import HOURS_PER_MONTH
+
+# Container images the bundle refers to (pin your own digests in production). Each tag was seen
+# published: vLLM https://hub.docker.com/r/vllm/vllm-openai/tags , SGLang
+# https://hub.docker.com/r/lmsysorg/sglang/tags , NGC PyTorch
+# https://catalog.ngc.nvidia.com/orgs/nvidia/containers/pytorch , DCGM exporter
+# https://catalog.ngc.nvidia.com/orgs/nvidia/teams/k8s/containers/dcgm-exporter .
+IMAGES: dict[str, str] = {
+    "vllm": "vllm/vllm-openai:v0.8.5",
+    "sglang": "lmsysorg/sglang:v0.4.6.post1-cu124",
+    "pytorch": "nvcr.io/nvidia/pytorch:24.05-py3",
+    "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
+}
+
+PORTS = {"vllm": 8000, "sglang": 30000, "rdzv": 29500, "node_exporter": 9100, "dcgm_exporter": 9400}
+DATA_DIR = "/mnt/data"
+SHARED_DIR = "/mnt/shared"
+
+# Minutes between checkpoints: spot instances are released 5 minutes after the interruption
+# notice (https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance), so a spot
+# job loses at most this much work per interruption; on-demand jobs checkpoint less often.
+CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
+
+# vLLM / SGLang flag values for the workload's quantization, KV-cache dtype and precision
+# (https://docs.vllm.ai/en/latest/configuration/engine_args.html ,
+#  https://docs.sglang.ai/backend/server_arguments.html). None = no flag (read from the checkpoint).
+VLLM_QUANT = {"none": None, "awq": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "fp8": "fp8",
+              "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes", "int8": None, "int4": None}
+VLLM_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8", "int8": "auto"}
+SGLANG_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e5m2", "int8": "auto"}
+TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
+VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "auto"}
+
+# LLaMA-Factory chat templates by model-id fragment (https://github.com/hiyouga/LLaMA-Factory ,
+# "Supported Models" table); unknown families fall back to "default" and PLAN.md says to check it.
+LLAMAFACTORY_TEMPLATES = (("qwen3", "qwen3"), ("qwen", "qwen"), ("llama-3", "llama3"), ("llama3", "llama3"),
+                          ("llama-2", "llama2"), ("mistral", "mistral"), ("mixtral", "mistral"),
+                          ("glm-4", "glm4"), ("glm4", "glm4"), ("gemma", "gemma"), ("baichuan2", "baichuan2"),
+                          ("deepseek", "deepseek3"), ("yi-", "yi"), ("internlm", "intern2"))
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """The checked facts one bundle is rendered from."""
+
+    name: str
+    slug: str
+    lang: str
+    task: str
+    training: bool
+    lora: bool
+    qlora: bool
+    framework: str
+    model: str
+    precision: str
+    quantization: str
+    kv_cache_dtype: str
+    optimizer: str
+    instance_type: str
+    gpu: str
+    nodes: int
+    job_nodes: int
+    gpus_per_node: int
+    gpus_total: int
+    vcpus: int | None
+    memory_gib: float | None
+    rdma: str | None
+    interconnect: str
+    tp: int
+    pp: int
+    dp: int
+    zero: int
+    fsdp: str
+    offload: str
+    micro_batch: int
+    grad_accum: int
+    checkpointing: bool
+    seq_len: int
+    prompt_tokens: int
+    output_tokens: int
+    max_model_len: int
+    max_num_seqs: int
+    gpu_mem_util: float
+    replicas: int
+    lora_rank: int
+    lora_alpha: float
+    lora_dropout: float
+    lora_targets: str
+    billing: str
+    region: str
+    currency: str
+    instance_price_per_hour: float | None
+    spot_price_limit: float | None
+    subscription_months: int
+    data_disk_level: str
+    data_disk_gib: int
+    shared_kind: str | None
+    shared_capacity_tib: float | None
+    oss: bool
+    step_time_s: float | None
+    checkpoint_minutes: int
+    save_steps: int
+    deepspeed: bool
+    nccl_vars: tuple[nccl.NcclVar, ...]
+    llamafactory_template: str
+    images: dict[str, str] = field(default_factory=lambda: dict(IMAGES))
+    ports: dict[str, int] = field(default_factory=lambda: dict(PORTS))
+    data_dir: str = DATA_DIR
+    shared_dir: str = SHARED_DIR
+
+    @property
+    def spot(self) -> bool:
+        return self.billing == "spot"
+
+    @property
+    def multi_node(self) -> bool:
+        """One job (training) or one replica (serving) spans several nodes."""
+        return self.job_nodes > 1
+
+    @property
+    def erdma(self) -> bool:
+        return self.rdma == "erdma" and self.multi_node
+
+    @property
+    def checkpoint_dir(self) -> str:
+        base = self.shared_dir if self.shared_kind else self.data_dir
+        return f"{base}/checkpoints/{self.slug}"
+
+    @property
+    def serve_port(self) -> int:
+        return self.ports["vllm"]
+
+    @property
+    def torch_dtype(self) -> str:
+        return TORCH_DTYPE.get(self.precision, "bfloat16")
+
+    @property
+    def mixed_precision(self) -> str:
+        """accelerate's mixed_precision value: bf16 | fp16 | no."""
+        return {"bf16": "bf16", "fp16": "fp16", "fp8": "bf16"}.get(self.precision, "no")
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        out = int(value)
+    except (TypeError, ValueError):
+        return default
+    return out if out > 0 else default
+
+
+def _num(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _model_ref(workload: Any, estimate: dict) -> str:
+    """The model argument for launch commands: the workload's name or path; for an inline
+    mapping, the id the catalog resolved (synthetic models get a placeholder the user replaces)."""
+    ref = workload.model
+    if isinstance(ref, str):
+        return check_argument(ref, "model")
+    mid = (estimate.get("model") or {}).get("id")
+    return check_argument(mid or "path/to/model", "model")
+
+
+def _instance(instance_type: str):
+    try:
+        from gpuplan.catalog.instances import get_instance
+
+        return get_instance(instance_type)
+    except GpuplanError:
+        return None
+
+
+def _storage(plan: dict) -> tuple[str, int, str | None, float | None, bool]:
+    """(ESSD level, data disk GiB, shared file system kind, its TiB, OSS advised) from the advice."""
+    storage = plan.get("storage") or {}
+    disk = storage.get("disk") or {}
+    level = str(disk.get("level") or "PL1")
+    if level not in ("PL0", "PL1", "PL2", "PL3"):
+        raise GpuplanError(f"Unknown ESSD performance level {level!r} in the plan's storage advice.",
+                           hint="Use PL0, PL1, PL2 or PL3.")
+    size = _int(disk.get("size_gib"), 200)
+    size = min(max(size, 20), 32768)  # alicloud data disk range for cloud_essd
+    shared = storage.get("shared") or {}
+    kind = shared.get("kind")
+    if kind not in (None, "cpfs", "nas"):
+        raise GpuplanError(f"Unknown shared file system {kind!r} in the plan's storage advice.",
+                           hint="Use cpfs or nas.")
+    texts = " ".join(str(n) for n in (storage.get("notes") or []))
+    oss = "OSS" in texts or any("oss" in str(s).lower() for s in (storage.get("sources") or []))
+    return level, size, kind, _num(shared.get("capacity_tib")), oss
+
+
+def _template_for(model: str) -> str:
+    low = model.lower()
+    for frag, name in LLAMAFACTORY_TEMPLATES:
+        if frag in low:
+            return name
+    return "default"
+
+
+def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en") -> Ctx:
+    """Check and gather the bundle's inputs; every problem is one GpuplanError with a hint."""
+    if lang not in ("en", "zh"):
+        raise GpuplanError(f"Unknown language {lang!r}.", hint="Use en or zh.")
+    if not isinstance(plan, dict) or not plan.get("instance_type"):
+        raise GpuplanError("The plan has no instance_type.", hint="Pass one plan from `gpuplan recommend --json`.")
+    name = check_text(workload.name or "", "job name", max_len=100)
+    task = workload.task or "inference"
+    training = task != "inference"
+    model = _model_ref(workload, estimate)
+    instance_type = check_id(plan["instance_type"], "instance type")
+    inst = _instance(instance_type)
+    region = check_id(plan.get("region") or "cn-shanghai", "region")
+    billing = str(plan.get("billing") or "payg")
+    if billing not in ("payg", "spot", "subscription"):
+        raise GpuplanError(f"Unknown billing mode {billing!r} in the plan.", hint="Use payg, spot or subscription.")
+    currency = check_id(plan.get("currency") or "CNY", "currency")
+    hw = estimate.get("hardware") or {}
+    nodes = _int(plan.get("instance_count") or hw.get("nodes"), 1)
+    gpus_total = _int(plan.get("gpus_total") or hw.get("total_gpus"), nodes)
+    gpus_per_node = _int(hw.get("gpus_per_node") or (inst.gpus if inst else 0) or gpus_total // nodes, 1)
+    gpu = check_id(plan.get("gpu") or hw.get("gpu") or (inst.gpu if inst else "GPU"), "GPU id")
+    network = plan.get("network") or {}
+    rdma = network.get("rdma") or hw.get("rdma") or (inst.rdma if inst else None) or None
+    if rdma is not None:
+        rdma = check_id(rdma, "RDMA kind")
+    interconnect = str(hw.get("interconnect") or (inst.interconnect if inst else "") or "pcie")
+    par = estimate.get("parallel") or {}
+    mem = estimate.get("memory") or {}
+    perf = estimate.get("performance") or {}
+    tp, pp = _int(par.get("tp"), 1), _int(par.get("pp"), 1)
+    dp = _int(par.get("dp"), max(1, gpus_total // (tp * pp)))
+    zero = int(par.get("zero") or 0)
+    fsdp = str(par.get("fsdp") or "none")
+    offload = str(par.get("offload") or "none")
+    if zero not in (0, 1, 2, 3) or offload not in ("none", "cpu", "nvme") or \
+            fsdp not in ("none", "full_shard", "shard_grad_op", "hybrid_shard"):
+        raise GpuplanError("The estimate's parallel layout has an unknown ZeRO stage, offload or FSDP mode.",
+                           hint="Pass Estimate.to_dict() of the plan's layout.")
+    micro_batch = _int(par.get("micro_batch") or workload.batch_size, 1)
+    grad_accum = _int(par.get("gradient_accumulation") or workload.gradient_accumulation, 1)
+    checkpointing = str(par.get("checkpointing") or "none") != "none" if "checkpointing" in par \
+        else bool(workload.grad_checkpointing)
+    prompt = int(workload.prompt_tokens or 0)
+    output = int(workload.output_tokens or 0)
+    capacity = _num(mem.get("capacity_bytes"))
+    reserved = _num(mem.get("engine_reserved_bytes"))
+    util = round(reserved / capacity, 2) if reserved and capacity else 0.9
+    util = min(max(util, 0.5), 0.98)
+    lora = workload.lora
+    targets = lora.targets if lora else "all-linear"
+    targets_text = ",".join(targets) if isinstance(targets, list) else str(targets)
+    targets_text = check_text(targets_text, "LoRA targets")
+    step_time_s = _num(perf.get("step_time_s"))
+    minutes = CHECKPOINT_MINUTES[billing]
+    save_steps = max(1, int(minutes * 60 / step_time_s)) if step_time_s else 500
+    level, disk_gib, shared_kind, shared_tib, oss = _storage(plan)
+    price = _num(plan.get("instance_price_per_hour"))
+    limit = _num(plan.get("spot_price_limit")) or price
+    time_s = _num(plan.get("time_s")) or _num(perf.get("total_time_s"))
+    months = max(1, math.ceil(time_s / 3600 / HOURS_PER_MONTH)) if (time_s and training) else 1
+    framework = str(workload.framework or "auto")
+    job_nodes = nodes if training else min(nodes, max(1, math.ceil(tp * pp / gpus_per_node)))
+    replicas = _int(plan.get("replicas"), max(1, nodes // job_nodes))
+    deepspeed = training and (zero > 0 or framework == "deepspeed")
+    return Ctx(
+        name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
+        lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
+        precision=str(workload.precision or "bf16"), quantization=str(workload.quantization or "none"),
+        kv_cache_dtype=str(workload.kv_cache_dtype or "auto"), optimizer=str(workload.optimizer or "adamw"),
+        instance_type=instance_type, gpu=gpu, nodes=nodes, job_nodes=job_nodes, gpus_per_node=gpus_per_node, gpus_total=gpus_total,
+        vcpus=inst.vcpus if inst else None, memory_gib=inst.memory_gib if inst else None,
+        rdma=rdma, interconnect=interconnect, tp=tp, pp=pp, dp=dp, zero=zero, fsdp=fsdp, offload=offload,
+        micro_batch=micro_batch, grad_accum=grad_accum, checkpointing=checkpointing,
+        seq_len=int(workload.seq_len or 2048), prompt_tokens=prompt, output_tokens=output,
+        max_model_len=max(prompt + output, 1), max_num_seqs=_int(workload.batch_size, 1), gpu_mem_util=util,
+        replicas=replicas,
+        lora_rank=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16.0,
+        lora_dropout=lora.dropout if lora else 0.05, lora_targets=targets_text,
+        billing=billing, region=region, currency=currency, instance_price_per_hour=price,
+        spot_price_limit=round(limit, 3) if limit else None, subscription_months=months,
+        data_disk_level=level, data_disk_gib=disk_gib, shared_kind=shared_kind, shared_capacity_tib=shared_tib,
+        oss=oss, step_time_s=step_time_s, checkpoint_minutes=minutes, save_steps=save_steps, deepspeed=deepspeed,
+        nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
+                                 multi_node=job_nodes > 1),
+        llamafactory_template=_template_for(model),
+    )

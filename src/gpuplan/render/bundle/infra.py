@@ -1,0 +1,111 @@
+"""Infrastructure files: Terraform for the alicloud provider, cloud-init.yaml, gpu-check.sh,
+idle-stop.sh and the systemd unit.
+
+Terraform resources and arguments follow the alicloud provider docs
+(https://registry.terraform.io/providers/aliyun/alicloud/latest/docs): alicloud_instance
+(spot_strategy / spot_price_limit / spot_duration, data_disks.performance_level),
+alicloud_ecs_network_interface (network_interface_traffic_mode = "HighPerformance" is an Elastic
+RDMA Interface, provider 1.223.0+), alicloud_nas_file_system / alicloud_nas_mount_target.
+cloud-init keys: https://cloudinit.readthedocs.io/en/latest/reference/modules.html .
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from gpuplan.render.bundle import monitoring
+from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.nccl import ECS_ERDMA_DOC
+from gpuplan.render.bundle.templates import render
+
+# nvidia-smi product-name fragment per GPU id prefix (what gpu-check.sh matches).
+GPU_NAME_FRAGMENTS = (("A100", "A100"), ("A800", "A800"), ("H100", "H100"), ("H800", "H800"), ("H200", "H200"),
+                      ("H20-", "H20"), ("L20", "L20"), ("L40S", "L40S"), ("L40", "L40"), ("A10G", "A10G"),
+                      ("A10-", "A10"), ("A30", "A30"), ("T4", "T4"), ("V100", "V100"), ("P100", "P100"),
+                      ("P4-", "P4"), ("A16", "A16"), ("L4-", "L4"), ("B200", "B200"), ("RTX4090", "4090"))
+# Lowest driver branch per architecture that supports it (CUDA 12 needs R525+; Hopper R525+,
+# Blackwell R570+): https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html Table 3.
+MIN_DRIVER_MAJOR = {"Blackwell": 570}
+DEFAULT_MIN_DRIVER_MAJOR = 525
+
+
+def gpu_name(gpu_id: str) -> str:
+    for prefix, frag in GPU_NAME_FRAGMENTS:
+        if gpu_id.startswith(prefix):
+            return frag
+    return gpu_id.split("-")[0]
+
+
+def min_driver_major(gpu_id: str) -> int:
+    try:
+        from gpuplan.catalog.gpus import resolve_gpu
+
+        spec, _ = resolve_gpu(gpu_id)
+        return MIN_DRIVER_MAJOR.get(spec.architecture, DEFAULT_MIN_DRIVER_MAJOR)
+    except Exception:  # noqa: BLE001 - unknown GPU: the generic floor
+        return DEFAULT_MIN_DRIVER_MAJOR
+
+
+def unit_name(c: Ctx) -> str:
+    return f"gpuplan-{c.slug}.service"
+
+
+def gpu_check(c: Ctx) -> str:
+    return render("gpu-check.sh.j2", c=c, gpu_name=gpu_name(c.gpu), min_driver_major=min_driver_major(c.gpu),
+                  erdma_doc=ECS_ERDMA_DOC)
+
+
+def cloud_init(c: Ctx) -> str:
+    """#cloud-config: packages, the data-disk and shared mounts, the GPU check and the exporters.
+
+    Two placeholders (@@SHARED_MOUNT@@, @@CKPT_REMOTE@@) are filled by Terraform's replace()."""
+    packages = ["curl", "prometheus-node-exporter"]
+    if c.shared_kind:
+        packages.append("nfs-common")
+    dcgm = (f"if command -v docker >/dev/null 2>&1; then docker run -d --name dcgm-exporter --restart unless-stopped "
+            f"--gpus all --cap-add SYS_ADMIN -p {c.ports['dcgm_exporter']}:9400 "
+            f"-v /etc/gpuplan/dcgm-counters.csv:/etc/dcgm-exporter/gpuplan.csv:ro {c.images['dcgm_exporter']} "
+            f"-f /etc/dcgm-exporter/gpuplan.csv; else echo 'gpuplan: install Docker and the NVIDIA Container "
+            f"Toolkit, then start the DCGM exporter (see PLAN.md)' >&2; fi")
+    doc = {
+        "package_update": True,
+        "packages": packages,
+        "write_files": [
+            {"path": f"/etc/gpuplan/{c.slug}.env", "permissions": "0644",
+             "content": "SHARED_MOUNT='@@SHARED_MOUNT@@'\nCKPT_REMOTE='@@CKPT_REMOTE@@'\n"},
+            {"path": "/usr/local/sbin/gpuplan-mount-data.sh", "permissions": "0755",
+             "content": render("mount-data.sh.j2", c=c)},
+            {"path": "/usr/local/sbin/gpuplan-mount-shared.sh", "permissions": "0755",
+             "content": render("mount-shared.sh.j2", c=c)},
+            {"path": "/usr/local/sbin/gpuplan-gpu-check.sh", "permissions": "0755", "content": gpu_check(c)},
+            {"path": "/etc/gpuplan/dcgm-counters.csv", "permissions": "0644", "content": monitoring.DCGM_COUNTERS},
+        ],
+        "runcmd": [
+            ["/usr/local/sbin/gpuplan-mount-data.sh"],
+            ["/usr/local/sbin/gpuplan-mount-shared.sh"],
+            ["sh", "-c", "/usr/local/sbin/gpuplan-gpu-check.sh > /var/log/gpuplan-gpu-check.log 2>&1 || true"],
+            ["systemctl", "enable", "--now", "prometheus-node-exporter"],
+            ["sh", "-c", dcgm],
+        ],
+        "final_message": f"gpuplan {c.slug}: first boot finished; GPU check in /var/log/gpuplan-gpu-check.log",
+    }
+    header = ("#cloud-config\n"
+              f"# First boot of every {c.instance_type} node of {c.slug}: mounts, GPU check, monitoring agents.\n"
+              "# Terraform passes this file as user_data (terraform/main.tf fills the two @@...@@ placeholders).\n")
+    return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def terraform(c: Ctx) -> dict[str, str]:
+    values = {"c": c, "instance_count": c.nodes,
+              "tag_name": c.name or c.slug}
+    return {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
+            for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}
+
+
+def files(c: Ctx) -> dict[str, str]:
+    out = terraform(c)
+    out["cloud-init.yaml"] = cloud_init(c)
+    out["gpu-check.sh"] = gpu_check(c)
+    out["idle-stop.sh"] = render("idle-stop.sh.j2", c=c)
+    out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c))
+    return out

@@ -1,0 +1,162 @@
+"""Kubernetes (ACK) manifests and the PAI-DLC job specification.
+
+- Training: an Indexed Job (one pod per node, ``JOB_COMPLETION_INDEX`` = node rank) behind a
+  headless Service so node 0 is reachable as ``<job>-0.<job>``
+  (https://kubernetes.io/docs/concepts/workloads/controllers/job/#completion-mode).
+- Serving: a Deployment and a ClusterIP Service, probes on vLLM's /health.
+- eRDMA on ACK: pods request ``aliyun/erdma`` (ACK eRDMA controller), run with hostNetwork and
+  the IPC_LOCK capability (https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/user-guide/add-an-erdma-node-to-the-ack ,
+  https://github.com/AliyunContainerService/alibabacloud-erdma-controller).
+- GPUs: ``nvidia.com/gpu`` limits; nodes chosen by the well-known label
+  ``node.kubernetes.io/instance-type``.
+- PAI-DLC: the body of the CreateJob API
+  (https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12-03-createjob).
+
+Kubernetes expands ``$(VAR)`` in command, args and env values; user strings are written with
+``$`` doubled (:func:`k8s_text`) so they stay literal.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.serving import vllm_args
+
+
+def k8s_text(text: str) -> str:
+    """A string Kubernetes will not expand: ``$`` becomes ``$$``."""
+    return text.replace("$", "$$")
+
+
+def _labels(c: Ctx) -> dict:
+    return {"app.kubernetes.io/name": c.slug, "app.kubernetes.io/managed-by": "gpuplan"}
+
+
+def _meta(c: Ctx, name: str) -> dict:
+    meta = {"name": name, "labels": _labels(c)}
+    if c.name:
+        meta["annotations"] = {"gpuplan.dev/job-name": c.name}
+    return meta
+
+
+def _resources(c: Ctx, gpus: int) -> dict:
+    limits: dict = {"nvidia.com/gpu": gpus}
+    requests: dict = {}
+    if c.vcpus:
+        requests["cpu"] = str(max(1, int(c.vcpus * 0.8)))
+    if c.memory_gib:
+        requests["memory"] = f"{max(1, int(c.memory_gib * 0.8))}Gi"
+    if c.erdma:
+        limits["aliyun/erdma"] = 1
+    out = {"limits": limits}
+    if requests:
+        out["requests"] = requests
+    return out
+
+
+def _shm(c: Ctx) -> tuple[dict, dict]:
+    size = max(1, min(64, int((c.memory_gib or 64) / 4)))
+    return ({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size}Gi"}},
+            {"name": "dshm", "mountPath": "/dev/shm"})
+
+
+def _pod_extras(c: Ctx, spec: dict, container: dict) -> None:
+    spec["nodeSelector"] = {"node.kubernetes.io/instance-type": c.instance_type}
+    spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    vol, mount = _shm(c)
+    spec["volumes"] = [vol]
+    container["volumeMounts"] = [mount]
+    if c.erdma:
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+
+
+def training_manifests(c: Ctx) -> list[dict]:
+    master = f"{c.slug}-0.{c.slug}"
+    args = ["--nnodes", str(c.nodes), "--nproc_per_node", str(c.gpus_per_node),
+            "--node_rank", "$(JOB_COMPLETION_INDEX)", "--master_addr", master,
+            "--master_port", str(c.ports["rdzv"]), "train.py",
+            "--model_name_or_path", k8s_text(c.model), "--output_dir", k8s_text(c.checkpoint_dir),
+            "--per_device_train_batch_size", str(c.micro_batch),
+            "--gradient_accumulation_steps", str(c.grad_accum),
+            "--gradient_checkpointing", "true" if c.checkpointing else "false",
+            "--save_strategy", "steps", "--save_steps", str(c.save_steps)]
+    if c.mixed_precision != "no":
+        args += [f"--{c.mixed_precision}", "true"]
+    if c.deepspeed:
+        args += ["--deepspeed", "ds_config.json"]
+    env = [{"name": "JOB_NAME", "value": k8s_text(c.name or c.slug)},
+           {"name": "MAX_SEQ_LENGTH", "value": str(c.seq_len)}]
+    if c.multi_node:
+        env += [{"name": v.name, "value": v.value} for v in c.nccl_vars]
+    container = {"name": "trainer", "image": c.images["pytorch"], "workingDir": "/workspace",
+                 "command": ["torchrun"], "args": args, "env": env,
+                 "ports": [{"name": "rdzv", "containerPort": c.ports["rdzv"]}],
+                 "resources": _resources(c, c.gpus_per_node)}
+    pod_spec: dict = {"subdomain": c.slug, "restartPolicy": "Never", "containers": [container]}
+    _pod_extras(c, pod_spec, container)
+    # Checkpoints on a shared volume (create a NAS/CPFS-backed PVC with this name first).
+    pod_spec["volumes"].append({"name": "checkpoints",
+                                "persistentVolumeClaim": {"claimName": f"{c.slug}-checkpoints"}})
+    container["volumeMounts"].append({"name": "checkpoints", "mountPath": c.checkpoint_dir})
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(c, c.slug),
+               "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
+                        "selector": {"app.kubernetes.io/name": c.slug},
+                        "ports": [{"name": "rdzv", "port": c.ports["rdzv"], "targetPort": c.ports["rdzv"]}]}}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(c, c.slug),
+           "spec": {"completionMode": "Indexed", "completions": c.nodes, "parallelism": c.nodes,
+                    "backoffLimit": 3 if c.spot else 0,
+                    "template": {"metadata": {"labels": _labels(c)}, "spec": pod_spec}}}
+    return [service, job]
+
+
+def serving_manifests(c: Ctx) -> list[dict]:
+    probe = {"httpGet": {"path": "/health", "port": c.serve_port}, "periodSeconds": 10, "timeoutSeconds": 5}
+    container = {"name": "vllm", "image": c.images["vllm"],
+                 "args": ["--model", k8s_text(c.model)] + vllm_args(c),
+                 "ports": [{"name": "http", "containerPort": c.serve_port}],
+                 "resources": _resources(c, c.tp * c.pp),
+                 "startupProbe": {**probe, "failureThreshold": 120},
+                 "readinessProbe": {**probe, "failureThreshold": 3},
+                 "livenessProbe": {**probe, "failureThreshold": 6}}
+    pod_spec: dict = {"containers": [container]}
+    _pod_extras(c, pod_spec, container)
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(c, c.slug),
+                  "spec": {"replicas": c.replicas, "selector": {"matchLabels": {"app.kubernetes.io/name": c.slug}},
+                           "template": {"metadata": {"labels": _labels(c)}, "spec": pod_spec}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(c, c.slug),
+               "spec": {"type": "ClusterIP", "selector": {"app.kubernetes.io/name": c.slug},
+                        "ports": [{"name": "http", "port": c.serve_port, "targetPort": c.serve_port}]}}
+    return [deployment, service]
+
+
+def pai_dlc(c: Ctx) -> dict:
+    """CreateJob body: PAI sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods) and RANK (pod index)
+    in PyTorchJob pods; launch.sh reads them through NNODES / NODE_RANK."""
+    envs = {"PYTHONUNBUFFERED": "1", "JOB_NAME": c.name or c.slug}
+    if c.multi_node:
+        envs.update({v.name: v.value for v in c.nccl_vars})
+    return {
+        "DisplayName": c.slug,
+        "JobType": "PyTorchJob",
+        "JobSpecs": [{"Type": "Worker", "Image": c.images["pytorch"], "PodCount": c.nodes,
+                      "EcsSpec": c.instance_type}],
+        "UserCommand": (f"cd {c.data_dir}/gpuplan/{c.slug} && NNODES=$WORLD_SIZE NODE_RANK=$RANK "
+                        "bash launch.sh"),
+        "Envs": envs,
+    }
+
+
+def files(c: Ctx) -> dict[str, str]:
+    docs = training_manifests(c) if c.training else serving_manifests(c)
+    name = "k8s/job.yaml" if c.training else "k8s/deployment.yaml"
+    head = (f"# ACK manifests for {c.slug} ({'Indexed Job' if c.training else 'Deployment'} on "
+            f"{c.instance_type}). Replace the image with yours{' (with train.py in /workspace); create the PVC ' + c.slug + '-checkpoints (NAS or CPFS) first' if c.training else ''}.\n")
+    out = {name: head + yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True, width=1000)}
+    if c.training:
+        out["pai-dlc-job.json"] = json.dumps(pai_dlc(c), indent=2, ensure_ascii=False) + "\n"
+    return out

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# ms-swift alternative for the QLORA job qwen14b-qlora-spot (https://github.com/modelscope/ms-swift).
+# Set DATASET to a ModelScope/Hugging Face dataset id or a local JSONL file.
+# Multi-node: on every node, NODE_RANK=<0..0> MASTER_ADDR=<private IP of node 0> ./swift-sft.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+
+MODEL=Qwen/Qwen2.5-14B-Instruct
+DATASET="${DATASET:?set DATASET to a dataset id or a JSONL file}"
+OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen14b-qlora-spot}"
+SAVE_STEPS="${SAVE_STEPS:-315}"
+RESUME_FROM="${RESUME_FROM:-}"
+export NNODES="${NNODES:-1}"
+export NODE_RANK="${NODE_RANK:-0}"
+export MASTER_ADDR="${MASTER_ADDR:-127.0.0.1}"
+export MASTER_PORT="${MASTER_PORT:-29500}"
+export NPROC_PER_NODE="${NPROC_PER_NODE:-1}"
+ARGS=(
+  --model "$MODEL"
+  --train_type lora
+  --lora_rank 8
+  --lora_alpha 16
+  --lora_dropout 0.05
+  --target_modules all-linear
+  --torch_dtype bfloat16
+  --per_device_train_batch_size 1
+  --gradient_accumulation_steps 1
+  --max_length 2048
+  --gradient_checkpointing true
+  --dataset "$DATASET"
+  --output_dir "$OUTPUT_DIR"
+  --save_steps "$SAVE_STEPS"
+  --quant_method bnb
+  --quant_bits 4
+)
+if [ -n "$RESUME_FROM" ]; then
+  ARGS+=(--resume_from_checkpoint "$RESUME_FROM")
+fi
+exec swift sft "${ARGS[@]}" "$@"

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Checkpoint/resume wrapper for llama8b-full-2node.
+# Runs ./launch.sh, which saves a checkpoint every 312 steps (about every 60 minutes at the
+# estimated 11.5 s per step) to CKPT_DIR; on a restart (crash, reboot or a new instance after a
+# spot reclaim) it resumes from the newest checkpoint. With CKPT_REMOTE set (an oss:// prefix), each
+# checkpoint is copied there with ossutil and fetched back on a fresh instance; ossutil reads its own
+# credentials (RAM role or `ossutil config`): none are stored in this file.
+# Spot notice: https://www.alibabacloud.com/help/en/ecs/user-guide/query-the-interruption-events-of-preemptible-instances
+set -uo pipefail
+cd "$(dirname "$0")" || exit 1
+
+CKPT_DIR="${CKPT_DIR:-/mnt/shared/checkpoints/llama8b-full-2node}"
+CKPT_REMOTE="${CKPT_REMOTE:-}"
+MAX_RESTARTS="${MAX_RESTARTS:-20}"
+RESTART_DELAY_S="${RESTART_DELAY_S:-30}"
+METADATA_URL="${METADATA_URL:-http://100.100.100.200/latest/meta-data/instance/spot/termination-time}"
+export OUTPUT_DIR="$CKPT_DIR"
+export SAVE_STEPS="${SAVE_STEPS:-312}"
+mkdir -p "$CKPT_DIR"
+
+log() { printf '%s run-with-resume: %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }
+
+latest_checkpoint() {
+  find "$CKPT_DIR" -maxdepth 1 -type d -name 'checkpoint-*' -printf '%f\n' 2>/dev/null | sort -t- -k2 -n | tail -n 1
+}
+
+pull_remote() {
+  if [ -n "$CKPT_REMOTE" ] && [ -z "$(latest_checkpoint)" ] && command -v ossutil >/dev/null 2>&1; then
+    log "fetching checkpoints from $CKPT_REMOTE"
+    ossutil cp -r -u "$CKPT_REMOTE/" "$CKPT_DIR/" || log "could not fetch checkpoints (continuing from scratch)"
+  fi
+}
+
+push_remote() {
+  local last
+  last="$(latest_checkpoint)"
+  if [ -n "$CKPT_REMOTE" ] && [ -n "$last" ] && command -v ossutil >/dev/null 2>&1; then
+    ossutil cp -r -u "$CKPT_DIR/$last/" "$CKPT_REMOTE/$last/" || log "could not upload $last"
+  fi
+}
+
+watch_spot() {
+  # Poll the instance metadata for a spot interruption notice; on notice, upload the newest checkpoint.
+  local nap=""
+  trap 'if [ -n "$nap" ]; then kill "$nap" 2>/dev/null; fi; exit 0' TERM
+  while :; do
+    sleep 5 &
+    nap=$!
+    wait "$nap"
+    if curl -fs --max-time 2 "$METADATA_URL" >/dev/null 2>&1; then
+      log "spot interruption notice received: uploading the newest checkpoint"
+      push_remote
+      return 0
+    fi
+  done
+}
+
+attempt=0
+while :; do
+  pull_remote
+  last="$(latest_checkpoint)"
+  if [ -n "$last" ]; then
+    export RESUME_FROM="$CKPT_DIR/$last"
+    log "resuming from $RESUME_FROM"
+  else
+    unset RESUME_FROM
+  fi
+  watch_spot &
+  watcher=$!
+  ./launch.sh "$@"
+  rc=$?
+  kill "$watcher" 2>/dev/null || true
+  push_remote
+  if [ "$rc" -eq 0 ]; then
+    log "training finished"
+    exit 0
+  fi
+  attempt=$((attempt + 1))
+  if [ "$attempt" -gt "$MAX_RESTARTS" ]; then
+    log "giving up after $MAX_RESTARTS restarts (last exit status $rc)"
+    exit "$rc"
+  fi
+  log "launch.sh exited with $rc; restart $attempt of $MAX_RESTARTS in $RESTART_DELAY_S s"
+  sleep "$RESTART_DELAY_S"
+done

@@ -1,0 +1,109 @@
+variable "region" {
+  description = "Region of the plan (prices were taken for cn-beijing)."
+  type        = string
+  default     = "cn-beijing"
+}
+
+variable "profile" {
+  description = "Optional `aliyun configure` profile name; null uses the environment variables or the instance RAM role."
+  type        = string
+  default     = null
+}
+
+variable "zone_id" {
+  description = "Zone for the vSwitch; null picks the first zone that sells the instance type."
+  type        = string
+  default     = null
+}
+
+variable "instance_type" {
+  description = "Instance type chosen by gpuplan."
+  type        = string
+  default     = "ecs.ebmgn7ex.32xlarge"
+}
+
+variable "instance_count" {
+  description = "Number of instances (nodes)."
+  type        = number
+  default     = 2
+}
+
+variable "image_id" {
+  description = "Image id; null picks the newest system image matching image_name_regex."
+  type        = string
+  default     = null
+}
+
+variable "image_name_regex" {
+  description = "System image to use when image_id is null (install the GPU driver, or pick an image that has it)."
+  type        = string
+  default     = "^ubuntu_22_04_x64"
+}
+
+variable "key_name" {
+  description = "Name of an existing ECS key pair for SSH (the private key never leaves your machine)."
+  type        = string
+}
+
+variable "admin_cidr" {
+  description = "CIDR allowed to SSH in (your office or bastion address, e.g. 203.0.113.7/32)."
+  type        = string
+}
+
+variable "monitoring_cidr" {
+  description = "CIDR of the Prometheus server that scrapes the node and DCGM exporters."
+  type        = string
+  default     = "10.0.0.0/8"
+}
+
+variable "vpc_cidr" {
+  description = "CIDR of the new VPC."
+  type        = string
+  default     = "10.20.0.0/16"
+}
+
+variable "vswitch_cidr" {
+  description = "CIDR of the new vSwitch (inside vpc_cidr)."
+  type        = string
+  default     = "10.20.1.0/24"
+}
+
+variable "public_bandwidth_mbit" {
+  description = "Public bandwidth per instance in Mbit/s (0 = no public IP; then reach the nodes through a bastion)."
+  type        = number
+  default     = 10
+}
+
+variable "data_disk_gib" {
+  description = "Data disk size advised by gpuplan (GiB)."
+  type        = number
+  default     = 200
+}
+
+variable "data_disk_performance_level" {
+  description = "ESSD performance level advised by gpuplan."
+  type        = string
+  default     = "PL1"
+}
+
+variable "cpfs_mount" {
+  description = "Mount address of an existing CPFS file system (create CPFS in the console: 10.0 TiB advised), e.g. cpfs-xxxx.cn-shanghai.cpfs.aliyuncs.com:/share ; empty skips the mount."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9._:/-]*$", var.cpfs_mount))
+    error_message = "The CPFS mount address may contain only letters, digits and . _ : / -."
+  }
+}
+
+variable "oss_checkpoint_prefix" {
+  description = "Optional oss://bucket/prefix the checkpoint wrapper copies checkpoints to (ossutil credentials come from the instance RAM role)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^(oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](/[A-Za-z0-9._/-]*)?)?$", var.oss_checkpoint_prefix))
+    error_message = "Use oss://bucket/prefix (letters, digits, . _ / - only) or leave it empty."
+  }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# SGLang equivalent of serve.sh for qwen7b-chat-api (https://docs.sglang.ai/backend/server_arguments.html).
+# In a container: docker run --gpus all --ipc=host -p 30000:30000 -v "$PWD":/bundle lmsysorg/sglang:v0.4.6.post1-cu124 bash /bundle/serve-sglang.sh
+set -euo pipefail
+
+MODEL=Qwen/Qwen2.5-7B-Instruct
+SERVED_MODEL_NAME="${SERVED_MODEL_NAME:-qwen7b-chat-api}"
+HOST="${HOST:-0.0.0.0}"
+PORT="${PORT:-30000}"
+ARGS=(
+  --model-path "$MODEL"
+  --served-model-name "$SERVED_MODEL_NAME"
+  --host "$HOST"
+  --port "$PORT"
+  --tp-size 1
+  --context-length 1536
+  --mem-fraction-static 0.9
+  --max-running-requests 32
+  --dtype bfloat16
+  --kv-cache-dtype fp8_e5m2
+)
+exec python3 -m sglang.launch_server "${ARGS[@]}" "$@"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# vLLM OpenAI-compatible server for qwen7b-chat-api on 1 x L20-48GB (ecs.gn8is.4xlarge).
+# Every engine setting below is the one the estimate used (https://docs.vllm.ai/en/latest/configuration/engine_args.html).
+# In a container: docker run --gpus all --ipc=host -p 8000:8000 --entrypoint bash -v "$PWD":/bundle vllm/vllm-openai:v0.8.5 /bundle/serve.sh
+set -euo pipefail
+
+MODEL=Qwen/Qwen2.5-7B-Instruct
+SERVED_MODEL_NAME="${SERVED_MODEL_NAME:-qwen7b-chat-api}"
+HOST="${HOST:-0.0.0.0}"
+PORT="${PORT:-8000}"
+ARGS=(
+  --served-model-name "$SERVED_MODEL_NAME"
+  --host "$HOST"
+  --port "$PORT"
+  --tensor-parallel-size 1
+  --pipeline-parallel-size 1
+  --max-model-len 1536
+  --gpu-memory-utilization 0.9
+  --max-num-seqs 32
+  --dtype bfloat16
+  --kv-cache-dtype fp8
+)
+exec vllm serve "$MODEL" "${ARGS[@]}" "$@"

