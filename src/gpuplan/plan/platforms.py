@@ -631,6 +631,17 @@ class RankablePlan:
         self.cost_key = self.plan.get("cost_key")
         self.time_key = self.plan.get("time_key")
 
+    def __getattr__(self, name: str):
+        # plan fields as attributes (warnings, why, price_as_of, billing, region, monthly_cost, ...)
+        plan = self.__dict__.get("plan") or {}
+        if name in plan:
+            return plan[name]
+        raise AttributeError(name)
+
+    @property
+    def is_platform(self) -> bool:
+        return True
+
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.plan.items() if k not in ("cost_key", "time_key")}
         d["rank"], d["pareto"] = self.rank, self.pareto

@@ -149,7 +149,7 @@ class Recommendation:
             "workload": self.workload.model_dump(mode="json"),
             "objective": self.objective,
             "currency": self.currency,
-            "plans": [p.to_dict() for p in self.plans],
+            "plans": [_with_ops(p.to_dict(), self.workload) for p in self.plans],
             "pareto": [_brief(p) for p in self.all_plans if p.pareto],
             "rejected": self.rejected,
             "binding_constraints": self.binding_constraints,
@@ -160,9 +160,22 @@ class Recommendation:
         }
 
 
-def _brief(p: Plan) -> dict:
+def _with_ops(d: dict, workload: Workload) -> dict:
+    """Attach the operational advice (image, driver/CUDA, auto-release, logs, compliance) to a plan."""
+    from gpuplan.plan.ops import ops_advice
+
+    d["ops"] = ops_advice(d, workload)
+    return d
+
+
+def _brief(p) -> dict:
+    if getattr(p, "is_platform", False):
+        d = p.to_dict()
+        return {"instance_type": d.get("instance_type"), "instance_count": d.get("instance_count"),
+                "billing": d.get("billing"), "region": d.get("region"), "cost": _r(p.cost_key),
+                "time_s": _r(p.time_key), "platform": d.get("platform")}
     return {"instance_type": p.cand.inst.instance_type, "instance_count": p.instance_count, "billing": p.billing,
-            "region": p.region, "cost": _r(p.cost_key), "time_s": _r(p.time_key)}
+            "region": p.region, "cost": _r(p.cost_key), "time_s": _r(p.time_key), "platform": "ecs"}
 
 
 # ================================================================================ entry point
@@ -228,16 +241,31 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     for p in plans:   # a type with a plan is not "rejected"
         res.rejects.pop(p.cand.inst.instance_type, None)
 
-    ranked = rank(plans, objective)
+    extra: list = []
+    if not training and plans and (cons is None or not cons.clouds or "alibaba" in cons.clouds) \
+            and all(p.cand.inst.cloud == DEFAULT_CLOUD for p in plans[:1]):
+        # serverless and managed serving (Function Compute, PAI-EAS, ACK) beside plain ECS replicas
+        from gpuplan.plan.platforms import RankablePlan, platform_plans
+
+        try:
+            ecs_dicts = [p.to_dict() for p in rank(plans, objective)[:top]]
+            extra = [RankablePlan(d) for d in platform_plans(resolved, ecs_plans=ecs_dicts, currency=currency,
+                                                             region=regions[0] if regions else None, fx=book.fx)]
+        except GpuplanError as err:
+            warnings.append(f"serverless/managed platforms not compared: {err.message}")
+    ranked = rank(plans + extra, objective)
     for i, p in enumerate(ranked, 1):
         p.rank = i
     for p in pareto_front(ranked):
         p.pareto = True
     shown = ranked[:top] + [p for p in ranked[top:] if p.pareto][: max(0, 10 - top)]
+    ecs_ranked = [p for p in ranked if not getattr(p, "is_platform", False)]
     for p in shown:
+        if getattr(p, "is_platform", False):
+            continue
         _advise(ctx, p, res)
-    why_not = _why_not(ctx, ranked[0] if ranked else None, res, searcher)
-    if ranked:
+    why_not = _why_not(ctx, ecs_ranked[0] if ecs_ranked else None, res, searcher)
+    if ranked and not getattr(ranked[0], "is_platform", False):
         ranked[0].why.insert(0, _headline(ctx, ranked[0], objective))
     binding = [] if ranked else _binding(ctx, rejected_plans, res)
 

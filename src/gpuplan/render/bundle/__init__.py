@@ -43,6 +43,9 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     files.update(infra.files(c))
     files.update(monitoring.files(c))
     files.update(k8s.files(c))
+    from gpuplan.render.autoscale import autoscale_files
+
+    files.update(autoscale_files(plan, workload))   # {} for training and for serverless plans
     files["memory.svg"] = report.memory_svg(c, estimate)
     chart = report.cost_time_svg(c, plan, pareto)
     if chart is not None:

