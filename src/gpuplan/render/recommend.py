@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.table import Table
 
@@ -52,7 +54,7 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
     for p in rec.plans:
         c = p.cand
         row = [str(p.rank), c.inst.short_name, str(p.instance_count), f"{p.gpus_total} x {c.inst.gpu}",
-               c.layout.describe().replace(", mb 1 x ga 1", ""),
+               re.sub(r", mb 1 x ga 1$", "", c.layout.describe()),
                f"{c.est.memory.per_gpu_bytes / GIB:.1f}/{c.est.memory.capacity_bytes / GIB:.1f} GiB",
                t(p.billing) if p.billing else t("unpriced"), _money(p.price_per_hour, cur)]
         if training:
