@@ -7,6 +7,7 @@
 #   - python-hcl2           (PyPI)                     reference and required-argument checks
 #   - kubernetes-validate   (PyPI; offline schemas)    Kubernetes manifests
 #   - jsonschema            (PyPI)                     DeepSpeed, PAI-DLC and cloud-init schemas
+#   - chromium, fonts-noto-cjk (Debian packages)      the web page's Playwright browser test
 # The cloud-init schema is vendored in tests/bundle/schemas (Apache-2.0 side of cloud-init's licence).
 # Usage: scripts/install-test-tools.sh [PYTHON]   (default: .venv/bin/python, else python3)
 set -euo pipefail
@@ -20,6 +21,10 @@ fi
 need_apt=()
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+# The web page's browser test drives Debian's Chromium through Playwright (it cannot download its own);
+# Chinese screenshots need a CJK font.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+[ -d /usr/share/fonts/opentype/noto ] && ls /usr/share/fonts/opentype/noto 2>/dev/null | grep -qi cjk || need_apt+=(fonts-noto-cjk)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""

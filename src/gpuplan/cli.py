@@ -497,10 +497,8 @@ def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopb
     def body(lg: str) -> int:
         if not (1 <= port <= 65535):
             raise GpuplanError(f"Port {port} is out of range.", hint="Use 1-65535, e.g. 8000.")
-        try:
-            from gpuplan.api import serve as run_server
-        except ImportError:
-            raise GpuplanError("The web server needs FastAPI and uvicorn.", hint="pip install 'gpuplan[web]'") from None
+        from gpuplan.api import serve as run_server
+
         run_server(host, port)
         return 0
 

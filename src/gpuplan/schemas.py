@@ -62,7 +62,7 @@ RECOMMEND_SCHEMA = {
         "rejected": {"type": "array", "items": {"type": "object", "required": ["instance_type", "code", "reason"],
                                                 "properties": {"code": {"enum": [
                                                     "memory", "host_memory", "network", "budget", "deadline", "status",
-                                                    "no_price", "region", "layout"]}}}},
+                                                    "no_price", "region", "layout", "sla"]}}}},
         "binding_constraints": {"type": "array"},
         "assumptions": {"type": "array", "items": {"type": "string"}},
         "warnings": {"type": "array", "items": {"type": "string"}},

@@ -210,7 +210,7 @@ class Workload(_Strict):
         """A copy with fields replaced (validated again)."""
         data = self.model_dump(exclude_unset=True)
         data.update({k: v for k, v in changes.items()})
-        return Workload.model_validate(data)
+        return parse_workload(data)
 
     @property
     def is_training(self) -> bool:

@@ -338,6 +338,10 @@ def _variants(w: Workload, cons) -> list[Variant]:
             out.append(Variant(q, w.optimizer, w.with_updates(**changes)))
         except GpuplanError:
             continue
+    if not out:
+        raise GpuplanError(f"None of the allowed quantizations {qs} works with task {w.task}.",
+                           hint="QLoRA needs a 4-bit or 8-bit base: allow bnb-nf4 (or int4/awq/gptq) in "
+                                "constraints.quantization.", field="constraints.quantization")
     return out
 
 

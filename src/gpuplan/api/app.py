@@ -1,0 +1,522 @@
+"""The gpuplan REST API and its one-page web app (FastAPI; install ``gpuplan[web]``).
+
+Endpoints (the request body of every POST is the workload, exactly as in a workload file; every
+response is the CLI's ``--json`` document; docs/web.md has examples):
+
+- ``POST /api/estimate``   -> ``gpuplan estimate --json``
+- ``POST /api/recommend``  -> ``gpuplan recommend --json`` (``?top=5``)
+- ``POST /api/plan``       -> the plan bundle of one plan as a zip (``?rank=1&lang=en``)
+- ``GET /api/gpus``, ``/api/instances``, ``/api/models``, ``/api/options`` -> catalog listings
+- ``GET /healthz``, ``GET /openapi.json``, ``GET /docs`` (an offline endpoint list), ``GET /`` (the page)
+
+Errors are JSON ``{"error", "hint", "field"}``: 422 for invalid input (the field and the reason),
+413 for an oversized body, 415 for a body that is not JSON, 503 when busy or past the time budget;
+nothing a client sends should produce a 500. Request bodies are never logged.
+"""
+
+
+import asyncio
+import io
+import json
+import math
+import shutil
+import tempfile
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, Optional
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from gpuplan import __version__
+from gpuplan.api.limits import Limits, check_workload
+from gpuplan.api.middleware import GuardMiddleware, LOOPBACK_HOSTS
+from gpuplan.api.models import (
+    ERROR_RESPONSES,
+    ESTIMATE_RESPONSES,
+    LIST_RESPONSES,
+    PLAN_RESPONSES,
+    RECOMMEND_RESPONSES,
+    ErrorResponse,
+    Health,
+)
+from gpuplan.errors import GpuplanError
+from gpuplan.workload import Workload, parse_workload
+
+STATIC_FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
+                "app.css": "text/css; charset=utf-8", "docs.html": "text/html; charset=utf-8",
+                "docs.js": "text/javascript; charset=utf-8"}
+
+# Messages of catalog lookups -> the workload field they are about (lookups raise without a field).
+_FIELD_BY_MESSAGE = (("Unknown model", "model"), ("Model config", "model"), ("Unknown GPU", "hardware.gpu"),
+                     ("Unknown instance type", "hardware.instance_type"),
+                     ("Unknown instance family", "constraints.families"), ("Unknown cloud", "constraints.clouds"),
+                     ("TP ", "parallel"), ("PP ", "parallel"))
+_TOP_LEVEL = set(Workload.model_fields) | {"rank", "top", "lang"}   # workload keys and query parameters
+
+
+WorkloadBody = Annotated[Workload, Body(description="A gpuplan workload (the same keys as a workload file).")]
+
+
+class Busy(Exception):
+    """Too much queued work, or the time budget ran out."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+# ------------------------------------------------------------------------------------------------ JSON out
+
+def _finite(obj: Any) -> Any:
+    """Replace non-finite floats by None (JSON has no NaN/Infinity) and tuples/sets by lists."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _default(o: Any) -> Any:
+    import dataclasses
+    import datetime
+
+    if isinstance(o, (datetime.date, datetime.datetime)):
+        return o.isoformat()
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return dataclasses.asdict(o)
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if isinstance(o, Path):
+        return str(o)
+    return str(o)
+
+
+def json_response(obj: Any, status: int = 200) -> Response:
+    """Compact UTF-8 JSON; NaN/Infinity become null instead of failing."""
+    try:
+        body = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_default)
+    except ValueError:
+        body = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_default)
+    return Response(body.encode("utf-8"), status_code=status, media_type="application/json")
+
+
+def error_response(status: int, message: str, hint: str = "", field: str | None = None) -> Response:
+    return json_response(ErrorResponse(error=message, hint=hint, field=field).model_dump(), status)
+
+
+def _compute_field(err: GpuplanError) -> str | None:
+    """The workload field an error raised while computing is about: model config keys live under
+    ``model.``; catalog lookups (unknown GPU, instance type...) carry no field, so their message tells."""
+    field = err.field
+    if field:
+        head = field.split(".", 1)[0]
+        return field if head in _TOP_LEVEL else f"model.{field}"
+    for prefix, name in _FIELD_BY_MESSAGE:
+        if err.message.startswith(prefix):
+            return name
+    return None
+
+
+def _with_field(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``fn``; re-raise its GpuplanError with the workload field filled in."""
+    def wrapped(*args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except GpuplanError as err:
+            raise GpuplanError(err.message, err.hint, field=_compute_field(err)) from None
+        except ValidationError as exc:
+            # A combination the workload model accepts but a derived variant does not (e.g. task qlora
+            # with constraints.quantization [none]): still the input's fault, so a 422 with the reason.
+            first = exc.errors()[0] if exc.errors() else {}
+            msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+            raise GpuplanError(f"This combination of workload settings is not possible: {msg}.",
+                               hint="Change the conflicting settings (see the message).",
+                               field=".".join(str(p) for p in first.get("loc", ())) or None) from None
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
+# ------------------------------------------------------------------------------------------------ work
+
+def _check_model_ref(w: Workload) -> None:
+    """The web API takes bundled names and inline mappings only: it never reads files named by a client."""
+    if isinstance(w.model, str):
+        from gpuplan.catalog.models import get_model
+
+        try:
+            get_model(w.model)
+        except GpuplanError as err:
+            name = w.model.strip()
+            pathlike = name.endswith(".json") or name.startswith((".", "~", "/", "\\")) or ":\\" in name
+            hint = err.hint + (" The web API does not read config.json paths: paste the config as an inline "
+                               "mapping instead." if pathlike else "")
+            raise GpuplanError(err.message, hint=hint.strip(), field="model") from None
+
+
+@_with_field
+def do_estimate(w: Workload, limits: Limits) -> dict:
+    from gpuplan.estimate.core import estimate
+
+    check_workload(w, limits, search=False)
+    _check_model_ref(w)
+    return estimate(w).to_dict()
+
+
+@_with_field
+def do_recommend(w: Workload, limits: Limits, top: int):
+    from gpuplan.plan import recommend
+
+    check_workload(w, limits, search=True)
+    _check_model_ref(w)
+    return recommend(w, top=top)
+
+
+@_with_field
+def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[bytes, str]:
+    """Recommend, pick the plan of that rank, render its bundle and zip it: (zip bytes, file name)."""
+    try:
+        from gpuplan.render.bundle import build_bundle
+        from gpuplan.render.bundle.safe import slugify
+    except ImportError:  # pragma: no cover - the bundle renderer ships with gpuplan
+        raise GpuplanError("Plan bundles are not available in this build.", hint="Upgrade gpuplan.") from None
+    rec = do_recommend(w, limits, top=rank)
+    doc = rec.to_dict()
+    chosen = next((p for p in rec.plans if p.rank == rank), None)
+    if chosen is None:
+        if not rec.plans:
+            raise GpuplanError("No plan satisfies this workload, so there is no bundle to build.",
+                               hint="See binding_constraints in /api/recommend and relax that constraint.",
+                               field="constraints")
+        raise GpuplanError(f"There is no plan ranked {rank} (the search found {len(rec.all_plans)}).",
+                           hint="Use a rank listed by /api/recommend.", field="rank")
+    est = chosen.cand.est
+    slug = slugify(w.name or (w.model if isinstance(w.model, str) else None))
+    tmp = Path(tempfile.mkdtemp(prefix="gpuplan-api-"))
+    try:
+        folder = build_bundle(chosen.to_dict(), est.workload, est.to_dict(), tmp / slug, lang=lang,
+                              rejected=doc["rejected"], pareto=doc["pareto"])
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for path in sorted(folder.rglob("*")):
+                if not path.is_file():
+                    continue
+                info = zipfile.ZipInfo(f"{slug}/{path.relative_to(folder).as_posix()}", date_time=(2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = (path.stat().st_mode & 0o777 | 0o100000) << 16
+                zf.writestr(info, path.read_bytes())
+        return buf.getvalue(), f"{slug}-plan.zip"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Runner:
+    """Runs CPU-bound work in a bounded thread pool under a per-request time budget."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.pool: ThreadPoolExecutor | None = None
+        self.pending = 0
+
+    def start(self) -> None:
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max_workers=self.limits.workers, thread_name_prefix="gpuplan-api")
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self.start()
+        if self.pending >= self.limits.max_queue:
+            raise Busy("The server is busy.", "Retry in a few seconds.")
+        loop = asyncio.get_running_loop()
+        self.pending += 1
+        fut = loop.run_in_executor(self.pool, fn, *args)
+
+        def _done(_f: asyncio.Future) -> None:
+            self.pending -= 1
+            if not _f.cancelled():
+                _f.exception()  # mark a late exception as retrieved
+        fut.add_done_callback(_done)
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout=self.limits.time_budget_s)
+        except asyncio.TimeoutError:
+            fut.cancel()
+            raise Busy(f"The request took longer than this server's {self.limits.time_budget_s:g} s budget.",
+                       "Narrow the search: set constraints.regions, constraints.max_gpus or a fixed hardware.gpu.")
+
+
+# ------------------------------------------------------------------------------------------------ static
+
+@cache
+def _static(name: str) -> bytes:
+    return (resources.files("gpuplan") / "api" / "static" / name).read_bytes()
+
+
+def _options() -> dict:
+    """Values the page offers in its pickers, taken from the workload model and the catalog."""
+    from typing import get_args
+
+    from gpuplan.catalog.prices import load_offers
+    from gpuplan.workload import Billing, Framework, Objective, Precision, Quantization, Task
+
+    offers = load_offers()
+    return {"schema_version": 1, "tasks": list(get_args(Task)), "precisions": list(get_args(Precision)),
+            "quantizations": list(get_args(Quantization)), "billing": list(get_args(Billing)),
+            "objectives": list(get_args(Objective)), "frameworks": list(get_args(Framework)),
+            "currencies": ["CNY", "USD"], "regions": sorted({o.region for o in offers}),
+            "version": __version__}
+
+
+# ------------------------------------------------------------------------------------------------ app
+
+def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS) -> FastAPI:
+    """The FastAPI application. ``allowed_hosts=None`` accepts any Host header (when bound beyond loopback)."""
+    lim = limits or Limits()
+    runner = Runner(lim)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        runner.start()
+        try:
+            yield
+        finally:
+            runner.stop()
+
+    app = FastAPI(title="gpuplan", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="Plan cloud GPU instances for training and serving models. The request body of every "
+                              "POST is a gpuplan workload; responses are the CLI's --json documents.")
+    app.state.limits = lim
+    app.state.runner = runner
+    app.add_middleware(GuardMiddleware, max_body_bytes=lim.max_body_bytes, max_json_depth=lim.max_json_depth,
+                       allowed_hosts=allowed_hosts)
+
+    # ---------------------------------------------------------------- error handlers
+    @app.exception_handler(GpuplanError)
+    async def _gpuplan_error(_req: Request, err: GpuplanError) -> Response:
+        return error_response(422, err.message, err.hint, err.field)
+
+    @app.exception_handler(Busy)
+    async def _busy(_req: Request, err: Busy) -> Response:
+        resp = error_response(503, err.message, err.hint)
+        resp.headers["Retry-After"] = "5"
+        return resp
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_req: Request, exc: RequestValidationError) -> Response:
+        return _validation_response(exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_req: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400:  # FastAPI could not decode the body (not UTF-8, ...)
+            return error_response(422, "The request body is not valid UTF-8 JSON.",
+                                  "Send one JSON object of workload keys, encoded as UTF-8.")
+        resp = error_response(exc.status_code, str(exc.detail))
+        for key, value in (exc.headers or {}).items():
+            resp.headers[key] = value
+        return resp
+
+    @app.exception_handler(Exception)
+    async def _internal(_req: Request, exc: Exception) -> Response:  # pragma: no cover - a bug, never the input
+        return error_response(500, f"Internal error ({exc.__class__.__name__}).",
+                              "This is a gpuplan bug: please report it with the workload.")
+
+    # ---------------------------------------------------------------- compute
+    @app.post("/api/estimate", tags=["compute"], responses=ESTIMATE_RESPONSES, response_class=Response,
+              summary="Memory, time and throughput on fixed hardware (gpuplan estimate --json)")
+    async def api_estimate(workload: WorkloadBody) -> Response:
+        return json_response(await runner.run(do_estimate, workload, lim))
+
+    @app.post("/api/recommend", tags=["compute"], responses=RECOMMEND_RESPONSES, response_class=Response,
+              summary="Ranked instance plans (gpuplan recommend --json)")
+    async def api_recommend(workload: WorkloadBody,
+                            top: Annotated[int, Query(ge=1, le=lim.max_top, description="plans to return")] = 5
+                            ) -> Response:
+        rec = await runner.run(do_recommend, workload, lim, top)
+        return json_response(rec.to_dict())
+
+    @app.post("/api/plan", tags=["compute"], responses=PLAN_RESPONSES, response_class=Response,
+              summary="The plan bundle of one recommended plan, as a zip")
+    async def api_plan(workload: WorkloadBody,
+                       rank: Annotated[int, Query(ge=1, le=lim.max_top, description="rank of the plan in "
+                                                                                     "/api/recommend")] = 1,
+                       lang: Annotated[Literal["en", "zh"], Query(description="language of PLAN.md")] = "en"
+                       ) -> Response:
+        data, filename = await runner.run(do_plan_zip, workload, lim, rank, lang)
+        return Response(data, media_type="application/zip",
+                        headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+    # ---------------------------------------------------------------- catalog
+    @app.get("/api/gpus", tags=["catalog"], responses=LIST_RESPONSES, response_class=Response,
+             summary="GPUs in the catalog (gpuplan gpus --json)")
+    async def api_gpus() -> Response:
+        from gpuplan.catalog.gpus import load_gpus
+
+        return json_response({"schema_version": 1, "gpus": [g.to_dict() for g in load_gpus().values()]})
+
+    @app.get("/api/instances", tags=["catalog"], responses=LIST_RESPONSES, response_class=Response,
+             summary="Instance types, filtered (gpuplan instances --json)")
+    async def api_instances(
+        family: Annotated[Optional[str], Query(max_length=100)] = None,
+        gpu: Annotated[Optional[str], Query(max_length=100)] = None,
+        min_gpu_memory: Annotated[Optional[float], Query(gt=0, le=4096, description="GiB per GPU")] = None,
+        region: Annotated[Optional[str], Query(max_length=100)] = None,
+        cloud: Annotated[str, Query(max_length=40)] = "alibaba",
+    ) -> Response:
+        return json_response(_instances(family, gpu, min_gpu_memory, region, cloud))
+
+    @app.get("/api/models", tags=["catalog"], responses=LIST_RESPONSES, response_class=Response,
+             summary="Bundled models (gpuplan models --json); ?q= searches ids and aliases")
+    async def api_models(
+        kind: Annotated[Optional[str], Query(max_length=40)] = None,
+        q: Annotated[Optional[str], Query(max_length=100, description="case-insensitive search")] = None,
+        brief: Annotated[bool, Query(description="only id, aliases, kind, family and parameter counts")] = False,
+    ) -> Response:
+        return json_response(_models(kind, q, brief))
+
+    @app.get("/api/options", tags=["catalog"], summary="Allowed values for the page's pickers",
+             response_class=Response)
+    async def api_options() -> Response:
+        return json_response(_options())
+
+    # ---------------------------------------------------------------- misc
+    @app.get("/healthz", tags=["meta"], response_model=Health)
+    async def healthz() -> Health:
+        return Health(version=__version__)
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> Response:
+        return _static_response("index.html")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Response:
+        return _static_response("docs.html")
+
+    @app.get("/static/{name}", include_in_schema=False)
+    async def static(name: str) -> Response:
+        if name not in STATIC_FILES:
+            return error_response(404, f"No static file {name!r}.")
+        return _static_response(name)
+
+    app.openapi_schema = None
+    _add_error_schema(app)
+    return app
+
+
+def _add_error_schema(app: FastAPI) -> None:
+    """Put ErrorResponse into components (the error responses refer to it)."""
+    original = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = original()
+        comps = schema.setdefault("components", {}).setdefault("schemas", {})
+        comps["ErrorResponse"] = ErrorResponse.model_json_schema()
+        # FastAPI's default 422 body (HTTPValidationError) is not what this API returns.
+        for path in schema.get("paths", {}).values():
+            for op in path.values():
+                if isinstance(op, dict) and "422" in op.get("responses", {}):
+                    op["responses"]["422"] = {"description": ERROR_RESPONSES[422]["description"],
+                                              "content": ERROR_RESPONSES[422]["content"]}
+        for name in ("HTTPValidationError", "ValidationError"):
+            comps.pop(name, None)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _static_response(name: str) -> Response:
+    return Response(_static(name), media_type=STATIC_FILES[name],
+                    headers={"Cache-Control": "no-cache"})
+
+
+def _instances(family, gpu, min_gpu_memory, region, cloud) -> dict:
+    from gpuplan.catalog.instances import filter_instances
+    from gpuplan.catalog.prices import load_offers
+
+    try:
+        items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
+    except GpuplanError as err:
+        field = ("family" if err.message.startswith("Unknown instance family") else
+                 "gpu" if err.message.startswith("Unknown GPU") else
+                 "cloud" if err.message.startswith("Unknown cloud") else None)
+        raise GpuplanError(err.message, err.hint, field=field) from None
+    offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (region is None or o.region == region)]
+    price: dict[str, dict] = {}
+    for o in sorted(offers, key=lambda o: o.as_of):
+        price[o.instance_type] = {"price_per_hour": o.price_per_hour, "currency": o.currency, "region": o.region,
+                                  "as_of": o.as_of.isoformat()}
+    recs = []
+    for i in items:
+        d = i.to_dict()
+        d["price_payg"] = price.get(i.instance_type)
+        recs.append(d)
+    return {"schema_version": 1, "instances": recs}
+
+
+_BRIEF_KEYS = ("id", "family", "kind", "aliases", "params_total", "params_active", "max_position_embeddings",
+               "modelscope_id")
+
+
+def _models(kind: str | None, q: str | None, brief: bool) -> dict:
+    from gpuplan.catalog.models import list_models
+
+    items = list_models(kind) if kind else list_models()
+    if q:
+        needle = q.strip().lower()
+        items = [m for m in items if needle in m.id.lower() or any(needle in a.lower() for a in m.aliases)
+                 or needle in (m.modelscope_id or "").lower()]
+    out = []
+    for m in items:
+        d = m.to_dict()
+        out.append({k: d.get(k) for k in _BRIEF_KEYS} if brief else d)
+    return {"schema_version": 1, "models": out}
+
+
+def _validation_response(exc: RequestValidationError) -> Response:
+    """FastAPI's validation errors -> one {"error", "hint", "field"}; workload errors use the CLI's wording."""
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = tuple(first.get("loc", ()))
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        return error_response(422, "The request body is not valid JSON.",
+                              "Send one JSON object of workload keys with Content-Type: application/json.", None)
+    if loc[:1] == ("body",):
+        body = getattr(exc, "body", None)
+        if body is None or kind == "missing" and len(loc) == 1:
+            return error_response(422, "The request body is empty.",
+                                  "Send a workload, e.g. {\"model\": \"Qwen/Qwen2.5-7B-Instruct\", \"task\": \"lora\"}.",
+                                  None)
+        try:
+            parse_workload(body, origin="The request body")
+        except GpuplanError as err:
+            return error_response(422, err.message, err.hint, err.field)
+        field = ".".join(str(p) for p in loc[1:]) or None
+        return error_response(422, f"Invalid workload: {first.get('msg', 'invalid value')}.",
+                              "See /openapi.json or `gpuplan schema`.", field)
+    field = ".".join(str(p) for p in loc[1:]) or None
+    msg = first.get("msg", "invalid value")
+    where = f"query parameter {field!r}" if loc[:1] == ("query",) else f"parameter {field!r}"
+    return error_response(422, f"Invalid {where}: {msg}.", "See /openapi.json for the allowed values.", field)
+
+
+def app_from_env() -> FastAPI:
+    """Factory for multi-worker uvicorn (``serve(workers=N)``): settings come from the environment."""
+    import os
+
+    any_host = os.environ.get("GPUPLAN_API_ALLOW_ANY_HOST") == "1"
+    return create_app(allowed_hosts=None if any_host else LOOPBACK_HOSTS)

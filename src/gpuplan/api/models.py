@@ -1,0 +1,79 @@
+"""Request and response models of the REST API.
+
+The request body of every POST is the workload itself (:class:`gpuplan.workload.Workload`, the
+same strict pydantic model the CLI and the Python API parse), so a workload file can be posted
+as it is. Responses are the CLI's ``--json`` documents; their JSON Schemas come from
+:mod:`gpuplan.schemas` and are published in the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.schemas import ESTIMATE_SCHEMA, RECOMMEND_SCHEMA
+
+
+class ErrorResponse(BaseModel):
+    """Every error: one line, a hint on how to fix it, and the workload field at fault (or null)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: str = Field(description="what is wrong, in one line")
+    hint: str = Field("", description="how to fix it")
+    field: str | None = Field(None, description="dotted workload field (e.g. constraints.max_gpus), when known")
+
+
+class Health(BaseModel):
+    status: str = "ok"
+    version: str
+
+
+def _strip_schema_keyword(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI 3.1 media-type schemas are JSON Schema, but a nested ``$schema`` confuses some tools."""
+    return {k: v for k, v in schema.items() if k != "$schema"}
+
+
+def _recommend_schema() -> dict[str, Any]:
+    """RECOMMEND_SCHEMA with the rejection codes the recommender really emits (feasibility.CODES
+    has "sla", which gpuplan.schemas does not list yet)."""
+    from gpuplan.plan.feasibility import CODES
+
+    schema = copy.deepcopy(_strip_schema_keyword(RECOMMEND_SCHEMA))
+    code = schema["properties"]["rejected"]["items"]["properties"]["code"]
+    code["enum"] = list(dict.fromkeys([*code["enum"], *CODES]))
+    return schema
+
+
+ERROR_CONTENT = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"description": "Host header not served (a loopback-bound server answers localhost only)",
+          "content": ERROR_CONTENT},
+    413: {"description": "Request body too large", "content": ERROR_CONTENT},
+    415: {"description": "Body must be JSON (Content-Type: application/json)", "content": ERROR_CONTENT},
+    422: {"description": "Invalid workload or parameter: the field and the reason", "content": ERROR_CONTENT},
+    503: {"description": "Busy, or the request ran past the time budget", "content": ERROR_CONTENT},
+}
+
+ESTIMATE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The `gpuplan estimate --json` document",
+          "content": {"application/json": {"schema": _strip_schema_keyword(ESTIMATE_SCHEMA)}}},
+    **ERROR_RESPONSES,
+}
+
+RECOMMEND_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The `gpuplan recommend --json` document (plans may be empty: see binding_constraints)",
+          "content": {"application/json": {"schema": _recommend_schema()}}},
+    **ERROR_RESPONSES,
+}
+
+PLAN_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The plan bundle of the chosen plan as a zip (plan.json, PLAN.md, launch files)",
+          "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}},
+    **ERROR_RESPONSES,
+}
+
+LIST_RESPONSES: dict[int | str, dict[str, Any]] = {400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]}

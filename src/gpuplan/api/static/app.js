@@ -1,0 +1,614 @@
+/* gpuplan page: vanilla JS, no dependencies, nothing loaded from elsewhere.
+ * The form builds a workload (the same keys as a workload file), POSTs it to /api/recommend,
+ * and draws the answer: ranked plans, the memory breakdown and the cost/time chart as inline
+ * SVG, the assumptions and the "why not" list. The URL's query string mirrors the form, so a
+ * result can be shared. Every server text is inserted with textContent (never as HTML). */
+"use strict";
+
+const I18N = {
+  en: {
+    tagline: "GPU instance planner", api_docs: "API", sec_model: "Model and job", model: "Model", task: "Task",
+    objective: "Objective", precision: "Precision", quantization: "Quantization", sec_shape: "Lengths and batch",
+    seq_len: "Sequence length", batch_size: "Micro-batch per GPU", prompt_tokens: "Prompt tokens",
+    output_tokens: "Output tokens", concurrency: "Concurrent sequences", requests_per_s: "Requests per second",
+    dataset_tokens: "Dataset tokens", epochs: "Epochs", sec_constraints: "Constraints",
+    deadline_hours: "Deadline (hours)", budget: "Budget", region: "Region", billing: "Billing",
+    submit: "Find plans", share: "Copy link", copied: "Link copied", intro: "Describe the job on the left and press “Find plans”.",
+    col_rank: "#", col_instance: "Instance", col_gpus: "GPUs", col_layout: "Layout", col_billing: "Billing",
+    col_region: "Region", col_price: "Price / hour", col_time: "Time", col_cost: "Cost", col_memory: "Memory / GPU",
+    download: "Download plan bundle (zip)", downloading: "Building the bundle…", downloaded: "Saved",
+    binding: "What stops every plan", chart_memory: "Memory per GPU (selected plan)",
+    chart_pareto: "Cost versus time (Pareto front)", why: "Why this plan", why_not: "Why not the others",
+    assumptions: "Assumptions", warnings: "Warnings",
+    footer: "Prices carry their date and source; check them before you buy.",
+    any_region: "any region", working: "Searching…", no_plans: "No plan satisfies every constraint.",
+    found: "{n} plans shown; {c} candidates searched in {s} s.", need_model: "Choose a model first.",
+    capacity: "capacity", per_month: "/ month", job: "job", latency_s: "latency (s)", hours: "hours",
+    job_time_h: "job time (hours)", total_cost: "total cost", monthly_cost: "monthly cost",
+    h_per_btok: "hours per 1B tokens", cost_per_btok: "cost per 1B tokens", no_points: "no priced plans",
+    replicas: "replicas", none: "none",
+    t_inference: "inference (serving)", t_pretrain: "pre-training", t_full: "full fine-tuning", t_lora: "LoRA",
+    t_qlora: "QLoRA", o_cost: "lowest cost", o_time: "fastest", o_balanced: "balanced",
+    b_payg: "pay-as-you-go", b_spot: "spot", b_subscription: "subscription",
+    weights: "weights", gradients: "gradients", optimizer: "optimizer states", activations: "activations",
+    kv_cache: "KV cache", adapters: "adapters (LoRA)", logits: "logits", overhead: "framework/CUDA overhead",
+    params_b: "{p}B params", error_prefix: "Error", one_gpu: "1 GPU",
+  },
+  zh: {
+    tagline: "GPU 实例规划", api_docs: "API", sec_model: "模型与任务", model: "模型", task: "任务",
+    objective: "优化目标", precision: "精度", quantization: "量化", sec_shape: "长度与批量",
+    seq_len: "序列长度", batch_size: "每卡微批量", prompt_tokens: "输入 token 数", output_tokens: "输出 token 数",
+    concurrency: "并发序列数", requests_per_s: "每秒请求数", dataset_tokens: "数据集 token 数", epochs: "轮数",
+    sec_constraints: "约束", deadline_hours: "截止时间（小时）", budget: "预算", region: "地域", billing: "计费方式",
+    submit: "查找方案", share: "复制链接", copied: "链接已复制", intro: "在左侧描述任务，然后点击“查找方案”。",
+    col_rank: "#", col_instance: "实例规格", col_gpus: "GPU", col_layout: "并行方式", col_billing: "计费",
+    col_region: "地域", col_price: "每小时价格", col_time: "时长", col_cost: "费用", col_memory: "每卡显存",
+    download: "下载方案包（zip）", downloading: "正在生成方案包…", downloaded: "已保存",
+    binding: "所有方案都被什么挡住", chart_memory: "每卡显存（所选方案）", chart_pareto: "费用与时间（帕累托前沿）",
+    why: "为什么选这个方案", why_not: "为什么不选其他", assumptions: "假设", warnings: "警告",
+    footer: "价格均注明日期和来源，购买前请核对。",
+    any_region: "所有地域", working: "正在搜索…", no_plans: "没有方案能满足全部约束。",
+    found: "显示 {n} 个方案；共搜索 {c} 个候选，用时 {s} 秒。", need_model: "请先选择模型。",
+    capacity: "容量", per_month: "/ 月", job: "任务", latency_s: "延迟（秒）", hours: "小时",
+    job_time_h: "任务时长（小时）", total_cost: "总费用", monthly_cost: "每月费用",
+    h_per_btok: "每十亿 token 小时数", cost_per_btok: "每十亿 token 费用", no_points: "没有带价格的方案",
+    replicas: "副本", none: "无",
+    t_inference: "推理（服务）", t_pretrain: "预训练", t_full: "全参数微调", t_lora: "LoRA", t_qlora: "QLoRA",
+    o_cost: "成本最低", o_time: "最快", o_balanced: "均衡",
+    b_payg: "按量付费", b_spot: "抢占式", b_subscription: "包年包月",
+    weights: "权重", gradients: "梯度", optimizer: "优化器状态", activations: "激活", kv_cache: "KV 缓存",
+    adapters: "适配器 (LoRA)", logits: "logits", overhead: "框架/CUDA 开销",
+    params_b: "{p}B 参数", error_prefix: "错误", one_gpu: "单卡",
+  },
+};
+
+const COLOURS = { weights: "#0072B2", gradients: "#E69F00", optimizer: "#009E73", activations: "#CC79A7",
+                  kv_cache: "#56B4E9", adapters: "#F0E442", logits: "#D55E00", overhead: "#999999" };
+const GIB = 1024 ** 3;
+const SVGNS = "http://www.w3.org/2000/svg";
+const TRAINING = new Set(["pretrain", "full", "lora", "qlora"]);
+const URL_KEYS = ["model", "task", "objective", "precision", "quantization", "seq_len", "batch_size", "prompt_tokens",
+                  "output_tokens", "requests_per_s", "dataset_tokens", "epochs", "deadline_hours", "budget",
+                  "currency", "region", "billing"];
+
+const state = { lang: "en", models: [], options: null, doc: null, workload: null, selected: 0, activeIndex: -1 };
+const $ = (id) => document.getElementById(id);
+
+function t(key, vars) {
+  let s = (I18N[state.lang] && I18N[state.lang][key]) || I18N.en[key] || key;
+  if (vars) for (const [k, v] of Object.entries(vars)) s = s.replace("{" + k + "}", String(v));
+  return s;
+}
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  if (attrs) for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+function svgEl(tag, attrs, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  if (attrs) for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+/* ---------------------------------------------------------------- formatting */
+function fmtNum(x, digits) {
+  if (x === null || x === undefined || !isFinite(x)) return "–";
+  return Number(x).toLocaleString(state.lang === "zh" ? "zh-CN" : "en-US",
+                                   { maximumFractionDigits: digits === undefined ? 2 : digits });
+}
+function fmtMoney(x, cur) { return x === null || x === undefined ? "–" : (cur || "") + " " + fmtNum(x, x < 100 ? 2 : 0); }
+function fmtGiB(b) { return b === null || b === undefined ? "–" : fmtNum(b / GIB, 1) + " GiB"; }
+function fmtDuration(s) {
+  if (s === null || s === undefined || !isFinite(s)) return "–";
+  if (s < 120) return fmtNum(s, 1) + " s";
+  if (s < 3 * 3600) return fmtNum(s / 60, 0) + " min";
+  if (s < 72 * 3600) return fmtNum(s / 3600, 1) + " h";
+  return fmtNum(s / 86400, 1) + " d";
+}
+function layoutText(p) {
+  const par = p.parallel || {};
+  const parts = [];
+  if (par.tp > 1) parts.push("TP" + par.tp);
+  if (par.pp > 1) parts.push("PP" + par.pp);
+  if (par.dp > 1) parts.push("DP" + par.dp);
+  if (par.zero) parts.push("ZeRO-" + par.zero);
+  if (par.offload && par.offload !== "none") parts.push("offload " + par.offload);
+  if (par.quantization && par.quantization !== "none") parts.push(par.quantization);
+  if (par.checkpointing && par.checkpointing !== "none" && par.optimizer) parts.push("ckpt");
+  return parts.join(" · ") || t("one_gpu");
+}
+
+/* ---------------------------------------------------------------- i18n */
+function applyLang(lang) {
+  state.lang = lang === "zh" ? "zh" : "en";
+  document.documentElement.lang = state.lang === "zh" ? "zh-CN" : "en";
+  for (const node of document.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
+  $("lang-toggle").textContent = state.lang === "zh" ? "English" : "中文";
+  fillSelectLabels();
+  if (state.doc) render();
+  updateUrl();
+}
+
+function fillSelectLabels() {
+  for (const opt of $("task").options) opt.textContent = t("t_" + opt.value);
+  for (const opt of $("objective").options) opt.textContent = t("o_" + opt.value);
+  const anyRegion = $("region").querySelector('option[value=""]');
+  if (anyRegion) anyRegion.textContent = t("any_region");
+  for (const lab of $("billing").querySelectorAll("label")) lab.lastChild.textContent = " " + t("b_" + lab.dataset.value);
+}
+
+/* ---------------------------------------------------------------- form setup */
+function setOptions(select, values, labelOf) {
+  select.replaceChildren();
+  for (const v of values) select.appendChild(el("option", { value: v }, labelOf ? labelOf(v) : v));
+}
+
+async function loadOptions() {
+  const [opts, models] = await Promise.all([getJson("/api/options"), getJson("/api/models?brief=true")]);
+  state.options = opts;
+  state.models = models.models;
+  setOptions($("task"), opts.tasks, (v) => t("t_" + v));
+  $("task").value = "lora";
+  setOptions($("objective"), opts.objectives, (v) => t("o_" + v));
+  setOptions($("precision"), opts.precisions);
+  $("precision").value = "bf16";
+  setOptions($("quantization"), opts.quantizations);
+  setOptions($("currency"), opts.currencies);
+  setOptions($("region"), ["", ...opts.regions], (v) => (v ? v : t("any_region")));
+  const box = $("billing");
+  box.replaceChildren();
+  for (const b of opts.billing) {
+    const lab = el("label", { "data-value": b });
+    const cb = el("input", { type: "checkbox", name: "billing", value: b });
+    cb.checked = true;
+    lab.append(cb, document.createTextNode(" " + t("b_" + b)));
+    box.appendChild(lab);
+  }
+  $("version").textContent = "gpuplan " + opts.version;
+}
+
+async function getJson(url) {
+  const r = await fetch(url, { headers: { Accept: "application/json" } });
+  if (!r.ok) throw new Error(url + ": HTTP " + r.status);
+  return r.json();
+}
+
+function toggleTaskFields() {
+  const training = TRAINING.has($("task").value);
+  for (const node of document.querySelectorAll(".train-only")) node.hidden = !training;
+  for (const node of document.querySelectorAll(".infer-only")) node.hidden = training;
+}
+
+/* ---------------------------------------------------------------- model picker */
+function modelMatches(query) {
+  const q = query.trim().toLowerCase();
+  const scored = [];
+  for (const m of state.models) {
+    const names = [m.id, ...(m.aliases || []), m.modelscope_id || ""].map((s) => s.toLowerCase());
+    let score = -1;
+    if (!q) score = 0;
+    else if (names.some((n) => n === q)) score = 3;
+    else if (names.some((n) => n.startsWith(q) || n.split("/").pop().startsWith(q))) score = 2;
+    else if (names.some((n) => n.includes(q))) score = 1;
+    if (score >= 0) scored.push([score, m]);
+  }
+  scored.sort((a, b) => b[0] - a[0] || a[1].id.localeCompare(b[1].id));
+  return scored.slice(0, 12).map((x) => x[1]);
+}
+
+function showModelList() {
+  const list = $("model-list");
+  const hits = modelMatches($("model").value);
+  list.replaceChildren();
+  state.activeIndex = -1;
+  for (const m of hits) {
+    const li = el("li", { role: "option", "data-id": m.id, "aria-selected": "false" });
+    li.append(el("span", null, m.id),
+              el("span", { class: "params" }, t("params_b", { p: fmtNum(m.params_total / 1e9, 1) })));
+    li.addEventListener("mousedown", (ev) => { ev.preventDefault(); chooseModel(m.id); });
+    list.appendChild(li);
+  }
+  list.hidden = hits.length === 0;
+  $("model").setAttribute("aria-expanded", String(!list.hidden));
+}
+
+function chooseModel(id) {
+  $("model").value = id;
+  $("model-list").hidden = true;
+  $("model").setAttribute("aria-expanded", "false");
+  $("model").classList.remove("invalid");
+}
+
+function modelKeys(ev) {
+  const list = $("model-list");
+  const items = [...list.querySelectorAll("li")];
+  if (list.hidden || !items.length) return;
+  if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+    ev.preventDefault();
+    state.activeIndex = (state.activeIndex + (ev.key === "ArrowDown" ? 1 : items.length - 1)) % items.length;
+    items.forEach((li, i) => li.setAttribute("aria-selected", String(i === state.activeIndex)));
+    items[state.activeIndex].scrollIntoView({ block: "nearest" });
+  } else if (ev.key === "Enter" && state.activeIndex >= 0) {
+    ev.preventDefault();
+    chooseModel(items[state.activeIndex].dataset.id);
+  } else if (ev.key === "Escape") {
+    list.hidden = true;
+  }
+}
+
+/* ---------------------------------------------------------------- workload <-> form <-> URL */
+function num(id) {
+  const raw = $(id).value.trim();
+  if (!raw) return undefined;
+  const v = Number(raw);
+  return Number.isFinite(v) ? v : raw;   // the server names the field if it is not a number
+}
+
+function buildWorkload() {
+  const task = $("task").value;
+  const w = { model: $("model").value.trim(), task, objective: $("objective").value,
+              precision: $("precision").value, quantization: $("quantization").value };
+  const training = TRAINING.has(task);
+  if (training) {
+    if (num("seq_len") !== undefined) w.seq_len = num("seq_len");
+    if (num("batch_size") !== undefined) w.batch_size = num("batch_size");
+    const tokens = num("dataset_tokens");
+    if (tokens !== undefined) {
+      w.dataset = { tokens };
+      if (num("epochs") !== undefined) w.dataset.epochs = num("epochs");
+    }
+  } else {
+    if (num("prompt_tokens") !== undefined) w.prompt_tokens = num("prompt_tokens");
+    if (num("output_tokens") !== undefined) w.output_tokens = num("output_tokens");
+    if (num("concurrency") !== undefined) w.batch_size = num("concurrency");
+    if (num("requests_per_s") !== undefined) w.serving = { requests_per_s: num("requests_per_s") };
+  }
+  const c = {};
+  if (training && num("deadline_hours") !== undefined) c.deadline_hours = num("deadline_hours");
+  if (num("budget") !== undefined) { c.budget = num("budget"); }
+  if ($("currency").value !== "CNY") c.currency = $("currency").value;
+  if ($("region").value) c.regions = [$("region").value];
+  const billing = [...document.querySelectorAll('#billing input:checked')].map((x) => x.value);
+  if (billing.length && billing.length < $("billing").querySelectorAll("input").length) c.billing = billing;
+  if (Object.keys(c).length) w.constraints = c;
+  if (w.quantization === "none" && task === "qlora") delete w.quantization;
+  return w;
+}
+
+function formParams() {
+  const p = new URLSearchParams();
+  const training = TRAINING.has($("task").value);
+  for (const key of URL_KEYS) {
+    let v;
+    if (key === "billing") {
+      const all = $("billing").querySelectorAll("input");
+      const on = [...all].filter((x) => x.checked).map((x) => x.value);
+      v = on.length && on.length < all.length ? on.join(",") : "";
+    } else if (key === "batch_size") {
+      v = training ? $("batch_size").value : $("concurrency").value;
+    } else {
+      v = $(key).value;
+    }
+    if (v && !(key === "currency" && v === "CNY")) p.set(key, v.trim());
+  }
+  if (state.lang === "zh") p.set("lang", "zh");
+  return p;
+}
+
+function updateUrl() {
+  const qs = formParams().toString();
+  history.replaceState(null, "", qs ? "?" + qs : location.pathname);
+}
+
+function fillFromUrl() {
+  const p = new URLSearchParams(location.search);
+  for (const key of URL_KEYS) {
+    if (!p.has(key)) continue;
+    const v = p.get(key);
+    if (key === "billing") {
+      const on = new Set(v.split(","));
+      for (const cb of $("billing").querySelectorAll("input")) cb.checked = on.has(cb.value);
+    } else if (key === "batch_size") {
+      $("batch_size").value = v; $("concurrency").value = v;
+    } else if ($(key)) {
+      const node = $(key);
+      if (node.tagName === "SELECT" && ![...node.options].some((o) => o.value === v)) continue;
+      node.value = v;
+    }
+  }
+  return p.has("model");
+}
+
+/* ---------------------------------------------------------------- requests */
+function showError(err) {
+  for (const node of document.querySelectorAll(".invalid")) node.classList.remove("invalid");
+  const box = $("form-error");
+  box.hidden = false;
+  box.textContent = t("error_prefix") + ": " + err.error + (err.hint ? " — " + err.hint : "");
+  const field = (err.field || "").split(".");
+  const map = { model: "model", task: "task", precision: "precision", quantization: "quantization",
+                seq_len: "seq_len", prompt_tokens: "prompt_tokens", output_tokens: "output_tokens",
+                dataset: "dataset_tokens", serving: "requests_per_s", deadline_hours: "deadline_hours",
+                budget: "budget", regions: "region", billing: "billing",
+                batch_size: TRAINING.has($("task").value) ? "batch_size" : "concurrency" };
+  const target = map[field[0] === "constraints" ? field[1] : field[0]];
+  if (target && $(target)) $(target).classList.add("invalid");
+}
+
+async function postJson(url, body) {
+  const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json" },
+                               body: JSON.stringify(body) });
+  let doc = null;
+  try { doc = await r.clone().json(); } catch (e) { doc = null; }
+  return { ok: r.ok, status: r.status, doc, response: r };
+}
+
+async function submit(ev) {
+  if (ev) ev.preventDefault();
+  $("form-error").hidden = true;
+  for (const node of document.querySelectorAll(".invalid")) node.classList.remove("invalid");
+  if (!$("model").value.trim()) { showError({ error: t("need_model"), field: "model" }); return; }
+  const w = buildWorkload();
+  updateUrl();
+  $("submit").disabled = true;
+  $("status").hidden = false;
+  $("status").textContent = t("working");
+  try {
+    const res = await postJson("/api/recommend?top=8", w);
+    if (!res.ok) {
+      showError(res.doc || { error: "HTTP " + res.status });
+      $("status").textContent = t("intro");
+      return;
+    }
+    state.doc = res.doc;
+    state.workload = w;
+    state.selected = 0;
+    render();
+  } catch (e) {
+    showError({ error: String(e) });
+  } finally {
+    $("submit").disabled = false;
+  }
+}
+
+async function downloadBundle() {
+  const doc = state.doc;
+  if (!doc || !doc.plans.length) return;
+  const plan = doc.plans[state.selected];
+  $("download").disabled = true;
+  $("download-status").textContent = t("downloading");
+  try {
+    const r = await fetch("/api/plan?rank=" + encodeURIComponent(plan.rank) + "&lang=" + state.lang,
+                          { method: "POST", headers: { "Content-Type": "application/json" },
+                            body: JSON.stringify(state.workload) });
+    if (!r.ok) {
+      let err = { error: "HTTP " + r.status };
+      try { err = await r.json(); } catch (e) { /* keep the status */ }
+      $("download-status").textContent = err.error;
+      return;
+    }
+    const blob = await r.blob();
+    const cd = r.headers.get("Content-Disposition") || "";
+    const m = /filename="([^"]+)"/.exec(cd);
+    const a = el("a", { href: URL.createObjectURL(blob), download: m ? m[1] : "gpuplan-plan.zip" });
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+    $("download-status").textContent = t("downloaded") + ": " + a.getAttribute("download");
+  } finally {
+    $("download").disabled = false;
+  }
+}
+
+/* ---------------------------------------------------------------- rendering */
+function planCost(p) {
+  if (p.total_cost !== null && p.total_cost !== undefined) return fmtMoney(p.total_cost, p.currency);
+  if (p.monthly_cost !== null && p.monthly_cost !== undefined) return fmtMoney(p.monthly_cost, p.currency) + " " + t("per_month");
+  if (p.cost_per_billion_tokens !== null && p.cost_per_billion_tokens !== undefined)
+    return fmtMoney(p.cost_per_billion_tokens, p.currency) + " / 1B tok";
+  return "–";
+}
+function planTime(p) {
+  if (p.time_s !== null && p.time_s !== undefined) return fmtDuration(p.time_s);
+  if (p.time_per_billion_tokens_s) return fmtDuration(p.time_per_billion_tokens_s) + " / 1B tok";
+  if (p.replicas) return p.replicas + " " + t("replicas");
+  return "–";
+}
+
+function fillList(id, items) {
+  const ul = $(id);
+  ul.replaceChildren();
+  for (const s of items) ul.appendChild(el("li", null, s));
+  const box = $(id + "-box");
+  if (box) box.hidden = items.length === 0;
+}
+
+function render() {
+  const doc = state.doc;
+  $("output").hidden = false;
+  const plans = doc.plans || [];
+  const stats = doc.search || {};
+  $("status").textContent = plans.length
+    ? t("found", { n: plans.length, c: stats.candidates ?? "?", s: fmtNum(stats.elapsed_s ?? 0, 2) })
+    : t("no_plans");
+  const tbody = $("plans").querySelector("tbody");
+  tbody.replaceChildren();
+  plans.forEach((p, i) => {
+    const tr = el("tr", { "data-rank": p.rank });
+    if (i === state.selected) tr.classList.add("selected");
+    if (p.pareto) tr.classList.add("pareto");
+    const cells = [[p.rank], [p.instance_type + (p.instance_count > 1 ? " × " + p.instance_count : "")],
+                   [p.gpus_total + " × " + p.gpu], [layoutText(p)], [t("b_" + p.billing)], [p.region],
+                   [fmtMoney(p.price_per_hour, p.currency), "num"], [planTime(p), "num"], [planCost(p), "num"],
+                   [fmtGiB(p.memory_per_gpu_bytes) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "num"]];
+    for (const [text, cls] of cells) tr.appendChild(el("td", cls ? { class: cls } : null, text));
+    tr.addEventListener("click", () => { state.selected = i; render(); });
+    tbody.appendChild(tr);
+  });
+  $("plans").hidden = plans.length === 0;
+  $("download").hidden = plans.length === 0;
+  const sel = plans[state.selected];
+  $("headline").textContent = sel && sel.why && sel.why.length ? sel.why[0] : "";
+  fillList("why", sel ? sel.why.slice(1).concat(sel.warnings || []) : []);
+  const whyNot = (doc.why_not || []).slice();
+  for (const r of (doc.rejected || []).slice(0, 12)) whyNot.push(r.instance_type + " (" + r.code + "): " + r.reason);
+  fillList("whynot", whyNot);
+  fillList("assumptions", doc.assumptions || []);
+  fillList("warnings", doc.warnings || []);
+  const binding = $("binding");
+  binding.hidden = plans.length > 0;
+  const bl = binding.querySelector("ul");
+  bl.replaceChildren();
+  for (const b of doc.binding_constraints || []) bl.appendChild(el("li", null, b.text || JSON.stringify(b)));
+  drawMemory(sel);
+  drawPareto(doc, sel);
+}
+
+function drawMemory(plan) {
+  const host = $("memory-chart");
+  host.replaceChildren();
+  const W = 460, left = 10, barW = W - 20, barY = 36, barH = 30;
+  const comps = plan ? Object.entries(plan.memory_components || {}).filter(([, v]) => v > 0) : [];
+  const rows = Math.max(1, Math.ceil(comps.length / 2));
+  const H = barY + barH + 34 + rows * 20;
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, id: "memory-svg", role: "img" });
+  const total = comps.reduce((a, [, v]) => a + v, 0);
+  const cap = plan ? plan.capacity_per_gpu_bytes : 0;
+  const scale = Math.max(total, cap || 0, 1);
+  svg.appendChild(svgEl("title", null, t("chart_memory")));
+  svg.appendChild(svgEl("text", { x: left, y: 22, "font-weight": "bold" },
+    plan ? `${plan.gpu}: ${fmtGiB(plan.memory_per_gpu_bytes)} / ${fmtGiB(cap)} (${t("capacity")})` : t("no_points")));
+  let x = left;
+  for (const [k, v] of comps) {
+    const w = (barW * v) / scale;
+    const r = svgEl("rect", { x: x.toFixed(1), y: barY, width: w.toFixed(1), height: barH, fill: COLOURS[k] || "#666",
+                              "data-component": k });
+    r.appendChild(svgEl("title", null, `${t(k)}: ${fmtGiB(v)}`));
+    svg.appendChild(r);
+    x += w;
+  }
+  if (cap) {
+    const cx = left + (barW * cap) / scale;
+    svg.appendChild(svgEl("line", { x1: cx.toFixed(1), y1: barY - 8, x2: cx.toFixed(1), y2: barY + barH + 8,
+                                    stroke: "#000", "stroke-width": 2, "stroke-dasharray": "4 2" }));
+  }
+  comps.forEach(([k, v], i) => {
+    const lx = left + (i % 2) * (barW / 2), ly = barY + barH + 26 + Math.floor(i / 2) * 20;
+    svg.appendChild(svgEl("rect", { x: lx, y: ly - 10, width: 11, height: 11, fill: COLOURS[k] || "#666" }));
+    svg.appendChild(svgEl("text", { x: lx + 16, y: ly }, `${t(k)} ${fmtGiB(v)}`));
+  });
+  host.appendChild(svg);
+}
+
+function paretoAxes(doc) {
+  const training = TRAINING.has((doc.workload || {}).task);
+  const hasDataset = !!(doc.workload || {}).dataset;
+  const cur = doc.currency || "";
+  if (training && hasDataset) return { x: t("job_time_h"), y: `${t("total_cost")} (${cur})`, xs: 1 / 3600 };
+  if (training) return { x: t("h_per_btok"), y: `${t("cost_per_btok")} (${cur})`, xs: 1 / 3600 };
+  return { x: t("latency_s"), y: `${t("monthly_cost")} (${cur})`, xs: 1 };
+}
+
+function planPoint(doc, p) {
+  const training = TRAINING.has((doc.workload || {}).task);
+  if (training && p.time_s !== null && p.total_cost !== null) return [p.time_s, p.total_cost];
+  if (training && p.time_per_billion_tokens_s && p.cost_per_billion_tokens !== null)
+    return [p.time_per_billion_tokens_s, p.cost_per_billion_tokens];
+  const hit = (doc.pareto || []).find((q) => q.instance_type === p.instance_type && q.instance_count === p.instance_count
+                                           && q.billing === p.billing && q.region === p.region);
+  return hit && hit.cost !== null && hit.time_s !== null ? [hit.time_s, hit.cost] : null;
+}
+
+function drawPareto(doc, sel) {
+  const host = $("pareto-chart");
+  host.replaceChildren();
+  const W = 480, H = 330, ml = 64, mr = 14, mt = 16, mb = 46, pw = W - ml - mr, ph = H - mt - mb;
+  const axes = paretoAxes(doc);
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, id: "pareto-svg", role: "img" });
+  svg.appendChild(svgEl("title", null, t("chart_pareto")));
+  svg.appendChild(svgEl("rect", { x: ml, y: mt, width: pw, height: ph, fill: "none", stroke: "#000" }));
+  const front = (doc.pareto || []).filter((q) => q.cost !== null && q.time_s !== null)
+    .map((q) => ({ x: q.time_s * axes.xs, y: q.cost, label: `${q.instance_type} × ${q.instance_count}, ${t("b_" + q.billing)}`,
+                   front: true, key: `${q.instance_type}|${q.instance_count}|${q.billing}|${q.region}` }));
+  const keys = new Set(front.map((q) => q.key));
+  const others = [];
+  (doc.plans || []).forEach((p) => {
+    const pt = planPoint(doc, p);
+    const key = `${p.instance_type}|${p.instance_count}|${p.billing}|${p.region}`;
+    if (pt && !keys.has(key)) others.push({ x: pt[0] * axes.xs, y: pt[1], label: `#${p.rank} ${p.instance_type}`, front: false, key });
+  });
+  const pts = front.concat(others).filter((q) => isFinite(q.x) && isFinite(q.y));
+  if (!pts.length) {
+    svg.appendChild(svgEl("text", { x: ml + pw / 2, y: mt + ph / 2, "text-anchor": "middle" }, t("no_points")));
+    host.appendChild(svg);
+    return;
+  }
+  const x1 = Math.max(...pts.map((q) => q.x)) * 1.1 || 1, y1 = Math.max(...pts.map((q) => q.y)) * 1.1 || 1;
+  const sx = (v) => ml + (pw * v) / x1, sy = (v) => mt + ph - (ph * v) / y1;
+  for (let i = 0; i <= 4; i++) {
+    const xv = (x1 * i) / 4, yv = (y1 * i) / 4;
+    svg.appendChild(svgEl("text", { x: sx(xv), y: mt + ph + 16, "text-anchor": "middle" }, fmtNum(xv, xv < 10 ? 2 : 0)));
+    svg.appendChild(svgEl("text", { x: ml - 6, y: sy(yv) + 4, "text-anchor": "end" }, fmtNum(yv, yv < 10 ? 2 : 0)));
+    if (i > 0) svg.appendChild(svgEl("line", { x1: ml, x2: ml + pw, y1: sy(yv), y2: sy(yv), stroke: "#eee" }));
+  }
+  svg.appendChild(svgEl("text", { x: ml + pw / 2, y: H - 10, "text-anchor": "middle" }, axes.x));
+  svg.appendChild(svgEl("text", { x: 16, y: mt + ph / 2, "text-anchor": "middle",
+                                  transform: `rotate(-90 16 ${mt + ph / 2})` }, axes.y));
+  const line = front.slice().sort((a, b) => a.x - b.x || a.y - b.y);
+  if (line.length > 1) {
+    svg.appendChild(svgEl("polyline", { points: line.map((q) => `${sx(q.x).toFixed(1)},${sy(q.y).toFixed(1)}`).join(" "),
+                                        fill: "none", stroke: "#D55E00", "stroke-width": 1.5, class: "front" }));
+  }
+  const selKey = sel ? `${sel.instance_type}|${sel.instance_count}|${sel.billing}|${sel.region}` : "";
+  for (const q of pts) {
+    const chosen = q.key === selKey;
+    const c = svgEl("circle", { cx: sx(q.x).toFixed(1), cy: sy(q.y).toFixed(1), r: chosen ? 7 : 4.5,
+                                fill: q.front ? "#D55E00" : "#fff", stroke: chosen ? "#000" : "#0072B2",
+                                "stroke-width": 1.5, class: q.front ? "point front" : "point" });
+    c.appendChild(svgEl("title", null, `${q.label}: ${fmtNum(q.x, 2)}, ${fmtNum(q.y, 2)}`));
+    svg.appendChild(c);
+    if (chosen) {
+      const right = sx(q.x) > ml + pw * 0.6;
+      svg.appendChild(svgEl("text", { x: sx(q.x) + (right ? -10 : 10), y: sy(q.y) - 10,
+                                      "text-anchor": right ? "end" : "start" }, q.label));
+    }
+  }
+  host.appendChild(svg);
+}
+
+/* ---------------------------------------------------------------- start */
+async function start() {
+  const params = new URLSearchParams(location.search);
+  state.lang = params.get("lang") === "zh" ? "zh" : "en";
+  try {
+    await loadOptions();
+  } catch (e) {
+    showError({ error: String(e) });
+    return;
+  }
+  const autorun = fillFromUrl();
+  toggleTaskFields();
+  applyLang(state.lang);
+  $("task").addEventListener("change", toggleTaskFields);
+  $("model").addEventListener("input", showModelList);
+  $("model").addEventListener("focus", showModelList);
+  $("model").addEventListener("keydown", modelKeys);
+  $("model").addEventListener("blur", () => setTimeout(() => { $("model-list").hidden = true; }, 150));
+  $("workload-form").addEventListener("submit", submit);
+  $("lang-toggle").addEventListener("click", () => applyLang(state.lang === "zh" ? "en" : "zh"));
+  $("download").addEventListener("click", downloadBundle);
+  $("share").addEventListener("click", async () => {
+    updateUrl();
+    try { await navigator.clipboard.writeText(location.href); } catch (e) { /* clipboard needs permission */ }
+    $("share").textContent = t("copied");
+    setTimeout(() => { $("share").textContent = t("share"); }, 1500);
+  });
+  document.body.dataset.ready = "true";
+  if (autorun) submit();
+}
+
+document.addEventListener("DOMContentLoaded", start);
