@@ -32,9 +32,11 @@ class InferencePerf:
     decode_step_s: float
     batch: int
     notes: list[str] = field(default_factory=list)
+    serving_batch: int = 1
 
     def to_dict(self) -> dict:
         return {
+            "serving_batch": self.serving_batch,
             "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "output_tokens_per_s": self.output_tokens_per_s,
             "max_concurrency": self.max_concurrency, "max_requests_per_s": self.max_requests_per_s,
             "prefill_s": self.prefill_s, "batch": self.batch,
@@ -148,24 +150,24 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
     total = prefill + case.output_tokens * tpot
     out_tps = batch * case.output_tokens / total
     conc = max_concurrency(mem)
-    rate = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
+    rate, serving_batch = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
     return InferencePerf(ttft_s=ttft, tpot_s=tpot, output_tokens_per_s=out_tps, max_concurrency=conc,
-                         max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes)
+                         max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes,
+                         serving_batch=serving_batch)
 
 
 def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: System, conc: int,
-                      ttft_sla_s: float | None, tpot_sla_s: float | None, notes: list[str]) -> float | None:
+                      ttft_sla_s: float | None, tpot_sla_s: float | None, notes: list[str]) -> tuple[float, int]:
     """Requests/s one replica sustains: the best batch B <= max concurrency within the SLA, each request
     costing its prefill plus its share of B-wide decode steps (continuous batching)."""
     if conc <= 0:
-        return 0.0
+        return 0.0, 1
     prefill_one = prefill_time(s, case, layout, system, 1, notes)
     if ttft_sla_s is not None and prefill_one > ttft_sla_s:
         notes.append(f"TTFT {prefill_one:.2f} s exceeds the SLA of {ttft_sla_s:.2f} s even alone")
-        return 0.0
+        return 0.0, 1
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
-    best = 0.0
-    b = 1
+    best, best_b = 0.0, 1
     candidates = sorted({min(conc, x) for x in (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, conc)})
     for b in candidates:
         tpot = decode_step_time(s, case, layout, system, b, ctx_avg, notes)
@@ -177,5 +179,8 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
             # queueing for prefills of the other b-1 requests in the same cycle
             if prefill_one * max(1, b // 4) > ttft_sla_s:
                 break
-        best = max(best, 1.0 / per_req)
-    return best
+        if 1.0 / per_req > best:
+            best, best_b = 1.0 / per_req, b
+    notes.append(f"serving batch {best_b}: the number of concurrent sequences that serves the most requests "
+                 "within the SLA and the KV budget")
+    return best, best_b

@@ -298,7 +298,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         rdma=rdma, interconnect=interconnect, tp=tp, pp=pp, dp=dp, zero=zero, fsdp=fsdp, offload=offload,
         micro_batch=micro_batch, grad_accum=grad_accum, checkpointing=checkpointing,
         seq_len=int(workload.seq_len or 2048), prompt_tokens=prompt, output_tokens=output,
-        max_model_len=max(prompt + output, 1), max_num_seqs=_int(workload.batch_size, 1), gpu_mem_util=util,
+        max_model_len=max(prompt + output, 1), max_num_seqs=_serving_batch(estimate, workload), gpu_mem_util=util,
         replicas=replicas,
         lora_rank=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16.0,
         lora_dropout=lora.dropout if lora else 0.05, lora_targets=targets_text,
@@ -310,3 +310,10 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
                                  multi_node=job_nodes > 1),
         llamafactory_template=_template_for(model),
     )
+
+
+def _serving_batch(estimate: dict | None, workload: Any) -> int:
+    """Concurrent sequences for the engine: the batch the estimate found best within the SLA (at least
+    the workload's own batch_size)."""
+    perf = (estimate or {}).get("performance") or {}
+    return max(_int(perf.get("serving_batch"), 1), _int(workload.batch_size, 1))
