@@ -218,8 +218,9 @@ GROUP_NOTES = {
              "4.31 samples/s on one A100) implies 4.31 x 2048 tokens x 6 x 7.7 GFLOP = 4.1e14 FLOP/s, above the "
              "A100's 3.12e14 dense peak. The samples were shorter than max_length (the source's dataset length is "
              "3234 +- 2548 units, apparently characters), and the CSV gives no mean token count, so the estimator, "
-             "which must assume seq_len tokens per sample, is low by the length ratio. The 512-token rows, where "
-             "samples do fill max_length, are within 10%.",
+             "which must assume seq_len tokens per sample, is low by the length ratio. Of the 512-token rows, where "
+             "samples do fill max_length, the 7B LoRA and full runs are within 14%; the 1.8B LoRA run is predicted "
+             "1.9x too fast (narrow layers, where per-step overheads the model does not capture dominate).",
     "h200vm-speed": "Our own H200 runs happened in a sandboxed VM where each CUDA kernel launch costs several times "
                     "the CPU time of bare metal (HF generate: 92 ms/token for a 7B on an H200 vs 25 ms on a bare-metal "
                     "A100); the speed rows measure that launch overhead, not the GPU. Their memory rows (group h200cal) "
