@@ -728,6 +728,13 @@ def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.
         out.append("serving: replicas = ceil(peak (or average) requests/s / one replica's max requests/s at the SLA); "
                    "a month is 730 h; the budget is read as per month")
     out.append("subscription: monthly price x whole months; 1- and 3-year discounts are not bundled")
+    from gpuplan.providers import freshness
+
+    for cloud in sorted({i.cloud for i in ctx.insts}):
+        try:
+            out.append(freshness(cloud))   # which price data (bundled snapshot or refreshed cache) and its date
+        except GpuplanError:
+            pass
     if book.currency != "CNY" or book.converted:
         out.append(f"exchange rate {book.fx.usd_cny} CNY/USD as of {book.fx.as_of} ({book.fx.source})")
     return out

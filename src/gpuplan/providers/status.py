@@ -69,7 +69,12 @@ def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> st
     """One line for a recommendation: which price data it uses, and how old it is."""
     bundled = _bundled(cloud)
     cached = _cached(cloud, cache_dir)
-    base = (f"bundled snapshot {bundled['as_of_max']}" if bundled["as_of_max"] else "bundled snapshot (no prices)")
+    if not bundled["as_of_max"]:
+        base = "bundled snapshot (no prices)"
+    elif bundled["as_of_min"] == bundled["as_of_max"]:
+        base = f"bundled snapshot as of {bundled['as_of_max']}"
+    else:
+        base = f"bundled snapshot as of {bundled['as_of_min']}..{bundled['as_of_max']}"
     if cached and (cached["counts"].get("prices") or 0):
         regions = ", ".join(f"{r} {str(d or '')[:10]}" for r, d in cached["regions"].items())
         return f"{cloud} prices: live refresh ({regions}) over the {base}"
