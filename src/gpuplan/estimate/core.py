@@ -110,8 +110,11 @@ def _is_llm(model) -> bool:
 
 
 def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
-                      shape: Shape | None = None, with_suggestions: bool = True) -> Estimate:
-    """Estimate a workload whose defaults are already filled (see workload.resolve_defaults)."""
+                      shape: Shape | None = None, with_suggestions: bool = True,
+                      memory_only: bool = False) -> Estimate:
+    """Estimate a workload whose defaults are already filled (see workload.resolve_defaults).
+
+    ``memory_only`` skips the time model (the recommender's feasibility pass); performance is then {}."""
     warnings: list[str] = []
     assumptions: list[str] = []
     _checks(w, model, system, warnings)
@@ -128,9 +131,9 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
         return est
     s = shape or shape_of(model)
     if task == "inference":
-        mem, perf_d, notes = _inference(w, model, s, system, layout)
+        mem, perf_d, notes = _inference(w, model, s, system, layout, memory_only)
     else:
-        mem, perf_d, notes = _training(w, model, s, system, layout)
+        mem, perf_d, notes = _training(w, model, s, system, layout, memory_only)
     assumptions.extend(notes)
     assumptions.extend(mem.notes)
     est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings)
@@ -139,13 +142,15 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     return est
 
 
-def _inference(w: Workload, model, s: Shape, system: System, layout: Layout):
+def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
     framework = w.framework or "vllm"
     conc = w.batch_size or 1
     inp = InferenceInputs(precision=w.precision or "bf16", quantization=w.quantization or "none",
                           kv_dtype_bytes=_kv_bytes(w), framework=framework, flash=bool(w.flash_attention),
                           prompt_tokens=w.prompt_tokens or 0, output_tokens=w.output_tokens or 1, concurrency=conc)
     mem = inference_memory(s, inp, layout, system)
+    if memory_only:
+        return mem, {}, []
     case = ServingCase(precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
                        framework=framework, prompt_tokens=inp.prompt_tokens, output_tokens=inp.output_tokens)
     sla = w.serving
@@ -158,7 +163,7 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout):
     return mem, perf.to_dict(), notes
 
 
-def _training(w: Workload, model, s: Shape, system: System, layout: Layout):
+def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
     task = w.task or "full"
     ds = w.dataset
     tokens_per_sample = ds.tokens_per_sample if ds and ds.tokens_per_sample else None
@@ -169,6 +174,8 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout):
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
                        variable_length=task != "pretrain")
     mem = training_memory(model, s, t, layout, system)
+    if memory_only:
+        return mem, {}, []
     if task in ("lora", "qlora"):
         trainable, _ = lora_param_count(model, t.lora_targets, t.lora_rank)
     else:

@@ -121,13 +121,15 @@ class Searcher:
                       grad_accum=ga, microbatches=ga if pp > 1 else 1,
                       naive_pipeline=pp > 1 and (w.framework or "auto") in NAIVE_PP_FRAMEWORKS)
 
-    def estimate(self, v: Variant, system: System, layout: Layout) -> Estimate | None:
-        key = (v.quantization, v.optimizer, self.sys_key(system), layout)
+    def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True) -> Estimate | None:
+        """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model)."""
+        key = (v.quantization, v.optimizer, self.sys_key(system), layout, full)
         if key in self._est:
             return self._est[key]
         self.calls += 1
         try:
-            e = estimate_resolved(v.w, self.model, system, layout, shape=self.shape, with_suggestions=False)
+            e = estimate_resolved(v.w, self.model, system, layout, shape=self.shape, with_suggestions=False,
+                                  memory_only=not full)
         except GpuplanError:
             e = None
         self._est[key] = e
@@ -200,7 +202,7 @@ class Searcher:
                 return evaluated[k]
             vk = self.variant_for(v, k)
             lay = self.layout(vk, tp, pp, dp, k)
-            e = self.estimate(vk, system, lay)
+            e = self.estimate(vk, system, lay, full=False)
             r = None
             if e is None:
                 r = fz.Reject("layout", f"{fz.gpu_label(inst)}: layout {lay.describe()} is not supported")
@@ -226,8 +228,11 @@ class Searcher:
 
         found = walk_lattice(configs, fits, gpu_fits)
         for k in found:
-            e, lay, _ = evaluated[k]
+            _, lay, _ = evaluated[k]
             vk = self.variant_for(v, k)
+            e = self.estimate(vk, system, lay, full=True)   # the time model only for feasible layouts
+            if e is None:
+                continue
             c = Candidate(inst, nodes, tp, pp, dp, k, vk, e, lay)
             if not self._post_checks(c, reject):
                 continue
