@@ -15,7 +15,7 @@ from gpuplan.catalog.gpus import GpuSpec, get_gpu, load_gpus, parse_gpu_catalog,
 from gpuplan.errors import GpuplanError
 from gpuplan.units import GIB, MIB
 
-# HELPERS-BRIEF.md, "Canonical GPU ids".
+# the canonical GPU ids every catalog refers to (docs/catalog-schema.md).
 CANONICAL_IDS = [
     "A10-24GB", "A10G-24GB", "A30-24GB", "A100-PCIe-40GB", "A100-SXM4-40GB", "A100-PCIe-80GB",
     "A100-SXM4-80GB", "A800-PCIe-40GB", "A800-PCIe-80GB", "A800-SXM4-80GB", "H100-SXM-80GB",

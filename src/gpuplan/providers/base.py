@@ -2,7 +2,7 @@
 
 A provider fetches one cloud's catalog from its API and returns a :class:`CatalogSnapshot` whose rows
 follow the exact schema of the bundled snapshot (``data/clouds/<cloud>/instances.csv`` and
-``prices.csv``, see docs/HELPERS-BRIEF.md "Cloud catalog file schema"), so readers never care where
+``prices.csv``, see docs/catalog-schema.md), so readers never care where
 data came from (the SkyPilot habit, shared/docs/conventions.md). Writing it is the cache's job
 (:mod:`gpuplan.providers.cache`); talking to the network is the provider's, through a client that is
 always injectable so tests fake it at the SDK's transport seam.
