@@ -55,18 +55,9 @@ def _emit_json(obj: Any) -> None:
 
 
 def _json_default(o: Any) -> Any:
-    import dataclasses
-    import datetime
+    from gpuplan.schemas import json_default
 
-    if isinstance(o, (datetime.date, datetime.datetime)):
-        return o.isoformat()
-    if dataclasses.is_dataclass(o):
-        return dataclasses.asdict(o)
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    if isinstance(o, Path):
-        return str(o)
-    return str(o)
+    return json_default(o)
 
 
 def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:

@@ -81,3 +81,20 @@ def schema_for(which: str) -> dict[str, Any]:
     if which == "recommend":
         return RECOMMEND_SCHEMA
     raise GpuplanError(f"Unknown schema {which!r}.", hint="Use `gpuplan schema workload|estimate|recommend`.")
+
+
+def json_default(o: Any) -> Any:
+    """`json.dumps(default=...)` for the CLI and the API: dates, dataclasses, sets, paths."""
+    import dataclasses
+    import datetime
+    from pathlib import Path
+
+    if isinstance(o, (datetime.date, datetime.datetime)):
+        return o.isoformat()
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return dataclasses.asdict(o)
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if isinstance(o, Path):
+        return str(o)
+    return str(o)

@@ -87,18 +87,9 @@ def _finite(obj: Any) -> Any:
 
 
 def _default(o: Any) -> Any:
-    import dataclasses
-    import datetime
+    from gpuplan.schemas import json_default
 
-    if isinstance(o, (datetime.date, datetime.datetime)):
-        return o.isoformat()
-    if dataclasses.is_dataclass(o) and not isinstance(o, type):
-        return dataclasses.asdict(o)
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    if isinstance(o, Path):
-        return str(o)
-    return str(o)
+    return json_default(o)
 
 
 def json_response(obj: Any, status: int = 200) -> Response:

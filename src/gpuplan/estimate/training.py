@@ -174,12 +174,10 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         # Python launch overhead per micro-batch, overlapped with the GPU work (soft maximum)
         inf = table("inference")
         passes = 1.0 + (1.0 if layout.checkpointing == "full" else 0.0) + float(tr["eager_backward_passes"])
-        micro = layout.grad_accum * (layout.pp if layout.naive_pipeline else 1)
         cpu_mb = s.layers / (1 if layout.naive_pipeline else layout.pp) * passes * float(inf["eager_cpu_s_per_layer"])
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
         compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
-        del micro
     if layout.pp > 1:
         if layout.naive_pipeline:
             compute_s *= layout.pp  # layer split: one stage busy at a time
