@@ -221,7 +221,7 @@ def test_exact_names_resolve_without_assumption(name, gpu_id):
         ("A100", "A100-SXM4-80GB", "SXM4 80GB assumed"),
         ("a100-40gb", "A100-SXM4-40GB", "SXM4 assumed"),
         ("H100", "H100-SXM-80GB", "SXM5 assumed"),
-        ("V100", "V100-SXM2-32GB", "SXM2 32GB assumed"),
+        ("V100", "V100-SXM2-16GB", "SXM2 16GB assumed"),
         ("H200", "H200-SXM-141GB", "SXM5 assumed"),
     ],
 )
