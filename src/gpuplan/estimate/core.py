@@ -24,7 +24,7 @@ from gpuplan.estimate.nonllm import nonllm_estimate
 from gpuplan.estimate.shapes import Shape, shape_of
 from gpuplan.estimate.system import Layout, System, layout_from_workload, system_from_workload
 from gpuplan.estimate.training import training_perf
-from gpuplan.units import GIB, fmt_bytes
+from gpuplan.units import fmt_bytes
 from gpuplan.workload import Workload, load_workload, resolve_defaults
 
 SCHEMA_VERSION = 1
@@ -353,6 +353,3 @@ def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) 
             hi = mid
     return lo, best
 
-
-def weights_gib(model) -> float:
-    return model.params_total * 2 / GIB

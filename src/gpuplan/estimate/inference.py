@@ -60,6 +60,11 @@ class ServingCase:
     output_tokens: int
 
 
+def _compute_dtype(case: ServingCase) -> str:
+    """FP8 compute needs FP8 weights; otherwise an fp8 precision runs its GEMMs in 16-bit."""
+    return "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision
+
+
 def _stream_efficiency(quantization: str, framework: str = "transformers") -> float:
     inf = table("inference")
     if quantization in (None, "none"):
@@ -83,8 +88,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     inf = table("inference")
     p = max(1, case.prompt_tokens)
     flops = batch * (2.0 * s.matmul_params_active * p + 2.0 * s.layers * s.heads * s.head_dim * p * p)
-    peak = peak_flops(system, "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision,
-                      notes)
+    peak = peak_flops(system, _compute_dtype(case), notes)
     eff = float(inf["prefill_efficiency"])
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
@@ -111,7 +115,7 @@ def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System
     eager = case.framework not in ENGINES
     kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
     mem_s = w_local / (bw * _stream_efficiency(case.quantization, case.framework)) + kv_mult * kv_local / (bw * inf["weight_stream_efficiency"])
-    peak = peak_flops(system, "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision, notes)
+    peak = peak_flops(system, _compute_dtype(case), notes)
     flops = batch * (2.0 * s.matmul_params_active + 2.0 * s.layers * s.heads * s.head_dim * context_tokens) / shards
     comp_s = flops / (peak * float(inf["prefill_efficiency"]))
     gpu_s = max(mem_s, comp_s)
@@ -146,7 +150,7 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
                              max_requests_per_s=rate, prefill_s=prefill, decode_step_s=0.0, batch=batch, notes=notes)
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
     tpot = decode_step_time(s, case, layout, system, batch, ctx_avg, notes)
-    ttft = prefill + decode_step_time(s, case, layout, system, batch, case.prompt_tokens, notes) * 0  # first token = prefill
+    ttft = prefill  # the first token comes out of the prefill pass
     total = prefill + case.output_tokens * tpot
     out_tps = batch * case.output_tokens / total
     conc = max_concurrency(mem)

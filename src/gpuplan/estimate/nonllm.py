@@ -17,9 +17,6 @@ from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops
 from gpuplan.units import GIB
 
-INFERENCE_ACT_SHARE = 0.15
-CFG_FACTOR = 2.0
-CONV_EFFICIENCY = 0.40  # share of dense peak reached by convolution/attention mixes (assumed)
 
 
 @dataclass
@@ -46,8 +43,9 @@ def input_scale(profile, inp: dict | None) -> tuple[float, list[str]]:
 
 
 def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
-                    framework: str, layout: Layout, system: System, steps_default: int = 30) -> NonLLMResult:
+                    framework: str, layout: Layout, system: System) -> NonLLMResult:
     prof = model.profile
+    nl = table("nonllm")
     scale, notes = input_scale(prof, inp)
     params = float(model.params_total)
     dense = 4.0 if precision == "fp32" else 2.0
@@ -63,13 +61,15 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
         grads = params * (4.0 if precision == "fp32" else 2.0) / (layout.dp if layout.zero >= 2 else 1)
         acts = prof.activation_bytes_per_sample * scale * batch * (2.0 if precision == "fp32" else 1.0)
         if layout.checkpointing == "full":
-            acts *= 0.35
-            notes.append("checkpointing keeps about a third of the activations (assumed for non-LLM models)")
+            acts *= nl["checkpointed_activation_share"]
+            notes.append(f"checkpointing keeps about {nl['checkpointed_activation_share']:.0%} of the activations "
+                         "(assumed for non-LLM models)")
         comp.update(gradients=grads, optimizer=states, activations=acts)
     else:
-        acts = prof.activation_bytes_per_sample * scale * batch * INFERENCE_ACT_SHARE
+        acts = prof.activation_bytes_per_sample * scale * batch * nl["inference_activation_share"]
         comp["activations"] = acts
-        notes.append(f"inference keeps about {INFERENCE_ACT_SHARE:.0%} of the training activations live (assumed)")
+        notes.append(f"inference keeps about {nl['inference_activation_share']:.0%} of the training activations "
+                     "live (assumed)")
     alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
     reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * comp["activations"]
     per_gpu = reserved + ctx + nccl
@@ -81,7 +81,7 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
 
     perf_notes: list[str] = []
     peak = peak_flops(system, precision, perf_notes)
-    eff = CONV_EFFICIENCY * by_key(table("training", "framework_factor"), framework, "auto")
+    eff = nl["compute_efficiency"] * by_key(table("training", "framework_factor"), framework, "auto")
     fwd = prof.forward_flops_per_sample * scale
     gpus = layout.gpus
     if training:
@@ -96,8 +96,8 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
     else:
         per_sample = fwd
         if model.kind == "diffusion":
-            steps = (inp or {}).get("steps") or steps_default
-            per_sample = fwd * steps * CFG_FACTOR
+            steps = (inp or {}).get("steps") or nl["default_diffusion_steps"]
+            per_sample = fwd * steps * nl["cfg_passes"]
             notes.append(f"{steps} denoising steps with classifier-free guidance (2 passes per step)")
         latency = per_sample * batch / (peak * eff)
         perf = {"ttft_s": latency, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": batch,

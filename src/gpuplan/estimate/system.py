@@ -7,7 +7,7 @@ Three inputs stay separate, as in Calculon: the model (catalog.models.ModelSpec)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpuplan.errors import GpuplanError
@@ -208,6 +208,3 @@ def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
     return System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link, inter_node_gbit_s=inter,
                   rdma="rdma" if nodes > 1 else None), notes
 
-
-def with_nodes(system: System, nodes: int) -> System:
-    return replace(system, nodes=nodes)
