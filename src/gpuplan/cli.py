@@ -510,12 +510,12 @@ def main() -> None:
         sys.stderr.write("Interrupted.\n")
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - the last guard: never a traceback for users
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+        # Usage errors (unknown option, missing argument) come from click, or from the copy of click that
+        # newer typer releases vendor: recognise them by their interface rather than their module.
+        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
-        if isinstance(exc, click.exceptions.Abort):
+        if type(exc).__name__ == "Abort":
             sys.exit(1)
         if os.environ.get("GPUPLAN_DEBUG"):
             raise

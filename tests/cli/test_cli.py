@@ -78,6 +78,14 @@ def test_bad_input_exits_2_with_one_line_and_a_hint(args, needle):
     assert needle in err
 
 
+@pytest.mark.parametrize("args", [("estimate", "--no-such-flag"), ("estimate", "--model", "x", "-3"),
+                                  ("recommend", "--top", "many"), ("no-such-command",)])
+def test_usage_errors_exit_2_without_internal_error(args):
+    code, out, err = run(*args)
+    assert code == 2
+    assert "Internal error" not in err and "Traceback" not in err
+
+
 def test_errors_under_json_are_json_on_stdout():
     code, out, _ = run("show", "nonsense-thing", "--json")
     assert code == 2
