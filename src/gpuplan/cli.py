@@ -482,6 +482,64 @@ def plan(
 
 
 @app.command()
+def ask(
+    out: Annotated[Optional[Path], typer.Option("--out", help="Where to write the workload YAML (default: workload.yaml, "
+                                                "or workload-N.yaml when that exists).")] = None,
+    top: Annotated[int, typer.Option(help="How many plans to show.")] = 5,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Answer the guides' questions (task, model, data or traffic, deadline or SLA, budget) and get a plan.
+
+    On a terminal it asks one question at a time. Otherwise it reads one answer per line: task, model,
+    dataset samples (requests/s for serving), tokens per sample (prompt tokens), epochs (output tokens),
+    deadline hours (TTFT target in ms), budget. An empty line takes the default.
+    """
+
+    def body(lg: str) -> int:
+        import yaml
+
+        from gpuplan.ask import ask_lines, ask_terminal, build_workload
+        from gpuplan.i18n import tr
+        from gpuplan.plan import recommend as run_recommend
+        from gpuplan.workload import load_workload
+
+        if not (1 <= top <= 100):
+            raise GpuplanError(f"--top {top} is out of range.", hint="Use 1 to 100.")
+        interactive = sys.stdin.isatty() and not as_json
+        answers = ask_terminal(lg, Console()) if interactive else ask_lines(sys.stdin, lg)
+        data = build_workload(answers)
+        w = load_workload(data)
+        path = out or _free_path(Path("workload.yaml"))
+        try:
+            path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+        except OSError as err:
+            raise GpuplanError(f"Cannot write {str(path)!r}: {err.strerror}.", hint="Pass --out with a writable path.") from None
+        rec = run_recommend(w, top=top)
+        if as_json:
+            _emit_json({**rec.to_dict(), "workload_file": str(path)})
+        else:
+            c = _console()
+            c.print(tr("Wrote the workload to {path}.", lg).format(path=path), highlight=False)
+            from gpuplan.render.recommend import render_recommendation
+
+            render_recommendation(rec, c, lg)
+            c.print(tr("Plan it again with: gpuplan recommend {path}", lg).format(path=path), highlight=False)
+        return 0 if rec.plans else 1
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+def _free_path(path: Path) -> Path:
+    """`path`, or path-2, path-3... when it exists: the wizard never overwrites a file it was not told to."""
+    n = 2
+    candidate = path
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+        n += 1
+    return candidate
+
+
+@app.command()
 def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopback only).")] = "127.0.0.1",
           port: Annotated[int, typer.Option(help="TCP port.")] = 8000) -> None:
     """Run the web page and REST API (extra gpuplan[web])."""
