@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import register, tr
+from gpuplan.i18n import N_, tr
 
 TASKS = ("lora", "qlora", "full", "pretrain", "inference")
 
@@ -44,14 +44,14 @@ def _task(s: str) -> str:
                "全参": "full", "全参微调": "full"}
     low = aliases.get(low, low)
     if low not in TASKS:
-        raise ValueError("one of: lora, qlora, full, pretrain, inference")
+        raise ValueError(N_("one of: lora, qlora, full, pretrain, inference"))
     return low
 
 
 def _model(s: str) -> str:
     s = s.strip()
     if not s or len(s) > 200 or any(c.isspace() for c in s):
-        raise ValueError("a model id such as Qwen/Qwen2.5-7B-Instruct")
+        raise ValueError(N_("a model id such as Qwen/Qwen2.5-7B-Instruct"))
     return s
 
 
@@ -60,9 +60,9 @@ def _positive(kind: type) -> Callable[[str], Any]:
         try:
             v = kind(float(s.replace(",", "").replace("_", "")))
         except ValueError:
-            raise ValueError("a positive number") from None
+            raise ValueError(N_("a positive number")) from None
         if not v > 0 or v != v or v == float("inf"):
-            raise ValueError("a positive number")
+            raise ValueError(N_("a positive number"))
         return v
     return parse
 
@@ -78,18 +78,18 @@ def questions(task: str | None = None) -> list[Question]:
     """The questions in their fixed order; after the task is known, the serving wording applies."""
     serving = task == "inference"
     return [
-        Question("task", "Task: lora, qlora, full, pretrain or inference", "lora", "lora", _task),
-        Question("model", "Model (Hugging Face / ModelScope id or a bundled alias)",
+        Question("task", N_("Task: lora, qlora, full, pretrain or inference"), "lora", "lora", _task),
+        Question("model", N_("Model (Hugging Face / ModelScope id or a bundled alias)"),
                  "Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", _model),
-        Question("rate", "Peak requests per second", "1", "5", _positive(float)) if serving else
-        Question("samples", "Dataset size (samples)", "100000", "50000", _positive(int)),
-        Question("prompt_tokens", "Prompt tokens per request", "1024", "2048", _positive(int)) if serving else
-        Question("tokens_per_sample", "Tokens per sample", "1024", "2048", _positive(int)),
-        Question("output_tokens", "Output tokens per request", "256", "512", _positive(int)) if serving else
-        Question("epochs", "Epochs", "1", "3", _positive(float)),
-        Question("ttft_ms", "Time-to-first-token target (ms)", "2000", "1000", _positive(float)) if serving else
-        Question("deadline_hours", "Deadline (hours, 'none' for no limit)", "none", "48", _optional_positive),
-        Question("budget", "Budget in CNY ('none' for no limit)", "none", "5000", _optional_positive),
+        Question("rate", N_("Peak requests per second"), "1", "5", _positive(float)) if serving else
+        Question("samples", N_("Dataset size (samples)"), "100000", "50000", _positive(int)),
+        Question("prompt_tokens", N_("Prompt tokens per request"), "1024", "2048", _positive(int)) if serving else
+        Question("tokens_per_sample", N_("Tokens per sample"), "1024", "2048", _positive(int)),
+        Question("output_tokens", N_("Output tokens per request"), "256", "512", _positive(int)) if serving else
+        Question("epochs", N_("Epochs"), "1", "3", _positive(float)),
+        Question("ttft_ms", N_("Time-to-first-token target (ms)"), "2000", "1000", _positive(float)) if serving else
+        Question("deadline_hours", N_("Deadline (hours, 'none' for no limit)"), "none", "48", _optional_positive),
+        Question("budget", N_("Budget in CNY ('none' for no limit)"), "none", "5000", _optional_positive),
     ]
 
 
@@ -153,27 +153,3 @@ def ask_lines(stream: TextIO, lang: str) -> dict[str, Any]:
                     what=tr(str(err), lang), n=i + 1, default=q.default)) from None
     return answers
 
-
-register({
-    "Task: lora, qlora, full, pretrain or inference": "任务：lora、qlora、full（全参微调）、pretrain（预训练）或 inference（推理服务）",
-    "Model (Hugging Face / ModelScope id or a bundled alias)": "模型（Hugging Face / ModelScope 仓库名或内置别名）",
-    "Peak requests per second": "峰值每秒请求数",
-    "Dataset size (samples)": "数据集大小（样本数）",
-    "Prompt tokens per request": "每个请求的输入 token 数",
-    "Tokens per sample": "每个样本的 token 数",
-    "Output tokens per request": "每个请求的输出 token 数",
-    "Epochs": "训练轮数（epoch）",
-    "Time-to-first-token target (ms)": "首字延迟目标（毫秒）",
-    "Deadline (hours, 'none' for no limit)": "期限（小时，填 none 表示不限）",
-    "Budget in CNY ('none' for no limit)": "预算（人民币元，填 none 表示不限）",
-    "e.g.": "例如",
-    "Please answer with {what}.": "请填写{what}。",
-    "one of: lora, qlora, full, pretrain, inference": "以下之一：lora、qlora、full、pretrain、inference",
-    "a model id such as Qwen/Qwen2.5-7B-Instruct": "模型名，例如 Qwen/Qwen2.5-7B-Instruct",
-    "a positive number": "一个正数",
-    "Answer {n} ({question}) is not valid: {answer!r}.": "第 {n} 个回答（{question}）无效：{answer!r}。",
-    "Give {what} on line {n}, or leave the line empty for the default ({default}).":
-        "请在第 {n} 行填写{what}，或留空使用默认值（{default}）。",
-    "Wrote the workload to {path}.": "已将工作负载写入 {path}。",
-    "Plan it again with: gpuplan recommend {path}": "之后可用以下命令重新规划：gpuplan recommend {path}",
-})

@@ -75,10 +75,14 @@ def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:
 
 def run_guarded(fn, as_json: bool, lang_opt: str | None):
     """Run a command body; turn GpuplanError into one line + hint and exit code 2."""
+    from gpuplan.i18n import use_lang
+
     lang = "en"
     try:
         lang = _lang(lang_opt)
-        return fn(lang)
+        # JSON values never change with --lang: messages made deep inside (`_()`) stay English there.
+        with use_lang("en" if as_json else lang):
+            return fn(lang)
     except GpuplanError as err:
         _fail(err, as_json, lang)
 
