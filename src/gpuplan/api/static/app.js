@@ -25,14 +25,16 @@ const I18N = {
     found: "{n} plans shown; {c} candidates searched in {s} s.", need_model: "Choose a model first.",
     capacity: "capacity", per_month: "/ month", job: "job", latency_s: "latency (s)", hours: "hours",
     job_time_h: "job time (hours)", total_cost: "total cost", monthly_cost: "monthly cost",
-    h_per_btok: "hours per 1B tokens", cost_per_btok: "cost per 1B tokens", no_points: "no priced plans",
+    h_per_btok: "hours per 1B tokens", cost_per_btok: "cost per 1B tokens", no_points: "No plan has both a price and a time to place on this chart.",
     replicas: "replicas", none: "none",
     t_inference: "inference (serving)", t_pretrain: "pre-training", t_full: "full fine-tuning", t_lora: "LoRA",
     t_qlora: "QLoRA", o_cost: "lowest cost", o_time: "fastest", o_balanced: "balanced",
     b_payg: "pay-as-you-go", b_spot: "spot", b_subscription: "subscription",
     weights: "weights", gradients: "gradients", optimizer: "optimizer states", activations: "activations",
     kv_cache: "KV cache", adapters: "adapters (LoRA)", logits: "logits", overhead: "framework/CUDA overhead",
-    params_b: "{p}B params", error_prefix: "Error", one_gpu: "1 GPU",
+    params_b: "{p}B params", error_prefix: "Error", one_gpu: "1 GPU", estimated: "estimated",
+    prices_from: "Prices: {region}, as of {date}", proxy_region: "used as a proxy for {region}",
+    estimated_note: "~ marks an estimated price (no quote found): check it in the console",
   },
   zh: {
     tagline: "GPU 实例规划", api_docs: "API", sec_model: "模型与任务", model: "模型", task: "任务",
@@ -51,14 +53,16 @@ const I18N = {
     found: "显示 {n} 个方案；共搜索 {c} 个候选，用时 {s} 秒。", need_model: "请先选择模型。",
     capacity: "容量", per_month: "/ 月", job: "任务", latency_s: "延迟（秒）", hours: "小时",
     job_time_h: "任务时长（小时）", total_cost: "总费用", monthly_cost: "每月费用",
-    h_per_btok: "每十亿 token 小时数", cost_per_btok: "每十亿 token 费用", no_points: "没有带价格的方案",
+    h_per_btok: "每十亿 token 小时数", cost_per_btok: "每十亿 token 费用", no_points: "没有同时具备价格和时长的方案可以画在此图上。",
     replicas: "副本", none: "无",
     t_inference: "推理（服务）", t_pretrain: "预训练", t_full: "全参数微调", t_lora: "LoRA", t_qlora: "QLoRA",
     o_cost: "成本最低", o_time: "最快", o_balanced: "均衡",
     b_payg: "按量付费", b_spot: "抢占式", b_subscription: "包年包月",
     weights: "权重", gradients: "梯度", optimizer: "优化器状态", activations: "激活", kv_cache: "KV 缓存",
     adapters: "适配器 (LoRA)", logits: "logits", overhead: "框架/CUDA 开销",
-    params_b: "{p}B 参数", error_prefix: "错误", one_gpu: "单卡",
+    params_b: "{p}B 参数", error_prefix: "错误", one_gpu: "单卡", estimated: "估算",
+    prices_from: "价格：{region}，截至 {date}", proxy_region: "作为 {region} 的替代参考",
+    estimated_note: "~ 表示估算价格（未找到报价），请在控制台核对",
   },
 };
 
@@ -419,6 +423,19 @@ function planTime(p) {
   return "–";
 }
 
+/* A price is an estimate when the data says so (a rule-based or guessed price, e.g. spot without a quote). */
+function priceIsEstimate(p) {
+  const kind = p.price_kind || (p.price && p.price.kind);
+  if (kind) return !["official", "live", "user", "third-party"].includes(kind);
+  return !!(p.spot && p.spot.price_estimated);
+}
+function priceNote(sel, plans) {
+  const parts = [t("prices_from", { region: sel.price_region || sel.region || "–", date: sel.price_as_of || "–" })];
+  if (sel.price_region && sel.region && sel.price_region !== sel.region) parts.push(t("proxy_region", { region: sel.region }));
+  if (plans.some(priceIsEstimate)) parts.push(t("estimated_note"));
+  return parts.join(" · ");
+}
+
 function fillList(id, items) {
   const ul = $(id);
   ul.replaceChildren();
@@ -441,11 +458,23 @@ function render() {
     const tr = el("tr", { "data-rank": p.rank });
     if (i === state.selected) tr.classList.add("selected");
     if (p.pareto) tr.classList.add("pareto");
-    const cells = [[p.rank], [p.instance_type + (p.instance_count > 1 ? " × " + p.instance_count : "")],
-                   [p.gpus_total + " × " + p.gpu], [layoutText(p)], [t("b_" + p.billing)], [p.region],
-                   [fmtMoney(p.price_per_hour, p.currency), "num"], [planTime(p), "num"], [planCost(p), "num"],
-                   [fmtGiB(p.memory_per_gpu_bytes) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "num"]];
-    for (const [text, cls] of cells) tr.appendChild(el("td", cls ? { class: cls } : null, text));
+    const est = priceIsEstimate(p);
+    // [column key, main text, second line, class]: the second line keeps the table narrow enough for
+    // 1280 px; under 760 px the CSS turns each row into a card labelled by data-label.
+    const cells = [["col_rank", String(p.rank)],
+                   ["col_instance", p.instance_type + (p.instance_count > 1 ? " × " + p.instance_count : ""), p.region],
+                   ["col_gpus", p.gpus_total + " × " + p.gpu, layoutText(p)],
+                   ["col_billing", t("b_" + p.billing)],
+                   ["col_price", (est ? "~" : "") + fmtMoney(p.price_per_hour, p.currency), est ? t("estimated") : "", "num"],
+                   ["col_time", planTime(p), "", "num wrap"], ["col_cost", (est ? "~" : "") + planCost(p), "", "num wrap"],
+                   ["col_memory", fmtNum((p.memory_per_gpu_bytes ?? NaN) / GIB, 1) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "", "num"]];
+    for (const [key, text, sub, cls] of cells) {
+      const td = el("td", cls ? { class: cls, "data-label": t(key) } : { "data-label": t(key) });
+      const val = el("span", { class: "val" }, text);
+      if (sub) val.appendChild(el("small", key === "col_price" ? { class: "est" } : null, sub));
+      td.appendChild(val);
+      tr.appendChild(td);
+    }
     tr.addEventListener("click", () => { state.selected = i; render(); });
     tbody.appendChild(tr);
   });
@@ -453,6 +482,7 @@ function render() {
   $("download").hidden = plans.length === 0;
   const sel = plans[state.selected];
   $("headline").textContent = sel && sel.why && sel.why.length ? sel.why[0] : "";
+  $("price-note").textContent = sel ? priceNote(sel, plans) : "";
   fillList("why", sel ? sel.why.slice(1).concat(sel.warnings || []) : []);
   const whyNot = (doc.why_not || []).slice();
   for (const r of (doc.rejected || []).slice(0, 12)) whyNot.push(r.instance_type + " (" + r.code + "): " + r.reason);
@@ -473,7 +503,8 @@ function drawMemory(plan) {
   host.replaceChildren();
   const W = 460, left = 10, barW = W - 20, barY = 36, barH = 30;
   const comps = plan ? Object.entries(plan.memory_components || {}).filter(([, v]) => v > 0) : [];
-  const rows = Math.max(1, Math.ceil(comps.length / 2));
+  const cols = comps.some(([k, v]) => (t(k) + fmtGiB(v)).length > 26) ? 1 : 2;
+  const rows = Math.max(1, Math.ceil(comps.length / cols));
   const H = barY + barH + 34 + rows * 20;
   const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, id: "memory-svg", role: "img" });
   const total = comps.reduce((a, [, v]) => a + v, 0);
@@ -497,7 +528,7 @@ function drawMemory(plan) {
                                     stroke: "#000", "stroke-width": 2, "stroke-dasharray": "4 2" }));
   }
   comps.forEach(([k, v], i) => {
-    const lx = left + (i % 2) * (barW / 2), ly = barY + barH + 26 + Math.floor(i / 2) * 20;
+    const lx = left + (i % cols) * (barW / 2), ly = barY + barH + 26 + Math.floor(i / cols) * 20;
     svg.appendChild(svgEl("rect", { x: lx, y: ly - 10, width: 11, height: 11, fill: COLOURS[k] || "#666" }));
     svg.appendChild(svgEl("text", { x: lx + 16, y: ly }, `${t(k)} ${fmtGiB(v)}`));
   });
@@ -523,6 +554,16 @@ function planPoint(doc, p) {
   return hit && hit.cost !== null && hit.time_s !== null ? [hit.time_s, hit.cost] : null;
 }
 
+/* 0 and 4-6 round steps (1, 2, 2.5 or 5 x 10^k) covering max: tick labels read as round numbers. */
+function niceTicks(max) {
+  if (!(max > 0) || !isFinite(max)) return [0, 1];
+  const raw = max / 4, mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((v) => v >= raw);
+  const n = Math.ceil(max / step - 1e-9);
+  return Array.from({ length: n + 1 }, (_, i) => +(i * step).toPrecision(12));
+}
+function fmtTick(v) { return fmtNum(v, v !== 0 && Math.abs(v) < 1 ? 3 : v < 10 ? 1 : 0); }
+
 function drawPareto(doc, sel) {
   const host = $("pareto-chart");
   host.replaceChildren();
@@ -543,17 +584,19 @@ function drawPareto(doc, sel) {
   });
   const pts = front.concat(others).filter((q) => isFinite(q.x) && isFinite(q.y));
   if (!pts.length) {
-    svg.appendChild(svgEl("text", { x: ml + pw / 2, y: mt + ph / 2, "text-anchor": "middle" }, t("no_points")));
+    svg.appendChild(svgEl("text", { x: ml + pw / 2, y: mt + ph / 2, "text-anchor": "middle", class: "empty" }, t("no_points")));
     host.appendChild(svg);
     return;
   }
-  const x1 = Math.max(...pts.map((q) => q.x)) * 1.1 || 1, y1 = Math.max(...pts.map((q) => q.y)) * 1.1 || 1;
+  const xt = niceTicks(Math.max(...pts.map((q) => q.x))), yt = niceTicks(Math.max(...pts.map((q) => q.y)));
+  const x1 = xt[xt.length - 1], y1 = yt[yt.length - 1];
   const sx = (v) => ml + (pw * v) / x1, sy = (v) => mt + ph - (ph * v) / y1;
-  for (let i = 0; i <= 4; i++) {
-    const xv = (x1 * i) / 4, yv = (y1 * i) / 4;
-    svg.appendChild(svgEl("text", { x: sx(xv), y: mt + ph + 16, "text-anchor": "middle" }, fmtNum(xv, xv < 10 ? 2 : 0)));
-    svg.appendChild(svgEl("text", { x: ml - 6, y: sy(yv) + 4, "text-anchor": "end" }, fmtNum(yv, yv < 10 ? 2 : 0)));
-    if (i > 0) svg.appendChild(svgEl("line", { x1: ml, x2: ml + pw, y1: sy(yv), y2: sy(yv), stroke: "#eee" }));
+  for (const xv of xt) {
+    svg.appendChild(svgEl("text", { x: sx(xv), y: mt + ph + 16, "text-anchor": "middle", class: "tick" }, fmtTick(xv)));
+  }
+  for (const yv of yt) {
+    svg.appendChild(svgEl("text", { x: ml - 6, y: sy(yv) + 4, "text-anchor": "end", class: "tick" }, fmtTick(yv)));
+    if (yv > 0) svg.appendChild(svgEl("line", { x1: ml, x2: ml + pw, y1: sy(yv), y2: sy(yv), stroke: "#eee" }));
   }
   svg.appendChild(svgEl("text", { x: ml + pw / 2, y: H - 10, "text-anchor": "middle" }, axes.x));
   svg.appendChild(svgEl("text", { x: 16, y: mt + ph / 2, "text-anchor": "middle",
@@ -571,13 +614,11 @@ function drawPareto(doc, sel) {
                                 "stroke-width": 1.5, class: q.front ? "point front" : "point" });
     c.appendChild(svgEl("title", null, `${q.label}: ${fmtNum(q.x, 2)}, ${fmtNum(q.y, 2)}`));
     svg.appendChild(c);
-    if (chosen) {
-      const right = sx(q.x) > ml + pw * 0.6;
-      svg.appendChild(svgEl("text", { x: sx(q.x) + (right ? -10 : 10), y: sy(q.y) - 10,
-                                      "text-anchor": right ? "end" : "start" }, q.label));
-    }
   }
   host.appendChild(svg);
+  // The selected plan is named under the chart (the large point), where no label can collide.
+  const chosen = pts.find((q) => q.key === selKey);
+  if (chosen) host.appendChild(el("p", { class: "chart-sel muted" }, "● " + chosen.label));
 }
 
 /* ---------------------------------------------------------------- start */
