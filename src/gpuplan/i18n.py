@@ -77,6 +77,14 @@ def tr(text: str, lang: str | None = None) -> str:
     return out
 
 
+def catalog_messages(lang: str) -> dict[str, str]:
+    """Every msgid -> translation of one language (empty for English): the web page's labels."""
+    if lang != "zh":
+        return {}
+    cat = _catalog("zh")
+    return {k: v for k, v in getattr(cat, "_catalog", {}).items() if isinstance(k, str) and k}
+
+
 def _(text: str) -> str:
     return tr(text)
 
