@@ -37,9 +37,18 @@ from gpuplan.units import HOURS_PER_MONTH
 PRICE_COLUMNS: tuple[str, ...] = (
     "instance_type", "region", "billing", "price", "unit", "currency", "as_of", "source", "confidence", "notes",
 )
+# Optional columns (added after the first schema, so older cache files without them still load):
+# ``kind`` says how the price was obtained, ``rule`` how an estimated price was computed.
+OPTIONAL_PRICE_COLUMNS: tuple[str, ...] = ("kind", "rule")
+# official = the provider's own page, API or price file; third-party = someone else's transcription,
+# scrape or invoice read-out; inferred = arithmetic on sourced numbers (e.g. a per-GPU split);
+# estimated = a rule applied where no source exists (the ``rule`` column says which); user = your file.
+PRICE_KINDS = ("official", "third-party", "inferred", "estimated", "user")
+# Kind of a row that does not say: a live refresh reads the provider's API (official).
+_DEFAULT_KIND = {"bundled": None, "cache": "official"}
 # A user's price file may leave these out (defaults below) and may add a `cloud` column.
-_USER_OPTIONAL = {"source": None, "confidence": "confirmed", "notes": ""}
-_USER_COLUMNS = PRICE_COLUMNS + ("cloud",)
+_USER_OPTIONAL = {"source": None, "confidence": "confirmed", "notes": "", "kind": "user", "rule": ""}
+_USER_COLUMNS = PRICE_COLUMNS + OPTIONAL_PRICE_COLUMNS + ("cloud",)
 BILLINGS = ("payg", "subscription", "spot")
 UNITS = ("hour", "month")
 CONFIDENCES = ("confirmed", "unconfirmed")
@@ -63,6 +72,13 @@ class Offer:
     confidence: str
     notes: str
     origin: str = "bundled"  # bundled | cache | user:<file name>
+    kind: str = "third-party"  # one of PRICE_KINDS
+    rule: str = ""             # how an estimated price was computed (required when kind == estimated)
+
+    @property
+    def estimated(self) -> bool:
+        """True for a rule-based estimate (no source quotes this price)."""
+        return self.kind == "estimated"
 
     @property
     def price_per_hour(self) -> float:
@@ -105,14 +121,23 @@ def _parse_offer(row: dict[str, str], cloud: str, origin: str, where: str) -> Of
     if not _CURRENCY.match(currency):
         raise GpuplanError(f"{where}: currency must be a 3-letter code like CNY or USD, got {row['currency']!r}.",
                            hint="")
-    for col, allowed in (("billing", BILLINGS), ("unit", UNITS), ("confidence", CONFIDENCES)):
+    kind = (row.get("kind") or "").lower() or _DEFAULT_KIND.get(origin.split(":")[0]) or ""
+    if not kind:
+        raise GpuplanError(f"{where}: column 'kind' is empty.",
+                           hint=f"Say how the price was obtained: {', '.join(PRICE_KINDS)}.")
+    row = {**row, "kind": kind}
+    for col, allowed in (("billing", BILLINGS), ("unit", UNITS), ("confidence", CONFIDENCES), ("kind", PRICE_KINDS)):
         if row[col].lower() not in allowed:
             raise GpuplanError(f"{where}: column {col!r} has unknown value {row[col]!r}.",
                                hint=f"Allowed: {', '.join(allowed)}.")
+    rule = row.get("rule") or ""
+    if kind == "estimated" and not rule:
+        raise GpuplanError(f"{where}: an estimated price needs its rule (column 'rule').",
+                           hint="Write how the number was computed, e.g. 'per-GPU price of <sibling> x 8'.")
     return Offer(cloud=cloud, instance_type=row["instance_type"], region=row["region"].lower(),
                  billing=row["billing"].lower(), price=float(price), unit=row["unit"].lower(), currency=currency,
                  as_of=as_of, source=row["source"], confidence=row["confidence"].lower(),
-                 notes=row.get("notes", ""), origin=origin)
+                 notes=row.get("notes", ""), origin=origin, kind=kind, rule=rule)
 
 
 def _read(path: Path, label: str) -> str:
@@ -226,6 +251,8 @@ def source_label(offer: Offer) -> str:
         return f"your price file {offer.origin[5:]}"
     if offer.origin == "cache":
         return "live refresh"
+    if offer.kind == "estimated":
+        return f"estimated: {offer.rule}"
     for entry in load_sources().values():
         if offer.source in (entry.get("url"), entry.get("title")) and entry.get("label"):
             return str(entry["label"])
