@@ -9,8 +9,9 @@ Rules, for every GA type and every region in REGIONS (pay-as-you-go; subscriptio
 cn-shanghai subscription price is published):
 
 1. sibling: no price for the type in the region -> the per-GPU price of the sourced type with the
-   same GPU in that region (same family first, then the nearest vCPUs per GPU, same kind, nearest
-   GPU count) x this type's GPU count (a vGPU slice: x its fraction of a GPU).
+   same GPU in that region (same family first, full GPU vs vGPU slice alike, then the nearest vCPUs
+   per GPU, same kind, nearest GPU count) x this type's GPU count (a vGPU slice: x its fraction of a
+   GPU, x the vGPU markup measured on VGPU_PAIR when the sibling is a full-GPU type).
 2. mainland: cn-hangzhou and cn-beijing take the cn-shanghai price (sourced, else rule 1): the
    bundled list prices are cn-shanghai only and mainland regions are assumed to share list prices.
 3. international: ap-southeast-1 with no same-GPU sibling there -> the cn-shanghai price converted
@@ -39,6 +40,9 @@ INTL = "ap-southeast-1"
 REGIONS = ("cn-hangzhou", "cn-shanghai", "cn-beijing", "ap-southeast-1")
 # The pair that measures the international/mainland ratio (both prices sourced).
 RATIO_PAIR = ("ecs.gn8is-2x.8xlarge", "ecs.gn8is.2xlarge")
+# The pair that measures the vGPU markup: a vGPU slice's price per GPU-fraction vs a full-GPU type's
+# per-GPU price (same L20 GPU, both cn-shanghai rows sourced).
+VGPU_PAIR = ("ecs.sgn8ia-m2.xlarge", "ecs.gn8is.2xlarge")
 
 
 def _path() -> Path:
@@ -75,6 +79,17 @@ def estimate(rows: list[dict]) -> list[dict]:
     have = _newest(sourced)
     usd_cny, fx_date = _fx()
     out: list[dict] = []
+    vg, full = VGPU_PAIR
+    vg_row, full_row = have[(vg, ANCHOR, "payg")], have[(full, ANCHOR, "payg")]
+    markup = (float(vg_row["price"]) / insts[vg].gpu_count) / (float(full_row["price"]) / insts[full].gpu_count)
+    markup_text = (f" x {markup:.3f} (vGPU markup: {vg} CNY {vg_row['price']}/h for {insts[vg].gpu_count:g} GPU vs "
+                   f"{full} CNY {full_row['price']}/h for 1 GPU)")
+
+    def scaled(inst, sib, base) -> tuple[float, str]:
+        price = float(base["price"]) / sib.gpu_count * inst.gpu_count
+        if inst.is_vgpu and not sib.is_vgpu:
+            return price * markup, markup_text
+        return price, ""
 
     def sibling(inst, region: str, table) -> tuple[dict, object] | None:
         pool = [(table[(s.instance_type, region, "payg")], s) for s in insts.values()
@@ -106,9 +121,9 @@ def estimate(rows: list[dict]) -> list[dict]:
         if hit is None:
             continue
         base, sib = hit
-        price = float(base["price"]) / sib.gpu_count * inst.gpu_count
+        price, extra = scaled(inst, sib, base)
         rule = (f"per-GPU price of {sib.instance_type} ({base['currency']} {base['price']}/h for "
-                f"{gpus_text(sib.gpu_count)}, {ANCHOR}, {base['as_of']}) x {inst.gpu_count:g}")
+                f"{gpus_text(sib.gpu_count)}, {ANCHOR}, {base['as_of']}) x {inst.gpu_count:g}" + extra)
         r = row(inst, ANCHOR, "payg", price, base, rule,
                 "estimated: no published price for this type; same GPU, scaled by GPU count (vCPU, memory and "
                 "network differences not priced)")
@@ -144,9 +159,9 @@ def estimate(rows: list[dict]) -> list[dict]:
         hit = sibling(inst, INTL, have)
         if hit is not None:
             base, sib = hit
-            price = float(base["price"]) / sib.gpu_count * inst.gpu_count
+            price, extra = scaled(inst, sib, base)
             rule = (f"per-GPU price of {sib.instance_type} ({base['currency']} {base['price']}/h for "
-                    f"{gpus_text(sib.gpu_count)}, {INTL}, {base['as_of']}) x {inst.gpu_count:g}")
+                    f"{gpus_text(sib.gpu_count)}, {INTL}, {base['as_of']}) x {inst.gpu_count:g}" + extra)
             out.append(row(inst, INTL, "payg", price, base, rule,
                            "estimated: no published price for this type; same GPU, scaled by GPU count"))
             continue

@@ -214,16 +214,17 @@ class PriceBook:
         return d.fraction_of_payg, d.rule, d.source
 
     def price_with_proxy(self, inst: str, region: str, billing: str) -> Price | None:
-        """The price in ``region``, else another region's price as a labelled proxy."""
+        """The price in ``region``, else another region's price as a labelled proxy (``Price.region``
+        says which): a sourced price before an estimate, then a region of the same area (``cn-`` for
+        ``cn-wulanchabu``), then by name."""
         p = self.price(inst, region, billing)
         if p is not None:
             return p
-        for r in self.regions:
-            if r != region:
-                p = self.price(inst, r, billing)
-                if p is not None:
-                    return p
-        return None
+        area = region.split("-")[0]
+        others = [q for q in (self.price(inst, r, billing) for r in self.regions if r != region) if q is not None]
+        if not others:
+            return None
+        return min(others, key=lambda q: (q.estimated, q.region.split("-")[0] != area, q.region))
 
 
 # ------------------------------------------------------------------------------------- spot model
