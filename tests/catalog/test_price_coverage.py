@@ -192,7 +192,7 @@ def test_recommend_warns_about_a_stale_rate_when_it_converts():
 def test_unknown_region_is_an_error_with_did_you_mean(region, suggestion):
     with pytest.raises(GpuplanError) as err:
         parse_workload({"model": "qwen2.5-7b", "constraints": {"regions": [region]}})
-    assert f"Unknown region {region!r}" in err.value.message and err.value.field == "constraints.regions"
+    assert f"region {region!r}" in err.value.message and err.value.field == "constraints.regions"
     if suggestion:
         assert f"'{suggestion}'" in err.value.hint.split("?")[0]
     assert check_regions(["CN-Shanghai"]) == ["cn-shanghai"]
@@ -200,7 +200,7 @@ def test_unknown_region_is_an_error_with_did_you_mean(region, suggestion):
 
 def test_region_is_checked_against_the_chosen_cloud():
     parse_workload({"model": "qwen2.5-7b", "constraints": {"clouds": ["aws"], "regions": ["us-east-1"]}})
-    with pytest.raises(GpuplanError, match="Unknown region of aws 'cn-shanghai'"):
+    with pytest.raises(GpuplanError, match="Unknown aws region 'cn-shanghai'"):
         parse_workload({"model": "qwen2.5-7b", "constraints": {"clouds": ["aws"], "regions": ["cn-shanghai"]}})
 
 
@@ -213,7 +213,7 @@ def test_unknown_cloud_is_an_error_with_did_you_mean():
     assert "'alibaba'" in err.value.hint
 
 
-@pytest.mark.parametrize("args, text", [(["--region", "mars-1"], "Unknown region 'mars-1'"),
+@pytest.mark.parametrize("args, text", [(["--region", "mars-1"], "region 'mars-1'"),
                                         (["--region", "cn-hangzou"], "Did you mean 'cn-hangzhou'")])
 def test_cli_region_typo_exits_2_with_one_line(args, text):
     import contextlib
@@ -232,6 +232,14 @@ def test_cli_region_typo_exits_2_with_one_line(args, text):
     assert ex.value.code == 2
     both = " ".join((out.getvalue() + err.getvalue()).split())
     assert text in both and "Traceback" not in both
+
+
+def test_instances_region_filter_checks_the_name():
+    from gpuplan.catalog.instances import filter_instances
+
+    with pytest.raises(GpuplanError, match="Unknown alibaba region 'cn-hangzou'"):
+        filter_instances(region="cn-hangzou")
+    assert filter_instances(region="cn-wulanchabu") == []   # a real region without bundled prices
 
 
 def test_every_plan_names_the_region_its_price_came_from():

@@ -421,7 +421,8 @@ def filter_instances(
     if region is not None:
         from gpuplan.catalog.prices import load_offers
 
-        priced = {o.instance_type.lower() for o in load_offers(cloud, cache_dir) if o.region == region.strip().lower()}
+        region = check_regions([region], [cloud])[0]   # an unknown region is an error (did-you-mean)
+        priced = {o.instance_type.lower() for o in load_offers(cloud, cache_dir) if o.region == region}
         insts = [i for i in insts if i.instance_type.lower() in priced]
     return insts
 
@@ -471,7 +472,7 @@ def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = 
             close = did_you_mean(r, known)
             hint = (f"Did you mean {', '.join(repr(c) for c in close)}?" if close
                     else f"Known regions: {', '.join(sorted(known))}.")
-            where = f" of {names[0]}" if len(names) == 1 else ""
-            raise GpuplanError(f"Unknown region{where} {raw!r}.", hint=hint, field="constraints.regions")
+            which = f"{names[0]} " if len(names) == 1 else ""
+            raise GpuplanError(f"Unknown {which}region {raw!r}.", hint=hint, field="constraints.regions")
         out.append(r)
     return out
