@@ -13,7 +13,9 @@ cn-shanghai subscription price is published):
    per GPU, same kind, nearest GPU count) x this type's GPU count (a vGPU slice: x its fraction of a
    GPU, x the vGPU markup measured on VGPU_PAIR when the sibling is a full-GPU type).
 2. mainland: cn-hangzhou and cn-beijing take the cn-shanghai price (sourced, else rule 1): the
-   bundled list prices are cn-shanghai only and mainland regions are assumed to share list prices.
+   bundled list prices are cn-shanghai only and mainland regions are assumed to share list prices
+   (an assumption: Alibaba says "the same instance type's price may differ between regions",
+   https://help.aliyun.com/document_detail/163808.html).
 3. international: ap-southeast-1 with no same-GPU sibling there -> the cn-shanghai price converted
    at the bundled ECB rate x the Singapore/mainland ratio measured on the one pair with both prices
    (gn8is: Singapore per-GPU USD vs cn-shanghai per-GPU CNY).
@@ -143,7 +145,8 @@ def estimate(rows: list[dict]) -> list[dict]:
                         + f") applied to {region}: mainland list prices assumed equal across cn-hangzhou, "
                           "cn-shanghai and cn-beijing")
                 r = row(inst, region, billing, float(base["price"]), base, rule,
-                        f"estimated: no published {region} price")
+                        f"estimated: no published {region} price; Alibaba says the same type's price may differ "
+                        "between regions (https://help.aliyun.com/document_detail/163808.html): check the console")
                 r["unit"] = base["unit"]
                 out.append(r)
     # the international ratio, measured on one sourced pair
