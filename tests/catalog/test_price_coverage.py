@@ -285,3 +285,13 @@ def test_compare_gives_single_node_plans_of_sensible_size_for_a_7b_lora():
     assert res["fx"]["as_of"] == "2026-10-30" and res["warnings"] == []
     late = compare_clouds(load_workload(ROOT / "examples" / "qwen2.5-7b-lora.yaml"), today=dt.date(2027, 6, 1))
     assert late["warnings"] and "exchange rate" in late["warnings"][0]
+
+
+def test_clouds_constraint_chooses_the_catalog_and_its_default_region():
+    from gpuplan.plan import recommend
+
+    rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "dataset": {"tokens": 1e8},
+                     "constraints": {"clouds": ["aws"], "billing": ["payg"], "currency": "USD"}}, top=3)
+    assert rec.plans
+    for p in rec.plans:
+        assert p.cand.inst.cloud == "aws" and p.region == "us-east-1" and p.price_region == "us-east-1"
