@@ -136,10 +136,14 @@ def instances(
         if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
             raise GpuplanError(f"--min-gpu-memory {min_gpu_memory} is out of range.", hint="Give GiB per GPU, e.g. 48.")
         items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
-        offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (region is None or o.region == region)]
+        from gpuplan.catalog.instances import default_region
+
+        shown = (region or default_region(cloud) or "").strip().lower()   # one region's prices, never a mix
+        offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (not shown or o.region == shown)]
         price: dict[str, str] = {}
         for o in sorted(offers, key=lambda o: o.as_of):
-            price[o.instance_type] = f"{o.currency} {o.price_per_hour:,.2f}/h ({o.region}, {o.as_of.isoformat()})"
+            price[o.instance_type] = (f"{o.currency} {o.price_per_hour:,.2f}/h ({o.region}, {o.as_of.isoformat()}"
+                                      + (", estimated)" if o.estimated else ")"))
         if as_json:
             recs = []
             for i in items:

@@ -406,11 +406,27 @@ def parse_workload(data: Any, origin: str = "workload") -> Workload:
     if bad:
         raise GpuplanError(f"Workload keys must be strings, got {bad[0]!r}.", hint="Quote the key in YAML.")
     try:
-        return Workload.model_validate(data)
+        w = Workload.model_validate(data)
     except ValidationError as exc:
         raise _friendly(exc) from None
     except (TypeError, ValueError, RecursionError) as exc:  # pragma: no cover - defensive
         raise GpuplanError(f"Invalid workload: {exc}.", hint="See `gpuplan schema`.") from None
+    _check_clouds_and_regions(w)
+    return w
+
+
+def _check_clouds_and_regions(w: Workload) -> None:
+    """constraints.clouds and constraints.regions must name known clouds and regions (did-you-mean)."""
+    cons = w.constraints
+    if cons is None or not (cons.clouds or cons.regions):
+        return
+    from gpuplan.catalog.instances import check_clouds, check_regions  # the catalog, loaded on first use
+
+    try:
+        check_clouds(cons.clouds)
+    except GpuplanError as exc:
+        raise GpuplanError(exc.message, hint=exc.hint, field="constraints.clouds") from None
+    check_regions(cons.regions, cons.clouds)
 
 
 def load_workload(source: str | Path | dict[str, Any] | Workload, **overrides: Any) -> Workload:

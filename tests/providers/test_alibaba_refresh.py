@@ -191,7 +191,7 @@ def test_status_reports_source_date_and_coverage(transport: FakeTransport, cache
     assert ali["cache"]["regions"] == {"cn-shanghai": "2026-11-30T08:00:00Z"}
     assert ali["cache"]["unmapped"][0]["instance_type"] == "ecs.gn9x-c4g1.xlarge"
     assert ali["cache"]["inconsistent_files"] == []
-    assert ali["bundled"]["regions"] == ["cn-shanghai"]
+    assert ali["bundled"]["regions"] == ["ap-southeast-1", "cn-beijing", "cn-hangzhou", "cn-shanghai", "us-east-1"]
     text = io.StringIO()
     status(cache_dir=cache_dir, out=text)
     assert "unmapped GPU: ecs.gn9x-c4g1.xlarge reports GPUSpec 'NVIDIA G59'" in text.getvalue()

@@ -134,6 +134,7 @@ class Recommendation:
     warnings: list[str]
     all_plans: list[Plan] = field(default_factory=list, repr=False)
     stats: dict = field(default_factory=dict)
+    unpriced: list[dict] = field(default_factory=list)   # feasible types with no known price (see _unpriced)
 
     @property
     def best(self) -> Plan | None:
@@ -157,6 +158,7 @@ class Recommendation:
             "assumptions": self.assumptions,
             "warnings": self.warnings,
             "search": self.stats,
+            "unpriced": self.unpriced,
         }
 
 
@@ -222,7 +224,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     clouds = sorted({i.cloud for i in insts}) or [DEFAULT_CLOUD]
     offers = [o for cloud in clouds for o in load_offers(cloud, cache_dir, price_files)]
     book = costm.PriceBook(offers, currency, fx, spot_model)
-    regions = [r.strip().lower() for r in cons.regions] if cons and cons.regions else list(book.regions) or ["cn-shanghai"]
+    regions = [r.strip().lower() for r in cons.regions] if cons and cons.regions else _default_regions(clouds, book)
     billings = tuple(cons.billing) if cons and cons.billing else (TRAINING_DEFAULT_BILLING if training
                                                                   else SERVING_DEFAULT_BILLING)
     ctx = _Ctx(resolved, model, task, training, book, regions, billings, max_gpus, spot_model, today, insts)
@@ -270,13 +272,38 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     binding = [] if ranked else _binding(ctx, rejected_plans, res)
 
     warnings.extend(_global_warnings(ctx, shown, book))
+    unpriced = _unpriced(plans)
+    if unpriced:
+        warnings.append(f"feasible, price unknown: {', '.join(u['instance_type'] for u in unpriced)}: refresh "
+                        "(`gpuplan catalog refresh`) or pass --prices")
     assumptions.extend(_assumptions(ctx, book, memory_headroom, spot_model))
     rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
     stats = {"instance_types": len(insts), "candidates": len(res.candidates), "estimates": res.estimates,
              "plans": len(plans), "elapsed_s": round(time.perf_counter() - t0, 4)}
     return Recommendation(resolved, objective, currency, shown, rejected, binding, why_not, assumptions,
-                          _dedupe(warnings), ranked, stats)
+                          _dedupe(warnings), ranked, stats, unpriced)
+
+
+def _default_regions(clouds: list[str], book: costm.PriceBook) -> list[str]:
+    """One region per cloud when the user names none: the cloud's default (regions.yaml)."""
+    from gpuplan.catalog.instances import default_region
+
+    out = [r for r in (default_region(c) for c in clouds) if r]
+    return list(dict.fromkeys(out)) or list(book.regions) or ["cn-shanghai"]
+
+
+def _unpriced(plans: list[Plan]) -> list[dict]:
+    """Feasible instance types without any price (no row in any region, no estimate): listed apart,
+    "feasible, price unknown: refresh or pass --prices", rather than ranked among priced plans."""
+    out: dict[str, dict] = {}
+    for p in plans:
+        t = p.cand.inst.instance_type
+        if p.price_per_hour is None and p.billing is None and t not in out:
+            out[t] = {"instance_type": t, "cloud": p.cand.inst.cloud, "gpu": p.cand.inst.gpu,
+                      "gpus_total": p.gpus_total, "instance_count": p.instance_count,
+                      "reason": "feasible, price unknown: refresh or pass --prices"}
+    return list(out.values())
 
 
 # ================================================================================ helpers
@@ -347,7 +374,12 @@ def _variants(w: Workload, cons) -> list[Variant]:
 
 def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
     """The instance types in play: the catalog, narrowed by hardware and constraints.families."""
-    insts = list(given) if given is not None else list(load_instances(DEFAULT_CLOUD, cache_dir).values())
+    cons = w.constraints
+    if given is not None:
+        insts = list(given)
+    else:
+        clouds = [c.lower() for c in cons.clouds] if cons and cons.clouds else [DEFAULT_CLOUD]
+        insts = [i for c in dict.fromkeys(clouds) for i in load_instances(c, cache_dir).values()]
     hw = w.hardware
     if hw and hw.instance_type:
         want = hw.instance_type.lower().removeprefix("ecs.")
@@ -367,9 +399,12 @@ def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
 
 
 def _plans_for(ctx: _Ctx, c: Candidate) -> list[Plan]:
+    from gpuplan.catalog.instances import load_regions
+
     out = []
     priced = False
-    for region in ctx.regions:
+    own = load_regions(c.inst.cloud)
+    for region in [r for r in ctx.regions if r in own] or ctx.regions:   # a region of the type's own cloud
         for billing in ctx.billings:
             price = ctx.book.price_with_proxy(c.inst.instance_type, region, billing)
             if price is None:
@@ -714,6 +749,9 @@ def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> lis
         out.append("the budget cannot be checked without a dataset size")
     if book.converted:
         out.append(f"prices converted to {book.currency} at {book.fx.usd_cny} CNY/USD ({book.fx.as_of})")
+        stale = book.fx.staleness_warning(today)
+        if stale:
+            out.append(stale)
     return out
 
 
@@ -721,8 +759,11 @@ def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.
     out = [f"a plan must leave {headroom:.0%} of each GPU's usable memory free",
            f"host RAM: {fz.HOST_RESERVE:.0%} of each instance's memory is kept for the OS"]
     if "spot" in ctx.billings and ctx.training:
-        out.append(f"spot: {spot.fraction_of_payg:.0%} of pay-as-you-go when no spot price is known (unconfirmed; "
-                   f"range {spot.fraction_range[0]:.0%}-{spot.fraction_range[1]:.0%}), {spot.interruptions_per_hour:g} "
+        fractions = sorted({f"{f:.0%}" for f, _r, _s in (book.spot_fraction(c) for c in {i.cloud for i in ctx.insts})
+                            if f})
+        out.append(f"spot: {'/'.join(fractions) or 'no estimate'} of pay-as-you-go when no spot price is known "
+                   f"(estimated from one observed level; range {spot.fraction_range[0]:.0%}-"
+                   f"{spot.fraction_range[1]:.0%}), {spot.interruptions_per_hour:g} "
                    f"interruptions per hour, {spot.restart_s / 60:.0f} min to restart (assumptions)")
     if not ctx.training:
         out.append("serving: replicas = ceil(peak (or average) requests/s / one replica's max requests/s at the SLA); "
