@@ -34,6 +34,7 @@ SECRET_ENV = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", 
 def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en",
                   rejected: list[dict] | None = None, pareto: list[dict] | None = None) -> dict[str, str]:
     """Every bundle file as {relative path: text}, without touching the disk."""
+    estimate = estimate or {}   # FC / EAS / ACK plans carry no ECS estimate
     c = build_context(plan, workload, estimate, lang=lang)
     files: dict[str, str] = {}
     if c.training:
@@ -45,14 +46,18 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     files.update(k8s.files(c))
     from gpuplan.render.autoscale import autoscale_files
 
-    files.update(autoscale_files(plan, workload))   # {} for training and for serverless plans
+    if serving.is_llm(c):
+        files.update(autoscale_files(plan, workload))   # {} for training and for serverless plans
     files["memory.svg"] = report.memory_svg(c, estimate)
     chart = report.cost_time_svg(c, plan, pareto)
     if chart is not None:
         files["cost-time.svg"] = chart
     paths = sorted([*files, "PLAN.md"])
-    files["PLAN.md"] = report.plan_markdown(c, plan, estimate, rejected, paths, chart is not None)
-    files["plan.json"] = report.plan_json(c, plan, workload, estimate, rejected, pareto, paths)
+    from gpuplan.plan.cost_breakdown import cost_breakdown
+
+    breakdown = cost_breakdown(plan, workload)
+    files["PLAN.md"] = report.plan_markdown(c, plan, estimate, rejected, paths, chart is not None, breakdown=breakdown)
+    files["plan.json"] = report.plan_json(c, plan, workload, estimate, rejected, pareto, paths, breakdown=breakdown)
     _refuse_secrets(files)
     return dict(sorted(files.items()))
 
