@@ -42,6 +42,15 @@ def _line(item: str, amount: float | None, unit: str, currency: str, source: str
     return out
 
 
+def _average_rps(workload: Any) -> float:
+    """Mean request rate over a day (the traffic profile: steady rate, or peak hours + daily requests)."""
+    from gpuplan.plan.platforms import traffic_profile
+
+    serving = getattr(workload, "serving", None)
+    traffic = traffic_profile(serving) if serving else None
+    return traffic.daily_requests / 86400.0 if traffic is not None else 0.0
+
+
 def cost_breakdown(plan: dict, workload: Any) -> dict | None:
     """{basis, hours, currency, lines, total, unknown} for an ECS or ACK plan; None for FC / EAS plans
     (their per-request price already covers storage and network)."""
@@ -116,13 +125,13 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
 
     # 4. Internet traffic out (serving responses; training downloads are inbound and free).
     if not training:
-        rps = float((getattr(workload, "serving", None) and workload.serving.requests_per_s) or 0.0)
+        rps = _average_rps(workload)
         out_tokens = int(getattr(workload, "output_tokens", 0) or 0)
         gb = rps * out_tokens * float(data["assumptions"]["response_bytes_per_token"]) * hours * 3600 / 1e9
         p = data["internet"]
         amount, note = _conv(gb * float(p["per_gb_out"]), p["currency"], cur)
         lines.append(_line("Internet traffic out", amount, unit, cur, p["source"], p["as_of"], True,
-                           f"{gb:,.1f} GB ({rps:g} req/s x {out_tokens} tokens)", note))
+                           f"{gb:,.1f} GB ({rps:.3g} req/s average x {out_tokens} tokens)", note))
 
     # 5. Platform fee: ACK Pro cluster management fee.
     if fee:

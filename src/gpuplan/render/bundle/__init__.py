@@ -41,9 +41,16 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         files.update(training.files(c))
     else:
         files.update(serving.files(c))
-    files.update(infra.files(c))
-    files.update(monitoring.files(c))
-    files.update(k8s.files(c))
+    platform = str(plan.get("platform") or "ecs")
+    if platform in ("ecs", "ack"):
+        files.update(monitoring.files(c) if platform == "ack" else {})
+    if platform == "ecs":
+        # ECS instances: Terraform, cloud-init bootstrap, GPU check, systemd unit, Prometheus for the nodes.
+        files.update(infra.files(c))
+        files.update(monitoring.files(c))
+    if platform in ("ecs", "ack"):
+        files.update(k8s.files(c))
+    # Function Compute / PAI-EAS run serve.sh in their own containers; PLAN.md says how to deploy it.
     from gpuplan.render.autoscale import autoscale_files
 
     if serving.is_llm(c):

@@ -229,8 +229,28 @@ def file_rows(paths: list[str], lang: str) -> list[tuple[Safe, Safe]]:
     return seen
 
 
-def steps(c: Ctx) -> list[Safe]:
+def platform_steps(c: Ctx, platform: str) -> list[Safe]:
+    """How to launch a serving plan on ACK, Function Compute or PAI-EAS (no ECS Terraform)."""
+    image = c.images["vllm"]
+    if platform == "ack":
+        return [Safe("Create an ACK Pro cluster with a GPU node pool of " + md(c.instance_type)
+                     + " (pin the driver with the node-pool label ack.aliyun.com/nvidia-driver-version)"),
+                Safe("`kubectl apply -f k8s/deployment.yaml`"),
+                Safe("`helm install prometheus-adapter prometheus-community/prometheus-adapter -f "
+                     "autoscale/prometheus-adapter-rules.yaml`, then `kubectl apply -f autoscale/hpa.yaml`"),
+                Safe("`kubectl delete -f k8s/deployment.yaml -f autoscale/hpa.yaml` and delete the node pool when "
+                     "you are done (the ACK Pro fee runs while the cluster exists)")]
+    name = "Function Compute" if platform == "function-compute" else "PAI-EAS"
+    return [Safe(f"`./serve.sh --dry-run` (checks the arguments and the model)"),
+            Safe(f"Create a {name} GPU service from the custom container image {md(image)} with serve.sh as its "
+                 f"command, listening on port {c.serve_port}, GPU type {md(c.instance_type)}"),
+            Safe(f"Delete the {name} service when you are done (billing follows the instances it keeps)")]
+
+
+def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
     zh = c.lang == "zh"
+    if platform != "ecs" and not c.training:
+        return platform_steps(c, platform)
     s = []
     s.append(Safe("`cd terraform && terraform init && terraform apply -var key_name=... -var admin_cidr=...`"
                   + ("（凭证来自环境变量）" if zh else " (credentials from the environment)")))
@@ -345,8 +365,18 @@ def serving_notes(c: Ctx) -> list[Safe]:
     return out
 
 
-def node_notes(c: Ctx) -> list[Safe]:
+def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
     from gpuplan.render.bundle.infra import auto_release_hours, bootstrap_pins
+
+    if platform == "ack":
+        return [md("ACK GPU node pools install the NVIDIA driver and the container runtime themselves; pin the "
+                   "driver with the node-pool label ack.aliyun.com/nvidia-driver-version (new and scaled-out nodes "
+                   "only). The HPA adds pods; the cluster autoscaler adds nodes (minutes per GPU node)."),
+                md("Teardown: delete the Deployment and HPA, then the node pool (or the cluster); the ACK Pro "
+                   "management fee is billed while the cluster exists.")]
+    if platform != "ecs":
+        return [md("No nodes to manage: the platform provides the GPU, driver and container runtime; it runs "
+                   "serve.sh inside the vLLM container image. Teardown: delete the service.")]
 
     b = bootstrap_pins()
     d = b["driver"]
@@ -387,6 +417,7 @@ def node_notes(c: Ctx) -> list[Safe]:
 def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | None, paths: list[str],
                   chart: bool, breakdown: dict | None = None) -> str:
     title = md(c.name) if c.name else Safe(c.slug)
+    platform = str(plan.get("platform") or "ecs")
     rej = [{"instance_type": md(r.get("instance_type", "")), "code": md(r.get("code", "")),
             "reason": md(r.get("reason", ""))} for r in (rejected or []) if isinstance(r, dict)]
     return render("PLAN.md.j2", t=lambda s: tr(s, c.lang), title=title, summary=summary_rows(c, plan, estimate),
@@ -394,8 +425,9 @@ def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | Non
                   chart=chart, perf_rows=perf_rows(c, estimate), advice=advice_lines(c, plan),
                   assumptions=[md(a) for a in (estimate.get("assumptions") or [])],
                   warnings=[md(w) for w in (estimate.get("warnings") or [])],
-                  files=file_rows(paths, c.lang), steps=steps(c), cost_rows=cost_rows(c, breakdown)[0],
-                  cost_total=cost_rows(c, breakdown)[1], serving_notes=serving_notes(c), node_notes=node_notes(c))
+                  files=file_rows(paths, c.lang), steps=steps(c, platform), cost_rows=cost_rows(c, breakdown)[0],
+                  cost_total=cost_rows(c, breakdown)[1], serving_notes=serving_notes(c),
+                  node_notes=node_notes(c, platform))
 
 
 def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[dict] | None,
