@@ -39,11 +39,9 @@ SHARED_DIR = "/mnt/shared"
 # job loses at most this much work per interruption; on-demand jobs checkpoint less often.
 CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
 
-# vLLM / SGLang flag values for the workload's quantization, KV-cache dtype and precision
+# vLLM / SGLang flag values for the workload's KV-cache dtype and precision (quantization: serving.py)
 # (https://docs.vllm.ai/en/latest/configuration/engine_args.html ,
 #  https://docs.sglang.ai/backend/server_arguments.html). None = no flag (read from the checkpoint).
-VLLM_QUANT = {"none": None, "awq": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "fp8": "fp8",
-              "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes", "int8": None, "int4": None}
 VLLM_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8", "int8": "auto"}
 SGLANG_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e5m2", "int8": "auto"}
 TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
