@@ -129,6 +129,9 @@ def test_multi_node_serving_uses_ray_and_sglang_node_ranks(tmp_path):
     assert words[words.index("--nnodes") + 1] == "2" and words[words.index("--node-rank") + 1] == "1"
     assert words[words.index("--dist-init-addr") + 1] == "10.20.1.10:5000"
     assert words[words.index("--tp-size") + 1] == "16"
+    # A one-pod Deployment cannot span nodes: no Deployment and no HPA, the ESS group scales 2 nodes at a time.
+    assert not (out / "k8s").exists() and not (out / "autoscale/hpa.yaml").exists()
+    assert "adjustment_value  = 2" in (out / "autoscale/ess/main.tf").read_text()
 
 
 @pytest.fixture(scope="module")

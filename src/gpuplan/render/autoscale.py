@@ -266,9 +266,9 @@ resource "alicloud_ess_alarm" "queue_low" {{
             "autoscale/ess/main.tf": main, "autoscale/ess/outputs.tf": outputs}
 
 
-def _readme(plan: dict, workload) -> str:
+def _readme(plan: dict, workload, k8s: bool = True) -> str:
     s = sizing(plan, workload)
-    return (
+    text = (
         f"# Autoscaling\n\n"
         f"One replica serves about {s['per_replica_rps']:.2f} requests/s at the SLA; the traffic needs "
         f"{s['min_replicas']} replica(s) off-peak and {s['max_replicas']} at peak.\n\n"
@@ -284,13 +284,20 @@ def _readme(plan: dict, workload) -> str:
         f"/metrics every minute) add or remove one instance.\n\n"
         f"Request rate alone is a weaker signal: it ignores prompt length. Queue length reacts before TTFT "
         f"degrades.\n")
+    if not k8s:
+        text = "\n".join(ln for ln in text.split("\n") if not ln.startswith("- `hpa.yaml`"))
+        text += ("\nOne replica spans several nodes, so there is no HPA: a one-pod Deployment cannot hold it "
+                 "(on ACK, scale a LeaderWorkerSet instead).\n")
+    return text
 
 
-def autoscale_files(plan: dict, workload) -> dict[str, str]:
+def autoscale_files(plan: dict, workload, *, k8s: bool = True) -> dict[str, str]:
     """Autoscaling files for an ECS/ACK serving plan (empty for training and for FC/EAS, which scale
     natively)."""
     if (workload.task or "inference") != "inference" or plan.get("platform", "ecs") not in ("ecs", "ack"):
         return {}
+    if not k8s:   # multi-node replicas: the ESS group only
+        return {"autoscale/README.md": _readme(plan, workload, k8s=False), **_ess_tf(plan, workload)}
     hpa = hpa_manifest(plan, workload)
     head = "# HorizontalPodAutoscaler for the Deployment in k8s/deployment.yaml (gpuplan).\n"
     adapter_head = (f"# prometheus-adapter rules: expose vLLM's {QUEUE_SOURCE} per pod as {QUEUE_METRIC} for hpa.yaml\n"

@@ -54,7 +54,8 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     from gpuplan.render.autoscale import autoscale_files
 
     if serving.is_llm(c):
-        files.update(autoscale_files(plan, workload))   # {} for training and for serverless plans
+        # {} for training and serverless plans; multi-node replicas: no Deployment to scale, ESS only
+        files.update(autoscale_files(plan, workload, k8s=not c.multi_node))
     files["memory.svg"] = report.memory_svg(c, estimate)
     chart = report.cost_time_svg(c, plan, pareto)
     if chart is not None:

@@ -159,6 +159,8 @@ def files(c: Ctx) -> dict[str, str]:
 
     if not c.training and not is_llm(c):
         return {}   # diffusion / speech: batch scripts, not a chat server Deployment
+    if not c.training and c.multi_node:
+        return {}   # one replica spans nodes: a one-pod Deployment cannot hold it (PLAN.md: LeaderWorkerSet)
     docs = training_manifests(c) if c.training else serving_manifests(c)
     name = "k8s/job.yaml" if c.training else "k8s/deployment.yaml"
     head = (f"# ACK manifests for {c.slug} ({'Indexed Job' if c.training else 'Deployment'} on "

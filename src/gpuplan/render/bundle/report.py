@@ -358,7 +358,8 @@ def serving_notes(c: Ctx) -> list[Safe]:
         out.append(md(f"One replica spans {c.job_nodes} nodes (TP {c.tp} x PP {c.pp} > {c.gpus_per_node} GPUs per "
                       "node): serve.sh forms a Ray cluster (rank 0 = head and API server) and runs vLLM with "
                       "--distributed-executor-backend ray; serve-sglang.sh uses --nnodes/--node-rank/--dist-init-addr. "
-                      "NODE_RANK and MASTER_ADDR come from Terraform."))
+                      "NODE_RANK and MASTER_ADDR come from Terraform. No Kubernetes Deployment or HPA is generated: "
+                      "a one-pod Deployment cannot span nodes (on ACK use LeaderWorkerSet with the same serve.sh)."))
     out.append(md("Monitoring: Prometheus scrapes vLLM (vllm:num_requests_waiting, vllm:time_to_first_token_seconds, "
                   "vllm:inter_token_latency_seconds) and SGLang (sglang:num_queue_reqs, "
                   "sglang:time_to_first_token_seconds); alerts fire on p95 TTFT/TPOT above the SLA and on long queues."))
