@@ -115,6 +115,7 @@ class Constraints(_Strict):
     quantization: list[Quantization] | None = None
     include_status: list[Literal["ga", "preview", "ticket", "not-recommended", "retired", "unconfirmed"]] | None = None
     clouds: list[str] | None = None
+    platforms: list[Literal["ecs", "function-compute", "pai-eas", "ack"]] | None = None   # serving deployments
 
     @field_validator("quantization", mode="before")
     @classmethod

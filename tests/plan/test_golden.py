@@ -6,8 +6,13 @@ ranges. Figures are printed with `pytest -s` for the report.
 
 import pytest
 
+from gpuplan.catalog.instances import load_instances
 from gpuplan.plan import recommend
 from gpuplan.units import GIB
+
+
+def _family(p) -> str:
+    return load_instances()[p.instance_type].family
 
 ALL_STATUS = ["ga", "preview", "ticket", "not-recommended", "retired", "unconfirmed"]
 
@@ -15,19 +20,19 @@ ALL_STATUS = ["ga", "preview", "ticket", "not-recommended", "retired", "unconfir
 def test_qwen25_7b_lora_fits_one_a10_with_checkpointing_and_is_cheapest_per_hour():
     rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048,
                      "dataset": {"tokens": 1e8}, "constraints": {"billing": ["payg"]}})
-    a10 = [p for p in rec.all_plans if p.cand.inst.family == "gn7i" and p.gpus_total == 1]
+    a10 = [p for p in rec.all_plans if _family(p) == "gn7i" and p.gpus_total == 1]
     assert a10, "one A10 should hold Qwen2.5-7B LoRA at seq 2048 with checkpointing"
-    p = min(a10, key=lambda x: x.price_per_hour)
-    mem = p.cand.est.memory
-    print(f"\nLoRA 7B on 1 x A10: {mem.per_gpu_bytes / GIB:.1f}/{mem.capacity_bytes / GIB:.1f} GiB,"
-          f" {p.cand.layout.checkpointing} ckpt, {p.cand.est.performance['tokens_per_s']:.0f} tok/s, CNY {p.total_cost:.0f}"
-          f" per 1e8 tokens; top plan {rec.best.cand.inst.short_name} CNY {rec.best.total_cost:.0f}")
-    assert p.cand.layout.checkpointing in ("full", "selective")
-    assert 18 * GIB < mem.per_gpu_bytes <= mem.capacity_bytes
+    p = min(a10, key=lambda x: x.cost.price_per_hour)
+    mem = p.memory
+    print(f"\nLoRA 7B on 1 x A10: {mem.per_gpu_bytes / GIB:.1f}/{mem.capacity_per_gpu_bytes / GIB:.1f} GiB,"
+          f" {p.parallel['checkpointing']} ckpt, {p.performance['tokens_per_s']:.0f} tok/s, CNY {p.cost.total_cost:.0f}"
+          f" per 1e8 tokens; top plan {rec.best.short_name} CNY {rec.best.cost.total_cost:.0f}")
+    assert p.parallel["checkpointing"] in ("full", "selective")
+    assert 18 * GIB < mem.per_gpu_bytes <= mem.capacity_per_gpu_bytes
     # the cheapest pay-as-you-go plan per hour of all feasible plans
-    assert p.price_per_hour == min(x.price_per_hour for x in rec.all_plans if x.price_per_hour)
+    assert p.cost.price_per_hour == min(x.cost.price_per_hour for x in rec.all_plans if x.cost.price_per_hour)
     # per job, a faster GPU may win; the top plan never costs more than the A10 plan
-    assert rec.best.total_cost <= p.total_cost
+    assert rec.best.cost.total_cost <= p.cost.total_cost
 
 
 def test_qwen25_7b_lora_without_checkpointing_needs_more_than_an_a10():
@@ -45,13 +50,13 @@ def test_qwen_7b_full_finetune_on_1_to_4_a100_80gb_uses_zero():
                      "hardware": {"gpu": "A100-SXM4-80GB"}, "constraints": {"max_gpus": 4, "billing": ["payg"]}})
     assert rec.plans
     for p in rec.plans:
-        print("\nQwen-7B full:", p.cand.inst.short_name, p.gpus_total, p.cand.layout.describe(),
-              f"{p.cand.est.memory.per_gpu_bytes / GIB:.1f} GiB", f"{p.time_s / 3600:.1f} h", p.total_cost)
+        print("\nQwen-7B full:", p.short_name, p.gpus_total, p.layout,
+              f"{p.memory.per_gpu_bytes / GIB:.1f} GiB", f"{p.cost.time_s / 3600:.1f} h", p.cost.total_cost)
         assert 1 <= p.gpus_total <= 4
-        lay = p.cand.layout
+        lay = p.parallel
         # weights + grads + AdamW states (16 B/param, ~123 GB) exceed one 80 GB card: shard or offload
-        assert lay.zero >= 1 or lay.offload != "none" or lay.tp > 1
-    assert any(p.gpus_total > 1 and p.cand.layout.zero >= 1 for p in rec.plans)
+        assert lay["zero"] >= 1 or lay["offload"] != "none" or lay["tp"] > 1
+    assert any(p.gpus_total > 1 and p.parallel["zero"] >= 1 for p in rec.plans)
 
 
 def test_70b_bf16_never_on_less_than_140_gb():
@@ -59,8 +64,8 @@ def test_70b_bf16_never_on_less_than_140_gb():
                      "constraints": {"include_status": ALL_STATUS}})
     assert rec.all_plans
     for p in rec.all_plans:
-        replica_gpus = p.cand.gpus // p.cand.dp
-        assert replica_gpus * (p.cand.inst.gpu_memory_gib or 0) * 1e9 >= 140e9, p.cand.inst.instance_type
+        replica_gpus = p.parallel["tp"] * p.parallel["pp"]
+        assert replica_gpus * (load_instances()[p.instance_type].gpu_memory_gib or 0) * 1e9 >= 140e9, p.instance_type
 
 
 def test_70b_int4_on_l20_rate_is_far_below_the_guides_100_qps():
@@ -69,7 +74,7 @@ def test_70b_int4_on_l20_rate_is_far_below_the_guides_100_qps():
                      "prompt_tokens": 1024, "output_tokens": 512, "constraints": {"families": ["gn8is"]}})
     by_gpus = {}
     for p in rec.all_plans:
-        by_gpus.setdefault(p.cand.gpus // p.cand.dp, p.cand.est.performance["max_requests_per_s"])
+        by_gpus.setdefault(p.parallel["tp"] * p.parallel["pp"], p.performance["max_requests_per_s"])
     print("\n70B AWQ on L20, requests/s per replica by GPUs:", by_gpus)
     assert 1 in by_gpus or 2 in by_gpus        # 1-2 L20 cards do hold the INT4 weights
     assert max(by_gpus.get(1, 0), by_gpus.get(2, 0)) < 100 / 10   # an order of magnitude below the claim
@@ -81,8 +86,8 @@ def test_sdxl_inference_on_one_a10():
                      "constraints": {"billing": ["payg"]}})
     # among plans with a sourced price, one A10 wins; vGPU slices (sgn8ia, vgn7i-vws) carry rule-based
     # estimates (price_estimated) that the ranking marks, and may rank above it
-    best = next(p for p in rec.all_plans if p.price_per_hour is not None and not p.price_estimated)
-    assert best.cand.inst.family == "gn7i" and best.gpus_total == 1
+    best = next(p for p in rec.all_plans if p.cost.price_per_hour is not None and not p.cost.price_estimated)
+    assert best.platform == "ecs" and _family(best) == "gn7i" and best.gpus_total == 1
 
 
 def test_unsatisfiable_budget_and_deadline_say_what_binds():
@@ -133,21 +138,21 @@ def test_proxy_region_is_labelled():
     rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference",
                      "constraints": {"regions": ["cn-wulanchabu"], "billing": ["payg"]}})
     p = rec.best   # no price bundled for cn-wulanchabu: the sourced cn-shanghai price is the proxy
-    assert p.region == "cn-wulanchabu" and p.price_region == "cn-shanghai"
-    assert any("proxy" in w for w in p.warnings)
+    assert p.cost.region == "cn-wulanchabu" and p.cost.price_region == "cn-shanghai"
+    assert any("proxy" in w for w in p.advice.warnings)
 
 
 def test_multi_node_advice_names_erdma_and_nccl():
     rec = recommend({"model": "meta-llama/Llama-3.1-70B-Instruct", "task": "full", "seq_len": 4096,
                      "dataset": {"tokens": 1e9}, "objective": "time",
                      "constraints": {"include_status": ["ga"], "billing": ["payg"]}})
-    multi = [p for p in rec.all_plans if p.cand.nodes > 1]
+    multi = [p for p in rec.all_plans if p.nodes_per_replica > 1]
     assert multi
     p = rec.best
-    if p.cand.nodes > 1:
-        assert p.network["multi_node"] and p.network["nccl_env"]
-        assert p.network["comm_fraction"] is not None
-        assert p.storage["shared"]["kind"] == "cpfs"
+    if p.nodes_per_replica > 1:
+        assert p.advice.network["multi_node"] and p.advice.network["nccl_env"]
+        assert p.advice.network["comm_fraction"] is not None
+        assert p.advice.storage["shared"]["kind"] == "cpfs"
 
 
 def test_quick_mode_answers_the_tree():

@@ -19,16 +19,18 @@ GN7I_PRICE = 9.74
 
 
 def _ecs(rec):
-    """The ECS plans of a recommendation (it also ranks serverless/managed plans beside them)."""
-    return [d for d in (p.to_dict() for p in rec.plans) if d["platform"] == "ecs"]
+    """The ECS plans of a recommendation, ranked (it also ranks serverless/managed plans beside them, and an
+    ACK pool that follows the traffic can push its own always-on ECS plan off the shown list)."""
+    return [p for p in rec.all_plans if p.platform == "ecs"]
 
 
 def _gn7i(rec) -> dict:
-    return next(p for p in _ecs(rec) if p["instance_type"] == GN7I)
+    return next(p.to_dict() for p in _ecs(rec) if p.instance_type == GN7I)
 
 
-def _fc(plans, gpu_type="fc.gpu.ada.1") -> dict:
-    return next(p for p in plans if p["platform"] == "function-compute" and p["instance_type"] == gpu_type)
+def _fc(plans, gpu_type="fc.gpu.ada.1"):
+    """The Function Compute plan record of that GPU type."""
+    return next(p for p in plans if p.platform == "function-compute" and p.instance_type == gpu_type)
 
 
 def test_bursty_300_requests_a_day_function_compute_beats_always_on_gn7i(gn7i_recommend):
@@ -37,14 +39,15 @@ def test_bursty_300_requests_a_day_function_compute_beats_always_on_gn7i(gn7i_re
     ecs = _gn7i(rec)
     assert ecs["replicas"] == 1
     assert ecs["monthly_cost"] == pytest.approx(always_on_monthly(GN7I_PRICE, 1)) == pytest.approx(7110.20)
-    fc = _fc(platform_plans(rec.workload, ecs_plans=_ecs(rec)))
+    fc_plan = _fc(platform_plans(rec.workload, ecs_plans=_ecs(rec)))
+    fc = fc_plan.to_dict()
     assert fc["serverless"]["primary_policy"] == "scale-to-zero"
     zero = fc["serverless"]["policies"][0]
     # 300/day x 30.42 days: ~16 h of request time + ~750 cold starts x 45 s (assumed) = 25.6 active h/month.
     assert zero["active_hours_per_month"] == pytest.approx(25.58, rel=0.02)
     assert zero["cu_per_month"] == pytest.approx(8.25e6, rel=0.02)
     assert fc["monthly_cost"] == pytest.approx(1098.0, rel=0.02)
-    verdict = compare(fc, ecs["monthly_cost"])
+    verdict = compare(fc_plan, ecs["monthly_cost"])
     assert verdict["winner"] == "function-compute", verdict
     assert verdict["ratio"] < 0.2                          # FC costs about 16 % of the always-on A10
     assert fc["cold_start"]["probability_scale_to_zero"] == pytest.approx(0.082, abs=0.005)
@@ -56,11 +59,12 @@ def test_bursty_with_a_2s_ttft_sla_needs_keep_warm_and_then_loses(gn7i_recommend
     # of requests, so the plan keeps one instance warm in idle mode, and that costs more than a gn7i.
     rec = gn7i_recommend(requests_per_day=300, ttft_ms=2000, tpot_ms=100)
     ecs = _gn7i(rec)
-    fc = _fc(platform_plans(rec.workload, ecs_plans=_ecs(rec)))
+    fc_plan = _fc(platform_plans(rec.workload, ecs_plans=_ecs(rec)))
+    fc = fc_plan.to_dict()
     assert fc["serverless"]["primary_policy"] == "keep-warm"
     assert fc["cold_start"]["probability_scale_to_zero"] == pytest.approx(0.353, abs=0.01)
     assert fc["monthly_cost"] == pytest.approx(8088.2, rel=0.02)
-    assert compare(fc, ecs["monthly_cost"])["winner"] == "always-on"
+    assert compare(fc_plan, ecs["monthly_cost"])["winner"] == "always-on"
     scale_to_zero = fc["serverless"]["policies"][0]["monthly_cost"]
     assert scale_to_zero == pytest.approx(2441.5, rel=0.02)    # cheaper, but misses the SLA on cold requests
 
@@ -73,13 +77,14 @@ def test_steady_20_requests_per_s_function_compute_does_not_beat_gn7i(gn7i_recom
     assert ecs["replicas"] == 11                           # ceil(20 / 1.897)
     assert ecs["monthly_cost"] == pytest.approx(11 * GN7I_PRICE * 730) == pytest.approx(78212.2)
     plans = platform_plans(rec.workload, ecs_plans=_ecs(rec))
-    fc = _fc(plans)
+    fc_plan = _fc(plans)
+    fc = fc_plan.to_dict()
     assert fc["replicas"] == 9                             # ceil(20 / 2.24) Ada instances at peak
     assert fc["serverless"]["policies"][0]["active_hours_per_month"] == pytest.approx(6532, rel=0.02)
     assert fc["monthly_cost"] == pytest.approx(208256, rel=0.02)
-    verdict = compare(fc, ecs["monthly_cost"])
+    verdict = compare(fc_plan, ecs["monthly_cost"])
     assert verdict["winner"] == "always-on" and verdict["ratio"] > 2.5, verdict
-    ack = next(p for p in plans if p["platform"] == "ack" and p["instance_type"] == GN7I)
+    ack = next(p.to_dict() for p in plans if p.platform == "ack" and p.instance_type == GN7I)
     assert ack["replicas"] == 11 and ack["autoscaling"]["min_replicas"] == 11
     # 11 nodes x 730 h x 9.74 + USD 0.09/h x 730 h x 6.6529
     assert ack["monthly_cost"] == pytest.approx(78212.2 + 0.09 * 730 * 6.6529, rel=1e-6)
@@ -89,8 +94,8 @@ def test_peak_off_peak_ack_node_pool_follows_traffic(gn7i_recommend):
     rec = gn7i_recommend(requests_per_s=2, peak_requests_per_s=20, peak_hours_per_day=8, ttft_ms=2000)
     ecs = _gn7i(rec)
     assert ecs["replicas"] == 11                           # sized at the peak, always on
-    ack = next(p for p in platform_plans(rec.workload, ecs_plans=_ecs(rec), platforms=["ack"])
-               if p["instance_type"] == GN7I)
+    ack = next(p.to_dict() for p in platform_plans(rec.workload, ecs_plans=_ecs(rec), platforms=["ack"])
+               if p.instance_type == GN7I)
     a = ack["autoscaling"]
     assert (a["min_replicas"], a["max_replicas"]) == (2, 11)
     assert a["node_hours_per_month"] == pytest.approx((8 * 11 + 16 * 2) * 730 / 24)
@@ -100,13 +105,13 @@ def test_peak_off_peak_ack_node_pool_follows_traffic(gn7i_recommend):
 def test_unknown_prices_stay_unknown(gn7i_recommend):
     rec = gn7i_recommend(requests_per_day=300, peak_hours_per_day=10, ttft_ms=60000)
     plans = platform_plans(rec.workload, ecs_plans=_ecs(rec))
-    eas = [p for p in plans if p["platform"] == "pai-eas"]
+    eas = [p.to_dict() for p in plans if p.platform == "pai-eas"]
     assert eas and all(p["monthly_cost"] is None and p["replicas"] == 1 for p in eas)
     assert all(any("unknown" in w for w in p["warnings"]) for p in eas)
     ampere = _fc(plans, "fc.gpu.ampere.1")                 # A10 slice fits, but its CU factor is unpublished
-    assert ampere["monthly_cost"] is None and ampere["cost_key"] is None
-    assert any("price unknown" in w for w in ampere["warnings"])
-    assert not any(p["instance_type"] == "fc.gpu.tesla.1" for p in plans)   # 7B bf16 does not fit 16 GB
+    assert ampere.cost.monthly_cost is None and ampere.cost_key is None
+    assert any("price unknown" in w for w in ampere.advice.warnings)
+    assert not any(p.instance_type == "fc.gpu.tesla.1" for p in plans)   # 7B bf16 does not fit 16 GB
 
 
 def test_training_and_no_rate_give_no_platform_plans():

@@ -190,11 +190,14 @@ def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[byte
                                field="constraints")
         raise GpuplanError(f"There is no plan ranked {rank} (the search found {len(rec.all_plans)}).",
                            hint="Use a rank listed by /api/recommend.", field="rank")
-    est = chosen.cand.est
+    from gpuplan.plan.bundle import bundle_inputs
+
+    resolved, est = bundle_inputs(chosen, w)
+    plan = next(p for p in doc["plans"] if p["rank"] == rank)   # the contract dict, with the ops advice
     slug = slugify(w.name or (w.model if isinstance(w.model, str) else None))
     tmp = Path(tempfile.mkdtemp(prefix="gpuplan-api-"))
     try:
-        folder = build_bundle(chosen.to_dict(), est.workload, est.to_dict(), tmp / slug, lang=lang,
+        folder = build_bundle(plan, resolved, est, tmp / slug, lang=lang,
                               rejected=doc["rejected"], pareto=doc["pareto"])
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gpuplan.plan.recommend import Plan, Recommendation, recommend
+from gpuplan.plan.record import Plan
+from gpuplan.plan.recommend import Recommendation, recommend
 
 
 def quick(params_b: float, task: str, **kw):

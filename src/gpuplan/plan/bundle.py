@@ -33,9 +33,24 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
     return resolved
 
 
+def bundle_inputs(plan, w: Workload) -> tuple[Workload, dict[str, Any]]:
+    """What the bundle renderer needs from one plan record (``gpuplan.plan.record.Plan``) besides its
+    contract dict: the resolved workload with the plan's choices fixed, and the estimate of its hardware
+    and layout as a dict. Plans on ECS instance types (ECS, ACK node pools, PAI-EAS on the same specs)
+    are re-estimated on their exact instance type and layout; a Function Compute plan keeps the
+    estimate of its GPU slice.
+    """
+    from gpuplan.estimate.core import estimate
+
+    if plan.platform == "function-compute":
+        resolved, _ = resolve_defaults(plan.estimate.workload)
+        return resolved, plan.estimate.to_dict()
+    resolved = workload_for_plan(w, plan.to_dict())
+    return resolved, estimate(resolved).to_dict()
+
+
 def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = False, lang: str = "en",
                       top: int = 5) -> tuple[Path, dict[str, Any]]:
-    from gpuplan.estimate.core import estimate
     from gpuplan.plan import recommend
     from gpuplan.render.bundle import build_bundle
 
@@ -48,16 +63,12 @@ def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = Fa
         binding = "; ".join(str(b.get("text", b)) if isinstance(b, dict) else str(b)
                             for b in data.get("binding_constraints", [])) or "no feasible plan"
         raise GpuplanError(f"No plan satisfies the workload: {binding}.",
-                           hint="Relax the budget, deadline or families; `gpuplan recommend` shows why.")
+                           hint="Relax the budget, deadline, families or platforms; `gpuplan recommend` shows why.")
     if pick > len(plans):
         raise GpuplanError(f"Only {len(plans)} plan(s) were found; --pick {pick} does not exist.",
                            hint=f"Use --pick 1 to {len(plans)}.")
     plan = plans[pick - 1]
-    resolved = workload_for_plan(w, plan)
-    if plan.get("platform", "ecs") == "ecs":
-        est = estimate(resolved).to_dict()
-    else:
-        est = None
+    resolved, est = bundle_inputs(rec.plans[pick - 1], w)
     path = build_bundle(plan, resolved, est, Path(out), lang=lang, force=force, rejected=data.get("rejected"),
                         pareto=data.get("pareto"))
     files = [p for p in Path(path).rglob("*") if p.is_file()]

@@ -26,8 +26,7 @@ COST_TIE = 0.02
 def pick_plan(ranked: list) -> Any | None:
     """The plan shown for a cloud: among priced plans (ECS instances, not managed platforms) whose
     cost is within COST_TIE of the cheapest, the one with the fewest GPUs, then instances, then cost."""
-    priced = [p for p in ranked if not getattr(p, "is_platform", False) and p.cost_key is not None
-              and p.price_per_hour is not None]
+    priced = [p for p in ranked if p.is_ecs and p.cost_key is not None and p.cost.price_per_hour is not None]
     if not priced:
         return None
     cheapest = min(p.cost_key for p in priced)

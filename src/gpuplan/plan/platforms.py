@@ -37,12 +37,13 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from typing import Any
 
 import yaml
 
+from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory, rnd
 from gpuplan.units import GIB, HOUR_S, HOURS_PER_MONTH
 
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
@@ -362,23 +363,7 @@ def _latency_s(perf: dict, output_tokens: int) -> float:
 
 # ================================================================================ plans
 
-def _r(x: float | None, nd: int = 6) -> float | None:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return None
-    return round(float(x), nd)
-
-
-def _base_plan(platform: str, region: str | None, currency: str) -> dict:
-    """A plan dict with every contract key (null where it does not apply)."""
-    return {"platform": platform, "instance_type": None, "instance_count": 0, "gpu": None, "gpus_total": 0,
-            "parallel": {"tp": 1, "pp": 1, "dp": 1}, "memory_per_gpu_bytes": None, "capacity_per_gpu_bytes": None,
-            "billing": "payg", "region": region, "price_region": region, "instance_price_per_hour": None,
-            "price_per_hour": None, "price_estimated": False, "currency": currency, "price_as_of": None,
-            "price_source": None, "time_s": None, "total_cost": None, "time_per_billion_tokens_s": None,
-            "cost_per_billion_tokens": None, "replicas": None, "monthly_cost": None,
-            "cost_per_million_output_tokens": None, "performance": {}, "spot": None, "storage": {}, "network": {},
-            "host": {}, "pareto": False, "rank": 0, "why": [], "warnings": [], "cold_start": None,
-            "traffic": None, "autoscaling": None, "cost_key": None, "time_key": None}
+_r = rnd
 
 
 def _fx_rate(currency: str, src: str, fx) -> float:
@@ -395,7 +380,7 @@ def _per_million(monthly: float | None, traffic: Traffic, output_tokens: int) ->
 
 
 def function_compute_plans(w, estimate_for_gpu: EstimateForGpu, traffic: Traffic, *, region: str | None,
-                           currency: str, fx, headroom: float = 0.02) -> list[dict]:
+                           currency: str, fx, headroom: float = 0.02) -> list[Plan]:
     """One plan per FC GPU type whose smallest fitting slice holds the model."""
     pricing, cold = fc_pricing(), cold_start_model()
     rate = _fx_rate(currency, pricing.currency, fx)
@@ -412,12 +397,13 @@ def function_compute_plans(w, estimate_for_gpu: EstimateForGpu, traffic: Traffic
                                     pricing=pricing, cold=cold, out_tokens=out_tokens, sla_ttft=sla_ttft))
         if options:
             # cheapest known monthly cost; with no price, the smallest slice that serves
-            plans.append(min(options, key=lambda p: (p["cost_key"] is None, p["cost_key"] or 0.0, p["gpu_memory_gib"])))
+            plans.append(min(options, key=lambda p: (p.cost_key is None, p.cost_key or 0.0,
+                                                     p.details["gpu_memory_gib"])))
     return plans
 
 
 def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region, currency, rate, pricing,
-             cold, out_tokens, sla_ttft) -> dict:
+             cold, out_tokens, sla_ttft) -> Plan:
     """The plan of one FC GPU type and memory slice (both instance policies costed)."""
     perf = {k: v for k, v in est.performance.items() if v is not None}
     mu = float(perf.get("max_requests_per_s") or 0.0)
@@ -436,51 +422,54 @@ def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region
     primary = warm if zero_misses else zero
     if not zero_misses and zero.cost_usd is not None and warm.cost_usd is not None and warm.cost_usd < zero.cost_usd:
         primary = warm
-    p = _base_plan("function-compute", region, currency)
     active_cu_s = (slice_gib * gpu_active + vcpu * pricing.vcpu_active + mem_gib * pricing.memory_gb_s
                    if gpu_active is not None else None)
     hourly = active_cu_s * HOUR_S * pricing.tiers[0][1] * rate if active_cu_s is not None else None
     replicas = replicas_for(traffic.peak_rps, mu)
     monthly = primary.cost_usd * rate if primary.cost_usd is not None else None
-    p.update({
-        "instance_type": g.gpu_type, "instance_count": replicas, "gpu": g.gpu, "gpus_total": replicas,
-        "gpu_memory_gib": slice_gib, "function": {"gpu_type": g.gpu_type, "gpu_memory_mb": int(slice_gib * 1024),
-                                                  "vcpu": vcpu, "memory_mb": int(mem_gib * 1024),
-                                                  "min_instances": 1 if primary.policy == "keep-warm" else 0,
-                                                  "idle_mode": primary.policy == "keep-warm"},
-        "memory_per_gpu_bytes": int(est.memory.per_gpu_bytes), "capacity_per_gpu_bytes": int(est.memory.capacity_bytes),
-        "instance_price_per_hour": _r(hourly), "price_per_hour": _r(hourly * replicas) if hourly is not None else None,
-        "price_estimated": currency != pricing.currency, "price_region": "international",
-        "price_as_of": pricing.as_of, "price_source": pricing.source, "replicas": replicas,
-        "monthly_cost": _r(monthly), "cost_per_million_output_tokens": _r(_per_million(monthly, traffic, out_tokens)),
-        "performance": perf, "traffic": traffic.to_dict(),
-        "serverless": {"primary_policy": primary.policy, "policies": [zero.to_dict(rate, currency), warm.to_dict(rate, currency)],
-                       "per_instance_requests_per_s": _r(mu), "request_latency_s": _r(latency),
-                       "cu_per_active_second": _r(active_cu_s), "usd_per_cu_tier1": pricing.tiers[0][1],
-                       "fx_to_currency": _r(rate)},
-        "cold_start": {"seconds": _r(cold_s, 2), "ttft_cold_s": _r(cold_ttft, 3), "ttft_warm_s": _r(ttft, 4),
-                       "probability_scale_to_zero": _r(zero.cold_fraction), "keep_alive_s": cold.keep_alive_s,
-                       "assumptions": "container start + weights / load rate; keep-alive window (platforms.yaml, unconfirmed)",
-                       "note": _cold_note(cold_s, ttft, zero.cold_fraction, sla_ttft, primary.policy)},
-        "cost_key": monthly, "time_key": latency,
-    })
+    warnings = []
     if gpu_active is None:
-        p["warnings"].append(f"Function Compute {g.gpu_type} ({g.series}) has no published CU factor: price unknown")
+        warnings.append(f"Function Compute {g.gpu_type} ({g.series}) has no published CU factor: price unknown")
     if currency != pricing.currency:
-        p["warnings"].append(f"Function Compute prices are the international USD list price (tier 1 USD "
-                             f"{pricing.tiers[0][1]}/CU, {pricing.as_of}) converted at {rate:g} {currency}/USD; "
-                             "the China-site CNY price is not bundled")
+        warnings.append(f"Function Compute prices are the international USD list price (tier 1 USD "
+                        f"{pricing.tiers[0][1]}/CU, {pricing.as_of}) converted at {rate:g} {currency}/USD; "
+                        "the China-site CNY price is not bundled")
     if g.unconfirmed:
-        p["warnings"].append(f"{g.gpu_type}: unconfirmed {', '.join(g.unconfirmed)} (platforms.yaml)")
+        warnings.append(f"{g.gpu_type}: unconfirmed {', '.join(g.unconfirmed)} (platforms.yaml)")
     money = f"{currency} {monthly:,.0f}/month" if monthly is not None else "price unknown"
-    p["why"] += [
+    why = (
         f"Function Compute {g.gpu_type} with {slice_gib:g} GB GPU memory ({g.gpu} modelled): one instance serves "
         f"{mu:.2f} req/s; a request takes {latency:.1f} s",
         f"{traffic.basis}: {primary.active_s / HOUR_S:,.1f} active instance-hours/month"
         + (f" + {primary.idle_s / HOUR_S:,.0f} idle (kept warm)" if primary.idle_s else "")
         + f" = {primary.cu:,.0f} CU -> {money} ({primary.policy})",
-    ]
-    return p
+    )
+    cost = PlanCost(currency=currency, billing="payg", region=region, price_region="international",
+                    instance_price_per_hour=_r(hourly), price_per_hour=_r(hourly * replicas) if hourly is not None else None,
+                    price_estimated=currency != pricing.currency, price_as_of=pricing.as_of, price_source=pricing.source,
+                    replicas=replicas, monthly_cost=monthly,
+                    cost_per_million_output_tokens=_per_million(monthly, traffic, out_tokens))
+    details = {
+        "cold_start": {"seconds": _r(cold_s, 2), "ttft_cold_s": _r(cold_ttft, 3), "ttft_warm_s": _r(ttft, 4),
+                       "probability_scale_to_zero": _r(zero.cold_fraction), "keep_alive_s": cold.keep_alive_s,
+                       "assumptions": "container start + weights / load rate; keep-alive window (platforms.yaml, unconfirmed)",
+                       "note": _cold_note(cold_s, ttft, zero.cold_fraction, sla_ttft, primary.policy)},
+        "traffic": traffic.to_dict(), "autoscaling": None,
+        "gpu_memory_gib": slice_gib,
+        "function": {"gpu_type": g.gpu_type, "gpu_memory_mb": int(slice_gib * 1024), "vcpu": vcpu,
+                     "memory_mb": int(mem_gib * 1024), "min_instances": 1 if primary.policy == "keep-warm" else 0,
+                     "idle_mode": primary.policy == "keep-warm"},
+        "serverless": {"primary_policy": primary.policy,
+                       "policies": [zero.to_dict(rate, currency), warm.to_dict(rate, currency)],
+                       "per_instance_requests_per_s": _r(mu), "request_latency_s": _r(latency),
+                       "cu_per_active_second": _r(active_cu_s), "usd_per_cu_tier1": pricing.tiers[0][1],
+                       "fx_to_currency": _r(rate)},
+    }
+    return Plan(platform="function-compute", instance_type=g.gpu_type, instance_count=replicas, gpu=g.gpu,
+                gpus_total=replicas, parallel={"tp": 1, "pp": 1, "dp": 1},
+                layout=f"{slice_gib:g} GB slice of one {g.gpu}", memory=PlanMemory.of(est), performance=perf,
+                cost=cost, advice=PlanAdvice(why=why, warnings=tuple(warnings)), details=details,
+                cost_key=monthly, time_key=latency, estimate=est)
 
 
 def _cold_note(cold_s: float, ttft: float, p_cold: float, sla: float | None, policy: str) -> str:
@@ -494,63 +483,76 @@ def _cold_note(cold_s: float, ttft: float, p_cold: float, sla: float | None, pol
     return base
 
 
-def _ecs_rate(plan: dict) -> float:
-    perf = plan.get("performance") or {}
-    dp = (plan.get("parallel") or {}).get("dp") or 1
-    return float(perf.get("max_requests_per_s") or 0.0) * dp
+def _ecs_rate(plan: Plan) -> float:
+    """Requests/s one replica of an ECS plan serves (all its data-parallel groups)."""
+    dp = plan.parallel.get("dp") or 1
+    return float(plan.performance.get("max_requests_per_s") or 0.0) * dp
 
 
-def ack_plans(ecs_plans: Sequence[dict], traffic: Traffic, *, currency: str, fx) -> list[dict]:
+def _on_ecs(e: Plan, platform: str, region: str | None, currency: str, *, replicas: int, instance_count: int,
+            gpus_total: int, cost: dict, details: dict, why: str, warnings: list[str], cost_key, time_key) -> Plan:
+    """A managed plan on the instance type, layout and estimate of an ECS plan."""
+    return Plan(platform=platform, instance_type=e.instance_type, instance_count=instance_count, gpu=e.gpu,
+                gpus_total=gpus_total, parallel=e.parallel, layout=e.layout, memory=e.memory,
+                performance=e.performance,
+                cost=PlanCost(currency=currency, billing="payg", region=region, replicas=replicas, **cost),
+                advice=PlanAdvice(why=(why,), warnings=tuple(warnings)),
+                details={"cold_start": None, "traffic": None, "autoscaling": None, **details},
+                cost_key=cost_key, time_key=time_key, estimate=e.estimate)
+
+
+def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx, output_tokens: int = 1) -> list[Plan]:
     """ACK managed Pro cluster + GPU node pool per ECS instance type (pay-as-you-go nodes follow traffic)."""
     fee = load_platforms()["ack"]["management_fee"]
     fee_rate = _fx_rate(currency, fee["currency"], fx)
     fee_month = float(fee["pro_per_hour"]) * fee_rate * HOURS_PER_MONTH
     out, seen = [], set()
     for e in ecs_plans:
-        if e.get("platform", "ecs") != "ecs" or e.get("billing") != "payg" or e["instance_type"] in seen:
+        if not e.is_ecs or e.cost.billing != "payg" or e.instance_type in seen:
             continue
         mu = _ecs_rate(e)
         if mu <= 0:
             continue
-        seen.add(e["instance_type"])
-        nodes = int((e.get("parallel") or {}).get("nodes_per_replica") or 1)
-        price = e.get("instance_price_per_hour")
+        seen.add(e.instance_type)
+        nodes = e.nodes_per_replica
+        price = e.cost.instance_price_per_hour
         node_hours = scaled_node_hours(traffic, mu, 1, nodes)
         min_r, max_r = replicas_for(traffic.offpeak_rps, mu), replicas_for(traffic.peak_rps, mu)
         monthly = node_hours * price + fee_month if price is not None else None
-        p = _base_plan("ack", e.get("region"), currency)
-        for k in ("instance_type", "gpu", "parallel", "memory_per_gpu_bytes", "capacity_per_gpu_bytes", "price_region",
-                  "instance_price_per_hour", "price_as_of", "price_source", "price_estimated", "performance"):
-            p[k] = e.get(k)
-        gpus_per_replica = (e.get("gpus_total") or 0) // max(1, e.get("replicas") or 1)
-        p.update({"replicas": max_r, "instance_count": max_r * nodes, "gpus_total": max_r * gpus_per_replica,
-                  "price_per_hour": _r(price * max_r * nodes) if price is not None else None,
-                  "monthly_cost": _r(monthly), "traffic": traffic.to_dict(),
-                  "cost_per_million_output_tokens": _r(_per_million(monthly, traffic, e.get("_output_tokens") or 1)),
-                  "management_fee": {"per_hour": fee["pro_per_hour"], "currency": fee["currency"],
-                                     "monthly": _r(fee_month, 2), "as_of": str(fee["as_of"]), "source": fee["source"]},
-                  "autoscaling": {"min_replicas": min_r, "max_replicas": max_r, "node_hours_per_month": _r(node_hours, 2),
-                                  "per_replica_requests_per_s": _r(mu)},
-                  "cold_start": {"note": "HPA adds pods on warm nodes in seconds; a new GPU node takes minutes to join "
-                                         "(node start + image pull + model load): keep min_replicas for the off-peak rate"},
-                  "cost_key": monthly, "time_key": e.get("time_key")})
-        p["why"].append(f"ACK Pro node pool of {e['instance_type']}: {min_r}-{max_r} replicas follow {traffic.basis}; "
-                        f"{node_hours:,.0f} node-hours/month + management fee {currency} {fee_month:,.0f}/month")
+        warnings = []
         if fee_rate != 1.0:
-            p["warnings"].append(f"ACK management fee is USD {fee['pro_per_hour']}/h ({fee['as_of']}) converted at "
-                                 f"{fee_rate:g} {currency}/USD")
-        out.append(p)
+            warnings.append(f"ACK management fee is USD {fee['pro_per_hour']}/h ({fee['as_of']}) converted at "
+                            f"{fee_rate:g} {currency}/USD")
+        out.append(_on_ecs(
+            e, "ack", e.cost.region, currency, replicas=max_r, instance_count=max_r * nodes,
+            gpus_total=max_r * e.gpus_per_replica,
+            cost={"price_region": e.cost.price_region, "instance_price_per_hour": price,
+                  "price_per_hour": _r(price * max_r * nodes) if price is not None else None,
+                  "price_estimated": e.cost.price_estimated, "price_as_of": e.cost.price_as_of,
+                  "price_source": e.cost.price_source, "monthly_cost": monthly,
+                  "cost_per_million_output_tokens": _per_million(monthly, traffic, output_tokens)},
+            details={"traffic": traffic.to_dict(),
+                     "management_fee": {"per_hour": fee["pro_per_hour"], "currency": fee["currency"],
+                                        "monthly": _r(fee_month, 2), "as_of": str(fee["as_of"]), "source": fee["source"]},
+                     "autoscaling": {"min_replicas": min_r, "max_replicas": max_r,
+                                     "node_hours_per_month": _r(node_hours, 2), "per_replica_requests_per_s": _r(mu)},
+                     "cold_start": {"note": "HPA adds pods on warm nodes in seconds; a new GPU node takes minutes to "
+                                            "join (node start + image pull + model load): keep min_replicas for the "
+                                            "off-peak rate"}},
+            why=f"ACK Pro node pool of {e.instance_type}: {min_r}-{max_r} replicas follow {traffic.basis}; "
+                f"{node_hours:,.0f} node-hours/month + management fee {currency} {fee_month:,.0f}/month",
+            warnings=warnings, cost_key=monthly, time_key=e.time_key))
     return out
 
 
-def pai_eas_plans(ecs_plans: Sequence[dict], traffic: Traffic, *, currency: str) -> list[dict]:
+def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, output_tokens: int = 1) -> list[Plan]:
     """PAI-EAS public resources on the same instance specs; prices unknown unless platforms.yaml has one."""
     eas = load_platforms()["pai_eas"]
     prices = {r["instance_type"]: r for r in eas.get("resources") or ()}
     out, seen = [], set()
     for e in ecs_plans:
-        it = e.get("instance_type")
-        if e.get("platform", "ecs") != "ecs" or it in seen or it not in prices:
+        it = e.instance_type
+        if not e.is_ecs or it in seen or it not in prices:
             continue
         mu = _ecs_rate(e)
         if mu <= 0:
@@ -560,33 +562,34 @@ def pai_eas_plans(ecs_plans: Sequence[dict], traffic: Traffic, *, currency: str)
         price = row.get("price_per_hour") if row.get("currency") == currency else None
         replicas = replicas_for(traffic.peak_rps, mu)
         monthly = always_on_monthly(price, replicas) if price is not None else None
-        p = _base_plan("pai-eas", e.get("region"), currency)
-        for k in ("instance_type", "gpu", "parallel", "memory_per_gpu_bytes", "capacity_per_gpu_bytes", "performance"):
-            p[k] = e.get(k)
-        p.update({"replicas": replicas, "instance_count": replicas, "gpus_total": e.get("gpus_total"),
-                  "instance_price_per_hour": price, "price_per_hour": _r(price * replicas) if price is not None else None,
-                  "price_as_of": row.get("as_of"), "price_source": row.get("source") or eas["source"],
-                  "monthly_cost": _r(monthly), "traffic": traffic.to_dict(),
-                  "cost_per_million_output_tokens": _r(_per_million(monthly, traffic, e.get("_output_tokens") or 1)),
-                  "cost_key": monthly, "time_key": e.get("time_key")})
-        p["why"].append(f"PAI-EAS public resources, {replicas} x {it}: billed per running minute of each instance "
-                        f"({eas['source']})")
+        warnings = []
         if price is None:
-            p["warnings"].append(f"PAI-EAS price for {it} is not bundled: monthly cost unknown (check the EAS console "
-                                 "or pass your quote)")
-        out.append(p)
+            warnings.append(f"PAI-EAS price for {it} is not bundled: monthly cost unknown (check the EAS console "
+                            "or pass your quote)")
+        out.append(_on_ecs(
+            e, "pai-eas", e.cost.region, currency, replicas=replicas, instance_count=replicas,
+            gpus_total=e.gpus_total,
+            cost={"price_region": e.cost.region, "instance_price_per_hour": price,
+                  "price_per_hour": _r(price * replicas) if price is not None else None,
+                  "price_as_of": row.get("as_of"), "price_source": row.get("source") or eas["source"],
+                  "monthly_cost": monthly,
+                  "cost_per_million_output_tokens": _per_million(monthly, traffic, output_tokens)},
+            details={"traffic": traffic.to_dict()},
+            why=f"PAI-EAS public resources, {replicas} x {it}: billed per running minute of each instance "
+                f"({eas['source']})",
+            warnings=warnings, cost_key=monthly, time_key=e.time_key))
     return out
 
 
-def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, ecs_plans: Iterable[dict] = (),
+def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, ecs_plans: Iterable[Plan] = (),
                    currency: str | None = None, region: str | None = None, fx=None,
-                   platforms: Iterable[str] = PLATFORMS, headroom: float = 0.02) -> list[dict]:
+                   platforms: Iterable[str] = PLATFORMS, headroom: float = 0.02) -> list[Plan]:
     """Serving plans on Function Compute, PAI-EAS and ACK for an inference workload with a request rate.
 
     ``estimate_for_gpu(gpu_id, memory_gib, fraction)`` estimates the workload on one GPU or slice
-    (default: :func:`gpu_estimator`). ``ecs_plans``: the recommender's ECS plan dicts (ACK and EAS reuse
-    their instance types, per-replica rates and prices). Returns plan dicts in the recommend contract
-    (``platform`` set) plus ``traffic``, ``cold_start``, ``serverless``/``autoscaling`` details and the
+    (default: :func:`gpu_estimator`). ``ecs_plans``: the recommender's ECS plans (ACK and EAS reuse
+    their instance types, layouts, estimates, per-replica rates and prices). Returns plan records
+    (``platform`` set; ``details`` holds ``traffic``, ``cold_start``, ``serverless``/``autoscaling``) and the
     ranking keys ``cost_key`` (monthly cost, None = unknown) and ``time_key`` (request latency).
     Training workloads and workloads without a request rate get no platform plans.
     """
@@ -605,52 +608,22 @@ def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, 
     if region is None:
         region = (cons.regions[0].strip().lower() if cons and cons.regions else "cn-shanghai")
     wanted = set(platforms)
-    ecs = [dict(e, _output_tokens=w.output_tokens or 1) for e in ecs_plans]
-    out: list[dict] = []
+    ecs = list(ecs_plans)
+    tokens = w.output_tokens or 1
+    out: list[Plan] = []
     if "function-compute" in wanted:
         est = estimate_for_gpu or gpu_estimator(w)
         out += function_compute_plans(w, est, traffic, region=region, currency=currency, fx=fx, headroom=headroom)
     if "ack" in wanted:
-        out += ack_plans(ecs, traffic, currency=currency, fx=fx)
+        out += ack_plans(ecs, traffic, currency=currency, fx=fx, output_tokens=tokens)
     if "pai-eas" in wanted:
-        out += pai_eas_plans(ecs, traffic, currency=currency)
+        out += pai_eas_plans(ecs, traffic, currency=currency, output_tokens=tokens)
     return out
 
 
-@dataclass
-class RankablePlan:
-    """Adapter so plan dicts rank with ``plan.rank.rank`` / ``pareto_front`` beside ECS plans."""
-
-    plan: dict
-    cost_key: float | None = None
-    time_key: float | None = None
-    rank: int = 0
-    pareto: bool = False
-
-    def __post_init__(self):
-        self.cost_key = self.plan.get("cost_key")
-        self.time_key = self.plan.get("time_key")
-
-    def __getattr__(self, name: str):
-        # plan fields as attributes (warnings, why, price_as_of, billing, region, monthly_cost, ...)
-        plan = self.__dict__.get("plan") or {}
-        if name in plan:
-            return plan[name]
-        raise AttributeError(name)
-
-    @property
-    def is_platform(self) -> bool:
-        return True
-
-    def to_dict(self) -> dict:
-        d = {k: v for k, v in self.plan.items() if k not in ("cost_key", "time_key")}
-        d["rank"], d["pareto"] = self.rank, self.pareto
-        return d
-
-
-def compare(fc_plan: dict, ecs_monthly: float) -> dict:
+def compare(fc_plan: Plan, ecs_monthly: float) -> dict:
     """Serverless versus an always-on ECS fleet: both monthly costs, the winner and the ratio."""
-    fc = fc_plan.get("monthly_cost")
+    fc = rnd(fc_plan.cost.monthly_cost)
     if fc is None:
         return {"function_compute": None, "always_on": ecs_monthly, "winner": "unknown", "ratio": None}
     return {"function_compute": fc, "always_on": round(ecs_monthly, 2),

@@ -76,6 +76,14 @@ class QuickResult:
         }
 
 
+def _gpu_gib(plan) -> float | None:
+    """Nominal GPU memory (GiB per GPU) of a plan's instance type, as the catalog publishes it."""
+    from gpuplan.catalog.instances import load_instances
+
+    inst = load_instances().get(plan.instance_type)
+    return inst.gpu_memory_gib if inst else None
+
+
 def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = None, **kw: Any) -> QuickResult:
     """Answer the decision-tree question for a model of ``params_b`` billion parameters."""
     from gpuplan.plan.recommend import recommend
@@ -105,7 +113,7 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
         fits = folk.ok
         if folk.ok:
             p = folk.best
-            mem, cap = p.cand.est.memory.per_gpu_bytes, p.cand.est.memory.capacity_bytes
+            mem, cap = p.memory.per_gpu_bytes, p.memory.capacity_per_gpu_bytes
         else:
             r = [x for x in folk.rejected if x["code"] == "memory"]
             if r:
@@ -116,14 +124,14 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
         verdict = "wrong"
         notes.append(f"the tree's {count} x {gpu} does not hold a {pb:g}B {t} job")
     elif best is not None and fits:
-        if best.gpus_total < count or best.cand.inst.gpu_memory_gib and best.cand.inst.gpu_memory_gib * best.gpus_total \
-                < 0.5 * (folk.best.cand.inst.gpu_memory_gib or 0) * count:
+        best_gib, folk_gib = _gpu_gib(best), _gpu_gib(folk.best)
+        if best.gpus_total < count or best_gib and best_gib * best.gpus_total < 0.5 * (folk_gib or 0) * count:
             verdict = "overkill"
             notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU on the tree's hardware, but "
-                         f"{best.gpus_total} x {best.cand.inst.gpu} is enough and cheaper")
+                         f"{best.gpus_total} x {best.gpu} is enough and cheaper")
         else:
             notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU")
     if best is not None:
-        notes.append(f"estimator's pick: {best.instance_count} x {best.cand.inst.short_name} "
-                     f"({best.gpus_total} x {best.cand.inst.gpu}), {best.cand.layout.describe()}")
+        notes.append(f"estimator's pick: {best.instance_count} x {best.short_name} "
+                     f"({best.gpus_total} x {best.gpu}), {best.layout}")
     return QuickResult(pb, t, bucket, says, gpu, count, fits, mem, cap, verdict, notes, free)

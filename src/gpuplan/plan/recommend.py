@@ -6,9 +6,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType, load_instances
@@ -19,6 +20,7 @@ from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import pareto_front, rank
+from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory, rnd
 from gpuplan.plan.search import Candidate, Searcher, Variant, best_per_group
 from gpuplan.plan.storage import checkpoint_bytes, data_read_bytes_s, storage_advice
 from gpuplan.units import GIB, HOUR_S, HOURS_PER_MONTH
@@ -32,8 +34,8 @@ TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
 
 
 @dataclass
-class Plan:
-    """One (platform, instance type, instance count, layout, billing mode, region)."""
+class _Draft:
+    """An ECS plan while it is being costed and checked (internal; frozen into a ``Plan`` record)."""
 
     cand: Candidate
     billing: str | None
@@ -54,69 +56,41 @@ class Plan:
     time_per_billion_tokens_s: float | None = None
     cost_per_billion_tokens: float | None = None
     spot: dict | None = None
-    storage: dict = field(default_factory=dict)
-    network: dict = field(default_factory=dict)
-    host: dict = field(default_factory=dict)
     why: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    pareto: bool = False
-    rank: int = 0
     price_estimated: bool = False
+    price_kind: str | None = None
+    price_rule: str | None = None
     cost_key: float | None = None
     time_key: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> Plan:
+        """The frozen plan record (advice is added later, for the plans that are shown)."""
         c = self.cand
         lay = c.layout
-        mem = c.est.memory
-        perf = {k: v for k, v in c.est.performance.items() if v is not None}
-        return {
-            "platform": "ecs",
-            "instance_type": c.inst.instance_type,
-            "instance_count": self.instance_count,
-            "gpu": c.inst.gpu,
-            "gpus_total": self.gpus_total,
-            "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero": lay.zero, "fsdp": lay.fsdp,
-                         "offload": lay.offload, "checkpointing": lay.checkpointing,
-                         "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
-                         "precision": c.variant.w.precision, "quantization": c.variant.quantization,
-                         "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
-                         "nodes_per_replica": c.nodes},
-            "memory_per_gpu_bytes": int(mem.per_gpu_bytes),
-            "capacity_per_gpu_bytes": int(mem.capacity_bytes),
-            "memory_components": {k: int(v) for k, v in mem.components.items()},
-            "billing": self.billing,
-            "region": self.region,
-            "price_region": self.price_region,
-            "instance_price_per_hour": _r(self.instance_price_per_hour),
-            "price_per_hour": _r(self.price_per_hour),
-            "price_estimated": self.price_estimated,
-            "currency": self.currency,
-            "price_as_of": self.price_as_of,
-            "price_source": self.price_source,
-            "time_s": _r(self.time_s),
-            "total_cost": _r(self.total_cost),
-            "time_per_billion_tokens_s": _r(self.time_per_billion_tokens_s),
-            "cost_per_billion_tokens": _r(self.cost_per_billion_tokens),
-            "replicas": self.replicas,
-            "monthly_cost": _r(self.monthly_cost),
-            "cost_per_million_output_tokens": _r(self.cost_per_million_output_tokens),
-            "performance": perf,
-            "spot": self.spot,
-            "storage": self.storage,
-            "network": self.network,
-            "host": self.host,
-            "pareto": self.pareto,
-            "rank": self.rank,
-            "why": list(self.why),
-            "warnings": list(self.warnings),
-        }
+        parallel = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero": lay.zero, "fsdp": lay.fsdp,
+                    "offload": lay.offload, "checkpointing": lay.checkpointing,
+                    "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
+                    "precision": c.variant.w.precision, "quantization": c.variant.quantization,
+                    "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
+                    "nodes_per_replica": c.nodes}
+        cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
+                        price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,
+                        price_per_hour=self.price_per_hour, price_estimated=self.price_estimated,
+                        price_kind=self.price_kind, price_rule=self.price_rule, price_as_of=self.price_as_of, price_source=self.price_source, time_s=self.time_s,
+                        total_cost=self.total_cost, time_per_billion_tokens_s=self.time_per_billion_tokens_s,
+                        cost_per_billion_tokens=self.cost_per_billion_tokens, replicas=self.replicas,
+                        monthly_cost=self.monthly_cost,
+                        cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot)
+        return Plan(platform="ecs", instance_type=c.inst.instance_type, instance_count=self.instance_count,
+                    gpu=c.inst.gpu, gpus_total=self.gpus_total, parallel=parallel,
+                    layout=re.sub(r", mb 1 x ga 1$", "", lay.describe()), memory=PlanMemory.of(c.est),
+                    performance={k: v for k, v in c.est.performance.items() if v is not None}, cost=cost,
+                    advice=PlanAdvice(why=tuple(self.why), warnings=tuple(self.warnings)),
+                    cost_key=self.cost_key, time_key=self.time_key, estimate=c.est)
 
 
-def _r(x: float | None, nd: int = 6) -> float | None:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return None
-    return round(float(x), nd)
+_r = rnd
 
 
 @dataclass
@@ -151,7 +125,7 @@ class Recommendation:
             "objective": self.objective,
             "currency": self.currency,
             "plans": [_with_ops(p.to_dict(), self.workload) for p in self.plans],
-            "pareto": [_brief(p) for p in self.all_plans if p.pareto],
+            "pareto": [p.brief() for p in self.all_plans if p.pareto],
             "rejected": self.rejected,
             "binding_constraints": self.binding_constraints,
             "why_not": self.why_not,
@@ -168,16 +142,6 @@ def _with_ops(d: dict, workload: Workload) -> dict:
 
     d["ops"] = ops_advice(d, workload)
     return d
-
-
-def _brief(p) -> dict:
-    if getattr(p, "is_platform", False):
-        d = p.to_dict()
-        return {"instance_type": d.get("instance_type"), "instance_count": d.get("instance_count"),
-                "billing": d.get("billing"), "region": d.get("region"), "cost": _r(p.cost_key),
-                "time_s": _r(p.time_key), "platform": d.get("platform")}
-    return {"instance_type": p.cand.inst.instance_type, "instance_count": p.instance_count, "billing": p.billing,
-            "region": p.region, "cost": _r(p.cost_key), "time_s": _r(p.time_key), "platform": "ecs"}
 
 
 # ================================================================================ entry point
@@ -228,51 +192,57 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     billings = tuple(cons.billing) if cons and cons.billing else (TRAINING_DEFAULT_BILLING if training
                                                                   else SERVING_DEFAULT_BILLING)
     ctx = _Ctx(resolved, model, task, training, book, regions, billings, max_gpus, spot_model, today, insts)
-    plans: list[Plan] = []
-    rejected_plans: list[tuple[Plan, fz.Reject]] = []
+    drafts: list[_Draft] = []
+    rejected_plans: list[tuple[_Draft, fz.Reject]] = []
     for c in groups:
-        for p in _plans_for(ctx, c):
-            r = _check_constraints(ctx, p)
+        for d in _plans_for(ctx, c):
+            r = _check_constraints(ctx, d)
             if r is None:
-                plans.append(p)
+                drafts.append(d)
             else:
-                rejected_plans.append((p, r))
+                rejected_plans.append((d, r))
                 cur = res.rejects.get(c.inst.instance_type)
                 if cur is None or (fz.CODE_RANK[r.code], r.shortfall) < (fz.CODE_RANK[cur.code], cur.shortfall):
                     res.rejects[c.inst.instance_type] = r
-    for p in plans:   # a type with a plan is not "rejected"
-        res.rejects.pop(p.cand.inst.instance_type, None)
+    for d in drafts:   # a type with a plan is not "rejected"
+        res.rejects.pop(d.cand.inst.instance_type, None)
+    plans: list[Plan] = [d.record() for d in drafts]
 
-    extra: list = []
+    wanted = _platforms_wanted(cons)
     if not training and plans and (cons is None or not cons.clouds or "alibaba" in cons.clouds) \
-            and all(p.cand.inst.cloud == DEFAULT_CLOUD for p in plans[:1]):
+            and plans[0].instance_type in {i.instance_type for i in insts if i.cloud == DEFAULT_CLOUD} \
+            and wanted - {"ecs"}:
         # serverless and managed serving (Function Compute, PAI-EAS, ACK) beside plain ECS replicas
-        from gpuplan.plan.platforms import RankablePlan, platform_plans
+        from gpuplan.plan.platforms import platform_plans
 
+        ecs_ranked = rank(plans, objective)
+        # ACK node pools run pay-as-you-go nodes: give them the best pay-as-you-go plans too, not only
+        # the top plans (which may all be subscriptions)
+        ecs_in = ecs_ranked[:top] + [p for p in ecs_ranked if p.cost.billing == "payg"][:top]
         try:
-            ecs_dicts = [p.to_dict() for p in rank(plans, objective)[:top]]
-            extra = [RankablePlan(d) for d in platform_plans(resolved, ecs_plans=ecs_dicts, currency=currency,
-                                                             region=regions[0] if regions else None, fx=book.fx)]
+            plans += platform_plans(resolved, ecs_plans=ecs_in, currency=currency,
+                                    region=regions[0] if regions else None, fx=book.fx,
+                                    platforms=[p for p in PLATFORMS if p in wanted and p != "ecs"])
         except GpuplanError as err:
             warnings.append(f"serverless/managed platforms not compared: {err.message}")
-    ranked = rank(plans + extra, objective)
-    for i, p in enumerate(ranked, 1):
-        p.rank = i
-    for p in pareto_front(ranked):
-        p.pareto = True
+    feasible = plans
+    ecs_all = [p for p in plans if p.is_ecs]
+    plans = [p for p in plans if p.platform in wanted]
+    ranked = rank(plans, objective)
+    front = {id(p) for p in pareto_front(ranked)}
+    ranked = [replace(p, rank=i, pareto=id(p) in front) for i, p in enumerate(ranked, 1)]
     shown = ranked[:top] + [p for p in ranked[top:] if p.pareto][: max(0, 10 - top)]
-    ecs_ranked = [p for p in ranked if not getattr(p, "is_platform", False)]
-    for p in shown:
-        if getattr(p, "is_platform", False):
-            continue
-        _advise(ctx, p, res)
+    shown = [_advise(ctx, p) if p.is_ecs else p for p in shown]
+    if shown:
+        shown[0] = shown[0].with_advice(why=(_headline(ctx, shown[0], objective),) + shown[0].advice.why)
+    final = {p.rank: p for p in shown}
+    ranked = [final.get(p.rank, p) for p in ranked]
+    ecs_ranked = rank(ecs_all, objective)
     why_not = _why_not(ctx, ecs_ranked[0] if ecs_ranked else None, res, searcher)
-    if ranked and not getattr(ranked[0], "is_platform", False):
-        ranked[0].why.insert(0, _headline(ctx, ranked[0], objective))
-    binding = [] if ranked else _binding(ctx, rejected_plans, res)
+    binding = [] if ranked else _binding(ctx, rejected_plans, res, feasible, wanted)
 
     warnings.extend(_global_warnings(ctx, shown, book))
-    unpriced = _unpriced(plans)
+    unpriced = _unpriced(drafts)
     if unpriced:
         warnings.append(f"feasible, price unknown: {', '.join(u['instance_type'] for u in unpriced)}: refresh "
                         "(`gpuplan catalog refresh`) or pass --prices")
@@ -280,7 +250,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
     stats = {"instance_types": len(insts), "candidates": len(res.candidates), "estimates": res.estimates,
-             "plans": len(plans), "elapsed_s": round(time.perf_counter() - t0, 4)}
+             "plans": len(drafts), "elapsed_s": round(time.perf_counter() - t0, 4)}
     return Recommendation(resolved, objective, currency, shown, rejected, binding, why_not, assumptions,
                           _dedupe(warnings), ranked, stats, unpriced)
 
@@ -293,7 +263,7 @@ def _default_regions(clouds: list[str], book: costm.PriceBook) -> list[str]:
     return list(dict.fromkeys(out)) or list(book.regions) or ["cn-shanghai"]
 
 
-def _unpriced(plans: list[Plan]) -> list[dict]:
+def _unpriced(plans: list[_Draft]) -> list[dict]:
     """Feasible instance types without any price (no row in any region, no estimate): listed apart,
     "feasible, price unknown: refresh or pass --prices", rather than ranked among priced plans."""
     out: dict[str, dict] = {}
@@ -350,6 +320,11 @@ class _Ctx:
         return None
 
 
+def _platforms_wanted(cons) -> frozenset[str]:
+    """constraints.platforms, else every platform."""
+    return frozenset(cons.platforms) if cons is not None and getattr(cons, "platforms", None) else frozenset(PLATFORMS)
+
+
 def _variants(w: Workload, cons) -> list[Variant]:
     """Quantization options: constraints.quantization, else exactly the workload's."""
     qs = list(cons.quantization) if cons and cons.quantization else [w.quantization or "none"]
@@ -398,7 +373,7 @@ def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
     return insts
 
 
-def _plans_for(ctx: _Ctx, c: Candidate) -> list[Plan]:
+def _plans_for(ctx: _Ctx, c: Candidate) -> list[_Draft]:
     from gpuplan.catalog.instances import load_regions
 
     out = []
@@ -416,14 +391,15 @@ def _plans_for(ctx: _Ctx, c: Candidate) -> list[Plan]:
     return out
 
 
-def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None) -> Plan:
+def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None) -> _Draft:
     inst_per_h = price.per_hour if price else None
-    p = Plan(cand=c, billing=price.billing if price else None, region=region,
+    p = _Draft(cand=c, billing=price.billing if price else None, region=region,
              price_region=price.region if price else None, instance_price_per_hour=inst_per_h, price_per_hour=None,
              currency=ctx.book.currency, price_as_of=price.as_of if price else None,
              price_source=price.source if price else None, replicas=None, instance_count=c.nodes,
              gpus_total=c.gpus, time_s=None, total_cost=None, monthly_cost=None,
-             cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated))
+             cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated),
+             price_kind=(price.kind or None) if price else None, price_rule=(price.rule or None) if price else None)
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
     if price and price.note:
@@ -441,12 +417,16 @@ def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None
 
 
 def _checkpoint_write_s(ctx: _Ctx, c: Candidate) -> float:
-    ck = _ckpt_bytes(ctx, c)
+    ck = _ckpt_bytes(ctx, c.variant.w.optimizer or "adamw")
     mb_s = 350e6  # one PL1 ESSD at its cap (storage.yaml); the advice may provision more
     return ck / mb_s
 
 
-def _ckpt_bytes(ctx: _Ctx, c: Candidate) -> float:
+def _family(ctx: _Ctx, instance_type: str) -> str:
+    return next((i.family for i in ctx.insts if i.instance_type == instance_type), instance_type)
+
+
+def _ckpt_bytes(ctx: _Ctx, optimizer: str) -> float:
     from gpuplan.estimate.memory import lora_param_count
 
     params = float(ctx.model.params_total)
@@ -454,10 +434,10 @@ def _ckpt_bytes(ctx: _Ctx, c: Candidate) -> float:
     if ctx.task in ("lora", "qlora") and ctx.llm:
         lo = ctx.w.lora
         trainable, _ = lora_param_count(ctx.model, lo.targets if lo else "all-linear", lo.rank if lo else 8)
-    return checkpoint_bytes(params, trainable, ctx.task, c.variant.w.optimizer or "adamw")
+    return checkpoint_bytes(params, trainable, ctx.task, optimizer or "adamw")
 
 
-def _training_costs(ctx: _Ctx, c: Candidate, p: Plan, price: costm.Price | None) -> None:
+def _training_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) -> None:
     perf = c.est.performance
     tps = float(perf.get("tokens_per_s") or 0.0)
     sps = float(perf.get("samples_per_s") or 0.0)
@@ -504,7 +484,7 @@ def _training_costs(ctx: _Ctx, c: Candidate, p: Plan, price: costm.Price | None)
         p.time_per_billion_tokens_s * factor if p.time_per_billion_tokens_s else None)
 
 
-def _serving_costs(ctx: _Ctx, c: Candidate, p: Plan, price: costm.Price | None) -> None:
+def _serving_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) -> None:
     group_rate = c.speed(False)
     rate = ctx.request_rate()
     replicas = max(1, math.ceil(rate / group_rate - 1e-9)) if rate and group_rate > 0 else 1
@@ -528,7 +508,7 @@ def _serving_costs(ctx: _Ctx, c: Candidate, p: Plan, price: costm.Price | None) 
     p.time_key = c.latency_s()
 
 
-def _check_constraints(ctx: _Ctx, p: Plan) -> fz.Reject | None:
+def _check_constraints(ctx: _Ctx, p: _Draft) -> fz.Reject | None:
     cons = ctx.w.constraints
     label = fz.gpu_label(p.cand.inst)
     if ctx.max_gpus and p.gpus_total > ctx.max_gpus:
@@ -552,11 +532,15 @@ def _check_constraints(ctx: _Ctx, p: Plan) -> fz.Reject | None:
     return None
 
 
-def _advise(ctx: _Ctx, p: Plan, res) -> None:
-    c = p.cand
-    perf = c.est.performance
+def _advise(ctx: _Ctx, p: Plan) -> Plan:
+    """The plan with its storage, network and host advice and the memory/throughput reasons."""
+    est = p.estimate
+    inst = next(i for i in ctx.insts if i.instance_type == p.instance_type)
+    nodes = p.nodes_per_replica
+    perf = p.performance
     ds = ctx.w.dataset
-    ckpt = _ckpt_bytes(ctx, c) if ctx.training else 0.0
+    optimizer = p.parallel.get("optimizer") or ctx.w.optimizer or "adamw"
+    ckpt = _ckpt_bytes(ctx, optimizer) if ctx.training else 0.0
     read = data_read_bytes_s(llm=ctx.llm, tokens_per_s=perf.get("tokens_per_s"), samples_per_s=perf.get("samples_per_s"),
                              bytes_per_sample=ds.bytes_per_sample if ds else None) if ctx.training else 0.0
     ds_bytes = None
@@ -565,44 +549,47 @@ def _advise(ctx: _Ctx, p: Plan, res) -> None:
     elif ds and ctx.llm:
         toks = ds.tokens or ((ds.samples or 0) * (ds.tokens_per_sample or ctx.w.seq_len or 2048))
         ds_bytes = toks * 4.0 if toks else None
-    model_bytes = float(c.est.memory.components.get("weights", 0.0)) * max(1, c.layout.tp * c.layout.pp)
-    p.storage = storage_advice(training=ctx.training, nodes=c.nodes, read_bytes_s=read, checkpoint_bytes=ckpt,
-                               model_bytes=model_bytes, dataset_bytes=ds_bytes,
-                               instance_disk_mb_s=c.inst.disk_bandwidth_mb_s)
+    model_bytes = float(p.memory.components.get("weights", 0.0)) * max(1, p.parallel["tp"] * p.parallel["pp"])
+    storage = storage_advice(training=ctx.training, nodes=nodes, read_bytes_s=read, checkpoint_bytes=ckpt,
+                             model_bytes=model_bytes, dataset_bytes=ds_bytes,
+                             instance_disk_mb_s=inst.disk_bandwidth_mb_s)
     alts = []
-    if c.nodes > 1:
-        alts = sorted({i.instance_type for i in ctx.insts if i.gpu == c.inst.gpu and i.rdma and i.status == "ga"})
-    p.network = network_advice(c.inst, c.nodes, perf.get("comm_fraction"), alts)
-    host_need = c.est.memory.host_bytes
-    p.host = {"vcpus_per_node": c.inst.vcpus, "memory_gib_per_node": c.inst.memory_gib,
-              "host_bytes_needed_per_node": int(host_need),
-              "vcpus_per_gpu": round(c.inst.vcpus / c.inst.gpus, 2) if c.inst.vcpus and c.inst.gpus else None,
-              "ok": True,
-              "text": f"{c.inst.vcpus} vCPU, {c.inst.memory_gib:g} GiB RAM per node; the job needs about "
-                      f"{host_need / GIB:.0f} GiB" if c.inst.memory_gib else "host RAM not published"}
-    mem = c.est.memory
-    p.why.append(f"memory: {mem.per_gpu_bytes / GIB:.1f} of {mem.capacity_bytes / GIB:.1f} GiB per GPU "
-                 f"({mem.per_gpu_bytes / mem.capacity_bytes:.0%})")
+    if nodes > 1:
+        alts = sorted({i.instance_type for i in ctx.insts if i.gpu == inst.gpu and i.rdma and i.status == "ga"})
+    network = network_advice(inst, nodes, perf.get("comm_fraction"), alts)
+    host_need = est.memory.host_bytes
+    host = {"vcpus_per_node": inst.vcpus, "memory_gib_per_node": inst.memory_gib,
+            "host_bytes_needed_per_node": int(host_need),
+            "vcpus_per_gpu": round(inst.vcpus / inst.gpus, 2) if inst.vcpus and inst.gpus else None,
+            "ok": True,
+            "text": f"{inst.vcpus} vCPU, {inst.memory_gib:g} GiB RAM per node; the job needs about "
+                    f"{host_need / GIB:.0f} GiB" if inst.memory_gib else "host RAM not published"}
+    mem = p.memory
+    why = [f"memory: {mem.per_gpu_bytes / GIB:.1f} of {mem.capacity_per_gpu_bytes / GIB:.1f} GiB per GPU "
+           f"({mem.per_gpu_bytes / mem.capacity_per_gpu_bytes:.0%})"]
     if ctx.training and perf.get("tokens_per_s"):
-        p.why.append(f"throughput: {perf['tokens_per_s']:,.0f} tokens/s, MFU {perf.get('mfu') or 0:.0%}, "
-                     f"communication {perf.get('comm_fraction') or 0:.0%} of a step")
+        why.append(f"throughput: {perf['tokens_per_s']:,.0f} tokens/s, MFU {perf.get('mfu') or 0:.0%}, "
+                   f"communication {perf.get('comm_fraction') or 0:.0%} of a step")
+    return p.with_advice(storage=storage, network=network, host=host, why=p.advice.why + tuple(why))
+
+
+PLATFORM_NAMES = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas": "PAI-EAS", "ack": "ACK"}
 
 
 def _headline(ctx: _Ctx, p: Plan, objective: str) -> str:
-    c = p.cand
     what = {"cost": "cheapest", "time": "fastest", "balanced": "best cost x time"}[objective]
-    cost = p.total_cost if p.total_cost is not None else p.monthly_cost if p.monthly_cost is not None else p.cost_per_billion_tokens
-    unit = "" if p.total_cost is not None else "/month" if p.monthly_cost is not None else " per 1B tokens"
-    money = f"{p.currency} {cost:,.2f}{unit}" if cost is not None else "no price known"
-    return (f"{what} feasible plan: {p.instance_count} x {c.inst.short_name} ({c.gpus} x {c.inst.gpu} per replica), "
-            f"{p.billing or 'unpriced'}, {money}")
+    cost, unit = p.cost.headline
+    money = f"{p.cost.currency} {cost:,.2f}{unit}" if cost is not None else "no price known"
+    on = "" if p.is_ecs else f" on {PLATFORM_NAMES[p.platform]}"
+    return (f"{what} feasible plan{on}: {p.instance_count} x {p.short_name} ({p.gpus_per_replica} x {p.gpu} per "
+            f"replica), {p.cost.billing or 'unpriced'}, {money}")
 
 
 def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
     """Notes for instance families cheaper per hour than the top plan that were rejected."""
     out: list[str] = []
     seen: set[str] = set()
-    top_h = top.price_per_hour if top and top.price_per_hour else None
+    top_h = top.cost.price_per_hour if top and top.cost.price_per_hour else None
     items = []
     for t, r in res.rejects.items():
         if r.code not in ("memory", "host_memory", "network", "sla", "deadline", "budget"):
@@ -623,7 +610,7 @@ def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
         text = r.reason
         if r.code == "memory":
             hint = _relaxation_hint(ctx, inst, res, searcher)
-            alt = f"on {top.cand.inst.family}" if top else None
+            alt = f"on {_family(ctx, top.instance_type)}" if top else None
             fixes = [h for h in (hint, alt) if h]
             if fixes:
                 text += "; fits " + " or ".join(fixes)
@@ -665,12 +652,19 @@ def _relaxation_hint(ctx: _Ctx, inst: InstanceType, res, searcher: Searcher) -> 
     return None
 
 
-def _binding(ctx: _Ctx, rejected_plans: list[tuple[Plan, fz.Reject]], res) -> list[dict]:
+def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
+             feasible: list[Plan], wanted: frozenset[str]) -> list[dict]:
     """Which constraint binds, and by how much, when nothing is feasible."""
+    if feasible:   # feasible plans exist, but none on the platforms the workload allows
+        have = sorted({p.platform for p in feasible})
+        return [{"constraint": "platforms", "limit": sorted(wanted), "needed": have, "short_by": None, "unit": None,
+                 "text": f"constraints.platforms allows {', '.join(sorted(wanted))}, but only "
+                         f"{', '.join(have)} can run this workload"
+                         + (" (training runs on ECS instances)" if ctx.training else "")}]
     cons = ctx.w.constraints
     out: list[dict] = []
     cur = ctx.book.currency
-    by_code: dict[str, list[tuple[Plan, fz.Reject]]] = {}
+    by_code: dict[str, list[tuple[_Draft, fz.Reject]]] = {}
     for p, r in rejected_plans:
         by_code.setdefault(r.code, []).append((p, r))
     if "budget" in by_code or "deadline" in by_code:
@@ -737,11 +731,12 @@ def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> lis
     out = []
     today = ctx.today or dt.date.today()
     for p in shown:
-        out.extend(p.warnings)
-        if p.price_as_of:
-            age = (today - dt.date.fromisoformat(p.price_as_of)).days
+        out.extend(p.advice.warnings)
+        as_of = p.cost.price_as_of
+        if as_of:
+            age = (today - dt.date.fromisoformat(as_of)).days
             if age > 180:
-                out.append(f"prices date from {p.price_as_of} ({age} days old): refresh them (`gpuplan catalog "
+                out.append(f"prices date from {as_of} ({age} days old): refresh them (`gpuplan catalog "
                            "refresh`) or pass --prices with your quotes")
     if ctx.training and not ctx.w.dataset:
         out.append("no dataset size given: plans show time and cost per 1B tokens; total_cost is null")

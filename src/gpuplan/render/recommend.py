@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.console import Console
 from rich.table import Table
 
@@ -19,8 +17,11 @@ register({
     "payg": "按量付费", "spot": "抢占式", "subscription": "包年包月", "Quick answer": "快速结论",
     "Folklore": "经验法则", "Verdict": "结论", "holds": "成立", "wrong": "错误", "overkill": "配置过高",
     "per 1B tokens": "每十亿 token", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
-    "Memory/GPU": "每卡显存", "Layout": "并行方式", "unpriced": "无价格",
+    "Memory/GPU": "每卡显存", "Layout": "并行方式", "unpriced": "无价格", "Platform": "部署平台",
 })
+
+
+PLATFORM_LABELS = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas": "PAI-EAS", "ack": "ACK"}
 
 
 def _money(x, cur: str) -> str:
@@ -41,36 +42,38 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
         return
     training = rec.workload.task not in (None, "inference")
     table = Table(title=t("Recommended plans"), show_lines=False)
-    for col in ("Rank", "Instance type", "Instances", "GPU", "Layout", "Memory/GPU", "Billing", "Per hour"):
+    for col in ("Rank", "Platform", "Instance type", "Instances", "GPU", "Layout", "Memory/GPU", "Billing", "Per hour"):
         table.add_column(t(col))
     if training:
         table.add_column(t("Time"))
-        table.add_column(t("Total cost") if any(p.total_cost is not None for p in rec.plans) else t("per 1B tokens"))
+        table.add_column(t("Total cost") if any(p.cost.total_cost is not None for p in rec.plans) else t("per 1B tokens"))
     else:
         table.add_column(t("Replicas"))
         table.add_column(t("Monthly"))
         table.add_column(t("per 1M output tokens"))
     table.add_column(t("Pareto"))
     for p in rec.plans:
-        c = p.cand
-        row = [str(p.rank), c.inst.short_name, str(p.instance_count), f"{p.gpus_total} x {c.inst.gpu}",
-               re.sub(r", mb 1 x ga 1$", "", c.layout.describe()),
-               f"{c.est.memory.per_gpu_bytes / GIB:.1f}/{c.est.memory.capacity_bytes / GIB:.1f} GiB",
-               t(p.billing) if p.billing else t("unpriced"), _money(p.price_per_hour, cur)]
+        c = p.cost
+        mem = p.memory
+        row = [str(p.rank), PLATFORM_LABELS[p.platform], p.short_name, str(p.instance_count),
+               f"{p.gpus_total} x {p.gpu}", p.layout,
+               f"{mem.per_gpu_bytes / GIB:.1f}/{mem.capacity_per_gpu_bytes / GIB:.1f} GiB"
+               if mem.per_gpu_bytes is not None and mem.capacity_per_gpu_bytes else "-",
+               t(c.billing) if c.billing else t("unpriced"), _money(c.price_per_hour, cur)]
         if training:
-            row.append(fmt_duration(p.time_s) if p.time_s is not None else
-                       (fmt_duration(p.time_per_billion_tokens_s) + "/1B" if p.time_per_billion_tokens_s else "-"))
-            row.append(_money(p.total_cost if p.total_cost is not None else p.cost_per_billion_tokens, cur))
+            row.append(fmt_duration(c.time_s) if c.time_s is not None else
+                       (fmt_duration(c.time_per_billion_tokens_s) + "/1B" if c.time_per_billion_tokens_s else "-"))
+            row.append(_money(c.total_cost if c.total_cost is not None else c.cost_per_billion_tokens, cur))
         else:
-            row += [str(p.replicas), _money(p.monthly_cost, cur), _money(p.cost_per_million_output_tokens, cur)]
+            row += [str(c.replicas), _money(c.monthly_cost, cur), _money(c.cost_per_million_output_tokens, cur)]
         row.append("*" if p.pareto else "")
         table.add_row(*row)
     console.print(table)
     best = rec.plans[0]
     console.print(f"[bold]{t('Why')}[/]")
-    for line in best.why:
+    for line in best.advice.why:
         console.print(f"  - {line}")
-    st = best.storage or {}
+    st = best.advice.storage or {}
     if st:
         disk = st.get("disk") or {}
         shared = st.get("shared")
@@ -80,9 +83,10 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
             line += f"; {shared['kind'].upper()} {shared['capacity_tib']} TiB ({shared['why']})"
         console.print(f"[bold]{t('Storage')}[/]: {line}; read {st.get('read_mb_s')} MB/s, checkpoint "
                       f"{(st.get('checkpoint_bytes') or 0) / GIB:.1f} GiB")
-    if best.network:
-        console.print(f"[bold]{t('Network')}[/]: {best.network.get('text')}")
-        env = best.network.get("nccl_env") or {}
+    net = best.advice.network
+    if net:
+        console.print(f"[bold]{t('Network')}[/]: {net.get('text')}")
+        env = net.get("nccl_env") or {}
         if env:
             console.print("  " + " ".join(f"{k}={v}" for k, v in env.items()))
     if rec.why_not:

@@ -1,0 +1,210 @@
+"""The plan record: one (platform, instance type, instance count, layout, billing mode, region).
+
+Every deployment kind fills the same frozen record: plain ECS instances, Function Compute GPU
+functions, PAI-EAS services and ACK GPU node pools. The deployment is the ``platform`` field; the
+memory, performance, cost and advice parts are the same for all of them, and what only one platform
+has (cold starts, traffic, autoscaling, the serverless costing, the ACK fee) sits in ``details``.
+Renderers (terminal table, JSON, web API, PLAN.md and the bundle) take this one type.
+
+``to_dict()`` is one entry of ``plans`` in the ``gpuplan recommend --json`` contract.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+PLATFORMS = ("ecs", "function-compute", "pai-eas", "ack")
+# Platform-only blocks: every plan's JSON carries these keys (null where the platform has none).
+DETAIL_KEYS = ("cold_start", "traffic", "autoscaling")
+# Platform-only blocks that appear only on the platform that has them.
+OPTIONAL_DETAIL_KEYS = ("gpu_memory_gib", "function", "serverless", "management_fee")
+
+
+def rnd(x: float | None, nd: int = 6) -> float | None:
+    """A finite float rounded for JSON, else None."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    return round(float(x), nd)
+
+
+@dataclass(frozen=True)
+class PlanMemory:
+    """GPU memory of the busiest GPU (nvidia-smi view) and the capacity the plan was checked against."""
+
+    per_gpu_bytes: int | None
+    capacity_per_gpu_bytes: int | None
+    components: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, est) -> PlanMemory:
+        """From an Estimate (None: unknown)."""
+        if est is None:
+            return cls(None, None, {})
+        m = est.memory
+        return cls(int(m.per_gpu_bytes), int(m.capacity_bytes), {k: int(v) for k, v in m.components.items()})
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """Prices and what they add up to. Training fills ``time_s``/``total_cost`` (with a dataset) or the
+    per-1B-token pair; serving fills ``replicas``/``monthly_cost``/``cost_per_million_output_tokens``."""
+
+    currency: str
+    billing: str | None = None
+    region: str | None = None
+    price_region: str | None = None
+    instance_price_per_hour: float | None = None
+    price_per_hour: float | None = None
+    price_estimated: bool = False
+    price_kind: str | None = None          # official | third-party | inferred | estimated | user | live
+    price_rule: str | None = None          # how an estimated price was computed
+    price_as_of: str | None = None
+    price_source: str | None = None
+    time_s: float | None = None
+    total_cost: float | None = None
+    time_per_billion_tokens_s: float | None = None
+    cost_per_billion_tokens: float | None = None
+    replicas: int | None = None
+    monthly_cost: float | None = None
+    cost_per_million_output_tokens: float | None = None
+    spot: Mapping[str, Any] | None = None
+
+    @property
+    def price_is_guess(self) -> bool:
+        """True when the price shown is estimated rather than quoted (the single accessor renderers use
+        to mark a price: a spot price from the fraction-of-pay-as-you-go rule, a converted list price)."""
+        return bool(self.price_estimated)
+
+    @property
+    def headline(self) -> tuple[float | None, str]:
+        """(the one cost figure that sums the plan up, its unit): total, per month, or per 1B tokens."""
+        if self.total_cost is not None:
+            return self.total_cost, ""
+        if self.monthly_cost is not None:
+            return self.monthly_cost, "/month"
+        if self.cost_per_billion_tokens is not None:
+            return self.cost_per_billion_tokens, " per 1B tokens"
+        return None, ""
+
+
+@dataclass(frozen=True)
+class PlanAdvice:
+    """Storage, network and host advice, the reasons for the plan and its warnings."""
+
+    storage: Mapping[str, Any] = field(default_factory=dict)
+    network: Mapping[str, Any] = field(default_factory=dict)
+    host: Mapping[str, Any] = field(default_factory=dict)
+    why: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One ranked plan on one deployment platform (see the module docstring)."""
+
+    platform: str
+    instance_type: str
+    instance_count: int
+    gpu: str | None
+    gpus_total: int
+    parallel: Mapping[str, Any]
+    layout: str                                # the parallel layout in words, for tables
+    memory: PlanMemory
+    performance: Mapping[str, Any]
+    cost: PlanCost
+    advice: PlanAdvice = field(default_factory=PlanAdvice)
+    details: Mapping[str, Any] = field(default_factory=dict)
+    cost_key: float | None = None              # ranking: total / monthly / per-1B cost (None = no price)
+    time_key: float | None = None              # ranking: job time / time per 1B tokens / request latency
+    rank: int = 0
+    pareto: bool = False
+    # The estimate the memory and performance come from (the exact ECS hardware and layout, or one
+    # Function Compute GPU slice); the bundle renders its launch files from it. Not part of the JSON.
+    estimate: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.platform not in PLATFORMS:
+            raise ValueError(f"unknown platform {self.platform!r}")
+
+    # -------------------------------------------------------------------------------- views
+    @property
+    def is_ecs(self) -> bool:
+        return self.platform == "ecs"
+
+    @property
+    def short_name(self) -> str:
+        """The instance type without the ``ecs.`` prefix (what tables show)."""
+        return self.instance_type.removeprefix("ecs.")
+
+    @property
+    def replicas(self) -> int | None:
+        return self.cost.replicas
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return max(1, self.gpus_total // max(1, self.cost.replicas or 1))
+
+    @property
+    def nodes_per_replica(self) -> int:
+        return int(self.parallel.get("nodes_per_replica") or 1)
+
+    def with_advice(self, **changes: Any) -> Plan:
+        return replace(self, advice=replace(self.advice, **changes))
+
+    # -------------------------------------------------------------------------------- JSON
+    def to_dict(self) -> dict[str, Any]:
+        """One entry of ``plans`` in the recommend contract (every platform has every common key)."""
+        c, m, a = self.cost, self.memory, self.advice
+        d: dict[str, Any] = {
+            "platform": self.platform,
+            "instance_type": self.instance_type,
+            "instance_count": self.instance_count,
+            "gpu": self.gpu,
+            "gpus_total": self.gpus_total,
+            "parallel": dict(self.parallel),
+            "memory_per_gpu_bytes": m.per_gpu_bytes,
+            "capacity_per_gpu_bytes": m.capacity_per_gpu_bytes,
+            "memory_components": dict(m.components),
+            "billing": c.billing,
+            "region": c.region,
+            "price_region": c.price_region,
+            "instance_price_per_hour": rnd(c.instance_price_per_hour),
+            "price_per_hour": rnd(c.price_per_hour),
+            "price_estimated": c.price_estimated,
+            "price_kind": c.price_kind,
+            "price_rule": c.price_rule,
+            "currency": c.currency,
+            "price_as_of": c.price_as_of,
+            "price_source": c.price_source,
+            "time_s": rnd(c.time_s),
+            "total_cost": rnd(c.total_cost),
+            "time_per_billion_tokens_s": rnd(c.time_per_billion_tokens_s),
+            "cost_per_billion_tokens": rnd(c.cost_per_billion_tokens),
+            "replicas": c.replicas,
+            "monthly_cost": rnd(c.monthly_cost),
+            "cost_per_million_output_tokens": rnd(c.cost_per_million_output_tokens),
+            "performance": dict(self.performance),
+            "spot": None if c.spot is None else dict(c.spot),
+            "storage": dict(a.storage),
+            "network": dict(a.network),
+            "host": dict(a.host),
+            "pareto": self.pareto,
+            "rank": self.rank,
+            "why": list(a.why),
+            "warnings": list(a.warnings),
+        }
+        for k in DETAIL_KEYS:
+            d[k] = self.details.get(k)
+        for k in OPTIONAL_DETAIL_KEYS:
+            if k in self.details:
+                d[k] = self.details[k]
+        return d
+
+    def brief(self) -> dict[str, Any]:
+        """The plan as one point of the Pareto front (``pareto`` in the recommend contract)."""
+        return {"instance_type": self.instance_type, "instance_count": self.instance_count, "billing": self.cost.billing,
+                "region": self.cost.region, "cost": rnd(self.cost_key), "time_s": rnd(self.time_key),
+                "platform": self.platform}
