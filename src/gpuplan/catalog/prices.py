@@ -116,11 +116,9 @@ def _parse_offer(row: dict[str, str], cloud: str, origin: str, where: str) -> Of
 
 
 def _read(path: Path, label: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GpuplanError(f"Cannot read {label} {path}: {exc}.", hint="Check the path and that it is UTF-8 CSV.") \
-            from None
+    from gpuplan.safeio import read_text_bounded
+
+    return read_text_bounded(path, label, encoding="utf-8-sig")
 
 
 def parse_prices_csv(text: str, cloud: str, source: str, origin: str = "bundled") -> list[Offer]:
