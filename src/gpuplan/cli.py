@@ -66,7 +66,7 @@ def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:
     if as_json:
         _emit_json(err.to_dict())
     else:
-        err_console = Console(stderr=True)
+        err_console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped
         err_console.print(f"[bold red]{tr('Error', lang)}:[/bold red] {err.message}", highlight=False, markup=True)
         if err.hint:
             err_console.print(f"[yellow]{tr('Hint', lang)}:[/yellow] {err.hint}", highlight=False)
@@ -431,14 +431,20 @@ def catalog_refresh(
     region: _R = None,
     all_regions: Annotated[bool, typer.Option("--all-regions", help="Every region the account can see.")] = False,
     cloud: Annotated[str, typer.Option(help="alibaba or aws.")] = "alibaba",
+    timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds (no retry starts "
+                                                             "later).")] = 180.0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Fetch live instance types, stock and prices (Alibaba Cloud OpenAPI) into the local cache."""
     def body(lg: str) -> int:
         from gpuplan.providers import refresh
 
-        return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud)
+        if not (1 <= timeout <= 3600):
+            raise GpuplanError(f"--timeout {timeout:g} is out of range.", hint="Give 1 to 3600 seconds.")
+        return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud,
+                       as_json=as_json, timeout_s=timeout)
 
-    raise _Exit(run_guarded(body, False, None) or 0)
+    raise _Exit(run_guarded(body, as_json, None) or 0)
 
 
 @catalog_app.command("status")

@@ -148,9 +148,12 @@ def default_cache_dir() -> Path:
 
 
 def cache_file(cloud: str, name: str, cache_dir: str | os.PathLike | None = None) -> Path:
-    """``<cache_dir>/clouds/<cloud>/<name>`` (the file may not exist)."""
+    """The cached overlay ``name``: the live refresh's snapshot in use, checked against its manifest
+    (gpuplan.providers.cache.overlay_file), else ``<cache_dir>/clouds/<cloud>/<name>`` (may not exist)."""
+    from gpuplan.providers.cache import overlay_file
+
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return root / "clouds" / cloud / name
+    return overlay_file(root, cloud, name) or root / "clouds" / cloud / name
 
 
 def _stamp(path: Path) -> int | None:
