@@ -502,6 +502,20 @@ def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopb
     raise _Exit(run_guarded(body, False, None) or 0)
 
 
+def _usage_error(exc: Any) -> None:
+    """A click usage error (unknown option, bad value, missing argument) as one line and a hint, like
+    every other error (JSON on stdout under --json)."""
+    ctx = getattr(exc, "ctx", None)
+    path = str(getattr(ctx, "command_path", "") or "gpuplan").split()
+    command = " ".join(["gpuplan", *path[1:]])
+    message = " ".join(str(exc.format_message()).split())
+    hint = f"See `{command} --help`."
+    if "--json" in sys.argv[1:]:
+        _emit_json({"error": message, "hint": hint})
+    else:
+        sys.stderr.write(f"Error: {message}\nHint: {hint}\n")
+
+
 def main() -> None:
     """Console-script entry point."""
     try:
@@ -518,8 +532,8 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - the last guard: never a traceback for users
         # Usage errors (unknown option, missing argument) come from click, or from the copy of click that
         # newer typer releases vendor: recognise them by their interface rather than their module.
-        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
+        if callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
+            _usage_error(exc)
             sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
         if type(exc).__name__ == "Abort":
             sys.exit(1)

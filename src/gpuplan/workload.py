@@ -285,6 +285,12 @@ def load_yaml_text(text: str, origin: str = "input") -> Any:
 def read_workload_documents(path: str | Path) -> Any:
     """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.safeio)."""
     p = Path(path)
+    try:
+        p.is_dir()  # a name too long for the file system, or otherwise unusable
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise GpuplanError(f"Cannot use {str(p)[:80]!r} as a workload file: {reason}.",
+                           hint="Give the path of a YAML or JSON workload file.") from None
     if not p.exists():
         raise GpuplanError(f"Workload file {str(p)!r} does not exist.",
                            hint="Give a YAML or JSON workload file; `gpuplan schema` shows the format.")
