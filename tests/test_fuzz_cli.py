@@ -144,6 +144,6 @@ def test_hostile_files_on_every_workload_command(path: str, command: str, as_jso
 def test_the_console_script_end_to_end(args: list[str]) -> None:
     env = dict(os.environ, PYTHONPATH=str(SRC))
     proc = subprocess.run([sys.executable, "-c", "from gpuplan.cli import main; main()", *args], capture_output=True,
-                          text=True, timeout=60, env=env)
+                          text=True, timeout=60, env=env, check=False)
     assert proc.returncode == 2, proc.stderr
     check(args, proc.returncode, proc.stdout, proc.stderr)

@@ -19,11 +19,10 @@ from __future__ import annotations
 import functools
 import importlib
 import math
-import os
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from gpuplan.errors import GpuplanError
 
@@ -113,7 +112,7 @@ def _checked(fn: F) -> F:
         body = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
         body.__kwdefaults__ = fn.__kwdefaults__
         body.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "return"}
-        return validate_call(body, config=ConfigDict(arbitrary_types_allowed=True))
+        return validate_call(config=ConfigDict(arbitrary_types_allowed=True))(body)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -138,12 +137,12 @@ def _finite(v: float) -> float:
 # versions are put into this module's namespace by _install_boundary_types() on the first call, so
 # `import gpuplan` stays free of pydantic.
 if TYPE_CHECKING:
-    Source = Union["Workload", dict[Any, Any], str, os.PathLike[str]]
+    Source = Workload | dict[Any, Any] | str | Path
     _Top = int
     _Headroom = float
     _Pick = int
     _Lang = str
-    _Params = Union[float, str]
+    _Params = float | str
     _Str = str
     _Bool = bool
 
@@ -165,15 +164,20 @@ def _install_boundary_types() -> None:
 
     finite = AfterValidator(_finite)
     globals().update(
-        Source=Union[_WorkloadInstance, dict, Path],
+        Source=_WorkloadInstance | dict | Path,
         _Top=Annotated[StrictInt, Field(ge=1, le=100)],
         _Headroom=Annotated[float, Field(ge=0, lt=1), finite],
         _Pick=Annotated[StrictInt, Field(ge=1, le=20)],
         _Lang=Literal["en", "zh"],
-        _Params=Union[Annotated[float, Field(strict=True, gt=0), finite], StrictStr],
+        _Params=Annotated[float, Field(strict=True, gt=0), finite] | StrictStr,
         _Str=StrictStr,
         _Bool=StrictBool,
     )
+
+
+def _inner(source: Source) -> Workload | dict[Any, Any] | str:
+    """The validated source as the inner functions take it (a path as text)."""
+    return str(source) if isinstance(source, Path) else source
 
 
 @_checked
@@ -181,7 +185,7 @@ def load_workload(source: Source, **flags: Any) -> Workload:
     """A Workload from a file path, a mapping or a Workload; ``flags`` are CLI-style overrides."""
     from gpuplan.workload import load_workload as _load
 
-    return _load(source, **flags)
+    return _load(_inner(source), **flags)
 
 
 @_checked
@@ -189,7 +193,7 @@ def estimate(workload: Source, **flags: Any) -> Estimate:
     """Memory, time and throughput of a workload on its fixed hardware."""
     from gpuplan.estimate.core import estimate as _estimate
 
-    return _estimate(workload, **flags)
+    return _estimate(_inner(workload), **flags)
 
 
 @_checked
@@ -197,7 +201,7 @@ def max_fit(workload: Source, field: _Str, **flags: Any) -> tuple[int, Estimate 
     """Largest ``field`` (batch_size | seq_len | prompt_tokens | concurrency) that fits the hardware."""
     from gpuplan.estimate.core import max_fit as _max_fit
 
-    return _max_fit(workload, field, **flags)
+    return _max_fit(_inner(workload), field, **flags)
 
 
 @_checked
@@ -206,7 +210,7 @@ def recommend(workload: Source, *, top: _Top = 5, memory_headroom: _Headroom = 0
     """Ranked plans (1 <= top <= 100); ``memory_headroom`` is the fraction of GPU memory kept free."""
     from gpuplan.plan.recommend import recommend as _recommend
 
-    return _recommend(workload, top=top, memory_headroom=memory_headroom, price_files=price_files, **kwargs)
+    return _recommend(_inner(workload), top=top, memory_headroom=memory_headroom, price_files=price_files, **kwargs)
 
 
 @_checked

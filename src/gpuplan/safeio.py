@@ -134,7 +134,7 @@ LimitedYamlLoader.add_implicit_resolver(
                 |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
                 |\.[0-9_]+(?:[eE][-+][0-9]+)?
                 |[-+]?\.(?:inf|Inf|INF)
-                |\.(?:nan|NaN|NAN))$""", re.X),
+                |\.(?:nan|NaN|NAN))$""", re.VERBOSE),
     list("-+0123456789."),
 )
 
@@ -222,7 +222,7 @@ _OWN_PROBLEMS = ("nested more than", "expands to more than", "invalid recursive 
 def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
     """Parse YAML (or JSON, which is YAML) with the limits above; any failure is one GpuplanError."""
     try:
-        return yaml.load(text, Loader=LimitedYamlLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=LimitedYamlLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -266,7 +266,11 @@ def refresh_lock(cache_dir: str | os.PathLike[str] | None, cloud: str,
 
 
 # Test seam: called with the name of each commit step just before it runs (tests inject failures).
-commit_hook: Callable[[str], None] = lambda step: None  # noqa: E731
+def _no_hook(step: str) -> None:
+    return None
+
+
+commit_hook: Callable[[str], None] = _no_hook
 
 
 def _fsync_dir(folder: Path) -> None:
