@@ -5,8 +5,8 @@ The Alibaba snapshot is transcribed from Alibaba Cloud's GPU instance-family pag
 https://www.alibabacloud.com/help/en/ecs/user-guide/gpu-accelerated-compute-optimized-and-vgpu-accelerated-instance-families-1
 (each row carries its own ``sources``). Files are read lazily, once, never at import time.
 
-Overlay: the bundled CSV first, then ``<cache_dir>/clouds/<cloud>/instances.csv`` when it exists
-(the live refresh writes the same schema); a later row with the same ``instance_type`` replaces
+Overlay: the bundled CSV first, then the cached ``instances.csv`` when there is one (the live
+refresh's snapshot, see :func:`cache_file`; the same schema); a later row with the same ``instance_type`` replaces
 an earlier one. Per-region availability is *not* captured: ``filter_instances(region=...)`` keeps
 the types that have a price in that region, nothing more.
 """

@@ -5,8 +5,8 @@ is the cn-shanghai console price list of June 2023 as copied by a third party
 (https://arthurchiao.art/blog/gpu-prices/), plus a few later third-party spot checks; every row
 says ``as_of``, ``source`` and ``confidence``. A missing price is no row (None), never 0.
 
-Overlay order (lowest first): bundled < ``<cache_dir>/clouds/<cloud>/prices.csv`` < ``--prices``
-files. A row of a higher layer replaces every lower-layer row with the same
+Overlay order (lowest first): bundled < the cached ``prices.csv`` (the live refresh's snapshot in
+use, checked against its manifest; see gpuplan.providers.cache) < ``--prices`` files. A row of a higher layer replaces every lower-layer row with the same
 (cloud, instance_type, region, billing); rows within one layer are all kept (e.g. two dates).
 """
 
