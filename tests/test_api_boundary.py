@@ -278,3 +278,18 @@ def test_yaml_numbers_still_read_as_users_write_them(tmp_path: Path) -> None:
     path = _write(tmp_path, "w.yaml", b"model: {params_b: 7}\ndataset: {tokens: 2e9}\nbatch_size: !!int '4'\n")
     w = gpuplan.load_workload(path)
     assert w.dataset is not None and w.dataset.tokens == 2e9 and w.batch_size == 4
+
+
+def test_no_code_reaches_the_estimate_subpackage_through_the_function() -> None:
+    """``gpuplan.estimate`` is the public function, so the subpackage must be named in ways that go
+    through sys.modules: ``from gpuplan.estimate.core import x`` and ``from gpuplan.estimate import
+    core`` work; ``import gpuplan.estimate.core as m`` and (on Python 3.11) ``mock.patch("gpuplan.
+    estimate.core.x")`` walk attributes and would meet the function instead."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    bad = re.compile(r"^\s*import gpuplan\.estimate\.\w+(\.\w+)* as |(patch|setattr)\(\s*[\"']gpuplan\.estimate\.")
+    hits = [f"{p.relative_to(root)}:{i}" for folder in ("src", "tests", "bench")
+            for p in (root / folder).rglob("*.py")
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if bad.search(line)]
+    assert hits == [], "use `from gpuplan.estimate.<module> import ...` instead: " + ", ".join(hits)
