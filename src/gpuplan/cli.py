@@ -66,7 +66,7 @@ def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:
     if as_json:
         _emit_json(err.to_dict())
     else:
-        err_console = Console(stderr=True)
+        err_console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped
         err_console.print(f"[bold red]{tr('Error', lang)}:[/bold red] {err.message}", highlight=False, markup=True)
         if err.hint:
             err_console.print(f"[yellow]{tr('Hint', lang)}:[/yellow] {err.hint}", highlight=False)
@@ -439,14 +439,20 @@ def catalog_refresh(
     region: _R = None,
     all_regions: Annotated[bool, typer.Option("--all-regions", help="Every region the account can see.")] = False,
     cloud: Annotated[str, typer.Option(help="alibaba or aws.")] = "alibaba",
+    timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds (no retry starts "
+                                                             "later).")] = 180.0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Fetch live instance types, stock and prices (Alibaba Cloud OpenAPI) into the local cache."""
     def body(lg: str) -> int:
         from gpuplan.providers import refresh
 
-        return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud)
+        if not (1 <= timeout <= 3600):
+            raise GpuplanError(f"--timeout {timeout:g} is out of range.", hint="Give 1 to 3600 seconds.")
+        return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud,
+                       as_json=as_json, timeout_s=timeout)
 
-    raise _Exit(run_guarded(body, False, None) or 0)
+    raise _Exit(run_guarded(body, as_json, None) or 0)
 
 
 @catalog_app.command("status")
@@ -562,6 +568,20 @@ def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopb
     raise _Exit(run_guarded(body, False, None) or 0)
 
 
+def _usage_error(exc: Any) -> None:
+    """A click usage error (unknown option, bad value, missing argument) as one line and a hint, like
+    every other error (JSON on stdout under --json)."""
+    ctx = getattr(exc, "ctx", None)
+    path = str(getattr(ctx, "command_path", "") or "gpuplan").split()
+    command = " ".join(["gpuplan", *path[1:]])
+    message = " ".join(str(exc.format_message()).split())
+    hint = f"See `{command} --help`."
+    if "--json" in sys.argv[1:]:
+        _emit_json({"error": message, "hint": hint})
+    else:
+        sys.stderr.write(f"Error: {message}\nHint: {hint}\n")
+
+
 def main() -> None:
     """Console-script entry point."""
     try:
@@ -578,8 +598,8 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - the last guard: never a traceback for users
         # Usage errors (unknown option, missing argument) come from click, or from the copy of click that
         # newer typer releases vendor: recognise them by their interface rather than their module.
-        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
+        if callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
+            _usage_error(exc)
             sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
         if type(exc).__name__ == "Abort":
             sys.exit(1)

@@ -11,15 +11,13 @@ list of assumptions it made, which every result reports.
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Any, Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuplan.errors import GpuplanError, did_you_mean
+from gpuplan.safeio import check_nesting, load_json, load_yaml, read_text_bounded
 
 Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
 TASK_ALIASES = {"train": "pretrain", "finetune": "full", "fine-tune": "full", "infer": "inference",
@@ -280,53 +278,37 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
 # Parsing: YAML/JSON files, mappings, CLI flags. Every failure is a GpuplanError.
 # ------------------------------------------------------------------------------------------------
 
-class _Yaml12Loader(yaml.SafeLoader):
-    """SafeLoader that also reads `2e9` and `1.5e-3` as floats (YAML 1.2), as users write them."""
-
-
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                |\.[0-9_]+(?:[eE][-+][0-9]+)?
-                |[-+]?\.(?:inf|Inf|INF)
-                |\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."),
-)
-
-
 def load_yaml_text(text: str, origin: str = "input") -> Any:
-    try:
-        return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise GpuplanError(f"{origin} is not valid YAML/JSON{where}.",
-                           hint="Check indentation and quoting; `gpuplan schema` shows the workload format.") from None
+    """YAML (or JSON) text -> Python data, with gpuplan.safeio's depth, alias and number limits."""
+    return load_yaml(text, origin)
 
 
 def read_workload_documents(path: str | Path) -> Any:
-    """Read a workload file (YAML, JSON, a JSON array or JSON Lines)."""
+    """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.safeio)."""
     p = Path(path)
+    try:
+        p.is_dir()  # a name too long for the file system, or otherwise unusable
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise GpuplanError(f"Cannot use {str(p)[:80]!r} as a workload file: {reason}.",
+                           hint="Give the path of a YAML or JSON workload file.") from None
     if not p.exists():
         raise GpuplanError(f"Workload file {str(p)!r} does not exist.",
                            hint="Give a YAML or JSON workload file; `gpuplan schema` shows the format.")
     if p.is_dir():
         raise GpuplanError(f"{str(p)!r} is a folder, not a workload file.", hint="Give a .yaml or .json file.")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GpuplanError(f"Cannot read {str(p)!r}: {exc.__class__.__name__}.", hint="Is it a UTF-8 text file?") from None
-    if len(text) > 20_000_000:
-        raise GpuplanError(f"{str(p)!r} is larger than 20 MB.", hint="Split it into several files.")
+    text = read_text_bounded(p, "workload file")
     stripped = text.strip()
+    if not stripped:
+        raise GpuplanError(f"Workload file {str(p)!r} is empty.",
+                           hint="Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`.")
     if p.suffix.lower() in (".jsonl", ".ndjson") or (stripped.startswith("{") and "\n{" in stripped):
         lines = [ln for ln in text.splitlines() if ln.strip()]
-        docs = []
+        docs: list[Any] = []
         for i, line in enumerate(lines, 1):
             try:
-                docs.append(json.loads(line))
-            except json.JSONDecodeError:
+                docs.append(load_json(line, origin=f"{str(p)!r} line {i}"))
+            except GpuplanError:
                 if len(lines) == 1:
                     break
                 docs.append(_BadLine(i))
@@ -403,6 +385,7 @@ def parse_workload(data: Any, origin: str = "workload") -> Workload:
     if not isinstance(data, dict):
         raise GpuplanError(f"{origin} must be a mapping of workload keys, not {type(data).__name__}.",
                            hint="Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`.")
+    check_nesting(data, origin)
     bad = [k for k in data if not isinstance(k, str)]
     if bad:
         raise GpuplanError(f"Workload keys must be strings, got {bad[0]!r}.", hint="Quote the key in YAML.")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.providers import refresh
+from gpuplan.providers import cache, refresh
 from gpuplan.providers.base import INSTANCE_COLUMNS, PRICE_COLUMNS
 from gpuplan.providers.fx import fx_rate
 
@@ -121,7 +121,7 @@ def test_aws_refresh_with_a_fake_pricing_client(tmp_path: Path) -> None:
     rc = refresh(["us-east-1"], False, cache_dir=tmp_path, client_factory=lambda region: fake, progress=False,
                  out=out, cloud="aws", now=lambda: dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc))
     assert rc == 0, out.getvalue()
-    with (tmp_path / "clouds" / "aws" / "prices.csv").open(newline="") as fh:
+    with (cache.current_dir(tmp_path, "aws") / "prices.csv").open(newline="") as fh:
         rows = {r["instance_type"]: r for r in csv.DictReader(fh)}
     assert rows["p5.48xlarge"]["price"] == "55.04" and rows["p5.48xlarge"]["currency"] == "USD"
     assert rows["p5.48xlarge"]["as_of"] == "2026-11-30" and rows["p5.48xlarge"]["confidence"] == "confirmed"

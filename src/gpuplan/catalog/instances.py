@@ -5,8 +5,8 @@ The Alibaba snapshot is transcribed from Alibaba Cloud's GPU instance-family pag
 https://www.alibabacloud.com/help/en/ecs/user-guide/gpu-accelerated-compute-optimized-and-vgpu-accelerated-instance-families-1
 (each row carries its own ``sources``). Files are read lazily, once, never at import time.
 
-Overlay: the bundled CSV first, then ``<cache_dir>/clouds/<cloud>/instances.csv`` when it exists
-(the live refresh writes the same schema); a later row with the same ``instance_type`` replaces
+Overlay: the bundled CSV first, then the cached ``instances.csv`` when there is one (the live
+refresh's snapshot, see :func:`cache_file`; the same schema); a later row with the same ``instance_type`` replaces
 an earlier one. Per-region availability is *not* captured: ``filter_instances(region=...)`` keeps
 the types that have a price in that region, nothing more.
 """
@@ -148,9 +148,12 @@ def default_cache_dir() -> Path:
 
 
 def cache_file(cloud: str, name: str, cache_dir: str | os.PathLike | None = None) -> Path:
-    """``<cache_dir>/clouds/<cloud>/<name>`` (the file may not exist)."""
+    """The cached overlay ``name``: the live refresh's snapshot in use, checked against its manifest
+    (gpuplan.providers.cache.overlay_file), else ``<cache_dir>/clouds/<cloud>/<name>`` (may not exist)."""
+    from gpuplan.providers.cache import overlay_file
+
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return root / "clouds" / cloud / name
+    return overlay_file(root, cloud, name) or root / "clouds" / cloud / name
 
 
 def _stamp(path: Path) -> int | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -29,6 +28,7 @@ from typing import Any
 import yaml
 
 from gpuplan.errors import GpuplanError, unknown_name_error
+from gpuplan.safeio import load_json, read_text_bounded
 
 KINDS = ("decoder", "encoder", "encoder-decoder", "vision", "diffusion", "speech")
 LLM_KINDS = ("decoder", "encoder", "encoder-decoder")
@@ -592,7 +592,9 @@ def load_config_file(path: str | os.PathLike) -> ModelSpec:
     try:
         if p.is_dir():
             p = p / "config.json"
-        text = p.read_text(encoding="utf-8")
+        if not p.exists():
+            raise FileNotFoundError(p)
+        text = read_text_bounded(p, "model config")
     except FileNotFoundError:
         raise GpuplanError(
             f"Model config not found: {p}.",
@@ -601,14 +603,7 @@ def load_config_file(path: str | os.PathLike) -> ModelSpec:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise GpuplanError(f"Cannot read model config {p}: {exc}.", hint="Check the path and permissions.") from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GpuplanError(
-            f"{p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
-            hint="Give the model's Hugging Face config.json unchanged.",
-            field="model",
-        ) from None
+    cfg = load_json(text, origin=str(p), hint="Give the model's Hugging Face config.json unchanged.")
     if not isinstance(cfg, dict):
         raise GpuplanError(f"{p} does not hold a JSON object.", hint="A config.json is a JSON object {...}.")
     name = cfg.get("_name_or_path") or (p.parent.name if p.name == "config.json" else p.stem)
