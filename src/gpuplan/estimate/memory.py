@@ -48,6 +48,11 @@ PAGED_OPTIMIZERS = {"paged-adamw", "paged-adamw-8bit"}
 # Frameworks whose default fine-tuning recipe loads the model in bf16 and lets AdamW keep bf16
 # states (LLaMA-Factory / ms-swift / HF Trainer with torch_dtype=bfloat16).
 PURE_16BIT_FRAMEWORKS = {"transformers", "swift", "llama-factory", "torchtune"}
+# Stacks whose QLoRA path does not call peft.prepare_model_for_kbit_training, so embeddings and the LM
+# head stay in 16-bit: LLaMA-Factory (model/model_utils/checkpointing.py prepare_model_for_training
+# only upcasts layer norms, and only with upcast_layernorm, default off) and torchtune (its QLoRA
+# builders keep every non-NF4 parameter in bf16).
+NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune"}
 
 
 @dataclass
@@ -250,7 +255,8 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     dense_w = 4.0 if t.precision == "fp32" else 2.0
     quant = t.quantization if t.quantization not in (None, "none") else "none"
     w_total, _ = weight_bytes(s, t.precision, quant, double_quant=(t.task == "qlora"))
-    if t.task == "qlora" and quant in ("bnb-nf4", "bnb-int8") and layout.zero < 3:
+    if t.task == "qlora" and quant in ("bnb-nf4", "bnb-int8") and layout.zero < 3 \
+            and t.framework not in NO_KBIT_UPCAST_FRAMEWORKS:
         # peft.prepare_model_for_kbit_training casts the non-quantized parameters (embeddings,
         # LM head, norms) to fp32 (PEFT docs, "quantization" guide). Sharded QLoRA (FSDP / ZeRO-3)
         # skips it: FSDP needs one dtype per flat parameter (TRL SFTTrainer: is_sharded_qlora).
