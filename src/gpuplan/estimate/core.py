@@ -251,7 +251,7 @@ def _suggest(w: Workload, model, system: System, layout: Layout, est: Estimate) 
             e = _try(w, model, system, layout, grad_checkpointing=True)
             if e and e.fits:
                 out.append(f"turn on gradient checkpointing: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
-        if task in ("full", "pretrain") and layout.zero < 3 and system.total_gpus > 1:
+        if layout.zero < 3 and system.total_gpus > 1:  # LoRA/QLoRA too: ZeRO-3/FSDP shard the frozen base
             e = _try(w, model, system, layout, parallel={**par, "zero": 3})
             if e and e.fits:
                 out.append(f"shard everything with ZeRO-3 / FSDP full_shard: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
