@@ -280,3 +280,16 @@ def test_torchtune_llama2_7b_low_memory_full_finetune_on_one_a6000(seq):
               "hardware": {"gpu": "RTX-A6000"}})
     assert m.fits
     assert m.peak_reserved_bytes == pytest.approx(15.97 * GIB, rel=0.15)
+
+
+def test_hybrid_shard_shards_within_a_node_and_gathers_there():
+    # FSDP HYBRID_SHARD (HSDP): shard within each node, replicate across nodes (PyTorch FSDP docs);
+    # the per-pass all-gathers then stay on NVLink instead of crossing the network.
+    base = {"model": "llama-3.1-70b", "task": "lora", "framework": "fsdp", "seq_len": 2048,
+            "hardware": {"gpu": "H100", "count": 16, "nodes": 2}}
+    one_node = _mem({**base, "parallel": {"fsdp": "full_shard"}, "hardware": {"gpu": "H100", "count": 8}})
+    hsdp = estimate({**base, "parallel": {"fsdp": "hybrid_shard"}})
+    full = estimate({**base, "parallel": {"fsdp": "full_shard"}})
+    assert hsdp.memory.components["weights"] == pytest.approx(one_node.components["weights"], rel=1e-6)
+    assert full.memory.components["weights"] < hsdp.memory.components["weights"]
+    assert 0 < hsdp.performance["comm_fraction"] < full.performance["comm_fraction"]

@@ -200,7 +200,18 @@ def block_storage_bytes_per_layer(s: Shape, precision: str, quantization: str, *
     return max(0.0, w_total - s.other_params * other_b) / max(1, s.layers)
 
 
-def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: float, *, trainable: bool) -> float:
+def shard_group(layout: Layout, system: System) -> int:
+    """Ranks the sharded states are divided over: the data-parallel group, except FSDP hybrid_shard
+    (HSDP), which shards within a node and replicates across nodes (PyTorch FSDP ShardingStrategy)."""
+    dp = max(1, layout.dp)
+    if layout.fsdp == "hybrid_shard" and system.nodes > 1:
+        per_node = max(1, system.gpus_per_node // max(1, layout.tp * layout.pp))
+        return max(1, min(dp, per_node))
+    return dp
+
+
+def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: float, *, trainable: bool,
+                         group: int | None = None) -> float:
     """Unsharded parameters live on a rank under ZeRO-3 / FSDP full_shard beyond its own shard.
 
     One block is gathered at a time and the next is prefetched (FSDP forward/backward prefetch,
@@ -211,7 +222,7 @@ def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: 
     fp32 gradients the size of a block. LoRA's frozen base has no gradients to reduce."""
     if layout.zero < 3:
         return 0.0
-    tp, dp = layout.tp, max(1, layout.dp)
+    tp, dp = layout.tp, max(1, group if group is not None else layout.dp)
     blocks = 2.0 * layer_bytes / tp
     if layout.fsdp != "none":
         root = (s.embed_params + s.lm_head_params) / tp * dense_w
@@ -270,7 +281,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         # DeepSpeed / Megatron / FSDP use fused or multi-tensor-apply Adam kernels that step in place.
         temp_b = 0.0
 
-    dp = max(1, layout.dp)
+    dp = shard_group(layout, system)
     zero = layout.zero
     shard_states = dp if zero >= 1 else 1
     shard_grads = dp if zero >= 2 else 1
@@ -336,7 +347,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
                 step_temp = 0.0
         paged_states = states if paged else 0.0
         states -= paged_states
-        gather = gathered_param_bytes(s, layout, layer_store, dense_w, trainable=not peft)
+        gather = gathered_param_bytes(s, layout, layer_store, dense_w, trainable=not peft, group=dp)
 
         # activations
         inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
