@@ -250,12 +250,18 @@ def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization
     return gather, reduce
 
 
-def largest_param_tensor(s: Shape) -> float:
-    """Elements of the largest single parameter tensor (the embedding, the LM head or an MLP matrix)."""
+def largest_block_matrix(s: Shape) -> float:
+    """Elements of the largest matrix inside a transformer block (an MLP projection, or for MoE
+    one expert's, or the attention's output projection)."""
     mlp_mat = s.mlp_params_layer_total / (3.0 if s.gated else 2.0)
     if s.moe_experts:
         mlp_mat = s.mlp_params_layer_total / max(1, s.moe_experts) / (3.0 if s.gated else 2.0)
-    return max(s.embed_params, s.lm_head_params, mlp_mat)
+    return max(mlp_mat, float(s.heads * s.head_dim * s.hidden))
+
+
+def largest_param_tensor(s: Shape) -> float:
+    """Elements of the largest single parameter tensor (the embedding, the LM head or a block matrix)."""
+    return max(s.embed_params, s.lm_head_params, largest_block_matrix(s))
 
 
 def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: System) -> MemoryEstimate:
@@ -361,6 +367,11 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
                 per_tok -= 6.0 * s.heads * t.seq_len / layout.tp
             stored = n_layers * tokens_mb * per_tok * inflight
             recompute = 0.0
+        # A weight-only quantized base (QLoRA) is dequantized to the compute dtype one matrix at a time
+        # in forward and again in backward (bitsandbytes MatMul4Bit: dequantize_4bit, then a 16-bit
+        # GEMM): the largest block matrix is transiently live.
+        dequant = largest_block_matrix(s) / layout.tp * 2.0 if (peft and quant != "none") else 0.0
+        recompute += dequant
         acts = stored + recompute
         logits = tokens_mb * logits_bytes_per_token(s, t.framework, layout.tp) if last else 0.0
 
