@@ -480,7 +480,7 @@ def kv_shard_fraction(s: Shape, layout: Layout) -> float:
 
     Pipeline stages split the layers. Tensor parallelism splits K/V by heads, but never below one
     KV head per rank: with fewer KV heads than ranks, vLLM/SGLang replicate heads (each rank keeps
-    max(1, kv_heads // tp) heads). The MLA latent (DeepSeek-V2/V3/R1) has no heads to split: every TP
+    ceil(kv_heads / tp) heads, at least one). The MLA latent (DeepSeek-V2/V3/R1) has no heads to split: every TP
     rank keeps the whole latent of every sequence (vLLM MLA backend, SGLang), unless data-parallel
     attention is on (SGLang --enable-dp-attention), where each of the tp attention ranks serves its
     own 1/tp of the sequences with the whole latent of each."""
@@ -490,7 +490,7 @@ def kv_shard_fraction(s: Shape, layout: Layout) -> float:
     if layout.dp_attention:
         return frac / layout.tp
     kv_heads = max(1, s.kv_heads)
-    heads_per_rank = max(1, kv_heads // layout.tp) if layout.tp <= kv_heads else 1
+    heads_per_rank = math.ceil(kv_heads / layout.tp)  # 1 when tp >= kv_heads: heads are replicated
     return frac * heads_per_rank / kv_heads
 
 
