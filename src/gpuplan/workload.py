@@ -29,7 +29,14 @@ QUANT_ALIASES = {"nf4": "bnb-nf4", "gptq": "gptq-int4", "awq-int4": "awq", "int4
 KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
 Framework = Literal["auto", "transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron", "nemo", "fsdp",
                     "torchtune", "llm-foundry", "llama-factory", "swift"]
-Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-8bit", "adamw-bf16", "sgd", "adafactor"]
+Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-8bit", "adamw-bf16", "sgd", "adafactor",
+                    "paged-adamw", "paged-adamw-8bit"]
+# Names the frameworks use for the same optimizers (HF TrainingArguments.optim, torchtune/bitsandbytes classes).
+OPTIMIZER_ALIASES = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused", "adamw_8bit": "adamw-8bit",
+                     "adamw_bnb_8bit": "adamw-8bit", "adamw8bit": "adamw-8bit", "8bit-adamw": "adamw-8bit",
+                     "paged_adamw_8bit": "paged-adamw-8bit", "pagedadamw8bit": "paged-adamw-8bit",
+                     "paged_adamw_32bit": "paged-adamw", "paged-adamw-32bit": "paged-adamw", "pagedadamw": "paged-adamw",
+                     "paged_adamw": "paged-adamw"}
 Objective = Literal["cost", "time", "balanced"]
 Billing = Literal["payg", "spot", "subscription"]
 FsdpMode = Literal["none", "full_shard", "shard_grad_op", "hybrid_shard"]
@@ -59,6 +66,8 @@ class ParallelSpec(_Strict):
     fsdp: FsdpMode = "none"
     offload: Offload = "none"
     microbatches: int | None = Field(None, ge=1, le=100_000, description="pipeline micro-batches per step")
+    dp_attention: bool = Field(False, description="serving: data-parallel attention (SGLang --enable-dp-attention): "
+                                                  "each TP rank keeps the KV/latent cache of its own sequences only")
 
 
 class DatasetSpec(_Strict):
@@ -145,6 +154,8 @@ class Workload(_Strict):
     grad_checkpointing: Union[bool, Literal["selective"], None] = None
     flash_attention: bool | None = None
     optimizer: Optimizer | None = None
+    optimizer_in_backward: bool | None = Field(None, description="optimizer step fused into the backward pass "
+                                               "(torchtune optimizer_in_bwd): gradients are never all held at once")
     lora: LoraSpec | None = None
     parallel: ParallelSpec | None = None
     dataset: DatasetSpec | None = None
@@ -174,6 +185,14 @@ class Workload(_Strict):
     def _lower(cls, v: Any) -> Any:
         return v.strip().lower() if isinstance(v, str) else v
 
+    @field_validator("optimizer", mode="before")
+    @classmethod
+    def _optimizer_names(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            low = v.strip().lower()
+            return OPTIMIZER_ALIASES.get(low, low)
+        return v
+
     @field_validator("grad_checkpointing", mode="before")
     @classmethod
     def _ckpt(cls, v: Any) -> Any:
@@ -200,6 +219,9 @@ class Workload(_Strict):
     def _coherent(self) -> "Workload":
         if self.task == "qlora" and self.quantization not in (None, "bnb-nf4", "int4", "gptq-int4", "awq", "bnb-int8"):
             raise ValueError(f"task qlora needs a 4-bit or 8-bit base model, not quantization {self.quantization!r}")
+        if self.optimizer_in_backward and (self.gradient_accumulation or 1) > 1:
+            raise ValueError("optimizer_in_backward steps each parameter as soon as its gradient exists, so it needs "
+                             "gradient_accumulation 1 (torchtune: optimizer_in_bwd requires gradient_accumulation_steps=1)")
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
         return self
@@ -264,14 +286,32 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
             value = "fp16"
         if key == "framework":
             value = FRAMEWORK_DEFAULT_BY_TASK.get(task, "transformers")
+        if key == "optimizer" and _torchtune_single_device_full(data, task):
+            value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
         data[key] = value
         notes.append(f"assumed {key} {value}")
+    if task != "inference" and "optimizer_in_backward" not in searched and data.get("optimizer_in_backward") is None:
+        if _torchtune_single_device_full(data, task):  # unset otherwise (= false), so outputs stay as they were
+            data["optimizer_in_backward"] = True
+            notes.append("assumed optimizer_in_backward true (torchtune's single-device full fine-tuning recipe)")
     if task in ("lora", "qlora") and "lora" not in data:
         data["lora"] = LoraSpec().model_dump()
         notes.append("assumed LoRA rank 8, alpha 16, targets all-linear")
     if "parallel" not in data and "parallel" not in searched:
         data["parallel"] = ParallelSpec().model_dump()
     return Workload.model_validate(data), notes
+
+
+def _torchtune_single_device_full(data: dict[str, Any], task: str) -> bool:
+    """torchtune's single-device full fine-tuning recipe is the default stack: its configs
+    (recipes/configs/llama3_1/8B_full_single_device.yaml) use bitsandbytes PagedAdamW8bit with
+    optimizer_in_bwd: True, which needs gradient_accumulation_steps=1."""
+    if data.get("framework") != "torchtune" or task != "full" or (data.get("gradient_accumulation") or 1) > 1:
+        return False
+    hw = data.get("hardware") or {}
+    par = data.get("parallel") or {}
+    gpus = (par.get("tp") or 1) * (par.get("pp") or 1) * (par.get("dp") or 1)
+    return (hw.get("count") or 1) == 1 and gpus == 1 and not par.get("zero") and par.get("fsdp", "none") == "none"
 
 
 # ------------------------------------------------------------------------------------------------

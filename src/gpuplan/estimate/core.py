@@ -172,7 +172,8 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        flash=bool(w.flash_attention), seq_len=w.seq_len or 2048,
                        lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
-                       variable_length=task != "pretrain")
+                       variable_length=task != "pretrain",
+                       optimizer_in_backward=bool(w.optimizer_in_backward))
     mem = training_memory(model, s, t, layout, system)
     if memory_only:
         return mem, {}, []
@@ -250,7 +251,7 @@ def _suggest(w: Workload, model, system: System, layout: Layout, est: Estimate) 
             e = _try(w, model, system, layout, grad_checkpointing=True)
             if e and e.fits:
                 out.append(f"turn on gradient checkpointing: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
-        if task in ("full", "pretrain") and layout.zero < 3 and system.total_gpus > 1:
+        if layout.zero < 3 and system.total_gpus > 1:  # LoRA/QLoRA too: ZeRO-3/FSDP shard the frozen base
             e = _try(w, model, system, layout, parallel={**par, "zero": 3})
             if e and e.fits:
                 out.append(f"shard everything with ZeRO-3 / FSDP full_shard: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")

@@ -89,6 +89,7 @@ class Layout:
     grad_accum: int = 1
     microbatches: int = 1         # pipeline micro-batches in flight per step
     naive_pipeline: bool = False  # device_map layer split (sequential), not a pipelined schedule
+    dp_attention: bool = False    # serving: data-parallel attention over the TP ranks (SGLang --enable-dp-attention)
 
     @property
     def model_parallel(self) -> int:
@@ -144,6 +145,7 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int) -> 
         offload=par.offload if par else "none", checkpointing=checkpointing, micro_batch=w.batch_size or 1,
         grad_accum=ga, microbatches=microbatches,
         naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS,
+        dp_attention=bool(getattr(par, "dp_attention", False)) if par else False,
     )
 
 

@@ -14,8 +14,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
 from gpuplan.estimate.params import by_key, interpolate_log2, table
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
@@ -195,10 +196,14 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         if layout.zero >= 3:
             # two all-gathers (forward, backward) per micro-batch and one reduce-scatter, tensor by tensor
             passes = 2 * layout.grad_accum + 1
-            t = dp_collective_time(system, layout, grad_bytes, passes)
+            gather_b, reduce_b = sharded_traffic_bytes(s, layout, precision, quantization, task, trainable_params)
+            group = replace(layout, dp=shard_group(layout, system))  # HSDP gathers within its node
+            t = dp_collective_time(system, group, gather_b, passes - 1) + dp_collective_time(system, layout, reduce_b, 1)
             n_coll = passes * s.layers / layout.pp * float(comm_tab["zero3_collectives_per_layer"])
             t += n_coll * ring_latency_s(system, layout)
             hidden = overlap["fsdp" if layout.fsdp != "none" else "zero3"] * compute_s
+            # prefetch cannot hide the first block's gather of each pass (memory.sharded_traffic_bytes)
+            hidden = min(hidden, t * (1.0 - 1.0 / max(1.0, s.layers / layout.pp)))
         else:
             t = dp_collective_time(system, layout, grad_bytes, 2.0)
             hidden = overlap["zero" if layout.zero else "ddp"] * compute_s
