@@ -7,7 +7,11 @@
 - Eager ``generate`` launches every kernel from Python: a per-layer CPU cost that overlaps with the
   GPU time (soft maximum), and Hugging Face's DynamicCache re-reads the cache several times per step.
   Both constants are calibrated on published measurements (data/efficiency.yaml).
-- Tensor parallelism: two all-reduces of B·h activations per layer per step (Shoeybi et al. 2019).
+- Tensor parallelism: two all-reduces of B·h activations per layer per step (Shoeybi et al. 2019),
+  over the inter-node network when the TP group spans nodes (training.tp_collective_s).
+- Engines: vLLM, SGLang, TensorRT-LLM, LMDeploy (TurboMind) and TGI run continuous batching with
+  CUDA graphs (a per-step scheduler cost and a per-layer launch floor); compiled PyTorch
+  (torch.compile + CUDA graphs, gpt-fast/torchao) runs the whole decode step as one graph.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from gpuplan.estimate.memory import ENGINES, MemoryEstimate
 from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training import peak_flops
+from gpuplan.estimate.training import peak_flops, tp_collective_s
+
+COMPILED = {"torch-compile"}
 
 
 @dataclass
@@ -68,6 +74,8 @@ def _compute_dtype(case: ServingCase) -> str:
 def _stream_efficiency(quantization: str, framework: str = "transformers") -> float:
     inf = table("inference")
     if quantization in (None, "none"):
+        if framework in COMPILED:
+            return float(inf["compiled_stream_efficiency"])
         return float(inf["weight_stream_efficiency"])
     if framework in ENGINES and quantization not in ("bnb-nf4", "bnb-int8"):
         return float(inf["engine_quantized_stream_efficiency"])
@@ -77,10 +85,7 @@ def _stream_efficiency(quantization: str, framework: str = "transformers") -> fl
 def _tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: float) -> float:
     if layout.tp <= 1:
         return 0.0
-    bw = system.intra_bus_bytes_s()
-    lat = system.intra_latency_s()
-    per = 2 * (layout.tp - 1) / layout.tp * bytes_each / bw + lat * 2
-    return per * count
+    return tp_collective_s(system, layout.tp, bytes_each) * count
 
 
 def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str]) -> float:
@@ -98,7 +103,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     if layout.pp > 1:
         t *= layout.pp  # stages in sequence for one request
     t += _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers)
-    if case.framework not in ENGINES:
+    if case.framework not in ENGINES and case.framework not in COMPILED:
         t += s.layers * float(inf["eager_cpu_s_per_layer"])
     return t
 
@@ -112,7 +117,7 @@ def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System
     w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
     w_local = w_bytes / shards
     kv_local = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * context_tokens * batch / shards
-    eager = case.framework not in ENGINES
+    eager = case.framework not in ENGINES and case.framework not in COMPILED
     kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
     mem_s = w_local / (bw * _stream_efficiency(case.quantization, case.framework)) + kv_mult * kv_local / (bw * inf["weight_stream_efficiency"])
     peak = peak_flops(system, _compute_dtype(case), notes)
@@ -129,6 +134,8 @@ def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System
         k = float(inf["eager_overlap_exponent"])
         return layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
     overhead = float(inf["engine_step_overhead_s"].get(case.framework, inf["engine_step_overhead_s"]["default"]))
+    if case.framework in COMPILED:
+        return overhead + gpu_s + tp_s  # one CUDA graph: no per-layer launch floor
     floor = float(inf["engine_layer_floor_s"]) * s.layers / layout.pp
     return overhead + max(gpu_s, floor) + min(gpu_s, floor) * 0.5 + tp_s
 
