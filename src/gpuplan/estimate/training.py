@@ -47,6 +47,8 @@ class TrainingPerf:
     total_time_s: float | None = None
     gpu_hours: float | None = None
     notes: list[str] = field(default_factory=list)
+    comm_total_s: float = 0.0   # all communication, hidden or not
+    bubble: float = 0.0         # pipeline idle share
 
     def to_dict(self) -> dict:
         return {
@@ -56,7 +58,8 @@ class TrainingPerf:
             "total_time_s": self.total_time_s, "gpu_hours": self.gpu_hours,
             "compute_s": self.compute_s, "comm_exposed_s": self.comm_exposed_s, "offload_s": self.offload_s,
             "hfu_assumed": self.efficiency, "peak_tflops_per_gpu": self.peak_tflops,
-            "tokens_per_step": self.tokens_per_step,
+            "tokens_per_step": self.tokens_per_step, "comm_total_s": self.comm_total_s,
+            "pipeline_bubble": self.bubble,
             # inference fields do not apply
             "ttft_s": None, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": None,
             "max_requests_per_s": None,
@@ -251,6 +254,7 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
         compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
+    bubble = 0.0
     if layout.pp > 1:
         if layout.naive_pipeline:
             compute_s *= layout.pp  # layer split: one stage busy at a time
@@ -269,6 +273,7 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     overlap = comm_tab["overlap"]
     grad_bytes = trainable_params / (layout.tp * layout.pp) * 2.0
     comm = 0.0
+    comm_total = 0.0
     if layout.dp > 1 and grad_bytes > 0:
         if layout.zero >= 3:
             # two all-gathers (forward, backward) per micro-batch and one reduce-scatter, tensor by tensor
@@ -282,16 +287,21 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
             hidden = overlap["zero" if layout.zero else "ddp"] * compute_s
         # communication hides behind computation, but never more than the computation lasts
         comm += max(0.0, t - hidden)
+        comm_total += t
     if layout.tp > 1:
         per_ar = tokens_mb * s.hidden * 2.0
         n_ar = 4 + (2 if layout.checkpointing == "full" else 0)
         t_tp = tp_collective_s(system, layout.tp, per_ar)
         hidden_share = float(comm_tab["tp_comm_overlap_share"]) if layout.tp_comm_overlap else float(overlap["tp"])
-        comm += t_tp * n_ar * s.layers / layout.pp * layout.grad_accum * (1 - hidden_share)
+        t_all = t_tp * n_ar * s.layers / layout.pp * layout.grad_accum
+        comm += t_all * (1 - hidden_share)
+        comm_total += t_all
         if layout.tp > system.gpus_per_node:
             notes.append(f"TP {layout.tp} spans nodes: its all-reduces cross the inter-node network")
     if layout.pp > 1:
-        comm += pipeline_p2p_s(system, layout, tokens_mb * s.hidden * 2.0) * (1 - float(overlap["pp"]))
+        t_p2p = pipeline_p2p_s(system, layout, tokens_mb * s.hidden * 2.0)
+        comm += t_p2p * (1 - float(overlap["pp"]))
+        comm_total += t_p2p
     offload_s = 0.0
     if layout.offload != "none" and task not in ("lora", "qlora"):
         local = trainable_params / (layout.tp * layout.pp) / (layout.dp if layout.zero >= 1 else 1)
@@ -313,4 +323,5 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                         samples_per_s=samples_per_s, mfu=mfu, tflops_per_gpu=tflops,
                         comm_fraction=(comm + offload_s) / step if step else 0.0, compute_s=compute_s,
                         comm_exposed_s=comm, offload_s=offload_s, efficiency=eff, peak_tflops=peak / 1e12,
-                        tokens_per_step=tokens_per_step, total_time_s=total, gpu_hours=gpu_hours, notes=notes)
+                        tokens_per_step=tokens_per_step, total_time_s=total, gpu_hours=gpu_hours, notes=notes,
+                        comm_total_s=comm_total, bubble=bubble)
