@@ -82,6 +82,8 @@ class Estimate:
 def _kv_bytes(w: Workload) -> float:
     kv = w.kv_cache_dtype or "auto"
     if kv == "auto":
+        if w.quantization == "fp8" and w.framework == "trtllm":
+            return 1.0  # ModelOpt FP8 checkpoints (what TensorRT-LLM serves) quantize the KV cache too
         if w.quantization == "fp8" or w.precision == "fp8":
             return 2.0
         return 2.0 if w.precision != "fp32" else 4.0

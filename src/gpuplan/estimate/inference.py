@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from gpuplan.estimate.memory import ENGINES, MemoryEstimate
@@ -25,6 +26,25 @@ from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops, tp_collective_s
 
 COMPILED = {"torch-compile"}
+
+
+@functools.lru_cache(maxsize=16384)
+def _weights(s: Shape, precision: str, quantization: str) -> float:
+    return weight_bytes(s, precision, quantization)[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _peak(system: System, dtype: str) -> tuple[float, tuple[str, ...]]:
+    notes: list[str] = []
+    return peak_flops(system, dtype, notes), tuple(notes)
+
+
+def _peak_noted(system: System, dtype: str, notes: list[str]) -> float:
+    val, extra = _peak(system, dtype)
+    for n in extra:
+        if n not in notes:
+            notes.append(n)
+    return val
 
 
 @dataclass
@@ -39,6 +59,7 @@ class InferencePerf:
     batch: int
     notes: list[str] = field(default_factory=list)
     serving_batch: int = 1
+    output_tokens: int = 0
 
     def to_dict(self) -> dict:
         return {
@@ -46,6 +67,10 @@ class InferencePerf:
             "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "output_tokens_per_s": self.output_tokens_per_s,
             "max_concurrency": self.max_concurrency, "max_requests_per_s": self.max_requests_per_s,
             "prefill_s": self.prefill_s, "batch": self.batch,
+            # offline maximum throughput (every request queued at once: trtllm-bench throughput,
+            # vLLM benchmark_throughput): the best continuous batch within the KV budget
+            "max_output_tokens_per_s": (self.max_requests_per_s * self.output_tokens
+                                        if self.max_requests_per_s is not None else None),
             # training fields do not apply
             "step_time_s": None, "tokens_per_s": None, "tokens_per_s_per_gpu": None, "samples_per_s": None,
             "mfu": None, "tflops_per_gpu": None, "comm_fraction": None, "total_time_s": None, "gpu_hours": None,
@@ -88,19 +113,22 @@ def _tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: fl
     return tp_collective_s(system, layout.tp, bytes_each) * count
 
 
-def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str]) -> float:
-    """Seconds to process the prompts of ``batch`` sequences."""
+def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str],
+                 marginal: bool = False) -> float:
+    """Seconds to process the prompts of ``batch`` sequences. ``marginal``: the extra time one prompt
+    adds to a running continuous batch (chunked prefill / in-flight batching): its FLOPs only, the
+    weights being streamed for the decode step it rides with and the pipeline stages kept busy."""
     inf = table("inference")
     p = max(1, case.prompt_tokens)
     flops = batch * (2.0 * s.matmul_params_active * p + 2.0 * s.layers * s.heads * s.head_dim * p * p)
-    peak = peak_flops(system, _compute_dtype(case), notes)
+    peak = _peak_noted(system, _compute_dtype(case), notes)
     eff = float(inf["prefill_efficiency"])
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
-    w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
+    w_bytes = _weights(s, case.precision, case.quantization)
     memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * _stream_efficiency(case.quantization, case.framework))
-    t = max(compute, memory)
-    if layout.pp > 1:
+    t = compute if marginal else max(compute, memory)
+    if layout.pp > 1 and not marginal:
         t *= layout.pp  # stages in sequence for one request
     t += _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers)
     if case.framework not in ENGINES and case.framework not in COMPILED:
@@ -114,13 +142,13 @@ def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System
     inf = table("inference")
     shards = layout.tp * layout.pp
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction
-    w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
+    w_bytes = _weights(s, case.precision, case.quantization)
     w_local = w_bytes / shards
     kv_local = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * context_tokens * batch / shards
     eager = case.framework not in ENGINES and case.framework not in COMPILED
     kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
     mem_s = w_local / (bw * _stream_efficiency(case.quantization, case.framework)) + kv_mult * kv_local / (bw * inf["weight_stream_efficiency"])
-    peak = peak_flops(system, _compute_dtype(case), notes)
+    peak = _peak_noted(system, _compute_dtype(case), notes)
     flops = batch * (2.0 * s.matmul_params_active + 2.0 * s.layers * s.heads * s.head_dim * context_tokens) / shards
     comp_s = flops / (peak * float(inf["prefill_efficiency"]))
     gpu_s = max(mem_s, comp_s)
@@ -164,7 +192,7 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
     rate, serving_batch = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
     return InferencePerf(ttft_s=ttft, tpot_s=tpot, output_tokens_per_s=out_tps, max_concurrency=conc,
                          max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes,
-                         serving_batch=serving_batch)
+                         serving_batch=serving_batch, output_tokens=case.output_tokens)
 
 
 def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: System, conc: int,
@@ -174,6 +202,9 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
     if conc <= 0:
         return 0.0, 1
     prefill_one = prefill_time(s, case, layout, system, 1, notes)
+    # engines batch prompts into running decode steps; eager generate stalls the batch for each prompt
+    prefill_cost = prefill_time(s, case, layout, system, 1, notes, marginal=True) if case.framework in ENGINES \
+        else prefill_one
     if ttft_sla_s is not None and prefill_one > ttft_sla_s:
         notes.append(f"TTFT {prefill_one:.2f} s exceeds the SLA of {ttft_sla_s:.2f} s even alone")
         return 0.0, 1
@@ -185,7 +216,7 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
         if tpot_sla_s is not None and tpot > tpot_sla_s:
             break
         # each request: its prefill (stalls the batch) + output_tokens decode steps shared by b
-        per_req = prefill_one + case.output_tokens * tpot / b
+        per_req = prefill_cost + case.output_tokens * tpot / b
         if ttft_sla_s is not None:
             # queueing for prefills of the other b-1 requests in the same cycle
             if prefill_one * max(1, b // 4) > ttft_sla_s:

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -162,15 +163,22 @@ def tp_collective_s(system: System, tp: int, size_bytes: float, factor: float = 
     exchanges its 1/g share with its peers in the other nodes over its share of the node's NICs."""
     if tp <= 1 or size_bytes < 0:
         return 0.0
+    intra_bw, intra_lat, inter_per_gpu, inter_lat = _links(system)
     g = max(1, min(tp, system.gpus_per_node))
-    t = factor * (g - 1) / g * size_bytes / system.intra_bus_bytes_s() + 2 * system.intra_latency_s() if g > 1 else 0.0
+    t = factor * (g - 1) / g * size_bytes / intra_bw + 2 * intra_lat if g > 1 else 0.0
     k = math.ceil(tp / g)
     if k > 1:
-        inter = system.inter_bus_bytes_s() or (float(table("communication", "assumed_cluster_network",
-                                                           "pcie_node_gbit_s")) / 8 * 1e9 * 0.5)
-        per_gpu = inter / system.gpus_per_node
-        t += factor * (k - 1) / k * (size_bytes / g) / per_gpu + 2 * system.inter_latency_s() * math.ceil(math.log2(k))
+        t += factor * (k - 1) / k * (size_bytes / g) / inter_per_gpu + 2 * inter_lat * math.ceil(math.log2(k))
     return t
+
+
+@functools.lru_cache(maxsize=4096)
+def _links(system: System) -> tuple[float, float, float, float]:
+    """(intra-node bus bytes/s, intra latency, inter-node bytes/s per GPU, inter latency)."""
+    inter = system.inter_bus_bytes_s() or (float(table("communication", "assumed_cluster_network",
+                                                       "pcie_node_gbit_s")) / 8 * 1e9 * 0.5)
+    return (system.intra_bus_bytes_s(), system.intra_latency_s(), inter / max(1, system.gpus_per_node),
+            system.inter_latency_s())
 
 
 def pipeline_bubble(layout: Layout) -> float:
