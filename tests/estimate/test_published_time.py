@@ -8,6 +8,8 @@ Sources (each pin names its own):
   on 8,192 GPUs (DP64, 32 sequences per DP rank), 400 TFLOP/s (41%) on 16,384 GPUs (DP128, 16 per rank).
 - TensorRT-LLM docs/source/performance.md @ release/0.5.0 (H100 FP8, high-throughput table): LLaMA 7B
   batch 64, 128 in / 128 out: 9,193 output tok/s; LLaMA 70B TP4 batch 64: 3,317 output tok/s.
+- TensorRT-LLM docs/source/performance/perf-overview.md @ 00f37686 (trtllm-bench throughput, offline maximum
+  load, ModelOpt FP8 checkpoints, H100 SXM 80GB): total output tokens/s by ISL/OSL.
 - ms-swift benchmark (bench/data group swspd): Qwen-1.8B-Chat LoRA, 512 tokens, 1 x A100-80GB, 9.88 samples/s.
 """
 
@@ -76,6 +78,24 @@ def test_trtllm_h100_fp8_throughput(model, tp, ref):
     p = _serve(model=model, framework="trtllm", precision="fp8", quantization="fp8", prompt_tokens=128,
                output_tokens=128, batch_size=64, parallel={"tp": tp}, hardware={"gpu": "H100-SXM5-80GB", "count": tp})
     assert _rel(p["output_tokens_per_s"], ref) < 0.25, (p["output_tokens_per_s"], ref)
+
+
+@pytest.mark.parametrize("model,tp,isl,osl,ref", [
+    ("meta-llama/Llama-3.1-8B-Instruct", 1, 128, 2048, 22714.0),
+    ("meta-llama/Llama-3.1-8B-Instruct", 1, 1000, 1000, 15220.0),
+    ("meta-llama/Llama-3.1-8B-Instruct", 1, 2048, 128, 3450.0),
+    ("meta-llama/Llama-3.1-8B-Instruct", 1, 2048, 2048, 9305.0),
+    ("meta-llama/Llama-3.1-8B-Instruct", 1, 5000, 500, 3459.0),
+    ("meta-llama/Llama-3.3-70B-Instruct", 2, 128, 2048, 6651.0),
+    ("meta-llama/Llama-3.3-70B-Instruct", 2, 500, 2000, 5222.0),
+    ("meta-llama/Llama-3.3-70B-Instruct", 2, 2048, 128, 762.0),
+    ("meta-llama/Llama-3.1-405B-Instruct", 8, 1000, 1000, 2919.0),
+    ("meta-llama/Llama-3.1-405B-Instruct", 8, 2048, 2048, 2296.0),
+])
+def test_trtllm_offline_max_throughput(model, tp, isl, osl, ref):
+    p = _serve(model=model, framework="trtllm", precision="fp8", quantization="fp8", prompt_tokens=isl,
+               output_tokens=osl, parallel={"tp": tp}, hardware={"gpu": "H100-SXM5-80GB", "count": tp})
+    assert _rel(p["max_output_tokens_per_s"], ref) < 0.25, (p["max_output_tokens_per_s"], ref)
 
 
 @pytest.mark.parametrize("fw", ["lmdeploy", "tgi", "turbomind", "text-generation-inference"])
