@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 from gpuplan.estimate.memory import ENGINES, MemoryEstimate
@@ -26,25 +25,6 @@ from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops, tp_collective_s
 
 COMPILED = {"torch-compile"}
-
-
-@functools.lru_cache(maxsize=16384)
-def _weights(s: Shape, precision: str, quantization: str) -> float:
-    return weight_bytes(s, precision, quantization)[0]
-
-
-@functools.lru_cache(maxsize=4096)
-def _peak(system: System, dtype: str) -> tuple[float, tuple[str, ...]]:
-    notes: list[str] = []
-    return peak_flops(system, dtype, notes), tuple(notes)
-
-
-def _peak_noted(system: System, dtype: str, notes: list[str]) -> float:
-    val, extra = _peak(system, dtype)
-    for n in extra:
-        if n not in notes:
-            notes.append(n)
-    return val
 
 
 @dataclass
@@ -121,11 +101,11 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     inf = table("inference")
     p = max(1, case.prompt_tokens)
     flops = batch * (2.0 * s.matmul_params_active * p + 2.0 * s.layers * s.heads * s.head_dim * p * p)
-    peak = _peak_noted(system, _compute_dtype(case), notes)
+    peak = peak_flops(system, _compute_dtype(case), notes)
     eff = float(inf["prefill_efficiency"])
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
-    w_bytes = _weights(s, case.precision, case.quantization)
+    w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
     memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * _stream_efficiency(case.quantization, case.framework))
     t = compute if marginal else max(compute, memory)
     if layout.pp > 1 and not marginal:
@@ -136,36 +116,66 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     return t
 
 
-def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int,
-                     context_tokens: float, notes: list[str]) -> float:
-    """Seconds per generated token for ``batch`` sequences at ``context_tokens`` of context."""
+@dataclass(frozen=True)
+class _DecodeConsts:
+    """What a decode step costs per unit of batch and context, for one (model, case, layout, system)."""
+
+    mem_fixed_s: float       # streaming the local weights
+    kv_s_per_token: float    # reading one sequence-token of KV cache
+    comp_s_per_seq: float    # FLOPs of one sequence at zero context
+    comp_s_per_ctx: float    # attention FLOPs per sequence per context token
+    tp_fixed_s: float        # TP all-reduces: latency part
+    tp_s_per_seq: float      # TP all-reduces: bytes part per sequence
+    pp: int
+    naive_pipeline: bool
+    layers: int
+    framework: str
+
+
+def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, notes: list[str]) -> _DecodeConsts:
     inf = table("inference")
     shards = layout.tp * layout.pp
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction
-    w_bytes = _weights(s, case.precision, case.quantization)
-    w_local = w_bytes / shards
-    kv_local = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * context_tokens * batch / shards
+    w_local = weight_bytes(s, case.precision, case.quantization)[0] / shards
     eager = case.framework not in ENGINES and case.framework not in COMPILED
     kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
-    mem_s = w_local / (bw * _stream_efficiency(case.quantization, case.framework)) + kv_mult * kv_local / (bw * inf["weight_stream_efficiency"])
-    peak = _peak_noted(system, _compute_dtype(case), notes)
-    flops = batch * (2.0 * s.matmul_params_active + 2.0 * s.layers * s.heads * s.head_dim * context_tokens) / shards
-    comp_s = flops / (peak * float(inf["prefill_efficiency"]))
+    kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 / shards
+    peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["prefill_efficiency"])
+    tp0 = _tp_allreduce_s(system, layout, 0.0, 2 * s.layers)
+    tp1 = _tp_allreduce_s(system, layout, s.hidden * 2.0, 2 * s.layers) - tp0
+    return _DecodeConsts(
+        mem_fixed_s=w_local / (bw * _stream_efficiency(case.quantization, case.framework)),
+        kv_s_per_token=kv_mult * kv_tok / (bw * inf["weight_stream_efficiency"]),
+        comp_s_per_seq=2.0 * s.matmul_params_active / shards / peak_eff,
+        comp_s_per_ctx=2.0 * s.layers * s.heads * s.head_dim / shards / peak_eff,
+        tp_fixed_s=tp0, tp_s_per_seq=tp1, pp=layout.pp, naive_pipeline=layout.naive_pipeline, layers=s.layers,
+        framework=case.framework)
+
+
+def _decode_step(c: _DecodeConsts, batch: int, context_tokens: float) -> float:
+    inf = table("inference")
+    mem_s = c.mem_fixed_s + c.kv_s_per_token * context_tokens * batch
+    comp_s = batch * (c.comp_s_per_seq + c.comp_s_per_ctx * context_tokens)
     gpu_s = max(mem_s, comp_s)
-    if layout.pp > 1:
-        gpu_s *= layout.pp if layout.naive_pipeline or batch == 1 else 1.0
-    tp_s = _tp_allreduce_s(system, layout, batch * s.hidden * 2.0, 2 * s.layers)
-    if eager:
-        layers = s.layers
-        cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if layout.pp > 1 else 1.0)
-        gpu_layer = gpu_s / layers
+    if c.pp > 1:
+        gpu_s *= c.pp if c.naive_pipeline or batch == 1 else 1.0
+    tp_s = c.tp_fixed_s + c.tp_s_per_seq * batch
+    if c.framework not in ENGINES and c.framework not in COMPILED:
+        cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if c.pp > 1 else 1.0)
+        gpu_layer = gpu_s / c.layers
         k = float(inf["eager_overlap_exponent"])
-        return layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
-    overhead = float(inf["engine_step_overhead_s"].get(case.framework, inf["engine_step_overhead_s"]["default"]))
-    if case.framework in COMPILED:
+        return c.layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
+    overhead = float(inf["engine_step_overhead_s"].get(c.framework, inf["engine_step_overhead_s"]["default"]))
+    if c.framework in COMPILED:
         return overhead + gpu_s + tp_s  # one CUDA graph: no per-layer launch floor
-    floor = float(inf["engine_layer_floor_s"]) * s.layers / layout.pp
+    floor = float(inf["engine_layer_floor_s"]) * c.layers / c.pp
     return overhead + max(gpu_s, floor) + min(gpu_s, floor) * 0.5 + tp_s
+
+
+def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int,
+                     context_tokens: float, notes: list[str]) -> float:
+    """Seconds per generated token for ``batch`` sequences at ``context_tokens`` of context."""
+    return _decode_step(_decode_consts(s, case, layout, system, notes), batch, context_tokens)
 
 
 def max_concurrency(mem: MemoryEstimate) -> int:
@@ -211,8 +221,9 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
     best, best_b = 0.0, 1
     candidates = sorted({min(conc, x) for x in (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, conc)})
+    consts = _decode_consts(s, case, layout, system, notes)
     for b in candidates:
-        tpot = decode_step_time(s, case, layout, system, b, ctx_avg, notes)
+        tpot = _decode_step(consts, b, ctx_avg)
         if tpot_sla_s is not None and tpot > tpot_sla_s:
             break
         # each request: its prefill (stalls the batch) + output_tokens decode steps shared by b

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
@@ -172,7 +171,6 @@ def tp_collective_s(system: System, tp: int, size_bytes: float, factor: float = 
     return t
 
 
-@functools.lru_cache(maxsize=4096)
 def _links(system: System) -> tuple[float, float, float, float]:
     """(intra-node bus bytes/s, intra latency, inter-node bytes/s per GPU, inter latency)."""
     inter = system.inter_bus_bytes_s() or (float(table("communication", "assumed_cluster_network",

@@ -22,7 +22,7 @@ TRAIN_TASKS = frozenset({"pretrain", "full", "lora", "qlora"})
 NODE_OPTIONS_TRAIN = (1, 2, 4, 8, 16)
 NODE_OPTIONS_INFER = (1, 2, 4)
 TP_OPTIONS = (1, 2, 4, 8)
-TP_ACROSS_NODES = (16, 32)     # serving only: TP over whole nodes (SGLang/vLLM TP16 on 2 x 8 GPUs)
+TP_ACROSS_NODES = (16,)        # serving only: TP over whole nodes (SGLang/vLLM TP16 on 2 x 8 GPUs)
 PP_OPTIONS = (1, 2, 4, 8)
 DEFAULT_MAX_GPUS = 64          # the search bound when constraints.max_gpus is unset
 
