@@ -220,7 +220,11 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
         return 0.0, 1
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
     best, best_b = 0.0, 1
-    candidates = sorted({min(conc, x) for x in (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, conc)})
+    cap = table("inference", "engine_max_batch").get(case.framework)
+    if cap and conc > cap:
+        conc = int(cap)
+        notes.append(f"{case.framework} runs at most {conc} sequences per step by default")
+    candidates = sorted({min(conc, x) for x in (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 1024, 2048, conc)})
     consts = _decode_consts(s, case, layout, system, notes)
     for b in candidates:
         tpot = _decode_step(consts, b, ctx_avg)
