@@ -236,3 +236,20 @@ def test_search_offers_tp_across_nodes_for_serving_only():
     model = resolve_model("deepseek-ai/DeepSeek-R1")
     assert (16, 1, 1) in parallel_shapes(model, 16, 8, "inference", Fixed())
     assert all(tp <= 8 for tp, _, _ in parallel_shapes(model, 16, 8, "pretrain", Fixed()))
+
+
+def test_sharded_lora_gathers_the_frozen_base():
+    """Under FSDP full_shard every micro-batch all-gathers the whole (frozen) base twice, forward and
+    backward: at least 2·(n-1)/n·W per GPU over the bus, even though only the adapters train."""
+    from gpuplan.catalog.gpus import resolve_gpu
+    from gpuplan.estimate.system import System
+
+    e = estimate(dict(model="meta-llama/Llama-3.1-70B", task="lora", framework="fsdp", seq_len=2048, batch_size=1,
+                      parallel={"fsdp": "full_shard"}, hardware={"gpu": "A100-SXM4-80GB", "count": 8}))
+    gpu, _ = resolve_gpu("A100-SXM4-80GB")
+    bus = System(gpu=gpu, gpus_per_node=8, intra_link="nvswitch").intra_bus_bytes_s()
+    weights = e.model.params_total * 2.0
+    assert e.performance["comm_total_s"] >= 2 * 7 / 8 * weights / bus * 0.99
+    small = estimate(dict(model="meta-llama/Llama-3.1-8B", task="lora", framework="fsdp", seq_len=2048,
+                          batch_size=1, parallel={"fsdp": "full_shard"}, hardware={"gpu": "A100-SXM4-80GB", "count": 8}))
+    assert e.performance["comm_total_s"] > 5 * small.performance["comm_total_s"]

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from gpuplan.estimate.params import by_key, interpolate_log2, table
-from gpuplan.estimate.shapes import Shape
+from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
 
 
@@ -205,6 +205,12 @@ def pipeline_p2p_s(system: System, layout: Layout, act_bytes: float) -> float:
     return transfers * (per_gpu / bw + lat)
 
 
+def sharded_weight_bytes(s: Shape, precision: str, quantization: str, layout: Layout) -> float:
+    """Bytes of weights one GPU gathers per pass under ZeRO-3/FSDP (its TP/PP slice, all layers)."""
+    dtype = "bf16" if precision == "fp8" else precision
+    return weight_bytes(s, dtype, quantization)[0] / (layout.tp * layout.pp)
+
+
 def framework_overhead_s(framework: str, grad_accum: int) -> float:
     """Serial loop cost per step: per micro-batch and per optimizer step (data/efficiency.yaml)."""
     fo = table("training", "framework_overhead_s")
@@ -282,12 +288,18 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     comm_total = 0.0
     if layout.dp > 1 and grad_bytes > 0:
         if layout.zero >= 3:
-            # two all-gathers (forward, backward) per micro-batch and one reduce-scatter, tensor by tensor
-            passes = 2 * layout.grad_accum + 1
-            t = dp_collective_time(system, layout, grad_bytes, passes)
-            n_coll = passes * s.layers / layout.pp * float(comm_tab["zero3_collectives_per_layer"])
+            # per micro-batch: the sharded weights all-gathered for the forward and again for the
+            # backward (the frozen base too under LoRA/QLoRA, at its stored width), the trainable
+            # gradients reduce-scattered; FSDP gathers one unit (layer) at a time, DeepSpeed ZeRO-3
+            # module by module (more, smaller collectives, each paying the ring's start-up latency)
+            ga = layout.grad_accum
+            fsdp = layout.fsdp != "none"
+            t = dp_collective_time(system, layout, sharded_weight_bytes(s, precision, quantization, layout), 2.0 * ga)
+            t += dp_collective_time(system, layout, grad_bytes, float(ga))
+            per_layer = by_key(comm_tab["zero3_collectives_per_layer"], "fsdp" if fsdp else "deepspeed")
+            n_coll = ga * s.layers / layout.pp * per_layer
             t += n_coll * ring_latency_s(system, layout)
-            hidden = overlap["fsdp" if layout.fsdp != "none" else "zero3"] * compute_s
+            hidden = overlap["fsdp" if fsdp else "zero3"] * compute_s
         else:
             t = dp_collective_time(system, layout, grad_bytes, 2.0)
             hidden = overlap["zero" if layout.zero else "ddp"] * compute_s
