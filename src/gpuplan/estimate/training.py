@@ -211,11 +211,15 @@ def sharded_weight_bytes(s: Shape, precision: str, quantization: str, layout: La
     return weight_bytes(s, dtype, quantization)[0] / (layout.tp * layout.pp)
 
 
-def framework_overhead_s(framework: str, grad_accum: int) -> float:
-    """Serial loop cost per step: per micro-batch and per optimizer step (data/efficiency.yaml)."""
+def framework_overhead_s(framework: str, grad_accum: int, deepspeed_engine: bool = False) -> float:
+    """Serial loop cost per step: per micro-batch and per optimizer step (data/efficiency.yaml).
+    A Trainer stack running ZeRO through the DeepSpeed engine pays at least the engine's step."""
     fo = table("training", "framework_overhead_s")
     mb = float(by_key(fo["per_micro_batch"], framework, "auto"))
     st = float(by_key(fo["per_optimizer_step"], framework, "auto"))
+    if deepspeed_engine:
+        mb = max(mb, float(fo["per_micro_batch"]["deepspeed"]))
+        st = max(st, float(fo["per_optimizer_step"]["deepspeed"]))
     return grad_accum * mb + st
 
 
@@ -276,7 +280,9 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
             compute_s *= 1 + bubble
             v = f"(v·m), v = {layout.vp} virtual stages" if layout.vp > 1 else "m"
             notes.append(f"pipeline bubble (p-1)/{v}: {bubble:.2f} ({layout.schedule}, m = {max(1, layout.microbatches)})")
-    loop_s = framework_overhead_s(framework, layout.grad_accum)
+    loop_s = framework_overhead_s(framework, layout.grad_accum,
+                                  deepspeed_engine=layout.zero > 0 and layout.fsdp == "none"
+                                  and framework in tr["eager_frameworks"])
     opt_s = 0.0 if layout.offload != "none" and task not in ("lora", "qlora") else \
         optimizer_step_s(system, layout, trainable_params, optimizer)
     compute_s += loop_s + opt_s
