@@ -65,7 +65,7 @@ class ParallelSpec(_Strict):
     offload: Offload = "none"
     microbatches: int | None = Field(None, ge=1, le=100_000, description="pipeline micro-batches per step")
     vp: int | None = Field(None, ge=1, le=1024, description="virtual pipeline stages per GPU (interleaved 1F1B); "
-                           "default 1, Megatron/NeMo: layers/(pp*2)")
+                           "default 1, NeMo: layers/(pp*2)")
     schedule: PipelineSchedule | None = Field(None, description="pipeline schedule: 1f1b | interleaved | gpipe")
     tp_comm_overlap: bool | None = Field(None, description="overlap tensor-parallel communication with GEMMs "
                                          "(Transformer Engine userbuffers); default on for NeMo")

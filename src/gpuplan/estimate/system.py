@@ -154,9 +154,10 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
     )
 
 
-# Megatron-Core / NeMo performance recipes interleave the pipeline (NeMo Llama-3-70B: PP4 VP5, 20 layers
-# per stage; GPT-3 175B: PP8 VP6, 12 layers per stage): about two layers per virtual stage.
-INTERLEAVING_FRAMEWORKS = {"megatron", "nemo"}
+# NeMo's performance recipes interleave the pipeline (Llama-3-70B: PP4 VP5, 20 layers per stage;
+# GPT-3 175B: PP8 VP6, 12 layers per stage): about two layers per virtual stage. Megatron-LM itself
+# interleaves only when asked (--num-layers-per-virtual-pipeline-stage): parallel.vp says it.
+INTERLEAVING_FRAMEWORKS = {"nemo"}
 # NeMo's performance recipes turn on tp_comm_overlap (Transformer Engine userbuffers) on Hopper.
 TP_OVERLAP_FRAMEWORKS = {"nemo"}
 

@@ -15,7 +15,7 @@ ARGS=(
   --tp-size 1
   --context-length 1536
   --mem-fraction-static 0.9
-  --max-running-requests 604
+  --max-running-requests 32
   --dtype bfloat16
   --kv-cache-dtype fp8_e5m2
 )
