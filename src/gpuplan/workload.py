@@ -28,7 +28,7 @@ QUANT_ALIASES = {"nf4": "bnb-nf4", "gptq": "gptq-int4", "awq-int4": "awq", "int4
                  "w8a16": "int8", "bnb-4bit": "bnb-nf4", "bnb-8bit": "bnb-int8", "llm.int8": "bnb-int8"}
 KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
 Framework = Literal["auto", "transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron", "nemo", "fsdp",
-                    "torchtune", "llm-foundry", "llama-factory", "swift"]
+                    "torchtune", "llm-foundry", "llama-factory", "swift", "lmdeploy", "tgi", "torch-compile"]
 Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-8bit", "adamw-bf16", "sgd", "adafactor",
                     "paged-adamw", "paged-adamw-8bit"]
 # Names the frameworks use for the same optimizers (HF TrainingArguments.optim, torchtune/bitsandbytes classes).
@@ -37,6 +37,9 @@ OPTIMIZER_ALIASES = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused",
                      "paged_adamw_8bit": "paged-adamw-8bit", "pagedadamw8bit": "paged-adamw-8bit",
                      "paged_adamw_32bit": "paged-adamw", "paged-adamw-32bit": "paged-adamw", "pagedadamw": "paged-adamw",
                      "paged_adamw": "paged-adamw"}
+FRAMEWORK_ALIASES = {"turbomind": "lmdeploy", "text-generation-inference": "tgi", "gpt-fast": "torch-compile",
+                     "tensorrt-llm": "trtllm", "hf": "transformers", "megatron-lm": "megatron", "megatron-core": "megatron"}
+PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]
 Objective = Literal["cost", "time", "balanced"]
 Billing = Literal["payg", "spot", "subscription"]
 FsdpMode = Literal["none", "full_shard", "shard_grad_op", "hybrid_shard"]
@@ -68,6 +71,11 @@ class ParallelSpec(_Strict):
     microbatches: int | None = Field(None, ge=1, le=100_000, description="pipeline micro-batches per step")
     dp_attention: bool = Field(False, description="serving: data-parallel attention (SGLang --enable-dp-attention): "
                                                   "each TP rank keeps the KV/latent cache of its own sequences only")
+    vp: int | None = Field(None, ge=1, le=1024, description="virtual pipeline stages per GPU (interleaved 1F1B); "
+                           "default 1, NeMo: layers/(pp*2)")
+    schedule: PipelineSchedule | None = Field(None, description="pipeline schedule: 1f1b | interleaved | gpipe")
+    tp_comm_overlap: bool | None = Field(None, description="overlap tensor-parallel communication with GEMMs "
+                                         "(Transformer Engine userbuffers); default on for NeMo")
 
 
 class DatasetSpec(_Strict):
@@ -183,7 +191,10 @@ class Workload(_Strict):
     @field_validator("precision", "kv_cache_dtype", "framework", "optimizer", "objective", mode="before")
     @classmethod
     def _lower(cls, v: Any) -> Any:
-        return v.strip().lower() if isinstance(v, str) else v
+        if isinstance(v, str):
+            v = v.strip().lower()
+            return FRAMEWORK_ALIASES.get(v, v)
+        return v
 
     @field_validator("optimizer", mode="before")
     @classmethod
@@ -271,6 +282,8 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
     data = w.model_dump(exclude_none=True)
     notes: list[str] = []
     task = data.get("task", DEFAULTS["task"])
+    if data.get("framework") == "auto":
+        data.pop("framework")  # an explicit "auto" means exactly what an unset framework means
     for key, value in DEFAULTS.items():
         if key in searched or data.get(key) is not None:
             continue

@@ -464,7 +464,7 @@ class InferenceInputs:
     concurrency: int
 
 
-ENGINES = {"vllm", "sglang", "trtllm"}
+ENGINES = {"vllm", "sglang", "trtllm", "lmdeploy", "tgi"}  # paged KV pool, continuous batching
 
 
 def kv_bytes_per_sequence(s: Shape, tokens: int, kv_dtype_bytes: float, framework: str) -> float:
