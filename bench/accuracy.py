@@ -71,10 +71,34 @@ def _old_torch(notes: str) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) < (2, 2)
 
 
+# Stacks the workload cannot name: the closest frameworks it accepts, in order of preference (the
+# first one gpuplan.workload.Framework lists is used, so a framework added later is picked up).
+FRAMEWORK_PROXY = {
+    "gpt-fast": ("torch-compile", "compiled", "gpt-fast", "vllm"),   # compiled decode with CUDA graphs
+    "litgpt": ("litgpt", "transformers"),                            # eager PyTorch, Python decode loop
+    "lmdeploy": ("lmdeploy", "turbomind", "vllm"),
+    "tgi": ("tgi", "vllm"),
+}
+
+
+def _framework(name: str, task: str) -> str:
+    from typing import get_args
+
+    from gpuplan.workload import Framework
+
+    known = set(get_args(Framework))
+    if name in known:
+        return name
+    for cand in FRAMEWORK_PROXY.get(name, ()):
+        if cand in known:
+            return cand
+    return "auto"
+
+
 def row_to_case(r: dict[str, str]):
     """(workload, system, layout) for one measurement row."""
     task = r["task"]
-    framework = r["framework"] if r["framework"] in FRAMEWORKS else "auto"
+    framework = _framework(r["framework"], task)
     gpus = _i(r["gpu_count"], 1) or 1
     tp, pp = _i(r["tp"], 1) or 1, _i(r["pp"], 1) or 1
     dp = _i(r["dp"], None) or max(1, gpus // (tp * pp))
@@ -167,6 +191,8 @@ def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
         return perf["samples_per_s"], fits, ""
     if metric == "tflops_per_gpu":
         return perf["tflops_per_gpu"], fits, ""
+    if metric == "mfu":
+        return perf["mfu"], fits, ""
     if metric == "gpu_hours":
         tokens = dataset_tokens_from_notes(r["notes"])
         if not tokens:
@@ -177,7 +203,7 @@ def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
 
 METRIC_KIND = {"peak_mem_gib_per_gpu": "memory", "peak_mem_gib_total": "memory", "output_tokens_per_s": "speed",
                "train_tokens_per_s_per_gpu": "speed", "train_samples_per_s": "speed", "tflops_per_gpu": "speed",
-               "gpu_hours": "speed"}
+               "gpu_hours": "speed", "mfu": "speed"}
 
 
 def _p90(xs: list[float]) -> float:
