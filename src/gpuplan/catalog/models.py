@@ -778,6 +778,10 @@ _HF_ARCHS: dict[str, _HfArch] = {
     "gemma": _HfArch("llama", "gemma", tie=True),
     "gemma2": _HfArch("llama", "gemma", tie=True),
     "phi3": _HfArch("llama", "phi"),
+    # Phi-1/1.5/2: parallel attention + GELU MLP from one LayerNorm, biases everywhere, lm_head bias
+    "phi": _HfArch("phi", "phi", **_GPT_LIKE),
+    # Phi-3.5-MoE: Mixtral-style experts with LayerNorm and biased attention projections
+    "phimoe": _HfArch("mixtral", "phi", norm="layernorm", qkv_bias=True, o_bias=True),
     "deepseek": _HfArch("deepseek", "deepseek"),
     "deepseek_v2": _HfArch("deepseekv2", "deepseek"),
     "deepseek_v3": _HfArch("deepseekv3", "deepseek"),
@@ -932,7 +936,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     qkv_bias, o_bias, mlp_bias = base.qkv_bias, base.o_bias, base.mlp_bias
     if "attention_bias" in c.raw:
         qkv_bias = c.bool("attention_bias", qkv_bias)
-        o_bias = qkv_bias if t in ("llama", "gpt_oss", "mistral") else o_bias
+        o_bias = qkv_bias if t in ("llama", "gpt_oss", "mistral", "phimoe") else o_bias
     if "mlp_bias" in c.raw:
         mlp_bias = c.bool("mlp_bias", mlp_bias)
     if t == "chatglm":
@@ -964,6 +968,8 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         mlp = "gated" if proj.startswith("gated") else "plain"
 
     norms_per_layer = 2
+    if t == "phi":  # PhiDecoderLayer: one input_layernorm feeds attention and MLP in parallel
+        norms_per_layer = 1
     if t == "falcon" and c.bool("parallel_attn", True) and not c.bool("new_decoder_architecture", False):
         norms_per_layer = 1
     if t == "falcon" and c.bool("new_decoder_architecture", False):
