@@ -543,6 +543,8 @@ def resolve_model(ref: Any) -> ModelSpec:
     """Turn a workload's ``model:`` value into a ModelSpec.
 
     ``ref``: a bundled id/alias/ModelScope id; a path to config.json or to a folder holding one;
+    a Hugging Face / ModelScope id outside the library (cached config.json, or fetched when
+    ``GPUPLAN_ONLINE=1``: see gpuplan.catalog.hub);
     a mapping ``{params_b: N}``; a mapping of config.json keys; or a ModelSpec.
     Anything unusable raises GpuplanError (never another exception).
     """
@@ -567,6 +569,12 @@ def resolve_model(ref: Any) -> ModelSpec:
         return spec
     if _looks_like_path(name):
         return load_config_file(name)
+    from gpuplan.catalog import hub
+
+    if hub.parse_repo_id(name) is not None:
+        # A Hugging Face / ModelScope id the library lacks: its cached config.json, or (only with
+        # GPUPLAN_ONLINE=1) a download; offline the error says how to switch online resolution on.
+        return hub.resolve_remote(name)
     raise get_model_error(name)
 
 
