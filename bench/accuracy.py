@@ -78,6 +78,7 @@ FRAMEWORK_PROXY = {
     "litgpt": ("litgpt", "transformers"),                            # eager PyTorch, Python decode loop
     "lmdeploy": ("lmdeploy", "turbomind", "vllm"),
     "tgi": ("tgi", "vllm"),
+    "nim": ("trtllm",),                                              # NIM TensorRT-LLM profiles
 }
 
 
