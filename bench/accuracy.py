@@ -313,6 +313,9 @@ def score(r: dict[str, str]) -> Row:
     except GpuplanError as err:
         base.note = f"error: {err.message}"
         return base
+    except Exception as err:  # noqa: BLE001 - a physics bug must not stop the whole benchmark; it is listed
+        base.note = f"crash: {type(err).__name__}: {err}"
+        return base
     if not layout_stated(r):
         fits = None  # the run's GPU count or layout is not published: whether it fits says nothing
     base.predicted, base.fits, base.note = pred, fits, note
