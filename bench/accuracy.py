@@ -350,6 +350,8 @@ KNOBS = (
     Knob("engine step overhead", "speed", ("inference.engine_step_overhead_s.*",)),
     Knob("eager launch cost", "speed", ("inference.eager_cpu_s_per_layer",)),
     Knob("prefill efficiency", "speed", ("inference.prefill_efficiency",)),
+    Knob("quantized decode kernels", "speed", ("inference.quantized_stream_efficiency.*",)),
+    Knob("HF cache re-reads", "speed", ("inference.eager_kv_traffic_multiplier",)),
 )
 GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4, 1.6, 2.0)
 ONE = GRID.index(1.0)
