@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import os
 import re
 import statistics
 import sys
@@ -615,6 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("csv", nargs="*", type=Path, default=DEFAULT_CSV)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "accuracy.md")
     args = ap.parse_args(argv)
+    os.environ["GPUPLAN_ONLINE"] = "0"  # reproducible: the bundled model library only, never the network
     res = cross_validate(load(args.csv))
     names = [str(p.relative_to(HERE.parent)) if p.is_relative_to(HERE.parent) else str(p) for p in args.csv]
     text = summarize(res, names)
