@@ -33,7 +33,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.system import Layout, System
 from gpuplan.units import GIB
-from gpuplan.workload import resolve_defaults, parse_workload
+from gpuplan.workload import parse_workload, resolve_defaults
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CSV = [HERE / "data" / "measurements.csv", HERE / "data" / "h200-calibration.csv"]
@@ -604,8 +604,8 @@ def summarize(res: Result, csv_names: list[str]) -> str:
     by = {r.id + r.metric: r for r in logo}
     for r in res.shipped:
         lr = by.get(r.id + r.metric)
-        fmt = lambda x: "-" if x is None else f"{x:.4g}"  # noqa: E731
-        pct = lambda x: "-" if x is None else f"{x:+.1%}"  # noqa: E731
+        fmt = lambda x: "-" if x is None else f"{x:.4g}"
+        pct = lambda x: "-" if x is None else f"{x:+.1%}"
         L.append(f"| {r.id} | {r.cls} | {r.metric} | {r.measured:.4g} | {fmt(r.predicted)} | {pct(r.error)} | "
                  f"{fmt(lr.predicted if lr else None)} | {pct(lr.error if lr else None)} |")
     return "\n".join(L) + "\n"

@@ -8,7 +8,11 @@ Qwen2.5-Coder 0.49B / 1.54B / 3.09B / 14.7B."""
 
 import pytest
 
-from gpuplan.catalog.models import active_param_count, param_count_from_shape, resolve_model
+from gpuplan.catalog.models import (
+    active_param_count,
+    param_count_from_shape,
+    resolve_model,
+)
 from gpuplan.workload import parse_workload
 
 

@@ -43,11 +43,9 @@ def test_memory_override_moves_memory():
 
 
 def test_unknown_or_non_numeric_key_is_an_error_not_a_no_op():
-    with pytest.raises(KeyError):
-        with overrides({"training.hfu_by_arch.NoSuchArch": 1.0}):
-            pass
-    with pytest.raises(KeyError):
-        with overrides({"training.hfu_by_arch": 1.0}):
-            pass
+    with pytest.raises(KeyError), overrides({"training.hfu_by_arch.NoSuchArch": 1.0}):
+        pass
+    with pytest.raises(KeyError), overrides({"training.hfu_by_arch": 1.0}):
+        pass
     assert not has_key("training.hfu_by_arch")
     assert has_key("inference.prefill_efficiency")

@@ -69,7 +69,7 @@ def urllib_fetcher(url: str, timeout_s: float = 15.0) -> bytes:
     token = os.environ.get("HF_TOKEN")
     if token and "huggingface" in url:
         req.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - https URL built above
+    with urllib.request.urlopen(req, timeout=timeout_s) as resp:
         return resp.read(_MAX_BYTES + 1)
 
 

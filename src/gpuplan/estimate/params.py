@@ -13,7 +13,6 @@ import yaml
 
 from gpuplan.errors import GpuplanError
 
-
 # Replacement tables installed by `overrides` (None: the shipped efficiency.yaml).
 _ACTIVE: dict[str, Any] | None = None
 
