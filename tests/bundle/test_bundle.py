@@ -14,8 +14,8 @@ from gpuplan.workload import parse_workload
 
 from .scenarios import PLANS, WORKLOADS, inputs
 
-TRAINING_FILES = {"PLAN.md", "plan.json", "memory.svg", "launch.sh", "run-with-resume.sh", "ds_config.json",
-                  "accelerate-fsdp.yaml", "launch-fsdp.sh", "cloud-init.yaml", "gpu-check.sh", "idle-stop.sh",
+TRAINING_FILES = {"PLAN.md", "plan.json", "memory.svg", "launch.sh", "run-with-resume.sh", "train.py",
+                  "requirements.txt", "data/train.jsonl", "cloud-init.yaml", "gpu-check.sh", "idle-stop.sh",
                   "terraform/main.tf", "terraform/variables.tf", "terraform/versions.tf", "terraform/outputs.tf",
                   "terraform/terraform.tfvars.example", "monitoring/prometheus.yml", "monitoring/alerts.yml",
                   "monitoring/grafana-dashboard.json", "monitoring/dcgm-counters.csv", "k8s/job.yaml",
@@ -35,7 +35,8 @@ def test_training_bundle_contents(bundles):
     assert {"llamafactory.yaml", "swift-sft.sh", "gpuplan-qwen7b-lora-demo.service", "cost-time.svg"} <= single
     assert "nccl.env" not in single and "serve.sh" not in single
     multi = _files(bundles["two_node"])
-    assert {"nccl.env", "hostfile"} <= multi and "llamafactory.yaml" not in multi
+    assert {"nccl.env", "ds_config.json"} <= multi and "llamafactory.yaml" not in multi
+    assert "ds_config.json" not in single      # a DDP plan has no DeepSpeed config
 
 
 def test_serving_bundle_contents(bundles):

@@ -16,7 +16,7 @@ from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
-from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
+from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import pareto_front, rank
 from gpuplan.plan.search import Candidate, Searcher, Variant, best_per_group
@@ -81,7 +81,9 @@ class Plan:
                          "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
                          "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                          "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
-                         "nodes_per_replica": c.nodes},
+                         "nodes_per_replica": c.nodes,
+                         "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload)
+                         if c.variant.w.task in TRAIN_TASKS else None},
             "memory_per_gpu_bytes": int(mem.per_gpu_bytes),
             "capacity_per_gpu_bytes": int(mem.capacity_bytes),
             "memory_components": {k: int(v) for k, v in mem.components.items()},
