@@ -198,7 +198,7 @@ def _train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
     if not isinstance(ref, str):
         raise GpuplanError("A training bundle needs a real model: an inline model mapping has no weights to "
                            "download.", hint=hint, field="model")
-    name = ref.strip()
+    name = check_argument(ref.strip(), "model")
     if _looks_like_path(name):   # a local folder on the node: the estimate read its config.json
         return check_argument(name, "model"), SMOKE_MODEL_TYPES.get(str(arch or ""), "llama")
     spec = resolve_model(name)
