@@ -185,6 +185,63 @@ def test_smoke_tensor_parallel_plan(tmp_path):
     assert f"TP {par['tp']} x PP {par['pp']}" in (tmp_path / "smoke" / "run1.log").read_text()
 
 
+def ms_swift_parser():
+    """An argparse parser with ms-swift 4.x's `megatron sft` argument set (field names and types read from
+    its dataclasses, fixtures/ms-swift-megatron-args.tsv): unknown flags and ill-typed values fail."""
+    import argparse
+
+    def boolean(v: str) -> bool:
+        if v.lower() not in ("true", "false"):
+            raise ValueError(v)
+        return v.lower() == "true"
+
+    p = argparse.ArgumentParser(exit_on_error=False, allow_abbrev=False)
+    for line in (Path(__file__).parent / "fixtures" / "ms-swift-megatron-args.tsv").read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        name, ann = line.split("\t")
+        kw: dict = {}
+        if ann.startswith(("List[", "Optional[List[")):
+            kw["nargs"] = "+"
+        elif "Literal[" in ann:
+            kw["choices"] = re.findall(r"'([^']*)'", ann)
+        elif ann in ("int", "Optional[int]"):
+            kw["type"] = int
+        elif ann in ("float", "Optional[float]"):
+            kw["type"] = float
+        elif ann in ("bool", "Optional[bool]"):
+            kw["type"] = boolean
+        p.add_argument(f"--{name}", **kw)
+    return p
+
+
+def test_smoke_megatron_arguments_parse_with_the_ms_swift_argument_set(tmp_path):
+    """Every `megatron sft` flag launch.sh emits exists in ms-swift 4.x with a value of the right type, and
+    the parsed TP, PP, virtual stages, micro and global batch equal the plan's."""
+    w = load_workload(EXAMPLES / "qwen-7b-full-zero.yaml")
+    for pick in range(1, 6):
+        path, _ = write_plan_bundle(w, tmp_path / f"p{pick}", pick=pick)
+        plan = json.loads((path / "plan.json").read_text())["plan"]
+        par = plan["parallel"]
+        if par["launcher"] != "megatron":
+            continue
+        words = launch_var(path, "MEGATRON_ARGS") + ["--dataset", "data/train.jsonl", "--output_dir", "/x",
+                                                     "--add_version", "false", "--save_steps", "100",
+                                                     "--mcore_model", "/x", "--finetune", "false"]
+        ns = ms_swift_parser().parse_args(words)
+        dp = plan["gpus_total"] // (par["tp"] * par["pp"])
+        assert (ns.tensor_model_parallel_size, ns.pipeline_model_parallel_size) == (par["tp"], par["pp"])
+        assert ns.virtual_pipeline_model_parallel_size in (None, par.get("virtual_pp"))
+        assert ns.micro_batch_size == par["micro_batch"]
+        assert ns.global_batch_size == par["micro_batch"] * par["gradient_accumulation"] * dp
+        assert ns.use_distributed_optimizer == (par["zero"] >= 1) and ns.tuner_type == "full"
+        break
+    else:
+        pytest.fail("no Megatron pick in the example any more: use another TP/PP workload")
+    with pytest.raises(SystemExit):
+        ms_swift_parser().parse_args(["--train_type", "lora"])   # the 3.x name is gone in 4.x
+
+
 # --------------------------------------------------------------------------------- plans and bundles
 TRAIN_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.yaml")
                         if (yaml.safe_load(p.read_text()) or {}).get("task", "inference") != "inference")

@@ -131,7 +131,7 @@ def megatron_args(c: Ctx) -> list[str]:
              "--max_length", str(c.seq_len), "--torch_dtype", c.torch_dtype]
     if c.lora:
         targets = "all-linear" if c.lora_targets in ("all-linear", "all") else c.lora_targets.replace(",", " ")
-        args += ["--lora_rank", str(c.lora_rank), "--lora_alpha", f"{c.lora_alpha:g}",
+        args += ["--lora_rank", str(c.lora_rank), "--lora_alpha", str(round(c.lora_alpha)),   # an int in ms-swift
                  "--lora_dropout", f"{c.lora_dropout:g}", "--target_modules", *targets.split()]
     return args
 
