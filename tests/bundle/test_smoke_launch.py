@@ -62,8 +62,8 @@ def run_smoke(bundle: Path, tmp: Path, **extra: str) -> str:
 
 def check_resumed(smoke_dir: Path, out: str, launcher: str, world: int) -> None:
     assert f"smoke: OK ({launcher}, {world} processes, 6 steps, killed and resumed)" in out
-    run1 = (smoke_dir / "run1.log").read_text()
-    run2 = (smoke_dir / "run2.log").read_text()
+    run1 = (smoke_dir / "run1-node0.log").read_text()
+    run2 = (smoke_dir / "run2-node0.log").read_text()
     m = re.search(r"resumed from \S+/checkpoint-(\d+) at step (\d+)", run2)
     assert m and m.group(1) == m.group(2) and 2 <= int(m.group(1)) < 6, run2[-2000:]
     assert "step 6/6" not in run1, "run 1 was not killed before the end"   # the kill landed mid-run
@@ -107,7 +107,7 @@ def test_smoke_zero3_full_finetune(tmp_path):
     assert ds["zero_optimization"]["stage"] == 3
     out = run_smoke(b, tmp_path, NNODES="1", SMOKE_NPROC="2")
     check_resumed(tmp_path / "smoke", out, "deepspeed", 2)
-    run1 = (tmp_path / "smoke" / "run1.log").read_text()
+    run1 = (tmp_path / "smoke" / "run1-node0.log").read_text()
     assert "reshard_after_forward=True (ZeRO-3 analogue)" in run1
 
 
@@ -182,7 +182,7 @@ def test_smoke_tensor_parallel_plan(tmp_path):
         (str(par["tp"]), str(par["pp"]), str(par["micro_batch"]))
     out = run_smoke(b, tmp_path)
     check_resumed(tmp_path / "smoke", out, "megatron", par["tp"] * par["pp"])
-    assert f"TP {par['tp']} x PP {par['pp']}" in (tmp_path / "smoke" / "run1.log").read_text()
+    assert f"TP {par['tp']} x PP {par['pp']}" in (tmp_path / "smoke" / "run1-node0.log").read_text()
 
 
 def ms_swift_parser():

@@ -56,12 +56,12 @@ smoke() {
   echo "smoke: torchrun layout on CPU/gloo: $world processes ($NNODES node(s)), global batch $global, log in $dir"
   # Run 1: killed (SIGKILL to torchrun and its workers) once the first checkpoint is complete.
   torchrun --nnodes "$NNODES" --nproc_per_node "$NPROC_PER_NODE" --node_rank "$NODE_RANK" \
-    --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" train.py "${args[@]}" >"$dir/run1.log" 2>&1 &
+    --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" train.py "${args[@]}" >"$dir/run1-node$NODE_RANK.log" 2>&1 &
   pid=$!
   until [ -f "$out/checkpoint-2/trainer_state.json" ]; do
     if ! kill -0 "$pid" 2>/dev/null; then
       echo "smoke: run 1 ended before its first checkpoint:" >&2
-      tail -n 30 "$dir/run1.log" >&2
+      tail -n 30 "$dir/run1-node$NODE_RANK.log" >&2
       exit 1
     fi
     sleep 0.2
@@ -81,12 +81,12 @@ smoke() {
   echo "smoke: run 1 killed after $n checkpoint(s) ($f)"
   sleep 1
   # Run 2: resumes from the newest complete checkpoint and finishes.
-  if ! torchrun_cmd train.py "${args[@]}" >"$dir/run2.log" 2>&1; then
+  if ! torchrun_cmd train.py "${args[@]}" >"$dir/run2-node$NODE_RANK.log" 2>&1; then
     echo "smoke: run 2 failed:" >&2
-    tail -n 30 "$dir/run2.log" >&2
+    tail -n 30 "$dir/run2-node$NODE_RANK.log" >&2
     exit 1
   fi
-  if [ "$NODE_RANK" = 0 ] && ! grep -q "resumed from $out/checkpoint-[0-9]* at step [1-5]$" "$dir/run2.log"; then
+  if [ "$NODE_RANK" = 0 ] && ! grep -q "resumed from $out/checkpoint-[0-9]* at step [1-5]$" "$dir/run2-node$NODE_RANK.log"; then
     echo "smoke: run 2 did not resume from a checkpoint" >&2
     exit 1
   fi
@@ -94,7 +94,7 @@ smoke() {
     echo "smoke: no final checkpoint-$steps" >&2
     exit 1
   fi
-  grep -h "resumed from\|step $steps/" "$dir/run2.log" || true
+  grep -h "resumed from\|step $steps/" "$dir/run2-node$NODE_RANK.log" || true
   echo "smoke: OK (torchrun, $world processes, $steps steps, killed and resumed)"
 }
 
