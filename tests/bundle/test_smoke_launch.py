@@ -185,6 +185,28 @@ def test_smoke_tensor_parallel_plan(tmp_path):
     assert f"TP {par['tp']} x PP {par['pp']}" in (tmp_path / "smoke" / "run1-node0.log").read_text()
 
 
+def test_smoke_pipeline_parallel_layout(tmp_path):
+    """A PP 2 layout (the two_node scenario with TP 1 x PP 2 and 2 micro-batches per step; the recommender
+    puts PP across nodes): Megatron launcher, and --smoke runs 2 GPipe stages on CPU, kill and resume."""
+    import dataclasses
+
+    from gpuplan.render.bundle.context import build_context
+    from gpuplan.render.bundle.training import files
+
+    plan, workload, est = inputs("two_node")
+    c = dataclasses.replace(build_context(plan, workload, est), tp=1, pp=2, grad_accum=2, launcher="megatron")
+    b = tmp_path / "pp"
+    for rel, text in files(c).items():
+        (b / rel).parent.mkdir(parents=True, exist_ok=True)
+        (b / rel).write_text(text)
+    words = launch_var(b, "MEGATRON_ARGS")
+    assert (arg(words, "--pipeline_model_parallel_size"), arg(words, "--micro_batch_size")) == ("2", "2")
+    assert arg(words, "--global_batch_size") == str(2 * 2 * 8)      # micro 2 x 2 micro-batches x DP 16 / 2
+    out = run_smoke(b, tmp_path, NNODES="1")
+    check_resumed(tmp_path / "smoke", out, "megatron", 2)
+    assert "TP 1 x PP 2" in (tmp_path / "smoke" / "run1-node0.log").read_text()
+
+
 def ms_swift_parser():
     """An argparse parser with ms-swift 4.x's `megatron sft` argument set (field names and types read from
     its dataclasses, fixtures/ms-swift-megatron-args.tsv): unknown flags and ill-typed values fail."""

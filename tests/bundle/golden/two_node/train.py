@@ -192,7 +192,9 @@ def dcp_save(model, optim, path: Path, step: int, args, frozen_too: bool) -> Non
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
 
-    opts = StateDictOptions(ignore_frozen_params=not frozen_too)
+    # Flattened optimizer state: one key per parameter, so pipeline stages with different parameters
+    # never share a "param_groups" entry in the checkpoint.
+    opts = StateDictOptions(ignore_frozen_params=not frozen_too, flatten_optimizer_state_dict=True)
     msd, osd = get_state_dict(model, optim, options=opts)
     dcp.save({"model": msd, "optim": osd}, checkpoint_id=str(path))
     mark_complete(path, step, args)
@@ -203,7 +205,7 @@ def dcp_load(model, optim, path: Path, frozen_too: bool) -> None:
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 
-    opts = StateDictOptions(ignore_frozen_params=not frozen_too, strict=frozen_too)
+    opts = StateDictOptions(ignore_frozen_params=not frozen_too, strict=frozen_too, flatten_optimizer_state_dict=True)
     msd, osd = get_state_dict(model, optim, options=opts)
     state = {"model": msd, "optim": osd}
     dcp.load(state, checkpoint_id=str(path))
