@@ -17,7 +17,7 @@ from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
-from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
+from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import pareto_front, rank
 from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory, rnd
@@ -73,11 +73,14 @@ class _Draft:
                     "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                     "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
-                    "nodes_per_replica": c.nodes}
+                    "nodes_per_replica": c.nodes,
+                    "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload)
+                    if c.variant.w.task in TRAIN_TASKS else None}
         cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
                         price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,
                         price_per_hour=self.price_per_hour, price_estimated=self.price_estimated,
-                        price_kind=self.price_kind, price_rule=self.price_rule, price_as_of=self.price_as_of, price_source=self.price_source, time_s=self.time_s,
+                        price_kind=self.price_kind, price_rule=self.price_rule, price_as_of=self.price_as_of,
+                        price_source=self.price_source, time_s=self.time_s,
                         total_cost=self.total_cost, time_per_billion_tokens_s=self.time_per_billion_tokens_s,
                         cost_per_billion_tokens=self.cost_per_billion_tokens, replicas=self.replicas,
                         monthly_cost=self.monthly_cost,
