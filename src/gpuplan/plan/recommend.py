@@ -59,6 +59,7 @@ class _Draft:
     why: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     price_estimated: bool = False
+    price_kind: str | None = None
     cost_key: float | None = None
     time_key: float | None = None
 
@@ -79,7 +80,8 @@ class _Draft:
                         total_cost=self.total_cost, time_per_billion_tokens_s=self.time_per_billion_tokens_s,
                         cost_per_billion_tokens=self.cost_per_billion_tokens, replicas=self.replicas,
                         monthly_cost=self.monthly_cost,
-                        cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot)
+                        cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot,
+                        price_kind=self.price_kind)
         return Plan(platform="ecs", instance_type=c.inst.instance_type, instance_count=self.instance_count,
                     gpu=c.inst.gpu, gpus_total=self.gpus_total, parallel=parallel,
                     layout=re.sub(r", mb 1 x ga 1$", "", lay.describe()), memory=PlanMemory.of(c.est),
@@ -361,7 +363,8 @@ def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None
              currency=ctx.book.currency, price_as_of=price.as_of if price else None,
              price_source=price.source if price else None, replicas=None, instance_count=c.nodes,
              gpus_total=c.gpus, time_s=None, total_cost=None, monthly_cost=None,
-             cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated))
+             cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated),
+             price_kind=getattr(price, "kind", None))
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
     if price and price.note:

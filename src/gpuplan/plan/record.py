@@ -21,6 +21,13 @@ PLATFORMS = ("ecs", "function-compute", "pai-eas", "ack")
 DETAIL_KEYS = ("cold_start", "traffic", "autoscaling")
 # Platform-only blocks that appear only on the platform that has them.
 OPTIONAL_DETAIL_KEYS = ("gpu_memory_gib", "function", "serverless", "management_fee")
+PRICE_MARKS = {"estimated": "~", "third-party": "*"}
+
+
+def price_mark(kind: str | None) -> str:
+    """The mark tables put after a price of this kind: ``~`` estimated, ``*`` third-party, none for
+    official (or unknown) prices. Every table marks prices through this one function."""
+    return PRICE_MARKS.get(kind or "official", "")
 
 
 def rnd(x: float | None, nd: int = 6) -> float | None:
@@ -69,12 +76,23 @@ class PlanCost:
     monthly_cost: float | None = None
     cost_per_million_output_tokens: float | None = None
     spot: Mapping[str, Any] | None = None
+    # What the price source says the price is (official | third-party | estimated), when it says so;
+    # not part of the JSON here (see price_estimated).
+    price_kind: str | None = field(default=None, compare=False)
 
     @property
-    def price_is_guess(self) -> bool:
-        """True when the price shown is estimated rather than quoted (the single accessor renderers use
-        to mark a price: a spot price from the fraction-of-pay-as-you-go rule, a converted list price)."""
-        return bool(self.price_estimated)
+    def price_quality(self) -> str:
+        """official | third-party | estimated: the single accessor renderers use to mark a price.
+        ``price_estimated`` (a spot price from the fraction-of-pay-as-you-go rule, a converted list
+        price) always reads as estimated."""
+        if self.price_estimated:
+            return "estimated"
+        return self.price_kind or "official"
+
+    @property
+    def price_mark(self) -> str:
+        """The mark a table puts after a price: ``~`` estimated, ``*`` third-party, none for official."""
+        return price_mark(self.price_quality)
 
     @property
     def headline(self) -> tuple[float | None, str]:
