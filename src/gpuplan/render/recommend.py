@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.table import Table
 
 from gpuplan.i18n import register, tr
+from gpuplan.plan.record import Plan
 from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
 from gpuplan.units import GIB, fmt_duration
 
@@ -26,10 +29,6 @@ register({
 PLATFORM_LABELS = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas": "PAI-EAS", "ack": "ACK"}
 
 
-def _money(x, cur: str) -> str:
-    return "-" if x is None else f"{cur} {x:,.2f}"
-
-
 def plans_table(rec, lang: str, width: int, wide: bool = False):
     """The ranked plans as a fitted table (see render.fit): the instance type and the headline cost
     always, secondary columns by priority, the rest on a detail line under each plan."""
@@ -37,7 +36,7 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
     cur = rec.currency
     training = rec.workload.task not in (None, "inference")
     platforms = {p.platform for p in rec.plans}
-    cols: list[tuple[Column, object]] = [(Column("#", 0, "right"), lambda p: str(p.rank))]
+    cols: list[tuple[Column, Callable[[Plan], str]]] = [(Column("#", 0, "right"), lambda p: str(p.rank))]
     if platforms != {"ecs"}:
         cols.append((Column(t("Platform"), 1), lambda p: PLATFORM_LABELS[p.platform]))
     cols += [
