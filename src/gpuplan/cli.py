@@ -68,7 +68,7 @@ def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:
     if as_json:
         _emit_json(err.to_dict())
     else:
-        err_console = Console(stderr=True)
+        err_console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped
         err_console.print(f"[bold red]{tr('Error', lang)}:[/bold red] {err.message}", highlight=False, markup=True)
         if err.hint:
             err_console.print(f"[yellow]{tr('Hint', lang)}:[/yellow] {err.hint}", highlight=False)
@@ -77,10 +77,14 @@ def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:
 
 def run_guarded(fn, as_json: bool, lang_opt: str | None):
     """Run a command body; turn GpuplanError into one line + hint and exit code 2."""
+    from gpuplan.i18n import use_lang
+
     lang = "en"
     try:
         lang = _lang(lang_opt)
-        return fn(lang)
+        # JSON values never change with --lang: messages made deep inside (`_()`) stay English there.
+        with use_lang("en" if as_json else lang):
+            return fn(lang)
     except GpuplanError as err:
         _fail(err, as_json, lang)
 
@@ -135,16 +139,21 @@ def instances(
         if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
             raise GpuplanError(f"--min-gpu-memory {min_gpu_memory} is out of range.", hint="Give GiB per GPU, e.g. 48.")
         items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
-        offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (region is None or o.region == region)]
-        price: dict[str, tuple[str, str]] = {}
+        from gpuplan.catalog.instances import default_region
+
+        shown = (region or default_region(cloud) or "").strip().lower()   # one region's prices, never a mix
+        offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (not shown or o.region == shown)]
+        price: dict[str, tuple[str, str]] = {}      # table: (price with its mark, region and date)
+        payg_text: dict[str, str] = {}               # JSON: one string
         for o in sorted(offers, key=lambda o: o.as_of):
-            price[o.instance_type] = (f"{o.currency} {o.price_per_hour:,.2f}/h{price_mark(getattr(o, 'kind', None))}",
-                                      f"{o.region}, {o.as_of.isoformat()}")
+            where = f"{o.region}, {o.as_of.isoformat()}" + (", estimated" if o.estimated else "")
+            payg_text[o.instance_type] = f"{o.currency} {o.price_per_hour:,.2f}/h ({where})"
+            price[o.instance_type] = (f"{o.currency} {o.price_per_hour:,.2f}/h{price_mark(o.kind)}", where)
         if as_json:
             recs = []
             for i in items:
                 d = i.to_dict()
-                d["price_payg"] = "{} ({})".format(*price[i.instance_type]) if i.instance_type in price else None
+                d["price_payg"] = payg_text.get(i.instance_type)
                 recs.append(d)
             _emit_json({"schema_version": 1, "instances": recs})
             return
@@ -437,14 +446,20 @@ def catalog_refresh(
     region: _R = None,
     all_regions: Annotated[bool, typer.Option("--all-regions", help="Every region the account can see.")] = False,
     cloud: Annotated[str, typer.Option(help="alibaba or aws.")] = "alibaba",
+    timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds (no retry starts "
+                                                             "later).")] = 180.0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Fetch live instance types, stock and prices (Alibaba Cloud OpenAPI) into the local cache."""
     def body(lg: str) -> int:
         from gpuplan.providers import refresh
 
-        return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud)
+        if not (1 <= timeout <= 3600):
+            raise GpuplanError(f"--timeout {timeout:g} is out of range.", hint="Give 1 to 3600 seconds.")
+        return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud,
+                       as_json=as_json, timeout_s=timeout)
 
-    raise _Exit(run_guarded(body, False, None) or 0)
+    raise _Exit(run_guarded(body, as_json, None) or 0)
 
 
 @catalog_app.command("status")
@@ -488,6 +503,64 @@ def plan(
 
 
 @app.command()
+def ask(
+    out: Annotated[Optional[Path], typer.Option("--out", help="Where to write the workload YAML (default: workload.yaml, "
+                                                "or workload-N.yaml when that exists).")] = None,
+    top: Annotated[int, typer.Option(help="How many plans to show.")] = 5,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Answer the guides' questions (task, model, data or traffic, deadline or SLA, budget) and get a plan.
+
+    On a terminal it asks one question at a time. Otherwise it reads one answer per line: task, model,
+    dataset samples (requests/s for serving), tokens per sample (prompt tokens), epochs (output tokens),
+    deadline hours (TTFT target in ms), budget. An empty line takes the default.
+    """
+
+    def body(lg: str) -> int:
+        import yaml
+
+        from gpuplan.ask import ask_lines, ask_terminal, build_workload
+        from gpuplan.i18n import tr
+        from gpuplan.plan import recommend as run_recommend
+        from gpuplan.workload import load_workload
+
+        if not (1 <= top <= 100):
+            raise GpuplanError(f"--top {top} is out of range.", hint="Use 1 to 100.")
+        interactive = sys.stdin.isatty() and not as_json
+        answers = ask_terminal(lg, Console()) if interactive else ask_lines(sys.stdin, lg)
+        data = build_workload(answers)
+        w = load_workload(data)
+        path = out or _free_path(Path("workload.yaml"))
+        try:
+            path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+        except OSError as err:
+            raise GpuplanError(f"Cannot write {str(path)!r}: {err.strerror}.", hint="Pass --out with a writable path.") from None
+        rec = run_recommend(w, top=top)
+        if as_json:
+            _emit_json({**rec.to_dict(), "workload_file": str(path)})
+        else:
+            c = _console()
+            c.print(tr("Wrote the workload to {path}.", lg).format(path=path), highlight=False)
+            from gpuplan.render.recommend import render_recommendation
+
+            render_recommendation(rec, c, lg)
+            c.print(tr("Plan it again with: gpuplan recommend {path}", lg).format(path=path), highlight=False)
+        return 0 if rec.plans else 1
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+def _free_path(path: Path) -> Path:
+    """`path`, or path-2, path-3... when it exists: the wizard never overwrites a file it was not told to."""
+    n = 2
+    candidate = path
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+        n += 1
+    return candidate
+
+
+@app.command()
 def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopback only).")] = "127.0.0.1",
           port: Annotated[int, typer.Option(help="TCP port.")] = 8000) -> None:
     """Run the web page and REST API (extra gpuplan[web])."""
@@ -500,6 +573,20 @@ def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopb
         return 0
 
     raise _Exit(run_guarded(body, False, None) or 0)
+
+
+def _usage_error(exc: Any) -> None:
+    """A click usage error (unknown option, bad value, missing argument) as one line and a hint, like
+    every other error (JSON on stdout under --json)."""
+    ctx = getattr(exc, "ctx", None)
+    path = str(getattr(ctx, "command_path", "") or "gpuplan").split()
+    command = " ".join(["gpuplan", *path[1:]])
+    message = " ".join(str(exc.format_message()).split())
+    hint = f"See `{command} --help`."
+    if "--json" in sys.argv[1:]:
+        _emit_json({"error": message, "hint": hint})
+    else:
+        sys.stderr.write(f"Error: {message}\nHint: {hint}\n")
 
 
 def main() -> None:
@@ -518,8 +605,8 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - the last guard: never a traceback for users
         # Usage errors (unknown option, missing argument) come from click, or from the copy of click that
         # newer typer releases vendor: recognise them by their interface rather than their module.
-        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
+        if callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
+            _usage_error(exc)
             sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
         if type(exc).__name__ == "Abort":
             sys.exit(1)

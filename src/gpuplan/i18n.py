@@ -1,19 +1,43 @@
-"""English/Chinese text for headers and messages (`--lang zh|en`). JSON keys never change.
+"""English/Chinese human text (`--lang zh|en`) from gettext catalogs. JSON keys never change.
 
-Strings are keyed by their English text; each module registers its Chinese translations with
-:func:`register`. A missing translation falls back to English.
+Messages are English msgids; the Chinese text lives in ``locale/zh_CN/LC_MESSAGES/gpuplan.po``,
+managed with Babel (``scripts/i18n.sh`` extracts, updates and compiles; the compiled ``.mo`` ships
+in the package and a test checks it is in step with the ``.po``). Mark text with:
+
+- ``tr(text, lang)`` — translate now into ``lang`` (or the current language when ``lang`` is None);
+- ``_(text)`` — translate into the current language (set by the CLI / API with :func:`use_lang`);
+- ``N_(text)`` — mark a msgid chosen at run time (table headers, enum labels) for extraction only.
+
+Sentences are templates with named placeholders, formatted after translation:
+``tr("Wrote {n} files to {path}.", lang).format(n=n, path=path)``.
+A msgid missing from the catalog falls back to English.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gettext
 import locale
 import os
+from collections.abc import Iterator
+from contextvars import ContextVar
+from functools import lru_cache
+from pathlib import Path
 
+LOCALE_DIR = Path(__file__).parent / "locale"
+DOMAIN = "gpuplan"
+_current: ContextVar[str] = ContextVar("gpuplan_lang", default="en")
+# Transitional: modules not yet moved to the catalog register msgid -> Chinese here. The catalog wins.
 _ZH: dict[str, str] = {}
 
 
 def register(translations: dict[str, str]) -> None:
     _ZH.update(translations)
+
+
+@lru_cache(maxsize=None)
+def _catalog(lang: str) -> gettext.NullTranslations:
+    return gettext.translation(DOMAIN, LOCALE_DIR, languages=["zh_CN"] if lang == "zh" else [lang], fallback=True)
 
 
 def default_lang() -> str:
@@ -29,9 +53,43 @@ def default_lang() -> str:
     return "zh" if loc.lower().startswith("zh") else "en"
 
 
-def tr(text: str, lang: str = "en") -> str:
-    if lang == "zh":
+def current_lang() -> str:
+    return _current.get()
+
+
+@contextlib.contextmanager
+def use_lang(lang: str) -> Iterator[None]:
+    """Translate `_()` calls into `lang` inside the block (the CLI and the API wrap each request)."""
+    token = _current.set(lang)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def tr(text: str, lang: str | None = None) -> str:
+    lang = lang or _current.get()
+    if lang != "zh":
+        return text
+    out = _catalog("zh").gettext(text)
+    if out == text:
         return _ZH.get(text, text)
+    return out
+
+
+def catalog_messages(lang: str) -> dict[str, str]:
+    """Every msgid -> translation of one language (empty for English): the web page's labels."""
+    if lang != "zh":
+        return {}
+    cat = _catalog("zh")
+    return {k: v for k, v in getattr(cat, "_catalog", {}).items() if isinstance(k, str) and k}
+
+
+def _(text: str) -> str:
+    return tr(text)
+
+
+def N_(text: str) -> str:  # noqa: N802 - the gettext convention
     return text
 
 

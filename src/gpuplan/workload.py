@@ -11,15 +11,13 @@ list of assumptions it made, which every result reports.
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Any, Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuplan.errors import GpuplanError, did_you_mean
+from gpuplan.safeio import check_nesting, load_json, load_yaml, read_text_bounded
 
 Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
 TASK_ALIASES = {"train": "pretrain", "finetune": "full", "fine-tune": "full", "infer": "inference",
@@ -28,10 +26,22 @@ Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Quantization = Literal["none", "int8", "int4", "gptq-int4", "gptq-int8", "awq", "fp8", "bnb-int8", "bnb-nf4"]
 QUANT_ALIASES = {"nf4": "bnb-nf4", "gptq": "gptq-int4", "awq-int4": "awq", "int4-awq": "awq", "w4a16": "int4",
                  "w8a16": "int8", "bnb-4bit": "bnb-nf4", "bnb-8bit": "bnb-int8", "llm.int8": "bnb-int8"}
+# Weight-only 4-bit and 8-bit bases a QLoRA-style adapter trains on (bitsandbytes, GPTQ, AWQ, generic).
+QLORA_BASES = (None, "bnb-nf4", "bnb-int8", "int4", "int8", "gptq-int4", "gptq-int8", "awq")
 KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
 Framework = Literal["auto", "transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron", "nemo", "fsdp",
-                    "torchtune", "llm-foundry", "llama-factory", "swift"]
-Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-8bit", "adamw-bf16", "sgd", "adafactor"]
+                    "torchtune", "llm-foundry", "llama-factory", "swift", "lmdeploy", "tgi", "torch-compile"]
+Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-8bit", "adamw-bf16", "sgd", "adafactor",
+                    "paged-adamw", "paged-adamw-8bit"]
+# Names the frameworks use for the same optimizers (HF TrainingArguments.optim, torchtune/bitsandbytes classes).
+OPTIMIZER_ALIASES = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused", "adamw_8bit": "adamw-8bit",
+                     "adamw_bnb_8bit": "adamw-8bit", "adamw8bit": "adamw-8bit", "8bit-adamw": "adamw-8bit",
+                     "paged_adamw_8bit": "paged-adamw-8bit", "pagedadamw8bit": "paged-adamw-8bit",
+                     "paged_adamw_32bit": "paged-adamw", "paged-adamw-32bit": "paged-adamw", "pagedadamw": "paged-adamw",
+                     "paged_adamw": "paged-adamw"}
+FRAMEWORK_ALIASES = {"turbomind": "lmdeploy", "text-generation-inference": "tgi", "gpt-fast": "torch-compile",
+                     "tensorrt-llm": "trtllm", "hf": "transformers", "megatron-lm": "megatron", "megatron-core": "megatron"}
+PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]
 Objective = Literal["cost", "time", "balanced"]
 Billing = Literal["payg", "spot", "subscription"]
 FsdpMode = Literal["none", "full_shard", "shard_grad_op", "hybrid_shard"]
@@ -61,6 +71,13 @@ class ParallelSpec(_Strict):
     fsdp: FsdpMode = "none"
     offload: Offload = "none"
     microbatches: int | None = Field(None, ge=1, le=100_000, description="pipeline micro-batches per step")
+    dp_attention: bool = Field(False, description="serving: data-parallel attention (SGLang --enable-dp-attention): "
+                                                  "each TP rank keeps the KV/latent cache of its own sequences only")
+    vp: int | None = Field(None, ge=1, le=1024, description="virtual pipeline stages per GPU (interleaved 1F1B); "
+                           "default 1, NeMo: layers/(pp*2)")
+    schedule: PipelineSchedule | None = Field(None, description="pipeline schedule: 1f1b | interleaved | gpipe")
+    tp_comm_overlap: bool | None = Field(None, description="overlap tensor-parallel communication with GEMMs "
+                                         "(Transformer Engine userbuffers); default on for NeMo")
 
 
 class DatasetSpec(_Strict):
@@ -147,6 +164,8 @@ class Workload(_Strict):
     grad_checkpointing: Union[bool, Literal["selective"], None] = None
     flash_attention: bool | None = None
     optimizer: Optimizer | None = None
+    optimizer_in_backward: bool | None = Field(None, description="optimizer step fused into the backward pass "
+                                               "(torchtune optimizer_in_bwd): gradients are never all held at once")
     lora: LoraSpec | None = None
     parallel: ParallelSpec | None = None
     dataset: DatasetSpec | None = None
@@ -174,7 +193,18 @@ class Workload(_Strict):
     @field_validator("precision", "kv_cache_dtype", "framework", "optimizer", "objective", mode="before")
     @classmethod
     def _lower(cls, v: Any) -> Any:
-        return v.strip().lower() if isinstance(v, str) else v
+        if isinstance(v, str):
+            v = v.strip().lower()
+            return FRAMEWORK_ALIASES.get(v, v)
+        return v
+
+    @field_validator("optimizer", mode="before")
+    @classmethod
+    def _optimizer_names(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            low = v.strip().lower()
+            return OPTIMIZER_ALIASES.get(low, low)
+        return v
 
     @field_validator("grad_checkpointing", mode="before")
     @classmethod
@@ -200,8 +230,11 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _coherent(self) -> "Workload":
-        if self.task == "qlora" and self.quantization not in (None, "bnb-nf4", "int4", "gptq-int4", "awq", "bnb-int8"):
+        if self.task == "qlora" and self.quantization not in QLORA_BASES:
             raise ValueError(f"task qlora needs a 4-bit or 8-bit base model, not quantization {self.quantization!r}")
+        if self.optimizer_in_backward and (self.gradient_accumulation or 1) > 1:
+            raise ValueError("optimizer_in_backward steps each parameter as soon as its gradient exists, so it needs "
+                             "gradient_accumulation 1 (torchtune: optimizer_in_bwd requires gradient_accumulation_steps=1)")
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
         return self
@@ -251,6 +284,8 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
     data = w.model_dump(exclude_none=True)
     notes: list[str] = []
     task = data.get("task", DEFAULTS["task"])
+    if data.get("framework") == "auto":
+        data.pop("framework")  # an explicit "auto" means exactly what an unset framework means
     for key, value in DEFAULTS.items():
         if key in searched or data.get(key) is not None:
             continue
@@ -266,8 +301,14 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
             value = "fp16"
         if key == "framework":
             value = FRAMEWORK_DEFAULT_BY_TASK.get(task, "transformers")
+        if key == "optimizer" and _torchtune_single_device_full(data, task):
+            value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
         data[key] = value
         notes.append(f"assumed {key} {value}")
+    if task != "inference" and "optimizer_in_backward" not in searched and data.get("optimizer_in_backward") is None:
+        if _torchtune_single_device_full(data, task):  # unset otherwise (= false), so outputs stay as they were
+            data["optimizer_in_backward"] = True
+            notes.append("assumed optimizer_in_backward true (torchtune's single-device full fine-tuning recipe)")
     if task in ("lora", "qlora") and "lora" not in data:
         data["lora"] = LoraSpec().model_dump()
         notes.append("assumed LoRA rank 8, alpha 16, targets all-linear")
@@ -276,57 +317,53 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
     return Workload.model_validate(data), notes
 
 
+def _torchtune_single_device_full(data: dict[str, Any], task: str) -> bool:
+    """torchtune's single-device full fine-tuning recipe is the default stack: its configs
+    (recipes/configs/llama3_1/8B_full_single_device.yaml) use bitsandbytes PagedAdamW8bit with
+    optimizer_in_bwd: True, which needs gradient_accumulation_steps=1."""
+    if data.get("framework") != "torchtune" or task != "full" or (data.get("gradient_accumulation") or 1) > 1:
+        return False
+    hw = data.get("hardware") or {}
+    par = data.get("parallel") or {}
+    gpus = (par.get("tp") or 1) * (par.get("pp") or 1) * (par.get("dp") or 1)
+    return (hw.get("count") or 1) == 1 and gpus == 1 and not par.get("zero") and par.get("fsdp", "none") == "none"
+
+
 # ------------------------------------------------------------------------------------------------
 # Parsing: YAML/JSON files, mappings, CLI flags. Every failure is a GpuplanError.
 # ------------------------------------------------------------------------------------------------
 
-class _Yaml12Loader(yaml.SafeLoader):
-    """SafeLoader that also reads `2e9` and `1.5e-3` as floats (YAML 1.2), as users write them."""
-
-
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                |\.[0-9_]+(?:[eE][-+][0-9]+)?
-                |[-+]?\.(?:inf|Inf|INF)
-                |\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."),
-)
-
-
 def load_yaml_text(text: str, origin: str = "input") -> Any:
-    try:
-        return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise GpuplanError(f"{origin} is not valid YAML/JSON{where}.",
-                           hint="Check indentation and quoting; `gpuplan schema` shows the workload format.") from None
+    """YAML (or JSON) text -> Python data, with gpuplan.safeio's depth, alias and number limits."""
+    return load_yaml(text, origin)
 
 
 def read_workload_documents(path: str | Path) -> Any:
-    """Read a workload file (YAML, JSON, a JSON array or JSON Lines)."""
+    """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.safeio)."""
     p = Path(path)
+    try:
+        p.is_dir()  # a name too long for the file system, or otherwise unusable
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise GpuplanError(f"Cannot use {str(p)[:80]!r} as a workload file: {reason}.",
+                           hint="Give the path of a YAML or JSON workload file.") from None
     if not p.exists():
         raise GpuplanError(f"Workload file {str(p)!r} does not exist.",
                            hint="Give a YAML or JSON workload file; `gpuplan schema` shows the format.")
     if p.is_dir():
         raise GpuplanError(f"{str(p)!r} is a folder, not a workload file.", hint="Give a .yaml or .json file.")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GpuplanError(f"Cannot read {str(p)!r}: {exc.__class__.__name__}.", hint="Is it a UTF-8 text file?") from None
-    if len(text) > 20_000_000:
-        raise GpuplanError(f"{str(p)!r} is larger than 20 MB.", hint="Split it into several files.")
+    text = read_text_bounded(p, "workload file")
     stripped = text.strip()
+    if not stripped:
+        raise GpuplanError(f"Workload file {str(p)!r} is empty.",
+                           hint="Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`.")
     if p.suffix.lower() in (".jsonl", ".ndjson") or (stripped.startswith("{") and "\n{" in stripped):
         lines = [ln for ln in text.splitlines() if ln.strip()]
-        docs = []
+        docs: list[Any] = []
         for i, line in enumerate(lines, 1):
             try:
-                docs.append(json.loads(line))
-            except json.JSONDecodeError:
+                docs.append(load_json(line, origin=f"{str(p)!r} line {i}"))
+            except GpuplanError:
                 if len(lines) == 1:
                     break
                 docs.append(_BadLine(i))
@@ -403,15 +440,32 @@ def parse_workload(data: Any, origin: str = "workload") -> Workload:
     if not isinstance(data, dict):
         raise GpuplanError(f"{origin} must be a mapping of workload keys, not {type(data).__name__}.",
                            hint="Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`.")
+    check_nesting(data, origin)
     bad = [k for k in data if not isinstance(k, str)]
     if bad:
         raise GpuplanError(f"Workload keys must be strings, got {bad[0]!r}.", hint="Quote the key in YAML.")
     try:
-        return Workload.model_validate(data)
+        w = Workload.model_validate(data)
     except ValidationError as exc:
         raise _friendly(exc) from None
     except (TypeError, ValueError, RecursionError) as exc:  # pragma: no cover - defensive
         raise GpuplanError(f"Invalid workload: {exc}.", hint="See `gpuplan schema`.") from None
+    _check_clouds_and_regions(w)
+    return w
+
+
+def _check_clouds_and_regions(w: Workload) -> None:
+    """constraints.clouds and constraints.regions must name known clouds and regions (did-you-mean)."""
+    cons = w.constraints
+    if cons is None or not (cons.clouds or cons.regions):
+        return
+    from gpuplan.catalog.instances import check_clouds, check_regions  # the catalog, loaded on first use
+
+    try:
+        check_clouds(cons.clouds)
+    except GpuplanError as exc:
+        raise GpuplanError(exc.message, hint=exc.hint, field="constraints.clouds") from None
+    check_regions(cons.regions, cons.clouds)
 
 
 def load_workload(source: str | Path | dict[str, Any] | Workload, **overrides: Any) -> Workload:

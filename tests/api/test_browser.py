@@ -10,7 +10,9 @@ folder; GPUPLAN_UPDATE_SCREENSHOTS=1 also copies them to docs/screenshots/.
 from __future__ import annotations
 
 import io
+import math
 import os
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -170,10 +172,59 @@ def test_serving_workload_and_offline_docs(page, live_server):
     pg.locator("#plans tbody tr").first.wait_for()
     assert pg.locator("#memory-svg rect[data-component=kv_cache]").count() == 1
     assert pg.is_visible("#requests_per_s") and not pg.is_visible("#dataset_tokens")
-    billing = pg.locator("#plans tbody tr td:nth-child(5)").all_inner_texts()
+    billing = pg.locator("#plans tbody tr td:nth-child(4)").all_inner_texts()
     assert billing and set(billing) == {"pay-as-you-go"}
     pg.goto(live_server + "/docs")
     pg.locator(".op h2").first.wait_for()
     heads = pg.locator(".op h2").all_inner_texts()
     assert "POST /api/recommend" in heads and "GET /api/models" in heads
     assert pg.foreign == [] and pg.errors == []
+
+
+TRAINING_Q = "?model=Qwen%2FQwen2.5-7B-Instruct&task=lora&seq_len=2048&dataset_tokens=1e8"
+SERVING_Q = "?model=Qwen%2FQwen2.5-7B-Instruct&task=inference&requests_per_s=10"
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)])
+def test_results_fit_the_screen_in_both_languages(browser, live_server, tmp_path, width, height):
+    """No sideways scroll (page or plan table) after a training and a serving result, en and zh;
+    the price date sits under the headline; chart ticks are round numbers; phones get cards."""
+    ctx = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        for query in (TRAINING_Q, SERVING_Q):
+            for lang in ("en", "zh"):
+                pg.goto(live_server + "/" + query + ("&lang=zh" if lang == "zh" else ""))
+                pg.locator("#plans tbody tr").first.wait_for()
+                sizes = pg.evaluate("""() => {
+                    const d = document.documentElement, w = document.querySelector('.table-wrap');
+                    return [d.scrollWidth, d.clientWidth, w.scrollWidth, w.clientWidth];
+                }""")
+                assert sizes[0] <= sizes[1], f"page scrolls sideways at {width}px ({lang}, {query}): {sizes}"
+                assert sizes[2] <= sizes[3], f"plan table scrolls sideways at {width}px ({lang}, {query}): {sizes}"
+                note = pg.inner_text("#price-note")
+                assert re.search(r"\d{4}-\d{2}-\d{2}", note), note
+                assert ("截至" in note) == (lang == "zh")
+                if width < 760:
+                    assert not pg.is_visible("#plans thead")
+                    label = pg.evaluate("getComputedStyle(document.querySelector('#plans td'), '::before').content")
+                    assert label.strip('"') in ("#",)
+                ticks = [t.replace(",", "") for t in
+                         pg.eval_on_selector_all("#pareto-svg text.tick", "els => els.map(e => e.textContent)")]
+                if ticks:
+                    _assert_round_ticks(ticks)
+            _save(pg, tmp_path, f"fit-{width}.png")
+    finally:
+        ctx.close()
+    assert errors == []
+
+
+def _assert_round_ticks(ticks: list[str]) -> None:
+    values = sorted({float(t) for t in ticks})
+    assert values[0] == 0
+    step = values[1] - values[0]
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    assert any(abs(mantissa - m) < 1e-6 for m in (1, 2, 2.5, 5)), values

@@ -8,7 +8,7 @@ import pytest
 
 from gpuplan.catalog import instances as cat
 from gpuplan.catalog.instances import load_instances
-from gpuplan.catalog.prices import PRICE_COLUMNS, load_offers, offers_for, price_note
+from gpuplan.catalog.prices import PRICE_COLUMNS, PRICE_KINDS, load_offers, offers_for, price_note
 from gpuplan.errors import GpuplanError
 
 TODAY = dt.date(2026, 11, 29)
@@ -33,12 +33,16 @@ def _offer(instance_type, billing, as_of=None, **kw):
 def test_every_price_is_dated_sourced_positive_and_for_a_known_type():
     offers = load_offers("alibaba")
     known = load_instances()
-    assert len(offers) == 65
     for o in offers:
         assert o.as_of and o.source and o.price > 0
         assert o.instance_type in known
-        assert (o.currency, o.region, o.confidence) == ("CNY", "cn-shanghai", "unconfirmed")
-        assert o.billing in ("payg", "subscription") and o.unit == {"payg": "hour", "subscription": "month"}[o.billing]
+        assert o.kind in PRICE_KINDS and o.kind != "user"
+        assert o.kind != "estimated" or o.rule, o  # an estimate always says its rule
+        assert o.confidence == "unconfirmed"       # no official Alibaba price list is bundled
+        assert o.currency == ("CNY" if o.region.startswith("cn-") else "USD")
+        assert o.unit == {"payg": "hour", "subscription": "month", "spot": "hour"}[o.billing]
+    # the 2023 cn-shanghai list (60 rows), 2026 quotes (5), gn8v/sgn8ia code table (5), gn8is invoices (3)
+    assert len([o for o in offers if not o.estimated]) == 60 + 5 + 5 + 3
 
 
 def test_snapshot_values_2023():
@@ -54,13 +58,13 @@ def test_snapshot_values_2023():
 def test_spot_checks_2026_are_separate_unconfirmed_rows():
     rows = offers_for("ecs.gn7i-c8g1.2xlarge", region="cn-shanghai", billing="payg")
     assert [(o.as_of.isoformat(), o.price) for o in rows] == [("2026-09-24", 9.74), ("2023-06-01", 9.53)]
-    l20 = offers_for("ecs.gn8is.2xlarge")
+    l20 = offers_for("ecs.gn8is.2xlarge", region="cn-shanghai")
     assert {(o.billing, o.price) for o in l20} == {("payg", 14.63), ("subscription", 7019.25)}
-    assert all("Shenzhen" in o.notes and o.confidence == "unconfirmed" for o in l20)
+    assert all("Shenzhen" in o.notes and o.confidence == "unconfirmed" and o.kind == "third-party" for o in l20)
 
 
 def test_no_price_is_an_empty_list_never_zero():
-    assert offers_for("ecs.gn8v.4xlarge") == []  # no price published anywhere
+    assert offers_for("ecs.gn7r-c16g1.4xlarge") == []  # A16: no price, and no priced type with the same GPU
     assert all(o.price > 0 for o in load_offers())
 
 
@@ -105,9 +109,9 @@ def _write(path, rows, header=",".join(PRICE_COLUMNS)):
 def test_cache_prices_replace_the_bundled_price(tmp_path):
     _write(tmp_path / "clouds" / "alibaba" / "prices.csv",
            ["ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,8.88,hour,CNY,2026-11-01,DescribePrice,confirmed,live"])
-    payg = offers_for("gn7i-c8g1.2xlarge", billing="payg", cache_dir=tmp_path)
-    assert [(o.price, o.origin) for o in payg] == [(8.88, "cache")]  # both bundled rows replaced
-    sub = offers_for("gn7i-c8g1.2xlarge", billing="subscription", cache_dir=tmp_path)
+    payg = offers_for("gn7i-c8g1.2xlarge", region="cn-shanghai", billing="payg", cache_dir=tmp_path)
+    assert [(o.price, o.origin, o.kind) for o in payg] == [(8.88, "cache", "official")]  # both bundled rows replaced
+    sub = offers_for("gn7i-c8g1.2xlarge", region="cn-shanghai", billing="subscription", cache_dir=tmp_path)
     assert {o.price for o in sub} == {4575.66, 4675.66}  # other billing modes untouched
     assert "live refresh" in price_note(payg[0], TODAY)
     # the bundled view is unchanged
@@ -121,8 +125,8 @@ def test_user_price_file_overrides_cache_and_fills_defaults(tmp_path):
     user = _write(tmp_path / "mine.csv", ["GN7I-C8G1.2XLARGE,cn-shanghai,payg,5.5,hour,CNY,2026-10-01",
                                           "gn8v.4xlarge,cn-hongkong,spot,4000,month,HKD,2026-10-01"],
                   header="instance_type,region,billing,price,unit,currency,as_of")
-    offers = offers_for("gn7i-c8g1.2xlarge", billing="payg", cache_dir=cache, extra_files=[user])
-    assert [(o.price, o.confidence, o.origin) for o in offers] == [(5.5, "confirmed", "user:mine.csv")]
+    offers = offers_for("gn7i-c8g1.2xlarge", region="cn-shanghai", billing="payg", cache_dir=cache, extra_files=[user])
+    assert [(o.price, o.confidence, o.origin, o.kind) for o in offers] == [(5.5, "confirmed", "user:mine.csv", "user")]
     assert offers[0].source == "user price file mine.csv"
     hk = offers_for("gn8v.4xlarge", cache_dir=cache, extra_files=[user])
     assert (hk[0].currency, hk[0].region, hk[0].billing) == ("HKD", "cn-hongkong", "spot")

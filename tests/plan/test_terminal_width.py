@@ -126,12 +126,14 @@ def test_compare_fits_100_columns(monkeypatch, lang):
     assert code in (0, 1) and _widest(out80) <= 80
 
 
-def test_estimated_spot_prices_are_marked_with_a_legend(monkeypatch):
-    # the LoRA example allows spot; no spot price is bundled, so spot is payg x 30 % (an estimate)
-    path = str(ROOT / "examples" / "qwen2.5-7b-lora.yaml")
+@pytest.mark.parametrize("example", ["qwen2.5-7b-lora", "qwen-7b-full-zero"])
+def test_estimated_prices_are_marked_and_others_are_not(monkeypatch, example):
+    # the LoRA example allows spot; no spot price is bundled, so spot is payg x 30 % (an estimate);
+    # the full fine-tuning example is pay-as-you-go only
+    path = str(ROOT / "examples" / f"{example}.yaml")
     _, js, _ = run(monkeypatch, 100, "recommend", path, "--json", "--top", "8")
     plans = json.loads(js)["plans"]
-    assert any(p["price_estimated"] for p in plans) and any(not p["price_estimated"] for p in plans)
+    assert plans
     _, out, _ = run(monkeypatch, 160, "recommend", path, "--top", "8", "--wide")
     rows = {}
     for line in out.splitlines():
@@ -142,17 +144,22 @@ def test_estimated_spot_prices_are_marked_with_a_legend(monkeypatch):
         row = rows[p["rank"]]
         money = re.findall(r"CNY ([\d,.]+~?)", row)
         assert money and all(w.endswith("~") == p["price_estimated"] for w in money), row
-    assert any(line.startswith("~ estimated price") for line in out.splitlines())
-    _, zh, _ = run(monkeypatch, 100, "recommend", path, "--lang", "zh")
-    assert "~ 估算价格" in zh
+    estimated = any(p["price_estimated"] for p in plans)
+    assert any(line.startswith("~ estimated price") for line in out.splitlines()) == estimated
+    if example == "qwen2.5-7b-lora":
+        assert estimated
+        _, zh, _ = run(monkeypatch, 100, "recommend", path, "--lang", "zh")
+        assert "~ 估算价格" in zh
 
 
 def test_repeated_warnings_are_said_once(monkeypatch, bursty_file):
+    _, js, _ = run(monkeypatch, 100, "recommend", bursty_file, "--json")
+    dated = [w for w in json.loads(js)["warnings"] if w.startswith("prices date from")]
+    assert len(dated) > 1                                      # one per price date in the JSON ...
     _, out, _ = run(monkeypatch, 100, "recommend", bursty_file)
     warnings = out.split("Warnings\n")[1].split("Assumptions\n")[0]
-    proxy = [line for line in warnings.splitlines() if "as a proxy" in line or "no subscription price" in line]
-    assert len([x for x in warnings.split("\n  - ") if "no subscription price" in x]) == 1, warnings
-    assert "gn7i-c8g1.2xlarge" in warnings and "gn7i-c16g1.4xlarge" in warnings and proxy
+    bullets = [b for b in warnings.split("\n  - ") if "prices date from" in b]
+    assert len(bullets) == 1 and f"(and {len(dated) - 1} more like it)" in bullets[0]   # ... said once here
 
 
 def test_said_once_merges_by_name_and_by_shape():

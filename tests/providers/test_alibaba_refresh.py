@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.providers import refresh, status
+from gpuplan.providers import cache, refresh, status
 from gpuplan.providers.alibaba import map_gpu_spec, normalize_spec
 from gpuplan.providers.base import INSTANCE_COLUMNS, PRICE_COLUMNS
 
@@ -80,7 +80,7 @@ def test_normalize_spec() -> None:
 def test_refresh_writes_the_bundled_schema(transport: FakeTransport, cache_dir: Path) -> None:
     rc, out = run_refresh(transport, cache_dir)
     assert rc == 0, out
-    folder = cache_dir / "clouds" / "alibaba"
+    folder = cache.current_dir(cache_dir, "alibaba")
     cols, prices = read_rows(folder / "prices.csv")
     assert tuple(cols) == PRICE_COLUMNS
     by_key = {(r["instance_type"], r["billing"]): r for r in prices}
@@ -161,9 +161,9 @@ def test_requests_carry_the_documented_parameters(transport: FakeTransport, cach
 def test_a_second_region_is_merged_and_the_first_kept(transport: FakeTransport, cache_dir: Path) -> None:
     assert run_refresh(transport, cache_dir, regions=["cn-shanghai"])[0] == 0
     assert run_refresh(FakeTransport(), cache_dir, regions=["cn-beijing"])[0] == 0
-    _, prices = read_rows(cache_dir / "clouds" / "alibaba" / "prices.csv")
+    _, prices = read_rows(cache.current_dir(cache_dir, "alibaba") / "prices.csv")
     assert {r["region"] for r in prices} == {"cn-shanghai", "cn-beijing"}
-    manifest = json.loads((cache_dir / "clouds" / "alibaba" / "manifest.json").read_text())
+    manifest = json.loads((cache.current_dir(cache_dir, "alibaba") / "manifest.json").read_text())
     assert set(manifest["regions"]) == {"cn-shanghai", "cn-beijing"}
 
 
@@ -191,7 +191,7 @@ def test_status_reports_source_date_and_coverage(transport: FakeTransport, cache
     assert ali["cache"]["regions"] == {"cn-shanghai": "2026-11-30T08:00:00Z"}
     assert ali["cache"]["unmapped"][0]["instance_type"] == "ecs.gn9x-c4g1.xlarge"
     assert ali["cache"]["inconsistent_files"] == []
-    assert ali["bundled"]["regions"] == ["cn-shanghai"]
+    assert ali["bundled"]["regions"] == ["ap-southeast-1", "cn-beijing", "cn-hangzhou", "cn-shanghai", "us-east-1"]
     text = io.StringIO()
     status(cache_dir=cache_dir, out=text)
     assert "unmapped GPU: ecs.gn9x-c4g1.xlarge reports GPUSpec 'NVIDIA G59'" in text.getvalue()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.providers import refresh
+from gpuplan.providers import cache, refresh
 from gpuplan.providers.base import INSTANCE_COLUMNS, PRICE_COLUMNS
 from gpuplan.providers.fx import fx_rate
 
@@ -62,22 +62,28 @@ def test_aws_gpu_ids_match_the_families() -> None:
 
 @pytest.mark.parametrize("cloud", ["aws", "tencent"])
 def test_bundled_prices_are_dated_and_sourced(cloud: str) -> None:
+    from gpuplan.catalog.prices import OPTIONAL_PRICE_COLUMNS, PRICE_KINDS
+
     cols, rows = _csv(cloud, "prices.csv")
-    assert tuple(cols) == PRICE_COLUMNS
+    assert tuple(cols) == PRICE_COLUMNS + OPTIONAL_PRICE_COLUMNS
     types = {r["instance_type"] for r in _csv(cloud, "instances.csv")[1]}
+    assert rows
     for r in rows:
         assert r["instance_type"] in types
         dt.date.fromisoformat(r["as_of"])
-        assert URL.match(r["source"]) and float(r["price"]) > 0 and r["currency"] == "USD"
-        assert r["confidence"] in ("confirmed", "unconfirmed")
-    if cloud == "tencent":
-        assert rows == []  # no official or dated price list found: no rows, never zeros
+        # a URL, or (third-party rows whose repository could not be identified) the document's title and date
+        assert URL.match(r["source"]) or (r["kind"] == "third-party" and "not identified" in r["source"])
+        assert float(r["price"]) > 0 and r["currency"] in ("USD", "CNY")
+        assert r["confidence"] in ("confirmed", "unconfirmed") and r["kind"] in PRICE_KINDS
+        assert r["kind"] != "estimated" or r["rule"]
 
 
 def test_fx_rate_is_dated_sourced_and_overridable() -> None:
+    # ECB reference rates of 2026-10-30: EUR/CNY 7.4326 / EUR/USD 1.1172 = 6.6529 CNY per USD
     r = fx_rate("USD", "CNY")
-    assert r.rate == pytest.approx(7.0197) and r.as_of == dt.date(2026, 1, 8) and URL.match(r.source)
-    assert fx_rate("CNY", "USD").rate == pytest.approx(1 / 7.0197)
+    assert r.rate == pytest.approx(7.4326 / 1.1172, abs=1e-4) and r.as_of == dt.date(2026, 10, 30)
+    assert URL.match(r.source)
+    assert fx_rate("CNY", "USD").rate == pytest.approx(1 / 6.6529)
     assert fx_rate("USD", "CNY", override=7.2).rate == 7.2
 
 
@@ -115,7 +121,7 @@ def test_aws_refresh_with_a_fake_pricing_client(tmp_path: Path) -> None:
     rc = refresh(["us-east-1"], False, cache_dir=tmp_path, client_factory=lambda region: fake, progress=False,
                  out=out, cloud="aws", now=lambda: dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc))
     assert rc == 0, out.getvalue()
-    with (tmp_path / "clouds" / "aws" / "prices.csv").open(newline="") as fh:
+    with (cache.current_dir(tmp_path, "aws") / "prices.csv").open(newline="") as fh:
         rows = {r["instance_type"]: r for r in csv.DictReader(fh)}
     assert rows["p5.48xlarge"]["price"] == "55.04" and rows["p5.48xlarge"]["currency"] == "USD"
     assert rows["p5.48xlarge"]["as_of"] == "2026-11-30" and rows["p5.48xlarge"]["confidence"] == "confirmed"

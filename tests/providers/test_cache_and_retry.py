@@ -34,10 +34,13 @@ def _snap(prices: int = 1, region: str = "r1") -> CatalogSnapshot:
                            instances=(), prices=tuple(dict(row, instance_type=f"t{i}") for i in range(prices)))
 
 
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def test_a_failure_while_writing_leaves_the_old_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache.write_snapshot(_snap(1), tmp_path)
-    folder = tmp_path / "clouds" / "alibaba"
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    before = _files(tmp_path)
     real = cache._write_temp
     calls = {"n": 0}
 
@@ -50,13 +53,13 @@ def test_a_failure_while_writing_leaves_the_old_files(tmp_path: Path, monkeypatc
     monkeypatch.setattr(cache, "_write_temp", flaky)
     with pytest.raises(OSError):
         cache.write_snapshot(_snap(3), tmp_path)
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # no temp files left either
+    assert _files(tmp_path) == before  # no temp files left either (the lock file is empty and kept)
 
 
 def test_verify_files_detects_a_changed_file(tmp_path: Path) -> None:
     cache.write_snapshot(_snap(2), tmp_path)
     assert cache.verify_files(tmp_path, "alibaba") == []
-    (tmp_path / "clouds" / "alibaba" / "prices.csv").write_text("instance_type\n")
+    (cache.current_dir(tmp_path, "alibaba") / "prices.csv").write_text("instance_type\n")
     assert cache.verify_files(tmp_path, "alibaba") == ["prices.csv"]
 
 
@@ -64,10 +67,13 @@ def test_merge_keeps_other_regions(tmp_path: Path) -> None:
     cache.write_snapshot(_snap(2, "r1"), tmp_path)
     cache.write_snapshot(_snap(1, "r2"), tmp_path)
     cache.write_snapshot(_snap(1, "r1"), tmp_path)  # r1 refreshed again: its old rows are replaced
-    text = (tmp_path / "clouds" / "alibaba" / "prices.csv").read_text().splitlines()
+    folder = cache.current_dir(tmp_path, "alibaba")
+    text = (folder / "prices.csv").read_text().splitlines()
     assert len(text) == 1 + 2 and sum(",r1," in line for line in text) == 1
-    manifest = json.loads((tmp_path / "clouds" / "alibaba" / "manifest.json").read_text())
+    manifest = json.loads((folder / "manifest.json").read_text())
     assert sorted(manifest["regions"]) == ["r1", "r2"]
+    # the one in use and the one before it (for readers that resolved the pointer just before)
+    assert len([p for p in (tmp_path / "clouds" / "alibaba" / "snapshots").iterdir()]) == 2
 
 
 class _Exc(Exception):

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
 
-from gpuplan.providers import refresh
+from gpuplan.providers import cache, refresh
 
 from aliyun_fakes import AK_ID, AK_SECRET, FakeTransport
 
@@ -117,7 +117,7 @@ def test_refresh_over_loopback_http_with_real_signing(server: HTTPServer, tmp_pa
     assert all(s["version"] == "2014-05-26" for s in _Handler.seen)
     assert all(s["auth"].startswith(f"ACS3-HMAC-SHA256 Credential={AK_ID},") for s in _Handler.seen)
     assert not any(AK_SECRET in s["raw"] for s in _Handler.seen)  # the secret signs, it is never sent
-    with (tmp_path / "clouds" / "alibaba" / "prices.csv").open(newline="") as fh:
+    with (cache.current_dir(tmp_path, "alibaba") / "prices.csv").open(newline="") as fh:
         rows = {(r["instance_type"], r["billing"]): r for r in csv.DictReader(fh)}
     assert rows[("ecs.gn7i-c8g1.2xlarge", "payg")]["price"] == "9.53"
     assert rows[("ecs.gn7i-c8g1.2xlarge", "payg")]["source"] == \

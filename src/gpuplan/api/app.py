@@ -384,6 +384,13 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
     async def api_options() -> Response:
         return json_response(_options())
 
+    @app.get("/api/messages", tags=["catalog"], response_class=Response,
+             summary="The gettext catalog of one language (msgid -> text) for the page's own labels")
+    async def api_messages(lang: Annotated[Literal["en", "zh"], Query()] = "zh") -> Response:
+        from gpuplan.i18n import catalog_messages
+
+        return json_response({"lang": lang, "messages": catalog_messages(lang)})
+
     # ---------------------------------------------------------------- misc
     @app.get("/healthz", tags=["meta"], response_model=Health)
     async def healthz() -> Health:

@@ -5,8 +5,8 @@ The Alibaba snapshot is transcribed from Alibaba Cloud's GPU instance-family pag
 https://www.alibabacloud.com/help/en/ecs/user-guide/gpu-accelerated-compute-optimized-and-vgpu-accelerated-instance-families-1
 (each row carries its own ``sources``). Files are read lazily, once, never at import time.
 
-Overlay: the bundled CSV first, then ``<cache_dir>/clouds/<cloud>/instances.csv`` when it exists
-(the live refresh writes the same schema); a later row with the same ``instance_type`` replaces
+Overlay: the bundled CSV first, then the cached ``instances.csv`` when there is one (the live
+refresh's snapshot, see :func:`cache_file`; the same schema); a later row with the same ``instance_type`` replaces
 an earlier one. Per-region availability is *not* captured: ``filter_instances(region=...)`` keeps
 the types that have a price in that region, nothing more.
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from gpuplan.errors import GpuplanError, unknown_name_error
+from gpuplan.errors import GpuplanError, did_you_mean, unknown_name_error
 
 DEFAULT_CLOUD = "alibaba"
 CACHE_ENV = "GPUPLAN_CACHE_DIR"
@@ -148,9 +148,12 @@ def default_cache_dir() -> Path:
 
 
 def cache_file(cloud: str, name: str, cache_dir: str | os.PathLike | None = None) -> Path:
-    """``<cache_dir>/clouds/<cloud>/<name>`` (the file may not exist)."""
+    """The cached overlay ``name``: the live refresh's snapshot in use, checked against its manifest
+    (gpuplan.providers.cache.overlay_file), else ``<cache_dir>/clouds/<cloud>/<name>`` (may not exist)."""
+    from gpuplan.providers.cache import overlay_file
+
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return root / "clouds" / cloud / name
+    return overlay_file(root, cloud, name) or root / "clouds" / cloud / name
 
 
 def _stamp(path: Path) -> int | None:
@@ -167,6 +170,8 @@ def clear_cache() -> None:
     load_families.cache_clear()
     available_clouds.cache_clear()
     load_sources.cache_clear()
+    load_regions.cache_clear()
+    default_region.cache_clear()
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -419,6 +424,58 @@ def filter_instances(
     if region is not None:
         from gpuplan.catalog.prices import load_offers
 
-        priced = {o.instance_type.lower() for o in load_offers(cloud, cache_dir) if o.region == region.strip().lower()}
+        region = check_regions([region], [cloud])[0]   # an unknown region is an error (did-you-mean)
+        priced = {o.instance_type.lower() for o in load_offers(cloud, cache_dir) if o.region == region}
         insts = [i for i in insts if i.instance_type.lower() in priced]
     return insts
+
+
+# --------------------------------------------------------------------------- regions
+
+
+@functools.cache
+def load_regions(cloud: str = DEFAULT_CLOUD) -> dict[str, str]:
+    """The public region ids of a cloud (``data/clouds/<cloud>/regions.yaml``) -> display name."""
+    cloud = _check_cloud(cloud)
+    path = _data_root() / "clouds" / cloud / "regions.yaml"
+    if not path.is_file():
+        return {}
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {str(k).lower(): str(v) for k, v in (doc.get("regions") or {}).items()}
+
+
+@functools.cache
+def default_region(cloud: str = DEFAULT_CLOUD) -> str | None:
+    """The region priced when the user names none (``default`` in regions.yaml)."""
+    cloud = _check_cloud(cloud)
+    path = _data_root() / "clouds" / cloud / "regions.yaml"
+    if not path.is_file():
+        return None
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return str(doc["default"]).lower() if doc.get("default") else None
+
+
+def check_clouds(clouds: Iterable[str] | None) -> list[str]:
+    """Lower-cased cloud names; an unknown one -> GpuplanError with a did-you-mean."""
+    return [_check_cloud(c) for c in (clouds or ())]
+
+
+def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = None) -> list[str]:
+    """Lower-cased region ids, each known to one of ``clouds`` (all clouds when None or empty);
+    an unknown id -> GpuplanError with a did-you-mean (``cn-hangzou`` -> ``cn-hangzhou``)."""
+    names = check_clouds(clouds) or list(available_clouds())
+    known: dict[str, str] = {}
+    for c in names:
+        for r in load_regions(c):
+            known.setdefault(r, c)
+    out = []
+    for raw in regions or ():
+        r = str(raw).strip().lower()
+        if known and r not in known:
+            close = did_you_mean(r, known)
+            hint = (f"Did you mean {', '.join(repr(c) for c in close)}?" if close
+                    else f"Known regions: {', '.join(sorted(known))}.")
+            which = f"{names[0]} " if len(names) == 1 else ""
+            raise GpuplanError(f"Unknown {which}region {raw!r}.", hint=hint, field="constraints.regions")
+        out.append(r)
+    return out

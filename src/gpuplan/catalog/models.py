@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -29,6 +28,7 @@ from typing import Any
 import yaml
 
 from gpuplan.errors import GpuplanError, unknown_name_error
+from gpuplan.safeio import load_json, read_text_bounded
 
 KINDS = ("decoder", "encoder", "encoder-decoder", "vision", "diffusion", "speech")
 LLM_KINDS = ("decoder", "encoder", "encoder-decoder")
@@ -543,6 +543,8 @@ def resolve_model(ref: Any) -> ModelSpec:
     """Turn a workload's ``model:`` value into a ModelSpec.
 
     ``ref``: a bundled id/alias/ModelScope id; a path to config.json or to a folder holding one;
+    a Hugging Face / ModelScope id outside the library (cached config.json, or fetched when
+    ``GPUPLAN_ONLINE=1``: see gpuplan.catalog.hub);
     a mapping ``{params_b: N}``; a mapping of config.json keys; or a ModelSpec.
     Anything unusable raises GpuplanError (never another exception).
     """
@@ -567,6 +569,12 @@ def resolve_model(ref: Any) -> ModelSpec:
         return spec
     if _looks_like_path(name):
         return load_config_file(name)
+    from gpuplan.catalog import hub
+
+    if hub.parse_repo_id(name) is not None:
+        # A Hugging Face / ModelScope id the library lacks: its cached config.json, or (only with
+        # GPUPLAN_ONLINE=1) a download; offline the error says how to switch online resolution on.
+        return hub.resolve_remote(name)
     raise get_model_error(name)
 
 
@@ -592,7 +600,9 @@ def load_config_file(path: str | os.PathLike) -> ModelSpec:
     try:
         if p.is_dir():
             p = p / "config.json"
-        text = p.read_text(encoding="utf-8")
+        if not p.exists():
+            raise FileNotFoundError(p)
+        text = read_text_bounded(p, "model config")
     except FileNotFoundError:
         raise GpuplanError(
             f"Model config not found: {p}.",
@@ -601,14 +611,7 @@ def load_config_file(path: str | os.PathLike) -> ModelSpec:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise GpuplanError(f"Cannot read model config {p}: {exc}.", hint="Check the path and permissions.") from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GpuplanError(
-            f"{p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
-            hint="Give the model's Hugging Face config.json unchanged.",
-            field="model",
-        ) from None
+    cfg = load_json(text, origin=str(p), hint="Give the model's Hugging Face config.json unchanged.")
     if not isinstance(cfg, dict):
         raise GpuplanError(f"{p} does not hold a JSON object.", hint="A config.json is a JSON object {...}.")
     name = cfg.get("_name_or_path") or (p.parent.name if p.name == "config.json" else p.stem)
@@ -778,6 +781,10 @@ _HF_ARCHS: dict[str, _HfArch] = {
     "gemma": _HfArch("llama", "gemma", tie=True),
     "gemma2": _HfArch("llama", "gemma", tie=True),
     "phi3": _HfArch("llama", "phi"),
+    # Phi-1/1.5/2: parallel attention + GELU MLP from one LayerNorm, biases everywhere, lm_head bias
+    "phi": _HfArch("phi", "phi", **_GPT_LIKE),
+    # Phi-3.5-MoE: Mixtral-style experts with LayerNorm and biased attention projections
+    "phimoe": _HfArch("mixtral", "phi", norm="layernorm", qkv_bias=True, o_bias=True),
     "deepseek": _HfArch("deepseek", "deepseek"),
     "deepseek_v2": _HfArch("deepseekv2", "deepseek"),
     "deepseek_v3": _HfArch("deepseekv3", "deepseek"),
@@ -932,7 +939,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     qkv_bias, o_bias, mlp_bias = base.qkv_bias, base.o_bias, base.mlp_bias
     if "attention_bias" in c.raw:
         qkv_bias = c.bool("attention_bias", qkv_bias)
-        o_bias = qkv_bias if t in ("llama", "gpt_oss", "mistral") else o_bias
+        o_bias = qkv_bias if t in ("llama", "gpt_oss", "mistral", "phimoe") else o_bias
     if "mlp_bias" in c.raw:
         mlp_bias = c.bool("mlp_bias", mlp_bias)
     if t == "chatglm":
@@ -964,6 +971,8 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         mlp = "gated" if proj.startswith("gated") else "plain"
 
     norms_per_layer = 2
+    if t == "phi":  # PhiDecoderLayer: one input_layernorm feeds attention and MLP in parallel
+        norms_per_layer = 1
     if t == "falcon" and c.bool("parallel_attn", True) and not c.bool("new_decoder_architecture", False):
         norms_per_layer = 1
     if t == "falcon" and c.bool("new_decoder_architecture", False):

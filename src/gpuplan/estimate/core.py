@@ -67,7 +67,10 @@ class Estimate:
             "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "sp": lay.sp, "zero": lay.zero,
                          "fsdp": lay.fsdp, "offload": lay.offload, "checkpointing": lay.checkpointing,
                          "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
-                         "pipeline": "layer split" if lay.naive_pipeline else ("1F1B" if lay.pp > 1 else None)},
+                         "pipeline": "layer split" if lay.naive_pipeline else (
+                             ({"1f1b": "1F1B", "gpipe": "GPipe"}.get(lay.schedule) or f"interleaved 1F1B (vp {lay.vp})")
+                             if lay.pp > 1 else None),
+                         "virtual_stages": lay.vp, "tp_comm_overlap": lay.tp_comm_overlap},
             "memory": self.memory.to_dict(),
             "performance": self.performance,
             "suggestions": list(self.suggestions),
@@ -79,6 +82,8 @@ class Estimate:
 def _kv_bytes(w: Workload) -> float:
     kv = w.kv_cache_dtype or "auto"
     if kv == "auto":
+        if w.quantization == "fp8" and w.framework == "trtllm":
+            return 1.0  # ModelOpt FP8 checkpoints (what TensorRT-LLM serves) quantize the KV cache too
         if w.quantization == "fp8" or w.precision == "fp8":
             return 2.0
         return 2.0 if w.precision != "fp32" else 4.0
@@ -102,6 +107,10 @@ def _checks(w: Workload, model, system: System, warnings: list[str]) -> None:
         warnings.append(f"{length} tokens exceed the model's max_position_embeddings {mpos}")
     if system.gpu_fraction < 1 and (system.total_gpus > 1 or w.task != "inference"):
         warnings.append("vGPU slices are meant for inference and graphics, not (multi-GPU) training")
+
+
+def _layers(model) -> int:
+    return int(getattr(model, "num_layers", 0) or 0)
 
 
 def _is_llm(model) -> bool:
@@ -172,7 +181,8 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        flash=bool(w.flash_attention), seq_len=w.seq_len or 2048,
                        lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
-                       variable_length=task != "pretrain")
+                       variable_length=task != "pretrain",
+                       optimizer_in_backward=bool(w.optimizer_in_backward))
     mem = training_memory(model, s, t, layout, system)
     if memory_only:
         return mem, {}, []
@@ -183,7 +193,8 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
     perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
                          seq_len=t.seq_len, layout=layout, system=system, trainable_params=trainable,
-                         dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash)
+                         dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash,
+                         optimizer=t.optimizer)
     notes = list(perf.notes)
     notes.append(f"achievable hardware FLOPs utilisation {perf.efficiency:.0%} of {perf.peak_tflops:.0f} TFLOP/s "
                  f"dense ({system.gpu.id}, data/efficiency.yaml)")
@@ -198,7 +209,7 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     resolved, notes = resolve_defaults(w)
     model = resolve_model(resolved.model)
     system, sys_notes = system_from_workload(resolved)
-    layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node)
+    layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     est = estimate_resolved(resolved, model, system, layout)
     est.assumptions[:0] = notes + sys_notes + list(getattr(model, "assumptions", ()) or ())
     return est
@@ -211,7 +222,8 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
 def _try(w: Workload, model, system: System, layout: Layout, **wchanges) -> Estimate | None:
     try:
         w2 = w.with_updates(**wchanges) if wchanges else w
-        lay = layout_from_workload(w2, system.total_gpus, system.gpus_per_node) if "parallel" in wchanges else layout
+        lay = (layout_from_workload(w2, system.total_gpus, system.gpus_per_node, _layers(model))
+               if "parallel" in wchanges else layout)
         return estimate_resolved(w2, model, system, lay, with_suggestions=False)
     except GpuplanError:
         return None
@@ -250,7 +262,7 @@ def _suggest(w: Workload, model, system: System, layout: Layout, est: Estimate) 
             e = _try(w, model, system, layout, grad_checkpointing=True)
             if e and e.fits:
                 out.append(f"turn on gradient checkpointing: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
-        if task in ("full", "pretrain") and layout.zero < 3 and system.total_gpus > 1:
+        if layout.zero < 3 and system.total_gpus > 1:  # LoRA/QLoRA too: ZeRO-3/FSDP shard the frozen base
             e = _try(w, model, system, layout, parallel={**par, "zero": 3})
             if e and e.fits:
                 out.append(f"shard everything with ZeRO-3 / FSDP full_shard: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
@@ -290,7 +302,7 @@ def min_gpus_to_fit(w: Workload, model, system: System, limit: int = 64) -> int 
             par = {"zero": 3}
         try:
             w2 = w.with_updates(parallel={**(w.parallel.model_dump() if w.parallel else {}), **par, "dp": None})
-            lay = layout_from_workload(w2, n, sys2.gpus_per_node)
+            lay = layout_from_workload(w2, n, sys2.gpus_per_node, _layers(model))
             e = estimate_resolved(w2, model, sys2, lay, with_suggestions=False)
         except GpuplanError:
             continue
@@ -318,7 +330,7 @@ def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) 
     resolved, notes = resolve_defaults(w)
     model = resolve_model(resolved.model)
     system, _ = system_from_workload(resolved)
-    layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node)
+    layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     if field_name == "concurrency" or (field_name == "batch_size" and resolved.task == "inference" and
                                        resolved.framework in ("vllm", "sglang", "trtllm")):
         est = estimate_resolved(resolved, model, system, layout, with_suggestions=False)
@@ -329,7 +341,7 @@ def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) 
     def fits(v: int) -> Estimate | None:
         try:
             w2 = resolved.with_updates(**{key: v})
-            lay = layout_from_workload(w2, system.total_gpus, system.gpus_per_node)
+            lay = layout_from_workload(w2, system.total_gpus, system.gpus_per_node, _layers(model))
             e = estimate_resolved(w2, model, system, lay, with_suggestions=False)
         except GpuplanError:
             return None

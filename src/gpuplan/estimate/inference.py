@@ -7,7 +7,11 @@
 - Eager ``generate`` launches every kernel from Python: a per-layer CPU cost that overlaps with the
   GPU time (soft maximum), and Hugging Face's DynamicCache re-reads the cache several times per step.
   Both constants are calibrated on published measurements (data/efficiency.yaml).
-- Tensor parallelism: two all-reduces of B·h activations per layer per step (Shoeybi et al. 2019).
+- Tensor parallelism: two all-reduces of B·h activations per layer per step (Shoeybi et al. 2019),
+  over the inter-node network when the TP group spans nodes (training.tp_collective_s).
+- Engines: vLLM, SGLang, TensorRT-LLM, LMDeploy (TurboMind) and TGI run continuous batching with
+  CUDA graphs (a per-step scheduler cost and a per-layer launch floor); compiled PyTorch
+  (torch.compile + CUDA graphs, gpt-fast/torchao) runs the whole decode step as one graph.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from gpuplan.estimate.memory import ENGINES, MemoryEstimate
 from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training import peak_flops
+from gpuplan.estimate.training import peak_flops, tp_collective_s
+
+COMPILED = {"torch-compile"}
 
 
 @dataclass
@@ -33,6 +39,7 @@ class InferencePerf:
     batch: int
     notes: list[str] = field(default_factory=list)
     serving_batch: int = 1
+    output_tokens: int = 0
 
     def to_dict(self) -> dict:
         return {
@@ -40,6 +47,10 @@ class InferencePerf:
             "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "output_tokens_per_s": self.output_tokens_per_s,
             "max_concurrency": self.max_concurrency, "max_requests_per_s": self.max_requests_per_s,
             "prefill_s": self.prefill_s, "batch": self.batch,
+            # offline maximum throughput (every request queued at once: trtllm-bench throughput,
+            # vLLM benchmark_throughput): the best continuous batch within the KV budget
+            "max_output_tokens_per_s": (self.max_requests_per_s * self.output_tokens
+                                        if self.max_requests_per_s is not None else None),
             # training fields do not apply
             "step_time_s": None, "tokens_per_s": None, "tokens_per_s_per_gpu": None, "samples_per_s": None,
             "mfu": None, "tflops_per_gpu": None, "comm_fraction": None, "total_time_s": None, "gpu_hours": None,
@@ -68,6 +79,8 @@ def _compute_dtype(case: ServingCase) -> str:
 def _stream_efficiency(quantization: str, framework: str = "transformers") -> float:
     inf = table("inference")
     if quantization in (None, "none"):
+        if framework in COMPILED:
+            return float(inf["compiled_stream_efficiency"])
         return float(inf["weight_stream_efficiency"])
     if framework in ENGINES and quantization not in ("bnb-nf4", "bnb-int8"):
         return float(inf["engine_quantized_stream_efficiency"])
@@ -77,14 +90,14 @@ def _stream_efficiency(quantization: str, framework: str = "transformers") -> fl
 def _tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: float) -> float:
     if layout.tp <= 1:
         return 0.0
-    bw = system.intra_bus_bytes_s()
-    lat = system.intra_latency_s()
-    per = 2 * (layout.tp - 1) / layout.tp * bytes_each / bw + lat * 2
-    return per * count
+    return tp_collective_s(system, layout.tp, bytes_each) * count
 
 
-def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str]) -> float:
-    """Seconds to process the prompts of ``batch`` sequences."""
+def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str],
+                 marginal: bool = False) -> float:
+    """Seconds to process the prompts of ``batch`` sequences. ``marginal``: the extra time one prompt
+    adds to a running continuous batch (chunked prefill / in-flight batching): its FLOPs only, the
+    weights being streamed for the decode step it rides with and the pipeline stages kept busy."""
     inf = table("inference")
     p = max(1, case.prompt_tokens)
     flops = batch * (2.0 * s.matmul_params_active * p + 2.0 * s.layers * s.heads * s.head_dim * p * p)
@@ -94,43 +107,75 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     compute = flops / shards / (peak * eff)
     w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
     memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * _stream_efficiency(case.quantization, case.framework))
-    t = max(compute, memory)
-    if layout.pp > 1:
+    t = compute if marginal else max(compute, memory)
+    if layout.pp > 1 and not marginal:
         t *= layout.pp  # stages in sequence for one request
     t += _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers)
-    if case.framework not in ENGINES:
+    if case.framework not in ENGINES and case.framework not in COMPILED:
         t += s.layers * float(inf["eager_cpu_s_per_layer"])
     return t
+
+
+@dataclass(frozen=True)
+class _DecodeConsts:
+    """What a decode step costs per unit of batch and context, for one (model, case, layout, system)."""
+
+    mem_fixed_s: float       # streaming the local weights
+    kv_s_per_token: float    # reading one sequence-token of KV cache
+    comp_s_per_seq: float    # FLOPs of one sequence at zero context
+    comp_s_per_ctx: float    # attention FLOPs per sequence per context token
+    tp_fixed_s: float        # TP all-reduces: latency part
+    tp_s_per_seq: float      # TP all-reduces: bytes part per sequence
+    pp: int
+    naive_pipeline: bool
+    layers: int
+    framework: str
+
+
+def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, notes: list[str]) -> _DecodeConsts:
+    inf = table("inference")
+    shards = layout.tp * layout.pp
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction
+    w_local = weight_bytes(s, case.precision, case.quantization)[0] / shards
+    eager = case.framework not in ENGINES and case.framework not in COMPILED
+    kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
+    kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 / shards
+    peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["prefill_efficiency"])
+    tp0 = _tp_allreduce_s(system, layout, 0.0, 2 * s.layers)
+    tp1 = _tp_allreduce_s(system, layout, s.hidden * 2.0, 2 * s.layers) - tp0
+    return _DecodeConsts(
+        mem_fixed_s=w_local / (bw * _stream_efficiency(case.quantization, case.framework)),
+        kv_s_per_token=kv_mult * kv_tok / (bw * inf["weight_stream_efficiency"]),
+        comp_s_per_seq=2.0 * s.matmul_params_active / shards / peak_eff,
+        comp_s_per_ctx=2.0 * s.layers * s.heads * s.head_dim / shards / peak_eff,
+        tp_fixed_s=tp0, tp_s_per_seq=tp1, pp=layout.pp, naive_pipeline=layout.naive_pipeline, layers=s.layers,
+        framework=case.framework)
+
+
+def _decode_step(c: _DecodeConsts, batch: int, context_tokens: float) -> float:
+    inf = table("inference")
+    mem_s = c.mem_fixed_s + c.kv_s_per_token * context_tokens * batch
+    comp_s = batch * (c.comp_s_per_seq + c.comp_s_per_ctx * context_tokens)
+    gpu_s = max(mem_s, comp_s)
+    if c.pp > 1:
+        gpu_s *= c.pp if c.naive_pipeline or batch == 1 else 1.0
+    tp_s = c.tp_fixed_s + c.tp_s_per_seq * batch
+    if c.framework not in ENGINES and c.framework not in COMPILED:
+        cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if c.pp > 1 else 1.0)
+        gpu_layer = gpu_s / c.layers
+        k = float(inf["eager_overlap_exponent"])
+        return c.layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
+    overhead = float(inf["engine_step_overhead_s"].get(c.framework, inf["engine_step_overhead_s"]["default"]))
+    if c.framework in COMPILED:
+        return overhead + gpu_s + tp_s  # one CUDA graph: no per-layer launch floor
+    floor = float(inf["engine_layer_floor_s"]) * c.layers / c.pp
+    return overhead + max(gpu_s, floor) + min(gpu_s, floor) * 0.5 + tp_s
 
 
 def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int,
                      context_tokens: float, notes: list[str]) -> float:
     """Seconds per generated token for ``batch`` sequences at ``context_tokens`` of context."""
-    inf = table("inference")
-    shards = layout.tp * layout.pp
-    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction
-    w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
-    w_local = w_bytes / shards
-    kv_local = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * context_tokens * batch / shards
-    eager = case.framework not in ENGINES
-    kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
-    mem_s = w_local / (bw * _stream_efficiency(case.quantization, case.framework)) + kv_mult * kv_local / (bw * inf["weight_stream_efficiency"])
-    peak = peak_flops(system, _compute_dtype(case), notes)
-    flops = batch * (2.0 * s.matmul_params_active + 2.0 * s.layers * s.heads * s.head_dim * context_tokens) / shards
-    comp_s = flops / (peak * float(inf["prefill_efficiency"]))
-    gpu_s = max(mem_s, comp_s)
-    if layout.pp > 1:
-        gpu_s *= layout.pp if layout.naive_pipeline or batch == 1 else 1.0
-    tp_s = _tp_allreduce_s(system, layout, batch * s.hidden * 2.0, 2 * s.layers)
-    if eager:
-        layers = s.layers
-        cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if layout.pp > 1 else 1.0)
-        gpu_layer = gpu_s / layers
-        k = float(inf["eager_overlap_exponent"])
-        return layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
-    overhead = float(inf["engine_step_overhead_s"].get(case.framework, inf["engine_step_overhead_s"]["default"]))
-    floor = float(inf["engine_layer_floor_s"]) * s.layers / layout.pp
-    return overhead + max(gpu_s, floor) + min(gpu_s, floor) * 0.5 + tp_s
+    return _decode_step(_decode_consts(s, case, layout, system, notes), batch, context_tokens)
 
 
 def max_concurrency(mem: MemoryEstimate) -> int:
@@ -157,7 +202,7 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
     rate, serving_batch = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
     return InferencePerf(ttft_s=ttft, tpot_s=tpot, output_tokens_per_s=out_tps, max_concurrency=conc,
                          max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes,
-                         serving_batch=serving_batch)
+                         serving_batch=serving_batch, output_tokens=case.output_tokens)
 
 
 def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: System, conc: int,
@@ -167,18 +212,26 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
     if conc <= 0:
         return 0.0, 1
     prefill_one = prefill_time(s, case, layout, system, 1, notes)
+    # engines batch prompts into running decode steps; eager generate stalls the batch for each prompt
+    prefill_cost = prefill_time(s, case, layout, system, 1, notes, marginal=True) if case.framework in ENGINES \
+        else prefill_one
     if ttft_sla_s is not None and prefill_one > ttft_sla_s:
         notes.append(f"TTFT {prefill_one:.2f} s exceeds the SLA of {ttft_sla_s:.2f} s even alone")
         return 0.0, 1
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
     best, best_b = 0.0, 1
-    candidates = sorted({min(conc, x) for x in (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, conc)})
+    cap = table("inference", "engine_max_batch").get(case.framework)
+    if cap and conc > cap:
+        conc = int(cap)
+        notes.append(f"{case.framework} runs at most {conc} sequences per step by default")
+    candidates = sorted({min(conc, x) for x in (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 1024, 2048, conc)})
+    consts = _decode_consts(s, case, layout, system, notes)
     for b in candidates:
-        tpot = decode_step_time(s, case, layout, system, b, ctx_avg, notes)
+        tpot = _decode_step(consts, b, ctx_avg)
         if tpot_sla_s is not None and tpot > tpot_sla_s:
             break
         # each request: its prefill (stalls the batch) + output_tokens decode steps shared by b
-        per_req = prefill_one + case.output_tokens * tpot / b
+        per_req = prefill_cost + case.output_tokens * tpot / b
         if ttft_sla_s is not None:
             # queueing for prefills of the other b-1 requests in the same cycle
             if prefill_one * max(1, b // 4) > ttft_sla_s:

@@ -35,10 +35,24 @@ OPT_STATE_BYTES = {
     ("adamw-bf16", "pure"): 4.0, ("adamw-8bit", "pure"): 2.0, ("sgd", "pure"): 2.0, ("adafactor", "pure"): 0.2,
     ("adamw", "fp32"): 8.0, ("adamw-fused", "fp32"): 8.0, ("adamw-foreach", "fp32"): 8.0, ("adamw-bf16", "fp32"): 8.0,
     ("adamw-8bit", "fp32"): 2.0, ("sgd", "fp32"): 4.0, ("adafactor", "fp32"): 0.2,
+    # bitsandbytes paged optimizers: the 8-bit one keeps two 8-bit moments (+ block absmax, ~0.03 B),
+    # the 32-bit one keeps fp32 moments whatever the parameter dtype (Optimizer2State, optim_bits=32).
+    ("paged-adamw-8bit", "mixed"): 6.0, ("paged-adamw-8bit", "pure"): 2.0, ("paged-adamw-8bit", "fp32"): 2.0,
+    ("paged-adamw", "mixed"): 12.0, ("paged-adamw", "pure"): 8.0, ("paged-adamw", "fp32"): 8.0,
 }
+# bitsandbytes paged optimizers allocate their states with cudaMallocManaged (unified memory), outside
+# PyTorch's caching allocator: the driver pages them to host RAM when the GPU runs short, so they never
+# cause an out-of-memory error and do not show in torch.cuda.max_memory_reserved (bitsandbytes docs,
+# "Paged optimizers"; Dettmers et al. 2023 §2).
+PAGED_OPTIMIZERS = {"paged-adamw", "paged-adamw-8bit"}
 # Frameworks whose default fine-tuning recipe loads the model in bf16 and lets AdamW keep bf16
 # states (LLaMA-Factory / ms-swift / HF Trainer with torch_dtype=bfloat16).
 PURE_16BIT_FRAMEWORKS = {"transformers", "swift", "llama-factory", "torchtune"}
+# Stacks whose QLoRA path does not call peft.prepare_model_for_kbit_training, so embeddings and the LM
+# head stay in 16-bit: LLaMA-Factory (model/model_utils/checkpointing.py prepare_model_for_training
+# only upcasts layer norms, and only with upcast_layernorm, default off) and torchtune (its QLoRA
+# builders keep every non-NF4 parameter in bf16).
+NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune"}
 
 
 @dataclass
@@ -171,11 +185,83 @@ class TrainingInputs:
     lora_targets: object = "all-linear"
     lora_dropout: float = 0.05
     variable_length: bool = True
+    optimizer_in_backward: bool = False
 
 
 def _stage_layers(layers: int, pp: int) -> list[int]:
     base, extra = divmod(layers, pp)
     return [base + (1 if i < extra else 0) for i in range(pp)]
+
+
+def block_storage_bytes_per_layer(s: Shape, precision: str, quantization: str, *, double_quant: bool = False) -> float:
+    """Bytes of one transformer block's weights at rest (quantized storage included), whole model width."""
+    w_total, _ = weight_bytes(s, precision, quantization, double_quant=double_quant)
+    other_b = 4.0 if precision == "fp32" else 2.0
+    return max(0.0, w_total - s.other_params * other_b) / max(1, s.layers)
+
+
+def shard_group(layout: Layout, system: System) -> int:
+    """Ranks the sharded states are divided over: the data-parallel group, except FSDP hybrid_shard
+    (HSDP), which shards within a node and replicates across nodes (PyTorch FSDP ShardingStrategy)."""
+    dp = max(1, layout.dp)
+    if layout.fsdp == "hybrid_shard" and system.nodes > 1:
+        per_node = max(1, system.gpus_per_node // max(1, layout.tp * layout.pp))
+        return max(1, min(dp, per_node))
+    return dp
+
+
+def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: float, *, trainable: bool,
+                         group: int | None = None) -> float:
+    """Unsharded parameters live on a rank under ZeRO-3 / FSDP full_shard beyond its own shard.
+
+    One block is gathered at a time and the next is prefetched (FSDP forward/backward prefetch,
+    DeepSpeed stage3_prefetch_bucket_size): two blocks at their storage dtype. The embedding and LM
+    head are gathered too: FSDP's root unit (embeddings, final norm, head) is not resharded after
+    forward (torch.distributed.fsdp _runtime_utils: the root keeps its parameters for backward);
+    DeepSpeed gathers the largest of them when used. Full training adds one reduce-scatter bucket of
+    fp32 gradients the size of a block. LoRA's frozen base has no gradients to reduce."""
+    if layout.zero < 3:
+        return 0.0
+    tp, dp = layout.tp, max(1, group if group is not None else layout.dp)
+    blocks = 2.0 * layer_bytes / tp
+    if layout.fsdp != "none":
+        root = (s.embed_params + s.lm_head_params) / tp * dense_w
+    else:
+        root = max(s.embed_params, s.lm_head_params) / tp * dense_w
+    root *= (1.0 - 1.0 / dp)  # the rank's own shard is already counted with the weights
+    bucket = (s.attn_params_layer + s.mlp_params_layer_total) / tp * 4.0 if trainable else 0.0
+    return blocks + root + bucket
+
+
+def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization: str, task: str,
+                          trainable_params: float) -> tuple[float, float]:
+    """Bytes one rank's shard group moves for sharded parameters (ZeRO-3 / FSDP full_shard/hybrid_shard):
+    (all-gathered per pass, reduce-scattered per step). Every pass (forward, backward) all-gathers the
+    whole model slice at its storage dtype (4-bit for QLoRA: FSDP-QLoRA shards the packed weights,
+    bnb_4bit_quant_storage), frozen weights included; only trainable gradients are reduce-scattered
+    (bf16). Zero when nothing is sharded. Used by training.py for the communication time."""
+    if layout.zero < 3 or layout.dp <= 1:
+        return 0.0, 0.0
+    quant = quantization if quantization not in (None, "none") else "none"
+    w_total, _ = weight_bytes(s, "bf16" if precision != "fp32" else "fp32", quant,
+                              double_quant=(task == "qlora"))
+    gather = w_total / (layout.tp * layout.pp)
+    reduce = trainable_params / (layout.tp * layout.pp) * 2.0
+    return gather, reduce
+
+
+def largest_block_matrix(s: Shape) -> float:
+    """Elements of the largest matrix inside a transformer block (an MLP projection, or for MoE
+    one expert's, or the attention's output projection)."""
+    mlp_mat = s.mlp_params_layer_total / (3.0 if s.gated else 2.0)
+    if s.moe_experts:
+        mlp_mat = s.mlp_params_layer_total / max(1, s.moe_experts) / (3.0 if s.gated else 2.0)
+    return max(mlp_mat, float(s.heads * s.head_dim * s.hidden))
+
+
+def largest_param_tensor(s: Shape) -> float:
+    """Elements of the largest single parameter tensor (the embedding, the LM head or a block matrix)."""
+    return max(s.embed_params, s.lm_head_params, largest_block_matrix(s))
 
 
 def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: System) -> MemoryEstimate:
@@ -186,9 +272,11 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     dense_w = 4.0 if t.precision == "fp32" else 2.0
     quant = t.quantization if t.quantization not in (None, "none") else "none"
     w_total, _ = weight_bytes(s, t.precision, quant, double_quant=(t.task == "qlora"))
-    if t.task == "qlora" and quant in ("bnb-nf4", "bnb-int8"):
+    if t.task == "qlora" and quant in ("bnb-nf4", "bnb-int8") and layout.zero < 3 \
+            and t.framework not in NO_KBIT_UPCAST_FRAMEWORKS:
         # peft.prepare_model_for_kbit_training casts the non-quantized parameters (embeddings,
-        # LM head, norms) to fp32 (PEFT docs, "quantization" guide).
+        # LM head, norms) to fp32 (PEFT docs, "quantization" guide). Sharded QLoRA (FSDP / ZeRO-3)
+        # skips it: FSDP needs one dtype per flat parameter (TRL SFTTrainer: is_sharded_qlora).
         w_total += s.other_params * (4.0 - 2.0)
     bytes_per_param_w = w_total / s.params_total if s.params_total else dense_w
     grad_b = 4.0 if mode == "fp32" else 2.0
@@ -199,7 +287,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         # DeepSpeed / Megatron / FSDP use fused or multi-tensor-apply Adam kernels that step in place.
         temp_b = 0.0
 
-    dp = max(1, layout.dp)
+    dp = shard_group(layout, system)
     zero = layout.zero
     shard_states = dp if zero >= 1 else 1
     shard_grads = dp if zero >= 2 else 1
@@ -209,6 +297,9 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     lora_params, lora_din = (0.0, 0.0)
     if peft:
         lora_params, lora_din = lora_param_count(model, t.lora_targets, t.lora_rank)
+    paged = t.optimizer in PAGED_OPTIMIZERS and not peft
+    in_bwd = t.optimizer_in_backward and not peft and layout.grad_accum == 1
+    layer_store = block_storage_bytes_per_layer(s, t.precision, quant, double_quant=(t.task == "qlora"))
 
     ctx, nccl = overhead_fixed(system)
     per_layer_params = s.attn_params_layer + s.mlp_params_layer_total
@@ -235,28 +326,34 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         if s.moe_experts and layout.ep > 1:
             expert_share = (s.mlp_params_layer_total - s.mlp_params_layer_active) * n_layers / layout.tp
             params_local -= expert_share * (1 - 1 / layout.ep)
-        weights = params_local * bytes_per_param_w
+        # ZeRO-3 / FSDP shard every parameter, frozen ones included (LoRA/QLoRA base weights too).
+        weights = params_local * bytes_per_param_w / shard_weights
+        if offload != "none" and zero >= 3:
+            weights = 0.0  # FSDP offload_params / ZeRO-3 offload_param: the shards live in host RAM
         adapters = 0.0
         if peft:
             lora_local = lora_params * (n_layers / max(1, s.layers)) / layout.tp
             trainable = lora_local
-            adapters = lora_local * (4.0 + 4.0 + 8.0)  # fp32 adapter weights, grads, Adam states (peft upcasts)
+            # fp32 adapter weights, grads and Adam states (peft upcasts), sharded like the stage says
+            adapter_states = 0.0 if offload != "none" else 8.0 / shard_states
+            adapters = lora_local * (4.0 / shard_weights + 4.0 / shard_grads + adapter_states)
             grads = states = step_temp = 0.0
         else:
             trainable = params_local
             grads = trainable * grad_b / shard_grads
             states = trainable * state_b / shard_states
             step_temp = trainable * temp_b / shard_states
-            weights = weights / shard_weights
+            if in_bwd:
+                # torchtune optimizer_in_bwd: a hook steps each parameter as soon as its gradient is
+                # accumulated and frees it, so one parameter's gradient is live at a time.
+                grads = min(grads, largest_param_tensor(s) / layout.tp * grad_b)
+                step_temp = min(step_temp, largest_param_tensor(s) / layout.tp * temp_b)
             if offload != "none":
                 states = 0.0
                 step_temp = 0.0
-                if zero >= 3:
-                    weights = 0.0
-        # ZeRO-3 / FSDP all-gather and reduce-scatter buffers: two layers gathered (prefetch) + one bucket.
-        gather = 0.0
-        if zero >= 3 and not peft:
-            gather = per_layer_params / layout.tp * (2 * dense_w + 4.0)
+        paged_states = states if paged else 0.0
+        states -= paged_states
+        gather = gathered_param_bytes(s, layout, layer_store, dense_w, trainable=not peft, group=dp)
 
         # activations
         inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
@@ -270,12 +367,21 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
                 per_tok -= 6.0 * s.heads * t.seq_len / layout.tp
             stored = n_layers * tokens_mb * per_tok * inflight
             recompute = 0.0
+        # A weight-only quantized base (QLoRA) is dequantized to the compute dtype one matrix at a time
+        # in forward and again in backward (bitsandbytes MatMul4Bit: dequantize_4bit, then a 16-bit
+        # GEMM): the largest block matrix is transiently live.
+        dequant = largest_block_matrix(s) / layout.tp * 2.0 if (peft and quant != "none") else 0.0
+        recompute += dequant
         acts = stored + recompute
         logits = tokens_mb * logits_bytes_per_token(s, t.framework, layout.tp) if last else 0.0
 
         # phases
         persistent = weights + states + adapters
-        if layout.grad_accum > 1 or zero < 2:
+        if in_bwd:
+            fb_grads = grads
+            fb = persistent + grads + gather + acts + logits
+            act_part, logit_part = acts, logits
+        elif layout.grad_accum > 1 or zero < 2:
             fb_grads = grads if layout.grad_accum > 1 else 0.0
             fb = persistent + fb_grads + gather + max(acts + logits, 0.0 if layout.grad_accum > 1 else grads)
             if layout.grad_accum == 1 and grads > acts + logits:
@@ -302,12 +408,16 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         reserved = alloc + reserve_transient * transient + reserve_total * alloc
         reserved = min(reserved, max(alloc, system.capacity_bytes - ctx - nccl))
         per_gpu = reserved + ctx + nccl
+        # paged optimizer states sit in unified memory: resident on the GPU as far as room allows
+        paged_resident = min(paged_states, max(0.0, system.capacity_bytes - per_gpu))
+        per_gpu += paged_resident
+        comp["optimizer"] += paged_resident
         comp["kv_cache"] = 0.0
         comp["overhead"] = per_gpu - sum(v for k, v in comp.items() if k != "overhead")
-        stages.append((per_gpu, alloc, reserved, comp, phase))
+        stages.append((per_gpu, alloc, reserved, comp, phase, paged_states - paged_resident))
 
     busiest = max(stages, key=lambda st: st[0])
-    per_gpu, alloc, reserved, comp, phase = busiest
+    per_gpu, alloc, reserved, comp, phase, paged_spill = busiest
     total = sum(st[0] for st in stages) * layout.tp
     total_alloc = sum(st[1] for st in stages) * layout.tp
     total_res = sum(st[2] for st in stages) * layout.tp
@@ -317,10 +427,21 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     if offload != "none" and not peft:
         host += s.params_total / layout.tp / layout.pp * (state_b + (dense_w if zero >= 3 else 0.0)) / shard_states \
             * system.gpus_per_node
+    if offload != "none" and peft and zero >= 3:
+        host += w_total / layout.tp / layout.pp / shard_weights * system.gpus_per_node
+    host += paged_spill * system.gpus_per_node
     host += 3.0 * GIB * system.gpus_per_node
     host += 0.5 * w_total
     notes = [f"peak in the {phase} phase", f"optimizer states: {t.optimizer} ({mode} precision, "
              f"{state_b:g} bytes/param)"]
+    if zero >= 3 and dp > 1:
+        notes.append(f"ZeRO-3 / FSDP: every weight{' (the frozen base included)' if peft else ''} is sharded "
+                     f"{dp} ways; two gathered blocks and the embedding/head are live at a time")
+    if paged:
+        notes.append("paged optimizer: states live in CUDA unified memory outside PyTorch's allocator and page to "
+                     "host RAM when the GPU runs short (they never cause an out-of-memory error)")
+    if in_bwd:
+        notes.append("optimizer step fused into backward: one parameter's gradient is live at a time")
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                           capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
                           peak_phase=phase, total_bytes=total, total_allocated_bytes=total_alloc,
@@ -343,7 +464,7 @@ class InferenceInputs:
     concurrency: int
 
 
-ENGINES = {"vllm", "sglang", "trtllm"}
+ENGINES = {"vllm", "sglang", "trtllm", "lmdeploy", "tgi"}  # paged KV pool, continuous batching
 
 
 def kv_bytes_per_sequence(s: Shape, tokens: int, kv_dtype_bytes: float, framework: str) -> float:
@@ -352,6 +473,36 @@ def kv_bytes_per_sequence(s: Shape, tokens: int, kv_dtype_bytes: float, framewor
         block = table("inference", "paged_block_tokens")
         tokens = math.ceil(tokens / block) * block
     return s.kv_bytes_per_token_16bit * kv_dtype_bytes / 2.0 * tokens
+
+
+def kv_shard_fraction(s: Shape, layout: Layout) -> float:
+    """Share of one sequence's KV cache a GPU holds, per sequence the replica serves.
+
+    Pipeline stages split the layers. Tensor parallelism splits K/V by heads, but never below one
+    KV head per rank: with fewer KV heads than ranks, vLLM/SGLang replicate heads (each rank keeps
+    ceil(kv_heads / tp) heads, at least one). The MLA latent (DeepSeek-V2/V3/R1) has no heads to split: every TP
+    rank keeps the whole latent of every sequence (vLLM MLA backend, SGLang), unless data-parallel
+    attention is on (SGLang --enable-dp-attention), where each of the tp attention ranks serves its
+    own 1/tp of the sequences with the whole latent of each."""
+    frac = 1.0 / layout.pp
+    if s.is_mla:
+        return frac / (layout.tp if layout.dp_attention else 1)
+    if layout.dp_attention:
+        return frac / layout.tp
+    kv_heads = max(1, s.kv_heads)
+    heads_per_rank = math.ceil(kv_heads / layout.tp)  # 1 when tp >= kv_heads: heads are replicated
+    return frac * heads_per_rank / kv_heads
+
+
+def inference_weight_bytes(s: Shape, w_total: float, layout: Layout) -> float:
+    """Weights per GPU: split over TP x PP; with data-parallel attention the attention blocks are
+    replicated on every TP rank (only the MLP/experts stay split)."""
+    shards = layout.tp * layout.pp
+    weights = w_total / shards
+    if layout.dp_attention and layout.tp > 1 and s.params_total:
+        attn_share = s.layers * s.attn_params_layer / s.params_total
+        weights += w_total * attn_share / layout.pp * (1.0 - 1.0 / layout.tp)
+    return weights
 
 
 def prefill_transient_bytes(s: Shape, tokens: float, tp: int, flash: bool, batch: int) -> float:
@@ -373,9 +524,9 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     inf = table("inference")
     shards = layout.tp * layout.pp
     w_total, _ = weight_bytes(s, t.precision, t.quantization)
-    weights = w_total / shards
+    weights = inference_weight_bytes(s, w_total, layout)
     seq_tokens = t.prompt_tokens + t.output_tokens
-    per_seq = kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) / shards
+    per_seq = kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) * kv_shard_fraction(s, layout)
     kv = per_seq * t.concurrency
     ctx, nccl = overhead_fixed(system)
     cap = system.capacity_bytes
@@ -396,6 +547,12 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
         reserved = per_gpu - ctx - nccl
         notes.append(f"{t.framework} pre-allocates {util:.0%} of GPU memory; the KV pool takes what weights and "
                      "activations leave")
+        if s.is_mla and layout.tp > 1:
+            notes.append("MLA latent cache: every TP rank keeps the whole latent of its sequences"
+                         + (" (data-parallel attention: each rank serves 1/tp of them)" if layout.dp_attention
+                            else " (not split by TP; parallel.dp_attention: true splits the sequences instead)"))
+        elif layout.tp > s.kv_heads and not layout.dp_attention:
+            notes.append(f"{s.kv_heads} KV heads over TP {layout.tp}: heads are replicated, one per rank")
         if needed > reserved_engine:
             notes.append(f"needs gpu_memory_utilization {min(0.99, needed / cap + 0.01):.2f} (above the default {util:.2f})")
         return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,

@@ -89,6 +89,10 @@ class Layout:
     grad_accum: int = 1
     microbatches: int = 1         # pipeline micro-batches in flight per step
     naive_pipeline: bool = False  # device_map layer split (sequential), not a pipelined schedule
+    dp_attention: bool = False    # serving: data-parallel attention over the TP ranks (SGLang --enable-dp-attention)
+    vp: int = 1                   # virtual pipeline stages per GPU (interleaved 1F1B when > 1)
+    schedule: str = "1f1b"        # 1f1b | interleaved | gpipe
+    tp_comm_overlap: bool = False # TP collectives overlapped with GEMMs (TE userbuffers)
 
     @property
     def model_parallel(self) -> int:
@@ -117,8 +121,9 @@ FSDP_TO_ZERO = {"none": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shard": 
 NAIVE_PP_FRAMEWORKS = {"transformers", "swift", "llama-factory", "torchtune", "auto"}
 
 
-def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int) -> Layout:
-    """The layout a resolved workload asks for on ``total_gpus`` GPUs (defaults filled)."""
+def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, layers: int = 0) -> Layout:
+    """The layout a resolved workload asks for on ``total_gpus`` GPUs (defaults filled); ``layers``
+    (the model's) sets the default virtual pipeline stages of interleaving frameworks."""
     par = w.parallel
     tp = par.tp if par else 1
     pp = par.pp if par else 1
@@ -129,9 +134,9 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int) -> 
     if tp * pp * dp != total_gpus:
         raise GpuplanError(f"TP {tp} x PP {pp} x DP {dp} = {tp * pp * dp} GPUs, but the hardware has {total_gpus}.",
                            hint="Leave dp unset to take gpus / (tp * pp).")
-    if tp > gpus_per_node and gpus_per_node > 0:
-        raise GpuplanError(f"TP {tp} is larger than the {gpus_per_node} GPUs of one node.",
-                           hint="Tensor parallelism stays within a node: lower tp and raise pp or dp.")
+    if tp > gpus_per_node > 0 and tp % gpus_per_node:
+        raise GpuplanError(f"TP {tp} spans nodes of {gpus_per_node} GPUs but is not a multiple of {gpus_per_node}.",
+                           hint="A tensor-parallel group across nodes takes whole nodes (e.g. TP16 on 2 x 8 GPUs).")
     fsdp = par.fsdp if par else "none"
     zero = max(par.zero if par else 0, FSDP_TO_ZERO[fsdp])
     ckpt = w.grad_checkpointing
@@ -139,12 +144,44 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int) -> 
     framework = w.framework or "auto"
     ga = w.gradient_accumulation or 1
     microbatches = (par.microbatches if par and par.microbatches else ga) if pp > 1 else 1
+    vp, schedule = pipeline_schedule(w, pp, framework, layers)
+    overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS
     return Layout(
         tp=tp, pp=pp, dp=dp, ep=par.ep if par else 1, sp=bool(par.sp) if par else False, zero=zero, fsdp=fsdp,
         offload=par.offload if par else "none", checkpointing=checkpointing, micro_batch=w.batch_size or 1,
         grad_accum=ga, microbatches=microbatches,
-        naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS,
+        dp_attention=bool(getattr(par, "dp_attention", False)) if par else False,
+        naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
+        tp_comm_overlap=bool(overlap and tp > 1),
     )
+
+
+# NeMo's performance recipes interleave the pipeline (Llama-3-70B: PP4 VP5, 20 layers per stage;
+# GPT-3 175B: PP8 VP6, 12 layers per stage): about two layers per virtual stage. Megatron-LM itself
+# interleaves only when asked (--num-layers-per-virtual-pipeline-stage): parallel.vp says it.
+INTERLEAVING_FRAMEWORKS = {"nemo"}
+# NeMo's performance recipes turn on tp_comm_overlap (Transformer Engine userbuffers) on Hopper.
+TP_OVERLAP_FRAMEWORKS = {"nemo"}
+
+
+def pipeline_schedule(w: "Workload", pp: int, framework: str, layers: int = 0) -> tuple[int, str]:
+    """(virtual stages, schedule) of a pipelined run: the workload's, or the framework's default."""
+    par = w.parallel
+    vp = par.vp if par and par.vp else None
+    schedule = par.schedule if par and par.schedule else None
+    if pp <= 1:
+        return 1, "1f1b"
+    if vp is None:
+        if schedule in (None, "interleaved") and framework in INTERLEAVING_FRAMEWORKS:
+            per_stage = layers // pp
+            vp = max(1, per_stage // int(table("training", "layers_per_virtual_stage"))) if per_stage else 1
+        else:
+            vp = 1
+    if schedule is None:
+        schedule = "interleaved" if vp > 1 else "1f1b"
+    if schedule != "interleaved":
+        vp = 1
+    return vp, schedule
 
 
 def system_for_instance(inst: "InstanceType", nodes: int = 1) -> System:
@@ -165,6 +202,18 @@ def system_for_instance(inst: "InstanceType", nodes: int = 1) -> System:
         host_memory_bytes=inst.memory_gib * (1024**3) if inst.memory_gib else None, vcpus=inst.vcpus,
         gpu_fraction=slice_share, capacity_override_bytes=cap,
     )
+
+
+def assumed_node_network_gbit_s(gpu: "GpuSpec", gpus_per_node: int) -> float:
+    """Inter-node bandwidth of a typical cluster of ``gpu`` when no instance type says it: one
+    400 Gbit/s NIC per Hopper/Blackwell SXM GPU, 200 per A100 SXM (DGX H100 / DGX A100 reference
+    designs); PCIe cards get one shared NIC per node."""
+    net = table("communication", "assumed_cluster_network")
+    arch = (gpu.architecture or "").split(" (")[0].strip()
+    if gpu.nvlink_gb_s:
+        per_gpu = net["per_sxm_gpu_gbit_s"].get(arch, net["per_sxm_gpu_gbit_s"]["default"])
+        return float(per_gpu) * gpus_per_node
+    return float(net["pcie_node_gbit_s"])
 
 
 def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
@@ -203,8 +252,9 @@ def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
     link = "nvswitch" if gpu.nvlink_gb_s and per_node > 1 else ("pcie" if per_node > 1 else "none")
     inter = None
     if nodes > 1:
-        inter = 100.0
-        notes.append("assumed 100 Gbit/s RDMA between nodes (no instance type given)")
+        inter = assumed_node_network_gbit_s(gpu, per_node)
+        notes.append(f"assumed {inter:.0f} Gbit/s RDMA per node between nodes (no instance type given; "
+                     "data/efficiency.yaml communication.assumed_cluster_network)")
     return System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link, inter_node_gbit_s=inter,
                   rdma="rdma" if nodes > 1 else None), notes
 

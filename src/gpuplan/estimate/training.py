@@ -8,16 +8,25 @@
 - Achievable HFU by GPU architecture and layer width is data (efficiency.yaml).
 - Communication: ring all-reduce 2(n-1)/n·S, reduce-scatter/all-gather (n-1)/n·S (nccl-tests
   PERFORMANCE.md); tensor parallelism all-reduces the activations 4 times per layer per
-  micro-batch (Shoeybi et al. 2019 §3); the pipeline bubble is (p-1)/(m+p-1) (Narayanan et al. 2021).
+  micro-batch (Shoeybi et al. 2019 §3), over NVLink/PCIe inside a node and over the nodes' NICs when
+  the TP group spans nodes; with tp_comm_overlap (TE userbuffers) most of it hides behind the GEMMs.
+- Pipeline: a step of m micro-batches on p stages lasts (m + p - 1)/m of the ideal time with 1F1B or
+  GPipe, and 1 + (p-1)/(v·m) with v interleaved virtual stages (Narayanan et al. 2021 §2.2); stage
+  boundaries send the activations point to point (split over the TP ranks, scatter/gather §4.1).
+- Data-parallel gradients: bucketed reduction overlapped with the backward pass (Li et al. 2020).
+- FP8 (Transformer Engine): the GEMMs at the FP8 dense rate, everything else at the 16-bit rate.
+- Fixed costs of the training loop per micro-batch and per optimizer step (data loader, loss sync,
+  optimizer/scheduler calls) and the optimizer step's HBM traffic (memory-bound).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
 from gpuplan.estimate.params import by_key, interpolate_log2, table
-from gpuplan.estimate.shapes import Shape
+from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
 
 
@@ -39,6 +48,8 @@ class TrainingPerf:
     total_time_s: float | None = None
     gpu_hours: float | None = None
     notes: list[str] = field(default_factory=list)
+    comm_total_s: float = 0.0   # all communication, hidden or not
+    bubble: float = 0.0         # pipeline idle share
 
     def to_dict(self) -> dict:
         return {
@@ -48,7 +59,8 @@ class TrainingPerf:
             "total_time_s": self.total_time_s, "gpu_hours": self.gpu_hours,
             "compute_s": self.compute_s, "comm_exposed_s": self.comm_exposed_s, "offload_s": self.offload_s,
             "hfu_assumed": self.efficiency, "peak_tflops_per_gpu": self.peak_tflops,
-            "tokens_per_step": self.tokens_per_step,
+            "tokens_per_step": self.tokens_per_step, "comm_total_s": self.comm_total_s,
+            "pipeline_bubble": self.bubble,
             # inference fields do not apply
             "ttft_s": None, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": None,
             "max_requests_per_s": None,
@@ -144,20 +156,96 @@ def dp_collective_time(system: System, layout: Layout, size_bytes: float, factor
     return t
 
 
+def tp_collective_s(system: System, tp: int, size_bytes: float, factor: float = 2.0) -> float:
+    """One tensor-parallel collective of ``size_bytes`` (factor 2: all-reduce; 1: all-gather or
+    reduce-scatter). Inside a node: a ring over NVLink/PCIe. A TP group wider than a node (TP16 on
+    2 x 8 GPUs, as SGLang serves DeepSeek-R1) runs hierarchically: the intra-node ring, then each GPU
+    exchanges its 1/g share with its peers in the other nodes over its share of the node's NICs."""
+    if tp <= 1 or size_bytes < 0:
+        return 0.0
+    intra_bw, intra_lat, inter_per_gpu, inter_lat = _links(system)
+    g = max(1, min(tp, system.gpus_per_node))
+    t = factor * (g - 1) / g * size_bytes / intra_bw + 2 * intra_lat if g > 1 else 0.0
+    k = math.ceil(tp / g)
+    if k > 1:
+        t += factor * (k - 1) / k * (size_bytes / g) / inter_per_gpu + 2 * inter_lat * math.ceil(math.log2(k))
+    return t
+
+
+def _links(system: System) -> tuple[float, float, float, float]:
+    """(intra-node bus bytes/s, intra latency, inter-node bytes/s per GPU, inter latency)."""
+    inter = system.inter_bus_bytes_s() or (float(table("communication", "assumed_cluster_network",
+                                                       "pcie_node_gbit_s")) / 8 * 1e9 * 0.5)
+    return (system.intra_bus_bytes_s(), system.intra_latency_s(), inter / max(1, system.gpus_per_node),
+            system.inter_latency_s())
+
+
+def pipeline_bubble(layout: Layout) -> float:
+    """Idle share of a pipelined step: (p-1)/m for GPipe and 1F1B, (p-1)/(v·m) interleaved."""
+    if layout.pp <= 1:
+        return 0.0
+    m = max(1, layout.microbatches)
+    v = layout.vp if layout.schedule == "interleaved" else 1
+    return (layout.pp - 1) / (v * m)
+
+
+def pipeline_p2p_s(system: System, layout: Layout, act_bytes: float) -> float:
+    """Activations (forward) and their gradients (backward) sent across each stage boundary per
+    micro-batch; interleaving crosses v times as many boundaries. Split over the TP ranks."""
+    if layout.pp <= 1:
+        return 0.0
+    per_gpu = act_bytes / max(1, layout.tp)
+    model_parallel = layout.tp * layout.pp
+    if model_parallel > system.gpus_per_node and system.nodes > 1 and system.inter_bus_bytes_s():
+        bw = system.inter_bus_bytes_s() / system.gpus_per_node
+        lat = system.inter_latency_s()
+    else:
+        bw, lat = system.intra_bus_bytes_s(), system.intra_latency_s()
+    v = layout.vp if layout.schedule == "interleaved" else 1
+    transfers = 2 * layout.microbatches * v if not layout.naive_pipeline else 2 * layout.grad_accum * (layout.pp - 1)
+    return transfers * (per_gpu / bw + lat)
+
+
+def framework_overhead_s(framework: str, grad_accum: int, deepspeed_engine: bool = False) -> float:
+    """Serial loop cost per step: per micro-batch and per optimizer step (data/efficiency.yaml).
+    A Trainer stack running ZeRO through the DeepSpeed engine pays at least the engine's step."""
+    fo = table("training", "framework_overhead_s")
+    mb = float(by_key(fo["per_micro_batch"], framework, "auto"))
+    st = float(by_key(fo["per_optimizer_step"], framework, "auto"))
+    if deepspeed_engine:
+        mb = max(mb, float(fo["per_micro_batch"]["deepspeed"]))
+        st = max(st, float(fo["per_optimizer_step"]["deepspeed"]))
+    return grad_accum * mb + st
+
+
+def optimizer_step_s(system: System, layout: Layout, trainable_params: float, optimizer: str) -> float:
+    """The optimizer step reads and writes every local parameter's states once (memory-bound)."""
+    per = table("training", "optimizer_step_bytes_per_param")
+    local = trainable_params / (layout.tp * layout.pp) / (layout.dp if layout.zero >= 1 else 1)
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
+    return local * float(per.get(optimizer, per["adamw"])) / bw
+
+
 def training_perf(s: Shape, *, task: str, precision: str, quantization: str, framework: str, seq_len: int,
                   layout: Layout, system: System, trainable_params: float, dataset_tokens: float | None,
-                  tokens_per_sample: float | None = None, flash: bool = True) -> TrainingPerf:
+                  tokens_per_sample: float | None = None, flash: bool = True,
+                  optimizer: str = "adamw") -> TrainingPerf:
     notes: list[str] = []
     comm_tab = table("communication")
     model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing)
     peak = peak_flops(system, precision, notes)
     tokens_mb = seq_len * layout.micro_batch
     eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
+    tr = table("training")
     if precision == "fp8" and system.gpu.peak_tflops("fp8"):
-        share = table("training", "fp8_gemm_share")
-        bf16 = (system.gpu.peak_tflops("bf16") or 1.0) * 1e12 * system.gpu_fraction
-        # GEMMs at the FP8 rate, the rest at bf16: harmonic mix
-        peak = 1.0 / (share / peak + (1 - share) / bf16)
+        bf16 = peak_flops(system, "bf16", [])
+        if framework in tr["fp8_compute_frameworks"]:
+            share = float(tr["fp8_gemm_share"])
+            # GEMMs at the FP8 rate, the rest at bf16: harmonic mix
+            peak = 1.0 / (share / peak + (1 - share) / bf16)
+        else:
+            peak = bf16
+            notes.append(f"{framework} has no FP8 GEMM recipe (Transformer Engine / torchao): timed at the bf16 rate")
     tokens_per_step = tokens_mb * layout.grad_accum * layout.dp
     gpus = layout.gpus
     compute_s = hw_fpt * tokens_per_step / gpus / (peak * eff)
@@ -169,7 +257,6 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         extra = scores * per_score / bw
         compute_s += extra
         notes.append(f"attention without FlashAttention: +{extra / compute_s:.0%} time moving the s x s scores")
-    tr = table("training")
     if framework in tr["eager_frameworks"]:
         # Python launch overhead per micro-batch, overlapped with the GPU work (soft maximum)
         inf = table("inference")
@@ -178,37 +265,65 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
         compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
+    bubble = 0.0
     if layout.pp > 1:
         if layout.naive_pipeline:
             compute_s *= layout.pp  # layer split: one stage busy at a time
             notes.append("layer split over GPUs (device_map) runs stages one after another")
         else:
-            m = max(1, layout.microbatches)
-            compute_s *= 1 + (layout.pp - 1) / m
-            notes.append(f"pipeline bubble (p-1)/m = {(layout.pp - 1) / m:.2f}")
+            bubble = pipeline_bubble(layout)
+            compute_s *= 1 + bubble
+            v = f"(v·m), v = {layout.vp} virtual stages" if layout.vp > 1 else "m"
+            notes.append(f"pipeline bubble (p-1)/{v}: {bubble:.2f} ({layout.schedule}, m = {max(1, layout.microbatches)})")
+    loop_s = framework_overhead_s(framework, layout.grad_accum,
+                                  deepspeed_engine=layout.zero > 0 and layout.fsdp == "none"
+                                  and framework in tr["eager_frameworks"])
+    opt_s = 0.0 if layout.offload != "none" and task not in ("lora", "qlora") else \
+        optimizer_step_s(system, layout, trainable_params, optimizer)
+    compute_s += loop_s + opt_s
 
     # communication
     overlap = comm_tab["overlap"]
     grad_bytes = trainable_params / (layout.tp * layout.pp) * 2.0
     comm = 0.0
+    comm_total = 0.0
     if layout.dp > 1 and grad_bytes > 0:
         if layout.zero >= 3:
-            # two all-gathers (forward, backward) per micro-batch and one reduce-scatter, tensor by tensor
-            passes = 2 * layout.grad_accum + 1
-            t = dp_collective_time(system, layout, grad_bytes, passes)
-            n_coll = passes * s.layers / layout.pp * float(comm_tab["zero3_collectives_per_layer"])
+            # per micro-batch: the sharded weights all-gathered for the forward and again for the
+            # backward (the frozen base too under LoRA/QLoRA, at its stored width: memory.sharded_traffic_bytes),
+            # the trainable gradients reduce-scattered; FSDP gathers one unit (layer) at a time, DeepSpeed
+            # ZeRO-3 module by module (more, smaller collectives, each paying the ring's start-up latency)
+            ga = layout.grad_accum
+            fsdp = layout.fsdp != "none"
+            gather_b, reduce_b = sharded_traffic_bytes(s, layout, precision, quantization, task, trainable_params)
+            group = replace(layout, dp=shard_group(layout, system))  # HSDP gathers within its node
+            t = dp_collective_time(system, group, gather_b, 2.0 * ga) + dp_collective_time(system, layout, reduce_b, float(ga))
+            per_layer = by_key(comm_tab["zero3_collectives_per_layer"], "fsdp" if fsdp else "deepspeed")
+            n_coll = ga * s.layers / layout.pp * per_layer
             t += n_coll * ring_latency_s(system, layout)
-            hidden = overlap["fsdp" if layout.fsdp != "none" else "zero3"] * compute_s
+            hidden = overlap["fsdp" if fsdp else "zero3"] * compute_s
+            # prefetch cannot hide the first block's gather of each pass
+            hidden = min(hidden, t * (1.0 - 1.0 / max(1.0, s.layers / layout.pp)))
         else:
             t = dp_collective_time(system, layout, grad_bytes, 2.0)
             hidden = overlap["zero" if layout.zero else "ddp"] * compute_s
         # communication hides behind computation, but never more than the computation lasts
         comm += max(0.0, t - hidden)
+        comm_total += t
     if layout.tp > 1:
         per_ar = tokens_mb * s.hidden * 2.0
         n_ar = 4 + (2 if layout.checkpointing == "full" else 0)
-        t_tp = _ring_time(per_ar, layout.tp, system.intra_bus_bytes_s(), system.intra_latency_s(), 2.0)
-        comm += t_tp * n_ar * s.layers / layout.pp * layout.grad_accum * (1 - overlap["tp"])
+        t_tp = tp_collective_s(system, layout.tp, per_ar)
+        hidden_share = float(comm_tab["tp_comm_overlap_share"]) if layout.tp_comm_overlap else float(overlap["tp"])
+        t_all = t_tp * n_ar * s.layers / layout.pp * layout.grad_accum
+        comm += t_all * (1 - hidden_share)
+        comm_total += t_all
+        if layout.tp > system.gpus_per_node:
+            notes.append(f"TP {layout.tp} spans nodes: its all-reduces cross the inter-node network")
+    if layout.pp > 1:
+        t_p2p = pipeline_p2p_s(system, layout, tokens_mb * s.hidden * 2.0)
+        comm += t_p2p * (1 - float(overlap["pp"]))
+        comm_total += t_p2p
     offload_s = 0.0
     if layout.offload != "none" and task not in ("lora", "qlora"):
         local = trainable_params / (layout.tp * layout.pp) / (layout.dp if layout.zero >= 1 else 1)
@@ -230,4 +345,5 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                         samples_per_s=samples_per_s, mfu=mfu, tflops_per_gpu=tflops,
                         comm_fraction=(comm + offload_s) / step if step else 0.0, compute_s=compute_s,
                         comm_exposed_s=comm, offload_s=offload_s, efficiency=eff, peak_tflops=peak / 1e12,
-                        tokens_per_step=tokens_per_step, total_time_s=total, gpu_hours=gpu_hours, notes=notes)
+                        tokens_per_step=tokens_per_step, total_time_s=total, gpu_hours=gpu_hours, notes=notes,
+                        comm_total_s=comm_total, bubble=bubble)

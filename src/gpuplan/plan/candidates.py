@@ -22,6 +22,7 @@ TRAIN_TASKS = frozenset({"pretrain", "full", "lora", "qlora"})
 NODE_OPTIONS_TRAIN = (1, 2, 4, 8, 16)
 NODE_OPTIONS_INFER = (1, 2, 4)
 TP_OPTIONS = (1, 2, 4, 8)
+TP_ACROSS_NODES = (16,)        # serving only: TP over whole nodes (SGLang/vLLM TP16 on 2 x 8 GPUs)
 PP_OPTIONS = (1, 2, 4, 8)
 DEFAULT_MAX_GPUS = 64          # the search bound when constraints.max_gpus is unset
 
@@ -206,7 +207,8 @@ def _minimal(found: list[Knobs]) -> list[Knobs]:
 
 
 def parallel_shapes(model, total_gpus: int, gpus_per_node: int, task: str, fixed: Fixed) -> list[tuple[int, int, int]]:
-    """(tp, pp, dp) triples for ``total_gpus``: TP stays within a node and divides the attention
+    """(tp, pp, dp) triples for ``total_gpus``: TP stays within a node (serving may also span whole
+    nodes, its all-reduces then cross the network) and divides the attention
     heads (and the KV heads, or is a multiple of them: vLLM and Megatron shard KV heads that way);
     PP divides into at most one stage per layer. Inference keeps dp as replicas inside the group."""
     heads = int(getattr(model, "num_attention_heads", 0) or 0)
@@ -214,12 +216,17 @@ def parallel_shapes(model, total_gpus: int, gpus_per_node: int, task: str, fixed
     layers = int(getattr(model, "num_layers", 0) or 0)
     llm = heads > 0 and layers > 0 and is_llm(model)
     out = []
-    for tp, pp in itertools.product(TP_OPTIONS, PP_OPTIONS):
+    tps = TP_OPTIONS if task in TRAIN_TASKS else TP_OPTIONS + TP_ACROSS_NODES
+    for tp, pp in itertools.product(tps, PP_OPTIONS):
         if fixed.tp is not None and tp != fixed.tp or fixed.pp is not None and pp != fixed.pp:
             continue
         if not llm and (tp > 1 or pp > 1):
             continue
-        if tp > gpus_per_node or gpus_per_node % tp or total_gpus % (tp * pp):
+        if tp > gpus_per_node:
+            # across nodes: whole nodes, serving only, and no pipeline on top (TP already spans them)
+            if task in TRAIN_TASKS or tp % gpus_per_node or pp > 1 or total_gpus % tp:
+                continue
+        elif gpus_per_node % tp or total_gpus % (tp * pp):
             continue
         if llm and (heads % tp or (kv % tp and tp % kv)):
             continue

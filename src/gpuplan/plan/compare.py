@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from rich.console import Console
@@ -15,8 +16,28 @@ register({"Cloud": "云厂商", "Best plan": "最优方案", "Time": "时长", "
           "Price date": "价格日期", "Cross-cloud comparison": "跨云对比", "no feasible priced plan": "无可行且有价格的方案"})
 
 
-def compare_clouds(w: Workload, *, currency: str = "CNY") -> dict[str, Any]:
-    """Per cloud: the top plan of `recommend` over that cloud's catalog, converted to ``currency``."""
+# Plans whose cost is within this fraction of the cheapest count as tied: one of them is picked by
+# fewest GPUs, then fewest instances (a cost that scales linearly with GPUs otherwise lets 64 GPUs
+# tie with 1 and win by sort order).
+COST_TIE = 0.02
+
+
+def pick_plan(ranked: list) -> Any | None:
+    """The plan shown for a cloud: among priced plans (ECS instances, not managed platforms) whose
+    cost is within COST_TIE of the cheapest, the one with the fewest GPUs, then instances, then cost."""
+    priced = [p for p in ranked if p.is_ecs and p.cost_key is not None and p.cost.price_per_hour is not None]
+    if not priced:
+        return None
+    cheapest = min(p.cost_key for p in priced)
+    tied = [p for p in priced if p.cost_key <= cheapest * (1.0 + COST_TIE) + 1e-9]
+    return min(tied, key=lambda p: (p.gpus_total, p.instance_count, p.cost_key, p.rank))
+
+
+def compare_clouds(w: Workload, *, currency: str = "CNY", today: dt.date | None = None) -> dict[str, Any]:
+    """Per cloud: the cheapest plan of `recommend` over that cloud's catalog (ties: fewest GPUs, see
+    :func:`pick_plan`), converted to ``currency`` with the dated rate of data/fx.yaml."""
+    from gpuplan.plan.cost import load_fx
+
     from gpuplan.catalog.instances import available_clouds, load_instances
     from gpuplan.plan import recommend
 
@@ -25,11 +46,12 @@ def compare_clouds(w: Workload, *, currency: str = "CNY") -> dict[str, Any]:
     clouds = []
     workload_dump = None
     for cloud in available_clouds():
-        rec = recommend(w2, instances=list(load_instances(cloud).values()), top=3)
+        rec = recommend(w2, instances=list(load_instances(cloud).values()), top=3, today=today)
         d = rec.to_dict()
         workload_dump = workload_dump or d["workload"]
-        priced = [p for p in d["plans"] if p.get("price_per_hour") is not None]
-        best = priced[0] if priced else (d["plans"][0] if d["plans"] else None)
+        chosen = pick_plan(rec.all_plans)
+        best = chosen.to_dict() if chosen is not None else (d["plans"][0] if d["plans"] else None)
+        priced = [best] if chosen is not None else []
         entry: dict[str, Any] = {"cloud": cloud, "plan": best, "plans_found": len(d["plans"]),
                                  "priced": bool(priced), "warnings": d.get("warnings", [])}
         if best:
@@ -40,9 +62,16 @@ def compare_clouds(w: Workload, *, currency: str = "CNY") -> dict[str, Any]:
                 entry["cost_per_million_training_tokens"] = None
             entry["cost_per_million_output_tokens"] = best.get("cost_per_million_output_tokens")
         clouds.append(entry)
+    fx = load_fx()
+    fx_warning = fx.staleness_warning(today)
     return {"schema_version": 1, "workload": workload_dump, "currency": currency, "clouds": clouds,
+            "fx": {"usd_cny": fx.usd_cny, "as_of": fx.as_of, "source": fx.source, "kind": fx.kind,
+                   "stale_after_days": fx.stale_after_days, "age_days": fx.age_days(today)},
+            "warnings": [fx_warning] if fx_warning else [],
             "assumptions": ["each cloud's bundled catalog and price snapshot (dates per plan); currency converted "
                             "with the dated rate in data/fx.yaml",
+                            f"per cloud: the cheapest priced plan; plans within {COST_TIE:.0%} of it count as tied "
+                            "and the one with the fewest GPUs, then instances, is shown",
                             "clouds without prices for a feasible type show the plan with null costs"]}
 
 
@@ -76,5 +105,10 @@ def render_comparison(result: dict[str, Any], console: Console, lang: str, wide:
             str(p.get("price_as_of") or "-")])
     print_fitted(console, fitted_table(tr("Cross-cloud comparison", lang), cols, rows, width=console.width, wide=wide),
                  wide)
+    for wmsg in result.get("warnings", []):
+        console.print(f"[yellow]! {wmsg}[/yellow]")
+    fx = result.get("fx")
+    if fx:
+        console.print(f"[dim]- exchange rate {fx['usd_cny']} CNY/USD as of {fx['as_of']} ({fx['source']})[/dim]")
     for a in result.get("assumptions", []):
         console.print(f"[dim]- {a}[/dim]")

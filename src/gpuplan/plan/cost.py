@@ -4,11 +4,14 @@ interruption model, training job cost and serving cost.
 Billing modes:
 
 - ``payg`` (pay-as-you-go): hourly offer x hours.
-- ``spot`` (preemptible): a spot offer when the catalog has one, else the pay-as-you-go price x a
-  default fraction. Alibaba: spot prices "can go as low as 10% of the prices of pay-as-you-go
-  instances" and an instance is released 5 minutes after the interruption notice, after an optional
-  1-hour protection period (https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance,
-  https://alibabacloud.com/help/doc-detail/52088.htm). The typical fraction (0.3) is an assumption.
+- ``spot`` (preemptible): a spot offer when the catalog has one, else the pay-as-you-go price x the
+  cloud's default fraction from ``data/clouds/<cloud>/spot.yaml``, always marked ``estimated`` with
+  its rule (Alibaba: 0.2, the one observed GPU spot level; AWS: 0.43, the observed p5en level;
+  Tencent: none found, so no spot estimate). Alibaba: spot prices "can go as low as 10% of the prices
+  of pay-as-you-go instances" and an instance is released 5 minutes after the interruption notice,
+  after an optional 1-hour protection period
+  (https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance,
+  https://alibabacloud.com/help/doc-detail/52088.htm).
 - ``subscription``: the monthly offer x whole months (training) or per month (serving). Longer
   terms (1 or 3 years) need their discount: none is bundled (no official figure was found), pass
   ``term_discounts`` to apply yours.
@@ -35,7 +38,9 @@ SPOT_SOURCE = "https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spo
 class SpotModel:
     """Spot assumptions. ``fraction_of_payg`` and the interruption rate are not official figures."""
 
-    fraction_of_payg: float = 0.3        # unconfirmed: docs say "as low as 10%"; third-party reports ~10-30 %
+    # None = the cloud's default from data/clouds/<cloud>/spot.yaml (see spot_default); a number
+    # overrides it for every cloud (still marked estimated).
+    fraction_of_payg: float | None = None
     fraction_range: tuple[float, float] = (0.1, 0.5)
     interruptions_per_hour: float = 0.05  # unconfirmed assumption: one reclaim per ~20 h of GPU capacity
     restart_s: float = 600.0             # re-create the instance, pull the image, load the model (assumption)
@@ -47,12 +52,57 @@ DEFAULT_SPOT = SpotModel()
 
 
 @dataclass(frozen=True)
+class SpotDefault:
+    """A cloud's bundled spot fraction of pay-as-you-go: a rule-based estimate with its evidence."""
+
+    cloud: str
+    fraction_of_payg: float
+    as_of: str
+    source: str
+    rule: str
+    kind: str = "estimated"
+
+
+@functools.cache
+def spot_default(cloud: str) -> SpotDefault | None:
+    """``data/clouds/<cloud>/spot.yaml`` (None when the file is absent or sets no fraction)."""
+    path = files("gpuplan") / "data" / "clouds" / cloud / "spot.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, FileNotFoundError, yaml.YAMLError):
+        return None
+    if doc.get("fraction_of_payg") is None:
+        return None
+    return SpotDefault(cloud, float(doc["fraction_of_payg"]), str(doc.get("as_of", "")), str(doc.get("source", "")),
+                       str(doc.get("rule", "")), str(doc.get("kind", "estimated")))
+
+
+FX_STALE_AFTER_DAYS = 90
+
+
+@dataclass(frozen=True)
 class Fx:
     """A dated exchange rate (CNY per USD), overridable."""
 
     usd_cny: float
     as_of: str
     source: str
+    stale_after_days: int = FX_STALE_AFTER_DAYS
+    kind: str = ""
+
+    def age_days(self, today: dt.date | None = None) -> int | None:
+        try:
+            return ((today or dt.date.today()) - dt.date.fromisoformat(self.as_of)).days
+        except ValueError:
+            return None
+
+    def staleness_warning(self, today: dt.date | None = None) -> str | None:
+        """A warning when the rate is older than ``stale_after_days`` (None while it is fresh)."""
+        age = self.age_days(today)
+        if age is None or age <= self.stale_after_days:
+            return None
+        return (f"exchange rate {self.usd_cny} CNY/USD dates from {self.as_of} ({age} days old, over "
+                f"{self.stale_after_days}): converted prices may be off; pass your own rate")
 
     def convert(self, amount: float, src: str, dst: str) -> float:
         if src == dst:
@@ -64,8 +114,9 @@ class Fx:
         raise ValueError(f"no rate for {src}->{dst}")
 
 
-# Used only when data/fx.yaml is missing: CFETS central parity reported for 2026-01-08.
-FX_FALLBACK = Fx(7.0197, "2026-01-08", "https://menafn.com/1110571586/Chinese-Yuan-Edges-Down-Against-US-Dollar")
+# Used only when data/fx.yaml is missing: the ECB USD/CNY cross of 2026-10-30 (7.4326 / 1.1172).
+FX_FALLBACK = Fx(6.6529, "2026-10-30", "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-hist.zip",
+                 kind="inferred")
 
 
 @functools.cache
@@ -77,12 +128,13 @@ def load_fx() -> Fx:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, FileNotFoundError, yaml.YAMLError):
         return FX_FALLBACK
+    stale = int(doc.get("stale_after_days") or FX_STALE_AFTER_DAYS)
     if isinstance(doc.get("usd_cny"), dict):
         e = doc["usd_cny"]
-        return Fx(float(e["rate"]), str(e.get("as_of")), str(e.get("source", "")))
+        return Fx(float(e["rate"]), str(e.get("as_of")), str(e.get("source", "")), stale, str(e.get("kind", "")))
     for e in doc.get("rates") or ():
         if e.get("base") == "USD" and e.get("quote") == "CNY":
-            return Fx(float(e["rate"]), str(e.get("as_of")), str(e.get("source", "")))
+            return Fx(float(e["rate"]), str(e.get("as_of")), str(e.get("source", "")), stale, str(e.get("kind", "")))
     return FX_FALLBACK
 
 
@@ -97,8 +149,10 @@ class Price:
     region: str                  # the region priced
     as_of: str
     source: str
-    estimated: bool = False      # spot derived from pay-as-you-go
+    estimated: bool = False      # a guessed price: an `estimated` row, or spot derived from pay-as-you-go
     note: str = ""
+    kind: str = ""               # official | third-party | inferred | estimated | user (catalog.prices.PRICE_KINDS)
+    rule: str = ""               # how an estimated price was computed
 
 
 class PriceBook:
@@ -132,29 +186,45 @@ class PriceBook:
         if o is not None:
             per_month = self._conv(o.price_per_month, o.currency) if billing == "subscription" else None
             return Price(billing, self._conv(o.price_per_hour, o.currency), per_month, self.currency, o.region,
-                         o.as_of.isoformat(), o.source, note=source_label(o))
+                         o.as_of.isoformat(), o.source, estimated=o.estimated, note=source_label(o), kind=o.kind,
+                         rule=o.rule)
         if billing == "spot":
             base = self.offer(inst, region, "payg")
             if base is None:
                 return None
-            f = self.spot.fraction_of_payg
+            f, rule, source = self.spot_fraction(base.cloud)
+            if f is None:
+                return None
+            rule = f"spot = {f:.0%} of the pay-as-you-go price ({rule})"
+            if base.estimated:
+                rule += f"; the pay-as-you-go price is itself estimated: {base.rule}"
             return Price("spot", self._conv(base.price_per_hour, base.currency) * f, None, self.currency, base.region,
-                         base.as_of.isoformat(), SPOT_SOURCE, estimated=True,
-                         note=f"spot estimated at {f:.0%} of pay-as-you-go (range {self.spot.fraction_range[0]:.0%}-"
-                              f"{self.spot.fraction_range[1]:.0%}; check the console)")
+                         base.as_of.isoformat(), source, estimated=True,
+                         note=f"estimated: {rule}; check the console", kind="estimated", rule=rule)
         return None
 
+    def spot_fraction(self, cloud: str) -> tuple[float | None, str, str]:
+        """(fraction of pay-as-you-go, rule, source) for a spot estimate on ``cloud``; (None, ...) when
+        there is no basis for one (no override and no bundled default)."""
+        if self.spot.fraction_of_payg is not None:
+            return self.spot.fraction_of_payg, "your spot fraction", "user setting"
+        d = spot_default(cloud)
+        if d is None:
+            return None, f"no spot level known for {cloud}", ""
+        return d.fraction_of_payg, d.rule, d.source
+
     def price_with_proxy(self, inst: str, region: str, billing: str) -> Price | None:
-        """The price in ``region``, else another region's price as a labelled proxy."""
+        """The price in ``region``, else another region's price as a labelled proxy (``Price.region``
+        says which): a sourced price before an estimate, then a region of the same area (``cn-`` for
+        ``cn-wulanchabu``), then by name."""
         p = self.price(inst, region, billing)
         if p is not None:
             return p
-        for r in self.regions:
-            if r != region:
-                p = self.price(inst, r, billing)
-                if p is not None:
-                    return p
-        return None
+        area = region.split("-")[0]
+        others = [q for q in (self.price(inst, r, billing) for r in self.regions if r != region) if q is not None]
+        if not others:
+            return None
+        return min(others, key=lambda q: (q.estimated, q.region.split("-")[0] != area, q.region))
 
 
 # ------------------------------------------------------------------------------------- spot model
@@ -217,8 +287,11 @@ def price_age_days(price: Price, today: dt.date | None = None) -> int:
     return ((today or dt.date.today()) - dt.date.fromisoformat(price.as_of)).days
 
 
-def describe_spot(model: SpotModel) -> dict[str, Any]:
-    return {"fraction_of_payg": model.fraction_of_payg, "fraction_range": list(model.fraction_range),
+def describe_spot(model: SpotModel, cloud: str = "alibaba") -> dict[str, Any]:
+    d = spot_default(cloud)
+    fraction = model.fraction_of_payg if model.fraction_of_payg is not None else (d.fraction_of_payg if d else None)
+    return {"fraction_of_payg": fraction, "fraction_range": list(model.fraction_range),
+            "fraction_kind": "estimated", "fraction_rule": d.rule if d and model.fraction_of_payg is None else "",
             "interruptions_per_hour": model.interruptions_per_hour, "restart_s": model.restart_s,
             "notice_s": model.notice_s, "source": SPOT_SOURCE,
             "unconfirmed": ["fraction_of_payg", "fraction_range", "interruptions_per_hour", "restart_s"]}

@@ -20,7 +20,7 @@ from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import pareto_front, rank
-from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory, rnd
+from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory
 from gpuplan.plan.search import Candidate, Searcher, Variant, best_per_group
 from gpuplan.plan.storage import checkpoint_bytes, data_read_bytes_s, storage_advice
 from gpuplan.units import GIB, HOUR_S, HOURS_PER_MONTH
@@ -60,6 +60,7 @@ class _Draft:
     warnings: list[str] = field(default_factory=list)
     price_estimated: bool = False
     price_kind: str | None = None
+    price_rule: str | None = None
     cost_key: float | None = None
     time_key: float | None = None
 
@@ -76,12 +77,11 @@ class _Draft:
         cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
                         price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,
                         price_per_hour=self.price_per_hour, price_estimated=self.price_estimated,
-                        price_as_of=self.price_as_of, price_source=self.price_source, time_s=self.time_s,
+                        price_kind=self.price_kind, price_rule=self.price_rule, price_as_of=self.price_as_of, price_source=self.price_source, time_s=self.time_s,
                         total_cost=self.total_cost, time_per_billion_tokens_s=self.time_per_billion_tokens_s,
                         cost_per_billion_tokens=self.cost_per_billion_tokens, replicas=self.replicas,
                         monthly_cost=self.monthly_cost,
-                        cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot,
-                        price_kind=self.price_kind)
+                        cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot)
         return Plan(platform="ecs", instance_type=c.inst.instance_type, instance_count=self.instance_count,
                     gpu=c.inst.gpu, gpus_total=self.gpus_total, parallel=parallel,
                     layout=re.sub(r", mb 1 x ga 1$", "", lay.describe()), memory=PlanMemory.of(c.est),
@@ -106,6 +106,7 @@ class Recommendation:
     warnings: list[str]
     all_plans: list[Plan] = field(default_factory=list, repr=False)
     stats: dict = field(default_factory=dict)
+    unpriced: list[dict] = field(default_factory=list)   # feasible types with no known price (see _unpriced)
 
     @property
     def best(self) -> Plan | None:
@@ -129,6 +130,7 @@ class Recommendation:
             "assumptions": self.assumptions,
             "warnings": self.warnings,
             "search": self.stats,
+            "unpriced": self.unpriced,
         }
 
 
@@ -184,7 +186,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     clouds = sorted({i.cloud for i in insts}) or [DEFAULT_CLOUD]
     offers = [o for cloud in clouds for o in load_offers(cloud, cache_dir, price_files)]
     book = costm.PriceBook(offers, currency, fx, spot_model)
-    regions = [r.strip().lower() for r in cons.regions] if cons and cons.regions else list(book.regions) or ["cn-shanghai"]
+    regions = [r.strip().lower() for r in cons.regions] if cons and cons.regions else _default_regions(clouds, book)
     billings = tuple(cons.billing) if cons and cons.billing else (TRAINING_DEFAULT_BILLING if training
                                                                   else SERVING_DEFAULT_BILLING)
     ctx = _Ctx(resolved, model, task, training, book, regions, billings, max_gpus, spot_model, today, insts)
@@ -214,7 +216,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         ecs_ranked = rank(plans, objective)
         # ACK node pools run pay-as-you-go nodes: give them the best pay-as-you-go plans too, not only
         # the top plans (which may all be subscriptions)
-        ecs_in = ecs_ranked[:top] + [p for p in ecs_ranked if p.cost.billing == "payg"][:top]
+        # the top, not fewer than DEFAULT_TOP, so a small ``top`` (the web API's /api/plan?rank=1) sees the same plans
+        n = max(top, DEFAULT_TOP)
+        ecs_in = ecs_ranked[:n] + [p for p in ecs_ranked if p.cost.billing == "payg"][:n]
         try:
             plans += platform_plans(resolved, ecs_plans=ecs_in, currency=currency,
                                     region=regions[0] if regions else None, fx=book.fx,
@@ -238,13 +242,38 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     binding = [] if ranked else _binding(ctx, rejected_plans, res, feasible, wanted)
 
     warnings.extend(_global_warnings(ctx, shown, book))
+    unpriced = _unpriced(drafts)
+    if unpriced:
+        warnings.append(f"feasible, price unknown: {', '.join(u['instance_type'] for u in unpriced)}: refresh "
+                        "(`gpuplan catalog refresh`) or pass --prices")
     assumptions.extend(_assumptions(ctx, book, memory_headroom, spot_model))
     rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
     stats = {"instance_types": len(insts), "candidates": len(res.candidates), "estimates": res.estimates,
              "plans": len(drafts), "elapsed_s": round(time.perf_counter() - t0, 4)}
     return Recommendation(resolved, objective, currency, shown, rejected, binding, why_not, assumptions,
-                          _dedupe(warnings), ranked, stats)
+                          _dedupe(warnings), ranked, stats, unpriced)
+
+
+def _default_regions(clouds: list[str], book: costm.PriceBook) -> list[str]:
+    """One region per cloud when the user names none: the cloud's default (regions.yaml)."""
+    from gpuplan.catalog.instances import default_region
+
+    out = [r for r in (default_region(c) for c in clouds) if r]
+    return list(dict.fromkeys(out)) or list(book.regions) or ["cn-shanghai"]
+
+
+def _unpriced(plans: list[_Draft]) -> list[dict]:
+    """Feasible instance types without any price (no row in any region, no estimate): listed apart,
+    "feasible, price unknown: refresh or pass --prices", rather than ranked among priced plans."""
+    out: dict[str, dict] = {}
+    for p in plans:
+        t = p.cand.inst.instance_type
+        if p.price_per_hour is None and p.billing is None and t not in out:
+            out[t] = {"instance_type": t, "cloud": p.cand.inst.cloud, "gpu": p.cand.inst.gpu,
+                      "gpus_total": p.gpus_total, "instance_count": p.instance_count,
+                      "reason": "feasible, price unknown: refresh or pass --prices"}
+    return list(out.values())
 
 
 # ================================================================================ helpers
@@ -320,7 +349,12 @@ def _variants(w: Workload, cons) -> list[Variant]:
 
 def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
     """The instance types in play: the catalog, narrowed by hardware and constraints.families."""
-    insts = list(given) if given is not None else list(load_instances(DEFAULT_CLOUD, cache_dir).values())
+    cons = w.constraints
+    if given is not None:
+        insts = list(given)
+    else:
+        clouds = [c.lower() for c in cons.clouds] if cons and cons.clouds else [DEFAULT_CLOUD]
+        insts = [i for c in dict.fromkeys(clouds) for i in load_instances(c, cache_dir).values()]
     hw = w.hardware
     if hw and hw.instance_type:
         want = hw.instance_type.lower().removeprefix("ecs.")
@@ -340,9 +374,12 @@ def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
 
 
 def _plans_for(ctx: _Ctx, c: Candidate) -> list[_Draft]:
+    from gpuplan.catalog.instances import load_regions
+
     out = []
     priced = False
-    for region in ctx.regions:
+    own = load_regions(c.inst.cloud)
+    for region in [r for r in ctx.regions if r in own] or ctx.regions:   # a region of the type's own cloud
         for billing in ctx.billings:
             price = ctx.book.price_with_proxy(c.inst.instance_type, region, billing)
             if price is None:
@@ -362,7 +399,7 @@ def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None
              price_source=price.source if price else None, replicas=None, instance_count=c.nodes,
              gpus_total=c.gpus, time_s=None, total_cost=None, monthly_cost=None,
              cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated),
-             price_kind=getattr(price, "kind", None))
+             price_kind=(price.kind or None) if price else None, price_rule=(price.rule or None) if price else None)
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
     if price and price.note:
@@ -706,6 +743,9 @@ def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> lis
         out.append("the budget cannot be checked without a dataset size")
     if book.converted:
         out.append(f"prices converted to {book.currency} at {book.fx.usd_cny} CNY/USD ({book.fx.as_of})")
+        stale = book.fx.staleness_warning(today)
+        if stale:
+            out.append(stale)
     return out
 
 
@@ -713,8 +753,11 @@ def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.
     out = [f"a plan must leave {headroom:.0%} of each GPU's usable memory free",
            f"host RAM: {fz.HOST_RESERVE:.0%} of each instance's memory is kept for the OS"]
     if "spot" in ctx.billings and ctx.training:
-        out.append(f"spot: {spot.fraction_of_payg:.0%} of pay-as-you-go when no spot price is known (unconfirmed; "
-                   f"range {spot.fraction_range[0]:.0%}-{spot.fraction_range[1]:.0%}), {spot.interruptions_per_hour:g} "
+        fractions = sorted({f"{f:.0%}" for f, _r, _s in (book.spot_fraction(c) for c in {i.cloud for i in ctx.insts})
+                            if f})
+        out.append(f"spot: {'/'.join(fractions) or 'no estimate'} of pay-as-you-go when no spot price is known "
+                   f"(estimated from one observed level; range {spot.fraction_range[0]:.0%}-"
+                   f"{spot.fraction_range[1]:.0%}), {spot.interruptions_per_hour:g} "
                    f"interruptions per hour, {spot.restart_s / 60:.0f} min to restart (assumptions)")
     if not ctx.training:
         out.append("serving: replicas = ceil(peak (or average) requests/s / one replica's max requests/s at the SLA); "

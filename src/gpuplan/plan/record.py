@@ -21,12 +21,12 @@ PLATFORMS = ("ecs", "function-compute", "pai-eas", "ack")
 DETAIL_KEYS = ("cold_start", "traffic", "autoscaling")
 # Platform-only blocks that appear only on the platform that has them.
 OPTIONAL_DETAIL_KEYS = ("gpu_memory_gib", "function", "serverless", "management_fee")
-PRICE_MARKS = {"estimated": "~", "third-party": "*"}
+PRICE_MARKS = {"estimated": "~"}   # only guesses are marked: most bundled prices are third-party quotes
 
 
 def price_mark(kind: str | None) -> str:
-    """The mark tables put after a price of this kind: ``~`` estimated, ``*`` third-party, none for
-    official (or unknown) prices. Every table marks prices through this one function."""
+    """The mark tables put after a price of this kind: ``~`` estimated, none for any other kind.
+    Every table marks prices through this one function."""
     return PRICE_MARKS.get(kind or "official", "")
 
 
@@ -66,6 +66,8 @@ class PlanCost:
     instance_price_per_hour: float | None = None
     price_per_hour: float | None = None
     price_estimated: bool = False
+    price_kind: str | None = None          # official | third-party | inferred | estimated | user | live
+    price_rule: str | None = None          # how an estimated price was computed
     price_as_of: str | None = None
     price_source: str | None = None
     time_s: float | None = None
@@ -76,13 +78,11 @@ class PlanCost:
     monthly_cost: float | None = None
     cost_per_million_output_tokens: float | None = None
     spot: Mapping[str, Any] | None = None
-    # What the price source says the price is (official | third-party | estimated), when it says so;
-    # not part of the JSON here (see price_estimated).
-    price_kind: str | None = field(default=None, compare=False)
 
     @property
     def price_quality(self) -> str:
-        """official | third-party | estimated: the single accessor renderers use to mark a price.
+        """The price's kind (official | third-party | inferred | estimated | user): the single accessor
+        renderers use to mark a price.
         ``price_estimated`` (a spot price from the fraction-of-pay-as-you-go rule, a converted list
         price) always reads as estimated."""
         if self.price_estimated:
@@ -91,7 +91,7 @@ class PlanCost:
 
     @property
     def price_mark(self) -> str:
-        """The mark a table puts after a price: ``~`` estimated, ``*`` third-party, none for official."""
+        """The mark a table puts after a price: ``~`` estimated, none otherwise."""
         return price_mark(self.price_quality)
 
     @property
@@ -190,6 +190,8 @@ class Plan:
             "instance_price_per_hour": rnd(c.instance_price_per_hour),
             "price_per_hour": rnd(c.price_per_hour),
             "price_estimated": c.price_estimated,
+            "price_kind": c.price_kind,
+            "price_rule": c.price_rule,
             "currency": c.currency,
             "price_as_of": c.price_as_of,
             "price_source": c.price_source,

@@ -2,8 +2,8 @@
 
 Entry points for the CLI (thin wrappers; both return the exit code and print to ``out``):
 
-* :func:`refresh` - fetch one cloud's catalog (Alibaba Cloud by default) and write the cache
-  atomically. 0 = written; 1 = the cloud failed (throttling, 5xx, timeout, malformed answer; the old
+* :func:`refresh` - fetch one cloud's catalog (Alibaba Cloud by default) and commit it to the cache
+  as one new snapshot, under a lock (see :mod:`gpuplan.providers.cache`). 0 = written; 1 = the cloud failed (throttling, 5xx, timeout, malformed answer; the old
   cache is kept); 2 = something to set or install (credentials, SDK, region name).
 * :func:`status` - per cloud and source: dates, coverage, unmapped GPU names.
 
@@ -42,37 +42,69 @@ def fetch_snapshot(cloud: str = "alibaba", regions: list[str] | None = None, all
     return provider.fetch(regions, all_regions, progress=progress, previous_regions=previous)
 
 
+DEFAULT_TIMEOUT_S = 180.0  # the whole refresh of the default four regions takes well under a minute
+
+
 def refresh(regions: list[str] | None = None, all_regions: bool = False, cache_dir: str | os.PathLike[str] | None = None,
             client_factory: Callable[[str], Any] | None = None, progress: bool = True, out: TextIO | None = None,
-            *, cloud: str = "alibaba", **provider_kwargs: Any) -> int:
+            *, cloud: str = "alibaba", as_json: bool = False, timeout_s: float | None = DEFAULT_TIMEOUT_S,
+            **provider_kwargs: Any) -> int:
     """Refresh ``cloud``'s cached catalog for ``regions`` (or all); returns the exit code (0, 1 or 2).
 
-    On any failure nothing is written: the previous cache stays as it was, and one clear line
-    (plus a hint line, when there is one) goes to ``out``. Credentials are never printed.
+    On any failure nothing is written: the previous cache stays as it was. Text mode prints the result
+    to stdout and a failure as one line (plus a hint line) to stderr; ``as_json`` prints one document
+    (``{"schema_version", "ok": true, ...}`` or ``{"error", "hint", "exit_code"}``) to stdout. ``out``
+    (tests) receives everything. ``timeout_s`` bounds the whole fetch: no retry starts after it.
+    Credentials are never printed.
     """
     from gpuplan.providers import cache
 
-    out = out or sys.stdout
+    result_out = out or sys.stdout
+    error_out = out or (sys.stdout if as_json else sys.stderr)
+
+    def fail(message: str, hint: str, code: int) -> int:
+        if as_json:
+            print(json.dumps({"error": message, "hint": hint, "exit_code": code}, ensure_ascii=False), file=error_out)
+        else:
+            print(f"error: {message}", file=error_out)
+            if hint:
+                print(f"hint: {hint}", file=error_out)
+        return code
+
+    if (cloud or "").strip().lower() == "alibaba" and timeout_s:
+        provider_kwargs.setdefault("timeout_s", timeout_s)
+    notes: list[str] = []
     try:
-        snapshot = fetch_snapshot(cloud, regions, all_regions, client_factory, progress, cache_dir,
+        snapshot = fetch_snapshot(cloud, regions, all_regions, client_factory, progress and not as_json, cache_dir,
                                   **provider_kwargs)
-        folder = cache.write_snapshot(snapshot, cache_dir)
+        folder = cache.write_snapshot(snapshot, cache_dir, notes=notes)
     except GpuplanError as exc:
-        print(f"error: {exc.message}", file=out)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=out)
-        return int(getattr(exc, "exit_code", 2))
+        return fail(exc.message, exc.hint, int(getattr(exc, "exit_code", 2)))
+    except cache.CacheBusy as exc:
+        return fail(f"the cache is locked: {exc}; nothing was written.",
+                    "Wait for the other `gpuplan catalog refresh` to finish, or remove the .lock file if none runs.", 1)
     except OSError as exc:
-        print(f"error: could not write the cache ({exc.strerror or type(exc).__name__}); the previous cache was kept.",
-              file=out)
-        return 1
+        return fail(f"could not write the cache ({exc.strerror or type(exc).__name__}); the previous cache was kept.",
+                    "Check the free space and permissions of the cache folder (GPUPLAN_CACHE_DIR).", 1)
+    if as_json:
+        print(json.dumps({
+            "schema_version": 1, "ok": True, "cloud": snapshot.cloud, "fetched_at": snapshot.fetched_at,
+            "regions": list(snapshot.regions), "instance_types": len(snapshot.instances),
+            "prices": len(snapshot.prices), "cache": str(folder),
+            "unmapped": [{"instance_type": u.instance_type, "gpu_spec": u.gpu_spec} for u in snapshot.unmapped],
+            "skipped": len(snapshot.warnings), "notes": notes,
+        }, indent=2, ensure_ascii=False), file=result_out)
+        return 0
     print(f"Refreshed {snapshot.cloud}: {len(snapshot.instances)} GPU instance types, {len(snapshot.prices)} prices "
-          f"in {', '.join(snapshot.regions) or 'no region'} (fetched {snapshot.fetched_at}); cache: {folder}", file=out)
+          f"in {', '.join(snapshot.regions) or 'no region'} (fetched {snapshot.fetched_at}); cache: {folder}",
+          file=result_out)
     for u in snapshot.unmapped:
         print(f"unmapped GPU: {u.instance_type} reports GPUSpec {u.gpu_spec!r}; not in the catalog, left out",
-              file=out)
+              file=result_out)
     if snapshot.warnings:
-        print(f"{len(snapshot.warnings)} item(s) skipped (see `gpuplan catalog status --json`)", file=out)
+        print(f"{len(snapshot.warnings)} item(s) skipped (see `gpuplan catalog status --json`)", file=result_out)
+    for note in notes:
+        print(f"warning: {note}", file=error_out)
     return 0
 
 

@@ -179,13 +179,22 @@ def resolve_credential() -> Any:
     """A credential client from the environment or Alibaba Cloud's default credential chain.
 
     Order: ``ALIBABA_CLOUD_ACCESS_KEY_ID``/``_SECRET`` (+ ``_SECURITY_TOKEN``), then the SDK's default
-    chain (CLI profile ``~/.aliyun/config.json``, ``~/.alibabacloud/credentials.ini``, ECS RAM role
-    unless ``ALIBABA_CLOUD_ECS_METADATA_DISABLED=true``, credentials URI). The values stay inside the
+    chain (CLI profile ``~/.aliyun/config.json``, ``~/.alibabacloud/credentials.ini``, an ECS RAM role
+    only when ``ALIBABA_CLOUD_ECS_METADATA_DISABLED=false`` is set, credentials URI). The values stay inside the
     SDK object: they are never printed, logged or written. Raises ConfigError (exit 2) when none work.
     """
     _sdk()
+    import logging
+
     from alibabacloud_credentials import models as cred_models
     from alibabacloud_credentials.client import Client as CredentialClient
+    from alibabacloud_credentials.utils import auth_util
+
+    logging.getLogger("credentials").setLevel(logging.CRITICAL)  # the SDK's own handler prints chain noise
+    if os.environ.get("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "").strip().lower() != "false":
+        # Off ECS, probing the metadata service (100.100.100.200) only costs time; on ECS with a RAM
+        # role, set ALIBABA_CLOUD_ECS_METADATA_DISABLED=false to let the chain use it.
+        auth_util.environment_ecs_metadata_disabled = "true"
 
     key_id = os.environ.get("ALIBABA_CLOUD_ACCESS_KEY_ID", "")
     secret = os.environ.get("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "")
@@ -282,13 +291,24 @@ class _Ctx:
     attempts: int
     warnings: list[str]
     lock: threading.Lock
+    deadline: float | None = None  # time.monotonic() after which no retry starts
+    notify: Callable[[str], None] = lambda text: None
 
     def call(self, region: str, method: str, request: Any, action: str) -> dict[str, Any]:
+        import time
+
         client = self.clients[region]
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise RefreshFailed(f"The refresh ran out of time before {action} in {region}; the previous cache "
+                                "was kept.", hint="Check the network, or give it longer with --timeout.")
+
+        def retrying(attempt: int, kind: str, delay_s: float) -> None:
+            self.notify(f"{action} in {region}: {kind}; retry {attempt}/{self.attempts - 1} in {delay_s:.1f} s")
+
         try:
             response = call_with_retries(lambda: getattr(client, method)(request), attempts=self.attempts,
-                                         sleep=self.sleep)
-        except Malformed:
+                                         sleep=self.sleep, deadline=self.deadline, on_retry=retrying)
+        except (Malformed, RefreshFailed):
             raise
         except Exception as exc:  # noqa: BLE001 - turned into a clear message (never the SDK's text)
             raise _api_failure(exc, action, region) from None
@@ -345,8 +365,9 @@ class AlibabaProvider:
 
     def __init__(self, client_factory: Callable[[str], Any] | None = None, *, max_workers: int = 8,
                  attempts: int = 5, sleep: Callable[[float], None] | None = None,
-                 now: Callable[[], dt.datetime] | None = None) -> None:
+                 now: Callable[[], dt.datetime] | None = None, timeout_s: float | None = None) -> None:
         self._client_factory = client_factory
+        self.timeout_s = timeout_s
         self.max_workers = max(1, int(max_workers))
         self.attempts = attempts
         self._sleep = sleep
@@ -370,19 +391,28 @@ class AlibabaProvider:
         import time
 
         _, ecs_models, _ = _sdk()
-        factory = self._client_factory or default_client_factory()
+        deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
+        if self._client_factory is not None:
+            factory = self._client_factory
+        else:  # connect/read timeouts never longer than the whole refresh may take
+            limit_ms = int(self.timeout_s * 1000) if self.timeout_s else 10_000
+            factory = default_client_factory(read_timeout_ms=min(10_000, limit_ms),
+                                             connect_timeout_ms=min(5_000, limit_ms))
         clients: dict[str, Any] = {HOME_REGION: factory(HOME_REGION)}
-        ctx = _Ctx(ecs_models, clients, self._sleep or time.sleep, self.attempts, [], threading.Lock())
         fetched_at = self._now().replace(microsecond=0)
         as_of = fetched_at.date().isoformat()
 
-        known = self._regions(ctx)
-        targets = self._targets(regions, all_regions, known, list(previous_regions))
-        for r in targets:  # built here, on the calling thread (the SDK may set signal handlers)
-            clients.setdefault(r, factory(r))
-        types = self._instance_types(ctx)
-
         with _Progress(progress, "Alibaba Cloud") as bar:
+            ctx = _Ctx(ecs_models, clients, self._sleep or time.sleep, self.attempts, [], threading.Lock(),
+                       deadline, bar.note)
+            bar.add("regions and instance types", 2)
+            known = self._regions(ctx)
+            bar.advance("regions and instance types")
+            targets = self._targets(regions, all_regions, known, list(previous_regions))
+            for r in targets:  # built here, on the calling thread (the SDK may set signal handlers)
+                clients.setdefault(r, factory(r))
+            types = self._instance_types(ctx)
+            bar.advance("regions and instance types")
             stock = self._run(ctx, bar, [(self._availability, (r, mode)) for r in targets for mode in CHARGE_MODES],
                               "stock")
             by_region: dict[str, dict[str, dict[str, dict[str, str]]]] = defaultdict(dict)
@@ -727,6 +757,11 @@ class _Progress:
     def add(self, label: str, total: int) -> None:
         if self._bar is not None:
             self._tasks[label] = self._bar.add_task(f"{self.title}: {label}", total=total)
+
+    def note(self, text: str) -> None:
+        """A line above the bar (retries, slow answers), so a slow refresh never looks stuck."""
+        if self._bar is not None:
+            self._bar.console.print(f"{self.title}: {text}", highlight=False, markup=False)
 
     def advance(self, label: str) -> None:
         if self._bar is not None and label in self._tasks:

@@ -88,7 +88,8 @@ class CatalogProvider(Protocol):
     cloud: str
     source: str
 
-    def fetch(self, regions: list[str] | None, all_regions: bool, *, progress: bool = True) -> CatalogSnapshot:
+    def fetch(self, regions: list[str] | None, all_regions: bool, *, progress: bool = True,
+              previous_regions: Iterable[str] = ()) -> CatalogSnapshot:
         ...
 
 

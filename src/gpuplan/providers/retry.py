@@ -90,9 +90,13 @@ def backoff_s(attempt: int, base_s: float, cap_s: float, retry_after_s: float | 
 
 
 def call_with_retries(fn: Callable[[], T], *, attempts: int = 5, base_s: float = 0.5, cap_s: float = 10.0,
-                      sleep: Callable[[float], None] = time.sleep) -> T:
+                      sleep: Callable[[float], None] = time.sleep, deadline: float | None = None,
+                      on_retry: Callable[[int, str, float], None] | None = None,
+                      clock: Callable[[], float] = time.monotonic) -> T:
     """Call ``fn``; on a transient failure wait and try again, up to ``attempts`` calls in all.
 
+    ``deadline`` (a ``clock()`` time) ends the retries early: no wait runs past it. ``on_retry(attempt,
+    kind, delay_s)`` is told before each wait, so a caller can show progress instead of silence.
     The last transient exception (or any permanent one) propagates unchanged; the caller turns it
     into a user message.
     """
@@ -100,9 +104,15 @@ def call_with_retries(fn: Callable[[], T], *, attempts: int = 5, base_s: float =
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised when permanent
-            if classify(exc) is None or attempt == attempts - 1:
+            kind = classify(exc)
+            if kind is None or attempt == attempts - 1:
                 raise
             retry_after = getattr(exc, "retry_after", None)
             retry_after_s = float(retry_after) / 1000.0 if isinstance(retry_after, (int, float)) else None
-            sleep(backoff_s(attempt, base_s, cap_s, retry_after_s))
+            delay = backoff_s(attempt, base_s, cap_s, retry_after_s)
+            if deadline is not None and clock() + delay >= deadline:
+                raise
+            if on_retry is not None:
+                on_retry(attempt + 1, kind, delay)
+            sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover

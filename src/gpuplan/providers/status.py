@@ -44,7 +44,7 @@ def _cached(cloud: str, cache_dir: str | os.PathLike[str] | None) -> dict[str, A
     return {
         "source": "cache",
         "api": manifest.get("source"),
-        "path": str(cache.cloud_dir(cache_dir, cloud)),
+        "path": str(cache.current_dir(cache_dir, cloud)),
         "fetched_at": fetched,
         "regions": {r: (v or {}).get("fetched_at") for r, v in sorted(regions.items())},
         "counts": manifest.get("counts") or {},
@@ -54,6 +54,11 @@ def _cached(cloud: str, cache_dir: str | os.PathLike[str] | None) -> dict[str, A
     }
 
 
+def _usable(cached: dict[str, Any] | None) -> bool:
+    """A cache with prices whose files match their manifest (a damaged one is not read)."""
+    return bool(cached and (cached["counts"].get("prices") or 0) and not cached["inconsistent_files"])
+
+
 def collect(cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Per cloud: the bundled snapshot and (if any) the cache, plus which one prices come from."""
     clouds = {}
@@ -61,7 +66,7 @@ def collect(cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         bundled = _bundled(cloud)
         cached = _cached(cloud, cache_dir)
         clouds[cloud] = {"bundled": bundled, "cache": cached, "refreshable": cloud in REFRESHABLE_CLOUDS,
-                         "prices_from": "cache" if cached and (cached["counts"].get("prices") or 0) else "bundled"}
+                         "prices_from": "cache" if _usable(cached) else "bundled"}
     return {"schema_version": 1, "cache_dir": str(cache.resolve_cache_dir(cache_dir)), "clouds": clouds}
 
 
@@ -75,7 +80,8 @@ def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> st
         base = f"bundled snapshot as of {bundled['as_of_max']}"
     else:
         base = f"bundled snapshot as of {bundled['as_of_min']}..{bundled['as_of_max']}"
-    if cached and (cached["counts"].get("prices") or 0):
+    if _usable(cached):
+        assert cached is not None
         regions = ", ".join(f"{r} {str(d or '')[:10]}" for r, d in cached["regions"].items())
         return f"{cloud} prices: live refresh ({regions}) over the {base}"
     return f"{cloud} prices: {base} (run `gpuplan catalog refresh` for current prices)"
@@ -117,6 +123,7 @@ def render_text(report: dict[str, Any], today: dt.date | None = None) -> str:
                 lines.append(f"  unmapped GPU: {u['instance_type']} reports GPUSpec {u['gpu_spec']!r} "
                              "(not in the catalog; left out)")
             if c["inconsistent_files"]:
-                lines.append(f"  warning: {', '.join(c['inconsistent_files'])} changed since the refresh; run it again")
+                lines.append(f"  warning: {', '.join(c['inconsistent_files'])} changed since the refresh, so the cache "
+                             "is not used; `gpuplan catalog refresh` replaces it")
         lines.append(f"  prices used: {info['prices_from']}")
     return "\n".join(lines)

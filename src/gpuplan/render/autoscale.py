@@ -28,7 +28,8 @@ from gpuplan.render.bundle.safe import check_id, hcl, slugify
 
 DEFAULT_TTFT_SLACK_S = 2.0
 GPU_UTIL_TARGET = 80
-QUEUE_METRIC = "vllm_num_requests_waiting"
+QUEUE_SOURCE = "vllm:num_requests_waiting"     # the series vLLM exports (launch-notes 7.1)
+QUEUE_METRIC = "vllm_num_requests_waiting"     # its name in the custom metrics API (adapter rule below)
 
 
 def _slug(workload) -> str:
@@ -54,7 +55,9 @@ def sizing(plan: dict, workload) -> dict:
     sla = workload.serving.ttft_ms / 1000.0 if workload.serving and workload.serving.ttft_ms else None
     slack = max(0.5, (sla - ttft) if sla else DEFAULT_TTFT_SLACK_S)
     queue = max(1, math.floor(mu * slack)) if mu > 0 else 4
-    return {"min_replicas": min(lo, hi), "max_replicas": hi, "queue_target": queue, "per_replica_rps": mu,
+    lo = min(lo, hi)
+    hi = max(hi, lo + 1)   # min = max would leave the HPA nothing to scale
+    return {"min_replicas": lo, "max_replicas": hi, "queue_target": queue, "per_replica_rps": mu,
             "ttft_slack_s": slack, "nodes_per_replica": int((plan.get("parallel") or {}).get("nodes_per_replica") or 1)}
 
 
@@ -81,6 +84,17 @@ def hpa_manifest(plan: dict, workload) -> dict:
             },
         },
     }
+
+
+def adapter_rules() -> dict:
+    """prometheus-adapter rule (https://github.com/kubernetes-sigs/prometheus-adapter/blob/master/docs/config.md):
+    the per-pod series ``vllm:num_requests_waiting`` as the custom metric ``vllm_num_requests_waiting``."""
+    return {"rules": [{
+        "seriesQuery": f'{{__name__="{QUEUE_SOURCE}",namespace!="",pod!=""}}',
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+        "name": {"matches": f"^{QUEUE_SOURCE}$", "as": QUEUE_METRIC},
+        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    }]}
 
 
 def _ess_tf(plan: dict, workload) -> dict[str, str]:
@@ -252,32 +266,45 @@ resource "alicloud_ess_alarm" "queue_low" {{
             "autoscale/ess/main.tf": main, "autoscale/ess/outputs.tf": outputs}
 
 
-def _readme(plan: dict, workload) -> str:
+def _readme(plan: dict, workload, k8s: bool = True) -> str:
     s = sizing(plan, workload)
-    return (
+    text = (
         f"# Autoscaling\n\n"
         f"One replica serves about {s['per_replica_rps']:.2f} requests/s at the SLA; the traffic needs "
         f"{s['min_replicas']} replica(s) off-peak and {s['max_replicas']} at peak.\n\n"
         f"- `hpa.yaml` (ACK): scales the Deployment in `k8s/deployment.yaml` between {s['min_replicas']} and "
-        f"{s['max_replicas']} pods. Scale-up metric: waiting requests per pod (`{QUEUE_METRIC}`) above "
+        f"{s['max_replicas']} pods. Scale-up metric: waiting requests per pod (vLLM's `{QUEUE_SOURCE}`, exposed as "
+        f"`{QUEUE_METRIC}` by the rule in `prometheus-adapter-rules.yaml`) above "
         f"{s['queue_target']} (= requests/s per replica x {s['ttft_slack_s']:.1f} s of TTFT slack), or GPU "
         f"utilization above {GPU_UTIL_TARGET} %. Both need a metrics adapter (ACK: ack-alibaba-cloud-metrics-adapter "
         f"or prometheus-adapter) fed by vLLM's /metrics and the DCGM exporter. Pair it with the cluster autoscaler "
         f"on the GPU node pool; a new GPU node takes minutes, so keep minReplicas for the off-peak rate.\n"
         f"- `ess/` (ECS without Kubernetes): a scaling group of the same size; alarms on the queue length pushed "
-        f"to CloudMonitor as a custom metric add or remove one instance.\n\n"
+        f"to CloudMonitor as the custom metric `{QUEUE_METRIC}` (push the value of `{QUEUE_SOURCE}` from each node's "
+        f"/metrics every minute) add or remove one instance.\n\n"
         f"Request rate alone is a weaker signal: it ignores prompt length. Queue length reacts before TTFT "
         f"degrades.\n")
+    if not k8s:
+        text = "\n".join(ln for ln in text.split("\n") if not ln.startswith("- `hpa.yaml`"))
+        text += ("\nOne replica spans several nodes, so there is no HPA: a one-pod Deployment cannot hold it "
+                 "(on ACK, scale a LeaderWorkerSet instead).\n")
+    return text
 
 
-def autoscale_files(plan: dict, workload) -> dict[str, str]:
+def autoscale_files(plan: dict, workload, *, k8s: bool = True) -> dict[str, str]:
     """Autoscaling files for an ECS/ACK serving plan (empty for training and for FC/EAS, which scale
     natively)."""
     if (workload.task or "inference") != "inference" or plan.get("platform", "ecs") not in ("ecs", "ack"):
         return {}
+    if not k8s:   # multi-node replicas: the ESS group only
+        return {"autoscale/README.md": _readme(plan, workload, k8s=False), **_ess_tf(plan, workload)}
     hpa = hpa_manifest(plan, workload)
     head = "# HorizontalPodAutoscaler for the Deployment in k8s/deployment.yaml (gpuplan).\n"
+    adapter_head = (f"# prometheus-adapter rules: expose vLLM's {QUEUE_SOURCE} per pod as {QUEUE_METRIC} for hpa.yaml\n"
+                    "# (helm install prometheus-adapter prometheus-community/prometheus-adapter -f this file).\n")
     out = {"autoscale/hpa.yaml": head + yaml.safe_dump(hpa, sort_keys=False, allow_unicode=True),
+           "autoscale/prometheus-adapter-rules.yaml": adapter_head + yaml.safe_dump(adapter_rules(), sort_keys=False,
+                                                                                     width=1000),
            "autoscale/README.md": _readme(plan, workload)}
     out.update(_ess_tf(plan, workload))
     return out

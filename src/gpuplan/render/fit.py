@@ -23,11 +23,9 @@ from gpuplan.i18n import register, tr
 PRICE_LEGEND = {
     "~": "~ estimated price (spot at a fraction of pay-as-you-go, or a list price converted or not yet "
          "published): check a quote",
-    "*": "* third-party price (not the cloud's own list): check a quote",
 }
 register({
     PRICE_LEGEND["~"]: "~ 估算价格（抢占式按按量付费的一定比例估算，或换算/未公开的目录价）：请以报价为准",
-    PRICE_LEGEND["*"]: "* 第三方价格（非云厂商官方目录价）：请以报价为准",
 })
 
 GAP = 2            # cells between columns

@@ -5,61 +5,101 @@
  * result can be shared. Every server text is inserted with textContent (never as HTML). */
 "use strict";
 
-const I18N = {
-  en: {
-    tagline: "GPU instance planner", api_docs: "API", sec_model: "Model and job", model: "Model", task: "Task",
-    objective: "Objective", precision: "Precision", quantization: "Quantization", sec_shape: "Lengths and batch",
-    seq_len: "Sequence length", batch_size: "Micro-batch per GPU", prompt_tokens: "Prompt tokens",
-    output_tokens: "Output tokens", concurrency: "Concurrent sequences", requests_per_s: "Requests per second",
-    dataset_tokens: "Dataset tokens", epochs: "Epochs", sec_constraints: "Constraints",
-    deadline_hours: "Deadline (hours)", budget: "Budget", region: "Region", billing: "Billing",
-    submit: "Find plans", share: "Copy link", copied: "Link copied", intro: "Describe the job on the left and press “Find plans”.",
-    col_rank: "#", col_instance: "Instance", col_gpus: "GPUs", col_layout: "Layout", col_billing: "Billing",
-    col_region: "Region", col_price: "Price / hour", col_time: "Time", col_cost: "Cost", col_memory: "Memory / GPU",
-    download: "Download plan bundle (zip)", downloading: "Building the bundle…", downloaded: "Saved",
-    binding: "What stops every plan", chart_memory: "Memory per GPU (selected plan)",
-    chart_pareto: "Cost versus time (Pareto front)", why: "Why this plan", why_not: "Why not the others",
-    assumptions: "Assumptions", warnings: "Warnings",
-    footer: "Prices carry their date and source; check them before you buy.",
-    any_region: "any region", working: "Searching…", no_plans: "No plan satisfies every constraint.",
-    found: "{n} plans shown; {c} candidates searched in {s} s.", need_model: "Choose a model first.",
-    capacity: "capacity", per_month: "/ month", job: "job", latency_s: "latency (s)", hours: "hours",
-    job_time_h: "job time (hours)", total_cost: "total cost", monthly_cost: "monthly cost",
-    h_per_btok: "hours per 1B tokens", cost_per_btok: "cost per 1B tokens", no_points: "no priced plans",
-    replicas: "replicas", none: "none",
-    t_inference: "inference (serving)", t_pretrain: "pre-training", t_full: "full fine-tuning", t_lora: "LoRA",
-    t_qlora: "QLoRA", o_cost: "lowest cost", o_time: "fastest", o_balanced: "balanced",
-    b_payg: "pay-as-you-go", b_spot: "spot", b_subscription: "subscription",
-    weights: "weights", gradients: "gradients", optimizer: "optimizer states", activations: "activations",
-    kv_cache: "KV cache", adapters: "adapters (LoRA)", logits: "logits", overhead: "framework/CUDA overhead",
-    params_b: "{p}B params", error_prefix: "Error", one_gpu: "1 GPU",
-  },
-  zh: {
-    tagline: "GPU 实例规划", api_docs: "API", sec_model: "模型与任务", model: "模型", task: "任务",
-    objective: "优化目标", precision: "精度", quantization: "量化", sec_shape: "长度与批量",
-    seq_len: "序列长度", batch_size: "每卡微批量", prompt_tokens: "输入 token 数", output_tokens: "输出 token 数",
-    concurrency: "并发序列数", requests_per_s: "每秒请求数", dataset_tokens: "数据集 token 数", epochs: "轮数",
-    sec_constraints: "约束", deadline_hours: "截止时间（小时）", budget: "预算", region: "地域", billing: "计费方式",
-    submit: "查找方案", share: "复制链接", copied: "链接已复制", intro: "在左侧描述任务，然后点击“查找方案”。",
-    col_rank: "#", col_instance: "实例规格", col_gpus: "GPU", col_layout: "并行方式", col_billing: "计费",
-    col_region: "地域", col_price: "每小时价格", col_time: "时长", col_cost: "费用", col_memory: "每卡显存",
-    download: "下载方案包（zip）", downloading: "正在生成方案包…", downloaded: "已保存",
-    binding: "所有方案都被什么挡住", chart_memory: "每卡显存（所选方案）", chart_pareto: "费用与时间（帕累托前沿）",
-    why: "为什么选这个方案", why_not: "为什么不选其他", assumptions: "假设", warnings: "警告",
-    footer: "价格均注明日期和来源，购买前请核对。",
-    any_region: "所有地域", working: "正在搜索…", no_plans: "没有方案能满足全部约束。",
-    found: "显示 {n} 个方案；共搜索 {c} 个候选，用时 {s} 秒。", need_model: "请先选择模型。",
-    capacity: "容量", per_month: "/ 月", job: "任务", latency_s: "延迟（秒）", hours: "小时",
-    job_time_h: "任务时长（小时）", total_cost: "总费用", monthly_cost: "每月费用",
-    h_per_btok: "每十亿 token 小时数", cost_per_btok: "每十亿 token 费用", no_points: "没有带价格的方案",
-    replicas: "副本", none: "无",
-    t_inference: "推理（服务）", t_pretrain: "预训练", t_full: "全参数微调", t_lora: "LoRA", t_qlora: "QLoRA",
-    o_cost: "成本最低", o_time: "最快", o_balanced: "均衡",
-    b_payg: "按量付费", b_spot: "抢占式", b_subscription: "包年包月",
-    weights: "权重", gradients: "梯度", optimizer: "优化器状态", activations: "激活", kv_cache: "KV 缓存",
-    adapters: "适配器 (LoRA)", logits: "logits", overhead: "框架/CUDA 开销",
-    params_b: "{p}B 参数", error_prefix: "错误", one_gpu: "单卡",
-  },
+/* The page's text: key -> English msgid, marked N_ for Babel. Translations come from the gettext
+ * catalog (GET /api/messages?lang=zh), the same .po as the command line. */
+const N_ = (s) => s;
+const MSG = {
+  tagline: N_("GPU instance planner"),
+  api_docs: N_("API"),
+  sec_model: N_("Model and job"),
+  model: N_("Model"),
+  task: N_("Task"),
+  objective: N_("Objective"),
+  precision: N_("Precision"),
+  quantization: N_("Quantization"),
+  sec_shape: N_("Lengths and batch"),
+  seq_len: N_("Sequence length"),
+  batch_size: N_("Micro-batch per GPU"),
+  prompt_tokens: N_("Prompt tokens"),
+  output_tokens: N_("Output tokens"),
+  concurrency: N_("Concurrent sequences"),
+  requests_per_s: N_("Requests per second"),
+  dataset_tokens: N_("Dataset tokens"),
+  epochs: N_("Epochs"),
+  sec_constraints: N_("Constraints"),
+  deadline_hours: N_("Deadline (hours)"),
+  budget: N_("Budget"),
+  region: N_("Region"),
+  billing: N_("Billing"),
+  submit: N_("Find plans"),
+  share: N_("Copy link"),
+  copied: N_("Link copied"),
+  intro: N_("Describe the job on the left and press “Find plans”."),
+  col_rank: N_("#"),
+  col_instance: N_("Instance"),
+  col_gpus: N_("GPUs"),
+  col_layout: N_("Layout"),
+  col_billing: N_("Billing"),
+  col_region: N_("Region"),
+  col_price: N_("Price / hour"),
+  col_time: N_("Time"),
+  col_cost: N_("Cost"),
+  col_memory: N_("Memory / GPU"),
+  download: N_("Download plan bundle (zip)"),
+  downloading: N_("Building the bundle…"),
+  downloaded: N_("Saved"),
+  binding: N_("What stops every plan"),
+  chart_memory: N_("Memory per GPU (selected plan)"),
+  chart_pareto: N_("Cost versus time (Pareto front)"),
+  why: N_("Why this plan"),
+  why_not: N_("Why not the others"),
+  assumptions: N_("Assumptions"),
+  warnings: N_("Warnings"),
+  footer: N_("Prices carry their date and source; check them before you buy."),
+  any_region: N_("any region"),
+  working: N_("Searching…"),
+  no_plans: N_("No plan satisfies every constraint."),
+  found: N_("{n} plans shown; {c} candidates searched in {s} s."),
+  need_model: N_("Choose a model first."),
+  capacity: N_("capacity"),
+  per_month: N_("/ month"),
+  job: N_("job"),
+  latency_s: N_("latency (s)"),
+  hours: N_("hours"),
+  job_time_h: N_("job time (hours)"),
+  total_cost: N_("total cost"),
+  monthly_cost: N_("monthly cost"),
+  h_per_btok: N_("hours per 1B tokens"),
+  cost_per_btok: N_("cost per 1B tokens"),
+  no_points: N_("No plan has both a price and a time to place on this chart."),
+  replicas: N_("replicas"),
+  none: N_("none"),
+  t_inference: N_("inference (serving)"),
+  t_pretrain: N_("pre-training"),
+  t_full: N_("full fine-tuning"),
+  t_lora: N_("LoRA"),
+  t_qlora: N_("QLoRA"),
+  o_cost: N_("lowest cost"),
+  o_time: N_("fastest"),
+  o_balanced: N_("balanced"),
+  b_payg: N_("pay-as-you-go"),
+  b_spot: N_("spot"),
+  b_subscription: N_("subscription"),
+  weights: N_("weights"),
+  gradients: N_("gradients"),
+  optimizer: N_("optimizer states"),
+  activations: N_("activations"),
+  kv_cache: N_("KV cache"),
+  adapters: N_("adapters (LoRA)"),
+  logits: N_("logits"),
+  overhead: N_("framework/CUDA overhead"),
+  params_b: N_("{p}B params"),
+  error_prefix: N_("Error"),
+  one_gpu: N_("1 GPU"),
+  estimated: N_("estimated"),
+  prices_from: N_("Prices: {region}, as of {date}"),
+  proxy_region: N_("used as a proxy for {region}"),
+  estimated_note: N_("~ marks an estimated price (no quote found): check it in the console"),
 };
 
 const COLOURS = { weights: "#0072B2", gradients: "#E69F00", optimizer: "#009E73", activations: "#CC79A7",
@@ -71,11 +111,12 @@ const URL_KEYS = ["model", "task", "objective", "precision", "quantization", "se
                   "output_tokens", "requests_per_s", "dataset_tokens", "epochs", "deadline_hours", "budget",
                   "currency", "region", "billing"];
 
-const state = { lang: "en", models: [], options: null, doc: null, workload: null, selected: 0, activeIndex: -1 };
+const state = { lang: "en", catalogs: {}, models: [], options: null, doc: null, workload: null, selected: 0, activeIndex: -1 };
 const $ = (id) => document.getElementById(id);
 
 function t(key, vars) {
-  let s = (I18N[state.lang] && I18N[state.lang][key]) || I18N.en[key] || key;
+  const msgid = MSG[key] || key;
+  let s = (state.lang !== "en" && state.catalogs[state.lang] && state.catalogs[state.lang][msgid]) || msgid;
   if (vars) for (const [k, v] of Object.entries(vars)) s = s.replace("{" + k + "}", String(v));
   return s;
 }
@@ -419,6 +460,19 @@ function planTime(p) {
   return "–";
 }
 
+/* A price is an estimate when the data says so (a rule-based or guessed price, e.g. spot without a quote). */
+function priceIsEstimate(p) {
+  const kind = p.price_kind || (p.price && p.price.kind);
+  if (kind) return !["official", "live", "user", "third-party"].includes(kind);
+  return !!(p.spot && p.spot.price_estimated);
+}
+function priceNote(sel, plans) {
+  const parts = [t("prices_from", { region: sel.price_region || sel.region || "–", date: sel.price_as_of || "–" })];
+  if (sel.price_region && sel.region && sel.price_region !== sel.region) parts.push(t("proxy_region", { region: sel.region }));
+  if (plans.some(priceIsEstimate)) parts.push(t("estimated_note"));
+  return parts.join(" · ");
+}
+
 function fillList(id, items) {
   const ul = $(id);
   ul.replaceChildren();
@@ -441,11 +495,23 @@ function render() {
     const tr = el("tr", { "data-rank": p.rank });
     if (i === state.selected) tr.classList.add("selected");
     if (p.pareto) tr.classList.add("pareto");
-    const cells = [[p.rank], [p.instance_type + (p.instance_count > 1 ? " × " + p.instance_count : "")],
-                   [p.gpus_total + " × " + p.gpu], [layoutText(p)], [t("b_" + p.billing)], [p.region],
-                   [fmtMoney(p.price_per_hour, p.currency), "num"], [planTime(p), "num"], [planCost(p), "num"],
-                   [fmtGiB(p.memory_per_gpu_bytes) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "num"]];
-    for (const [text, cls] of cells) tr.appendChild(el("td", cls ? { class: cls } : null, text));
+    const est = priceIsEstimate(p);
+    // [column key, main text, second line, class]: the second line keeps the table narrow enough for
+    // 1280 px; under 760 px the CSS turns each row into a card labelled by data-label.
+    const cells = [["col_rank", String(p.rank)],
+                   ["col_instance", p.instance_type + (p.instance_count > 1 ? " × " + p.instance_count : ""), p.region],
+                   ["col_gpus", p.gpus_total + " × " + p.gpu, layoutText(p)],
+                   ["col_billing", t("b_" + p.billing)],
+                   ["col_price", (est ? "~" : "") + fmtMoney(p.price_per_hour, p.currency), est ? t("estimated") : "", "num"],
+                   ["col_time", planTime(p), "", "num wrap"], ["col_cost", (est ? "~" : "") + planCost(p), "", "num wrap"],
+                   ["col_memory", fmtNum((p.memory_per_gpu_bytes ?? NaN) / GIB, 1) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "", "num"]];
+    for (const [key, text, sub, cls] of cells) {
+      const td = el("td", cls ? { class: cls, "data-label": t(key) } : { "data-label": t(key) });
+      const val = el("span", { class: "val" }, text);
+      if (sub) val.appendChild(el("small", key === "col_price" ? { class: "est" } : null, sub));
+      td.appendChild(val);
+      tr.appendChild(td);
+    }
     tr.addEventListener("click", () => { state.selected = i; render(); });
     tbody.appendChild(tr);
   });
@@ -453,6 +519,7 @@ function render() {
   $("download").hidden = plans.length === 0;
   const sel = plans[state.selected];
   $("headline").textContent = sel && sel.why && sel.why.length ? sel.why[0] : "";
+  $("price-note").textContent = sel ? priceNote(sel, plans) : "";
   fillList("why", sel ? sel.why.slice(1).concat(sel.warnings || []) : []);
   const whyNot = (doc.why_not || []).slice();
   for (const r of (doc.rejected || []).slice(0, 12)) whyNot.push(r.instance_type + " (" + r.code + "): " + r.reason);
@@ -473,7 +540,8 @@ function drawMemory(plan) {
   host.replaceChildren();
   const W = 460, left = 10, barW = W - 20, barY = 36, barH = 30;
   const comps = plan ? Object.entries(plan.memory_components || {}).filter(([, v]) => v > 0) : [];
-  const rows = Math.max(1, Math.ceil(comps.length / 2));
+  const cols = comps.some(([k, v]) => (t(k) + fmtGiB(v)).length > 26) ? 1 : 2;
+  const rows = Math.max(1, Math.ceil(comps.length / cols));
   const H = barY + barH + 34 + rows * 20;
   const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, id: "memory-svg", role: "img" });
   const total = comps.reduce((a, [, v]) => a + v, 0);
@@ -497,7 +565,7 @@ function drawMemory(plan) {
                                     stroke: "#000", "stroke-width": 2, "stroke-dasharray": "4 2" }));
   }
   comps.forEach(([k, v], i) => {
-    const lx = left + (i % 2) * (barW / 2), ly = barY + barH + 26 + Math.floor(i / 2) * 20;
+    const lx = left + (i % cols) * (barW / 2), ly = barY + barH + 26 + Math.floor(i / cols) * 20;
     svg.appendChild(svgEl("rect", { x: lx, y: ly - 10, width: 11, height: 11, fill: COLOURS[k] || "#666" }));
     svg.appendChild(svgEl("text", { x: lx + 16, y: ly }, `${t(k)} ${fmtGiB(v)}`));
   });
@@ -523,6 +591,16 @@ function planPoint(doc, p) {
   return hit && hit.cost !== null && hit.time_s !== null ? [hit.time_s, hit.cost] : null;
 }
 
+/* 0 and 4-6 round steps (1, 2, 2.5 or 5 x 10^k) covering max: tick labels read as round numbers. */
+function niceTicks(max) {
+  if (!(max > 0) || !isFinite(max)) return [0, 1];
+  const raw = max / 4, mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((v) => v >= raw);
+  const n = Math.ceil(max / step - 1e-9);
+  return Array.from({ length: n + 1 }, (_, i) => +(i * step).toPrecision(12));
+}
+function fmtTick(v) { return fmtNum(v, v !== 0 && Math.abs(v) < 1 ? 3 : v < 10 ? 1 : 0); }
+
 function drawPareto(doc, sel) {
   const host = $("pareto-chart");
   host.replaceChildren();
@@ -543,17 +621,19 @@ function drawPareto(doc, sel) {
   });
   const pts = front.concat(others).filter((q) => isFinite(q.x) && isFinite(q.y));
   if (!pts.length) {
-    svg.appendChild(svgEl("text", { x: ml + pw / 2, y: mt + ph / 2, "text-anchor": "middle" }, t("no_points")));
+    svg.appendChild(svgEl("text", { x: ml + pw / 2, y: mt + ph / 2, "text-anchor": "middle", class: "empty" }, t("no_points")));
     host.appendChild(svg);
     return;
   }
-  const x1 = Math.max(...pts.map((q) => q.x)) * 1.1 || 1, y1 = Math.max(...pts.map((q) => q.y)) * 1.1 || 1;
+  const xt = niceTicks(Math.max(...pts.map((q) => q.x))), yt = niceTicks(Math.max(...pts.map((q) => q.y)));
+  const x1 = xt[xt.length - 1], y1 = yt[yt.length - 1];
   const sx = (v) => ml + (pw * v) / x1, sy = (v) => mt + ph - (ph * v) / y1;
-  for (let i = 0; i <= 4; i++) {
-    const xv = (x1 * i) / 4, yv = (y1 * i) / 4;
-    svg.appendChild(svgEl("text", { x: sx(xv), y: mt + ph + 16, "text-anchor": "middle" }, fmtNum(xv, xv < 10 ? 2 : 0)));
-    svg.appendChild(svgEl("text", { x: ml - 6, y: sy(yv) + 4, "text-anchor": "end" }, fmtNum(yv, yv < 10 ? 2 : 0)));
-    if (i > 0) svg.appendChild(svgEl("line", { x1: ml, x2: ml + pw, y1: sy(yv), y2: sy(yv), stroke: "#eee" }));
+  for (const xv of xt) {
+    svg.appendChild(svgEl("text", { x: sx(xv), y: mt + ph + 16, "text-anchor": "middle", class: "tick" }, fmtTick(xv)));
+  }
+  for (const yv of yt) {
+    svg.appendChild(svgEl("text", { x: ml - 6, y: sy(yv) + 4, "text-anchor": "end", class: "tick" }, fmtTick(yv)));
+    if (yv > 0) svg.appendChild(svgEl("line", { x1: ml, x2: ml + pw, y1: sy(yv), y2: sy(yv), stroke: "#eee" }));
   }
   svg.appendChild(svgEl("text", { x: ml + pw / 2, y: H - 10, "text-anchor": "middle" }, axes.x));
   svg.appendChild(svgEl("text", { x: 16, y: mt + ph / 2, "text-anchor": "middle",
@@ -571,13 +651,11 @@ function drawPareto(doc, sel) {
                                 "stroke-width": 1.5, class: q.front ? "point front" : "point" });
     c.appendChild(svgEl("title", null, `${q.label}: ${fmtNum(q.x, 2)}, ${fmtNum(q.y, 2)}`));
     svg.appendChild(c);
-    if (chosen) {
-      const right = sx(q.x) > ml + pw * 0.6;
-      svg.appendChild(svgEl("text", { x: sx(q.x) + (right ? -10 : 10), y: sy(q.y) - 10,
-                                      "text-anchor": right ? "end" : "start" }, q.label));
-    }
   }
   host.appendChild(svg);
+  // The selected plan is named under the chart (the large point), where no label can collide.
+  const chosen = pts.find((q) => q.key === selKey);
+  if (chosen) host.appendChild(el("p", { class: "chart-sel muted" }, "● " + chosen.label));
 }
 
 /* ---------------------------------------------------------------- start */
@@ -585,7 +663,9 @@ async function start() {
   const params = new URLSearchParams(location.search);
   state.lang = params.get("lang") === "zh" ? "zh" : "en";
   try {
-    await loadOptions();
+    // Both languages are ready before the first paint, so the language toggle switches at once.
+    const [, zh] = await Promise.all([loadOptions(), getJson("/api/messages?lang=zh")]);
+    state.catalogs.zh = zh.messages || {};
   } catch (e) {
     showError({ error: String(e) });
     return;

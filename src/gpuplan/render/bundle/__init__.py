@@ -34,25 +34,38 @@ SECRET_ENV = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", 
 def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en",
                   rejected: list[dict] | None = None, pareto: list[dict] | None = None) -> dict[str, str]:
     """Every bundle file as {relative path: text}, without touching the disk."""
+    estimate = estimate or {}   # FC / EAS / ACK plans carry no ECS estimate
     c = build_context(plan, workload, estimate, lang=lang)
     files: dict[str, str] = {}
     if c.training:
         files.update(training.files(c))
     else:
         files.update(serving.files(c))
-    files.update(infra.files(c))
-    files.update(monitoring.files(c))
-    files.update(k8s.files(c))
+    platform = str(plan.get("platform") or "ecs")
+    if platform in ("ecs", "ack"):
+        files.update(monitoring.files(c) if platform == "ack" else {})
+    if platform == "ecs":
+        # ECS instances: Terraform, cloud-init bootstrap, GPU check, systemd unit, Prometheus for the nodes.
+        files.update(infra.files(c))
+        files.update(monitoring.files(c))
+    if platform in ("ecs", "ack"):
+        files.update(k8s.files(c))
+    # Function Compute / PAI-EAS run serve.sh in their own containers; PLAN.md says how to deploy it.
     from gpuplan.render.autoscale import autoscale_files
 
-    files.update(autoscale_files(plan, workload))   # {} for training and for serverless plans
+    if serving.is_llm(c):
+        # {} for training and serverless plans; multi-node replicas: no Deployment to scale, ESS only
+        files.update(autoscale_files(plan, workload, k8s=not c.multi_node))
     files["memory.svg"] = report.memory_svg(c, estimate)
     chart = report.cost_time_svg(c, plan, pareto)
     if chart is not None:
         files["cost-time.svg"] = chart
     paths = sorted([*files, "PLAN.md"])
-    files["PLAN.md"] = report.plan_markdown(c, plan, estimate, rejected, paths, chart is not None)
-    files["plan.json"] = report.plan_json(c, plan, workload, estimate, rejected, pareto, paths)
+    from gpuplan.plan.cost_breakdown import cost_breakdown
+
+    breakdown = cost_breakdown(plan, workload)
+    files["PLAN.md"] = report.plan_markdown(c, plan, estimate, rejected, paths, chart is not None, breakdown=breakdown)
+    files["plan.json"] = report.plan_json(c, plan, workload, estimate, rejected, pareto, paths, breakdown=breakdown)
     _refuse_secrets(files)
     return dict(sorted(files.items()))
 

@@ -39,11 +39,9 @@ SHARED_DIR = "/mnt/shared"
 # job loses at most this much work per interruption; on-demand jobs checkpoint less often.
 CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
 
-# vLLM / SGLang flag values for the workload's quantization, KV-cache dtype and precision
+# vLLM / SGLang flag values for the workload's KV-cache dtype and precision (quantization: serving.py)
 # (https://docs.vllm.ai/en/latest/configuration/engine_args.html ,
 #  https://docs.sglang.ai/backend/server_arguments.html). None = no flag (read from the checkpoint).
-VLLM_QUANT = {"none": None, "awq": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "fp8": "fp8",
-              "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes", "int8": None, "int4": None}
 VLLM_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8", "int8": "auto"}
 SGLANG_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e5m2", "int8": "auto"}
 TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
@@ -125,6 +123,11 @@ class Ctx:
     ports: dict[str, int] = field(default_factory=lambda: dict(PORTS))
     data_dir: str = DATA_DIR
     shared_dir: str = SHARED_DIR
+    model_kind: str = "decoder"   # catalog kind: decoder, encoder-decoder, diffusion, speech, vision, encoder
+    model_input: dict = field(default_factory=dict)
+    job_time_s: float | None = None   # training: the plan's estimated run time
+    sla_ttft_s: float | None = None   # serving SLA (workload.serving.ttft_ms / tpot_ms)
+    sla_tpot_s: float | None = None   # non-LLM input (image_size, steps, audio_seconds)
 
     @property
     def spot(self) -> bool:
@@ -223,8 +226,21 @@ def _template_for(model: str) -> str:
     return "default"
 
 
+def _model_kind(workload: Any, estimate: dict) -> str:
+    kind = (estimate.get("model") or {}).get("kind")
+    if not kind:
+        try:
+            from gpuplan.catalog.models import resolve_model
+
+            kind = resolve_model(workload.model).kind
+        except Exception:  # noqa: BLE001 - an inline or unknown model: treat it as an LLM
+            kind = None
+    return str(kind or "decoder")
+
+
 def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en") -> Ctx:
     """Check and gather the bundle's inputs; every problem is one GpuplanError with a hint."""
+    estimate = estimate or {}
     if lang not in ("en", "zh"):
         raise GpuplanError(f"Unknown language {lang!r}.", hint="Use en or zh.")
     if not isinstance(plan, dict) or not plan.get("instance_type"):
@@ -309,7 +325,16 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
                                  multi_node=job_nodes > 1),
         llamafactory_template=_template_for(model),
+        model_kind=_model_kind(workload, estimate), job_time_s=time_s if training else None,
+        sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
+        model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()
+                     if isinstance(v, (int, float)) and not isinstance(v, bool)},
     )
+
+
+def _sla(workload: Any, key: str) -> float | None:
+    value = _num(getattr(getattr(workload, "serving", None), key, None))
+    return value / 1000.0 if value and value > 0 else None
 
 
 def _serving_batch(estimate: dict | None, workload: Any) -> int:

@@ -46,6 +46,19 @@ def min_driver_major(gpu_id: str) -> int:
         return DEFAULT_MIN_DRIVER_MAJOR
 
 
+def auto_release_hours(c: Ctx) -> int:
+    """Hours after `terraform apply` at which ECS releases a pay-as-you-go training node (ops.yaml
+    training.auto_release: the estimated run time x (1 + margin), rounded up); 0 = never (serving,
+    subscription)."""
+    if not c.training or c.billing == "subscription" or not c.job_time_s:
+        return 0
+    from gpuplan.plan.ops import load_ops
+
+    cfg = load_ops()["training"]["auto_release"]
+    hours = c.job_time_s / 3600 * (1 + float(cfg["margin"]))
+    return max(int(cfg["min_hours"]), int(-(-hours // 1))) if hours else 0
+
+
 def unit_name(c: Ctx) -> str:
     return f"gpuplan-{c.slug}.service"
 
@@ -55,57 +68,106 @@ def gpu_check(c: Ctx) -> str:
                   erdma_doc=ECS_ERDMA_DOC)
 
 
-def cloud_init(c: Ctx) -> str:
-    """#cloud-config: packages, the data-disk and shared mounts, the GPU check and the exporters.
+def bootstrap_pins() -> dict:
+    """node_bootstrap of data/ops.yaml: pinned driver / CUDA / toolkit / eRDMA versions."""
+    from gpuplan.plan.ops import load_ops
 
-    Two placeholders (@@SHARED_MOUNT@@, @@CKPT_REMOTE@@) are filled by Terraform's replace()."""
-    packages = ["curl", "prometheus-node-exporter"]
-    if c.shared_kind:
-        packages.append("nfs-common")
-    dcgm = (f"if command -v docker >/dev/null 2>&1; then docker run -d --name dcgm-exporter --restart unless-stopped "
+    return load_ops()["node_bootstrap"]
+
+
+def node_bootstrap(c: Ctx) -> str:
+    return render("node-bootstrap.sh.j2", c=c, b=bootstrap_pins())
+
+
+def _dcgm_command(c: Ctx) -> str:
+    return (f"docker rm -f dcgm-exporter >/dev/null 2>&1; docker run -d --name dcgm-exporter --restart unless-stopped "
             f"--gpus all --cap-add SYS_ADMIN -p {c.ports['dcgm_exporter']}:9400 "
             f"-v /etc/gpuplan/dcgm-counters.csv:/etc/dcgm-exporter/gpuplan.csv:ro {c.images['dcgm_exporter']} "
-            f"-f /etc/dcgm-exporter/gpuplan.csv; else echo 'gpuplan: install Docker and the NVIDIA Container "
-            f"Toolkit, then start the DCGM exporter (see PLAN.md)' >&2; fi")
+            f"-f /etc/dcgm-exporter/gpuplan.csv")
+
+
+def node_ready_unit(c: Ctx) -> str:
+    """Runs on every boot once the driver is there (the driver install reboots the node): gpu-check.sh,
+    then the DCGM exporter."""
+    return ("[Unit]\n"
+            f"Description=gpuplan {c.slug}: GPU check and DCGM exporter\n"
+            "After=network-online.target docker.service\n"
+            "Wants=network-online.target\n"
+            "ConditionPathExists=/usr/bin/nvidia-smi\n\n"
+            "[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+            "ExecStart=/bin/sh -c '/usr/local/sbin/gpuplan-gpu-check.sh > /var/log/gpuplan-gpu-check.log 2>&1 || true'\n"
+            f"ExecStart=/bin/sh -c '{_dcgm_command(c)}'\n\n"
+            "[Install]\nWantedBy=multi-user.target\n")
+
+
+def env_file(c: Ctx) -> str:
+    """/etc/gpuplan/<slug>.env: Terraform fills the @@...@@ placeholders per instance (rank, master)."""
+    return ("SHARED_MOUNT='@@SHARED_MOUNT@@'\nCKPT_REMOTE='@@CKPT_REMOTE@@'\n"
+            f"NNODES={c.job_nodes}\nNODE_RANK=@@NODE_RANK@@\nMASTER_ADDR=@@MASTER_ADDR@@\n"
+            f"MASTER_PORT={c.ports['rdzv']}\n")
+
+
+def cloud_init(c: Ctx) -> str:
+    """#cloud-config: mounts, node bootstrap (runtime, toolkit, eRDMA, driver), the GPU check and exporters.
+
+    Placeholders (@@SHARED_MOUNT@@, @@CKPT_REMOTE@@, @@NODE_RANK@@, @@MASTER_ADDR@@) are filled by
+    Terraform's replace(), per instance."""
+    packages = ["curl", "wget", "gnupg", "prometheus-node-exporter"]
+    if c.shared_kind:
+        packages.append("nfs-common")
     doc = {
         "package_update": True,
         "packages": packages,
         "write_files": [
-            {"path": f"/etc/gpuplan/{c.slug}.env", "permissions": "0644",
-             "content": "SHARED_MOUNT='@@SHARED_MOUNT@@'\nCKPT_REMOTE='@@CKPT_REMOTE@@'\n"},
+            {"path": f"/etc/gpuplan/{c.slug}.env", "permissions": "0644", "content": env_file(c)},
             {"path": "/usr/local/sbin/gpuplan-mount-data.sh", "permissions": "0755",
              "content": render("mount-data.sh.j2", c=c)},
             {"path": "/usr/local/sbin/gpuplan-mount-shared.sh", "permissions": "0755",
              "content": render("mount-shared.sh.j2", c=c)},
+            {"path": "/usr/local/sbin/gpuplan-bootstrap.sh", "permissions": "0755", "content": node_bootstrap(c)},
             {"path": "/usr/local/sbin/gpuplan-gpu-check.sh", "permissions": "0755", "content": gpu_check(c)},
             {"path": "/etc/gpuplan/dcgm-counters.csv", "permissions": "0644", "content": monitoring.DCGM_COUNTERS},
+            {"path": "/etc/systemd/system/gpuplan-node-ready.service", "permissions": "0644",
+             "content": node_ready_unit(c)},
         ],
         "runcmd": [
             ["/usr/local/sbin/gpuplan-mount-data.sh"],
             ["/usr/local/sbin/gpuplan-mount-shared.sh"],
-            ["sh", "-c", "/usr/local/sbin/gpuplan-gpu-check.sh > /var/log/gpuplan-gpu-check.log 2>&1 || true"],
+            ["systemctl", "daemon-reload"],
+            ["systemctl", "enable", "gpuplan-node-ready.service"],
             ["systemctl", "enable", "--now", "prometheus-node-exporter"],
-            ["sh", "-c", dcgm],
+            ["sh", "-c", "/usr/local/sbin/gpuplan-bootstrap.sh || echo 'gpuplan: bootstrap failed, see "
+                         "/var/log/gpuplan-bootstrap.log' >&2"],
+            ["systemctl", "start", "gpuplan-node-ready.service"],
         ],
-        "final_message": f"gpuplan {c.slug}: first boot finished; GPU check in /var/log/gpuplan-gpu-check.log",
+        "final_message": f"gpuplan {c.slug}: first boot finished; bootstrap log /var/log/gpuplan-bootstrap.log, "
+                         "GPU check in /var/log/gpuplan-gpu-check.log",
     }
     header = ("#cloud-config\n"
-              f"# First boot of every {c.instance_type} node of {c.slug}: mounts, GPU check, monitoring agents.\n"
-              "# Terraform passes this file as user_data (terraform/main.tf fills the two @@...@@ placeholders).\n")
+              f"# First boot of every {c.instance_type} node of {c.slug}: mounts, driver/runtime bootstrap, GPU check, "
+              "monitoring agents.\n"
+              "# Terraform passes this file as user_data (terraform/main.tf fills the @@...@@ placeholders per node).\n")
     return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
 
 
 def terraform(c: Ctx) -> dict[str, str]:
-    values = {"c": c, "instance_count": c.nodes,
-              "tag_name": c.name or c.slug}
+    import math
+
+    values = {"c": c, "instance_count": c.nodes, "tag_name": c.name or c.slug,
+              "auto_release_hours": auto_release_hours(c),
+              "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_tib or 0) * 1024 / 100.0)) * 100)}
     return {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
             for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}
 
 
 def files(c: Ctx) -> dict[str, str]:
+    from gpuplan.render.bundle.serving import is_llm
+
     out = terraform(c)
     out["cloud-init.yaml"] = cloud_init(c)
     out["gpu-check.sh"] = gpu_check(c)
+    out["node-bootstrap.sh"] = node_bootstrap(c)
     out["idle-stop.sh"] = render("idle-stop.sh.j2", c=c)
-    out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c))
+    if c.training or is_llm(c):   # no long-running chat server for diffusion / speech batch scripts
+        out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c))
     return out

@@ -116,8 +116,11 @@ def training_manifests(c: Ctx) -> list[dict]:
 
 def serving_manifests(c: Ctx) -> list[dict]:
     probe = {"httpGet": {"path": "/health", "port": c.serve_port}, "periodSeconds": 10, "timeoutSeconds": 5}
+    from gpuplan.render.bundle.serving import checkpoint
+
+    model = checkpoint(c).repo or c.model
     container = {"name": "vllm", "image": c.images["vllm"],
-                 "args": ["--model", k8s_text(c.model)] + vllm_args(c),
+                 "args": ["--model", k8s_text(model)] + vllm_args(c),
                  "ports": [{"name": "http", "containerPort": c.serve_port}],
                  "resources": _resources(c, c.tp * c.pp),
                  "startupProbe": {**probe, "failureThreshold": 120},
@@ -152,6 +155,12 @@ def pai_dlc(c: Ctx) -> dict:
 
 
 def files(c: Ctx) -> dict[str, str]:
+    from gpuplan.render.bundle.serving import is_llm
+
+    if not c.training and not is_llm(c):
+        return {}   # diffusion / speech: batch scripts, not a chat server Deployment
+    if not c.training and c.multi_node:
+        return {}   # one replica spans nodes: a one-pod Deployment cannot hold it (PLAN.md: LeaderWorkerSet)
     docs = training_manifests(c) if c.training else serving_manifests(c)
     name = "k8s/job.yaml" if c.training else "k8s/deployment.yaml"
     head = (f"# ACK manifests for {c.slug} ({'Indexed Job' if c.training else 'Deployment'} on "

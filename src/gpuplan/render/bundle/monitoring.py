@@ -35,6 +35,58 @@ DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, Total number of PCIe retries.
 IDLE_UTIL_PERCENT = 10
 IDLE_MINUTES = 30
 
+# Serving-engine metrics, exact names (launch-notes sections 7.1 and 8):
+# vLLM V1 docs/design/metrics.md + vllm/v1/metrics/loggers.py (vllm-project/vllm@0328b592a3d3);
+# SGLang python/sglang/srt/metrics/collector.py (sgl-project/sglang@93d04878cfb9, needs --enable-metrics).
+# vLLM renamed vllm:time_per_output_token_seconds to vllm:inter_token_latency_seconds in 0.11 and
+# vllm:gpu_cache_usage_perc to vllm:kv_cache_usage_perc; the rules query both names (`or`), so they
+# work on the pinned image and on current releases.
+VLLM = {"waiting": "vllm:num_requests_waiting", "running": "vllm:num_requests_running",
+        "ttft": "vllm:time_to_first_token_seconds", "tpot": "vllm:inter_token_latency_seconds",
+        "tpot_old": "vllm:time_per_output_token_seconds", "kv": "vllm:kv_cache_usage_perc",
+        "kv_old": "vllm:gpu_cache_usage_perc", "generation_tokens": "vllm:generation_tokens_total"}
+SGLANG = {"waiting": "sglang:num_queue_reqs", "running": "sglang:num_running_reqs",
+          "ttft": "sglang:time_to_first_token_seconds", "tpot": "sglang:inter_token_latency_seconds",
+          "tpot_old": "sglang:time_per_output_token_seconds", "kv": "sglang:token_usage"}
+# Defaults when the workload states no SLA (the serving section's ttft_ms / tpot_ms).
+DEFAULT_TTFT_S = 2.0
+DEFAULT_TPOT_S = 0.1
+LATENCY_QUANTILE = 0.95
+
+
+def _p95(metric: str) -> str:
+    return (f"histogram_quantile({LATENCY_QUANTILE}, sum by (le, instance) "
+            f"(rate({metric}_bucket[5m])))")
+
+
+def serving_rules(c: Ctx) -> list[dict]:
+    """Alerts on TTFT, TPOT (p95 against the SLA) and the waiting queue, for vLLM and SGLang."""
+    ttft = c.sla_ttft_s or DEFAULT_TTFT_S
+    tpot = c.sla_tpot_s or DEFAULT_TPOT_S
+    queue = max(1, c.max_num_seqs)
+    rules = []
+    for engine, m in (("Vllm", VLLM), ("Sglang", SGLANG)):
+        rules += [
+            {"alert": f"{engine}TtftP95High",
+             "expr": f"{_p95(m['ttft'])} > {ttft:g}",
+             "for": "5m", "labels": {"severity": "warning"},
+             "annotations": {"summary": "p95 time to first token {{ $value | humanizeDuration }} on {{ $labels.instance }} "
+                                        f"(SLA {ttft:g} s)",
+                             "description": "Add a replica (see autoscale/) or lower max-num-seqs; long prompts raise TTFT."}},
+            {"alert": f"{engine}TpotP95High",
+             "expr": f"({_p95(m['tpot'])} or {_p95(m['tpot_old'])}) > {tpot:g}",
+             "for": "5m", "labels": {"severity": "warning"},
+             "annotations": {"summary": "p95 time per output token {{ $value | humanizeDuration }} on {{ $labels.instance }} "
+                                        f"(SLA {tpot:g} s)",
+                             "description": "The batch is too large for the TPOT target: add a replica or lower max-num-seqs."}},
+            {"alert": f"{engine}QueueLong",
+             "expr": f"max by (instance) ({m['waiting']}) > {queue}",
+             "for": "5m", "labels": {"severity": "warning"},
+             "annotations": {"summary": "{{ $value }} requests waiting on {{ $labels.instance }}",
+                             "description": f"More than {queue} requests (one full batch) wait for a slot: scale out."}},
+        ]
+    return rules
+
 
 def memory_alert_ratio(c: Ctx) -> float:
     """Framebuffer-used share that counts as 'near full': above what the job is planned to use
@@ -43,11 +95,24 @@ def memory_alert_ratio(c: Ctx) -> float:
     return round(min(max(planned + 0.05, 0.9), 0.99), 2)
 
 
-def targets(c: Ctx, port: int) -> list[str]:
-    return [f"{c.slug}-{i}:{port}" for i in range(c.nodes)]
+def targets(c: Ctx, port: int, ranks0: bool = False) -> list[str]:
+    """host:port per node; ``ranks0``: only the rank-0 node of each replica (the one running the API)."""
+    step = c.job_nodes if ranks0 else 1
+    return [f"{c.slug}-{i}:{port}" for i in range(0, c.nodes, step)]
 
 
 def prometheus_config(c: Ctx) -> dict:
+    from gpuplan.render.bundle.serving import is_llm
+
+    engines = []
+    if not c.training and is_llm(c):
+        # vLLM serves /metrics on its API port; SGLang on its port with --enable-metrics (serve-sglang.sh).
+        engines = [{"job_name": "vllm", "metrics_path": "/metrics",
+                    "static_configs": [{"targets": targets(c, c.ports["vllm"], ranks0=True),
+                                        "labels": {"instance_type": c.instance_type}}]},
+                   {"job_name": "sglang", "metrics_path": "/metrics",
+                    "static_configs": [{"targets": targets(c, c.ports["sglang"], ranks0=True),
+                                        "labels": {"instance_type": c.instance_type}}]}]
     return {
         "global": {"scrape_interval": "15s", "evaluation_interval": "30s",
                    "external_labels": {"gpuplan_job": c.slug}},
@@ -57,6 +122,7 @@ def prometheus_config(c: Ctx) -> dict:
                                                                "labels": {"instance_type": c.instance_type}}]},
             {"job_name": "node-exporter", "static_configs": [{"targets": targets(c, c.ports["node_exporter"]),
                                                                "labels": {"instance_type": c.instance_type}}]},
+            *engines,
         ],
     }
 
@@ -112,7 +178,12 @@ def alert_rules(c: Ctx) -> dict:
          "labels": {"severity": "warning"},
          "annotations": {"summary": "{{ $labels.job }} on {{ $labels.instance }} is not answering"}},
     ]
-    return {"groups": [{"name": f"gpuplan-{c.slug}", "rules": rules}]}
+    from gpuplan.render.bundle.serving import is_llm
+
+    groups = [{"name": f"gpuplan-{c.slug}", "rules": rules}]
+    if not c.training and is_llm(c):
+        groups.append({"name": f"gpuplan-{c.slug}-serving", "rules": serving_rules(c)})
+    return {"groups": groups}
 
 
 def _panel(pid: int, title: str, expr: str, unit: str, x: int, y: int) -> dict:
@@ -135,6 +206,18 @@ def grafana_dashboard(c: Ctx) -> dict:
         _panel(6, "Disk free", 'node_filesystem_avail_bytes{fstype!~"tmpfs|overlay"}', "bytes", 12, 16),
     ]
     panels[5]["targets"][0]["legendFormat"] = "{{instance}} {{mountpoint}}"
+    from gpuplan.render.bundle.serving import is_llm
+
+    if not c.training and is_llm(c):
+        serving = [
+            _panel(7, "p95 time to first token (vLLM)", _p95(VLLM["ttft"]), "s", 0, 24),
+            _panel(8, "p95 time per output token (vLLM)", f"{_p95(VLLM['tpot'])} or {_p95(VLLM['tpot_old'])}", "s", 12, 24),
+            _panel(9, "Requests waiting / running (vLLM)", f"{VLLM['waiting']} or {VLLM['running']}", "short", 0, 32),
+            _panel(10, "KV cache usage (vLLM)", f"{VLLM['kv']} or {VLLM['kv_old']}", "percentunit", 12, 32),
+        ]
+        for p in serving:
+            p["targets"][0]["legendFormat"] = "{{instance}}"
+        panels += serving
     return {
         "title": f"gpuplan {c.slug}",
         "uid": f"gpuplan-{c.slug}"[:40],

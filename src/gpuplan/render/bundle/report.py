@@ -48,6 +48,10 @@ ZH: dict[str, str] = {
     "Output tokens/s": "输出 tokens/s", "Max concurrency": "最大并发", "Max requests/s": "最大请求/秒",
     "Data disk": "数据盘", "Shared file system": "共享文件系统", "Network": "网络", "Host": "主机",
     "Checkpoints": "检查点",
+    "Whole cost": "全部成本", "Quantity": "数量", "Amount": "金额", "Source": "来源", "As of": "日期",
+    "Lines marked (estimated) are derived, not read from a price list; unknown prices are left out of the total.":
+        "标注（估算）的行为推算值而非价目表原值；价格未知的项目不计入合计。",
+    "Serving": "服务", "Nodes, teardown and auto-release": "节点、释放与自动释放",
 }
 
 SPOT_NOTE = ("Spot: a reclaimed instance takes its disks with it. Set the Terraform variable `oss_checkpoint_prefix` "
@@ -82,6 +86,12 @@ FILE_PURPOSES: dict[str, tuple[str, str]] = {
     "k8s/": ("ACK manifests", "ACK 清单"),
     "pai-dlc-job.json": ("PAI-DLC CreateJob body", "PAI-DLC CreateJob 请求体"),
     ".service": ("systemd unit", "systemd 单元"),
+    "node-bootstrap.sh": ("first-boot install: container runtime, NVIDIA Container Toolkit, eRDMA, driver + CUDA (pinned)",
+                          "首次启动安装：容器运行时、NVIDIA Container Toolkit、eRDMA、驱动与 CUDA（固定版本）"),
+    "generate_images.py": ("diffusers batch image generation (not a chat server)", "diffusers 批量生成图片（非对话服务）"),
+    "transcribe.py": ("faster-whisper batch transcription (not a chat server)", "faster-whisper 批量转写（非对话服务）"),
+    "requirements-serve.txt": ("pinned Python packages for the batch script", "批处理脚本的 Python 依赖（固定版本）"),
+    "autoscale/": ("HPA, prometheus-adapter rule and ESS scaling group", "HPA、prometheus-adapter 规则与 ESS 伸缩组"),
 }
 
 
@@ -219,8 +229,28 @@ def file_rows(paths: list[str], lang: str) -> list[tuple[Safe, Safe]]:
     return seen
 
 
-def steps(c: Ctx) -> list[Safe]:
+def platform_steps(c: Ctx, platform: str) -> list[Safe]:
+    """How to launch a serving plan on ACK, Function Compute or PAI-EAS (no ECS Terraform)."""
+    image = c.images["vllm"]
+    if platform == "ack":
+        return [Safe("Create an ACK Pro cluster with a GPU node pool of " + md(c.instance_type)
+                     + " (pin the driver with the node-pool label ack.aliyun.com/nvidia-driver-version)"),
+                Safe("`kubectl apply -f k8s/deployment.yaml`"),
+                Safe("`helm install prometheus-adapter prometheus-community/prometheus-adapter -f "
+                     "autoscale/prometheus-adapter-rules.yaml`, then `kubectl apply -f autoscale/hpa.yaml`"),
+                Safe("`kubectl delete -f k8s/deployment.yaml -f autoscale/hpa.yaml` and delete the node pool when "
+                     "you are done (the ACK Pro fee runs while the cluster exists)")]
+    name = "Function Compute" if platform == "function-compute" else "PAI-EAS"
+    return [Safe(f"`./serve.sh --dry-run` (checks the arguments and the model)"),
+            Safe(f"Create a {name} GPU service from the custom container image {md(image)} with serve.sh as its "
+                 f"command, listening on port {c.serve_port}, GPU type {md(c.instance_type)}"),
+            Safe(f"Delete the {name} service when you are done (billing follows the instances it keeps)")]
+
+
+def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
     zh = c.lang == "zh"
+    if platform != "ecs" and not c.training:
+        return platform_steps(c, platform)
     s = []
     s.append(Safe("`cd terraform && terraform init && terraform apply -var key_name=... -var admin_cidr=...`"
                   + ("（凭证来自环境变量）" if zh else " (credentials from the environment)")))
@@ -232,12 +262,19 @@ def steps(c: Ctx) -> list[Safe]:
                           + (" 在每个节点上运行" if zh else " on every node")))
         else:
             s.append(Safe("`./run-with-resume.sh`" + ("（或 `./launch.sh`）" if zh else " (or `./launch.sh`)")))
+    elif c.model_kind == "diffusion":
+        s.append(Safe("`pip install -r requirements-serve.txt && python3 generate_images.py --prompts prompts.txt --out images/`"))
+    elif c.model_kind == "speech":
+        s.append(Safe("`pip install -r requirements-serve.txt && python3 transcribe.py --out transcripts/ audio/*.mp3`"))
     else:
-        s.append(Safe(f"`cp gpuplan-{c.slug}.service /etc/systemd/system/ && systemctl enable --now gpuplan-{c.slug}.service`"))
+        s.append(Safe("`./serve.sh --dry-run`" + ("（检查参数与模型）" if zh else " (checks the arguments and the model)")))
+        s.append(Safe(f"`cp gpuplan-{c.slug}.service /etc/systemd/system/ && systemctl enable --now gpuplan-{c.slug}.service`"
+                      + ((" 在每个节点上运行" if zh else " on every node") if c.multi_node else "")))
         s.append(Safe("`./healthcheck.sh`"))
     s.append(Safe("`promtool check config monitoring/prometheus.yml`" +
                   ("，并在 Grafana 中导入 monitoring/grafana-dashboard.json" if zh
                    else ", then import monitoring/grafana-dashboard.json into Grafana")))
+    s.append(Safe("`cd terraform && terraform destroy`" + ("（用完后释放全部资源）" if zh else " when you are done (releases everything)")))
     return s
 
 
@@ -269,9 +306,119 @@ def cost_time_svg(c: Ctx, plan: dict, pareto: list[dict] | None) -> str | None:
     return svg.cost_time_scatter(points, title=str(tr("Cost versus time", c.lang)), x_label="h", y_label=y_label)
 
 
+def cost_rows(c: Ctx, breakdown: dict | None) -> tuple[list[dict], Safe | None]:
+    """Whole-cost table rows (item, quantity, amount, source, as_of) and the total."""
+    if not breakdown:
+        return [], None
+    rows = []
+    for ln in breakdown["lines"]:
+        amount = _money(ln["amount"], c.currency) if ln["amount"] is not None else "unknown"
+        if ln.get("estimated") and ln["amount"] is not None:
+            amount += " (estimated)"
+        rows.append({"item": md(ln["item"]), "quantity": md(ln.get("quantity") or ""), "amount": md(amount),
+                     "source": md(ln.get("source") or "not found"), "as_of": md(ln.get("as_of") or "-")})
+    per = "job" if breakdown["basis"] == "job" else "month"
+    total = _money(breakdown["total"], c.currency) or "-"
+    return rows, md(f"{total} per {per}")
+
+
+def serving_notes(c: Ctx) -> list[Safe]:
+    """What serves this model, and the quantized checkpoint it loads."""
+    if c.training:
+        return []
+    from gpuplan.render.bundle.serving import checkpoint, is_llm
+
+    out: list[Safe] = []
+    if c.model_kind == "diffusion":
+        out.append(md(f"{c.model} is a diffusion model: vLLM/SGLang cannot serve it. generate_images.py runs the "
+                      "diffusers StableDiffusionXLPipeline as a batch job (prompts file in, PNG files out); "
+                      "pip install -r requirements-serve.txt, then python3 generate_images.py --prompts prompts.txt "
+                      "--out images/ (--dry-run checks the arguments without a GPU)."))
+        return out
+    if c.model_kind == "speech":
+        out.append(md(f"{c.model} is a speech model: transcribe.py runs faster-whisper's BatchedInferencePipeline "
+                      "as a batch job (audio files in, .txt and .srt out); pip install -r requirements-serve.txt, "
+                      "then python3 transcribe.py --out transcripts/ audio/*.mp3."))
+        return out
+    if not is_llm(c):
+        out.append(md(f"{c.model} is a {c.model_kind} model: no chat server is generated; serve it with your own "
+                      "inference script (for example Triton or TorchServe alternatives) on these nodes."))
+        return out
+    ck = checkpoint(c)
+    if ck.quantized_from and ck.repo:
+        out.append(md(f"Quantized ({c.quantization}) plan: serve.sh loads the pre-quantized checkpoint {ck.repo} "
+                      f"(of {ck.quantized_from}; source {ck.source}) and passes no --quantization flag, so vLLM "
+                      "reads the method from its config.json and picks its Marlin kernel."))
+    elif ck.repo is None:
+        out.append(md(f"Quantized ({c.quantization}) plan: no official pre-quantized {c.quantization} checkpoint of "
+                      f"{c.model} is known, and vLLM cannot quantize to {c.quantization} at load time. Pick one "
+                      "(or quantize with AutoAWQ / llm-compressor), check its config.json names the method, then run "
+                      "MODEL=repo-or-path ./serve.sh; serve.sh stops with one line until MODEL is set."))
+    if c.multi_node:
+        out.append(md(f"One replica spans {c.job_nodes} nodes (TP {c.tp} x PP {c.pp} > {c.gpus_per_node} GPUs per "
+                      "node): serve.sh forms a Ray cluster (rank 0 = head and API server) and runs vLLM with "
+                      "--distributed-executor-backend ray; serve-sglang.sh uses --nnodes/--node-rank/--dist-init-addr. "
+                      "NODE_RANK and MASTER_ADDR come from Terraform. No Kubernetes Deployment or HPA is generated: "
+                      "a one-pod Deployment cannot span nodes (on ACK use LeaderWorkerSet with the same serve.sh)."))
+    out.append(md("Monitoring: Prometheus scrapes vLLM (vllm:num_requests_waiting, vllm:time_to_first_token_seconds, "
+                  "vllm:inter_token_latency_seconds) and SGLang (sglang:num_queue_reqs, "
+                  "sglang:time_to_first_token_seconds); alerts fire on p95 TTFT/TPOT above the SLA and on long queues."))
+    return out
+
+
+def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
+    from gpuplan.render.bundle.infra import auto_release_hours, bootstrap_pins
+
+    if platform == "ack":
+        return [md("ACK GPU node pools install the NVIDIA driver and the container runtime themselves; pin the "
+                   "driver with the node-pool label ack.aliyun.com/nvidia-driver-version (new and scaled-out nodes "
+                   "only). The HPA adds pods; the cluster autoscaler adds nodes (minutes per GPU node)."),
+                md("Teardown: delete the Deployment and HPA, then the node pool (or the cluster); the ACK Pro "
+                   "management fee is billed while the cluster exists.")]
+    if platform != "ecs":
+        return [md("No nodes to manage: the platform provides the GPU, driver and container runtime; it runs "
+                   "serve.sh inside the vLLM container image. Teardown: delete the service.")]
+
+    b = bootstrap_pins()
+    d = b["driver"]
+    out = [md(f"First boot (cloud-init, node-bootstrap.sh): {b['container_runtime']['package']}, NVIDIA Container "
+              f"Toolkit {b['nvidia_container_toolkit']['version']}"
+              + (", the eRDMA driver" if c.erdma else "")
+              + f", then NVIDIA driver {d['driver_version']} + CUDA {d['cuda_version']} + cuDNN {d['cudnn_version']} "
+              f"with the Alibaba Cloud auto-install script ({d['script']}; it reboots the node, 10-20 minutes). "
+              "After the reboot gpuplan-node-ready.service runs gpu-check.sh (log /var/log/gpuplan-gpu-check.log) "
+              "and starts the DCGM exporter. The script version and driver triple are marked unconfirmed in ops.yaml: "
+              "check /var/log/gpuplan-bootstrap.log on the first node.")]
+    if c.multi_node:
+        out.append(md(f"Multi-node: Terraform gives node i the private IP cidrhost(vswitch_cidr, 10 + i) and writes "
+                      f"NODE_RANK (i mod {c.job_nodes}) and MASTER_ADDR (rank 0 of its job) into "
+                      f"/etc/gpuplan/{c.slug}.env; the systemd unit refuses to start without them instead of crash-looping."))
+    if c.shared_kind == "cpfs":
+        out.append(md("Terraform creates the advised CPFS file system (alicloud_nas_file_system, protocol cpfs) and its "
+                      "mount target; set cpfs_mount to mount an existing one instead."))
+    elif c.shared_kind == "nas":
+        out.append(md("Terraform creates the advised NAS file system and its mount target."))
+    hours = auto_release_hours(c)
+    if hours:
+        out.append(md(f"Auto-release: ECS releases the instances {hours} h after terraform apply "
+                      "(auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a "
+                      "node off when its GPUs stay idle (IDLE_STOP_ENABLED=1)."))
+    elif c.billing != "subscription":
+        out.append(md("Auto-release: off for a long-running service (set auto_release_hours to release the "
+                      "instances that many hours after apply); idle-stop.sh powers a node off when its GPUs idle "
+                      "(IDLE_STOP_ENABLED=1)."))
+    else:
+        out.append(md("Subscription instances are not auto-released: they run until the period ends."))
+    out.append(md("Teardown: terraform destroy (in terraform/) releases the instances, disks"
+                  + (", the shared file system" if c.shared_kind else "") + " and the network; copy checkpoints "
+                  "or outputs you need to OSS first (the data disks are deleted with the instances)."))
+    return out
+
+
 def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | None, paths: list[str],
-                  chart: bool) -> str:
+                  chart: bool, breakdown: dict | None = None) -> str:
     title = md(c.name) if c.name else Safe(c.slug)
+    platform = str(plan.get("platform") or "ecs")
     rej = [{"instance_type": md(r.get("instance_type", "")), "code": md(r.get("code", "")),
             "reason": md(r.get("reason", ""))} for r in (rejected or []) if isinstance(r, dict)]
     return render("PLAN.md.j2", t=lambda s: tr(s, c.lang), title=title, summary=summary_rows(c, plan, estimate),
@@ -279,16 +426,21 @@ def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | Non
                   chart=chart, perf_rows=perf_rows(c, estimate), advice=advice_lines(c, plan),
                   assumptions=[md(a) for a in (estimate.get("assumptions") or [])],
                   warnings=[md(w) for w in (estimate.get("warnings") or [])],
-                  files=file_rows(paths, c.lang), steps=steps(c))
+                  files=file_rows(paths, c.lang), steps=steps(c, platform), cost_rows=cost_rows(c, breakdown)[0],
+                  cost_total=cost_rows(c, breakdown)[1], serving_notes=serving_notes(c),
+                  node_notes=node_notes(c, platform))
 
 
 def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[dict] | None,
-              pareto: list[dict] | None, paths: list[str]) -> str:
+              pareto: list[dict] | None, paths: list[str], breakdown: dict | None = None) -> str:
     """The JSON contract: schema_version, plan, workload (resolved), estimate, rejected, pareto, bundle."""
     from gpuplan.render.bundle.infra import min_driver_major
 
     plan_out = dict(plan)
     plan_out.setdefault("ops", {"min_driver_version": str(min_driver_major(c.gpu)), "cuda_version": None})
+    if breakdown:
+        plan_out["cost_breakdown"] = breakdown["lines"]
+        plan_out["cost_breakdown_total"] = {k: breakdown[k] for k in ("total", "basis", "hours", "currency", "unknown")}
     est = {k: v for k, v in estimate.items() if k != "workload"}
     doc = {
         "schema_version": SCHEMA_VERSION,

@@ -1,4 +1,16 @@
-"""Serving files: serve.sh (vLLM), serve-sglang.sh, healthcheck.sh. The systemd unit is in infra.
+"""Serving files, chosen by the model's kind.
+
+- LLMs (decoder / encoder-decoder): serve.sh (vLLM), serve-sglang.sh, healthcheck.sh; the systemd unit
+  is in infra. A quantized plan serves a pre-quantized checkpoint (data/quantized_checkpoints.yaml)
+  and passes no ``--quantization`` flag, so vLLM reads the method from the checkpoint's config.json and
+  picks its Marlin kernels (``--quantization awq`` on a BF16 repo fails with "Cannot find the config
+  file for awq"; on an AWQ repo it forces the slow GEMM kernel): launch-notes 7.2.
+  Multi-node replicas (TP x PP larger than one node): vLLM over a Ray cluster
+  (``--distributed-executor-backend ray``), SGLang with ``--nnodes/--node-rank/--dist-init-addr``.
+- Diffusion models (SDXL): generate_images.py, a diffusers batch script (StableDiffusionXLPipeline,
+  https://huggingface.co/docs/diffusers/using-diffusers/sdxl).
+- Speech models (Whisper): transcribe.py, a faster-whisper batch transcription script
+  (BatchedInferencePipeline, https://github.com/SYSTRAN/faster-whisper).
 
 Engine flags: https://docs.vllm.ai/en/latest/configuration/engine_args.html and
 https://docs.sglang.ai/backend/server_arguments.html .
@@ -6,16 +18,85 @@ https://docs.sglang.ai/backend/server_arguments.html .
 
 from __future__ import annotations
 
-from gpuplan.render.bundle.context import SGLANG_KV, VLLM_DTYPE, VLLM_KV, VLLM_QUANT, Ctx
-from gpuplan.render.bundle.safe import Safe
+import functools
+import json
+from dataclasses import dataclass
+from importlib.resources import files as _pkg_files
+
+import yaml
+
+from gpuplan.render.bundle.context import SGLANG_KV, VLLM_DTYPE, VLLM_KV, Ctx
+from gpuplan.render.bundle.safe import Safe, check_argument
 from gpuplan.render.bundle.templates import render
 
+# Weight quantizations vLLM only serves from a pre-quantized checkpoint (no on-the-fly AWQ/GPTQ).
+NEEDS_CHECKPOINT = ("awq", "gptq-int4", "gptq-int8", "int4", "int8")
+# Quantizations vLLM applies at load time to a BF16/FP16 checkpoint (dynamic FP8, bitsandbytes):
+# https://docs.vllm.ai/en/latest/features/quantization/fp8.html , .../bnb.html
+ONLINE_QUANT = {"fp8": "fp8", "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes"}
+# Repo-name fragments that mark a checkpoint as already quantized.
+QUANT_MARKERS = ("-awq", "-gptq", "-fp8", "-int4", "-int8", "-w4a16", "-w8a8", "-nf4", "-bnb")
+RAY_PORT = 6379        # ray start --head default port
+SGLANG_DIST_PORT = 5000
+LLM_KINDS = ("decoder", "encoder-decoder")
+# faster-whisper model names for the OpenAI Whisper repos (it downloads Systran/faster-whisper-<name>).
+FASTER_WHISPER = {"openai/whisper-large-v3": "large-v3", "openai/whisper-large-v3-turbo": "turbo",
+                  "openai/whisper-large-v2": "large-v2", "openai/whisper-medium": "medium",
+                  "openai/whisper-small": "small", "openai/whisper-base": "base", "openai/whisper-tiny": "tiny"}
 
-def _notes(c: Ctx) -> tuple[str | None, str | None]:
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What serve.sh loads: the repo (None = the user must name one) and why."""
+
+    repo: str | None
+    source: str | None
+    quantized_from: str | None  # the base repo when the table replaced it
+
+
+@functools.cache
+def _table() -> tuple[dict, ...]:
+    text = (_pkg_files("gpuplan") / "data" / "quantized_checkpoints.yaml").read_text(encoding="utf-8")
+    return tuple(yaml.safe_load(text).get("checkpoints") or [])
+
+
+def quantized_checkpoint(model: str, quantization: str) -> dict | None:
+    """The table row for (base repo, quantization), or None."""
+    low = model.lower()
+    for row in _table():
+        names = [row["base"], *(row.get("aliases") or [])]
+        if row["quantization"] == quantization and any(n.lower() == low for n in names):
+            return row
+    return None
+
+
+def checkpoint(c: Ctx) -> Checkpoint:
+    """The repo serve.sh loads for this plan's quantization."""
+    q = c.quantization
+    if q in ("none", None) or q in ("bnb-nf4", "bnb-int8"):
+        return Checkpoint(c.model, None, None)
+    if any(m in c.model.lower() for m in QUANT_MARKERS):
+        return Checkpoint(c.model, None, None)   # already a quantized repo
+    row = quantized_checkpoint(c.model, q)
+    if row:
+        return Checkpoint(check_argument(row["repo"], "quantized checkpoint"), row.get("source"), c.model)
+    if q in NEEDS_CHECKPOINT:
+        return Checkpoint(None, None, c.model)
+    return Checkpoint(c.model, None, None)       # fp8 without an FP8 repo: vLLM quantizes at load
+
+
+def is_llm(c: Ctx) -> bool:
+    return c.model_kind in LLM_KINDS
+
+
+def _notes(c: Ctx, ck: Checkpoint) -> tuple[str | None, str | None]:
     quant_note = kv_note = None
-    if c.quantization in ("int8", "int4"):
-        quant_note = (f"Quantization {c.quantization} (generic weight-only): serve a pre-quantized checkpoint "
-                      "(GPTQ, AWQ or compressed-tensors); vLLM reads its method from config.json.")
+    if ck.quantized_from and ck.repo:
+        quant_note = (f"{c.quantization} plan: serves the pre-quantized checkpoint of {ck.quantized_from} "
+                      f"(source: {ck.source}); vLLM reads the method from its config.json and picks the Marlin kernel.")
+    elif ck.repo is None:
+        quant_note = (f"{c.quantization} plan: no known pre-quantized {c.quantization} checkpoint of {c.model}; "
+                      "set MODEL to one (a Hugging Face repo id or a local path) before starting.")
     if c.kv_cache_dtype == "int8":
         kv_note = "vLLM has no int8 KV cache; fp8 (--kv-cache-dtype fp8) is the nearest and halves it the same way."
     return quant_note, kv_note
@@ -23,14 +104,22 @@ def _notes(c: Ctx) -> tuple[str | None, str | None]:
 
 def engine_values(c: Ctx) -> dict:
     """Flag values shared by the vLLM and SGLang scripts and the Kubernetes manifests."""
-    quant_note, kv_note = _notes(c)
+    ck = checkpoint(c)
+    quant_note, kv_note = _notes(c, ck)
+    online = ONLINE_QUANT.get(c.quantization) if ck.repo == c.model and not ck.quantized_from else None
+    if online == "fp8" and any(m in c.model.lower() for m in QUANT_MARKERS):
+        online = None
     return {
-        "vllm_quant": VLLM_QUANT.get(c.quantization),
+        "serve_model": ck.repo,
+        "base_model": c.model,
+        "vllm_quant": online,
         "vllm_kv": VLLM_KV.get(c.kv_cache_dtype, "auto"),
         "sglang_kv": SGLANG_KV.get(c.kv_cache_dtype, "auto"),
         "vllm_dtype": VLLM_DTYPE.get(c.precision, "auto"),
-        "quant_note": Safe(quant_note) if quant_note else None,
+        "quant_note": Safe(quant_note.replace("\n", " ")) if quant_note else None,
         "kv_note": Safe(kv_note) if kv_note else None,
+        "ray_port": RAY_PORT,
+        "sglang_dist_port": SGLANG_DIST_PORT,
     }
 
 
@@ -43,12 +132,32 @@ def vllm_args(c: Ctx) -> list[str]:
             "--max-num-seqs", str(c.max_num_seqs), "--dtype", v["vllm_dtype"], "--kv-cache-dtype", v["vllm_kv"]]
     if v["vllm_quant"]:
         args += ["--quantization", v["vllm_quant"]]
-    if v["vllm_quant"] == "bitsandbytes":
-        args += ["--load-format", "bitsandbytes"]
     return args
 
 
+def whisper_name(model: str) -> str:
+    return FASTER_WHISPER.get(model.lower(), model)
+
+
+def _py(text: str) -> Safe:
+    """A Python string literal (JSON escaping is valid Python; ASCII only)."""
+    return Safe(json.dumps(text, ensure_ascii=True))
+
+
 def files(c: Ctx) -> dict[str, str]:
+    batch = max(1, min(c.max_num_seqs, 16))
+    if c.model_kind == "diffusion":
+        steps = int(c.model_input.get("steps") or 30)
+        size = int(c.model_input.get("image_size") or 1024)
+        return {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model), steps=steps,
+                                             image_size=size, batch=batch),
+                "requirements-serve.txt": render("requirements-diffusers.txt.j2", c=c)}
+    if c.model_kind == "speech":
+        name = whisper_name(c.model)
+        return {"transcribe.py": render("transcribe.py.j2", c=c, model_py=_py(name), batch=batch,
+                                        base_model_comment=Safe(json.dumps(c.model, ensure_ascii=True)[1:-1]
+                                                                .replace("\\", "/"))),
+                "requirements-serve.txt": render("requirements-whisper.txt.j2", c=c)}
     v = engine_values(c)
     return {
         "serve.sh": render("serve.sh.j2", c=c, **v),

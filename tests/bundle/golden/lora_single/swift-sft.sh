@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 MODEL=Qwen/Qwen2.5-7B-Instruct
 DATASET="${DATASET:?set DATASET to a dataset id or a JSONL file}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen7b-lora-demo}"
-SAVE_STEPS="${SAVE_STEPS:-2352}"
+SAVE_STEPS="${SAVE_STEPS:-2261}"
 RESUME_FROM="${RESUME_FROM:-}"
 export NNODES="${NNODES:-1}"
 export NODE_RANK="${NODE_RANK:-0}"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 MODEL=Qwen/Qwen2.5-14B-Instruct
 DATASET="${DATASET:?set DATASET to a dataset id or a JSONL file}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen14b-qlora-spot}"
-SAVE_STEPS="${SAVE_STEPS:-315}"
+SAVE_STEPS="${SAVE_STEPS:-311}"
 RESUME_FROM="${RESUME_FROM:-}"
 export NNODES="${NNODES:-1}"
 export NODE_RANK="${NODE_RANK:-0}"

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # SGLang equivalent of serve.sh for qwen7b-chat-api (https://docs.sglang.ai/backend/server_arguments.html).
 # In a container: docker run --gpus all --ipc=host -p 30000:30000 -v "$PWD":/bundle lmsysorg/sglang:v0.4.6.post1-cu124 bash /bundle/serve-sglang.sh
+# ./serve-sglang.sh --dry-run prints the command without starting anything.
 set -euo pipefail
 
-MODEL=Qwen/Qwen2.5-7B-Instruct
+DRY_RUN=0
+if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; shift; fi
+DEFAULT_MODEL=Qwen/Qwen2.5-7B-Instruct
+MODEL="${MODEL:-$DEFAULT_MODEL}"
 SERVED_MODEL_NAME="${SERVED_MODEL_NAME:-qwen7b-chat-api}"
 HOST="${HOST:-0.0.0.0}"
 PORT="${PORT:-30000}"
@@ -18,5 +22,10 @@ ARGS=(
   --max-running-requests 32
   --dtype bfloat16
   --kv-cache-dtype fp8_e5m2
+  --enable-metrics
 )
+if [ "$DRY_RUN" = 1 ]; then
+  printf '%q ' python3 -m sglang.launch_server "${ARGS[@]}" "$@"; echo
+  exit 0
+fi
 exec python3 -m sglang.launch_server "${ARGS[@]}" "$@"

@@ -2,9 +2,13 @@
 # vLLM OpenAI-compatible server for qwen7b-chat-api on 1 x L20-48GB (ecs.gn8is.4xlarge).
 # Every engine setting below is the one the estimate used (https://docs.vllm.ai/en/latest/configuration/engine_args.html).
 # In a container: docker run --gpus all --ipc=host -p 8000:8000 --entrypoint bash -v "$PWD":/bundle vllm/vllm-openai:v0.8.5 /bundle/serve.sh
+# ./serve.sh --dry-run prints the command (and checks MODEL) without starting anything.
 set -euo pipefail
 
-MODEL=Qwen/Qwen2.5-7B-Instruct
+DRY_RUN=0
+if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; shift; fi
+DEFAULT_MODEL=Qwen/Qwen2.5-7B-Instruct
+MODEL="${MODEL:-$DEFAULT_MODEL}"
 SERVED_MODEL_NAME="${SERVED_MODEL_NAME:-qwen7b-chat-api}"
 HOST="${HOST:-0.0.0.0}"
 PORT="${PORT:-8000}"
@@ -20,4 +24,8 @@ ARGS=(
   --dtype bfloat16
   --kv-cache-dtype fp8
 )
+if [ "$DRY_RUN" = 1 ]; then
+  printf '%q ' vllm serve "$MODEL" "${ARGS[@]}" "$@"; echo
+  exit 0
+fi
 exec vllm serve "$MODEL" "${ARGS[@]}" "$@"

@@ -4,9 +4,16 @@ locals {
     "gpuplan-job"  = "llama8b-full-2node"
     "gpuplan-slug" = "llama8b-full-2node"
   }
-  shared_mount = var.cpfs_mount
-  # cloud-init.yaml carries two placeholders filled here (the mount address and the checkpoint prefix).
+  # CPFS created below (or an existing one: set cpfs_mount). Check the export path in the CPFS console.
+  shared_mount = coalesce(var.cpfs_mount, "${alicloud_nas_mount_target.cpfs.mount_target_domain}:/share")
+  # cloud-init.yaml carries placeholders filled here: the mount address and checkpoint prefix (all nodes),
+  # then NODE_RANK and MASTER_ADDR per node (below). Nodes get fixed private IPs so every node knows the
+  # address of its job's rank-0 node before any node exists.
   user_data = replace(replace(file("${path.module}/../cloud-init.yaml"), "@@SHARED_MOUNT@@", local.shared_mount), "@@CKPT_REMOTE@@", var.oss_checkpoint_prefix)
+  # (Written with functions only: element() wraps around, so rank = index mod 2.)
+  private_ips  = [for i in range(var.instance_count) : cidrhost(var.vswitch_cidr, sum([var.first_host_index, i]))]
+  node_ranks   = range(2)
+  master_addrs = flatten([for job in chunklist(local.private_ips, 2) : [for ip in job : job[0]]])
 }
 
 data "alicloud_zones" "gpu" {
@@ -87,6 +94,26 @@ resource "alicloud_security_group_rule" "intra_job" {
   source_security_group_id = alicloud_security_group.this.id
 }
 
+# CPFS (general-purpose) through the NAS API: the provider has no separate CPFS resource
+# (aliyun/terraform-provider-alicloud website/docs/r/nas_file_system.html.markdown).
+resource "alicloud_nas_file_system" "cpfs" {
+  protocol_type    = "cpfs"
+  storage_type     = "advance_100"
+  file_system_type = "cpfs"
+  capacity         = var.cpfs_capacity_gib
+  zone_id          = alicloud_vswitch.this.zone_id
+  vpc_id           = alicloud_vpc.this.id
+  vswitch_id       = alicloud_vswitch.this.id
+  description      = local.name
+}
+
+resource "alicloud_nas_mount_target" "cpfs" {
+  file_system_id = alicloud_nas_file_system.cpfs.id
+  vswitch_id     = alicloud_vswitch.this.id
+  vpc_id         = alicloud_vpc.this.id
+  network_type   = "Vpc"
+}
+
 resource "alicloud_instance" "gpu" {
   count                      = var.instance_count
   instance_name              = "${local.name}-${count.index}"
@@ -97,12 +124,19 @@ resource "alicloud_instance" "gpu" {
   security_groups            = [alicloud_security_group.this.id]
   key_name                   = var.key_name
   internet_max_bandwidth_out = var.public_bandwidth_mbit
+  private_ip                 = local.private_ips[count.index]
   system_disk_category       = "cloud_essd"
-  system_disk_size           = 100
-  user_data                  = base64encode(local.user_data)
+  system_disk_size           = var.system_disk_gib
   tags                       = local.tags
+  # Rank within the job (training) or replica (serving) and the rank-0 node's address.
+  user_data = base64encode(replace(replace(local.user_data,
+    "@@NODE_RANK@@", tostring(element(local.node_ranks, count.index))),
+  "@@MASTER_ADDR@@", local.master_addrs[count.index]))
 
   instance_charge_type = "PostPaid"
+
+  # Auto-release: ECS releases the instance at this UTC time, auto_release_hours after apply.
+  auto_release_time = formatdate("YYYY-MM-DD'T'hh:mm:ss'Z'", timeadd(timestamp(), "${var.auto_release_hours}h"))
 
   data_disks {
     name                 = "${local.name}-data"
@@ -110,6 +144,10 @@ resource "alicloud_instance" "gpu" {
     performance_level    = var.data_disk_performance_level
     size                 = var.data_disk_gib
     delete_with_instance = true
+  }
+
+  lifecycle {
+    ignore_changes = [auto_release_time]
   }
 }
 

@@ -68,6 +68,24 @@ variable "vswitch_cidr" {
   default     = "10.20.1.0/24"
 }
 
+variable "first_host_index" {
+  description = "Node i gets the private IP cidrhost(vswitch_cidr, first_host_index + i); node 0 of each job is MASTER_ADDR."
+  type        = number
+  default     = 10
+}
+
+variable "system_disk_gib" {
+  description = "System disk (ESSD) size per node in GiB: OS, container images, model cache."
+  type        = number
+  default     = 100
+}
+
+variable "auto_release_hours" {
+  description = "Release the instances this many hours after `terraform apply` (ECS auto_release_time): the plan's run time x 1.2, rounded up."
+  type        = number
+  default     = 15
+}
+
 variable "public_bandwidth_mbit" {
   description = "Public bandwidth per instance in Mbit/s (0 = no public IP; then reach the nodes through a bastion)."
   type        = number
@@ -86,8 +104,14 @@ variable "data_disk_performance_level" {
   default     = "PL1"
 }
 
+variable "cpfs_capacity_gib" {
+  description = "Capacity in GiB of the CPFS file system Terraform creates (advance_100 storage; 10.0 TiB advised)."
+  type        = number
+  default     = 10300
+}
+
 variable "cpfs_mount" {
-  description = "Mount address of an existing CPFS file system (create CPFS in the console: 10.0 TiB advised), e.g. cpfs-xxxx.cn-shanghai.cpfs.aliyuncs.com:/share ; empty skips the mount."
+  description = "Mount address of an existing CPFS file system to use instead of the created one, e.g. cpfs-xxxx.cn-shanghai.cpfs.aliyuncs.com:/share ; empty uses the created one."
   type        = string
   default     = ""
 

@@ -5,8 +5,14 @@ locals {
     "gpuplan-slug" = "qwen7b-chat-api"
   }
   shared_mount = ""
-  # cloud-init.yaml carries two placeholders filled here (the mount address and the checkpoint prefix).
+  # cloud-init.yaml carries placeholders filled here: the mount address and checkpoint prefix (all nodes),
+  # then NODE_RANK and MASTER_ADDR per node (below). Nodes get fixed private IPs so every node knows the
+  # address of its job's rank-0 node before any node exists.
   user_data = replace(replace(file("${path.module}/../cloud-init.yaml"), "@@SHARED_MOUNT@@", local.shared_mount), "@@CKPT_REMOTE@@", var.oss_checkpoint_prefix)
+  # (Written with functions only: element() wraps around, so rank = index mod 1.)
+  private_ips  = [for i in range(var.instance_count) : cidrhost(var.vswitch_cidr, sum([var.first_host_index, i]))]
+  node_ranks   = range(1)
+  master_addrs = flatten([for job in chunklist(local.private_ips, 1) : [for ip in job : job[0]]])
 }
 
 data "alicloud_zones" "gpu" {
@@ -96,10 +102,14 @@ resource "alicloud_instance" "gpu" {
   security_groups            = [alicloud_security_group.this.id]
   key_name                   = var.key_name
   internet_max_bandwidth_out = var.public_bandwidth_mbit
+  private_ip                 = local.private_ips[count.index]
   system_disk_category       = "cloud_essd"
-  system_disk_size           = 100
-  user_data                  = base64encode(local.user_data)
+  system_disk_size           = var.system_disk_gib
   tags                       = local.tags
+  # Rank within the job (training) or replica (serving) and the rank-0 node's address.
+  user_data = base64encode(replace(replace(local.user_data,
+    "@@NODE_RANK@@", tostring(element(local.node_ranks, count.index))),
+  "@@MASTER_ADDR@@", local.master_addrs[count.index]))
 
   instance_charge_type = "PostPaid"
 

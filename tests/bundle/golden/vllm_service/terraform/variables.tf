@@ -74,6 +74,18 @@ variable "vswitch_cidr" {
   default     = "10.20.1.0/24"
 }
 
+variable "first_host_index" {
+  description = "Node i gets the private IP cidrhost(vswitch_cidr, first_host_index + i); node 0 of each job is MASTER_ADDR."
+  type        = number
+  default     = 10
+}
+
+variable "system_disk_gib" {
+  description = "System disk (ESSD) size per node in GiB: OS, container images, model cache."
+  type        = number
+  default     = 100
+}
+
 variable "public_bandwidth_mbit" {
   description = "Public bandwidth per instance in Mbit/s (0 = no public IP; then reach the nodes through a bastion)."
   type        = number

@@ -1,0 +1,221 @@
+"""Regenerate the rule-based price estimates in data/clouds/alibaba/prices.csv.
+
+Every sourced row (kind official | third-party | inferred) is kept as written. Every row of kind
+``estimated`` is dropped and recomputed here, so the estimates always follow the sourced prices.
+An estimate is written only where no sourced price exists for (type, region, billing); it keeps the
+date and source of the price it was computed from and says its rule in the ``rule`` column.
+
+Rules, for every GA type and every region in REGIONS (pay-as-you-go; subscription only where a
+cn-shanghai subscription price is published):
+
+1. sibling: no price for the type in the region -> the per-GPU price of the sourced type with the
+   same GPU in that region (same family first, full GPU vs vGPU slice alike, then the nearest vCPUs
+   per GPU, same kind, nearest GPU count) x this type's GPU count (a vGPU slice: x its fraction of a
+   GPU, x the vGPU markup measured on VGPU_PAIR when the sibling is a full-GPU type).
+2. mainland: cn-hangzhou and cn-beijing take the cn-shanghai price (sourced, else rule 1): the
+   bundled list prices are cn-shanghai only and mainland regions are assumed to share list prices
+   (an assumption: Alibaba says "the same instance type's price may differ between regions",
+   https://help.aliyun.com/document_detail/163808.html).
+3. international: ap-southeast-1 with no same-GPU sibling there -> the cn-shanghai price converted
+   at the bundled ECB rate x the Singapore/mainland ratio measured on the one pair with both prices
+   (gn8is: Singapore per-GPU USD vs cn-shanghai per-GPU CNY).
+
+Run: PYTHONPATH=src python scripts/gen_price_estimates.py [--check]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+import yaml
+
+from gpuplan.catalog.instances import clear_cache, load_instances
+
+CLOUD = "alibaba"
+MAINLAND = ("cn-hangzhou", "cn-beijing")
+ANCHOR = "cn-shanghai"
+INTL = "ap-southeast-1"
+REGIONS = ("cn-hangzhou", "cn-shanghai", "cn-beijing", "ap-southeast-1")
+# The pair that measures the international/mainland ratio (both prices sourced).
+RATIO_PAIR = ("ecs.gn8is-2x.8xlarge", "ecs.gn8is.2xlarge")
+# The pair that measures the vGPU markup: a vGPU slice's price per GPU-fraction vs a full-GPU type's
+# per-GPU price (same L20 GPU, both cn-shanghai rows sourced).
+VGPU_PAIR = ("ecs.sgn8ia-m2.xlarge", "ecs.gn8is.2xlarge")
+
+
+def _path() -> Path:
+    return Path(str(files("gpuplan") / "data" / "clouds" / CLOUD / "prices.csv"))
+
+
+def _fx() -> tuple[float, str]:
+    doc = yaml.safe_load((files("gpuplan") / "data" / "fx.yaml").read_text(encoding="utf-8"))
+    e = next(r for r in doc["rates"] if r["base"] == "USD" and r["quote"] == "CNY")
+    return float(e["rate"]), str(e["as_of"])
+
+
+def _vcpu_per_gpu(inst) -> float:
+    return (inst.vcpus or 0) / inst.gpu_count
+
+
+def _newest(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
+    best: dict[tuple[str, str, str], dict] = {}
+    for r in rows:
+        k = (r["instance_type"], r["region"], r["billing"])
+        if k not in best or r["as_of"] > best[k]["as_of"]:
+            best[k] = r
+    return best
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4f}".rstrip("0").rstrip(".")
+
+
+def estimate(rows: list[dict]) -> list[dict]:
+    sourced = [r for r in rows if r["kind"] != "estimated"]
+    insts = load_instances(CLOUD)
+    ga = [i for i in insts.values() if i.status == "ga"]
+    have = _newest(sourced)
+    usd_cny, fx_date = _fx()
+    out: list[dict] = []
+    vg, full = VGPU_PAIR
+    vg_row, full_row = have[(vg, ANCHOR, "payg")], have[(full, ANCHOR, "payg")]
+    markup = (float(vg_row["price"]) / insts[vg].gpu_count) / (float(full_row["price"]) / insts[full].gpu_count)
+    markup_text = (f" x {markup:.3f} (vGPU markup: {vg} CNY {vg_row['price']}/h for {insts[vg].gpu_count:g} GPU vs "
+                   f"{full} CNY {full_row['price']}/h for 1 GPU)")
+
+    def scaled(inst, sib, base) -> tuple[float, str]:
+        price = float(base["price"]) / sib.gpu_count * inst.gpu_count
+        if inst.is_vgpu and not sib.is_vgpu:
+            return price * markup, markup_text
+        return price, ""
+
+    def sibling(inst, region: str, table) -> tuple[dict, object] | None:
+        pool = [(table[(s.instance_type, region, "payg")], s) for s in insts.values()
+                if s.gpu == inst.gpu and s.instance_type != inst.instance_type and s.gpu_count > 0
+                and (s.instance_type, region, "payg") in table]
+        if not pool:
+            return None
+        pool.sort(key=lambda rs: (rs[1].family != inst.family, rs[1].is_vgpu != inst.is_vgpu, abs(_vcpu_per_gpu(rs[1]) - _vcpu_per_gpu(inst)),
+                                  rs[1].kind != inst.kind, abs(rs[1].gpu_count - inst.gpu_count),
+                                  rs[1].instance_type))
+        return pool[0]
+
+    def gpus_text(n: float) -> str:
+        return f"{n:g} GPU" + ("" if n == 1 else "s")
+
+    def row(inst, region, billing, price, base, rule, note):
+        return {"instance_type": inst.instance_type, "region": region, "billing": billing, "price": _fmt(price),
+                "unit": "hour" if billing == "payg" else "month", "currency": base["currency"],
+                "as_of": base["as_of"], "source": base["source"], "confidence": "unconfirmed",
+                "notes": note, "kind": "estimated", "rule": rule}
+
+    # cn-shanghai first (rule 1), then the mainland copies (rule 2), then Singapore (rules 1 and 3).
+    anchor: dict[tuple[str, str, str], dict] = dict(have)
+    for inst in ga:
+        k = (inst.instance_type, ANCHOR, "payg")
+        if k in have:
+            continue
+        hit = sibling(inst, ANCHOR, have)
+        if hit is None:
+            continue
+        base, sib = hit
+        price, extra = scaled(inst, sib, base)
+        rule = (f"per-GPU price of {sib.instance_type} ({base['currency']} {base['price']}/h for "
+                f"{gpus_text(sib.gpu_count)}, {ANCHOR}, {base['as_of']}) x {inst.gpu_count:g}" + extra)
+        r = row(inst, ANCHOR, "payg", price, base, rule,
+                "estimated: no published price for this type; same GPU, scaled by GPU count (vCPU, memory and "
+                "network differences not priced)")
+        out.append(r)
+        anchor[k] = r
+    for inst in ga:
+        for billing in ("payg", "subscription"):
+            base = anchor.get((inst.instance_type, ANCHOR, billing))
+            if base is None:
+                continue
+            for region in MAINLAND:
+                if (inst.instance_type, region, billing) in have:
+                    continue
+                how = "estimate" if base["kind"] == "estimated" else f"{base['kind']} price"
+                rule = (f"cn-shanghai {how} ({base['currency']} {base['price']}/{'h' if base['unit'] == 'hour' else 'month'}, {base['as_of']}"
+                        + (f"; {base['rule']}" if base["kind"] == "estimated" else "")
+                        + f") applied to {region}: mainland list prices assumed equal across cn-hangzhou, "
+                          "cn-shanghai and cn-beijing")
+                r = row(inst, region, billing, float(base["price"]), base, rule,
+                        f"estimated: no published {region} price; Alibaba says the same type's price may differ "
+                        "between regions (https://help.aliyun.com/document_detail/163808.html): check the console")
+                r["unit"] = base["unit"]
+                out.append(r)
+    # the international ratio, measured on one sourced pair
+    sg, sh = RATIO_PAIR
+    sg_row, sh_row = have[(sg, INTL, "payg")], have[(sh, ANCHOR, "payg")]
+    sg_gpu = float(sg_row["price"]) / insts[sg].gpu_count
+    sh_gpu_usd = float(sh_row["price"]) / insts[sh].gpu_count / usd_cny
+    ratio = sg_gpu / sh_gpu_usd
+    for inst in ga:
+        k = (inst.instance_type, INTL, "payg")
+        if k in have:
+            continue
+        hit = sibling(inst, INTL, have)
+        if hit is not None:
+            base, sib = hit
+            price, extra = scaled(inst, sib, base)
+            rule = (f"per-GPU price of {sib.instance_type} ({base['currency']} {base['price']}/h for "
+                    f"{gpus_text(sib.gpu_count)}, {INTL}, {base['as_of']}) x {inst.gpu_count:g}" + extra)
+            out.append(row(inst, INTL, "payg", price, base, rule,
+                           "estimated: no published price for this type; same GPU, scaled by GPU count"))
+            continue
+        base = anchor.get((inst.instance_type, ANCHOR, "payg"))
+        if base is None:
+            continue
+        price = float(base["price"]) / usd_cny * ratio
+        how = "estimate" if base["kind"] == "estimated" else f"{base['kind']} price"
+        rule = (f"cn-shanghai {how} CNY {base['price']}/h ({base['as_of']}"
+                + (f"; {base['rule']}" if base["kind"] == "estimated" else "")
+                + f") / {usd_cny} CNY/USD (ECB {fx_date}) x {ratio:.3f} (Singapore/mainland per-GPU ratio of "
+                  f"{sg} USD {sg_row['price']}/h vs {sh} CNY {sh_row['price']}/h)")
+        r = row(inst, INTL, "payg", price, base, rule,
+                "estimated: no published Singapore price; converted from the mainland price with a one-pair "
+                "international markup")
+        r["currency"] = "USD"
+        out.append(r)
+    return out
+
+
+def render(rows: list[dict], header: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, header, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def regenerate() -> tuple[str, str]:
+    """(current text, regenerated text) of the bundled Alibaba prices.csv."""
+    clear_cache()
+    path = _path()
+    text = path.read_text(encoding="utf-8")
+    reader = csv.DictReader(io.StringIO(text))
+    header = list(reader.fieldnames or [])
+    rows = list(reader)
+    sourced = [r for r in rows if r["kind"] != "estimated"]
+    return text, render(sourced + estimate(rows), header)
+
+
+def main(argv: list[str]) -> int:
+    old, new = regenerate()
+    if "--check" in argv:
+        if old != new:
+            print("prices.csv estimates are out of date: run scripts/gen_price_estimates.py", file=sys.stderr)
+            return 1
+        return 0
+    _path().write_text(new, encoding="utf-8")
+    print(f"wrote {_path()}: {new.count(',estimated,')} estimated rows")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,146 @@
+"""The whole cost of a plan: instances plus disks, shared storage, internet traffic and platform fees.
+
+One line per item: ``{item, amount, unit, quantity, unit_price, currency, source, as_of, estimated}``.
+Training plans are costed for the job (its estimated run time); serving plans per month (730 h). A line
+whose price is unknown has ``amount: null`` and is left out of ``total`` (listed in ``unknown``).
+Prices: data/extra_costs.yaml (sources per line) and the ACK management fee of platforms.yaml.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from importlib.resources import files
+from typing import Any
+
+import yaml
+
+from gpuplan.units import HOURS_PER_MONTH
+
+
+@functools.cache
+def load_extra_costs() -> dict[str, Any]:
+    return yaml.safe_load((files("gpuplan") / "data" / "extra_costs.yaml").read_text(encoding="utf-8"))
+
+
+def _conv(amount: float, src: str, dst: str) -> tuple[float, str | None]:
+    if src == dst:
+        return amount, None
+    from gpuplan.plan.cost import load_fx
+
+    fx = load_fx()
+    return fx.convert(amount, src, dst), f"converted at {fx.usd_cny} CNY/USD ({fx.as_of})"
+
+
+def _line(item: str, amount: float | None, unit: str, currency: str, source: str | None, as_of: Any,
+          estimated: bool, quantity: str, note: str | None = None) -> dict:
+    out = {"item": item, "amount": round(amount, 2) if amount is not None else None, "unit": unit,
+           "currency": currency, "quantity": quantity, "source": source or "not found",
+           "as_of": str(as_of) if as_of else None, "estimated": bool(estimated)}
+    if note:
+        out["note"] = note
+    return out
+
+
+def _average_rps(workload: Any) -> float:
+    """Mean request rate over a day (the traffic profile: steady rate, or peak hours + daily requests)."""
+    from gpuplan.plan.platforms import traffic_profile
+
+    serving = getattr(workload, "serving", None)
+    traffic = traffic_profile(serving) if serving else None
+    return traffic.daily_requests / 86400.0 if traffic is not None else 0.0
+
+
+def cost_breakdown(plan: dict, workload: Any) -> dict | None:
+    """{basis, hours, currency, lines, total, unknown} for an ECS or ACK plan; None for FC / EAS plans
+    (their per-request price already covers storage and network)."""
+    platform = plan.get("platform") or "ecs"
+    if platform not in ("ecs", "ack"):
+        return None
+    data = load_extra_costs()
+    cur = str(plan.get("currency") or "CNY")
+    training = (getattr(workload, "task", None) or "inference") != "inference"
+    billing = plan.get("billing") or "payg"
+    nodes = int(plan.get("instance_count") or 1)
+    if training:
+        time_s = plan.get("time_s")
+        if not isinstance(time_s, (int, float)) or not math.isfinite(time_s) or time_s <= 0:
+            return None
+        hours, basis, unit = time_s / 3600.0, "job", f"{cur} per job"
+    else:
+        hours, basis, unit = HOURS_PER_MONTH, "month", f"{cur} per month"
+    lines: list[dict] = []
+
+    # 1. Instances (ACK: node-hours that follow traffic, without the management fee).
+    fee = plan.get("management_fee") if platform == "ack" else None
+    if training:
+        inst = plan.get("total_cost")
+    else:
+        inst = plan.get("monthly_cost")
+        if inst is not None and fee and fee.get("monthly") is not None:
+            inst = inst - float(fee["monthly"])   # platforms.ack_plans adds the fee, already in the plan currency
+    lines.append(_line("GPU instances", inst, unit, cur, plan.get("price_source"), plan.get("price_as_of"),
+                       bool(plan.get("price_estimated")), f"{nodes} x {plan.get('instance_type')}, {billing}"))
+
+    # 2. Disks: system disk + the advised data disk per node (ESSD).
+    storage = plan.get("storage") or {}
+    disk = storage.get("disk") or {}
+    sys_gib = int(data["assumptions"]["system_disk_gib"])
+    for item, level, gib in (("System disks (ESSD PL1)", "PL1", sys_gib),
+                             (f"Data disks (ESSD {disk.get('level') or 'PL1'})", str(disk.get("level") or "PL1"),
+                              int(disk.get("size_gib") or 0))):
+        if gib <= 0:
+            continue
+        p = data["essd"].get(level) or {}
+        if billing == "subscription":
+            rate = p.get("subscription_per_gib_month")
+            amount = rate * gib * nodes * (hours / HOURS_PER_MONTH) if rate is not None else None
+        else:
+            rate = p.get("payg_per_gib_hour")
+            amount = rate * gib * nodes * hours if rate is not None else None
+        note = None
+        if amount is not None and p.get("currency", cur) != cur:
+            amount, note = _conv(amount, p["currency"], cur)
+        lines.append(_line(item, amount, unit, cur, p.get("source"), p.get("as_of"), bool(p.get("estimated")),
+                           f"{nodes} x {gib} GiB", note))
+
+    # 3. Shared file system (CPFS / NAS) the storage advice asks for.
+    shared = storage.get("shared") or {}
+    kind = shared.get("kind")
+    if kind in ("cpfs", "nas"):
+        tib = float(shared.get("capacity_tib") or (10 if kind == "cpfs" else 1))
+        gib = tib * 1024
+        if kind == "cpfs":
+            p = data["cpfs"]
+            rate = p.get("per_gib_month")
+        else:
+            p = data["nas"]
+            rate = p.get("performance_per_gib_month")
+        amount = rate * gib * hours / HOURS_PER_MONTH if rate is not None else None
+        note = None
+        if amount is not None and p.get("currency", cur) != cur:
+            amount, note = _conv(amount, p["currency"], cur)
+        lines.append(_line(f"Shared file system ({kind.upper()})", amount, unit, cur, p.get("source"), p.get("as_of"),
+                           bool(p.get("estimated")), f"{tib:g} TiB", note))
+
+    # 4. Internet traffic out (serving responses; training downloads are inbound and free).
+    if not training:
+        rps = _average_rps(workload)
+        out_tokens = int(getattr(workload, "output_tokens", 0) or 0)
+        gb = rps * out_tokens * float(data["assumptions"]["response_bytes_per_token"]) * hours * 3600 / 1e9
+        p = data["internet"]
+        amount, note = _conv(gb * float(p["per_gb_out"]), p["currency"], cur)
+        lines.append(_line("Internet traffic out", amount, unit, cur, p["source"], p["as_of"], True,
+                           f"{gb:,.1f} GB ({rps:.3g} req/s average x {out_tokens} tokens)", note))
+
+    # 5. Platform fee: ACK Pro cluster management fee.
+    if fee:
+        note = (f"USD {fee['per_hour']}/h converted to {cur}" if fee.get("currency") != cur else None)
+        amount = float(fee["monthly"]) if fee.get("monthly") is not None else None
+        lines.append(_line("ACK Pro cluster management fee", amount, unit, cur, fee.get("source"), fee.get("as_of"),
+                           False, f"{hours:,.0f} h", note))
+
+    known = [ln["amount"] for ln in lines if ln["amount"] is not None]
+    return {"basis": basis, "hours": round(hours, 2), "currency": cur, "lines": lines,
+            "total": round(sum(known), 2) if known else None,
+            "unknown": [ln["item"] for ln in lines if ln["amount"] is None]}

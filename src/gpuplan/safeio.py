@@ -1,0 +1,320 @@
+"""Reading user files without trusting them: bounded reads and YAML/JSON loaders with limits.
+
+Everything a user can point gpuplan at (a workload file, a model's config.json, a price file) is
+read through :func:`read_text_bounded` and parsed with :func:`load_yaml` or :func:`load_json`.
+The limits turn every hostile or odd input into one :class:`~gpuplan.errors.GpuplanError`,
+quickly and in little memory:
+
+* size: checked with ``stat`` before reading and again while reading (a file that grows, or a
+  device such as ``/dev/zero``, cannot exhaust memory); only regular files are read, and a FIFO
+  is opened without blocking;
+* nesting depth (:data:`MAX_DEPTH`): Python's recursion limit is never reached, whatever parser
+  or validator walks the result afterwards;
+* YAML aliases (:data:`MAX_NODES`): the *expanded* size of the document is counted, so a
+  "billion laughs" alias bomb of a few hundred bytes is refused before anything walks it;
+* integers: at most :data:`MAX_INT_DIGITS` digits (a 5,000-digit number is not a model size);
+* YAML tags: only the safe scalar/collection tags of PyYAML's SafeLoader, and their errors
+  (``!!int ''``, ``!!float x``, a bad timestamp) are parse errors, not crashes.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from gpuplan.errors import GpuplanError
+
+MAX_BYTES = 20_000_000  # any user file; the REST API has its own, smaller request limit
+MAX_DEPTH = 64  # a workload is 3 levels deep, a Hugging Face config.json about 4
+MAX_NODES = 200_000  # expanded YAML nodes (scalars + collections), aliases counted every time they are used
+MAX_INT_DIGITS = 100  # far above any count gpuplan reads (tokens, bytes, parameters)
+_CHUNK = 1 << 16
+
+
+def _display(path: str | os.PathLike[str]) -> str:
+    text = os.fspath(path)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``, or GpuplanError (never reads more)."""
+    shown = _display(path)
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise GpuplanError(f"Cannot read the {what} {shown!r}: no such file.", hint="Check the path.") from None
+    except IsADirectoryError:
+        raise GpuplanError(f"The {what} {shown!r} is a folder, not a file.", hint="Give the path of a file.") from None
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise GpuplanError(f"Cannot open the {what} {shown!r}: {reason}.",
+                           hint="Check the path and its permissions.") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise GpuplanError(f"The {what} {shown!r} is a folder, not a file.", hint="Give the path of a file.")
+        if not stat.S_ISREG(st.st_mode):
+            raise GpuplanError(f"The {what} {shown!r} is not a regular file (a device, pipe or socket).",
+                               hint="Give the path of an ordinary file.")
+        if st.st_size > max_bytes:
+            raise GpuplanError(f"The {what} {shown!r} is larger than {max_bytes // 1_000_000} MB.",
+                               hint="Split it into several files.")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            try:
+                chunk = os.read(fd, _CHUNK)
+            except BlockingIOError:  # pragma: no cover - regular files never block
+                continue
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > max_bytes:  # it grew while we read it
+                raise GpuplanError(f"The {what} {shown!r} is larger than {max_bytes // 1_000_000} MB.",
+                                   hint="Split it into several files.")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        if exc.errno == errno.EISDIR:
+            raise GpuplanError(f"The {what} {shown!r} is a folder, not a file.", hint="Give the path of a file.") \
+                from None
+        raise GpuplanError(f"Cannot read the {what} {shown!r}: {exc.strerror or type(exc).__name__}.",
+                           hint="Check the path and its permissions.") from None
+    finally:
+        os.close(fd)
+
+
+def read_text_bounded(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES,
+                      encoding: str = "utf-8") -> str:
+    """:func:`read_bytes_bounded`, decoded (``utf-8-sig`` drops a BOM); bad bytes are a GpuplanError."""
+    data = read_bytes_bounded(path, what, max_bytes)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise GpuplanError(f"The {what} {_display(path)!r} is not UTF-8 text (byte {exc.start}).",
+                           hint="Save it as UTF-8.") from None
+
+
+# --------------------------------------------------------------------------------------------- YAML
+
+
+class LimitedYamlLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader with a nesting limit, an expanded-size limit and YAML 1.2 floats (``2e9``)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
+
+    def construct_document(self, node: Node) -> Any:
+        _check_expanded_size(node)
+        return super().construct_document(node)
+
+
+LimitedYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)
+                |\.(?:nan|NaN|NAN))$""", re.VERBOSE),
+    list("-+0123456789."),
+)
+
+
+def _construct_int(loader: yaml.SafeLoader, node: ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    if sum(ch.isdigit() for ch in text) > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(None, None, f"an integer with more than {MAX_INT_DIGITS} digits",
+                                                node.start_mark)
+    try:
+        return int(yaml.SafeLoader.construct_yaml_int(loader, node))
+    except (ValueError, IndexError, TypeError):
+        raise yaml.constructor.ConstructorError(None, None, f"invalid integer {text[:40]!r}", node.start_mark) from None
+
+
+def _construct_float(loader: yaml.SafeLoader, node: ScalarNode) -> float:
+    text = str(loader.construct_scalar(node))
+    if len(text) > 400:
+        raise yaml.constructor.ConstructorError(None, None, "a number longer than 400 characters", node.start_mark)
+    try:
+        return float(yaml.SafeLoader.construct_yaml_float(loader, node))
+    except (ValueError, IndexError, TypeError):
+        raise yaml.constructor.ConstructorError(None, None, f"invalid number {text[:40]!r}", node.start_mark) from None
+
+
+def _guarded(tag: str) -> None:
+    original = yaml.SafeLoader.yaml_constructors[tag]
+
+    def construct(loader: yaml.SafeLoader, node: Node) -> Any:
+        try:
+            return original(loader, node)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, IndexError, TypeError, KeyError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(None, None, f"invalid {tag.rsplit(':', 1)[-1]} value "
+                                                    f"({type(exc).__name__})", node.start_mark) from None
+
+    LimitedYamlLoader.add_constructor(tag, construct)
+
+
+LimitedYamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+LimitedYamlLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+for _tag in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary",
+             "tag:yaml.org,2002:set", "tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs", "tag:yaml.org,2002:null"):
+    _guarded(_tag)
+
+
+def _check_expanded_size(root: Node) -> None:
+    """Refuse a document whose alias-expanded tree has more than MAX_NODES nodes, or that refers to
+    itself through an alias (memoized depth-first walk, no recursion)."""
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()  # on the current path: meeting one again means a recursive alias
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if isinstance(node, MappingNode):
+            kids: list[Node] = [n for pair in node.value for n in pair]
+        elif isinstance(node, SequenceNode):
+            kids = list(node.value)
+        else:
+            kids = []
+        if finished:
+            open_nodes.discard(key)
+            total = 1 + sum(size[id(k)] for k in kids)
+            if total > MAX_NODES:
+                raise yaml.composer.ComposerError(
+                    None, None, f"expands to more than {MAX_NODES:,} values (too many aliases)", node.start_mark)
+            size[key] = total
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            raise yaml.composer.ComposerError(None, None, "invalid recursive alias (a value that contains itself)",
+                                              node.start_mark)
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in size)
+
+
+_OWN_PROBLEMS = ("nested more than", "expands to more than", "invalid recursive alias", "an integer with",
+                 "a number longer", "invalid ")
+
+
+def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
+    """Parse YAML (or JSON, which is YAML) with the limits above; any failure is one GpuplanError."""
+    try:
+        return yaml.load(text, Loader=LimitedYamlLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None)
+        detail = f": {problem}" if problem and problem.startswith(_OWN_PROBLEMS) else ""
+        raise GpuplanError(f"{origin} is not valid YAML/JSON{where}{detail}.",
+                           hint=hint or "Check indentation and quoting; `gpuplan schema` shows the workload format.") \
+            from None
+    except (RecursionError, MemoryError, ValueError, TypeError, IndexError, OverflowError) as exc:
+        raise GpuplanError(f"{origin} cannot be read as YAML/JSON ({type(exc).__name__}).",
+                           hint=hint or "Simplify the file; `gpuplan schema` shows the workload format.") from None
+
+
+# --------------------------------------------------------------------------------------------- JSON
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer with more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    if len(text) > 400:
+        raise ValueError("a number longer than 400 characters")
+    return float(text)
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of parsed JSON (a scalar is 0), computed without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            depth += 1
+            stack.extend((v, depth) for v in item.values())
+        elif isinstance(item, list):
+            depth += 1
+            stack.extend((v, depth) for v in item)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def check_nesting(value: Any, origin: str = "input") -> None:
+    """Refuse Python data (from the API or a parser) nested deeper than MAX_DEPTH or larger than
+    MAX_NODES values; stops early, so a structure that contains itself is refused, not walked forever."""
+    seen = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            raise GpuplanError(f"{origin} holds more than {MAX_NODES:,} values.", hint="Simplify it.")
+        if isinstance(item, (dict, list, tuple)):
+            if depth >= MAX_DEPTH:
+                raise GpuplanError(f"{origin} is nested more than {MAX_DEPTH} levels deep.",
+                                   hint="A workload is a few levels deep; see `gpuplan schema`.")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((v, depth + 1) for v in children)
+
+
+def _bracket_depth(text: str) -> int:
+    """Deepest [ / { nesting of JSON text, ignoring strings (cheap pre-check before the recursive parser)."""
+    depth = deepest = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        tok = m.group(0)
+        if tok in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif tok in "]}":
+            depth -= 1
+    return deepest
+
+
+def load_json(text: str, origin: str = "input", hint: str | None = None) -> Any:
+    """``json.loads`` with the depth and number limits above; any failure is one GpuplanError."""
+    hint = hint or "Check the JSON syntax."
+    if _bracket_depth(text) > MAX_DEPTH:
+        raise GpuplanError(f"{origin} is nested more than {MAX_DEPTH} levels deep.", hint=hint)
+    try:
+        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float)
+    except json.JSONDecodeError as exc:
+        raise GpuplanError(f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
+                           hint=hint) from None
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        raise GpuplanError(f"{origin} cannot be read as JSON ({exc if isinstance(exc, ValueError) else type(exc).__name__}).",
+                           hint=hint) from None
+    if json_depth(value) > MAX_DEPTH:  # pragma: no cover - the bracket pre-check catches it first
+        raise GpuplanError(f"{origin} is nested more than {MAX_DEPTH} levels deep.", hint=hint)
+    return value
+
+
+def load_json_file(path: str | os.PathLike[str], what: str = "JSON file", hint: str | None = None) -> Any:
+    return load_json(read_text_bounded(path, what), origin=f"{_display(Path(path))}", hint=hint)

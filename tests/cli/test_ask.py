@@ -1,0 +1,84 @@
+"""`gpuplan ask`: the wizard read from a pipe (one answer per line), in English and Chinese."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuplan.ask import ask_lines, build_workload, questions
+from gpuplan.errors import GpuplanError
+from gpuplan.workload import load_workload
+
+GPUPLAN = [sys.executable, "-c", "from gpuplan.cli import main; main()"]
+
+
+def run_ask(tmp_path: Path, answers: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
+    return subprocess.run([*GPUPLAN, "ask", *args], input=answers, capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=120)
+
+
+def test_zh_answers_from_a_file_write_the_workload_and_print_a_plan(tmp_path):
+    # The guides' questions in order: task, model, samples, tokens/sample, epochs, deadline h, budget.
+    p = run_ask(tmp_path, "lora\nQwen/Qwen2.5-7B-Instruct\n50000\n1024\n2\n48\n3000\n", "--lang", "zh")
+    assert p.returncode == 0, p.stderr
+    assert "已将工作负载写入 workload.yaml" in p.stdout
+    assert "推荐方案" in p.stdout          # the recommendation table's title
+    data = yaml.safe_load((tmp_path / "workload.yaml").read_text(encoding="utf-8"))
+    assert data["task"] == "lora" and data["model"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert data["dataset"] == {"samples": 50000, "tokens_per_sample": 1024, "epochs": 2.0}
+    assert data["constraints"]["deadline_hours"] == 48.0 and data["constraints"]["budget"] == 3000.0
+    # The file is a valid workload that `gpuplan recommend` reads as it is.
+    assert load_workload(tmp_path / "workload.yaml").task == "lora"
+
+
+def test_empty_lines_take_the_defaults_and_a_second_run_does_not_overwrite(tmp_path):
+    p1 = run_ask(tmp_path, "\n\n\n\n\n\n\n", "--json")
+    assert p1.returncode == 0, p1.stderr
+    assert json.loads(p1.stdout)["workload_file"] == "workload.yaml"
+    defaults = {q.key: q.parse(q.default) for q in questions()}
+    data = yaml.safe_load((tmp_path / "workload.yaml").read_text())
+    assert data == build_workload(defaults)
+    p2 = run_ask(tmp_path, "", "--json")          # end of input: every default
+    assert p2.returncode == 0, p2.stderr
+    assert json.loads(p2.stdout)["workload_file"] == "workload-2.yaml"
+
+
+def test_serving_answers_build_a_serving_workload(tmp_path):
+    p = run_ask(tmp_path, "inference\nQwen/Qwen2.5-7B-Instruct\n4\n2048\n256\n1500\n\n", "--json")
+    assert p.returncode in (0, 1), p.stderr
+    data = yaml.safe_load((tmp_path / "workload.yaml").read_text())
+    assert data["task"] == "inference"
+    assert data["serving"] == {"requests_per_s": 4.0, "peak_requests_per_s": 4.0, "ttft_ms": 1500.0}
+    assert (data["prompt_tokens"], data["output_tokens"]) == (2048, 256)
+    assert "dataset" not in data
+    assert json.loads(p.stdout)["workload"]["task"] == "inference"
+
+
+@pytest.mark.parametrize("lang, words", [("en", "Answer 3"), ("zh", "第 3 个回答")])
+def test_a_bad_answer_is_one_line_naming_the_question(tmp_path, lang, words):
+    p = run_ask(tmp_path, "lora\nqwen2.5-7b\nmany\n", "--lang", lang)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and words in p.stderr
+    assert not (tmp_path / "workload.yaml").exists()
+
+
+def test_unknown_model_is_a_clear_error_not_a_traceback(tmp_path):
+    p = run_ask(tmp_path, "lora\nno-such-model-xyz\n")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "no-such-model-xyz" in p.stderr
+
+
+def test_task_aliases_in_both_languages():
+    import io
+
+    for raw, task in [("微调", "lora"), ("推理", "inference"), ("serve", "inference"), ("PRETRAIN", "pretrain")]:
+        assert ask_lines(io.StringIO(f"{raw}\n"), "en")["task"] == task
+    with pytest.raises(GpuplanError):
+        ask_lines(io.StringIO("dance\n"), "en")
