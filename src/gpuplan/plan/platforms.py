@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
@@ -528,7 +528,8 @@ def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
             gpus_total=max_r * e.gpus_per_replica,
             cost={"price_region": e.cost.price_region, "instance_price_per_hour": price,
                   "price_per_hour": _r(price * max_r * nodes) if price is not None else None,
-                  "price_estimated": e.cost.price_estimated, "price_as_of": e.cost.price_as_of,
+                  "price_estimated": e.cost.price_estimated, "price_kind": e.cost.price_kind,
+                  "price_as_of": e.cost.price_as_of,
                   "price_source": e.cost.price_source, "monthly_cost": monthly,
                   "cost_per_million_output_tokens": _per_million(monthly, traffic, output_tokens)},
             details={"traffic": traffic.to_dict(),

@@ -20,7 +20,7 @@ from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import pareto_front, rank
-from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory, rnd
+from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory
 from gpuplan.plan.search import Candidate, Searcher, Variant, best_per_group
 from gpuplan.plan.storage import checkpoint_bytes, data_read_bytes_s, storage_advice
 from gpuplan.units import GIB, HOUR_S, HOURS_PER_MONTH
@@ -92,8 +92,6 @@ class _Draft:
                     advice=PlanAdvice(why=tuple(self.why), warnings=tuple(self.warnings)),
                     cost_key=self.cost_key, time_key=self.time_key, estimate=c.est)
 
-
-_r = rnd
 
 
 @dataclass
@@ -221,7 +219,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         ecs_ranked = rank(plans, objective)
         # ACK node pools run pay-as-you-go nodes: give them the best pay-as-you-go plans too, not only
         # the top plans (which may all be subscriptions)
-        ecs_in = ecs_ranked[:top] + [p for p in ecs_ranked if p.cost.billing == "payg"][:top]
+        # the top, not fewer than DEFAULT_TOP, so a small ``top`` (the web API's /api/plan?rank=1) sees the same plans
+        n = max(top, DEFAULT_TOP)
+        ecs_in = ecs_ranked[:n] + [p for p in ecs_ranked if p.cost.billing == "payg"][:n]
         try:
             plans += platform_plans(resolved, ecs_plans=ecs_in, currency=currency,
                                     region=regions[0] if regions else None, fx=book.fx,
@@ -567,9 +567,8 @@ def _advise(ctx: _Ctx, p: Plan) -> Plan:
             "ok": True,
             "text": f"{inst.vcpus} vCPU, {inst.memory_gib:g} GiB RAM per node; the job needs about "
                     f"{host_need / GIB:.0f} GiB" if inst.memory_gib else "host RAM not published"}
-    mem = p.memory
-    why = [f"memory: {mem.per_gpu_bytes / GIB:.1f} of {mem.capacity_per_gpu_bytes / GIB:.1f} GiB per GPU "
-           f"({mem.per_gpu_bytes / mem.capacity_per_gpu_bytes:.0%})"]
+    used, cap = p.memory.per_gpu_bytes or 0, p.memory.capacity_per_gpu_bytes or 1   # always set on ECS plans
+    why = [f"memory: {used / GIB:.1f} of {cap / GIB:.1f} GiB per GPU ({used / cap:.0%})"]
     if ctx.training and perf.get("tokens_per_s"):
         why.append(f"throughput: {perf['tokens_per_s']:,.0f} tokens/s, MFU {perf.get('mfu') or 0:.0%}, "
                    f"communication {perf.get('comm_fraction') or 0:.0%} of a step")
@@ -690,8 +689,8 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
         if cons and cons.deadline_hours and timed:
             within = [p for p in timed if cons.budget and spend(p) is not None and spend(p) <= cons.budget]
             pool = within or timed
-            fastest = min(pool, key=lambda p: p.time_s)
-            hours = fastest.time_s / HOUR_S
+            fastest = min(pool, key=lambda p: p.time_s or 0.0)        # timed: time_s is set
+            hours = (fastest.time_s or 0.0) / HOUR_S
             if hours > cons.deadline_hours:
                 out.append({"constraint": "deadline_hours", "limit": cons.deadline_hours, "needed": round(hours, 2),
                             "short_by": round(hours - cons.deadline_hours, 2), "unit": "h",
@@ -731,7 +730,7 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
 
 
 def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> list[str]:
-    out = []
+    out: list[str] = []
     today = ctx.today or dt.date.today()
     for p in shown:
         out.extend(p.advice.warnings)
