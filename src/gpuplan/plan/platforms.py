@@ -11,7 +11,7 @@ hours and ``requests_per_s`` the rest of the day; or ``requests_per_day`` spread
 
 Costs:
 
-- **Always-on** (ECS, EAS): replicas = ceil(peak rate / one replica's max requests/s); monthly =
+- **Always-on** (ECS, EAS): replicas = ceil(peak rate / (one replica's max requests/s x 1/1.15)); monthly =
   replicas x hourly price x 730 h.
 - **Following traffic** (ACK node pool with HPA + cluster autoscaler, or an ESS scaling group):
   for each segment, ceil(rate / per-replica rate) replicas (at least ``min_replicas``) x hours; the
@@ -229,11 +229,16 @@ def traffic_profile(serving) -> Traffic | None:
 
 # ================================================================================ costing primitives
 
-def replicas_for(rate_rps: float, per_replica_rps: float, minimum: int = 1) -> int:
-    """Replicas that serve ``rate_rps``: ceil(rate / capacity), at least ``minimum``."""
+def replicas_for(rate_rps: float, per_replica_rps: float, minimum: int = 1,
+                 target_utilization: float | None = None) -> int:
+    """Replicas that serve ``rate_rps`` with headroom: ceil(rate / (capacity x target utilisation)), at
+    least ``minimum``. The target defaults to 1/1.15 (capacity 15 % above demand, plan/queueing.py)."""
+    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+
     if per_replica_rps <= 0:
         return max(minimum, 1)
-    return max(minimum, math.ceil(rate_rps / per_replica_rps - 1e-9))
+    u = target_utilization or DEFAULT_TARGET_UTILIZATION
+    return max(minimum, math.ceil(rate_rps / (per_replica_rps * u) - 1e-9))
 
 
 def always_on_monthly(price_per_hour: float, replicas: int, nodes_per_replica: int = 1) -> float:
