@@ -16,6 +16,7 @@ register({
     "Binding constraints": "起约束作用的条件", "Storage": "存储", "Network": "网络", "Pareto": "帕累托最优",
     "payg": "按量付费", "spot": "抢占式", "subscription": "包年包月", "Quick answer": "快速结论",
     "Folklore": "经验法则", "Verdict": "结论", "holds": "成立", "wrong": "错误", "overkill": "配置过高",
+    "works but slow": "可行但慢", "works but expensive": "可行但贵",
     "per 1B tokens": "每十亿 token", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
     "Memory/GPU": "每卡显存", "Layout": "并行方式", "unpriced": "无价格", "Platform": "部署平台",
 })
@@ -117,7 +118,8 @@ def render_quick(result, console: Console | None = None, lang: str = "en") -> No
     t = lambda s: tr(s, lang)  # noqa: E731
     console.print(f"[bold]{t('Quick answer')}[/]: {result.params_b:g}B, {result.task} ({result.bucket})")
     console.print(f"  {t('Folklore')}: {result.folklore}")
-    color = {"holds": "green", "wrong": "red", "overkill": "yellow"}.get(result.verdict, "white")
+    color = {"holds": "green", "wrong": "red", "overkill": "yellow", "works but slow": "yellow",
+             "works but expensive": "yellow"}.get(result.verdict, "white")
     console.print(f"  {t('Verdict')}: [{color}]{t(result.verdict)}[/]")
     for n in result.notes:
         console.print(f"  - {n}")
