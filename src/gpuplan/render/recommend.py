@@ -17,7 +17,8 @@ register({
     "payg": "按量付费", "spot": "抢占式", "subscription": "包年包月", "Quick answer": "快速结论",
     "Folklore": "经验法则", "Verdict": "结论", "holds": "成立", "wrong": "错误", "overkill": "配置过高",
     "works but slow": "可行但慢", "works but expensive": "可行但贵",
-    "per 1B tokens": "每十亿 token", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
+    "per 1B tokens": "每十亿 token", "per image": "每张图片", "per audio hour": "每小时音频", "per clip": "每段音频",
+    "per request": "每个请求", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
     "Memory/GPU": "每卡显存", "Layout": "并行方式", "unpriced": "无价格", "Platform": "部署平台",
 })
 
@@ -42,16 +43,20 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
         _rejected(rec, console, t, limit=8)
         return
     training = rec.workload.task not in (None, "inference")
+    job = not training and any(p.cost.job for p in rec.plans)          # batch inference: time and total cost
+    per_unit = _per_unit_label(rec.plans)                               # non-LLM plans: no token labels
     table = Table(title=t("Recommended plans"), show_lines=False)
     for col in ("Rank", "Platform", "Instance type", "Instances", "GPU", "Layout", "Memory/GPU", "Billing", "Per hour"):
         table.add_column(t(col))
-    if training:
+    if training or job:
         table.add_column(t("Time"))
         table.add_column(t("Total cost") if any(p.cost.total_cost is not None for p in rec.plans) else t("per 1B tokens"))
+        if job:
+            table.add_column(t(per_unit or "per request"))
     else:
         table.add_column(t("Replicas"))
         table.add_column(t("Monthly"))
-        table.add_column(t("per 1M output tokens"))
+        table.add_column(t(per_unit or "per 1M output tokens"))
     table.add_column(t("Pareto"))
     for p in rec.plans:
         c = p.cost
@@ -61,12 +66,15 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
                f"{mem.per_gpu_bytes / GIB:.1f}/{mem.capacity_per_gpu_bytes / GIB:.1f} GiB"
                if mem.per_gpu_bytes is not None and mem.capacity_per_gpu_bytes else "-",
                t(c.billing) if c.billing else t("unpriced"), _money(c.price_per_hour, cur)]
-        if training:
+        if training or job:
             row.append(fmt_duration(c.time_s) if c.time_s is not None else
                        (fmt_duration(c.time_per_billion_tokens_s) + "/1B" if c.time_per_billion_tokens_s else "-"))
             row.append(_money(c.total_cost if c.total_cost is not None else c.cost_per_billion_tokens, cur))
+            if job:
+                row.append(_small_money(_unit_cost(c), cur))
         else:
-            row += [str(c.replicas), _money(c.monthly_cost, cur), _money(c.cost_per_million_output_tokens, cur)]
+            row += [str(c.replicas), _money(c.monthly_cost, cur),
+                    _small_money(_unit_cost(c), cur) if per_unit else _money(c.cost_per_million_output_tokens, cur)]
         row.append("*" if p.pareto else "")
         table.add_row(*row)
     console.print(table)
@@ -99,6 +107,28 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
             console.print(f"[bold]{t(head)}[/]")
             for line in items:
                 console.print(f"  - {line}")
+
+
+def _per_unit_label(plans) -> str | None:
+    """"per image" / "per audio hour" / ... for jobs and non-LLM services; None for LLM services."""
+    for p in plans:
+        c = p.cost
+        if c.job:
+            return "per audio hour" if c.job.get("audio_hours") else f"per {c.job.get('unit', 'request')}"
+        if c.unit_cost:
+            return f"per {c.unit_cost.get('unit', 'request')}"
+    return None
+
+
+def _small_money(x, cur: str) -> str:
+    """Per-item costs are often fractions of a cent: four significant digits."""
+    return "-" if x is None else f"{cur} {x:.4g}" if abs(x) < 1 else _money(x, cur)
+
+
+def _unit_cost(c):
+    if c.job:
+        return c.job.get("cost_per_audio_hour") if c.job.get("audio_hours") else c.job.get("cost_per_item")
+    return (c.unit_cost or {}).get("cost")
 
 
 def _rejected(rec, console: Console, t, limit: int) -> None:
