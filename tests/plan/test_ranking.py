@@ -155,6 +155,20 @@ def test_whisper_1000_hours_in_48_hours_is_a_job_not_a_subscription():
         assert c.billing != "subscription" or c.total_cost >= c.price_per_hour   # whole months if subscribed
 
 
+def test_whisper_time_includes_the_decoder():
+    """The decoder's token-by-token steps are part of the time. Pinned to a published figure:
+    insanely-fast-whisper's README (github.com/Vaibhavs10/insanely-fast-whisper, read 2026-12) transcribes
+    150 min of audio in ~98 s with large-v3 on an A100-80GB at batch 24, fp16 + FlashAttention 2, i.e.
+    ~3.06 windows of 30 s per second; one A10 at batch 1 must be slower than that, yet faster than
+    real time x 10."""
+    rec = recommend({"model": "openai/whisper-large-v3", "task": "inference", "input": {"audio_seconds": 30},
+                     "dataset": {"audio_hours": 10}, "hardware": {"gpu": "A10", "count": 1}})
+    p = rec.best
+    rate = p.cost.job["items_per_s"]
+    assert 10 / 30 < rate < 150 * 60 / 30 / 98, rate
+    assert any("decoder steps" in n for n in p.estimate.assumptions)
+
+
 def test_sdxl_job_has_cost_per_image_and_no_llm_labels():
     rec = recommend({"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
                      "input": {"image_size": 1024, "steps": 30}, "dataset": {"items": 10000},
