@@ -228,7 +228,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         ecs_ranked = rank(plans, objective)
         # ACK node pools run pay-as-you-go nodes: give them the best pay-as-you-go plans too, not only
         # the top plans (which may all be subscriptions)
-        ecs_in = ecs_ranked[:top] + [p for p in ecs_ranked if p.cost.billing == "payg"][:top]
+        # (at least DEFAULT_TOP of each, so that --top 1 sees the same managed plans as the default)
+        k = max(top, DEFAULT_TOP)
+        ecs_in = ecs_ranked[:k] + [p for p in ecs_ranked if p.cost.billing == "payg"][:k]
         try:
             plans += platform_plans(resolved, ecs_plans=ecs_in, currency=currency,
                                     region=regions[0] if regions else None, fx=book.fx,
@@ -917,7 +919,7 @@ def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.
                    f"{spot.fraction_range[1]:.0%}), {spot.interruptions_per_hour:g} "
                    f"interruptions per hour, {spot.restart_s / 60:.0f} min to restart (assumptions)")
     fx = ctx.fixed
-    if ctx.training or _is_job(ctx):
+    if (ctx.training and ctx.w.dataset) or _is_job(ctx):   # per-1B-token figures carry no fixed costs
         out.append(f"fixed costs per instance and job: {fx.boot_s / 60:.0f} min start-up, a {fx.image_gib:g} GiB image "
                    f"at {fx.image_pull_mb_s:g} MB/s, the model at {fx.model_download_mb_s:g} MB/s, "
                    f"{fx.idle_tail_s / 60:.0f} min idle tail (assumed); per-second billing (Alibaba)")
