@@ -8,7 +8,12 @@ import pytest
 from gpuplan.catalog.instances import load_instances
 from gpuplan.plan import recommend
 from gpuplan.plan.cost import load_fixed_costs, price_margins
-from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION, erlang_c, size_replicas, wait_quantile_s
+from gpuplan.plan.queueing import (
+    DEFAULT_TARGET_UTILIZATION,
+    erlang_c,
+    size_replicas,
+    wait_quantile_s,
+)
 from gpuplan.plan.quick import quick
 from gpuplan.plan.rank import pessimistic_cost, rank
 from gpuplan.units import HOUR_S

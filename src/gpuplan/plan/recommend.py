@@ -532,7 +532,6 @@ def _job_items(ctx: _Ctx) -> tuple[float, str] | None:
     ds = ctx.w.dataset
     if ds is None:
         return None
-    kind = getattr(ctx.model, "kind", "")
     if ds.audio_hours:
         clip = (ctx.w.input.audio_seconds if ctx.w.input and ctx.w.input.audio_seconds else None) or 30.0
         return ds.audio_hours * HOUR_S / clip * ds.epochs, "clip"
