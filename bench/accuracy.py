@@ -97,6 +97,22 @@ def _framework(name: str, task: str) -> str:
     return "auto"
 
 
+def _existing_targets(model_id: str, names) -> object:
+    """The LoRA targets of a framework's default list that this architecture has (the list names the
+    modules of several architectures; one foreign name would make the whole list invalid)."""
+    if isinstance(names, str):
+        return names
+    model = resolve_model(model_id)
+    keep = []
+    for name in names:
+        try:
+            model.linear_shapes_per_layer([name])
+        except GpuplanError:
+            continue
+        keep.append(name)
+    return keep or "all-linear"
+
+
 def row_to_case(r: dict[str, str]):
     """(workload, system, layout) for one measurement row."""
     task = r["task"]
@@ -146,8 +162,19 @@ def row_to_case(r: dict[str, str]):
         data["optimizer"] = "adamw-foreach"
     elif "AdamW fused" in notes:
         data["optimizer"] = "adamw-fused"
-    if task in ("lora", "qlora") and "all-linear" in notes:
-        data["lora"]["targets"] = "all-linear"
+    if task in ("lora", "qlora"):
+        if "all-linear except k_proj" in notes:  # torchtune: q, v, output_proj + MLP
+            data["lora"]["targets"] = ["q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        elif "all-linear" in notes:
+            data["lora"]["targets"] = "all-linear"
+        elif "on query and value only" in notes:
+            data["lora"]["targets"] = "qv"
+        data["lora"]["targets"] = _existing_targets(r["model"], data["lora"]["targets"])
+        if r["framework"] == "torchtune":
+            data["lora"]["dropout"] = 0.0  # torchtune LoRA configs: lora_dropout 0.0
+    tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
+    if framework == "transformers" and tf_version:
+        data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)
     if "optimizer" not in data and task != "inference" and framework in OLD_TRAINER_FRAMEWORKS and _old_torch(notes):
         data["optimizer"] = "adamw-foreach"  # Trainers before transformers 4.46 / torch 2.2 used foreach AdamW"
     w = parse_workload(data)
