@@ -260,9 +260,8 @@ GROUP_NOTES = {
             "AdamW as the default; the full fine-tune row matches within 4%, the LoRA rows are high by 11-23%.",
     "q2hf": "Transformers 4.38 (this group's stack) materialises the logits of every prompt position during generate, in "
             "bf16 and again in fp32: prompt x vocab x 6 bytes, 26 GiB for Qwen2-0.5B at a 30,720-token prompt (vocab 151,936), "
-            "which is nearly all of its 27.61 GiB peak. gpuplan models transformers >= 4.45 (last-position logits only, as "
-            "the Qwen2.5/Qwen3 rows measure), so the long-prompt rows of this older stack are under-estimated; the workload "
-            "cannot yet name a transformers version.",
+            "which is nearly all of its 27.61 GiB peak. The bench passes the stated version (workload framework_version) and "
+            "the estimator models it (transformers < 4.45); the Qwen2.5/Qwen3 rows (4.46 / 4.51) keep the last position only.",
     "swmem": "H275 (Qwen-1.8B full fine-tune, 35.1 GiB) matches fp32 master weights (16 bytes/param + a temporary), "
              "while the 7B and 14B rows of the same table match pure bf16 (10 bytes/param): the table does not say "
              "which was used; we keep the pure-bf16 default that fits the majority.",
