@@ -82,6 +82,12 @@ class MemoryEstimate:
     def shortfall_bytes(self) -> float:
         return max(0.0, self.per_gpu_bytes - self.capacity_bytes)
 
+    def _int_components(self) -> dict[str, int]:
+        """Whole-byte components that add up exactly to int(per_gpu_bytes) (overhead takes the rounding)."""
+        comps = {k: int(round(self.components.get(k, 0.0))) for k in COMPONENTS}
+        comps["overhead"] += int(self.per_gpu_bytes) - sum(comps.values())
+        return comps
+
     def to_dict(self) -> dict:
         return {
             "per_gpu_bytes": int(self.per_gpu_bytes),
@@ -91,7 +97,7 @@ class MemoryEstimate:
             "capacity_bytes": int(self.capacity_bytes),
             "fits": self.fits,
             "shortfall_bytes": int(self.shortfall_bytes),
-            "components": {k: int(round(self.components.get(k, 0.0))) for k in COMPONENTS},
+            "components": self._int_components(),
             "host_bytes": int(self.host_bytes),
             "peak_phase": self.peak_phase,
             "replica_total_bytes": int(self.total_bytes),
