@@ -97,6 +97,22 @@ def _framework(name: str, task: str) -> str:
     return "auto"
 
 
+def _existing_targets(model_id: str, names) -> object:
+    """The LoRA targets of a framework's default list that this architecture has (the list names the
+    modules of several architectures; one foreign name would make the whole list invalid)."""
+    if isinstance(names, str):
+        return names
+    model = resolve_model(model_id)
+    keep = []
+    for name in names:
+        try:
+            model.linear_shapes_per_layer([name])
+        except GpuplanError:
+            continue
+        keep.append(name)
+    return keep or "all-linear"
+
+
 def row_to_case(r: dict[str, str]):
     """(workload, system, layout) for one measurement row."""
     task = r["task"]
@@ -146,8 +162,19 @@ def row_to_case(r: dict[str, str]):
         data["optimizer"] = "adamw-foreach"
     elif "AdamW fused" in notes:
         data["optimizer"] = "adamw-fused"
-    if task in ("lora", "qlora") and "all-linear" in notes:
-        data["lora"]["targets"] = "all-linear"
+    if task in ("lora", "qlora"):
+        if "all-linear except k_proj" in notes:  # torchtune: q, v, output_proj + MLP
+            data["lora"]["targets"] = ["q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        elif "all-linear" in notes:
+            data["lora"]["targets"] = "all-linear"
+        elif "on query and value only" in notes:
+            data["lora"]["targets"] = "qv"
+        data["lora"]["targets"] = _existing_targets(r["model"], data["lora"]["targets"])
+        if r["framework"] == "torchtune":
+            data["lora"]["dropout"] = 0.0  # torchtune LoRA configs: lora_dropout 0.0
+    tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
+    if framework == "transformers" and tf_version:
+        data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)
     if "optimizer" not in data and task != "inference" and framework in OLD_TRAINER_FRAMEWORKS and _old_torch(notes):
         data["optimizer"] = "adamw-foreach"  # Trainers before transformers 4.46 / torch 2.2 used foreach AdamW"
     w = parse_workload(data)
@@ -233,9 +260,8 @@ GROUP_NOTES = {
             "AdamW as the default; the full fine-tune row matches within 4%, the LoRA rows are high by 11-23%.",
     "q2hf": "Transformers 4.38 (this group's stack) materialises the logits of every prompt position during generate, in "
             "bf16 and again in fp32: prompt x vocab x 6 bytes, 26 GiB for Qwen2-0.5B at a 30,720-token prompt (vocab 151,936), "
-            "which is nearly all of its 27.61 GiB peak. gpuplan models transformers >= 4.45 (last-position logits only, as "
-            "the Qwen2.5/Qwen3 rows measure), so the long-prompt rows of this older stack are under-estimated; the workload "
-            "cannot yet name a transformers version.",
+            "which is nearly all of its 27.61 GiB peak. The bench passes the stated version (workload framework_version) and "
+            "the estimator models it (transformers < 4.45); the Qwen2.5/Qwen3 rows (4.46 / 4.51) keep the last position only.",
     "swmem": "H275 (Qwen-1.8B full fine-tune, 35.1 GiB) matches fp32 master weights (16 bytes/param + a temporary), "
              "while the 7B and 14B rows of the same table match pure bf16 (10 bytes/param): the table does not say "
              "which was used; we keep the pure-bf16 default that fits the majority.",
@@ -369,6 +395,15 @@ PRIOR = 0.0
 # Groups scored but never used to fit, with the reason (their stated conditions cannot be reproduced).
 FIT_EXCLUDED = {"swspd": "samples are shorter than max_length and the mean token count is not published "
                          "(see the group notes), so samples/s cannot constrain a throughput constant"}
+# Groups whose MEMORY rows are scored but never steer a memory knob (their speed rows still do).
+MEMORY_FIT_EXCLUDED = {
+    "torchtune": "the README's peaks are below what the stated configs can hold: 16.2 GiB for Llama-3.1-8B LoRA at "
+                 "batch 2 x 2048 is less than its bf16 weights (14.96 GiB) plus the bf16 logits alone (0.98 GiB) plus "
+                 "the adapters; 41.7 GiB for 405B QLoRA on 8 GPUs is less than the NF4 weight shard (~25 GiB) plus the "
+                 "checkpointed layer inputs (126 x 4096 x 16384 x 2 B = 15.8 GiB). The runs must have used options "
+                 "the table does not state (activation offloading, compiled loss); fitting to them would pull "
+                 "unrelated constants (the CUDA context, through the capacity cap) away from their physics",
+}
 
 
 def expand_keys(knob: Knob, warn: list[str]) -> dict[str, float]:
@@ -441,6 +476,8 @@ def _objective(ev: Evaluator, idx: tuple[int, ...], groups: set[str]) -> float:
 def fit(ev: Evaluator, groups: set[str], sweeps: int = 2) -> tuple[int, ...]:
     """Coordinate descent over the multiplier grid, from the shipped constants, on `groups` only."""
     groups = groups - set(FIT_EXCLUDED)
+    if any(k.kind == "memory" for k in ev.knobs):
+        groups = groups - set(MEMORY_FIT_EXCLUDED)
     idx = [ONE] * len(ev.knobs)
     best = _objective(ev, tuple(idx), groups)
     for _ in range(sweeps):
@@ -603,6 +640,7 @@ def summarize(res: Result, csv_names: list[str]) -> str:
     if res.warnings:
         L += ["", "Warnings:"] + [f"- {w}" for w in res.warnings]
     L += ["", "Scored, not fitted:"] + [f"- **{g}**: {why}" for g, why in FIT_EXCLUDED.items()]
+    L += [f"- **{g}** (memory knobs only): {why}" for g, why in MEMORY_FIT_EXCLUDED.items()]
     excluded = [r for r in res.shipped if r.group in EXCLUDED_GROUPS]
     if excluded:
         L += ["", "## Excluded groups", ""]

@@ -160,6 +160,9 @@ class Workload(_Strict):
     quantization: Quantization | None = None
     kv_cache_dtype: KvDtype | None = None
     framework: Framework | None = None
+    framework_version: str | None = Field(None, max_length=40, pattern=r"^\d+(\.\d+){0,3}([.+-]?[0-9A-Za-z.]*)?$",
+                                          description="version of the framework when it changes memory (transformers "
+                                          "< 4.45 keeps the logits of every prompt position in generate); unset = current")
     batch_size: int | None = Field(None, ge=1, le=65_536)
     gradient_accumulation: int | None = Field(None, ge=1, le=1_000_000)
     seq_len: int | None = Field(None, ge=1, le=MAX_TOKENS)

@@ -156,7 +156,8 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     conc = w.batch_size or 1
     inp = InferenceInputs(precision=w.precision or "bf16", quantization=w.quantization or "none",
                           kv_dtype_bytes=_kv_bytes(w), framework=framework, flash=bool(w.flash_attention),
-                          prompt_tokens=w.prompt_tokens or 0, output_tokens=w.output_tokens or 1, concurrency=conc)
+                          prompt_tokens=w.prompt_tokens or 0, output_tokens=w.output_tokens or 1, concurrency=conc,
+                          framework_version=w.framework_version)
     mem = inference_memory(s, inp, layout, system)
     if memory_only:
         return mem, {}, []

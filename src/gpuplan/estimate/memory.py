@@ -82,6 +82,12 @@ class MemoryEstimate:
     def shortfall_bytes(self) -> float:
         return max(0.0, self.per_gpu_bytes - self.capacity_bytes)
 
+    def _int_components(self) -> dict[str, int]:
+        """Whole-byte components that add up exactly to int(per_gpu_bytes) (overhead takes the rounding)."""
+        comps = {k: int(round(self.components.get(k, 0.0))) for k in COMPONENTS}
+        comps["overhead"] += int(self.per_gpu_bytes) - sum(comps.values())
+        return comps
+
     def to_dict(self) -> dict:
         return {
             "per_gpu_bytes": int(self.per_gpu_bytes),
@@ -91,7 +97,7 @@ class MemoryEstimate:
             "capacity_bytes": int(self.capacity_bytes),
             "fits": self.fits,
             "shortfall_bytes": int(self.shortfall_bytes),
-            "components": {k: int(round(self.components.get(k, 0.0))) for k in COMPONENTS},
+            "components": self._int_components(),
             "host_bytes": int(self.host_bytes),
             "peak_phase": self.peak_phase,
             "replica_total_bytes": int(self.total_bytes),
@@ -211,15 +217,16 @@ def shard_group(layout: Layout, system: System) -> int:
 
 
 def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: float, *, trainable: bool,
-                         group: int | None = None) -> float:
+                         group: int | None = None, grad_bytes: float = 4.0) -> float:
     """Unsharded parameters live on a rank under ZeRO-3 / FSDP full_shard beyond its own shard.
 
     One block is gathered at a time and the next is prefetched (FSDP forward/backward prefetch,
     DeepSpeed stage3_prefetch_bucket_size): two blocks at their storage dtype. The embedding and LM
     head are gathered too: FSDP's root unit (embeddings, final norm, head) is not resharded after
     forward (torch.distributed.fsdp _runtime_utils: the root keeps its parameters for backward);
-    DeepSpeed gathers the largest of them when used. Full training adds one reduce-scatter bucket of
-    fp32 gradients the size of a block. LoRA's frozen base has no gradients to reduce."""
+    DeepSpeed gathers the largest of them when used. Full training adds one reduce-scatter bucket of gradients (at the gradient dtype: fp32
+    under mixed precision, bf16 for pure-bf16 stacks) the size of a block. LoRA's frozen base has no
+    gradients to reduce."""
     if layout.zero < 3:
         return 0.0
     tp, dp = layout.tp, max(1, group if group is not None else layout.dp)
@@ -229,7 +236,7 @@ def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: 
     else:
         root = max(s.embed_params, s.lm_head_params) / tp * dense_w
     root *= (1.0 - 1.0 / dp)  # the rank's own shard is already counted with the weights
-    bucket = (s.attn_params_layer + s.mlp_params_layer_total) / tp * 4.0 if trainable else 0.0
+    bucket = (s.attn_params_layer + s.mlp_params_layer_total) / tp * grad_bytes if trainable else 0.0
     return blocks + root + bucket
 
 
@@ -351,9 +358,17 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
             if offload != "none":
                 states = 0.0
                 step_temp = 0.0
+                # ZeRO-Offload / FSDP CPU offload also move the (reduced, sharded) gradients to host RAM
+                # for the CPU optimizer step (Ren et al. 2021 §4; FSDP CPUOffload(offload_params=True)
+                # and FSDP2 CPUOffloadPolicy offload parameters, gradients and optimizer states): only
+                # the gradient bucket being reduced stays on the GPU (counted with the gathered
+                # parameters under ZeRO-3 / FSDP; one block's gradients otherwise).
+                bucket = (s.attn_params_layer + s.mlp_params_layer_total) / layout.tp * grad_b
+                grads = 0.0 if zero >= 3 else min(grads, bucket)
         paged_states = states if paged else 0.0
         states -= paged_states
-        gather = gathered_param_bytes(s, layout, layer_store, dense_w, trainable=not peft, group=dp)
+        gather = gathered_param_bytes(s, layout, layer_store, dense_w, trainable=not peft, group=dp,
+                                      grad_bytes=4.0 if mode in ("mixed", "fp32") else 2.0)
 
         # activations
         inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
@@ -462,6 +477,33 @@ class InferenceInputs:
     prompt_tokens: int
     output_tokens: int
     concurrency: int
+    framework_version: str | None = None
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def prompt_logits_bytes_per_vocab(framework: str, version: str | None) -> float:
+    """Bytes per vocabulary entry per prompt token that generate's prefill materialises.
+
+    transformers before 4.45 runs the LM head on every prompt position during generate and upcasts
+    the result (``logits = logits.float()`` in every *ForCausalLM.forward): the bf16 logits and their
+    fp32 copy are live together, prompt x vocab x 6 bytes, although only the last position is used
+    (transformers issue #30860; PR #31292 added ``num_logits_to_keep``, released in 4.45). Newer
+    versions compute the last position only (0 here). Unset version = the current stack."""
+    if framework != "transformers" or not version:
+        return 0.0
+    cfg = table("memory", "generate_prompt_logits")
+    if _version_tuple(version) >= _version_tuple(str(cfg["fixed_in"])):
+        return 0.0
+    return float(cfg["bytes_per_vocab_token"])
 
 
 ENGINES = {"vllm", "sglang", "trtllm", "lmdeploy", "tgi"}  # paged KV pool, continuous batching
@@ -563,6 +605,12 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
                               kv_bytes_per_sequence=per_seq, notes=notes)
     # Eager PyTorch (transformers generate): DynamicCache grows by concatenation.
     act = prefill_transient_bytes(s, t.prompt_tokens, layout.tp, t.flash, t.concurrency)
+    old_logits = prompt_logits_bytes_per_vocab(t.framework, t.framework_version)
+    if old_logits:
+        act += old_logits * s.vocab / layout.tp * t.prompt_tokens * t.concurrency
+        notes.append(f"transformers {t.framework_version} computes the logits of every prompt position in generate "
+                     f"(bf16 + fp32 copy, {old_logits:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps "
+                     "only the last")
     cat_copy = kv / max(1, s.layers / layout.pp)  # one layer's cache copied while it grows
     alloc = weights + kv + max(act, cat_copy) + mem_tab["workspace_bytes"]
     reserve = mem_tab["reserve_fraction_of_transient"]["generate"] * kv + mem_tab["reserve_fraction_of_total"] * alloc

@@ -331,7 +331,13 @@ def _plan(w: Workload, spec: Any) -> dict[str, Any]:
         plan["autocast"] = _TORCH_DTYPE[precision]
         notes.append(f"LoRA traced under {precision} autocast (Hugging Face Trainer/accelerate mixed precision)")
     opt_kind = {"adamw": "fused", "adamw-fused": "fused", "adamw-foreach": "foreach", "adamw-bf16": "foreach",
-                "sgd": "sgd", "adafactor": "adafactor"}.get(optimizer)
+                "sgd": "sgd", "adafactor": "adafactor", "paged-adamw": "paged", "paged-adamw-8bit": "paged"}.get(optimizer)
+    if opt_kind == "paged":
+        # bitsandbytes paged optimizers keep their states in CUDA unified memory, outside PyTorch's caching
+        # allocator (the analytic path leaves them out of peak_reserved too): the step is traced as a
+        # stateless in-place update, so the traced peak is what the allocator sees.
+        warns.append(f"optimizer {optimizer}: its states live in CUDA unified memory outside the allocator "
+                     "(bitsandbytes paged optimizers); traced as a stateless in-place step, states not counted")
     if opt_kind is None:
         raise GpuplanError(f"Exact mode cannot trace optimizer {optimizer!r} (bitsandbytes kernels need CUDA).",
                            hint="Use optimizer adamw, adamw-fused, adamw-foreach, sgd or adafactor, or drop --trace.")
@@ -339,7 +345,9 @@ def _plan(w: Workload, spec: Any) -> dict[str, Any]:
     notes.append({"fused": f"optimizer {optimizer}: torch AdamW fused=True (no parameter-sized temporaries)",
                   "foreach": f"optimizer {optimizer}: torch AdamW foreach=True (one parameter-sized temporary)",
                   "sgd": "optimizer sgd: torch SGD with momentum 0.9 (one state per parameter)",
-                  "adafactor": "optimizer adafactor: torch.optim.Adafactor (factored second moments)"}[opt_kind])
+                  "adafactor": "optimizer adafactor: torch.optim.Adafactor (factored second moments)",
+                  "paged": f"optimizer {optimizer}: states outside the allocator (unified memory); in-place step "
+                           "traced with no state"}[opt_kind])
     ckpt = w.grad_checkpointing
     if ckpt == "selective":
         warns.append("selective recomputation is not a transformers option: traced without checkpointing "
@@ -494,6 +502,8 @@ def _make_optimizer(torch, params, kind: str):
         return torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=True)
     if kind == "adafactor":
         return torch.optim.Adafactor(params, lr=1e-2)
+    if kind == "paged":  # paged states are outside the allocator: a stateless in-place step
+        return torch.optim.SGD(params, lr=1e-4, momentum=0.0, foreach=False)
     raise AssertionError(kind)
 
 

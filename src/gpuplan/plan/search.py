@@ -116,10 +116,15 @@ class Searcher:
         w = v.w
         ga = w.gradient_accumulation or 1
         offload = self.fixed.offload if self.fixed.offload not in (None, *OFFLOAD_ORDER) else k.offload_name
-        return Layout(tp=tp, pp=pp, dp=dp, zero=k.zero if self.training else 0, fsdp="none", offload=offload,
+        par = w.parallel
+        # the user's FSDP strategy and serving DP-attention travel into the layout (memory: FSDP's root
+        # unit and HSDP groups; the MLA cache split by DP-attention)
+        fsdp = par.fsdp if (par and self.training and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
+        return Layout(tp=tp, pp=pp, dp=dp, zero=k.zero if self.training else 0, fsdp=fsdp, offload=offload,
                       checkpointing=k.ckpt_name if self.training else "none", micro_batch=w.batch_size or 1,
                       grad_accum=ga, microbatches=ga if pp > 1 else 1,
-                      naive_pipeline=pp > 1 and (w.framework or "auto") in NAIVE_PP_FRAMEWORKS)
+                      naive_pipeline=pp > 1 and (w.framework or "auto") in NAIVE_PP_FRAMEWORKS,
+                      dp_attention=bool(par and par.dp_attention) and not self.training)
 
     def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True) -> Estimate | None:
         """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model)."""
