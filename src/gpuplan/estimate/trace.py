@@ -422,7 +422,8 @@ def _apply_lora(model, w: Workload):
         targets = {"all-linear": "all-linear", "all": "all-linear", "all_linear": "all-linear",
                    "attn": ["q_proj", "k_proj", "v_proj", "o_proj"], "qv": ["q_proj", "v_proj"]}.get(
             key, [t.strip() for t in targets.split(",") if t.strip()])
-    cfg = LoraConfig(r=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16,
+    # peft annotates lora_alpha as int but only divides it by r: a fractional alpha is valid.
+    cfg = LoraConfig(r=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16,  # type: ignore[arg-type]
                      lora_dropout=lora.dropout if lora else 0.05, target_modules=targets, task_type="CAUSAL_LM")
     try:
         return get_peft_model(model, cfg)

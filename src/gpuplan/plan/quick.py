@@ -113,6 +113,7 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
         fits = folk.ok
         if folk.ok:
             p = folk.best
+            assert p is not None  # ok: at least one plan
             mem, cap = p.memory.per_gpu_bytes, p.memory.capacity_per_gpu_bytes
         else:
             r = [x for x in folk.rejected if x["code"] == "memory"]
@@ -123,7 +124,7 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
     if fits is False:
         verdict = "wrong"
         notes.append(f"the tree's {count} x {gpu} does not hold a {pb:g}B {t} job")
-    elif best is not None and fits:
+    elif best is not None and fits and folk is not None and mem is not None and cap is not None:
         best_gib, folk_gib = _gpu_gib(best), _gpu_gib(folk.best)
         if best.gpus_total < count or best_gib and best_gib * best.gpus_total < 0.5 * (folk_gib or 0) * count:
             verdict = "overkill"

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 
 class Rankable(Protocol):
-    cost_key: float | None
-    time_key: float | None
+    @property
+    def cost_key(self) -> float | None: ...
+
+    @property
+    def time_key(self) -> float | None: ...
+
+
+R = TypeVar("R", bound=Rankable)
 
 
 OBJECTIVES = ("cost", "time", "balanced")
@@ -39,7 +45,7 @@ def sort_key(objective: str, cmin: float, tmin: float):
     return key
 
 
-def rank(plans: Sequence[Rankable], objective: str) -> list:
+def rank(plans: Sequence[R], objective: str) -> list[R]:
     costs = [p.cost_key for p in plans if p.cost_key is not None and p.cost_key > 0]
     times = [p.time_key for p in plans if p.time_key is not None and p.time_key > 0]
     cmin = min(costs) if costs else 1.0
@@ -47,14 +53,15 @@ def rank(plans: Sequence[Rankable], objective: str) -> list:
     return sorted(plans, key=sort_key(objective, cmin, tmin))
 
 
-def pareto_front(plans: Sequence[Rankable]) -> list:
+def pareto_front(plans: Sequence[R]) -> list[R]:
     """Priced plans that no other plan beats on both cost and time (ties kept once)."""
     pts = [p for p in plans if p.cost_key is not None and p.time_key is not None]
     pts.sort(key=lambda p: (p.cost_key, p.time_key))
     front = []
     best_t = math.inf
     for p in pts:
-        if p.time_key < best_t - 1e-12:
+        t = p.time_key
+        if t is not None and t < best_t - 1e-12:
             front.append(p)
-            best_t = p.time_key
+            best_t = t
     return front

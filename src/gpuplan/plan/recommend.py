@@ -564,9 +564,8 @@ def _advise(ctx: _Ctx, p: Plan) -> Plan:
             "ok": True,
             "text": f"{inst.vcpus} vCPU, {inst.memory_gib:g} GiB RAM per node; the job needs about "
                     f"{host_need / GIB:.0f} GiB" if inst.memory_gib else "host RAM not published"}
-    mem = p.memory
-    why = [f"memory: {mem.per_gpu_bytes / GIB:.1f} of {mem.capacity_per_gpu_bytes / GIB:.1f} GiB per GPU "
-           f"({mem.per_gpu_bytes / mem.capacity_per_gpu_bytes:.0%})"]
+    used, cap = p.memory.per_gpu_bytes or 0, p.memory.capacity_per_gpu_bytes or 1   # always set on ECS plans
+    why = [f"memory: {used / GIB:.1f} of {cap / GIB:.1f} GiB per GPU ({used / cap:.0%})"]
     if ctx.training and perf.get("tokens_per_s"):
         why.append(f"throughput: {perf['tokens_per_s']:,.0f} tokens/s, MFU {perf.get('mfu') or 0:.0%}, "
                    f"communication {perf.get('comm_fraction') or 0:.0%} of a step")
@@ -687,8 +686,8 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
         if cons and cons.deadline_hours and timed:
             within = [p for p in timed if cons.budget and spend(p) is not None and spend(p) <= cons.budget]
             pool = within or timed
-            fastest = min(pool, key=lambda p: p.time_s)
-            hours = fastest.time_s / HOUR_S
+            fastest = min(pool, key=lambda p: p.time_s or 0.0)        # timed: time_s is set
+            hours = (fastest.time_s or 0.0) / HOUR_S
             if hours > cons.deadline_hours:
                 out.append({"constraint": "deadline_hours", "limit": cons.deadline_hours, "needed": round(hours, 2),
                             "short_by": round(hours - cons.deadline_hours, 2), "unit": "h",
@@ -728,7 +727,7 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
 
 
 def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> list[str]:
-    out = []
+    out: list[str] = []
     today = ctx.today or dt.date.today()
     for p in shown:
         out.extend(p.advice.warnings)

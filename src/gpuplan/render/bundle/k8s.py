@@ -93,6 +93,7 @@ def training_manifests(c: Ctx) -> list[dict]:
            {"name": "MAX_SEQ_LENGTH", "value": str(c.seq_len)}]
     if c.multi_node:
         env += [{"name": v.name, "value": v.value} for v in c.nccl_vars]
+    container: dict  # mixed values; volumeMounts is appended to below
     container = {"name": "trainer", "image": c.images["pytorch"], "workingDir": "/workspace",
                  "command": ["torchrun"], "args": args, "env": env,
                  "ports": [{"name": "rdzv", "containerPort": c.ports["rdzv"]}],
