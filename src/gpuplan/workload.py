@@ -26,6 +26,8 @@ Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Quantization = Literal["none", "int8", "int4", "gptq-int4", "gptq-int8", "awq", "fp8", "bnb-int8", "bnb-nf4"]
 QUANT_ALIASES = {"nf4": "bnb-nf4", "gptq": "gptq-int4", "awq-int4": "awq", "int4-awq": "awq", "w4a16": "int4",
                  "w8a16": "int8", "bnb-4bit": "bnb-nf4", "bnb-8bit": "bnb-int8", "llm.int8": "bnb-int8"}
+# Weight-only 4-bit and 8-bit bases a QLoRA-style adapter trains on (bitsandbytes, GPTQ, AWQ, generic).
+QLORA_BASES = (None, "bnb-nf4", "bnb-int8", "int4", "int8", "gptq-int4", "gptq-int8", "awq")
 KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
 Framework = Literal["auto", "transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron", "nemo", "fsdp",
                     "torchtune", "llm-foundry", "llama-factory", "swift", "lmdeploy", "tgi", "torch-compile"]
@@ -228,7 +230,7 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _coherent(self) -> "Workload":
-        if self.task == "qlora" and self.quantization not in (None, "bnb-nf4", "int4", "gptq-int4", "awq", "bnb-int8"):
+        if self.task == "qlora" and self.quantization not in QLORA_BASES:
             raise ValueError(f"task qlora needs a 4-bit or 8-bit base model, not quantization {self.quantization!r}")
         if self.optimizer_in_backward and (self.gradient_accumulation or 1) > 1:
             raise ValueError("optimizer_in_backward steps each parameter as soon as its gradient exists, so it needs "
