@@ -26,6 +26,10 @@ import pytest
 import gpuplan
 from gpuplan import GpuplanError, cli
 
+# A hang guard, not a speed test (the alias bomb ran for minutes): bad input must fail fast even on a
+# loaded 2-core machine; the real latency (a few ms to parse, ~1 s with process start) is in bench/speed.py.
+HANG_S = 10.0
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 W = {"model": "qwen2.5-7b", "task": "lora", "hardware": {"gpu": "A10"}}
 
@@ -55,9 +59,6 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 
 # ------------------------------------------------------------------------------ repeated calls
 
-# A hang guard, not a speed test (the alias bomb ran for minutes): bad input must fail fast even on a
-# loaded 2-core machine; the real latency (a few ms to parse, ~1 s with process start) is in bench/speed.py.
-HANG_S = 10.0
 
 _REPEATED = """
 import sys
@@ -70,6 +71,7 @@ assert gpuplan.estimate(w).to_dict()["memory"] == first
 gpuplan.quick("7B"); gpuplan.quick(7, "infer")
 import gpuplan.estimate.core, gpuplan.plan.quick, gpuplan.plan.recommend, gpuplan.cli  # noqa: E401
 from gpuplan.plan import quick
+
 for _ in range(2):
     assert gpuplan.estimate(w).to_dict()["memory"] == first
     gpuplan.max_fit(w, "batch_size")

@@ -17,10 +17,10 @@ from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
-from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
+from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import pareto_front, rank
-from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory, rnd
+from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory
 from gpuplan.plan.search import Candidate, Searcher, Variant, best_per_group
 from gpuplan.plan.storage import checkpoint_bytes, data_read_bytes_s, storage_advice
 from gpuplan.units import GIB, HOUR_S, HOURS_PER_MONTH
@@ -73,11 +73,14 @@ class _Draft:
                     "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                     "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
-                    "nodes_per_replica": c.nodes}
+                    "nodes_per_replica": c.nodes,
+                    "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload)
+                    if c.variant.w.task in TRAIN_TASKS else None}
         cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
                         price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,
                         price_per_hour=self.price_per_hour, price_estimated=self.price_estimated,
-                        price_kind=self.price_kind, price_rule=self.price_rule, price_as_of=self.price_as_of, price_source=self.price_source, time_s=self.time_s,
+                        price_kind=self.price_kind, price_rule=self.price_rule, price_as_of=self.price_as_of,
+                        price_source=self.price_source, time_s=self.time_s,
                         total_cost=self.total_cost, time_per_billion_tokens_s=self.time_per_billion_tokens_s,
                         cost_per_billion_tokens=self.cost_per_billion_tokens, replicas=self.replicas,
                         monthly_cost=self.monthly_cost,
@@ -89,8 +92,6 @@ class _Draft:
                     advice=PlanAdvice(why=tuple(self.why), warnings=tuple(self.warnings)),
                     cost_key=self.cost_key, time_key=self.time_key, estimate=c.est)
 
-
-_r = rnd
 
 
 @dataclass
@@ -218,7 +219,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         ecs_ranked = rank(plans, objective)
         # ACK node pools run pay-as-you-go nodes: give them the best pay-as-you-go plans too, not only
         # the top plans (which may all be subscriptions)
-        ecs_in = ecs_ranked[:top] + [p for p in ecs_ranked if p.cost.billing == "payg"][:top]
+        # the top, not fewer than DEFAULT_TOP, so a small ``top`` (the web API's /api/plan?rank=1) sees the same plans
+        n = max(top, DEFAULT_TOP)
+        ecs_in = ecs_ranked[:n] + [p for p in ecs_ranked if p.cost.billing == "payg"][:n]
         try:
             plans += platform_plans(resolved, ecs_plans=ecs_in, currency=currency,
                                     region=regions[0] if regions else None, fx=book.fx,

@@ -21,6 +21,13 @@ PLATFORMS = ("ecs", "function-compute", "pai-eas", "ack")
 DETAIL_KEYS = ("cold_start", "traffic", "autoscaling")
 # Platform-only blocks that appear only on the platform that has them.
 OPTIONAL_DETAIL_KEYS = ("gpu_memory_gib", "function", "serverless", "management_fee")
+PRICE_MARKS = {"estimated": "~"}   # only guesses are marked: most bundled prices are third-party quotes
+
+
+def price_mark(kind: str | None) -> str:
+    """The mark tables put after a price of this kind: ``~`` estimated, none for any other kind.
+    Every table marks prices through this one function."""
+    return PRICE_MARKS.get(kind or "official", "")
 
 
 def rnd(x: float | None, nd: int = 6) -> float | None:
@@ -73,10 +80,19 @@ class PlanCost:
     spot: Mapping[str, Any] | None = None
 
     @property
-    def price_is_guess(self) -> bool:
-        """True when the price shown is estimated rather than quoted (the single accessor renderers use
-        to mark a price: a spot price from the fraction-of-pay-as-you-go rule, a converted list price)."""
-        return bool(self.price_estimated)
+    def price_quality(self) -> str:
+        """The price's kind (official | third-party | inferred | estimated | user): the single accessor
+        renderers use to mark a price.
+        ``price_estimated`` (a spot price from the fraction-of-pay-as-you-go rule, a converted list
+        price) always reads as estimated."""
+        if self.price_estimated:
+            return "estimated"
+        return self.price_kind or "official"
+
+    @property
+    def price_mark(self) -> str:
+        """The mark a table puts after a price: ``~`` estimated, none otherwise."""
+        return price_mark(self.price_quality)
 
     @property
     def headline(self) -> tuple[float | None, str]:

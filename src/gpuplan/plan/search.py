@@ -191,7 +191,7 @@ class Searcher:
             else (None,)
         for level in levels:
             if self._search_lattice(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem,
-                                    lattice(self.task, dp, self.fixed, level)):
+                                    lattice(self.task, dp, self.fixed, level, tp * pp > 1)):
                 return
 
     def _search_lattice(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem, configs) -> bool:

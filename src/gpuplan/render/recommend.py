@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.table import Table
 
 from gpuplan.i18n import register, tr
+from gpuplan.plan.record import Plan
+from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
 from gpuplan.units import GIB, fmt_duration
 
 register({
@@ -18,21 +22,73 @@ register({
     "Folklore": "经验法则", "Verdict": "结论", "holds": "成立", "wrong": "错误", "overkill": "配置过高",
     "per 1B tokens": "每十亿 token", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
     "Memory/GPU": "每卡显存", "Layout": "并行方式", "unpriced": "无价格", "Platform": "部署平台",
+    "(and {n} more like it)": "（另有 {n} 条类似）",
 })
 
 
 PLATFORM_LABELS = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas": "PAI-EAS", "ack": "ACK"}
 
 
-def _money(x, cur: str) -> str:
-    return "-" if x is None else f"{cur} {x:,.2f}"
+def plans_table(rec, lang: str, width: int, wide: bool = False):
+    """The ranked plans as a fitted table (see render.fit): the instance type and the headline cost
+    always, secondary columns by priority, the rest on a detail line under each plan."""
+    t = lambda s: tr(s, lang)  # noqa: E731
+    cur = rec.currency
+    training = rec.workload.task not in (None, "inference")
+    platforms = {p.platform for p in rec.plans}
+    cols: list[tuple[Column, Callable[[Plan], str]]] = [(Column("#", 0, "right"), lambda p: str(p.rank))]
+    if platforms != {"ecs"}:
+        cols.append((Column(t("Platform"), 1), lambda p: PLATFORM_LABELS[p.platform]))
+    cols += [
+        (Column(t("Instance type"), 0), lambda p: p.short_name),
+        (Column(t("Instances"), 2, "right"), lambda p: str(p.instance_count)),
+        (Column("GPU", 2), lambda p: f"{p.gpus_total} x {p.gpu}"),
+        (Column(t("Layout"), 5), lambda p: p.layout),
+        (Column(t("Memory/GPU"), 4, "right"), _memory),
+        (Column(t("Billing"), 1), lambda p: t(p.cost.billing) if p.cost.billing else t("unpriced")),
+        (Column(t("Per hour"), 3, "right"), lambda p: _price(p, p.cost.price_per_hour, cur)),
+    ]
+    if training:
+        per_b = not any(p.cost.total_cost is not None for p in rec.plans)
+        cols += [
+            (Column(t("Time"), 1, "right"),
+             lambda p: fmt_duration(p.cost.time_s) if p.cost.time_s is not None else
+             (fmt_duration(p.cost.time_per_billion_tokens_s) + "/1B" if p.cost.time_per_billion_tokens_s else "-")),
+            (Column(t("per 1B tokens") if per_b else t("Total cost"), 0, "right"),
+             lambda p: _price(p, p.cost.total_cost if p.cost.total_cost is not None else p.cost.cost_per_billion_tokens,
+                              cur)),
+        ]
+    else:
+        cols += [
+            (Column(t("Replicas"), 3, "right"), lambda p: str(p.cost.replicas) if p.cost.replicas else "-"),
+            (Column(t("Monthly"), 0, "right"), lambda p: _price(p, p.cost.monthly_cost, cur)),
+            (Column(t("per 1M output tokens"), 4, "right"),
+             lambda p: _price(p, p.cost.cost_per_million_output_tokens, cur)),
+        ]
+    cols.append((Column(t("Pareto"), 2), lambda p: "*" if p.pareto else ""))
+    rows = [[fn(p) for _, fn in cols] for p in rec.plans]
+    marks = [p.cost.price_mark for p in rec.plans]
+    title = t("Recommended plans") + ("" if platforms != {"ecs"} else f" ({PLATFORM_LABELS['ecs']})")
+    return fitted_table(title, [c for c, _ in cols], rows, width=width, wide=wide,
+                        legend=price_legend(marks, lang))
 
 
-def render_recommendation(rec, console: Console | None = None, lang: str = "en") -> None:
+def _memory(p) -> str:
+    m = p.memory
+    if m.per_gpu_bytes is None or not m.capacity_per_gpu_bytes:
+        return "-"
+    return f"{m.per_gpu_bytes / GIB:.1f}/{m.capacity_per_gpu_bytes / GIB:.1f} GiB"
+
+
+def _price(p, x, cur: str) -> str:
+    """Money with the plan's price mark (``~`` estimated, ``*`` third-party) when it has a price."""
+    return "-" if x is None else f"{cur} {x:,.2f}{p.cost.price_mark}"
+
+
+def render_recommendation(rec, console: Console | None = None, lang: str = "en", wide: bool = False) -> None:
     """Print the plans table, advice for the top plan, why-not notes, rejections and binding constraints."""
     console = console or Console()
     t = lambda s: tr(s, lang)  # noqa: E731
-    cur = rec.currency
     if not rec.plans:
         console.print(f"[bold red]{t('No plan satisfies the workload')}[/]")
         console.print(f"[bold]{t('Binding constraints')}[/]")
@@ -40,35 +96,7 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
             console.print(f"  - {b['text']}")
         _rejected(rec, console, t, limit=8)
         return
-    training = rec.workload.task not in (None, "inference")
-    table = Table(title=t("Recommended plans"), show_lines=False)
-    for col in ("Rank", "Platform", "Instance type", "Instances", "GPU", "Layout", "Memory/GPU", "Billing", "Per hour"):
-        table.add_column(t(col))
-    if training:
-        table.add_column(t("Time"))
-        table.add_column(t("Total cost") if any(p.cost.total_cost is not None for p in rec.plans) else t("per 1B tokens"))
-    else:
-        table.add_column(t("Replicas"))
-        table.add_column(t("Monthly"))
-        table.add_column(t("per 1M output tokens"))
-    table.add_column(t("Pareto"))
-    for p in rec.plans:
-        c = p.cost
-        mem = p.memory
-        row = [str(p.rank), PLATFORM_LABELS[p.platform], p.short_name, str(p.instance_count),
-               f"{p.gpus_total} x {p.gpu}", p.layout,
-               f"{mem.per_gpu_bytes / GIB:.1f}/{mem.capacity_per_gpu_bytes / GIB:.1f} GiB"
-               if mem.per_gpu_bytes is not None and mem.capacity_per_gpu_bytes else "-",
-               t(c.billing) if c.billing else t("unpriced"), _money(c.price_per_hour, cur)]
-        if training:
-            row.append(fmt_duration(c.time_s) if c.time_s is not None else
-                       (fmt_duration(c.time_per_billion_tokens_s) + "/1B" if c.time_per_billion_tokens_s else "-"))
-            row.append(_money(c.total_cost if c.total_cost is not None else c.cost_per_billion_tokens, cur))
-        else:
-            row += [str(c.replicas), _money(c.monthly_cost, cur), _money(c.cost_per_million_output_tokens, cur)]
-        row.append("*" if p.pareto else "")
-        table.add_row(*row)
-    console.print(table)
+    print_fitted(console, plans_table(rec, lang, console.width, wide), wide)
     best = rec.plans[0]
     console.print(f"[bold]{t('Why')}[/]")
     for line in best.advice.why:
@@ -93,7 +121,9 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
         console.print(f"[bold]{t('Why not')}[/]")
         for line in rec.why_not:
             console.print(f"  - {line}")
-    for head, items in (("Warnings", rec.warnings), ("Assumptions", rec.assumptions)):
+    names = [n for p in rec.all_plans for n in (p.short_name, p.instance_type)]
+    warnings = said_once(rec.warnings, names, lambda n: t("(and {n} more like it)").format(n=n))
+    for head, items in (("Warnings", warnings), ("Assumptions", rec.assumptions)):
         if items:
             console.print(f"[bold]{t(head)}[/]")
             for line in items:
@@ -104,14 +134,17 @@ def _rejected(rec, console: Console, t, limit: int) -> None:
     if not rec.rejected:
         return
     table = Table(title=t("Rejected"))
-    for col in ("Instance type", "Code", "Reason"):
-        table.add_column(t(col))
-    for r in rec.rejected[:limit]:
+    shown = rec.rejected[:limit]
+    table.add_column(t("Instance type"), no_wrap=True,
+                     min_width=max(len(r["instance_type"]) for r in shown))   # never cut the type
+    table.add_column(t("Code"), no_wrap=True)
+    table.add_column(t("Reason"))
+    for r in shown:
         table.add_row(r["instance_type"], r["code"], r["reason"])
     console.print(table)
 
 
-def render_quick(result, console: Console | None = None, lang: str = "en") -> None:
+def render_quick(result, console: Console | None = None, lang: str = "en", wide: bool = False) -> None:
     """Print the quick-mode answer: the folklore, the verdict and the estimator's pick."""
     console = console or Console()
     t = lambda s: tr(s, lang)  # noqa: E731
@@ -122,4 +155,4 @@ def render_quick(result, console: Console | None = None, lang: str = "en") -> No
     for n in result.notes:
         console.print(f"  - {n}")
     if result.recommendation is not None and result.recommendation.plans:
-        render_recommendation(result.recommendation, console, lang)
+        render_recommendation(result.recommendation, console, lang, wide=wide)
