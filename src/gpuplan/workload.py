@@ -88,6 +88,9 @@ class DatasetSpec(_Strict):
     epochs: float = Field(1.0, gt=0, le=10_000)
     size_gib: float | None = Field(None, gt=0, le=1e7, description="stored dataset size, for storage advice")
     num_files: float | None = Field(None, gt=0, le=1e12)
+    # batch inference jobs (task inference with a dataset): what is processed, besides samples/tokens
+    items: float | None = Field(None, gt=0, le=1e13, description="inference job: requests / images / clips to process")
+    audio_hours: float | None = Field(None, gt=0, le=1e8, description="inference job: hours of audio to transcribe")
 
     def total_tokens(self, seq_len: int) -> float | None:
         """Tokens processed over all epochs (samples x tokens_per_sample, or tokens)."""
@@ -106,6 +109,8 @@ class ServingSpec(_Strict):
     peak_hours_per_day: float | None = Field(None, gt=0, le=24)
     ttft_ms: float | None = Field(None, gt=0, le=3.6e6)
     tpot_ms: float | None = Field(None, gt=0, le=6e4)
+    target_utilization: float | None = Field(None, gt=0, le=1, description="demand / capacity at the peak; "
+                                             "default 1/1.15 (capacity 15 % above demand)")
 
 
 class InputSpec(_Strict):

@@ -20,7 +20,9 @@ register({
     "Binding constraints": "起约束作用的条件", "Storage": "存储", "Network": "网络", "Pareto": "帕累托最优",
     "payg": "按量付费", "spot": "抢占式", "subscription": "包年包月", "Quick answer": "快速结论",
     "Folklore": "经验法则", "Verdict": "结论", "holds": "成立", "wrong": "错误", "overkill": "配置过高",
-    "per 1B tokens": "每十亿 token", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
+    "works but slow": "可行但慢", "works but expensive": "可行但贵",
+    "per 1B tokens": "每十亿 token", "per image": "每张图片", "per audio hour": "每小时音频", "per clip": "每段音频",
+    "per request": "每个请求", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
     "Memory/GPU": "每卡显存", "Layout": "并行方式", "unpriced": "无价格", "Platform": "部署平台",
     "(and {n} more like it)": "（另有 {n} 条类似）",
 })
@@ -48,7 +50,9 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
         (Column(t("Billing"), 1), lambda p: t(p.cost.billing) if p.cost.billing else t("unpriced")),
         (Column(t("Per hour"), 3, "right"), lambda p: _price(p, p.cost.price_per_hour, cur)),
     ]
-    if training:
+    job = not training and any(p.cost.job for p in rec.plans)      # batch inference: time and total cost
+    per_unit = _per_unit_label(rec.plans)                           # non-LLM plans: no token labels
+    if training or job:
         per_b = not any(p.cost.total_cost is not None for p in rec.plans)
         cols += [
             (Column(t("Time"), 1, "right"),
@@ -58,12 +62,16 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
              lambda p: _price(p, p.cost.total_cost if p.cost.total_cost is not None else p.cost.cost_per_billion_tokens,
                               cur)),
         ]
+        if job:
+            cols.append((Column(t(per_unit or "per request"), 3, "right"),
+                         lambda p: _small_money(_unit_cost(p.cost), cur)))
     else:
         cols += [
             (Column(t("Replicas"), 3, "right"), lambda p: str(p.cost.replicas) if p.cost.replicas else "-"),
             (Column(t("Monthly"), 0, "right"), lambda p: _price(p, p.cost.monthly_cost, cur)),
-            (Column(t("per 1M output tokens"), 4, "right"),
-             lambda p: _price(p, p.cost.cost_per_million_output_tokens, cur)),
+            (Column(t(per_unit or "per 1M output tokens"), 4, "right"),
+             lambda p: _small_money(_unit_cost(p.cost), cur) if per_unit else
+             _price(p, p.cost.cost_per_million_output_tokens, cur)),
         ]
     cols.append((Column(t("Pareto"), 2), lambda p: "*" if p.pareto else ""))
     rows = [[fn(p) for _, fn in cols] for p in rec.plans]
@@ -130,6 +138,28 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
                 console.print(f"  - {line}")
 
 
+def _per_unit_label(plans) -> str | None:
+    """"per image" / "per audio hour" / ... for jobs and non-LLM services; None for LLM services."""
+    for p in plans:
+        c = p.cost
+        if c.job:
+            return "per audio hour" if c.job.get("audio_hours") else f"per {c.job.get('unit', 'request')}"
+        if c.unit_cost:
+            return f"per {c.unit_cost.get('unit', 'request')}"
+    return None
+
+
+def _small_money(x, cur: str) -> str:
+    """Per-item costs are often fractions of a cent: four significant digits."""
+    return "-" if x is None else f"{cur} {x:.4g}" if abs(x) < 1 else f"{cur} {x:,.2f}"
+
+
+def _unit_cost(c):
+    if c.job:
+        return c.job.get("cost_per_audio_hour") if c.job.get("audio_hours") else c.job.get("cost_per_item")
+    return (c.unit_cost or {}).get("cost")
+
+
 def _rejected(rec, console: Console, t, limit: int) -> None:
     if not rec.rejected:
         return
@@ -150,7 +180,8 @@ def render_quick(result, console: Console | None = None, lang: str = "en", wide:
     t = lambda s: tr(s, lang)  # noqa: E731
     console.print(f"[bold]{t('Quick answer')}[/]: {result.params_b:g}B, {result.task} ({result.bucket})")
     console.print(f"  {t('Folklore')}: {result.folklore}")
-    color = {"holds": "green", "wrong": "red", "overkill": "yellow"}.get(result.verdict, "white")
+    color = {"holds": "green", "wrong": "red", "overkill": "yellow", "works but slow": "yellow",
+             "works but expensive": "yellow"}.get(result.verdict, "white")
     console.print(f"  {t('Verdict')}: [{color}]{t(result.verdict)}[/]")
     for n in result.notes:
         console.print(f"  - {n}")
