@@ -441,7 +441,7 @@ class Evaluator:
 
     def overrides(self, idx: tuple[int, ...]) -> dict[str, float]:
         vals: dict[str, float] = {}
-        for k, i, base in zip(self.knobs, idx, self.base):
+        for _knob, i, base in zip(self.knobs, idx, self.base, strict=True):
             for key, v in base.items():
                 vals[key] = v * GRID[i]
         return vals
@@ -538,7 +538,7 @@ def cross_validate(rows: list[dict[str, str]]) -> Result:
         return out
 
     def knob_values(ev: Evaluator, idx: tuple[int, ...]) -> dict[str, float]:
-        return {k.name: GRID[i] for k, i, b in zip(ev.knobs, idx, ev.base) if b}
+        return {k.name: GRID[i] for k, i, b in zip(ev.knobs, idx, ev.base, strict=True) if b}
 
     ones_m, ones_s = (ONE,) * len(mem_knobs), (ONE,) * len(spd_knobs)
     shipped = merge(ones_m, ones_s, None) + [score(r) for r in excluded_rows]
@@ -661,8 +661,13 @@ def summarize(res: Result, csv_names: list[str]) -> str:
     by = {r.id + r.metric: r for r in logo}
     for r in res.shipped:
         lr = by.get(r.id + r.metric)
-        fmt = lambda x: "-" if x is None else f"{x:.4g}"
-        pct = lambda x: "-" if x is None else f"{x:+.1%}"
+
+        def fmt(x):
+            return "-" if x is None else f"{x:.4g}"
+
+        def pct(x):
+            return "-" if x is None else f"{x:+.1%}"
+
         L.append(f"| {r.id} | {r.cls} | {r.metric} | {r.measured:.4g} | {fmt(r.predicted)} | {pct(r.error)} | "
                  f"{fmt(lr.predicted if lr else None)} | {pct(lr.error if lr else None)} |")
     return "\n".join(L) + "\n"

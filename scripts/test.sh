@@ -15,4 +15,7 @@ python -m pip install -q --upgrade pip
 python -m pip install -q "torch==2.13.0" || echo "warning: torch 2.13.0 not installable here; trace tests will be skipped"
 python -m pip install -q -e ".[dev,test,trace,aliyun,doctor,web]"
 bash scripts/install-test-tools.sh "$(command -v python)"
+# Static checks first (configured in pyproject.toml; see docs/architecture.md, "Checks").
+python -m ruff check src tests bench scripts
+python -m mypy
 python -m pytest -q -p no:cacheprovider "$@"

@@ -605,9 +605,10 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - the last guard: never a traceback for users
         # Usage errors (unknown option, missing argument) come from click, or from the copy of click that
         # newer typer releases vendor: recognise them by their interface rather than their module.
-        if callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int):
+        code = getattr(exc, "exit_code", None)
+        if callable(getattr(exc, "format_message", None)) and isinstance(code, int):
             _usage_error(exc)
-            sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
+            sys.exit(code if code != 1 else 2)
         if type(exc).__name__ == "Abort":
             sys.exit(1)
         if os.environ.get("GPUPLAN_DEBUG"):

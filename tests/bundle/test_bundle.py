@@ -127,7 +127,7 @@ def test_numbers_reach_the_files(bundles):
     nccl = (bundles["two_node"] / "nccl.env").read_text()
     assert "NCCL_IB_HCA=erdma" in nccl and "NCCL_IB_GID_INDEX=1" in nccl
     assert all(line.startswith("# ") and "Source: https://" in line
-               for line, nxt in zip(nccl.splitlines(), nccl.splitlines()[1:]) if nxt.startswith("NCCL_"))
+               for line, nxt in zip(nccl.splitlines(), nccl.splitlines()[1:], strict=False) if nxt.startswith("NCCL_"))
     tcp = (bundles["two_node_tcp"] / "nccl.env").read_text()
     assert "NCCL_IB_DISABLE=1" in tcp and "erdma" not in tcp
 

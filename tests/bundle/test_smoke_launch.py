@@ -145,7 +145,7 @@ def test_smoke_two_node_emulation(tmp_path):
                                       stderr=subprocess.STDOUT, text=True))
     outs = [p.communicate(timeout=SMOKE_TIMEOUT_S)[0] for p in procs]
     print(f"two-node emulation: smoke {time.time() - t0:.1f} s")
-    for p, out in zip(procs, outs):
+    for p, out in zip(procs, outs, strict=True):
         assert p.returncode == 0, out[-4000:]
     check_resumed(tmp_path / "smoke", outs[0], "deepspeed", 2)
 

@@ -292,6 +292,7 @@ def test_malformed_catalogs_raise_gpuplan_error():
     broken(lambda d: d["gpus"][0].update(sources=["not a url"]))
     broken(lambda d: d["gpus"][0].pop("memory_gib"))
     broken(lambda d: d["gpus"][0].update(memory_gib="24"))
+    broken(lambda d: d["gpus"][0].update(mem_bandwidth_gb_s=None))  # every estimate divides by it
     broken(lambda d: d["gpus"][0].update(bf16_dense_tflops=-1))
     broken(lambda d: d["gpus"][0].update(surprise=1))
     broken(lambda d: d["gpus"][0].update(unconfirmed=["not_a_field"]))

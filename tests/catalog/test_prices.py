@@ -100,7 +100,10 @@ def test_to_dict_is_json_ready():
 # ----------------------------------------------------------------------------- overlays
 
 
-def _write(path, rows, header=",".join(PRICE_COLUMNS)):
+_HEADER = ",".join(PRICE_COLUMNS)
+
+
+def _write(path, rows, header=_HEADER):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(header + "\n" + "".join(r + "\n" for r in rows), encoding="utf-8")
     return path

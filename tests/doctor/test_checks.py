@@ -237,3 +237,12 @@ def test_exit_codes():
     assert ck.exit_code([mk("pass"), mk("skip")]) == 0
     assert ck.exit_code([mk("pass"), mk("warn")]) == 1
     assert ck.exit_code([mk("warn"), mk("fail")]) == 2
+
+
+def test_plan_with_non_numeric_gpus_total_is_not_a_crash():
+    # mypy found `_num(plan["gpus_total"]) / count` dividing None when gpus_total is not a number.
+    plan = {"plan": {"instance_type": "ecs.not-in-any-catalog", "instance_count": 2, "gpus_total": 16}}
+    assert expectations(plan).gpus_per_node == 8
+    plan["plan"]["gpus_total"] = "many"
+    exp = expectations(plan)
+    assert exp.gpus_per_node is None and exp.instance_count == 2

@@ -4,8 +4,6 @@ Exact bytes move while the estimator is calibrated; these tests assert choices, 
 ranges. Figures are printed with `pytest -s` for the report.
 """
 
-import pytest
-
 from gpuplan.catalog.instances import load_instances
 from gpuplan.plan import recommend
 from gpuplan.units import GIB

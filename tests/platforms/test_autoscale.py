@@ -4,7 +4,6 @@ reference check; user strings are quoted; no credentials."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml

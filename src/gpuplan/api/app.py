@@ -22,6 +22,7 @@ import math
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from functools import cache
@@ -128,7 +129,7 @@ def _with_field(fn: Callable[..., Any]) -> Callable[..., Any]:
         except ValidationError as exc:
             # A combination the workload model accepts but a derived variant does not (e.g. task qlora
             # with constraints.quantization [none]): still the input's fault, so a 422 with the reason.
-            first = exc.errors()[0] if exc.errors() else {}
+            first: Mapping[str, Any] = exc.errors()[0] if exc.errors() else {}
             msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
             raise GpuplanError(f"This combination of workload settings is not possible: {msg}.",
                                hint="Change the conflicting settings (see the message).",

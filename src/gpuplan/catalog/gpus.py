@@ -61,7 +61,9 @@ _NUMBER_FIELDS = (
     "tdp_w",
 )
 _INT_FIELDS = ("driver_memory_mib", "pcie_gen", "mig_instances")
-_REQUIRED_NOT_NULL = ("id", "name", "vendor", "architecture", "form_factor", "memory_gib", "mig_instances")
+# Every estimate reads the memory bandwidth (decode, optimizer step, weight streaming): never null.
+_REQUIRED_NOT_NULL = ("id", "name", "vendor", "architecture", "form_factor", "memory_gib", "mem_bandwidth_gb_s",
+                      "mig_instances")
 _FIX_HINT = "Fix src/gpuplan/data/gpus.yaml (see docs/hardware-facts.md for the schema)."
 
 
@@ -78,7 +80,7 @@ class GpuSpec:
     memory_gib: float  # nominal datasheet "GB"
     memory_type: str | None
     driver_memory_mib: int | None  # nvidia-smi memory.total
-    mem_bandwidth_gb_s: float | None
+    mem_bandwidth_gb_s: float
     fp32_tflops: float | None  # non-tensor
     tf32_dense_tflops: float | None
     fp16_dense_tflops: float | None
@@ -232,7 +234,7 @@ def _parse_entry(raw: object) -> GpuSpec:
     bad = [u for u in raw["unconfirmed"] if u not in names]
     if bad:
         raise _fail(entry_id, f"unconfirmed names unknown fields {bad}")
-    values = {n: tuple(raw[n]) if n in _LIST_FIELDS else raw[n] for n in names}
+    values: dict[str, Any] = {n: tuple(raw[n]) if n in _LIST_FIELDS else raw[n] for n in names}
     for n in _NUMBER_FIELDS:
         if values[n] is not None:
             values[n] = float(values[n])

@@ -764,7 +764,7 @@ class _HfArch:
     qk_norm: bool = False
 
 
-_GPT_LIKE = dict(mlp="plain", norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True)
+_GPT_LIKE: dict[str, Any] = dict(mlp="plain", norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True)
 _HF_ARCHS: dict[str, _HfArch] = {
     "llama": _HfArch("llama", "llama"),
     "mistral": _HfArch("llama", "mistral"),

@@ -95,9 +95,9 @@ def check_gpu_model(f: Facts, e: Expectations) -> list[Check]:
         return _skip("gpu.model", "no_plan" if not e.has_plan else "not_in_plan")
     specs = [_plan.resolve_gpu_spec(g.name) for g in f.gpus]
     if any(s is None for s in specs):
-        found = ", ".join(sorted({g.name or "?" for g, s in zip(f.gpus, specs) if s is None}))
+        found = ", ".join(sorted({g.name or "?" for g, s in zip(f.gpus, specs, strict=True) if s is None}))
         return [Check("gpu.model", WARN, "gpu.model_unmapped", {"found": found})]
-    wrong = sorted({s.id for s in specs if s.id != e.gpu_id})
+    wrong = sorted({s.id for s in specs if s is not None and s.id != e.gpu_id})
     if wrong:
         return [Check("gpu.model", FAIL, "gpu.model_wrong", {"found": ", ".join(wrong), "gpu": e.gpu_id},
                       "fix.wrong_gpu")]
@@ -274,7 +274,7 @@ def data_mount(f: Facts):
     sized = [m for m in f.host.mounts if m.total_bytes]
     others = [m for m in sized if m.path != "/"]
     pool = others or sized
-    return max(pool, key=lambda m: m.total_bytes) if pool else None
+    return max(pool, key=lambda m: m.total_bytes or 0) if pool else None
 
 
 def check_disk(f: Facts, e: Expectations, bench: dict[str, Any] | None) -> list[Check]:

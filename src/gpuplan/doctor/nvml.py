@@ -7,6 +7,7 @@ API reference: https://docs.nvidia.com/deploy/nvml-api/ (device queries).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -146,7 +147,7 @@ class NvmlSession:
         total = active = 0
         enabled = _c(n, "NVML_FEATURE_ENABLED")
         for link in range(_c(n, "NVML_NVLINK_MAX_LINKS")):
-            state = _try(lambda link=link: n.nvmlDeviceGetNvLinkState(h, link))
+            state = _try(functools.partial(n.nvmlDeviceGetNvLinkState, h, link))
             if state is None:
                 continue
             total += 1

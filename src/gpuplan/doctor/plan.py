@@ -95,8 +95,9 @@ def expectations(doc: dict[str, Any] | None) -> Expectations:
     count = _num(plan.get("instance_count"))
     gpu_id = plan.get("gpu") or getattr(inst, "gpu", None)
     per_node = _num(getattr(inst, "gpu_count", None))
-    if per_node is None and plan.get("gpus_total") and count:
-        per_node = _num(plan["gpus_total"]) / count
+    total = _num(plan.get("gpus_total"))
+    if per_node is None and total and count:
+        per_node = total / count
     return Expectations(
         instance_type=itype,
         instance_count=int(count) if count else None,

@@ -128,7 +128,7 @@ def probe_runtime(import_torch: bool = False,
         torch = torch_module
         if torch is None:
             try:
-                import torch  # noqa: PLC0415 - only with --bench
+                torch = importlib.import_module("torch")  # only with --bench (no redefinition for mypy)
             except ImportError:
                 torch = None
         if torch is not None:

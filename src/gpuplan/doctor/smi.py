@@ -174,7 +174,7 @@ def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS) -> list[G
     for row in csv.reader(io.StringIO(text), skipinitialspace=True):
         if not row or row[0].strip() in {"index", ""} or len(row) < len(fields):
             continue
-        r = dict(zip(fields, (c.strip() for c in row)))
+        r = dict(zip(fields, (c.strip() for c in row), strict=False))  # extra trailing cells are ignored
         gpus.append(GpuFacts(
             index=_int(r.get("index")) or 0,
             name=_clean(r.get("name")),
@@ -259,7 +259,7 @@ def parse_topo(text: str) -> Topology | None:
         name, values = cells[0], cells[1:]
         if name not in devices:
             continue
-        matrix[name] = dict(zip(devices, values[: len(devices)]))
+        matrix[name] = dict(zip(devices, values[: len(devices)], strict=False))
         rest = values[len(devices):]
         if name.startswith("GPU"):
             if "CPU Affinity" in extra and rest:

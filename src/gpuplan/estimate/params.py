@@ -107,7 +107,7 @@ def interpolate_log2(points: list[list[float]], x: float) -> float:
     if x >= points[-1][0]:
         return float(points[-1][1])
     lx = math.log2(x)
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
         if x0 <= x <= x1:
             t = (lx - math.log2(x0)) / (math.log2(x1) - math.log2(x0))
             return float(y0 + t * (y1 - y0))

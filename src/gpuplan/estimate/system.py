@@ -192,8 +192,8 @@ def system_for_instance(inst: "InstanceType", nodes: int = 1) -> System:
     per_node = max(1, int(math.floor(inst.gpu_count))) if inst.gpu_count >= 1 else 1
     slice_share = inst.gpu_count if inst.gpu_count < 1 else 1.0
     cap = None
-    if slice_share < 1:
-        cap = inst.gpu_memory_gib * (1024**3)
+    if slice_share < 1:  # a row without the slice's memory gets its share of the GPU's (was a TypeError)
+        cap = (inst.gpu_memory_gib or gpu.memory_gib * slice_share) * (1024**3)
     link = inst.interconnect or ("none" if per_node == 1 else "pcie")
     return System(
         gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link,

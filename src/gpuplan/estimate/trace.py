@@ -38,7 +38,7 @@ import os
 import sys
 import time
 import warnings
-from typing import Any
+from typing import Any, cast
 
 from gpuplan.errors import GpuplanError
 from gpuplan.workload import Workload, resolve_defaults
@@ -430,7 +430,9 @@ def _apply_lora(model, w: Workload):
         targets = {"all-linear": "all-linear", "all": "all-linear", "all_linear": "all-linear",
                    "attn": ["q_proj", "k_proj", "v_proj", "o_proj"], "qv": ["q_proj", "v_proj"]}.get(
             key, [t.strip() for t in targets.split(",") if t.strip()])
-    cfg = LoraConfig(r=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16,
+    # peft annotates lora_alpha as int but only divides it by r: a fractional alpha is valid (a cast,
+    # not an ignore, so the check also passes where peft is not installed).
+    cfg = LoraConfig(r=lora.rank if lora else 8, lora_alpha=cast(int, lora.alpha) if lora else 16,
                      lora_dropout=lora.dropout if lora else 0.05, target_modules=targets, task_type="CAUSAL_LM")
     try:
         return get_peft_model(model, cfg)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
 from gpuplan.estimate.params import by_key, interpolate_log2, table
-from gpuplan.estimate.shapes import Shape, weight_bytes
+from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 
 
@@ -196,8 +196,9 @@ def pipeline_p2p_s(system: System, layout: Layout, act_bytes: float) -> float:
         return 0.0
     per_gpu = act_bytes / max(1, layout.tp)
     model_parallel = layout.tp * layout.pp
-    if model_parallel > system.gpus_per_node and system.nodes > 1 and system.inter_bus_bytes_s():
-        bw = system.inter_bus_bytes_s() / system.gpus_per_node
+    inter = system.inter_bus_bytes_s()
+    if model_parallel > system.gpus_per_node and system.nodes > 1 and inter:
+        bw = inter / system.gpus_per_node
         lat = system.inter_latency_s()
     else:
         bw, lat = system.intra_bus_bytes_s(), system.intra_latency_s()

@@ -109,14 +109,14 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
     kind = shared.get("kind")
     if kind in ("cpfs", "nas"):
         tib = float(shared.get("capacity_tib") or (10 if kind == "cpfs" else 1))
-        gib = tib * 1024
+        shared_gib = tib * 1024
         if kind == "cpfs":
             p = data["cpfs"]
             rate = p.get("per_gib_month")
         else:
             p = data["nas"]
             rate = p.get("performance_per_gib_month")
-        amount = rate * gib * hours / HOURS_PER_MONTH if rate is not None else None
+        amount = rate * shared_gib * hours / HOURS_PER_MONTH if rate is not None else None
         note = None
         if amount is not None and p.get("currency", cur) != cur:
             amount, note = _conv(amount, p["currency"], cur)

@@ -307,7 +307,7 @@ def serverless_month(traffic: Traffic, *, per_instance_rps: float, latency_s: fl
     m = DAYS_PER_MONTH
     active_s, idle_s = active_day * m, idle_day * m
     unknown = gpu_active is None or (policy == "keep-warm" and gpu_idle is None)
-    gpu_cu = 0.0 if unknown else active_s * slice_gib * gpu_active + idle_s * slice_gib * (gpu_idle or 0.0)
+    gpu_cu = 0.0 if unknown or gpu_active is None else active_s * slice_gib * gpu_active + idle_s * slice_gib * (gpu_idle or 0.0)
     bd = {"gpu": gpu_cu, "vcpu": active_s * vcpu * pricing.vcpu_active,
           "memory": (active_s + idle_s) * memory_gib * pricing.memory_gb_s,
           "invocations": reqs_day * m / 10_000 * pricing.invocations_per_10k}

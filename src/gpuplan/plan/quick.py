@@ -117,6 +117,7 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
         fits = folk.ok
         if folk.ok:
             p = folk.best
+            assert p is not None  # ok: at least one plan
             mem, cap = p.memory.per_gpu_bytes, p.memory.capacity_per_gpu_bytes
         else:
             r = [x for x in folk.rejected if x["code"] == "memory"]
@@ -129,7 +130,7 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
         verdict = "wrong"
         notes.append(f"the tree's {count} x {gpu} does not hold a {pb:g}B {t} job")
         alt = best
-    elif fp is not None and best is not None:
+    elif fp is not None and best is not None and mem is not None and cap is not None:
         verdict, alt, why = judge(fp, best, free.all_plans)
         notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU on the tree's hardware")
         notes.extend(why)

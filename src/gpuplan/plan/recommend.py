@@ -568,7 +568,9 @@ def _slots(c: Candidate) -> int:
 
 def _job_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) -> None:
     """A batch inference job: replicas to meet the deadline, time, total cost and cost per item."""
-    items, unit = _job_items(ctx)
+    job_items = _job_items(ctx)
+    assert job_items is not None  # called only when _is_job(ctx)
+    items, unit = job_items
     group_rate = c.speed(False)
     cons = ctx.w.constraints
     fixed = ctx.fixed.breakdown(_model_bytes(ctx))

@@ -95,7 +95,7 @@ class Searcher:
         self.max_gpus = max_gpus
         self.allowed_status = allowed_status
         self.headroom = headroom
-        self._est: dict[tuple, Estimate] = {}
+        self._est: dict[tuple, Estimate | None] = {}  # None: the estimate failed (cached too)
         self._sys: dict[tuple, System] = {}
         self.calls = 0
 

@@ -415,7 +415,8 @@ class AlibabaProvider:
             bar.advance("regions and instance types")
             stock = self._run(ctx, bar, [(self._availability, (r, mode)) for r in targets for mode in CHARGE_MODES],
                               "stock")
-            by_region: dict[str, dict[str, dict[str, dict[str, str]]]] = defaultdict(dict)
+            # region -> charge mode -> instance type -> zone -> {status, category}
+            by_region: dict[str, dict[str, dict[str, dict[str, dict[str, str]]]]] = defaultdict(dict)
             for region, mode, table in stock:
                 by_region[region][mode] = table
 

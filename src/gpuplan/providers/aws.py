@@ -49,7 +49,7 @@ def bundled_rows() -> dict[str, Row]:
 
 def default_client_factory() -> Callable[[str], Any]:
     try:
-        import boto3  # type: ignore[import-not-found]
+        import boto3
     except ImportError:
         raise ConfigError(NO_BOTO3, hint="pip install boto3") from None
 
@@ -139,7 +139,7 @@ class AwsProvider:
             if token:
                 kwargs["NextToken"] = token
             try:
-                resp = call_with_retries(lambda: client.get_products(**kwargs), attempts=self.attempts, sleep=sleep)
+                resp = call_with_retries(functools.partial(client.get_products, **kwargs), attempts=self.attempts, sleep=sleep)
             except Exception as exc:  # noqa: BLE001 - turned into one clear message
                 raise _failure(exc, region) from None
             if not isinstance(resp, dict) or not isinstance(resp.get("PriceList"), list):

@@ -87,6 +87,7 @@ def training_manifests(c: Ctx) -> list[dict]:
            {"name": "OUTPUT_DIR", "value": k8s_text(c.checkpoint_dir)}, {"name": "SAVE_STEPS", "value": str(c.save_steps)}]
     if c.multi_node:
         env += [{"name": v.name, "value": v.value} for v in c.nccl_vars]
+    container: dict  # mixed values; volumeMounts is appended to below
     container = {"name": "trainer", "image": c.images["pytorch"], "workingDir": "/workspace",
                  "command": ["bash"], "args": args, "env": env,
                  "ports": [{"name": "rdzv", "containerPort": c.ports["rdzv"]}],

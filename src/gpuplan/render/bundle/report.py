@@ -247,7 +247,7 @@ def platform_steps(c: Ctx, platform: str) -> list[Safe]:
                 Safe("`kubectl delete -f k8s/deployment.yaml -f autoscale/hpa.yaml` and delete the node pool when "
                      "you are done (the ACK Pro fee runs while the cluster exists)")]
     name = "Function Compute" if platform == "function-compute" else "PAI-EAS"
-    return [Safe(f"`./serve.sh --dry-run` (checks the arguments and the model)"),
+    return [Safe("`./serve.sh --dry-run` (checks the arguments and the model)"),
             Safe(f"Create a {name} GPU service from the custom container image {md(image)} with serve.sh as its "
                  f"command, listening on port {c.serve_port}, GPU type {md(c.instance_type)}"),
             Safe(f"Delete the {name} service when you are done (billing follows the instances it keeps)")]
@@ -321,8 +321,8 @@ def cost_rows(c: Ctx, breakdown: dict | None) -> tuple[list[dict], Safe | None]:
         return [], None
     rows = []
     for ln in breakdown["lines"]:
-        amount = _money(ln["amount"], c.currency) if ln["amount"] is not None else "unknown"
-        if ln.get("estimated") and ln["amount"] is not None:
+        amount = _money(ln["amount"], c.currency) or "unknown"  # None, or not a finite number
+        if ln.get("estimated") and amount != "unknown":
             amount += " (estimated)"
         rows.append({"item": md(ln["item"]), "quantity": md(ln.get("quantity") or ""), "amount": md(amount),
                      "source": md(ln.get("source") or "not found"), "as_of": md(ln.get("as_of") or "-")})
