@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 
 
 @functools.cache
@@ -18,7 +19,7 @@ def efficiency() -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped file
-        raise GpuplanError(f"Cannot read the bundled efficiency table: {exc}.", hint="Reinstall gpuplan.") from None
+        raise GpuplanError(_("Cannot read the bundled efficiency table: {exc}.").format(exc=exc), hint=_("Reinstall gpuplan.")) from None
     return data
 
 
