@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -591,7 +592,7 @@ def _argv_lang() -> str:
 
 def _usage_message(exc: Any) -> str:
     """Click's usage errors as our own sentences (click's are English only); English keeps click's wording."""
-    import click
+    kinds = {k.__name__ for k in type(exc).__mro__}   # click's classes, or the copy typer vendors
 
     param = getattr(exc, "param", None)
     name = (getattr(exc, "param_hint", None) or (param.opts[0] if param is not None and getattr(param, "opts", None)
@@ -599,25 +600,31 @@ def _usage_message(exc: Any) -> str:
     if isinstance(name, (list, tuple)):
         name = " / ".join(name)
     name = str(name).strip("'\"")
-    if isinstance(exc, click.NoSuchOption):
+    if "NoSuchOption" in kinds:
         close = ", ".join(getattr(exc, "possibilities", None) or ())
         return (_("No such option: {option}. Did you mean {close}?").format(option=exc.option_name, close=close)
                 if close else _("No such option: {option}.").format(option=exc.option_name))
-    if isinstance(exc, click.MissingParameter):
+    if "MissingParameter" in kinds:
         return _("Missing {param}.").format(param=name or _("argument"))
-    if isinstance(exc, click.BadParameter):
+    if "BadParameter" in kinds:
         detail = str(getattr(exc, "message", "") or "")
-        quoted = detail.split("'")[1] if detail.count("'") >= 2 else ""
-        kind = getattr(getattr(param, "type", None), "name", "")
-        if kind in ("integer", "float") and quoted:
-            tmpl = (_("Invalid value for {param}: {value!r} is not a whole number.") if kind == "integer"
-                    else _("Invalid value for {param}: {value!r} is not a number."))
-            return tmpl.format(param=name, value=quoted)
+        cause = exc.__cause__   # newer typer converts with pydantic: its error says what and which input
+        first = cause.errors()[0] if callable(getattr(cause, "errors", None)) and cause.errors() else {}
+        value = first.get("input", detail.split("'")[1] if detail.count("'") >= 2 else None)
+        kind = str(first.get("type", "")) or ("int_parsing" if "integer" in detail else
+                                               "float_parsing" if "float" in detail else "")
+        if value is not None and kind.startswith("int"):
+            return _("Invalid value for {param}: {value!r} is not a whole number.").format(param=name, value=value)
+        if value is not None and kind.startswith("float"):
+            return _("Invalid value for {param}: {value!r} is not a number.").format(param=name, value=value)
+        if value is not None:
+            return _("Invalid value for {param}: {value!r}.").format(param=name, value=value)
         return _("Invalid value for {param}.").format(param=name)
-    if isinstance(exc, click.BadOptionUsage):
+    if "BadOptionUsage" in kinds:
         return _("Option {option} needs a value.").format(option=getattr(exc, "option_name", ""))
-    if isinstance(exc, click.BadArgumentUsage) or "extra argument" in str(exc.format_message()).lower():
-        return _("Unexpected argument: {detail}.").format(detail=" ".join(str(exc.format_message()).split()))
+    if "BadArgumentUsage" in kinds or "extra argument" in str(exc.format_message()).lower():
+        extra = re.findall(r"\(([^)]*)\)", str(exc.format_message()))
+        return _("Unexpected argument: {detail}.").format(detail=extra[-1] if extra else "?")
     return _("The command line is not valid.")
 
 

@@ -12,7 +12,7 @@ from .fakes import FakeNvml, FakeRunner, NVMLError_LibraryNotFound, a10_node, a1
 
 def _no_gpu():
     return FakeRunner(files={"/proc/meminfo": "MemTotal:       24000000 kB\n"}), \
-        FakeNvml([], init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found"))
+        FakeNvml([], init_error=NVMLError_LibraryNotFound("libnvidia-ml.so.1"))   # the library's text is quoted as-is
 
 
 def _report(runner, nvml, **kw) -> str:

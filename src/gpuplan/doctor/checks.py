@@ -140,7 +140,7 @@ def check_persistence(f: Facts) -> list[Check]:
     if off:
         return [Check("gpu.persistence", WARN, "persistence.off", {"gpus": _gpus_text(off)}, "fix.persistence")]
     if all(g.persistence_mode is None for g in f.gpus):
-        return _skip("gpu.persistence", "unknown_fact", what="persistence mode")
+        return _skip("gpu.persistence", "unknown_fact", what=_("persistence mode"))
     return [Check("gpu.persistence", PASS, "persistence.ok")]
 
 
@@ -165,7 +165,7 @@ def check_pcie(f: Facts, e: Expectations) -> list[Check]:
     if out:
         return out
     if all(g.pcie_width_max is None for g in f.gpus):
-        return _skip("pcie.width", "unknown_fact", what="the PCIe link")
+        return _skip("pcie.width", "unknown_fact", what=_("the PCIe link"))
     idle = any(g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max for g in f.gpus)
     return [Check("pcie.width", PASS, "pcie.ok", {"note": t("pcie.idle_note") if idle else ""})]
 
@@ -245,7 +245,7 @@ def check_power(f: Facts) -> list[Check]:
         items = ", ".join(f"GPU{g.index} {g.power_limit_w:.0f}/{g.power_default_limit_w:.0f} W" for g in low)
         return [Check("gpu.power", WARN, "power.low", {"items": items}, "fix.power")]
     if all(g.power_limit_w is None for g in f.gpus):
-        return _skip("gpu.power", "unknown_fact", what="power limits")
+        return _skip("gpu.power", "unknown_fact", what=_("power limits"))
     return [Check("gpu.power", PASS, "power.ok")]
 
 
@@ -313,7 +313,7 @@ def check_disk(f: Facts, e: Expectations, bench: dict[str, Any] | None) -> list[
 def check_host(f: Facts, e: Expectations) -> list[Check]:
     h = f.host
     if h.cpus is None or h.ram_total_bytes is None:
-        return _skip("host", "unknown_fact", what="CPUs or RAM")
+        return _skip("host", "unknown_fact", what=_("CPUs or RAM"))
     ram = h.ram_total_bytes / GIB
     low = []
     if e.vcpus and h.cpus < e.vcpus:
