@@ -230,15 +230,21 @@ def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
         return yaml.load(text, Loader=LimitedYamlLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None)
-        detail = f": {problem}" if problem and problem.startswith(_OWN_PROBLEMS) else ""
-        raise GpuplanError(_("{origin} is not valid YAML/JSON{where}{detail}.").format(origin=origin, where=where, detail=detail),
-                           hint=hint or "Check indentation and quoting; `gpuplan schema` shows the workload format.") \
-            from None
+        detail = problem if problem and problem.startswith(_OWN_PROBLEMS) else ""
+        if mark and detail:
+            message = _("{origin} is not valid YAML/JSON at line {line}, column {column}: {detail}.")
+        elif mark:
+            message = _("{origin} is not valid YAML/JSON at line {line}, column {column}.")
+        else:
+            message = _("{origin} is not valid YAML/JSON.")
+        raise GpuplanError(message.format(origin=origin, line=mark.line + 1 if mark else 0,
+                                          column=mark.column + 1 if mark else 0, detail=detail),
+                           hint=hint or _("Check indentation and quoting; `gpuplan schema` shows the workload format."),
+                           web_hint=hint or _("Check indentation and quoting.")) from None
     except (RecursionError, MemoryError, ValueError, TypeError, IndexError, OverflowError) as exc:
         raise GpuplanError(_("{origin} cannot be read as YAML/JSON ({name}).").format(origin=origin, name=type(exc).__name__),
-                           hint=hint or "Simplify the file; `gpuplan schema` shows the workload format.") from None
+                           hint=hint or _("Simplify the file; `gpuplan schema` shows the workload format.")) from None
 
 
 # --------------------------------------------------------------------------------------------- JSON

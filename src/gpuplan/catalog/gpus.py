@@ -319,7 +319,8 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
     short = _strip_prefixes(key)
     if short in cat.partial:
         default = cat.partial[short]
-        return cat.gpus[default.gpu], f"{name.strip()!r} resolved to {default.gpu} ({default.assumed})"
+        return cat.gpus[default.gpu], _("{name!r} resolved to {gpu} ({assumed})").format(
+            name=name.strip(), gpu=default.gpu, assumed=default.assumed)
     if short in cat.stripped:
         return cat.gpus[cat.stripped[short]], None
     raise unknown_name_error("GPU", name, gpu_names(), "gpuplan gpus")
