@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.i18n.english import english_sentences
+from i18n.english import english_sentences  # tests/ is on sys.path (rootdir of the test packages)
 
 from .conftest import LORA
 

@@ -5,7 +5,7 @@ import io
 import pytest
 
 from gpuplan.doctor import run_doctor
-from tests.i18n.english import english_sentences
+from i18n.english import english_sentences  # tests/ is on sys.path (rootdir of the test packages)
 
 from .fakes import FakeNvml, FakeRunner, NVMLError_LibraryNotFound, a10_node, a100_node
 

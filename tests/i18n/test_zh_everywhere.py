@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan import cli
-from tests.i18n.english import english_sentences
+from .english import english_sentences
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml"))
