@@ -261,7 +261,7 @@ class Runner:
             fut.cancel()
             raise Busy(_("The request took longer than this server's {budget:g} s budget.").format(
                            budget=self.limits.time_budget_s),
-                       _("Narrow the search: set constraints.regions, constraints.max_gpus or a fixed hardware.gpu."))
+                       _("Narrow the search: set constraints.regions, constraints.max_gpus or a fixed hardware.gpu.")) from None
 
 
 # ------------------------------------------------------------------------------------------------ static
