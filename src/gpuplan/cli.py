@@ -467,9 +467,9 @@ def catalog_refresh(
 def catalog_status(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
     """Show, per source, the date and coverage of the catalog and prices in use."""
     def body(lg: str) -> int:
-        from gpuplan.providers import status
+        from gpuplan.providers import print_status
 
-        return status(as_json=as_json)
+        return print_status(as_json=as_json)
 
     raise _Exit(run_guarded(body, as_json, lang) or 0)
 

@@ -475,7 +475,7 @@ def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = 
             close = did_you_mean(r, known)
             hint = (_("Did you mean {names}?").format(names=", ".join(repr(c) for c in close)) if close
                     else _("Known regions: {regions}.").format(regions=", ".join(sorted(known))))
-            message = (_("Unknown region {raw!r} of {cloud}.").format(raw=raw, cloud=names[0]) if len(names) == 1
+            message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=names[0]) if len(names) == 1
                        else _("Unknown region {raw!r}.").format(raw=raw))
             raise GpuplanError(message, hint=hint, field="constraints.regions", kind="region")
         out.append(r)

@@ -67,9 +67,9 @@ def refresh(regions: list[str] | None = None, all_regions: bool = False, cache_d
         if as_json:
             print(json.dumps({"error": message, "hint": hint, "exit_code": code}, ensure_ascii=False), file=error_out)
         else:
-            print(f"{_('Error')}: {message}", file=error_out)
+            print(_("error: {message}").format(message=message), file=error_out)
             if hint:
-                print(f"{_('Hint')}: {hint}", file=error_out)
+                print(_("hint: {hint}").format(hint=hint), file=error_out)
         return code
 
     if (cloud or "").strip().lower() == "alibaba" and timeout_s:
@@ -123,6 +123,11 @@ def status(cache_dir: str | os.PathLike[str] | None = None, as_json: bool = Fals
     else:
         print(render_text(report), file=out)
     return 0
+
+
+# The CLI calls this name: importing the submodule gpuplan.providers.status rebinds the package's
+# `status` attribute to that module, so a caller that imports it late would get the module.
+print_status = status
 
 
 def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> str:
