@@ -58,6 +58,38 @@ def time_cli(args: list[str], n: int = 5) -> float:
     return statistics.median(samples)
 
 
+# Bad input must fail fast (issue 15): the tests only guard against hangs; the latency is measured here.
+HOSTILE = {
+    "YAML alias bomb in model: (484 bytes)": "model:\n  a: &a [x,x,x,x,x,x,x,x,x]\n  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+                                             "  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n  d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+                                             "  e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+                                             "  g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n  h: [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ntask: lora\n",
+    "nesting 500 deep": "x: " + "[" * 500 + "]" * 500 + "\n",
+    "5,000-digit integer": "model: qwen2.5-7b\nseq_len: " + "9" * 5000 + "\n",
+    "!!int with an empty scalar": "model: qwen2.5-7b\nseq_len: !!int ''\n",
+}
+
+
+def time_hostile(tmp: Path, n: int = 5) -> list[tuple[str, float]]:
+    """Median time to refuse each hostile workload file in-process (load_workload -> GpuplanError)."""
+    from gpuplan import GpuplanError, load_workload
+
+    rows = []
+    for name, text in HOSTILE.items():
+        path = tmp / "w.yaml"
+        path.write_text(text)
+        samples = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            try:
+                load_workload(path)
+            except GpuplanError:
+                pass
+            samples.append(time.perf_counter() - t0)
+        rows.append((name, statistics.median(samples) * 1e3))
+    return rows
+
+
 def main() -> int:
     rows = time_inprocess()
     lines = ["# Speed of the analytic path", "", f"Machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; "
@@ -68,6 +100,11 @@ def main() -> int:
     lines += ["", "| CLI command | wall time (s) |", "|---|---|"]
     for args in (["--version"], ["gpus", "--json"], ["estimate", "--model", "qwen2.5-7b", "--task", "lora", "--gpu", "A10", "--json"]):
         lines.append(f"| gpuplan {' '.join(args)} | {time_cli(args):.2f} |")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lines += ["", "| hostile workload file (refused with GpuplanError) | in-process (ms) |", "|---|---|"]
+        lines += [f"| {n} | {ms:.1f} |" for n, ms in time_hostile(Path(tmp))]
     text = "\n".join(lines) + "\n"
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "speed.md").write_text(text)

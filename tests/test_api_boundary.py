@@ -26,6 +26,10 @@ import pytest
 import gpuplan
 from gpuplan import GpuplanError, cli
 
+# A hang guard, not a speed test (the alias bomb ran for minutes): bad input must fail fast even on a
+# loaded 2-core machine; the real latency (a few ms to parse, ~1 s with process start) is in bench/speed.py.
+HANG_S = 10.0
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 W = {"model": "qwen2.5-7b", "task": "lora", "hardware": {"gpu": "A10"}}
 
@@ -67,6 +71,7 @@ assert gpuplan.estimate(w).to_dict()["memory"] == first
 gpuplan.quick("7B"); gpuplan.quick(7, "infer")
 import gpuplan.estimate.core, gpuplan.plan.quick, gpuplan.plan.recommend, gpuplan.cli  # noqa: E401
 from gpuplan.plan import quick
+
 for _ in range(2):
     assert gpuplan.estimate(w).to_dict()["memory"] == first
     gpuplan.max_fit(w, "batch_size")
@@ -131,7 +136,7 @@ def test_bad_arguments_are_one_gpuplan_error(call: Any, words: str) -> None:
     t0 = time.perf_counter()
     with pytest.raises(GpuplanError) as err:
         call()
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG_S
     assert words in err.value.message and err.value.hint
     assert "\n" not in err.value.message
 
@@ -187,7 +192,7 @@ def test_hostile_workload_files_are_one_error(case: str, tmp_path: Path) -> None
     t0 = time.perf_counter()
     with pytest.raises(GpuplanError) as err:
         gpuplan.load_workload(path)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG_S
     assert words in err.value.message and err.value.hint
 
 
@@ -197,7 +202,7 @@ def test_the_alias_bomb_exits_2_quickly_on_every_command(command: str, tmp_path:
     extra = ["--out", str(tmp_path / "out")] if command == "plan" else []
     t0 = time.perf_counter()
     code, out, err = run_cli(command, str(path), *extra)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG_S
     assert code == 2 and out == ""
     lines = err.splitlines()
     assert len(lines) == 2 and lines[0].startswith("Error: ") and "too many aliases" in lines[0]
@@ -232,7 +237,7 @@ def test_devices_are_refused_before_reading(tmp_path: Path) -> None:
     assert code == 2 and "not a regular file" in err
     code, _, err = run_cli("recommend", "--model", "qwen2.5-7b", "--prices", "/dev/zero")
     assert code == 2 and "not a regular file" in err
-    assert time.perf_counter() - t0 < 5.0
+    assert time.perf_counter() - t0 < HANG_S
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -242,7 +247,7 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     t0 = time.perf_counter()
     with pytest.raises(GpuplanError, match="not a regular file"):
         gpuplan.load_workload(fifo)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG_S
 
 
 def test_an_oversized_file_is_refused_before_reading(tmp_path: Path) -> None:

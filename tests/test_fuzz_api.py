@@ -23,6 +23,10 @@ from hypothesis import strategies as st
 import gpuplan
 from gpuplan import GpuplanError
 
+# A hang guard, not a speed test (the alias bomb ran for minutes): bad input must fail fast even on a
+# loaded 2-core machine; the real latency (a few ms to parse, ~1 s with process start) is in bench/speed.py.
+HANG_S = 10.0
+
 SCALE = float(os.environ.get("GPUPLAN_FUZZ_SCALE", "1"))
 W = {"model": "qwen2.5-7b", "task": "lora", "hardware": {"gpu": "A10"}}
 TMP = Path(tempfile.mkdtemp(prefix="gpuplan-fuzz-"))
@@ -48,7 +52,7 @@ def check(call: Any) -> Any:
     except GpuplanError as err:
         assert err.message and "\n" not in err.message and err.hint, (err.message, err.hint)
         result = err
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG_S
     return result
 
 

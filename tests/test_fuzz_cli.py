@@ -25,6 +25,10 @@ from hypothesis import strategies as st
 
 from gpuplan import cli
 
+# A hang guard, not a speed test (the alias bomb ran for minutes): bad input must fail fast even on a
+# loaded 2-core machine; the real latency (a few ms to parse, ~1 s with process start) is in bench/speed.py.
+HANG_S = 10.0
+
 SCALE = float(os.environ.get("GPUPLAN_FUZZ_SCALE", "1"))
 SRC = Path(__file__).resolve().parents[1] / "src"
 TMP = Path(tempfile.mkdtemp(prefix="gpuplan-cli-fuzz-"))
@@ -115,7 +119,7 @@ def test_random_command_lines(command: str, positional: list[str], opts: list[tu
         args.append("--json")
     t0 = time.perf_counter()
     code, out, err = run(args)
-    assert time.perf_counter() - t0 < 2.0, args  # a recommend over the whole catalog takes ~0.3 s
+    assert time.perf_counter() - t0 < HANG_S, args  # a recommend over the whole catalog takes ~0.3 s
     check(args, code, out, err)
 
 
@@ -127,7 +131,7 @@ def test_hostile_files_on_every_workload_command(path: str, command: str, as_jso
     args = [command, path] + (["--json"] if as_json else [])
     t0 = time.perf_counter()
     code, out, err = run(args)
-    assert time.perf_counter() - t0 < 2.0, args
+    assert time.perf_counter() - t0 < HANG_S, args
     check(args, code, out, err)
     if Path(path).name in ("bomb.yaml", "deep.yaml", "deep.json", "big.yaml", "tag.yaml", "empty.jsonl"):
         assert code == 2, (args, out, err)

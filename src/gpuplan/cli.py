@@ -29,6 +29,7 @@ app.add_typer(catalog_app, name="catalog")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 LangOpt = Annotated[Optional[str], typer.Option("--lang", help="zh or en (default: from the locale).")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="Every table column, however wide the terminal.")]
 
 
 class _Exit(Exception):
@@ -48,8 +49,9 @@ def _lang(lang: str | None) -> str:
 
 
 def _console() -> Console:
+    """The terminal's width; COLUMNS when set (also when piped); 160 for a pipe without COLUMNS."""
     probe = Console()
-    return Console(soft_wrap=False, width=probe.width if probe.is_terminal else 160)
+    return Console(soft_wrap=False, width=probe.width if probe.is_terminal or os.environ.get("COLUMNS") else 160)
 
 
 def _emit_json(obj: Any) -> None:
@@ -131,12 +133,13 @@ def instances(
     min_gpu_memory: Annotated[Optional[float], typer.Option("--min-gpu-memory", help="Minimum GiB per GPU.")] = None,
     region: Annotated[Optional[str], typer.Option(help="Keep types with a known price in this region.")] = None,
     cloud: Annotated[str, typer.Option(help="alibaba, aws or tencent.")] = "alibaba",
-    as_json: JsonOpt = False, lang: LangOpt = None,
+    as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
     """List instance types, filtered by family, GPU, GPU memory or region."""
     def body(lg: str) -> None:
         from gpuplan.catalog.instances import filter_instances
         from gpuplan.catalog.prices import load_offers
+        from gpuplan.plan.record import price_mark
 
         if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
             raise GpuplanError(_("--min-gpu-memory {min_gpu_memory} is out of range.").format(min_gpu_memory=min_gpu_memory), hint=_("Give GiB per GPU, e.g. 48."))
@@ -145,26 +148,29 @@ def instances(
 
         shown = (region or default_region(cloud) or "").strip().lower()   # one region's prices, never a mix
         offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (not shown or o.region == shown)]
-        price: dict[str, str] = {}
+        price: dict[str, tuple[str, str]] = {}      # table: (price with its mark, region and date)
+        payg_text: dict[str, str] = {}               # JSON: one string
         for o in sorted(offers, key=lambda o: o.as_of):
-            tmpl = (_("{currency} {price:,.2f}/h ({region}, {date}, estimated)") if o.estimated
-                    else _("{currency} {price:,.2f}/h ({region}, {date})"))
-            price[o.instance_type] = tmpl.format(currency=o.currency, price=o.price_per_hour, region=o.region,
-                                                 date=o.as_of.isoformat())
+            where = (_("{region}, {date}, estimated") if o.estimated else _("{region}, {date}")).format(
+                region=o.region, date=o.as_of.isoformat())
+            payg_text[o.instance_type] = f"{o.currency} {o.price_per_hour:,.2f}/h ({where})"
+            price[o.instance_type] = (f"{o.currency} {o.price_per_hour:,.2f}/h{price_mark(o.kind)}", where)
         if as_json:
             recs = []
             for i in items:
                 d = i.to_dict()
-                d["price_payg"] = price.get(i.instance_type)
+                d["price_payg"] = payg_text.get(i.instance_type)
                 recs.append(d)
             _emit_json({"schema_version": 1, "instances": recs})
             return
         if not items:
             _console().print(_("No instance types match."))
             return
+        from gpuplan.render.fit import print_fitted
         from gpuplan.render.text import instances_table
 
-        _console().print(instances_table(items, lg, prices=price))
+        console = _console()
+        print_fitted(console, instances_table(items, lg, prices=price, width=console.width, wide=wide), wide)
     run_guarded(body, as_json, lang)
 
 
@@ -347,7 +353,7 @@ def recommend(
     instance_type: _S = None, grad_checkpointing: _S = None,
     top: Annotated[int, typer.Option(help="How many plans to show.")] = 5,
     prices: Annotated[Optional[list[Path]], typer.Option("--prices", help="Your own price file (same schema; repeatable).")] = None,
-    as_json: JsonOpt = False, lang: LangOpt = None,
+    as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
     """Ranked instance plans for a workload: cost, time, memory, storage and network advice."""
     flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
@@ -366,7 +372,7 @@ def recommend(
         else:
             from gpuplan.render.recommend import render_recommendation
 
-            render_recommendation(rec, _console(), lg)
+            render_recommendation(rec, _console(), lg, wide=wide)
         return 0 if rec.plans else 1
 
     raise _Exit(run_guarded(body, as_json, lang) or 0)
@@ -377,7 +383,7 @@ def quick(
     params: Annotated[str, typer.Option("--params", help="Model size, e.g. 7B, 70B, 350M.")],
     task: Annotated[str, typer.Option(help="train | finetune | lora | qlora | infer")] = "lora",
     seq_len: _I = None,
-    as_json: JsonOpt = False, lang: LangOpt = None,
+    as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
     """The guides' decision tree by parameter count, answered by the estimators."""
     def body(lg: str) -> int:
@@ -389,7 +395,7 @@ def quick(
         else:
             from gpuplan.render.recommend import render_quick
 
-            render_quick(res, _console(), lg)
+            render_quick(res, _console(), lg, wide=wide)
         return 0
 
     raise _Exit(run_guarded(body, as_json, lang) or 0)
@@ -401,7 +407,7 @@ def compare(
     seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
     budget: _F = None, deadline_hours: _F = None, objective: _S = None, framework: _S = None,
     currency: Annotated[str, typer.Option(help="CNY or USD for the comparison.")] = "CNY",
-    as_json: JsonOpt = False, lang: LangOpt = None,
+    as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
     """Best plan per cloud (Alibaba, AWS, Tencent) with time, cost and cost per million tokens."""
     flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
@@ -416,7 +422,7 @@ def compare(
         if as_json:
             _emit_json(result)
         else:
-            render_comparison(result, _console(), lg)
+            render_comparison(result, _console(), lg, wide=wide)
         return 0 if any(r.get("plan") for r in result["clouds"]) else 1
 
     raise _Exit(run_guarded(body, as_json, lang) or 0)

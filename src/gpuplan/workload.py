@@ -27,6 +27,8 @@ Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Quantization = Literal["none", "int8", "int4", "gptq-int4", "gptq-int8", "awq", "fp8", "bnb-int8", "bnb-nf4"]
 QUANT_ALIASES = {"nf4": "bnb-nf4", "gptq": "gptq-int4", "awq-int4": "awq", "int4-awq": "awq", "w4a16": "int4",
                  "w8a16": "int8", "bnb-4bit": "bnb-nf4", "bnb-8bit": "bnb-int8", "llm.int8": "bnb-int8"}
+# Weight-only 4-bit and 8-bit bases a QLoRA-style adapter trains on (bitsandbytes, GPTQ, AWQ, generic).
+QLORA_BASES = (None, "bnb-nf4", "bnb-int8", "int4", "int8", "gptq-int4", "gptq-int8", "awq")
 KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
 Framework = Literal["auto", "transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron", "nemo", "fsdp",
                     "torchtune", "llm-foundry", "llama-factory", "swift", "lmdeploy", "tgi", "torch-compile"]
@@ -87,6 +89,9 @@ class DatasetSpec(_Strict):
     epochs: float = Field(1.0, gt=0, le=10_000)
     size_gib: float | None = Field(None, gt=0, le=1e7, description="stored dataset size, for storage advice")
     num_files: float | None = Field(None, gt=0, le=1e12)
+    # batch inference jobs (task inference with a dataset): what is processed, besides samples/tokens
+    items: float | None = Field(None, gt=0, le=1e13, description="inference job: requests / images / clips to process")
+    audio_hours: float | None = Field(None, gt=0, le=1e8, description="inference job: hours of audio to transcribe")
 
     def total_tokens(self, seq_len: int) -> float | None:
         """Tokens processed over all epochs (samples x tokens_per_sample, or tokens)."""
@@ -105,6 +110,8 @@ class ServingSpec(_Strict):
     peak_hours_per_day: float | None = Field(None, gt=0, le=24)
     ttft_ms: float | None = Field(None, gt=0, le=3.6e6)
     tpot_ms: float | None = Field(None, gt=0, le=6e4)
+    target_utilization: float | None = Field(None, gt=0, le=1, description="demand / capacity at the peak; "
+                                             "default 1/1.15 (capacity 15 % above demand)")
 
 
 class InputSpec(_Strict):
@@ -229,7 +236,7 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _coherent(self) -> "Workload":
-        if self.task == "qlora" and self.quantization not in (None, "bnb-nf4", "int4", "gptq-int4", "awq", "bnb-int8"):
+        if self.task == "qlora" and self.quantization not in QLORA_BASES:
             raise ValueError(_("task qlora needs a 4-bit or 8-bit base model, not quantization {quantization!r}")
                              .format(quantization=self.quantization))
         if self.optimizer_in_backward and (self.gradient_accumulation or 1) > 1:

@@ -14,8 +14,8 @@ from gpuplan.workload import parse_workload
 
 from .scenarios import PLANS, WORKLOADS, inputs
 
-TRAINING_FILES = {"PLAN.md", "plan.json", "memory.svg", "launch.sh", "run-with-resume.sh", "ds_config.json",
-                  "accelerate-fsdp.yaml", "launch-fsdp.sh", "cloud-init.yaml", "gpu-check.sh", "idle-stop.sh",
+TRAINING_FILES = {"PLAN.md", "plan.json", "memory.svg", "launch.sh", "run-with-resume.sh", "train.py",
+                  "requirements.txt", "data/train.jsonl", "cloud-init.yaml", "gpu-check.sh", "idle-stop.sh",
                   "terraform/main.tf", "terraform/variables.tf", "terraform/versions.tf", "terraform/outputs.tf",
                   "terraform/terraform.tfvars.example", "monitoring/prometheus.yml", "monitoring/alerts.yml",
                   "monitoring/grafana-dashboard.json", "monitoring/dcgm-counters.csv", "k8s/job.yaml",
@@ -35,7 +35,8 @@ def test_training_bundle_contents(bundles):
     assert {"llamafactory.yaml", "swift-sft.sh", "gpuplan-qwen7b-lora-demo.service", "cost-time.svg"} <= single
     assert "nccl.env" not in single and "serve.sh" not in single
     multi = _files(bundles["two_node"])
-    assert {"nccl.env", "hostfile"} <= multi and "llamafactory.yaml" not in multi
+    assert {"nccl.env", "ds_config.json"} <= multi and "llamafactory.yaml" not in multi
+    assert "ds_config.json" not in single      # a DDP plan has no DeepSpeed config
 
 
 def test_serving_bundle_contents(bundles):
@@ -118,8 +119,11 @@ def test_numbers_reach_the_files(bundles):
     assert f"--gpu-memory-utilization {util}" in serve
     assert "--max-num-seqs 32" in serve and "--max-model-len 1536" in serve and "--kv-cache-dtype fp8" in serve
     launch = (bundles["two_node"] / "launch.sh").read_text()
-    assert "--per_device_train_batch_size 2" in launch and "--gradient_accumulation_steps 4" in launch
-    assert "--rdzv_backend c10d" in launch and "ARGS+=(--deepspeed ds_config.json)" in launch
+    # micro 2 x accumulation 4 x DP 16 (2 nodes x 8 GPUs, TP = PP = 1) = 128, in launch.sh and ds_config.json
+    assert "--strategy deepspeed --zero 3" in launch and "--micro_batch 2 --grad_accum 4 --global_batch 128" in launch
+    assert "--node_rank \"$NODE_RANK\"" in launch and "--master_addr \"$MASTER_ADDR\"" in launch
+    ds = json.loads((bundles["two_node"] / "ds_config.json").read_text())
+    assert (ds["train_batch_size"], ds["train_micro_batch_size_per_gpu"], ds["gradient_accumulation_steps"]) == (128, 2, 4)
     nccl = (bundles["two_node"] / "nccl.env").read_text()
     assert "NCCL_IB_HCA=erdma" in nccl and "NCCL_IB_GID_INDEX=1" in nccl
     assert all(line.startswith("# ") and "Source: https://" in line

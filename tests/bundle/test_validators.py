@@ -57,7 +57,7 @@ def test_shellcheck_reports_nothing(bundle, tmp_path):
 
 def test_ds_config_matches_schema_and_estimate(bundles):
     schema = json.loads((SCHEMAS / "deepspeed-config.schema.json").read_text())
-    for name in ("lora_single", "two_node", "spot_job", "two_node_tcp"):
+    for name in ("two_node", "two_node_tcp"):      # the DeepSpeed plans (ZeRO > 0); DDP plans have none
         cfg = json.loads((bundles[name] / "ds_config.json").read_text())
         jsonschema.Draft202012Validator(schema).validate(cfg)
         _, _, est = inputs(name)
@@ -131,7 +131,7 @@ def test_erdma_pods_request_the_device_and_host_network(bundles):
     container = spec["containers"][0]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": 8, "aliyun/erdma": 1}
     assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["NCCL_IB_HCA"] == "erdma"
     assert job["spec"]["completions"] == 2 and job["spec"]["completionMode"] == "Indexed"
 

@@ -24,7 +24,7 @@ CANONICAL_IDS = [
     "L4-24GB", "T4-16GB", "V100-SXM2-16GB", "V100-SXM2-32GB", "V100-PCIe-16GB", "V100-PCIe-32GB",
     "P100-PCIe-16GB", "P100-SXM2-16GB", "P4-8GB", "A16-16GB", "M40-12GB", "RTX4090-24GB",
     "RTX3090Ti-24GB", "RTX3090-24GB", "RTXA6000-48GB", "RTX6000Ada-48GB", "Blackwell-Pro-72GB",
-    "Blackwell-Pro-48GB",
+    "Blackwell-Pro-48GB", "GB200-186GB", "GB300-288GB", "B300-SXM-288GB",
 ]
 
 GPUS = load_gpus()
@@ -302,3 +302,11 @@ def test_malformed_catalogs_raise_gpuplan_error():
     broken(lambda d: d.pop("gpus"))
     with pytest.raises(GpuplanError):
         parse_gpu_catalog(["not", "a", "mapping"])
+
+
+def test_blackwell_rack_and_ultra_parts_are_dense_datasheet_figures():
+    # GB200 NVL72: 360 PFLOPS sparse BF16 over 72 GPUs; HGX B300: 36 PFLOPS sparse BF16 over 8 GPUs.
+    assert GPUS["GB200-186GB"].bf16_dense_tflops == 360_000 / 72 / 2
+    assert GPUS["GB300-288GB"].fp4_dense_tflops == 1_080_000 / 72
+    assert GPUS["B300-SXM-288GB"].bf16_dense_tflops == 36_000 / 8 / 2
+    assert GPUS["B300-SXM-288GB"].memory_gib == 288 and GPUS["B300-SXM-288GB"].mem_bandwidth_gb_s == 8000

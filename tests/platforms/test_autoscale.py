@@ -38,7 +38,7 @@ def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
     doc = yaml.safe_load(out["autoscale/hpa.yaml"])
     kv.validate(doc, kv.latest_version(), strict=True)
     spec = doc["spec"]
-    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 11)     # 2/s off-peak, 20/s peak at 1.897/s each
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 13)     # 2/s off-peak, 20/s peak at 1.897/s x 1/1.15 each
     assert spec["scaleTargetRef"]["kind"] == "Deployment"
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", spec["scaleTargetRef"]["name"])
     names = [m["pods"]["metric"]["name"] for m in spec["metrics"]]

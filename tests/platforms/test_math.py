@@ -30,11 +30,13 @@ def test_active_fraction_limits():
 
 
 def test_replicas_and_always_on():
-    assert replicas_for(20, 1.8967) == 11
+    # 15 % headroom: 20 / (1.8967 / 1.15) = 12.13 -> 13 (11 would run at 96 %)
+    assert replicas_for(20, 1.8967) == 13
+    assert replicas_for(20, 1.8967, target_utilization=1.0) == 11
     assert replicas_for(0, 1.8967) == 1
     assert always_on_monthly(9.74, 11) == pytest.approx(78212.2)
     t = traffic_profile(ServingSpec(requests_per_s=2, peak_requests_per_s=20, peak_hours_per_day=8))
-    assert scaled_node_hours(t, 1.8967) == pytest.approx((8 * 11 + 16 * 2) * 730 / 24)
+    assert scaled_node_hours(t, 1.8967) == pytest.approx((8 * 13 + 16 * 2) * 730 / 24)
 
 
 def test_cu_tiers_match_the_published_table():

@@ -543,6 +543,8 @@ def resolve_model(ref: Any) -> ModelSpec:
     """Turn a workload's ``model:`` value into a ModelSpec.
 
     ``ref``: a bundled id/alias/ModelScope id; a path to config.json or to a folder holding one;
+    a Hugging Face / ModelScope id outside the library (cached config.json, or fetched when
+    ``GPUPLAN_ONLINE=1``: see gpuplan.catalog.hub);
     a mapping ``{params_b: N}``; a mapping of config.json keys; or a ModelSpec.
     Anything unusable raises GpuplanError (never another exception).
     """
@@ -567,6 +569,12 @@ def resolve_model(ref: Any) -> ModelSpec:
         return spec
     if _looks_like_path(name):
         return load_config_file(name)
+    from gpuplan.catalog import hub
+
+    if hub.parse_repo_id(name) is not None:
+        # A Hugging Face / ModelScope id the library lacks: its cached config.json, or (only with
+        # GPUPLAN_ONLINE=1) a download; offline the error says how to switch online resolution on.
+        return hub.resolve_remote(name)
     raise get_model_error(name)
 
 
@@ -773,6 +781,10 @@ _HF_ARCHS: dict[str, _HfArch] = {
     "gemma": _HfArch("llama", "gemma", tie=True),
     "gemma2": _HfArch("llama", "gemma", tie=True),
     "phi3": _HfArch("llama", "phi"),
+    # Phi-1/1.5/2: parallel attention + GELU MLP from one LayerNorm, biases everywhere, lm_head bias
+    "phi": _HfArch("phi", "phi", **_GPT_LIKE),
+    # Phi-3.5-MoE: Mixtral-style experts with LayerNorm and biased attention projections
+    "phimoe": _HfArch("mixtral", "phi", norm="layernorm", qkv_bias=True, o_bias=True),
     "deepseek": _HfArch("deepseek", "deepseek"),
     "deepseek_v2": _HfArch("deepseekv2", "deepseek"),
     "deepseek_v3": _HfArch("deepseekv3", "deepseek"),
@@ -927,7 +939,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     qkv_bias, o_bias, mlp_bias = base.qkv_bias, base.o_bias, base.mlp_bias
     if "attention_bias" in c.raw:
         qkv_bias = c.bool("attention_bias", qkv_bias)
-        o_bias = qkv_bias if t in ("llama", "gpt_oss", "mistral") else o_bias
+        o_bias = qkv_bias if t in ("llama", "gpt_oss", "mistral", "phimoe") else o_bias
     if "mlp_bias" in c.raw:
         mlp_bias = c.bool("mlp_bias", mlp_bias)
     if t == "chatglm":
@@ -959,6 +971,8 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         mlp = "gated" if proj.startswith("gated") else "plain"
 
     norms_per_layer = 2
+    if t == "phi":  # PhiDecoderLayer: one input_layernorm feeds attention and MLP in parallel
+        norms_per_layer = 1
     if t == "falcon" and c.bool("parallel_attn", True) and not c.bool("new_decoder_architecture", False):
         norms_per_layer = 1
     if t == "falcon" and c.bool("new_decoder_architecture", False):

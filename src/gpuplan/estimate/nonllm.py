@@ -43,6 +43,34 @@ def input_scale(profile, inp: dict | None) -> tuple[float, list[str]]:
     return (float(given) / float(ref)) ** exponent, notes
 
 
+def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, framework: str, system: System,
+                    peak: float, eff: float, notes: list[str]) -> tuple[float, float]:
+    """(seconds for one batch of windows, FLOPs per sample) of an encoder-decoder speech model: the
+    encoder's FLOPs, then the decoder's token-by-token steps, each the larger of streaming the decoder
+    weights and its FLOPs, plus the engine's per-step cost. The transcript's decoding is part of the time."""
+    inf = table("inference")
+    comps = prof.components
+    enc = float(comps.get("encoder_flops") or prof.forward_flops_per_sample) * scale
+    windows = max(1.0, scale)
+    tokens = float(nl.get("speech_tokens_per_30s", 100)) * windows
+    dense = 4.0 if precision == "fp32" else 2.0
+    dec_bytes = float(model.params_total) * dense * float(nl.get("speech_decoder_param_share", 0.5))
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
+    step_gpu = max(dec_bytes / bw, batch * float(comps["decode_flops_per_token"]) / (peak * eff))
+    overheads = inf["engine_step_overhead_s"]
+    layers = int(getattr(model, "num_decoder_layers", 0) or getattr(model, "num_layers", 0) or 32)
+    if framework in overheads and framework != "transformers":
+        over = float(overheads[framework]) + float(inf["engine_layer_floor_s"]) * layers
+    else:
+        over = float(inf["eager_cpu_s_per_layer"]) * layers
+    decode = tokens * (step_gpu + over)
+    encode = enc * batch / (peak * eff)
+    notes.append(f"speech: encoder {encode:.2f} s per batch of {batch}, then {tokens:.0f} decoder steps of "
+                 f"{(step_gpu + over) * 1000:.1f} ms ({tokens:.0f} tokens per {30 * windows:.0f} s, assumed)")
+    per_sample = enc + tokens * float(comps["decode_flops_per_token"])
+    return encode + decode, per_sample
+
+
 def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
                     framework: str, layout: Layout, system: System) -> NonLLMResult:
     prof = model.profile
@@ -99,6 +127,9 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
             per_sample = fwd * steps * nl["cfg_passes"]
             notes.append(_("{steps} denoising steps with classifier-free guidance (2 passes per step)").format(steps=steps))
         latency = per_sample * batch / (peak * eff)
+        if model.kind == "speech" and prof.components.get("decode_flops_per_token"):
+            latency, per_sample = _speech_latency(model, prof, nl, scale, batch, precision, framework, system,
+                                                  peak, eff, notes)
         perf = {"ttft_s": latency, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": batch,
                 "max_requests_per_s": batch / latency, "latency_s": latency, "samples_per_s": batch / latency,
                 "step_time_s": None, "tokens_per_s": None, "tokens_per_s_per_gpu": None, "mfu": None,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import importlib.resources
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -11,9 +14,17 @@ import yaml
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
+# Replacement tables installed by `overrides` (None: the shipped efficiency.yaml).
+_ACTIVE: dict[str, Any] | None = None
+
+
+def efficiency() -> dict[str, Any]:
+    """The efficiency table in force: the shipped efficiency.yaml, or the one `overrides` installed."""
+    return _ACTIVE if _ACTIVE is not None else _shipped()
+
 
 @functools.cache
-def efficiency() -> dict[str, Any]:
+def _shipped() -> dict[str, Any]:
     """The parsed efficiency.yaml (read on first use, never at import)."""
     path = importlib.resources.files("gpuplan") / "data" / "efficiency.yaml"
     try:
@@ -32,6 +43,53 @@ def table(*path: str) -> Any:
     for key in path:
         cur = cur[key]
     return cur
+
+
+@contextlib.contextmanager
+def overrides(values: Mapping[str, float]) -> Iterator[None]:
+    """Evaluate estimates with some efficiency.yaml values replaced (the seam bench/accuracy.py fits through).
+
+    `values` maps dotted key paths to numbers, e.g. {'training.hfu_by_arch.Ampere': 0.6}. Every path
+    must already exist in efficiency.yaml and hold a number: a renamed constant is an error, not a
+    silent no-op. Not thread-safe: for benchmarks and tests, never for serving requests."""
+    global _ACTIVE
+    new = copy.deepcopy(efficiency())
+    for dotted, value in values.items():
+        keys = dotted.split(".")
+        cur: Any = new
+        for key in keys[:-1]:
+            if not isinstance(cur, dict) or key not in cur:
+                raise KeyError(f"efficiency.yaml has no {dotted!r}")
+            cur = cur[key]
+        if not isinstance(cur, dict) or not isinstance(cur.get(keys[-1]), (int, float)) or isinstance(cur.get(keys[-1]), bool):
+            raise KeyError(f"efficiency.yaml has no number at {dotted!r}")
+        cur[keys[-1]] = float(value)
+    saved = _ACTIVE
+    _ACTIVE = new
+    table.cache_clear()
+    try:
+        yield
+    finally:
+        _ACTIVE = saved
+        table.cache_clear()
+
+
+def has_key(dotted: str) -> bool:
+    """Whether efficiency.yaml holds a number at this dotted key path."""
+    cur: Any = efficiency()
+    for key in dotted.split("."):
+        if not isinstance(cur, dict) or key not in cur:
+            return False
+        cur = cur[key]
+    return isinstance(cur, (int, float)) and not isinstance(cur, bool)
+
+
+def value_at(dotted: str) -> float:
+    """The number at a dotted key path of the efficiency table in force."""
+    cur: Any = efficiency()
+    for key in dotted.split("."):
+        cur = cur[key]
+    return float(cur)
 
 
 def by_key(block: dict[str, Any], key: str | None, default_key: str = "default") -> float:

@@ -32,6 +32,33 @@ OFFLOAD_ORDER = ("none", "cpu")
 CKPT_ORDER = ("none", "selective", "full")
 OPTIMIZER_ORDER = ("adamw", "adamw-8bit")
 
+# Which engine the bundle emits for a layout (docs/plan-bundle.md, "Launchers"):
+# torchrun = DDP in the bundle's train.py; fsdp = torchrun + FSDP2 in train.py; deepspeed = torchrun +
+# DeepSpeed ZeRO (ds_config.json) in train.py; megatron = ms-swift Megatron mode (`megatron sft|pt`,
+# Megatron-Core), the only emitted engine with tensor and pipeline parallelism. Megatron mode has no
+# DeepSpeed: its ZeRO-1 equivalent is --use_distributed_optimizer and it has no CPU offload, and it
+# cannot train a bitsandbytes-quantized base (QLoRA), so those layouts are not offered with TP/PP > 1
+# (ms-swift swift/megatron/arguments/megatron_args.py, /work/shared/facts/launch-notes.md section 1.2).
+LAUNCHERS = ("torchrun", "fsdp", "deepspeed", "megatron")
+
+
+def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: str = "none") -> str:
+    """The launcher that runs a training layout (one of LAUNCHERS)."""
+    if tp * pp > 1:
+        return "megatron"
+    if fsdp not in (None, "none"):
+        return "fsdp"
+    if zero > 0 or offload not in (None, "none"):
+        return "deepspeed"
+    return "torchrun"
+
+
+def launchable(task: str, tp: int, pp: int, zero: int = 0, offload: str = "none") -> bool:
+    """True when some emitted launcher runs this layout (see LAUNCHERS)."""
+    if tp * pp == 1:
+        return True
+    return task != "qlora" and zero <= 1 and offload in (None, "none")
+
 
 @dataclass(frozen=True, order=True)
 class Knobs:
@@ -118,7 +145,8 @@ def _choices(order: tuple, fixed_value) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=512)
-def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None) -> tuple[Knobs, ...]:
+def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None,
+            model_parallel: bool = False) -> tuple[Knobs, ...]:
     """Every memory-saving config allowed for ``task`` with data-parallel size ``dp``, least saving first.
 
     ``optimizer_level`` restricts the optimizer dimension to one level: the search tries 8-bit AdamW
@@ -126,7 +154,8 @@ def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None
 
     ZeRO stages only shard across dp > 1 ranks (stage 2 with CPU offload also helps on one GPU,
     as ZeRO-Offload: Ren et al. 2021); LoRA keeps tiny optimizer states, so neither offload nor an
-    8-bit optimizer is searched for it.
+    8-bit optimizer is searched for it. With ``model_parallel`` (TP x PP > 1) only layouts the
+    Megatron launcher runs are kept (ZeRO 0/1, no offload: :func:`launchable`).
     """
     lora = task in ("lora", "qlora")
     if task not in TRAIN_TASKS:
@@ -147,6 +176,8 @@ def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None
             continue            # DeepSpeed offloads optimizer states from ZeRO stage 2 up
         if lora and fixed.zero is None and z in (1, 2):
             continue            # LoRA: plain DDP or full sharding of the frozen base (ZeRO-3 / FSDP)
+        if model_parallel and not launchable(task, 2, 1, max(z, 0), OFFLOAD_ORDER[max(o, 0)]):
+            continue            # TP/PP run under Megatron: distributed optimizer (ZeRO-1) at most, no offload
         out.append(Knobs(max(z, 0), max(o, 0), max(c, 0), max(p, 0)))
     return tuple(sorted(set(out), key=lambda k: (k.offload, k.zero + k.ckpt + k.optimizer, k.ckpt, k.zero, k.optimizer)))
 
@@ -232,6 +263,8 @@ def parallel_shapes(model, total_gpus: int, gpus_per_node: int, task: str, fixed
             continue
         if llm and pp > layers:
             continue
+        if tp * pp > 1 and not launchable(task, tp, pp):
+            continue     # QLoRA has no TP/PP launcher (Megatron mode trains no bitsandbytes base)
         dp = total_gpus // (tp * pp)
         if fixed.dp is not None and dp != fixed.dp:
             continue

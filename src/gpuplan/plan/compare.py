@@ -6,7 +6,6 @@ import datetime as dt
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from gpuplan.i18n import N_, tr
 from gpuplan.units import fmt_duration
@@ -78,16 +77,19 @@ def compare_clouds(w: Workload, *, currency: str = "CNY", today: dt.date | None 
                             "clouds without prices for a feasible type show the plan with null costs"]}
 
 
-def render_comparison(result: dict[str, Any], console: Console, lang: str) -> None:
-    t = Table(title=tr("Cross-cloud comparison", lang))
-    for col in ("Cloud", "Best plan", "GPUs", "Time", "Cost", "Cost per 1M training tokens",
-                "Cost per 1M output tokens", "Price date"):
-        t.add_column(tr(col, lang))
+def render_comparison(result: dict[str, Any], console: Console, lang: str, wide: bool = False) -> None:
+    from gpuplan.render.fit import Column, fitted_table, print_fitted
+
+    spec = [("Cloud", 0, "left"), ("Best plan", 0, "left"), ("GPUs", 2, "left"), ("Time", 1, "right"),
+            ("Cost", 0, "right"), ("Cost per 1M training tokens", 3, "right"), ("Cost per 1M output tokens", 3, "right"),
+            ("Price date", 2, "left")]
+    cols = [Column(tr(name, lang), prio, just) for name, prio, just in spec]
     cur = result["currency"]
+    rows = []
     for c in result["clouds"]:
         p = c.get("plan")
         if not p:
-            t.add_row(c["cloud"], tr("no feasible priced plan", lang), "-", "-", "-", "-", "-", "-")
+            rows.append([c["cloud"], tr("no feasible priced plan", lang), "-", "-", "-", "-", "-", "-"])
             continue
         cost = p.get("total_cost") if p.get("total_cost") is not None else p.get("monthly_cost")
         if cost is not None:
@@ -96,14 +98,15 @@ def render_comparison(result: dict[str, Any], console: Console, lang: str) -> No
             cost_s = f"{cur} {p['price_per_hour']:,.2f}/h ({p.get('billing')})"
         else:
             cost_s = tr("no price known", lang)
-        t.add_row(
+        rows.append([
             c["cloud"], f"{p['instance_count']} x {p['instance_type']}", f"{p['gpus_total']} x {p['gpu']}",
             fmt_duration(p.get("time_s")) if p.get("time_s") else "-",
             cost_s,
             f"{cur} {c['cost_per_million_training_tokens']:,.2f}" if c.get("cost_per_million_training_tokens") else "-",
             f"{cur} {c['cost_per_million_output_tokens']:,.2f}" if c.get("cost_per_million_output_tokens") else "-",
-            str(p.get("price_as_of") or "-"))
-    console.print(t)
+            str(p.get("price_as_of") or "-")])
+    print_fitted(console, fitted_table(tr("Cross-cloud comparison", lang), cols, rows, width=console.width, wide=wide),
+                 wide)
     for wmsg in result.get("warnings", []):
         console.print(f"[yellow]! {wmsg}[/yellow]")
     fx = result.get("fx")

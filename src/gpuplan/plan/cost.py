@@ -153,6 +153,7 @@ class Price:
     note: str = ""
     kind: str = ""               # official | third-party | inferred | estimated | user (catalog.prices.PRICE_KINDS)
     rule: str = ""               # how an estimated price was computed
+    margin: float = 0.0          # how far the charged price may be above this one (fraction; plan_costs.yaml)
 
 
 class PriceBook:
@@ -187,7 +188,7 @@ class PriceBook:
             per_month = self._conv(o.price_per_month, o.currency) if billing == "subscription" else None
             return Price(billing, self._conv(o.price_per_hour, o.currency), per_month, self.currency, o.region,
                          o.as_of.isoformat(), o.source, estimated=o.estimated, note=source_label(o), kind=o.kind,
-                         rule=o.rule)
+                         rule=o.rule, margin=kind_margin(o.kind, o.estimated))
         if billing == "spot":
             base = self.offer(inst, region, "payg")
             if base is None:
@@ -198,9 +199,12 @@ class PriceBook:
             rule = f"spot = {f:.0%} of the pay-as-you-go price ({rule})"
             if base.estimated:
                 rule += f"; the pay-as-you-go price is itself estimated: {base.rule}"
+            # pessimistic: the top of the spot range, on top of the pay-as-you-go price's own margin
+            top = max(self.spot.fraction_range[1], f)
+            margin = (1.0 + kind_margin(base.kind, base.estimated)) * top / f - 1.0
             return Price("spot", self._conv(base.price_per_hour, base.currency) * f, None, self.currency, base.region,
                          base.as_of.isoformat(), source, estimated=True,
-                         note=f"estimated: {rule}; check the console", kind="estimated", rule=rule)
+                         note=f"estimated: {rule}; check the console", kind="estimated", rule=rule, margin=margin)
         return None
 
     def spot_fraction(self, cloud: str) -> tuple[float | None, str, str]:
@@ -295,3 +299,83 @@ def describe_spot(model: SpotModel, cloud: str = "alibaba") -> dict[str, Any]:
             "interruptions_per_hour": model.interruptions_per_hour, "restart_s": model.restart_s,
             "notice_s": model.notice_s, "source": SPOT_SOURCE,
             "unconfirmed": ["fraction_of_payg", "fraction_range", "interruptions_per_hour", "restart_s"]}
+
+
+# ------------------------------------------------------------------------------------- fixed costs
+
+@dataclass(frozen=True)
+class FixedCosts:
+    """Once-per-job costs of every instance (data/plan_costs.yaml): start-up, image pull, model
+    download, the idle tail and the minimum billed time. Seconds and megabytes per second."""
+
+    boot_s: float = 300.0
+    image_gib: float = 10.0
+    image_pull_mb_s: float = 100.0
+    model_download_mb_s: float = 200.0
+    idle_tail_s: float = 300.0
+    min_billed_s: tuple[tuple[str, float], ...] = (("payg", 0.0), ("spot", 0.0))
+
+    def breakdown(self, model_bytes: float) -> dict[str, float]:
+        """Seconds per part (each instance pays them in parallel, so the job's wall time grows by the sum)."""
+        return {"boot_s": self.boot_s,
+                "image_pull_s": self.image_gib * 1.073741824e9 / (self.image_pull_mb_s * 1e6),
+                "model_download_s": max(0.0, model_bytes) / (self.model_download_mb_s * 1e6),
+                "idle_tail_s": self.idle_tail_s}
+
+    def time_s(self, model_bytes: float) -> float:
+        return sum(self.breakdown(model_bytes).values())
+
+    def billed_s(self, billing: str | None, run_s: float) -> float:
+        """Seconds billed for a run of ``run_s`` (per-second billing with a minimum, if any)."""
+        return max(run_s, dict(self.min_billed_s).get(billing or "", 0.0))
+
+
+def _value(doc: dict, key: str, default: float) -> float:
+    v = doc.get(key)
+    if isinstance(v, dict):
+        v = v.get("value")
+    return float(v) if v is not None else default
+
+
+@functools.cache
+def _plan_costs_doc() -> dict:
+    path = files("gpuplan") / "data" / "plan_costs.yaml"
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, FileNotFoundError, yaml.YAMLError):
+        return {}
+
+
+@functools.cache
+def load_fixed_costs() -> FixedCosts:
+    d = _plan_costs_doc().get("fixed_costs") or {}
+    mb = d.get("minimum_billing") or {}
+    base = FixedCosts()
+    return FixedCosts(_value(d, "boot_s", base.boot_s), _value(d, "image_gib", base.image_gib),
+                      _value(d, "image_pull_mb_s", base.image_pull_mb_s),
+                      _value(d, "model_download_mb_s", base.model_download_mb_s),
+                      _value(d, "idle_tail_s", base.idle_tail_s),
+                      (("payg", float(mb.get("payg_s") or 0.0)), ("spot", float(mb.get("spot_s") or 0.0))))
+
+
+DEFAULT_MARGINS = {"official": 0.0, "user": 0.0, "live": 0.0, "third-party": 0.10, "inferred": 0.10,
+                   "estimated": 0.50}
+
+
+@functools.cache
+def price_margins() -> dict[str, float]:
+    """Relative uncertainty of a price by its kind (data/plan_costs.yaml ``price_margins``)."""
+    d = _plan_costs_doc().get("price_margins") or {}
+    out = dict(DEFAULT_MARGINS)
+    for k, v in d.items():
+        if isinstance(v, (int, float)):
+            out[k] = float(v)
+    return out
+
+
+def kind_margin(kind: str | None, estimated: bool = False) -> float:
+    """The margin of one price kind; an unknown kind counts as estimated when the price is marked so."""
+    m = price_margins()
+    if kind in m:
+        return m[kind]
+    return m["estimated"] if estimated else 0.0

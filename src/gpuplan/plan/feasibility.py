@@ -100,3 +100,34 @@ def check_network(inst: InstanceType, nodes: int, comm_fraction: float | None) -
                                  f"{frac:.0%} of each step over the VPC network"), None
     return None, (f"{inst.short_name} has no eRDMA/RoCE: {nodes} nodes talk over the VPC network "
                   f"(TCP; {frac:.0%} of the step communicating)")
+
+
+def sla_reject(inst: InstanceType, gpus: int, perf: dict, memory, sla) -> Reject:
+    """Why a serving layout sustains no request rate, naming the limit that binds: no room for one
+    sequence's KV cache, the TTFT of a request alone, or the TPOT of a single sequence.
+
+    ``memory``: the estimate's MemoryEstimate (KV budget and bytes per sequence); ``sla``: the
+    workload's ServingSpec (None: no targets). An unset target is said to be unset, never "0 ms"."""
+    label = f"{gpu_label(inst)} x {gpus}"
+    ttft_t = sla.ttft_ms / 1000.0 if sla and sla.ttft_ms else None
+    tpot_t = sla.tpot_ms / 1000.0 if sla and sla.tpot_ms else None
+    budget = getattr(memory, "kv_budget_bytes", None)
+    per_seq = getattr(memory, "kv_bytes_per_sequence", None)
+    conc = perf.get("max_concurrency")
+    if (conc is not None and conc <= 0) or (budget is not None and per_seq and budget < per_seq):
+        left = max(0.0, budget or 0.0) / GIB
+        need = f"; one sequence needs {per_seq / GIB:.2f} GiB" if per_seq else ""
+        return Reject("memory", f"{label}: no room for the KV cache: the weights and activations leave "
+                                f"{left:.2f} GiB per GPU{need}", max(0.0, (per_seq or 0.0) - max(0.0, budget or 0.0)))
+    ttft = perf.get("ttft_s")
+    tpot = perf.get("tpot_s")
+    if ttft_t is not None and ttft is not None and ttft > ttft_t:
+        return Reject("sla", f"{label}: cannot meet the TTFT target: {ttft:.2f} s for one request alone vs "
+                             f"{ttft_t * 1000:g} ms", ttft - ttft_t)
+    if tpot_t is not None and tpot is not None and tpot > tpot_t:
+        return Reject("sla", f"{label}: cannot meet the TPOT target: {tpot * 1000:.0f} ms per token for one "
+                             f"sequence vs {tpot_t * 1000:g} ms", tpot - tpot_t)
+    targets = " / ".join(x for x in (f"TTFT {ttft_t * 1000:g} ms" if ttft_t else "",
+                                     f"TPOT {tpot_t * 1000:g} ms" if tpot_t else "") if x) or "no latency target"
+    return Reject("sla", f"{label}: no batch meets the latency targets together ({targets}; alone: TTFT "
+                         f"{(ttft or 0):.2f} s, TPOT {(tpot or 0) * 1000:.0f} ms)")

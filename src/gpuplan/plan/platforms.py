@@ -11,7 +11,7 @@ hours and ``requests_per_s`` the rest of the day; or ``requests_per_day`` spread
 
 Costs:
 
-- **Always-on** (ECS, EAS): replicas = ceil(peak rate / one replica's max requests/s); monthly =
+- **Always-on** (ECS, EAS): replicas = ceil(peak rate / (one replica's max requests/s x 1/1.15)); monthly =
   replicas x hourly price x 730 h.
 - **Following traffic** (ACK node pool with HPA + cluster autoscaler, or an ESS scaling group):
   for each segment, ceil(rate / per-replica rate) replicas (at least ``min_replicas``) x hours; the
@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
@@ -172,6 +172,7 @@ class Traffic:
 
     segments: tuple[Segment, ...]
     basis: str
+    target_utilization: float | None = None   # serving.target_utilization (None: 1/1.15, plan/queueing.py)
 
     @property
     def daily_requests(self) -> float:
@@ -229,11 +230,16 @@ def traffic_profile(serving) -> Traffic | None:
 
 # ================================================================================ costing primitives
 
-def replicas_for(rate_rps: float, per_replica_rps: float, minimum: int = 1) -> int:
-    """Replicas that serve ``rate_rps``: ceil(rate / capacity), at least ``minimum``."""
+def replicas_for(rate_rps: float, per_replica_rps: float, minimum: int = 1,
+                 target_utilization: float | None = None) -> int:
+    """Replicas that serve ``rate_rps`` with headroom: ceil(rate / (capacity x target utilisation)), at
+    least ``minimum``. The target defaults to 1/1.15 (capacity 15 % above demand, plan/queueing.py)."""
+    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+
     if per_replica_rps <= 0:
         return max(minimum, 1)
-    return max(minimum, math.ceil(rate_rps / per_replica_rps - 1e-9))
+    u = target_utilization or DEFAULT_TARGET_UTILIZATION
+    return max(minimum, math.ceil(rate_rps / (per_replica_rps * u) - 1e-9))
 
 
 def always_on_monthly(price_per_hour: float, replicas: int, nodes_per_replica: int = 1) -> float:
@@ -244,7 +250,8 @@ def always_on_monthly(price_per_hour: float, replicas: int, nodes_per_replica: i
 def scaled_node_hours(traffic: Traffic, per_replica_rps: float, min_replicas: int = 1,
                       nodes_per_replica: int = 1) -> float:
     """Node-hours per month when the replica count follows the traffic segments."""
-    day = sum(s.hours_per_day * replicas_for(s.rate_rps, per_replica_rps, min_replicas) for s in traffic.segments)
+    day = sum(s.hours_per_day * replicas_for(s.rate_rps, per_replica_rps, min_replicas, traffic.target_utilization)
+              for s in traffic.segments)
     return day * DAYS_PER_MONTH * nodes_per_replica
 
 
@@ -372,6 +379,13 @@ def _fx_rate(currency: str, src: str, fx) -> float:
     return fx.convert(1.0, src, currency)
 
 
+def _util(traffic: Traffic, replicas: int, per_replica_rps: float) -> float | None:
+    """Peak demand / capacity of ``replicas`` (the plan's utilisation at the peak)."""
+    if replicas <= 0 or per_replica_rps <= 0:
+        return None
+    return traffic.peak_rps / (replicas * per_replica_rps)
+
+
 def _per_million(monthly: float | None, traffic: Traffic, output_tokens: int) -> float | None:
     tokens = traffic.monthly_requests * output_tokens
     if monthly is None or tokens <= 0:
@@ -425,7 +439,7 @@ def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region
     active_cu_s = (slice_gib * gpu_active + vcpu * pricing.vcpu_active + mem_gib * pricing.memory_gb_s
                    if gpu_active is not None else None)
     hourly = active_cu_s * HOUR_S * pricing.tiers[0][1] * rate if active_cu_s is not None else None
-    replicas = replicas_for(traffic.peak_rps, mu)
+    replicas = replicas_for(traffic.peak_rps, mu, target_utilization=traffic.target_utilization)
     monthly = primary.cost_usd * rate if primary.cost_usd is not None else None
     warnings = []
     if gpu_active is None:
@@ -447,7 +461,7 @@ def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region
     cost = PlanCost(currency=currency, billing="payg", region=region, price_region="international",
                     instance_price_per_hour=_r(hourly), price_per_hour=_r(hourly * replicas) if hourly is not None else None,
                     price_estimated=currency != pricing.currency, price_as_of=pricing.as_of, price_source=pricing.source,
-                    replicas=replicas, monthly_cost=monthly,
+                    replicas=replicas, monthly_cost=monthly, utilization=_util(traffic, replicas, mu),
                     cost_per_million_output_tokens=_per_million(monthly, traffic, out_tokens))
     details = {
         "cold_start": {"seconds": _r(cold_s, 2), "ttft_cold_s": _r(cold_ttft, 3), "ttft_warm_s": _r(ttft, 4),
@@ -517,7 +531,8 @@ def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
         nodes = e.nodes_per_replica
         price = e.cost.instance_price_per_hour
         node_hours = scaled_node_hours(traffic, mu, 1, nodes)
-        min_r, max_r = replicas_for(traffic.offpeak_rps, mu), replicas_for(traffic.peak_rps, mu)
+        u = traffic.target_utilization
+        min_r, max_r = replicas_for(traffic.offpeak_rps, mu, 1, u), replicas_for(traffic.peak_rps, mu, 1, u)
         monthly = node_hours * price + fee_month if price is not None else None
         warnings = []
         if fee_rate != 1.0:
@@ -528,7 +543,9 @@ def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
             gpus_total=max_r * e.gpus_per_replica,
             cost={"price_region": e.cost.price_region, "instance_price_per_hour": price,
                   "price_per_hour": _r(price * max_r * nodes) if price is not None else None,
-                  "price_estimated": e.cost.price_estimated, "price_as_of": e.cost.price_as_of,
+                  "price_estimated": e.cost.price_estimated, "price_kind": e.cost.price_kind,
+                  "price_rule": e.cost.price_rule, "price_margin": e.cost.price_margin,
+                  "price_as_of": e.cost.price_as_of, "utilization": _util(traffic, max_r, mu),
                   "price_source": e.cost.price_source, "monthly_cost": monthly,
                   "cost_per_million_output_tokens": _per_million(monthly, traffic, output_tokens)},
             details={"traffic": traffic.to_dict(),
@@ -560,7 +577,7 @@ def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str,
         seen.add(it)
         row = prices[it]
         price = row.get("price_per_hour") if row.get("currency") == currency else None
-        replicas = replicas_for(traffic.peak_rps, mu)
+        replicas = replicas_for(traffic.peak_rps, mu, target_utilization=traffic.target_utilization)
         monthly = always_on_monthly(price, replicas) if price is not None else None
         warnings = []
         if price is None:
@@ -572,7 +589,7 @@ def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str,
             cost={"price_region": e.cost.region, "instance_price_per_hour": price,
                   "price_per_hour": _r(price * replicas) if price is not None else None,
                   "price_as_of": row.get("as_of"), "price_source": row.get("source") or eas["source"],
-                  "monthly_cost": monthly,
+                  "monthly_cost": monthly, "utilization": _util(traffic, replicas, mu),
                   "cost_per_million_output_tokens": _per_million(monthly, traffic, output_tokens)},
             details={"traffic": traffic.to_dict()},
             why=f"PAI-EAS public resources, {replicas} x {it}: billed per running minute of each instance "
@@ -599,6 +616,10 @@ def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, 
     traffic = traffic_profile(w.serving)
     if traffic is None or traffic.daily_requests <= 0:
         return []
+    if w.serving.target_utilization:
+        from dataclasses import replace as _replace
+
+        traffic = _replace(traffic, target_utilization=w.serving.target_utilization)
     if fx is None:
         from gpuplan.plan.cost import load_fx
 

@@ -56,9 +56,11 @@ class QuickResult:
     folklore_fits: bool | None
     folklore_memory_per_gpu_bytes: float | None
     folklore_capacity_bytes: float | None
-    verdict: str                      # holds | wrong | overkill
+    verdict: str                      # holds | works but slow | works but expensive | wrong
     notes: list[str] = field(default_factory=list)
     recommendation: Any = None        # the Recommendation for the free search
+    folklore_plan: Any = None         # the best plan on the tree's hardware (None when it does not fit)
+    alternative: Any = None           # the cheaper / faster plan the verdict points to
 
     def to_dict(self) -> dict[str, Any]:
         best = self.recommendation.best if self.recommendation else None
@@ -71,6 +73,8 @@ class QuickResult:
                          "capacity_per_gpu_bytes": None if self.folklore_capacity_bytes is None
                          else int(self.folklore_capacity_bytes)},
             "verdict": self.verdict, "notes": self.notes,
+            "folklore_plan": self.folklore_plan.brief() if self.folklore_plan is not None else None,
+            "alternative": self.alternative.brief() if self.alternative is not None else None,
             "best_plan": best.to_dict() if best else None,
             "binding_constraints": self.recommendation.binding_constraints if self.recommendation else [],
         }
@@ -119,19 +123,51 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
             if r:
                 notes.append("folklore hardware: " + r[0]["reason"])
     best = free.best
-    verdict = "holds"
+    verdict, alt = "holds", None
+    fp = folk.best if folk is not None and folk.ok else None
     if fits is False:
         verdict = "wrong"
         notes.append(f"the tree's {count} x {gpu} does not hold a {pb:g}B {t} job")
-    elif best is not None and fits:
-        best_gib, folk_gib = _gpu_gib(best), _gpu_gib(folk.best)
-        if best.gpus_total < count or best_gib and best_gib * best.gpus_total < 0.5 * (folk_gib or 0) * count:
-            verdict = "overkill"
-            notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU on the tree's hardware, but "
-                         f"{best.gpus_total} x {best.gpu} is enough and cheaper")
-        else:
-            notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU")
+        alt = best
+    elif fp is not None and best is not None:
+        verdict, alt, why = judge(fp, best, free.all_plans)
+        notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU on the tree's hardware")
+        notes.extend(why)
     if best is not None:
         notes.append(f"estimator's pick: {best.instance_count} x {best.short_name} "
                      f"({best.gpus_total} x {best.gpu}), {best.layout}")
-    return QuickResult(pb, t, bucket, says, gpu, count, fits, mem, cap, verdict, notes, free)
+    return QuickResult(pb, t, bucket, says, gpu, count, fits, mem, cap, verdict, notes, free, fp, alt)
+
+
+SLOW_FACTOR = 2.0       # "works but slow": the tree's plan takes over 2x the time of the estimator's pick,
+LOW_MFU = 0.10          # or runs below 10 % MFU, or offloads to the CPU
+EXPENSIVE_FACTOR = 1.5  # "works but expensive": over 1.5x the cost of the estimator's pick (pessimistic cost)
+
+
+def _cost(p) -> float | None:
+    from gpuplan.plan.rank import pessimistic_cost
+
+    return pessimistic_cost(p)
+
+
+def judge(folk, best, plans) -> tuple[str, Any, list[str]]:
+    """(verdict, the alternative plan, reasons) for the tree's plan ``folk`` against the free search."""
+    why: list[str] = []
+    perf = folk.performance or {}
+    mfu = perf.get("mfu")
+    offload = (folk.parallel or {}).get("offload") not in (None, "none")
+    fastest = min((p for p in plans if p.time_key), key=lambda p: p.time_key, default=None)
+    slow_by = folk.time_key / best.time_key if folk.time_key and best.time_key else None
+    if offload or (mfu is not None and mfu < LOW_MFU) or (slow_by is not None and slow_by > SLOW_FACTOR):
+        bits = [b for b in ("CPU offload" if offload else "",
+                            f"MFU {mfu:.0%}" if mfu is not None and mfu < LOW_MFU else "",
+                            f"{slow_by:.1f} x the time of {best.gpus_total} x {best.gpu}"
+                            if slow_by is not None and slow_by > SLOW_FACTOR else "") if b]
+        why.append("works but slow: " + ", ".join(bits))
+        return "works but slow", best if slow_by and slow_by > 1 else fastest, why
+    fc, bc = _cost(folk), _cost(best)
+    if fc is not None and bc is not None and fc > EXPENSIVE_FACTOR * bc:
+        why.append(f"works but expensive: {fc / bc:.1f} x the cost of {best.instance_count} x {best.short_name} "
+                   f"({best.gpus_total} x {best.gpu}, {best.cost.billing})")
+        return "works but expensive", best, why
+    return "holds", None, why

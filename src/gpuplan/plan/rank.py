@@ -3,58 +3,94 @@
 Each plan exposes ``cost_key`` (total cost, cost per 1B tokens, or monthly cost; None = no price)
 and ``time_key`` (job time, time per 1B tokens, or request latency). Plans without a price rank
 after every priced plan.
+
+Uncertainty: a plan may also expose ``cost_margin``, how far its price may lie above the figure
+used (0 for an official or user price, more for third-party, rule-based and spot estimates; see
+data/plan_costs.yaml). The ranking compares *pessimistic* costs, ``cost_key x (1 + cost_margin)``:
+a guessed price only beats a sourced one when it is cheaper even at the top of its margin. The
+plan's own figures (and the table) keep the point estimate, marked as a guess.
+
+Ties: costs within ``TIE_TOLERANCE`` (0.5 %) of each other count as equal, and the plan with fewer
+instances, then fewer GPUs, ranks first.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 
 class Rankable(Protocol):
-    cost_key: float | None
-    time_key: float | None
+    @property
+    def cost_key(self) -> float | None: ...
+
+    @property
+    def time_key(self) -> float | None: ...
+
+
+R = TypeVar("R", bound=Rankable)
 
 
 OBJECTIVES = ("cost", "time", "balanced")
+TIE_TOLERANCE = 0.005
 
 
 def _inf(x: float | None) -> float:
     return math.inf if x is None else x
 
 
+def pessimistic_cost(p) -> float | None:
+    """``cost_key x (1 + cost_margin)`` (None without a price)."""
+    if p.cost_key is None:
+        return None
+    return p.cost_key * (1.0 + float(getattr(p, "cost_margin", 0.0) or 0.0))
+
+
+def _bucket(x: float) -> float:
+    """Values within TIE_TOLERANCE of each other share a bucket (log scale), so ties go to smaller plans."""
+    if not math.isfinite(x) or x <= 0:
+        return x
+    return math.floor(math.log(x) / math.log1p(TIE_TOLERANCE))
+
+
+def _size(p) -> tuple[int, int]:
+    return int(getattr(p, "instance_count", 1) or 1), int(getattr(p, "gpus_total", 1) or 1)
+
+
 def sort_key(objective: str, cmin: float, tmin: float):
-    """Key function for ``sorted``: cost, then time (or the reverse), or the geometric mean of the
-    two ratios to the best value (balanced)."""
+    """Key function for ``sorted``: pessimistic cost, then fewer instances and GPUs, then time (or time
+    first), or the geometric mean of the two ratios to the best value (balanced)."""
     def key(p: Rankable):
         unpriced = p.cost_key is None
-        c, t = _inf(p.cost_key), _inf(p.time_key)
+        c, t = _inf(pessimistic_cost(p)), _inf(p.time_key)
+        size = _size(p)
         if objective == "time":
-            return (t, unpriced, c)
+            return (_bucket(t), unpriced, c, size, t)
         if objective == "balanced":
             score = math.sqrt((c / cmin if cmin > 0 else c) * (t / tmin if tmin > 0 else t)) if not unpriced else math.inf
-            return (unpriced, score, c, t)
-        return (unpriced, c, t)
+            return (unpriced, _bucket(score), size, score, c, t)
+        return (unpriced, _bucket(c), size, c, t)
     return key
 
 
-def rank(plans: Sequence[Rankable], objective: str) -> list:
-    costs = [p.cost_key for p in plans if p.cost_key is not None and p.cost_key > 0]
+def rank(plans: Sequence[R], objective: str) -> list[R]:
+    costs = [c for c in (pessimistic_cost(p) for p in plans) if c is not None and c > 0]
     times = [p.time_key for p in plans if p.time_key is not None and p.time_key > 0]
     cmin = min(costs) if costs else 1.0
     tmin = min(times) if times else 1.0
     return sorted(plans, key=sort_key(objective, cmin, tmin))
 
 
-def pareto_front(plans: Sequence[Rankable]) -> list:
+def pareto_front(plans: Sequence[R]) -> list[R]:
     """Priced plans that no other plan beats on both cost and time (ties kept once)."""
     pts = [p for p in plans if p.cost_key is not None and p.time_key is not None]
     pts.sort(key=lambda p: (p.cost_key, p.time_key))
     front = []
     best_t = math.inf
     for p in pts:
-        if p.time_key < best_t - 1e-12:
+        t = p.time_key
+        if t is not None and t < best_t - 1e-12:
             front.append(p)
-            best_t = p.time_key
+            best_t = t
     return front

@@ -17,7 +17,7 @@ from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
-from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
+from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import pareto_front, rank
 from gpuplan.plan.record import PLATFORMS, Plan, PlanAdvice, PlanCost, PlanMemory, rnd
@@ -63,6 +63,12 @@ class _Draft:
     price_rule: str | None = None
     cost_key: float | None = None
     time_key: float | None = None
+    price_margin: float | None = None
+    fixed: dict | None = None
+    fixed_cost: float | None = None
+    utilization: float | None = None
+    job: dict | None = None
+    unit_cost: dict | None = None
 
     def record(self) -> Plan:
         """The frozen plan record (advice is added later, for the plans that are shown)."""
@@ -73,15 +79,20 @@ class _Draft:
                     "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                     "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
-                    "nodes_per_replica": c.nodes}
+                    "nodes_per_replica": c.nodes,
+                    "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload)
+                    if c.variant.w.task in TRAIN_TASKS else None}
         cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
                         price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,
                         price_per_hour=self.price_per_hour, price_estimated=self.price_estimated,
-                        price_kind=self.price_kind, price_rule=self.price_rule, price_as_of=self.price_as_of, price_source=self.price_source, time_s=self.time_s,
+                        price_kind=self.price_kind, price_rule=self.price_rule, price_as_of=self.price_as_of,
+                        price_source=self.price_source, time_s=self.time_s,
                         total_cost=self.total_cost, time_per_billion_tokens_s=self.time_per_billion_tokens_s,
                         cost_per_billion_tokens=self.cost_per_billion_tokens, replicas=self.replicas,
                         monthly_cost=self.monthly_cost,
-                        cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot)
+                        cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot,
+                        price_margin=self.price_margin, fixed=self.fixed, fixed_cost=self.fixed_cost,
+                        utilization=self.utilization, job=self.job, unit_cost=self.unit_cost)
         return Plan(platform="ecs", instance_type=c.inst.instance_type, instance_count=self.instance_count,
                     gpu=c.inst.gpu, gpus_total=self.gpus_total, parallel=parallel,
                     layout=re.sub(r", mb 1 x ga 1$", "", lay.describe()), memory=PlanMemory.of(c.est),
@@ -89,8 +100,6 @@ class _Draft:
                     advice=PlanAdvice(why=tuple(self.why), warnings=tuple(self.warnings)),
                     cost_key=self.cost_key, time_key=self.time_key, estimate=c.est)
 
-
-_r = rnd
 
 
 @dataclass
@@ -192,6 +201,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     billings = tuple(cons.billing) if cons and cons.billing else (TRAINING_DEFAULT_BILLING if training
                                                                   else SERVING_DEFAULT_BILLING)
     ctx = _Ctx(resolved, model, task, training, book, regions, billings, max_gpus, spot_model, today, insts)
+    if _is_job(ctx) and not (cons and cons.billing):
+        ctx.billings = TRAINING_DEFAULT_BILLING   # a batch job can run on spot like a training job
     drafts: list[_Draft] = []
     rejected_plans: list[tuple[_Draft, fz.Reject]] = []
     for c in groups:
@@ -209,7 +220,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     plans: list[Plan] = [d.record() for d in drafts]
 
     wanted = _platforms_wanted(cons)
-    if not training and plans and (cons is None or not cons.clouds or "alibaba" in cons.clouds) \
+    if not training and not _is_job(ctx) and plans and (cons is None or not cons.clouds or "alibaba" in cons.clouds) \
             and plans[0].instance_type in {i.instance_type for i in insts if i.cloud == DEFAULT_CLOUD} \
             and wanted - {"ecs"}:
         # serverless and managed serving (Function Compute, PAI-EAS, ACK) beside plain ECS replicas
@@ -218,7 +229,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         ecs_ranked = rank(plans, objective)
         # ACK node pools run pay-as-you-go nodes: give them the best pay-as-you-go plans too, not only
         # the top plans (which may all be subscriptions)
-        ecs_in = ecs_ranked[:top] + [p for p in ecs_ranked if p.cost.billing == "payg"][:top]
+        # (at least DEFAULT_TOP of each, so that --top 1 sees the same managed plans as the default)
+        k = max(top, DEFAULT_TOP)
+        ecs_in = ecs_ranked[:k] + [p for p in ecs_ranked if p.cost.billing == "payg"][:k]
         try:
             plans += platform_plans(resolved, ecs_plans=ecs_in, currency=currency,
                                     region=regions[0] if regions else None, fx=book.fx,
@@ -231,7 +244,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     ranked = rank(plans, objective)
     front = {id(p) for p in pareto_front(ranked)}
     ranked = [replace(p, rank=i, pareto=id(p) in front) for i, p in enumerate(ranked, 1)]
-    shown = ranked[:top] + [p for p in ranked[top:] if p.pareto][: max(0, 10 - top)]
+    shown = ranked[:top]   # the top N only; the whole Pareto front is the `pareto` list
     shown = [_advise(ctx, p) if p.is_ecs else p for p in shown]
     if shown:
         shown[0] = shown[0].with_advice(why=(_headline(ctx, shown[0], objective),) + shown[0].advice.why)
@@ -291,6 +304,7 @@ class _Ctx:
     spot: costm.SpotModel
     today: dt.date | None
     insts: list[InstanceType]
+    fixed: costm.FixedCosts = field(default_factory=costm.load_fixed_costs)
 
     @property
     def llm(self) -> bool:
@@ -399,7 +413,8 @@ def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None
              price_source=price.source if price else None, replicas=None, instance_count=c.nodes,
              gpus_total=c.gpus, time_s=None, total_cost=None, monthly_cost=None,
              cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated),
-             price_kind=(price.kind or None) if price else None, price_rule=(price.rule or None) if price else None)
+             price_kind=(price.kind or None) if price else None, price_rule=(price.rule or None) if price else None,
+             price_margin=price.margin if price else None)
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
     if price and price.note:
@@ -437,6 +452,23 @@ def _ckpt_bytes(ctx: _Ctx, optimizer: str) -> float:
     return checkpoint_bytes(params, trainable, ctx.task, optimizer or "adamw")
 
 
+_QUANT_BYTES = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5, "gptq-int4": 0.5,
+                "bnb-nf4": 0.5}
+
+
+def _model_bytes(ctx: _Ctx) -> float:
+    """Bytes of the model checkpoint each node downloads (16-bit, or the quantized size)."""
+    params = float(getattr(ctx.model, "params_total", 0.0) or 0.0)
+    return params * _QUANT_BYTES.get(ctx.w.quantization or "none", 2.0)
+
+
+def _fixed_why(fixed: dict, nodes: int) -> str:
+    mins = sum(fixed.values()) / 60.0
+    parts = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v / 60:.0f} min" for k, v in fixed.items())
+    return (f"fixed: {mins:.0f} min per instance ({parts}; assumed, data/plan_costs.yaml)"
+            + (f", paid by each of {nodes} instances" if nodes > 1 else ""))
+
+
 def _training_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) -> None:
     perf = c.est.performance
     tps = float(perf.get("tokens_per_s") or 0.0)
@@ -467,13 +499,20 @@ def _training_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | Non
         if base_time and base_time * factor / HOUR_S > ctx.spot.long_job_warning_h:
             p.warnings.append(f"long job on spot: expect about {run.expected_interruptions:.1f} interruptions over "
                               f"{base_time * factor / HOUR_S:.0f} h; resume from checkpoints automatically")
+    fixed_s = 0.0
     if base_time is not None:
-        p.time_s = base_time * factor
+        fixed = ctx.fixed.breakdown(_model_bytes(ctx))
+        fixed_s = sum(fixed.values())
+        p.fixed = fixed
+        p.time_s = base_time * factor + fixed_s
+        p.why.append(_fixed_why(fixed, c.nodes))
     if price is not None:
         hourly = price.per_hour * c.nodes
         p.price_per_hour = hourly
         if p.time_s is not None:
-            p.total_cost = costm.training_cost(price, c.nodes, p.time_s)
+            p.total_cost = costm.training_cost(price, c.nodes, ctx.fixed.billed_s(price.billing, p.time_s))
+            if price.billing != "subscription":
+                p.fixed_cost = fixed_s / HOUR_S * hourly
             if price.billing == "subscription":
                 months = costm.months_needed(p.time_s)
                 p.why.append(f"subscription: {months} month(s) x {price.per_month:,.0f} x {c.nodes} instance(s)")
@@ -484,10 +523,119 @@ def _training_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | Non
         p.time_per_billion_tokens_s * factor if p.time_per_billion_tokens_s else None)
 
 
+def _is_job(ctx: _Ctx) -> bool:
+    """An inference workload with a dataset is a batch job (time, total cost, cost per item), not a service."""
+    return not ctx.training and _job_items(ctx) is not None
+
+
+def _job_items(ctx: _Ctx) -> tuple[float, str] | None:
+    """(items to process, unit) of a batch inference job, or None (a service)."""
+    ds = ctx.w.dataset
+    if ds is None:
+        return None
+    if ds.audio_hours:
+        clip = (ctx.w.input.audio_seconds if ctx.w.input and ctx.w.input.audio_seconds else None) or 30.0
+        return ds.audio_hours * HOUR_S / clip * ds.epochs, "clip"
+    unit = _item_unit(ctx)
+    if ds.items:
+        return ds.items * ds.epochs, unit
+    if ds.samples:
+        return ds.samples * ds.epochs, unit
+    if ds.tokens and ctx.llm:
+        per = (ctx.w.prompt_tokens or 0) + (ctx.w.output_tokens or 0)
+        return (ds.tokens * ds.epochs / per, "request") if per > 0 else None
+    return None
+
+
+def _item_unit(ctx: _Ctx) -> str:
+    kind = getattr(ctx.model, "kind", "")
+    return "image" if kind == "diffusion" else "clip" if kind in ("speech", "asr", "whisper", "audio") else "request"
+
+
+def _target_util(ctx: _Ctx) -> float:
+    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+
+    s = ctx.w.serving
+    return s.target_utilization if s and s.target_utilization else DEFAULT_TARGET_UTILIZATION
+
+
+def _slots(c: Candidate) -> int:
+    """Requests in flight in one replica group: its serving batch (LLM) or concurrency, per DP group."""
+    perf = c.est.performance
+    per = perf.get("serving_batch") or perf.get("max_concurrency") or 1
+    return max(1, int(per)) * max(1, c.dp)
+
+
+def _job_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) -> None:
+    """A batch inference job: replicas to meet the deadline, time, total cost and cost per item."""
+    items, unit = _job_items(ctx)
+    group_rate = c.speed(False)
+    cons = ctx.w.constraints
+    fixed = ctx.fixed.breakdown(_model_bytes(ctx))
+    fixed_s = sum(fixed.values())
+    replicas = 1
+    if group_rate > 0 and cons and cons.deadline_hours:
+        room = cons.deadline_hours * HOUR_S - fixed_s
+        replicas = max(1, math.ceil(items / (group_rate * room) - 1e-9)) if room > 0 else 1
+        cap = max(1, (ctx.max_gpus or 10 ** 6) // max(1, c.gpus))
+        replicas = min(replicas, cap, 10_000)
+    p.replicas = replicas
+    p.instance_count = c.nodes * replicas
+    p.gpus_total = c.gpus * replicas
+    p.fixed = fixed
+    if group_rate <= 0:
+        return
+    base = items / (group_rate * replicas)
+    factor = 1.0
+    if p.billing == "spot":
+        run = costm.spot_run(base, 1.0, ctx.spot)   # in-flight items are redone; nothing to checkpoint
+        factor = 1.0 + run.overhead_fraction
+        p.spot = {"overhead_fraction": round(run.overhead_fraction, 4), "checkpoint_interval_s": None,
+                  "checkpoint_write_s": None, "expected_interruptions": round(run.expected_interruptions, 2),
+                  "interruptions_per_hour": ctx.spot.interruptions_per_hour}
+    p.time_s = base * factor + fixed_s
+    job: dict[str, Any] = {"items": rnd(items, 1), "unit": unit, "items_per_s": rnd(group_rate * replicas),
+                           "replicas": replicas}
+    ds = ctx.w.dataset
+    if ds and ds.audio_hours:
+        job["audio_hours"] = ds.audio_hours * ds.epochs
+    if price is not None:
+        p.price_per_hour = price.per_hour * p.instance_count
+        p.total_cost = costm.training_cost(price, p.instance_count, ctx.fixed.billed_s(price.billing, p.time_s))
+        if price.billing != "subscription":
+            p.fixed_cost = fixed_s / HOUR_S * p.price_per_hour
+        job[f"cost_per_{unit}"] = rnd(p.total_cost / items)
+        job["cost_per_item"] = rnd(p.total_cost / items)
+        if "audio_hours" in job:
+            job["cost_per_audio_hour"] = rnd(p.total_cost / job["audio_hours"])
+    p.job = job
+    p.why.append(f"batch job: {items:,.0f} {unit}s at {group_rate:.2f}/s per replica x {replicas} replica(s) = "
+                 f"{base / HOUR_S:,.1f} h" + (f" (+{factor - 1:.1%} spot interruptions)" if factor > 1 else ""))
+    p.why.append(_fixed_why(fixed, p.instance_count))
+    p.cost_key = p.total_cost
+    p.time_key = p.time_s
+
+
 def _serving_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) -> None:
+    from gpuplan.plan.queueing import size_replicas
+
+    if _is_job(ctx):
+        _job_costs(ctx, c, p, price)
+        return
     group_rate = c.speed(False)
     rate = ctx.request_rate()
-    replicas = max(1, math.ceil(rate / group_rate - 1e-9)) if rate and group_rate > 0 else 1
+    s = ctx.w.serving
+    target = _target_util(ctx)
+    sizing = None
+    if rate and group_rate > 0:
+        slack = None
+        if s and s.ttft_ms and c.est.performance.get("ttft_s") is not None:
+            slack = s.ttft_ms / 1000.0 - float(c.est.performance["ttft_s"])
+        sizing = size_replicas(rate, group_rate, _slots(c), target, slack)
+        replicas = sizing.replicas
+        p.utilization = sizing.utilization
+    else:
+        replicas = 1
     p.replicas = replicas
     p.instance_count = c.nodes * replicas
     p.gpus_total = c.gpus * replicas
@@ -499,11 +647,21 @@ def _serving_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None
             out_tps = served * (c.variant.w.output_tokens or 1)
             hourly = p.monthly_cost / HOURS_PER_MONTH
             p.cost_per_million_output_tokens = costm.cost_per_million_tokens(hourly, out_tps)
+        if not ctx.llm and served:
+            unit = _item_unit(ctx)
+            p.unit_cost = {"unit": unit, "cost": rnd(p.monthly_cost / HOURS_PER_MONTH / (served * HOUR_S)),
+                           "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
     if group_rate > 0:
         unit = "req/s" if ctx.llm else "images/s" if getattr(ctx.model, "kind", "") == "diffusion" else "req/s"
-        p.why.append(f"one replica ({c.gpus} x {c.inst.gpu}, {c.layout.describe().split(', ckpt')[0]}) sustains "
-                     f"{group_rate:.2f} {unit}" + (f"; {replicas} replica(s) for {rate:g} req/s" if rate else
-                                                   " (no request rate given: 1 replica)"))
+        text = (f"one replica ({c.gpus} x {c.inst.gpu}, {c.layout.describe().split(', ckpt')[0]}) sustains "
+                f"{group_rate:.2f} {unit}")
+        if sizing is not None:
+            text += (f"; {replicas} replica(s) for {rate:g} req/s: {sizing.utilization:.0%} utilised (target <= "
+                     f"{target:.0%}), p95 queueing wait {sizing.wait_p95_s * 1000:.0f} ms (Erlang C)"
+                     + ("; the TTFT target sets the count" if sizing.binding == "ttft" else ""))
+        else:
+            text += " (no request rate given: 1 replica)"
+        p.why.append(text)
     p.cost_key = p.monthly_cost
     p.time_key = c.latency_s()
 
@@ -520,13 +678,13 @@ def _check_constraints(ctx: _Ctx, p: _Draft) -> fz.Reject | None:
         return fz.Reject("deadline", f"{label} x {p.instance_count} ({p.billing or 'unpriced'}): takes {p.time_s / HOUR_S:,.1f} h "
                                      f"> deadline {cons.deadline_hours:g} h", p.time_s - cons.deadline_hours * HOUR_S)
     if cons.budget:
-        spend = p.total_cost if ctx.training else p.monthly_cost
+        spend = p.total_cost if ctx.training or _is_job(ctx) else p.monthly_cost
         if spend is None:
             if p.price_per_hour is None:
                 return fz.Reject("no_price", f"{label}: no price known, cannot check the budget")
             return None
         if spend > cons.budget:
-            what = "" if ctx.training else "/month"
+            what = "" if ctx.training or _is_job(ctx) else "/month"
             return fz.Reject("budget", f"{label} x {p.instance_count} ({p.billing}): costs {ctx.book.currency} "
                                        f"{spend:,.0f}{what} > budget {cons.budget:,.0f}", spend - cons.budget)
     return None
@@ -564,9 +722,8 @@ def _advise(ctx: _Ctx, p: Plan) -> Plan:
             "ok": True,
             "text": f"{inst.vcpus} vCPU, {inst.memory_gib:g} GiB RAM per node; the job needs about "
                     f"{host_need / GIB:.0f} GiB" if inst.memory_gib else "host RAM not published"}
-    mem = p.memory
-    why = [f"memory: {mem.per_gpu_bytes / GIB:.1f} of {mem.capacity_per_gpu_bytes / GIB:.1f} GiB per GPU "
-           f"({mem.per_gpu_bytes / mem.capacity_per_gpu_bytes:.0%})"]
+    used, cap = p.memory.per_gpu_bytes or 0, p.memory.capacity_per_gpu_bytes or 1   # always set on ECS plans
+    why = [f"memory: {used / GIB:.1f} of {cap / GIB:.1f} GiB per GPU ({used / cap:.0%})"]
     if ctx.training and perf.get("tokens_per_s"):
         why.append(f"throughput: {perf['tokens_per_s']:,.0f} tokens/s, MFU {perf.get('mfu') or 0:.0%}, "
                    f"communication {perf.get('comm_fraction') or 0:.0%} of a step")
@@ -668,7 +825,7 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
     for p, r in rejected_plans:
         by_code.setdefault(r.code, []).append((p, r))
     if "budget" in by_code or "deadline" in by_code:
-        spend = (lambda p: p.total_cost) if ctx.training else (lambda p: p.monthly_cost)
+        spend = (lambda p: p.total_cost) if ctx.training or _is_job(ctx) else (lambda p: p.monthly_cost)
         priced = [p for p, _ in rejected_plans if spend(p) is not None]
         if cons and cons.budget and priced:
             meets_deadline = [p for p in priced if not (cons.deadline_hours and p.time_s is not None
@@ -687,8 +844,8 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
         if cons and cons.deadline_hours and timed:
             within = [p for p in timed if cons.budget and spend(p) is not None and spend(p) <= cons.budget]
             pool = within or timed
-            fastest = min(pool, key=lambda p: p.time_s)
-            hours = fastest.time_s / HOUR_S
+            fastest = min(pool, key=lambda p: p.time_s or 0.0)        # timed: time_s is set
+            hours = (fastest.time_s or 0.0) / HOUR_S
             if hours > cons.deadline_hours:
                 out.append({"constraint": "deadline_hours", "limit": cons.deadline_hours, "needed": round(hours, 2),
                             "short_by": round(hours - cons.deadline_hours, 2), "unit": "h",
@@ -728,7 +885,7 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
 
 
 def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> list[str]:
-    out = []
+    out: list[str] = []
     today = ctx.today or dt.date.today()
     for p in shown:
         out.extend(p.advice.warnings)
@@ -753,16 +910,25 @@ def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> lis
 def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.SpotModel) -> list[str]:
     out = [f"a plan must leave {headroom:.0%} of each GPU's usable memory free",
            f"host RAM: {fz.HOST_RESERVE:.0%} of each instance's memory is kept for the OS"]
-    if "spot" in ctx.billings and ctx.training:
+    if "spot" in ctx.billings and (ctx.training or _is_job(ctx)):
         fractions = sorted({f"{f:.0%}" for f, _r, _s in (book.spot_fraction(c) for c in {i.cloud for i in ctx.insts})
                             if f})
         out.append(f"spot: {'/'.join(fractions) or 'no estimate'} of pay-as-you-go when no spot price is known "
                    f"(estimated from one observed level; range {spot.fraction_range[0]:.0%}-"
                    f"{spot.fraction_range[1]:.0%}), {spot.interruptions_per_hour:g} "
                    f"interruptions per hour, {spot.restart_s / 60:.0f} min to restart (assumptions)")
-    if not ctx.training:
-        out.append("serving: replicas = ceil(peak (or average) requests/s / one replica's max requests/s at the SLA); "
-                   "a month is 730 h; the budget is read as per month")
+    fx = ctx.fixed
+    if (ctx.training and ctx.w.dataset) or _is_job(ctx):   # per-1B-token figures carry no fixed costs
+        out.append(f"fixed costs per instance and job: {fx.boot_s / 60:.0f} min start-up, a {fx.image_gib:g} GiB image "
+                   f"at {fx.image_pull_mb_s:g} MB/s, the model at {fx.model_download_mb_s:g} MB/s, "
+                   f"{fx.idle_tail_s / 60:.0f} min idle tail (assumed); per-second billing (Alibaba)")
+    out.append("ranking: by pessimistic cost, cost x (1 + the price's margin: 0 official/user, 10 % third-party/"
+               "inferred, 50 % rule-based estimates, spot estimates at the top of the spot range); costs within "
+               "0.5 % tie and go to fewer instances and GPUs")
+    if not ctx.training and not _is_job(ctx):
+        out.append(f"serving: replicas sized so utilisation at the peak stays <= {_target_util(ctx):.0%} and the "
+                   "Erlang-C queueing wait (p95) fits within the TTFT target; a month is 730 h; the budget is read as "
+                   "per month")
     out.append("subscription: monthly price x whole months; 1- and 3-year discounts are not bundled")
     from gpuplan.providers import freshness
 

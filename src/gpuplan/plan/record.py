@@ -21,6 +21,13 @@ PLATFORMS = ("ecs", "function-compute", "pai-eas", "ack")
 DETAIL_KEYS = ("cold_start", "traffic", "autoscaling")
 # Platform-only blocks that appear only on the platform that has them.
 OPTIONAL_DETAIL_KEYS = ("gpu_memory_gib", "function", "serverless", "management_fee")
+PRICE_MARKS = {"estimated": "~"}   # only guesses are marked: most bundled prices are third-party quotes
+
+
+def price_mark(kind: str | None) -> str:
+    """The mark tables put after a price of this kind: ``~`` estimated, none for any other kind.
+    Every table marks prices through this one function."""
+    return PRICE_MARKS.get(kind or "official", "")
 
 
 def rnd(x: float | None, nd: int = 6) -> float | None:
@@ -71,12 +78,38 @@ class PlanCost:
     monthly_cost: float | None = None
     cost_per_million_output_tokens: float | None = None
     spot: Mapping[str, Any] | None = None
+    # how far the charged price may lie above ``price_per_hour`` (fraction, by price kind; ranking)
+    price_margin: float | None = None
+    # once-per-job costs of every instance (start-up, image pull, model download, idle tail), in
+    # seconds by part; included in ``time_s`` and ``total_cost`` (jobs only)
+    fixed: Mapping[str, float] | None = None
+    fixed_cost: float | None = None
+    # serving: demand / capacity at the stated peak (and how the replicas were sized)
+    utilization: float | None = None
+    # batch inference job over a dataset: items, unit, cost per item (and per audio hour / image)
+    job: Mapping[str, Any] | None = None
+    # non-LLM serving: cost per image / clip / request at the served rate ({unit, cost, basis})
+    unit_cost: Mapping[str, Any] | None = None
+
+    @property
+    def price_quality(self) -> str:
+        """The price's kind (official | third-party | inferred | estimated | user): the single accessor
+        renderers use to mark a price.
+        ``price_estimated`` (a spot price from the fraction-of-pay-as-you-go rule, a converted list
+        price) always reads as estimated."""
+        if self.price_estimated:
+            return "estimated"
+        return self.price_kind or "official"
 
     @property
     def price_is_guess(self) -> bool:
-        """True when the price shown is estimated rather than quoted (the single accessor renderers use
-        to mark a price: a spot price from the fraction-of-pay-as-you-go rule, a converted list price)."""
-        return bool(self.price_estimated)
+        """True when the price shown is an estimate rather than a quote (marked ``~`` in every table)."""
+        return self.price_quality == "estimated"
+
+    @property
+    def price_mark(self) -> str:
+        """The mark a table puts after a price: ``~`` estimated, none otherwise."""
+        return price_mark(self.price_quality)
 
     @property
     def headline(self) -> tuple[float | None, str]:
@@ -151,6 +184,16 @@ class Plan:
     def nodes_per_replica(self) -> int:
         return int(self.parallel.get("nodes_per_replica") or 1)
 
+    @property
+    def cost_margin(self) -> float:
+        """The price margin the ranking applies (0 for a sourced price; see data/plan_costs.yaml)."""
+        c = self.cost
+        if c.price_margin is not None:
+            return c.price_margin
+        from gpuplan.plan.cost import kind_margin
+
+        return kind_margin(c.price_kind, c.price_estimated)
+
     def with_advice(self, **changes: Any) -> Plan:
         return replace(self, advice=replace(self.advice, **changes))
 
@@ -188,6 +231,12 @@ class Plan:
             "cost_per_million_output_tokens": rnd(c.cost_per_million_output_tokens),
             "performance": dict(self.performance),
             "spot": None if c.spot is None else dict(c.spot),
+            "price_margin": rnd(c.price_margin),
+            "fixed_costs": None if c.fixed is None else {**{k: rnd(v, 1) for k, v in c.fixed.items()},
+                                                         "cost": rnd(c.fixed_cost)},
+            "utilization": rnd(c.utilization, 4),
+            "job": None if c.job is None else dict(c.job),
+            "unit_cost": None if c.unit_cost is None else dict(c.unit_cost),
             "storage": dict(a.storage),
             "network": dict(a.network),
             "host": dict(a.host),

@@ -191,7 +191,7 @@ class Searcher:
             else (None,)
         for level in levels:
             if self._search_lattice(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem,
-                                    lattice(self.task, dp, self.fixed, level)):
+                                    lattice(self.task, dp, self.fixed, level, tp * pp > 1)):
                 return
 
     def _search_lattice(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem, configs) -> bool:
@@ -252,7 +252,8 @@ class Searcher:
             if lay.offload != "none":
                 bits.append(f"offload {lay.offload}")
         else:
-            bits.append(f"at {v.w.prompt_tokens}+{v.w.output_tokens} tokens")
+            if is_llm(self.model):
+                bits.append(f"at {v.w.prompt_tokens}+{v.w.output_tokens} tokens")
             if v.quantization != "none":
                 bits.append(v.quantization)
         if lay.tp > 1 or lay.pp > 1:
@@ -269,11 +270,7 @@ class Searcher:
         if warn:
             c.warnings.append(warn)
         if not self.training and is_llm(self.model) and not (p.get("max_requests_per_s") or 0) > 0:
-            sla = self.w.serving
-            reject(c.inst, fz.Reject("sla", f"{fz.gpu_label(c.inst)} x {c.gpus}: cannot meet the latency SLA "
-                                            f"(TTFT {p.get('ttft_s') or 0:.2f} s, TPOT {(p.get('tpot_s') or 0) * 1000:.0f} ms"
-                                            + (f" vs {sla.ttft_ms:g} ms / {sla.tpot_ms or 0:g} ms" if sla and sla.ttft_ms else "")
-                                            + ")"))
+            reject(c.inst, fz.sla_reject(c.inst, c.gpus, p, c.est.memory, self.w.serving))
             return False
         vw = fz.vcpu_warning(c.inst, self.training)
         if vw:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.table import Table
 
 from gpuplan.i18n import N_, tr
+from gpuplan.plan.record import Plan
+from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
 from gpuplan.units import GIB, fmt_duration
 
 # Labels chosen at run time (t(col)): msgids for the message catalog.
@@ -14,23 +18,82 @@ _LABELS = (
     N_("Total cost"), N_("Monthly"), N_("Replicas"), N_("per 1M output tokens"), N_("Why"), N_("Why not"),
     N_("Rejected"), N_("Reason"), N_("Code"), N_("No plan satisfies the workload"), N_("Binding constraints"),
     N_("Storage"), N_("Network"), N_("Pareto"), N_("payg"), N_("spot"), N_("subscription"), N_("Quick answer"),
-    N_("Folklore"), N_("Verdict"), N_("holds"), N_("wrong"), N_("overkill"), N_("per 1B tokens"),
-    N_("Parameters (B)"), N_("Task"), N_("Plan"), N_("Memory/GPU"), N_("Layout"), N_("unpriced"), N_("Platform"),
+    N_("Folklore"), N_("Verdict"), N_("holds"), N_("wrong"), N_("overkill"), N_("works but slow"),
+    N_("works but expensive"), N_("per 1B tokens"), N_("per image"), N_("per audio hour"), N_("per clip"),
+    N_("per request"), N_("Parameters (B)"), N_("Task"), N_("Plan"), N_("Memory/GPU"), N_("Layout"),
+    N_("unpriced"), N_("Platform"), N_("(and {n} more like it)"),
 )
 
 
 PLATFORM_LABELS = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas": "PAI-EAS", "ack": "ACK"}
 
 
-def _money(x, cur: str) -> str:
-    return "-" if x is None else f"{cur} {x:,.2f}"
+def plans_table(rec, lang: str, width: int, wide: bool = False):
+    """The ranked plans as a fitted table (see render.fit): the instance type and the headline cost
+    always, secondary columns by priority, the rest on a detail line under each plan."""
+    t = lambda s: tr(s, lang)  # noqa: E731
+    cur = rec.currency
+    training = rec.workload.task not in (None, "inference")
+    platforms = {p.platform for p in rec.plans}
+    cols: list[tuple[Column, Callable[[Plan], str]]] = [(Column("#", 0, "right"), lambda p: str(p.rank))]
+    if platforms != {"ecs"}:
+        cols.append((Column(t("Platform"), 1), lambda p: PLATFORM_LABELS[p.platform]))
+    cols += [
+        (Column(t("Instance type"), 0), lambda p: p.short_name),
+        (Column(t("Instances"), 2, "right"), lambda p: str(p.instance_count)),
+        (Column("GPU", 2), lambda p: f"{p.gpus_total} x {p.gpu}"),
+        (Column(t("Layout"), 5), lambda p: p.layout),
+        (Column(t("Memory/GPU"), 4, "right"), _memory),
+        (Column(t("Billing"), 1), lambda p: t(p.cost.billing) if p.cost.billing else t("unpriced")),
+        (Column(t("Per hour"), 3, "right"), lambda p: _price(p, p.cost.price_per_hour, cur)),
+    ]
+    job = not training and any(p.cost.job for p in rec.plans)      # batch inference: time and total cost
+    per_unit = _per_unit_label(rec.plans)                           # non-LLM plans: no token labels
+    if training or job:
+        per_b = not any(p.cost.total_cost is not None for p in rec.plans)
+        cols += [
+            (Column(t("Time"), 1, "right"),
+             lambda p: fmt_duration(p.cost.time_s) if p.cost.time_s is not None else
+             (fmt_duration(p.cost.time_per_billion_tokens_s) + "/1B" if p.cost.time_per_billion_tokens_s else "-")),
+            (Column(t("per 1B tokens") if per_b else t("Total cost"), 0, "right"),
+             lambda p: _price(p, p.cost.total_cost if p.cost.total_cost is not None else p.cost.cost_per_billion_tokens,
+                              cur)),
+        ]
+        if job:
+            cols.append((Column(t(per_unit or "per request"), 3, "right"),
+                         lambda p: _small_money(_unit_cost(p.cost), cur)))
+    else:
+        cols += [
+            (Column(t("Replicas"), 3, "right"), lambda p: str(p.cost.replicas) if p.cost.replicas else "-"),
+            (Column(t("Monthly"), 0, "right"), lambda p: _price(p, p.cost.monthly_cost, cur)),
+            (Column(t(per_unit or "per 1M output tokens"), 4, "right"),
+             lambda p: _small_money(_unit_cost(p.cost), cur) if per_unit else
+             _price(p, p.cost.cost_per_million_output_tokens, cur)),
+        ]
+    cols.append((Column(t("Pareto"), 2), lambda p: "*" if p.pareto else ""))
+    rows = [[fn(p) for _, fn in cols] for p in rec.plans]
+    marks = [p.cost.price_mark for p in rec.plans]
+    title = t("Recommended plans") + ("" if platforms != {"ecs"} else f" ({PLATFORM_LABELS['ecs']})")
+    return fitted_table(title, [c for c, _ in cols], rows, width=width, wide=wide,
+                        legend=price_legend(marks, lang))
 
 
-def render_recommendation(rec, console: Console | None = None, lang: str = "en") -> None:
+def _memory(p) -> str:
+    m = p.memory
+    if m.per_gpu_bytes is None or not m.capacity_per_gpu_bytes:
+        return "-"
+    return f"{m.per_gpu_bytes / GIB:.1f}/{m.capacity_per_gpu_bytes / GIB:.1f} GiB"
+
+
+def _price(p, x, cur: str) -> str:
+    """Money with the plan's price mark (``~`` estimated, ``*`` third-party) when it has a price."""
+    return "-" if x is None else f"{cur} {x:,.2f}{p.cost.price_mark}"
+
+
+def render_recommendation(rec, console: Console | None = None, lang: str = "en", wide: bool = False) -> None:
     """Print the plans table, advice for the top plan, why-not notes, rejections and binding constraints."""
     console = console or Console()
     t = lambda s: tr(s, lang)  # noqa: E731
-    cur = rec.currency
     if not rec.plans:
         console.print(f"[bold red]{t('No plan satisfies the workload')}[/]")
         console.print(f"[bold]{t('Binding constraints')}[/]")
@@ -38,35 +101,7 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
             console.print(f"  - {b['text']}")
         _rejected(rec, console, t, limit=8)
         return
-    training = rec.workload.task not in (None, "inference")
-    table = Table(title=t("Recommended plans"), show_lines=False)
-    for col in ("Rank", "Platform", "Instance type", "Instances", "GPU", "Layout", "Memory/GPU", "Billing", "Per hour"):
-        table.add_column(t(col))
-    if training:
-        table.add_column(t("Time"))
-        table.add_column(t("Total cost") if any(p.cost.total_cost is not None for p in rec.plans) else t("per 1B tokens"))
-    else:
-        table.add_column(t("Replicas"))
-        table.add_column(t("Monthly"))
-        table.add_column(t("per 1M output tokens"))
-    table.add_column(t("Pareto"))
-    for p in rec.plans:
-        c = p.cost
-        mem = p.memory
-        row = [str(p.rank), PLATFORM_LABELS[p.platform], p.short_name, str(p.instance_count),
-               f"{p.gpus_total} x {p.gpu}", p.layout,
-               f"{mem.per_gpu_bytes / GIB:.1f}/{mem.capacity_per_gpu_bytes / GIB:.1f} GiB"
-               if mem.per_gpu_bytes is not None and mem.capacity_per_gpu_bytes else "-",
-               t(c.billing) if c.billing else t("unpriced"), _money(c.price_per_hour, cur)]
-        if training:
-            row.append(fmt_duration(c.time_s) if c.time_s is not None else
-                       (fmt_duration(c.time_per_billion_tokens_s) + "/1B" if c.time_per_billion_tokens_s else "-"))
-            row.append(_money(c.total_cost if c.total_cost is not None else c.cost_per_billion_tokens, cur))
-        else:
-            row += [str(c.replicas), _money(c.monthly_cost, cur), _money(c.cost_per_million_output_tokens, cur)]
-        row.append("*" if p.pareto else "")
-        table.add_row(*row)
-    console.print(table)
+    print_fitted(console, plans_table(rec, lang, console.width, wide), wide)
     best = rec.plans[0]
     console.print(f"[bold]{t('Why')}[/]")
     for line in best.advice.why:
@@ -91,33 +126,61 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en")
         console.print(f"[bold]{t('Why not')}[/]")
         for line in rec.why_not:
             console.print(f"  - {line}")
-    for head, items in (("Warnings", rec.warnings), ("Assumptions", rec.assumptions)):
+    names = [n for p in rec.all_plans for n in (p.short_name, p.instance_type)]
+    warnings = said_once(rec.warnings, names, lambda n: t("(and {n} more like it)").format(n=n))
+    for head, items in (("Warnings", warnings), ("Assumptions", rec.assumptions)):
         if items:
             console.print(f"[bold]{t(head)}[/]")
             for line in items:
                 console.print(f"  - {line}")
 
 
+def _per_unit_label(plans) -> str | None:
+    """"per image" / "per audio hour" / ... for jobs and non-LLM services; None for LLM services."""
+    for p in plans:
+        c = p.cost
+        if c.job:
+            return "per audio hour" if c.job.get("audio_hours") else f"per {c.job.get('unit', 'request')}"
+        if c.unit_cost:
+            return f"per {c.unit_cost.get('unit', 'request')}"
+    return None
+
+
+def _small_money(x, cur: str) -> str:
+    """Per-item costs are often fractions of a cent: four significant digits."""
+    return "-" if x is None else f"{cur} {x:.4g}" if abs(x) < 1 else f"{cur} {x:,.2f}"
+
+
+def _unit_cost(c):
+    if c.job:
+        return c.job.get("cost_per_audio_hour") if c.job.get("audio_hours") else c.job.get("cost_per_item")
+    return (c.unit_cost or {}).get("cost")
+
+
 def _rejected(rec, console: Console, t, limit: int) -> None:
     if not rec.rejected:
         return
     table = Table(title=t("Rejected"))
-    for col in ("Instance type", "Code", "Reason"):
-        table.add_column(t(col))
-    for r in rec.rejected[:limit]:
+    shown = rec.rejected[:limit]
+    table.add_column(t("Instance type"), no_wrap=True,
+                     min_width=max(len(r["instance_type"]) for r in shown))   # never cut the type
+    table.add_column(t("Code"), no_wrap=True)
+    table.add_column(t("Reason"))
+    for r in shown:
         table.add_row(r["instance_type"], r["code"], r["reason"])
     console.print(table)
 
 
-def render_quick(result, console: Console | None = None, lang: str = "en") -> None:
+def render_quick(result, console: Console | None = None, lang: str = "en", wide: bool = False) -> None:
     """Print the quick-mode answer: the folklore, the verdict and the estimator's pick."""
     console = console or Console()
     t = lambda s: tr(s, lang)  # noqa: E731
     console.print(f"[bold]{t('Quick answer')}[/]: {result.params_b:g}B, {result.task} ({result.bucket})")
     console.print(f"  {t('Folklore')}: {result.folklore}")
-    color = {"holds": "green", "wrong": "red", "overkill": "yellow"}.get(result.verdict, "white")
+    color = {"holds": "green", "wrong": "red", "overkill": "yellow", "works but slow": "yellow",
+             "works but expensive": "yellow"}.get(result.verdict, "white")
     console.print(f"  {t('Verdict')}: [{color}]{t(result.verdict)}[/]")
     for n in result.notes:
         console.print(f"  - {n}")
     if result.recommendation is not None and result.recommendation.plans:
-        render_recommendation(result.recommendation, console, lang)
+        render_recommendation(result.recommendation, console, lang, wide=wide)

@@ -7,8 +7,11 @@ from typing import Any, Iterable
 from rich.console import Console
 from rich.table import Table
 
-from gpuplan.i18n import tr
+from gpuplan.i18n import N_, tr
 from gpuplan.units import GIB, fmt_bytes, fmt_duration
+
+
+_LABELS = (N_("Price region, date"),)   # a header chosen at run time
 
 
 def _num(v: Any, fmt: str = "{:g}") -> str:
@@ -39,23 +42,31 @@ def gpus_table(gpus: Iterable, lang: str) -> Table:
     return t
 
 
-def instances_table(insts: Iterable, lang: str, prices: dict | None = None) -> Table:
-    t = Table(title=tr("Instance type", lang))
-    cols = ["Instance type", "Family", "GPU", "GPUs", "GPU memory (GiB)", "vCPU", "Memory (GiB)", "Network (Gbit/s)",
-            "RDMA", "Interconnect", "Status"]
+def instances_table(insts: Iterable, lang: str, prices: dict | None = None, *, width: int = 10_000,
+                    wide: bool = False):
+    """Instance types as a fitted table (render.fit): type, GPU and price first; the rest by priority,
+    folded into a detail line when the terminal is narrow. ``prices``: {instance type: (price, where)}."""
+    from gpuplan.plan.record import PRICE_MARKS
+    from gpuplan.render.fit import Column, fitted_table, price_legend
+
+    spec = [("Instance type", 0, "left"), ("GPU", 1, "left"), ("GPUs", 1, "right"), ("GPU memory (GiB)", 2, "right"),
+            ("Family", 4, "left"), ("vCPU", 3, "right"), ("Memory (GiB)", 3, "right"), ("Network (Gbit/s)", 5, "right"),
+            ("RDMA", 5, "left"), ("Interconnect", 6, "left"), ("Status", 2, "left")]
     if prices is not None:
-        cols.append("Price")
-    for col in cols:
-        t.add_column(tr(col, lang), justify="right" if col in ("GPUs", "vCPU", "Memory (GiB)", "GPU memory (GiB)",
-                                                                "Network (Gbit/s)") else "left")
+        spec[2:2] = [("Price", 0, "right"), ("Price region, date", 3, "left")]
+    cols = [Column(tr(name, lang), prio, just) for name, prio, just in spec]
+    rows = []
     for i in insts:
         gpu = i.gpu + ("" if i.gpu_basis == "named" else " (" + i.gpu_basis + ")")
-        row = [i.instance_type, i.family, gpu, _num(i.gpu_count, "{:.4g}"), _num(i.gpu_memory_gib), _num(i.vcpus),
+        row = [i.instance_type, gpu, _num(i.gpu_count, "{:.4g}"), _num(i.gpu_memory_gib), i.family, _num(i.vcpus),
                _num(i.memory_gib), _num(i.network_gbit_s), i.rdma or "-", i.interconnect or "-", i.status]
         if prices is not None:
-            row.append(prices.get(i.instance_type) or tr("no price known", lang))
-        t.add_row(*row)
-    return t
+            value, where = prices.get(i.instance_type) or ("-", "")
+            row[2:2] = [value, where]
+        rows.append(row)
+    marks = [m for m in PRICE_MARKS.values() for v, _ in (prices or {}).values() if v.endswith(m)]
+    return fitted_table(tr("Instance type", lang), cols, rows, width=width, wide=wide,
+                        legend=price_legend(marks, lang))
 
 
 def models_table(models: Iterable, lang: str) -> Table:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.plan.candidates import launcher_for
 from gpuplan.render.bundle import nccl
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
@@ -119,6 +120,9 @@ class Ctx:
     deepspeed: bool
     nccl_vars: tuple[nccl.NcclVar, ...]
     llamafactory_template: str
+    launcher: str | None = None          # training: torchrun | fsdp | deepspeed | megatron (plan.candidates)
+    vpp: int = 1                         # virtual pipeline stages per rank (Megatron interleaving)
+    smoke_model_type: str = "llama"      # transformers model_type of the tiny model `launch.sh --smoke` builds
     images: dict[str, str] = field(default_factory=lambda: dict(IMAGES))
     ports: dict[str, int] = field(default_factory=lambda: dict(PORTS))
     data_dir: str = DATA_DIR
@@ -177,6 +181,39 @@ def _num(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return out if math.isfinite(out) else None
+
+
+# transformers model_type for `launch.sh --smoke` by catalog arch; families whose code lives outside
+# transformers (Qwen-1, ChatGLM, Baichuan, ...) smoke-test the closest in-library decoder (llama).
+SMOKE_MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
+                     "qwen3moe": "qwen3_moe", "mixtral": "mixtral"}
+
+
+def _train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
+    """(repo id or local path for the training scripts, smoke model_type). Synthetic models, catalog
+    aliases that are not repository ids and non-decoder models cannot be trained by the bundle:
+    one GpuplanError."""
+    from gpuplan.catalog.models import _looks_like_path, resolve_model
+
+    ref = workload.model
+    hint = ("Set model: to a Hugging Face or ModelScope repository id (e.g. Qwen/Qwen2.5-7B-Instruct) or a local "
+            "folder with config.json and the weights; `gpuplan recommend` still sizes any model.")
+    if not isinstance(ref, str):
+        raise GpuplanError("A training bundle needs a real model: an inline model mapping has no weights to "
+                           "download.", hint=hint, field="model")
+    name = check_argument(ref.strip(), "model")
+    if _looks_like_path(name):   # a local folder on the node: the estimate read its config.json
+        return check_argument(name, "model"), SMOKE_MODEL_TYPES.get(str(arch or ""), "llama")
+    spec = resolve_model(name)
+    repo = name if ("/" in name and ":" not in name) else spec.id
+    if spec.synthetic or ":" in repo or "/" not in repo:
+        raise GpuplanError(f"Model {name!r} is a catalog benchmark entry, not a Hugging Face or ModelScope "
+                           "repository id, so the training bundle cannot download it.", hint=hint, field="model")
+    if spec.kind != "decoder":
+        raise GpuplanError(f"The training bundle trains decoder language models; {name!r} is a {spec.kind} model.",
+                           hint="Use `gpuplan recommend` for sizing; write the training script for this model "
+                                "yourself.", field="model")
+    return check_argument(repo, "model"), SMOKE_MODEL_TYPES.get(spec.arch, "llama")
 
 
 def _model_ref(workload: Any, estimate: dict) -> str:
@@ -248,7 +285,10 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     name = check_text(workload.name or "", "job name", max_len=100)
     task = workload.task or "inference"
     training = task != "inference"
-    model = _model_ref(workload, estimate)
+    if training:
+        model, smoke_type = _train_model(workload, (estimate.get("model") or {}).get("arch"))
+    else:
+        model, smoke_type = _model_ref(workload, estimate), "llama"
     instance_type = check_id(plan["instance_type"], "instance type")
     inst = _instance(instance_type)
     region = check_id(plan.get("region") or "cn-shanghai", "region")
@@ -303,7 +343,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     framework = str(workload.framework or "auto")
     job_nodes = nodes if training else min(nodes, max(1, math.ceil(tp * pp / gpus_per_node)))
     replicas = _int(plan.get("replicas"), max(1, nodes // job_nodes))
-    deepspeed = training and (zero > 0 or framework == "deepspeed")
+    launcher = launcher_for(tp, pp, zero, fsdp, offload) if training else None
+    deepspeed = launcher == "deepspeed"
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
         lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
@@ -324,7 +365,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         oss=oss, step_time_s=step_time_s, checkpoint_minutes=minutes, save_steps=save_steps, deepspeed=deepspeed,
         nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
                                  multi_node=job_nodes > 1),
-        llamafactory_template=_template_for(model),
+        llamafactory_template=_template_for(model), launcher=launcher,
+        vpp=_int(par.get("virtual_pp") or par.get("vpp"), 1), smoke_model_type=smoke_type,
         model_kind=_model_kind(workload, estimate), job_time_s=time_s if training else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()

@@ -77,24 +77,18 @@ def _pod_extras(c: Ctx, spec: dict, container: dict) -> None:
 
 def training_manifests(c: Ctx) -> list[dict]:
     master = f"{c.slug}-0.{c.slug}"
-    args = ["--nnodes", str(c.nodes), "--nproc_per_node", str(c.gpus_per_node),
-            "--node_rank", "$(JOB_COMPLETION_INDEX)", "--master_addr", master,
-            "--master_port", str(c.ports["rdzv"]), "train.py",
-            "--model_name_or_path", k8s_text(c.model), "--output_dir", k8s_text(c.checkpoint_dir),
-            "--per_device_train_batch_size", str(c.micro_batch),
-            "--gradient_accumulation_steps", str(c.grad_accum),
-            "--gradient_checkpointing", "true" if c.checkpointing else "false",
-            "--save_strategy", "steps", "--save_steps", str(c.save_steps)]
-    if c.mixed_precision != "no":
-        args += [f"--{c.mixed_precision}", "true"]
-    if c.deepspeed:
-        args += ["--deepspeed", "ds_config.json"]
+    # launch.sh (the bundle, mounted at /workspace) runs the plan's launcher with these variables.
+    args = ["launch.sh"]
     env = [{"name": "JOB_NAME", "value": k8s_text(c.name or c.slug)},
-           {"name": "MAX_SEQ_LENGTH", "value": str(c.seq_len)}]
+           {"name": "NNODES", "value": str(c.nodes)}, {"name": "NPROC_PER_NODE", "value": str(c.gpus_per_node)},
+           {"name": "NODE_RANK", "valueFrom": {"fieldRef": {
+               "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+           {"name": "MASTER_ADDR", "value": master}, {"name": "MASTER_PORT", "value": str(c.ports["rdzv"])},
+           {"name": "OUTPUT_DIR", "value": k8s_text(c.checkpoint_dir)}, {"name": "SAVE_STEPS", "value": str(c.save_steps)}]
     if c.multi_node:
         env += [{"name": v.name, "value": v.value} for v in c.nccl_vars]
     container = {"name": "trainer", "image": c.images["pytorch"], "workingDir": "/workspace",
-                 "command": ["torchrun"], "args": args, "env": env,
+                 "command": ["bash"], "args": args, "env": env,
                  "ports": [{"name": "rdzv", "containerPort": c.ports["rdzv"]}],
                  "resources": _resources(c, c.gpus_per_node)}
     pod_spec: dict = {"subdomain": c.slug, "restartPolicy": "Never", "containers": [container]}

@@ -32,6 +32,7 @@ ZH: dict[str, str] = {
     "Performance": "性能", "Storage, network and host": "存储、网络与主机", "Assumptions": "假设",
     "Warnings": "警告", "Files in this bundle": "文件清单", "File": "文件", "Purpose": "用途",
     "How to launch": "如何启动",
+    "Training launch": "训练启动",
     "No access key or secret is written to any file in this bundle: Terraform reads credentials from the "
     "environment or a profile, ossutil from the instance RAM role.":
         "本目录中的任何文件都不含 AccessKey 或密钥：Terraform 从环境变量或 profile 读取凭证，ossutil 使用实例 RAM 角色。",
@@ -65,15 +66,20 @@ FILE_PURPOSES: dict[str, tuple[str, str]] = {
     "plan.json": ("the plan, resolved workload and estimate (JSON contract)", "方案、工作负载与估算（JSON 契约）"),
     "memory.svg": ("memory breakdown chart", "显存组成图"),
     "cost-time.svg": ("cost-versus-time chart with the Pareto front", "成本-时间图（含帕累托前沿）"),
-    "launch.sh": ("torchrun / DeepSpeed / LLaMA-Factory launcher", "torchrun / DeepSpeed / LLaMA-Factory 启动脚本"),
+    "launch.sh": ("the plan's launcher (torchrun + train.py, or ms-swift Megatron for TP/PP); `--smoke` rehearses it on CPU",
+                  "方案的启动脚本（torchrun + train.py，或 TP/PP 用 ms-swift Megatron）；`--smoke` 在 CPU 上预演"),
+    "train.py": ("training entry point (PyTorch + transformers + peft; DDP, FSDP2, DeepSpeed; checkpoint/resume)",
+                 "训练入口（PyTorch + transformers + peft；DDP、FSDP2、DeepSpeed；检查点续训）"),
+    "requirements.txt": ("pinned Python packages for the node", "节点所需的固定版本 Python 包"),
+    "data/train.jsonl": ("sample dataset: replace with your data, same format", "示例数据集：替换为你的数据（同格式）"),
+    "data/dataset_info.json": ("LLaMA-Factory dataset entry for data/train.jsonl", "LLaMA-Factory 数据集描述"),
+    "data/": ("training data: data/train.jsonl is a sample, replace it with yours (same format)",
+              "训练数据：data/train.jsonl 为示例，替换为你的数据（同格式）"),
     "run-with-resume.sh": ("checkpoint/resume wrapper (spot)", "检查点续训包装脚本（抢占式实例）"),
     "ds_config.json": ("DeepSpeed config with the estimate's values", "DeepSpeed 配置（与估算一致）"),
-    "accelerate-fsdp.yaml": ("FSDP alternative (accelerate config)", "FSDP 备选方案（accelerate 配置）"),
-    "launch-fsdp.sh": ("FSDP alternative launcher", "FSDP 备选启动脚本"),
     "llamafactory.yaml": ("LLaMA-Factory LoRA config", "LLaMA-Factory LoRA 配置"),
     "swift-sft.sh": ("ms-swift LoRA alternative", "ms-swift LoRA 备选脚本"),
     "nccl.env": ("NCCL variables for the multi-node fabric, with sources", "多机 NCCL 环境变量（附来源）"),
-    "hostfile": ("DeepSpeed launcher host list", "DeepSpeed 主机列表"),
     "serve.sh": ("vLLM server with the estimate's engine settings", "vLLM 服务（与估算一致的引擎参数）"),
     "serve-sglang.sh": ("SGLang equivalent", "SGLang 等价脚本"),
     "healthcheck.sh": ("health check for the server", "服务健康检查"),
@@ -257,6 +263,9 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
     s.append(Safe(f"`scp -r . root@<node>:/opt/gpuplan/{c.slug}` "
                   + ("到每个节点，然后 `./gpu-check.sh`" if zh else "to every node, then `./gpu-check.sh`")))
     if c.training:
+        s.append(Safe("`pip install -r requirements.txt && ./launch.sh --smoke`" +
+                      ("（先在 CPU 上预演启动器、检查点与续训）" if zh
+                       else " (rehearse the launcher, a checkpoint and a resume on CPU first)")))
         if c.multi_node:
             s.append(Safe("`NODE_RANK=<i> MASTER_ADDR=<node 0 private IP> ./run-with-resume.sh`"
                           + (" 在每个节点上运行" if zh else " on every node")))
@@ -428,7 +437,16 @@ def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | Non
                   warnings=[md(w) for w in (estimate.get("warnings") or [])],
                   files=file_rows(paths, c.lang), steps=steps(c, platform), cost_rows=cost_rows(c, breakdown)[0],
                   cost_total=cost_rows(c, breakdown)[1], serving_notes=serving_notes(c),
-                  node_notes=node_notes(c, platform))
+                  node_notes=node_notes(c, platform), training=_training_rows(c))
+
+
+def _training_rows(c: Ctx) -> list[tuple[str, Safe]]:
+    """PLAN.md's training section (launcher and batch arithmetic), empty for serving."""
+    if not c.training:
+        return []
+    from gpuplan.render.bundle.training import training_rows
+
+    return training_rows(c)
 
 
 def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[dict] | None,

@@ -1,37 +1,79 @@
-"""Training files: launch.sh, ds_config.json, the FSDP/accelerate alternative, the LLaMA-Factory
-config and ms-swift script for LoRA/QLoRA jobs, nccl.env, hostfile and the checkpoint wrapper.
+"""Training files: launch.sh (the plan's launcher, and `--smoke` for a CPU rehearsal), train.py,
+requirements.txt, the sample dataset, ds_config.json, the LLaMA-Factory config and ms-swift script
+for LoRA/QLoRA jobs, nccl.env and the checkpoint wrapper.
 
-DeepSpeed keys: https://www.deepspeed.ai/docs/config-json/ ; accelerate FSDP config:
-https://huggingface.co/docs/accelerate/usage_guides/fsdp ; LLaMA-Factory arguments:
-https://llamafactory.readthedocs.io/en/latest/advanced/arguments.html .
+The launcher comes from the layout (:func:`gpuplan.plan.candidates.launcher_for`): DP, FSDP and
+DeepSpeed ZeRO run the bundle's train.py under torchrun; TP/PP layouts run ms-swift's Megatron mode
+(`megatron sft|pt`, Megatron-Core). Batch arithmetic comes from :func:`batch_layout` only.
+
+DeepSpeed keys: https://www.deepspeed.ai/docs/config-json/ ; LLaMA-Factory arguments:
+https://llamafactory.readthedocs.io/en/latest/advanced/arguments.html ; ms-swift 4.x flags:
+swift/megatron/arguments/megatron_args.py and docs/source_en/Megatron-SWIFT/Command-line-parameters.md
+(modelscope/ms-swift@3602360a5623).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from importlib import resources
 
 import yaml
 
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.templates import render
 
-FSDP_STRATEGY = {"full_shard": "FULL_SHARD", "shard_grad_op": "SHARD_GRAD_OP", "hybrid_shard": "HYBRID_SHARD"}
-ZERO_TO_FSDP = {3: "FULL_SHARD", 2: "SHARD_GRAD_OP", 1: "SHARD_GRAD_OP", 0: "FULL_SHARD"}
 QUANT_BITS = {"bnb-nf4": 4, "int4": 4, "gptq-int4": 4, "awq": 4, "bnb-int8": 8, "int8": 8, "gptq-int8": 8}
+DATA_FILE = "data/train.jsonl"   # the one place for the user's data (every launcher reads it)
+
+# What the node installs (requirements.txt). train.py was run with exactly these versions on CPU
+# (tests/bundle/test_smoke_launch.py); ms-swift/Megatron versions are the ms-swift 4.x
+# Megatron-SWIFT Quick-start recommendations (megatron-core 0.18.0, mcore-bridge 1.6.0, tag v4.5.2).
+PINS = {"torch": "2.13.0", "transformers": "5.24.0", "peft": "0.21.2", "deepspeed": "0.19.8",
+        "bitsandbytes": "0.50.2", "ms-swift": "4.5.2", "megatron-core": "0.18.0", "mcore-bridge": "1.6.0"}
 
 
-def fsdp_strategy(c: Ctx) -> str:
-    """FSDP sharding for the alternative launcher: the workload's FSDP mode, else the ZeRO stage's analogue."""
-    return FSDP_STRATEGY.get(c.fsdp) or ZERO_TO_FSDP[c.zero]
+@dataclass(frozen=True)
+class Batch:
+    """The batch arithmetic of one layout: every file uses these numbers."""
+
+    micro: int          # sequences per GPU per forward pass (per DP group in Megatron)
+    accum: int          # micro-batches per optimizer step (Megatron: global / (micro x DP))
+    dp: int             # data-parallel size = GPUs / (TP x PP)
+
+    @property
+    def global_batch(self) -> int:
+        """DeepSpeed's train_batch_size and Megatron's --global_batch_size: micro x accumulation x DP."""
+        return self.micro * self.accum * self.dp
+
+
+def batch_layout(c: Ctx) -> Batch:
+    """The one place the batch numbers are derived from the layout."""
+    return Batch(micro=c.micro_batch, accum=c.grad_accum, dp=max(1, c.gpus_total // (c.tp * c.pp)))
+
+
+def strategy(c: Ctx) -> str:
+    """train.py --strategy for the launcher."""
+    return {"torchrun": "ddp", "fsdp": "fsdp", "deepspeed": "deepspeed", "megatron": "tp_pp"}[c.launcher or "torchrun"]
+
+
+def train_precision(c: Ctx) -> str:
+    return {"bf16": "bf16", "fp16": "fp16", "fp8": "bf16"}.get(c.precision, "fp32")
+
+
+def zero_stage(c: Ctx) -> int:
+    """ZeRO stage for train.py: the plan's stage, or FSDP's analogue."""
+    return {"full_shard": 3, "hybrid_shard": 3, "shard_grad_op": 2}.get(c.fsdp, c.zero)
 
 
 def ds_config(c: Ctx) -> dict:
     """DeepSpeed config with the estimate's values; ``train_batch_size`` = micro x accumulation x DP
     (DeepSpeed checks that identity at start-up)."""
+    b = batch_layout(c)
     cfg: dict = {
-        "train_batch_size": c.micro_batch * c.grad_accum * c.dp,
-        "train_micro_batch_size_per_gpu": c.micro_batch,
-        "gradient_accumulation_steps": c.grad_accum,
+        "train_batch_size": b.global_batch,
+        "train_micro_batch_size_per_gpu": b.micro,
+        "gradient_accumulation_steps": b.accum,
         "gradient_clipping": 1.0,
         "steps_per_print": 100,
         "wall_clock_breakdown": False,
@@ -58,38 +100,95 @@ def ds_config(c: Ctx) -> dict:
     return cfg
 
 
-def accelerate_fsdp(c: Ctx) -> dict:
-    """accelerate config for FSDP (machine rank and main process address are passed on the command line)."""
-    return {
-        "compute_environment": "LOCAL_MACHINE",
-        "distributed_type": "FSDP",
-        "downcast_bf16": "no",
-        "fsdp_config": {
-            "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-            "fsdp_backward_prefetch": "BACKWARD_PRE",
-            "fsdp_cpu_ram_efficient_loading": True,
-            "fsdp_forward_prefetch": False,
-            "fsdp_offload_params": c.offload != "none",
-            "fsdp_sharding_strategy": fsdp_strategy(c),
-            "fsdp_state_dict_type": "SHARDED_STATE_DICT",
-            "fsdp_sync_module_states": True,
-            "fsdp_use_orig_params": True,
-            "fsdp_activation_checkpointing": c.checkpointing,
-        },
-        "machine_rank": 0,
-        "main_process_port": c.ports["rdzv"],
-        "main_training_function": "main",
-        "mixed_precision": c.mixed_precision,
-        "num_machines": c.nodes,
-        "num_processes": c.gpus_total,
-        "rdzv_backend": "static",
-        "same_network": True,
-        "use_cpu": False,
-    }
+def train_args(c: Ctx) -> list[str]:
+    """train.py arguments fixed by the plan (launch.sh adds model, data, output dir and save steps)."""
+    b = batch_layout(c)
+    args = ["--task", c.task if c.task in ("pretrain", "full", "lora", "qlora") else "full",
+            "--strategy", strategy(c), "--zero", str(zero_stage(c)),
+            "--tp", str(c.tp), "--pp", str(c.pp),
+            "--micro_batch", str(b.micro), "--grad_accum", str(b.accum), "--global_batch", str(b.global_batch),
+            "--seq_len", str(c.seq_len), "--precision", train_precision(c),
+            "--grad_ckpt", "true" if c.checkpointing else "false"]
+    if c.lora:
+        args += ["--lora_rank", str(c.lora_rank), "--lora_alpha", f"{c.lora_alpha:g}",
+                 "--lora_dropout", f"{c.lora_dropout:g}", "--lora_targets", c.lora_targets]
+    if c.qlora:
+        args += ["--quant_bits", str(QUANT_BITS.get(c.quantization, 4))]
+    return args
+
+
+def megatron_args(c: Ctx) -> list[str]:
+    """`megatron sft|pt` arguments (ms-swift 4.x names) with the plan's TP, PP, virtual stages and batch."""
+    b = batch_layout(c)
+    args = ["--model", c.model, "--use_hf", "true", "--tuner_type", "lora" if c.lora else "full",
+            "--tensor_model_parallel_size", str(c.tp), "--pipeline_model_parallel_size", str(c.pp)]
+    if c.vpp > 1:
+        args += ["--virtual_pipeline_model_parallel_size", str(c.vpp)]
+    if c.tp > 1:
+        args += ["--sequence_parallel", "true"]
+    args += ["--micro_batch_size", str(b.micro), "--global_batch_size", str(b.global_batch),
+             "--use_distributed_optimizer", "true" if c.zero >= 1 else "false",
+             "--max_length", str(c.seq_len), "--torch_dtype", c.torch_dtype]
+    if c.lora:
+        targets = "all-linear" if c.lora_targets in ("all-linear", "all") else c.lora_targets.replace(",", " ")
+        args += ["--lora_rank", str(c.lora_rank), "--lora_alpha", str(round(c.lora_alpha)),   # an int in ms-swift
+                 "--lora_dropout", f"{c.lora_dropout:g}", "--target_modules", *targets.split()]
+    return args
+
+
+def requirements(c: Ctx) -> str:
+    lines = ["# What a training node installs: pip install -r requirements.txt",
+             "# (train.py was smoke-tested with exactly these versions; CUDA builds of torch come from",
+             "# https://download.pytorch.org/whl/ : pip install -r requirements.txt --extra-index-url",
+             "# https://download.pytorch.org/whl/cu128)"]
+    if c.launcher == "megatron":
+        lines += ["# Megatron launcher: ms-swift Megatron mode (brings its own torch/transformers; also install",
+                  "# transformer-engine: pip install --no-build-isolation transformer-engine[pytorch]).",
+                  f"ms-swift[megatron]=={PINS['ms-swift']}", f"megatron-core=={PINS['megatron-core']}",
+                  f"mcore-bridge=={PINS['mcore-bridge']}",
+                  "# `./launch.sh --smoke` (CPU) needs instead: "
+                  + " ".join(f"{p}=={PINS[p]}" for p in ("torch", "transformers", "peft"))]
+        return "\n".join(lines) + "\n"
+    pkgs = ["torch", "transformers", "peft"]
+    if c.launcher == "deepspeed":
+        pkgs.append("deepspeed")
+    if c.qlora:
+        pkgs.append("bitsandbytes")
+    lines += [f"{p}=={PINS[p]}" for p in pkgs]
+    return "\n".join(lines) + "\n"
+
+
+SAMPLE_TOPICS = ("checkpoint", "micro-batch", "gradient accumulation", "tensor parallelism", "pipeline stage",
+                 "ZeRO-3", "FSDP", "LoRA adapter")
+
+
+def sample_data(c: Ctx) -> str:
+    """A small dataset in the messages format every launcher reads (ms-swift, LLaMA-Factory sharegpt,
+    train.py). Replace data/train.jsonl with your own rows in the same format."""
+    rows = []
+    for i in range(64):
+        topic = SAMPLE_TOPICS[i % len(SAMPLE_TOPICS)]
+        answer = (f"A {topic} is part of how the job {c.slug} trains; this is sample row {i} of the "
+                  f"gpuplan bundle, replace data/train.jsonl with your data.")
+        if c.task == "pretrain":
+            msgs = [{"role": "assistant", "content": answer}]
+        else:
+            msgs = [{"role": "user", "content": f"What is a {topic}? (sample {i})"},
+                    {"role": "assistant", "content": answer}]
+        rows.append(json.dumps({"messages": msgs}, ensure_ascii=False))
+    return "\n".join(rows) + "\n"
+
+
+def dataset_info() -> dict:
+    """LLaMA-Factory data/dataset_info.json: the bundle's data file in OpenAI messages (sharegpt) form."""
+    return {"train": {"file_name": "train.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages"},
+                      "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
+                               "assistant_tag": "assistant", "system_tag": "system"}}}
 
 
 def llamafactory(c: Ctx) -> dict:
-    """LLaMA-Factory SFT config for a LoRA/QLoRA job (the dataset name is the user's to fill in)."""
+    """LLaMA-Factory SFT config for a LoRA/QLoRA job, reading data/train.jsonl (dataset "train")."""
+    b = batch_layout(c)
     cfg: dict = {
         "model_name_or_path": c.model,
         "trust_remote_code": False,
@@ -105,7 +204,8 @@ def llamafactory(c: Ctx) -> dict:
         cfg["quantization_bit"] = QUANT_BITS.get(c.quantization, 4)
         cfg["quantization_method"] = "bitsandbytes"
     cfg.update({
-        "dataset": "identity,alpaca_en_demo",
+        "dataset": "train",
+        "dataset_dir": "data",
         "template": c.llamafactory_template,
         "cutoff_len": c.seq_len,
         "preprocessing_num_workers": 8,
@@ -113,8 +213,8 @@ def llamafactory(c: Ctx) -> dict:
         "logging_steps": 10,
         "save_steps": c.save_steps,
         "overwrite_output_dir": False,
-        "per_device_train_batch_size": c.micro_batch,
-        "gradient_accumulation_steps": c.grad_accum,
+        "per_device_train_batch_size": b.micro,
+        "gradient_accumulation_steps": b.accum,
         "learning_rate": 1.0e-4,
         "num_train_epochs": 1.0,
         "lr_scheduler_type": "cosine",
@@ -147,32 +247,68 @@ def nccl_env(c: Ctx) -> str:
     return "\n".join(lines) + "\n"
 
 
-def hostfile(c: Ctx) -> str:
-    """DeepSpeed launcher hostfile: one line per node (replace the names with the private IPs)."""
-    lines = ["# DeepSpeed hostfile: replace node-N with each node's private IP (terraform output private_ips)."]
-    lines += [f"node-{i} slots={c.gpus_per_node}" for i in range(c.nodes)]
-    return "\n".join(lines) + "\n"
+def train_py() -> str:
+    return resources.files("gpuplan.render").joinpath("templates/bundle/train.py").read_text(encoding="utf-8")
 
 
 def files(c: Ctx) -> dict[str, str]:
     """Training files by bundle path."""
+    b = batch_layout(c)
     out = {
-        "launch.sh": render("launch.sh.j2", c=c),
+        "launch.sh": render("launch.sh.j2", c=c, b=b, train_args=train_args(c), data_file=DATA_FILE,
+                            megatron_args=megatron_args(c) if c.launcher == "megatron" else [],
+                            megatron_cmd="pt" if c.task == "pretrain" else "sft"),
         "run-with-resume.sh": render("run-with-resume.sh.j2", c=c),
-        "ds_config.json": json.dumps(ds_config(c), indent=2) + "\n",
-        "accelerate-fsdp.yaml": yaml.safe_dump(accelerate_fsdp(c), sort_keys=False, allow_unicode=True),
-        "launch-fsdp.sh": render("launch-fsdp.sh.j2", c=c, fsdp_strategy=fsdp_strategy(c)),
+        "train.py": train_py(),
+        "requirements.txt": requirements(c),
+        DATA_FILE: sample_data(c),
     }
-    if c.lora:
-        header = ("# LLaMA-Factory SFT config for this LoRA job: `llamafactory-cli train llamafactory.yaml`\n"
-                  "# (launch.sh does it with LAUNCHER=llamafactory). Replace `dataset` with your dataset names\n"
-                  "# from data/dataset_info.json and check `template` for your model family.\n")
+    if c.launcher == "deepspeed":
+        out["ds_config.json"] = json.dumps(ds_config(c), indent=2) + "\n"
+    if c.lora and c.launcher != "megatron":
+        header = ("# LLaMA-Factory alternative for this LoRA job: `llamafactory-cli train llamafactory.yaml`.\n"
+                  "# It reads data/train.jsonl (dataset \"train\" in data/dataset_info.json); check `template`.\n")
         out["llamafactory.yaml"] = header + yaml.safe_dump(llamafactory(c), sort_keys=False, allow_unicode=True)
+        out["data/dataset_info.json"] = json.dumps(dataset_info(), indent=2) + "\n"
         targets = ["all-linear"] if c.lora_targets in ("all-linear", "all") else \
             [t for t in c.lora_targets.split(",") if t.strip()]
-        out["swift-sft.sh"] = render("swift-sft.sh.j2", c=c, swift_targets=targets,
+        out["swift-sft.sh"] = render("swift-sft.sh.j2", c=c, b=b, swift_targets=targets, data_file=DATA_FILE,
                                      quant_bits=QUANT_BITS.get(c.quantization, 4))
     if c.multi_node:
         out["nccl.env"] = nccl_env(c)
-        out["hostfile"] = hostfile(c)
     return out
+
+
+LAUNCHER_TEXT = {
+    "torchrun": ("torchrun + train.py, DistributedDataParallel", "torchrun + train.py，DDP 数据并行"),
+    "fsdp": ("torchrun + train.py, PyTorch FSDP2", "torchrun + train.py，PyTorch FSDP2"),
+    "deepspeed": ("torchrun + train.py, DeepSpeed ZeRO (ds_config.json)", "torchrun + train.py，DeepSpeed ZeRO（ds_config.json）"),
+    "megatron": ("ms-swift Megatron mode (`megatron sft` / `megatron pt`, Megatron-Core): tensor and pipeline parallel",
+                 "ms-swift Megatron 模式（`megatron sft` / `megatron pt`，Megatron-Core）：张量并行与流水线并行"),
+}
+
+
+def training_rows(c: Ctx) -> list:
+    """(item, value) rows for PLAN.md: the launcher and the batch arithmetic, from :func:`batch_layout`."""
+    from gpuplan.render.bundle.safe import Safe
+
+    zh = c.lang == "zh"
+    b = batch_layout(c)
+    rows = [("启动器" if zh else "Launcher", Safe(LAUNCHER_TEXT[c.launcher or "torchrun"][1 if zh else 0])),
+            ("并行布局" if zh else "Layout",
+             Safe(f"TP {c.tp} x PP {c.pp} x DP {b.dp}" + (f", {c.vpp} virtual stages" if c.vpp > 1 else ""))),
+            ("全局批量" if zh else "Global batch",
+             Safe(f"{b.global_batch} = micro-batch {b.micro} x accumulation {b.accum} x DP {b.dp}")),
+            ("数据" if zh else "Data",
+             Safe(f"`{DATA_FILE}` (sample; replace with your rows, same format) or `DATA=<file> ./launch.sh`")),
+            ("预演" if zh else "Rehearsal",
+             Safe("`./launch.sh --smoke`: CPU, gloo, tiny random " + c.smoke_model_type
+                  + " model, checkpoint, kill, resume"))]
+    if c.launcher == "megatron":
+        rows.append(("注意" if zh else "Note", Safe(
+            "Megatron needs CUDA and transformer-engine; --smoke rehearses the same TP/PP split with PyTorch-native "
+            "tensor parallel + pipeline stages on CPU (dp 1)")))
+    if c.launcher == "deepspeed":
+        rows.append(("DeepSpeed", Safe(f"ZeRO-{c.zero}" + (f", {c.offload} offload" if c.offload != 'none' else "")
+                                       + f"; train_batch_size {b.global_batch} in ds_config.json")))
+    return [(Safe(k), v) for k, v in rows]

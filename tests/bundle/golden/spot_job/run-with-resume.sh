@@ -21,7 +21,9 @@ mkdir -p "$CKPT_DIR"
 log() { printf '%s run-with-resume: %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }
 
 latest_checkpoint() {
-  find "$CKPT_DIR" -maxdepth 1 -type d -name 'checkpoint-*' -printf '%f\n' 2>/dev/null | sort -t- -k2 -n | tail -n 1
+  # train.py writes checkpoint-<step>/ (trainer_state.json last) and resumes from the newest by itself.
+  find "$CKPT_DIR" -maxdepth 2 -name trainer_state.json -path '*/checkpoint-*' -printf '%h\n' 2>/dev/null \
+    | xargs -r -n1 basename | sort -t- -k2 -n | tail -n 1
 }
 
 pull_remote() {

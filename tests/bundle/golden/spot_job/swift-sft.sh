@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # ms-swift alternative for the QLORA job qwen14b-qlora-spot (https://github.com/modelscope/ms-swift).
-# Set DATASET to a ModelScope/Hugging Face dataset id or a local JSONL file.
+# Reads data/train.jsonl (set DATA to another JSONL file or a ModelScope/Hugging Face dataset id).
+# ms-swift 4.x flag names (`--tuner_type`; 3.x called it `--train_type`).
 # Multi-node: on every node, NODE_RANK=<0..0> MASTER_ADDR=<private IP of node 0> ./swift-sft.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 
 MODEL=Qwen/Qwen2.5-14B-Instruct
-DATASET="${DATASET:?set DATASET to a dataset id or a JSONL file}"
+DATASET="${DATA:-data/train.jsonl}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen14b-qlora-spot}"
 SAVE_STEPS="${SAVE_STEPS:-311}"
 RESUME_FROM="${RESUME_FROM:-}"
@@ -17,7 +18,8 @@ export MASTER_PORT="${MASTER_PORT:-29500}"
 export NPROC_PER_NODE="${NPROC_PER_NODE:-1}"
 ARGS=(
   --model "$MODEL"
-  --train_type lora
+  --use_hf true
+  --tuner_type lora
   --lora_rank 8
   --lora_alpha 16
   --lora_dropout 0.05

@@ -1,0 +1,65 @@
+"""bench/accuracy.py: leave-one-group-out cross-validation through the efficiency-table seam.
+
+Runs on three small groups of bench/data/measurements.csv (13 rows) so it stays fast."""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def acc():
+    spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "bench" / "accuracy.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_accuracy"] = mod  # dataclasses look their module up here
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def rows(acc):
+    all_rows = acc.load([ROOT / "bench" / "data" / "measurements.csv"])
+    return [r for r in all_rows if r["group"] in ("hfquant", "peft", "vllmci")]
+
+
+def test_every_knob_names_existing_efficiency_keys(acc):
+    warn: list[str] = []
+    for knob in acc.KNOBS:
+        assert acc.expand_keys(knob, warn), knob.name
+    assert warn == []
+
+
+def test_a_renamed_key_is_skipped_with_a_warning_not_a_crash(acc):
+    warn: list[str] = []
+    assert acc.expand_keys(acc.Knob("gone", "memory", ("memory.no_such_constant",)), warn) == {}
+    assert warn and "no_such_constant" in warn[0]
+
+
+def test_logo_scores_each_group_with_knobs_fitted_without_it(acc, rows):
+    res = acc.cross_validate(rows)
+    assert {r.group for r in res.logo} == {"hfquant", "peft", "vllmci"}
+    assert len(res.logo) == len(rows) == len(res.shipped)
+    assert set(res.fold_knobs) == {"hfquant", "peft", "vllmci"}
+    # a fold's multipliers come from the grid; the held-out rows have real predictions
+    for kv in res.fold_knobs.values():
+        assert all(v in acc.GRID for v in kv.values())
+    assert all(r.predicted is not None and math.isfinite(r.error) for r in res.logo)
+    # the in-sample refit can only lower the fitted loss relative to the shipped constants
+    groups = {r.group for r in res.shipped}
+    mem_groups = {r.group for r in res.shipped if r.kind == "memory"}
+    assert acc.loss([r for r in res.insample if r.kind == "memory"], mem_groups) <= \
+        acc.loss([r for r in res.shipped if r.kind == "memory"], mem_groups) + 1e-12
+    assert groups == {"hfquant", "peft", "vllmci"}
+    text = acc.summarize(res, ["subset"])
+    assert "## Headline (LOGO, out of sample)" in text and "| memory |" in text
+
+
+def test_classes(acc, rows):
+    by_id = {r["id"]: acc.classify(r) for r in rows}
+    assert by_id["H439-peft"] in ("full fine-tuning", "LoRA / QLoRA")
+    assert all(c == "serving: vllm" for i, c in by_id.items() if i.endswith("vllmci"))
