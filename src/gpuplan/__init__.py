@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 
 if TYPE_CHECKING:
     from gpuplan.estimate.core import Estimate
@@ -82,19 +83,19 @@ def _argument_error(fn: Callable[..., Any], exc: Any) -> GpuplanError:
     expected = _EXPECTED.get(name, "")
     hint = (f"{name!r} takes {expected}. " if expected else "") + f"See help(gpuplan.{fn.__name__})."
     if kind.startswith("missing"):
-        return GpuplanError(f"{where}: argument {name!r} is required.", hint=hint)
+        return GpuplanError(_("{where}: argument {name!r} is required.").format(where=where, name=name), hint=hint)
     if (kind.startswith("unexpected") or kind == "multiple_argument_values") and not isinstance(head, int):
-        return GpuplanError(f"{where}: unexpected argument {name!r}.", hint=hint)
+        return GpuplanError(_("{where}: unexpected argument {name!r}.").format(where=where, name=name), hint=hint)
     if kind.startswith("unexpected") and isinstance(head, int):
-        return GpuplanError(f"{where}: unexpected positional argument {shown}.", hint=hint)
+        return GpuplanError(_("{where}: unexpected positional argument {shown}.").format(where=where, shown=shown), hint=hint)
     same = [e for e in errors if e.get("loc", ())[:1] == (head,)]
     if len(same) > 1:  # a union: every form failed; a range error says more than a type error
         ranged = [e for e in same if not str(e.get("type", "")).endswith(("_type", "instance_of"))]
         if not ranged:
-            return GpuplanError(f"{where}: argument {name!r} has the wrong type ({type(value).__name__}).", hint=hint)
+            return GpuplanError(_("{where}: argument {name!r} has the wrong type ({name2}).").format(where=where, name=name, name2=type(value).__name__), hint=hint)
         err = ranged[0]
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-    return GpuplanError(f"{where}: argument {name!r} = {shown}: {msg}.", hint=hint)
+    return GpuplanError(_("{where}: argument {name!r} = {shown}: {msg}.").format(where=where, name=name, shown=shown, msg=msg), hint=hint)
 
 
 def _checked(fn: F) -> F:
@@ -227,5 +228,5 @@ def build_plan(workload: Source, out_dir: Path, *, pick: _Pick = 1, force: _Bool
     """Write the plan bundle of the ``pick``-th ranked plan to ``out_dir``; returns the folder."""
     from gpuplan.plan.bundle import write_plan_bundle
 
-    path, _ = write_plan_bundle(load_workload(workload), Path(out_dir), pick=pick, force=force, lang=lang)
+    path, _summary = write_plan_bundle(load_workload(workload), Path(out_dir), pick=pick, force=force, lang=lang)
     return path

@@ -116,7 +116,7 @@ def build_workload(answers: dict[str, Any]) -> dict[str, Any]:
 
 
 def _prompt_text(q: Question, lang: str) -> str:
-    return f"{tr(q.text, lang)} [{tr('e.g.', lang)} {q.example}]"
+    return tr("{question} [e.g. {example}]", lang).format(question=tr(q.text, lang), example=q.example)
 
 
 def ask_terminal(lang: str, console: Any) -> dict[str, Any]:
@@ -132,7 +132,8 @@ def ask_terminal(lang: str, console: Any) -> dict[str, Any]:
                 answers[q.key] = q.parse(raw)
                 break
             except ValueError as err:
-                console.print(f"[yellow]{tr('Please answer with {what}.', lang).format(what=tr(str(err), lang))}[/yellow]")
+                again = tr("Please answer with {what}.", lang).format(what=tr(str(err), lang))
+                console.print(f"[yellow]{again}[/yellow]")
     return answers
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -19,6 +20,7 @@ from rich.console import Console
 
 from gpuplan import __version__
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import N_, _
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Plan cloud GPU instances (Alibaba Cloud first) for training and serving models.")
@@ -42,7 +44,7 @@ def _lang(lang: str | None) -> str:
         return default_lang()
     low = lang.lower()
     if low not in ("zh", "en", "zh-cn", "zh_cn"):
-        raise GpuplanError(f"Unknown language {lang!r}.", hint="Use --lang zh or --lang en.")
+        raise GpuplanError(_("Unknown language {lang!r}.").format(lang=lang), hint=_("Use --lang zh or --lang en."))
     return "zh" if low.startswith("zh") else "en"
 
 
@@ -63,27 +65,30 @@ def _json_default(o: Any) -> Any:
 
 
 def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:
+    from rich.markup import escape
+
     from gpuplan.i18n import tr
 
     if as_json:
-        _emit_json(err.to_dict())
+        _emit_json(err.to_dict("cli"))
     else:
         err_console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped
-        err_console.print(f"[bold red]{tr('Error', lang)}:[/bold red] {err.message}", highlight=False, markup=True)
-        if err.hint:
-            err_console.print(f"[yellow]{tr('Hint', lang)}:[/yellow] {err.hint}", highlight=False)
+        err_console.print(f"[bold red]{tr('Error', lang)}:[/bold red] {escape(err.message)}", highlight=False, markup=True)
+        hint = err.hint_for("cli")
+        if hint:
+            err_console.print(f"[yellow]{tr('Hint', lang)}:[/yellow] {escape(hint)}", highlight=False)
     raise _Exit(2)
 
 
 def run_guarded(fn, as_json: bool, lang_opt: str | None):
     """Run a command body; turn GpuplanError into one line + hint and exit code 2."""
-    from gpuplan.i18n import use_lang
+    from gpuplan.i18n import use_lang, use_surface
 
     lang = "en"
     try:
         lang = _lang(lang_opt)
         # JSON values never change with --lang: messages made deep inside (`_()`) stay English there.
-        with use_lang("en" if as_json else lang):
+        with use_lang("en" if as_json else lang), use_surface("cli"):
             return fn(lang)
     except GpuplanError as err:
         _fail(err, as_json, lang)
@@ -137,7 +142,7 @@ def instances(
         from gpuplan.plan.record import price_mark
 
         if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
-            raise GpuplanError(f"--min-gpu-memory {min_gpu_memory} is out of range.", hint="Give GiB per GPU, e.g. 48.")
+            raise GpuplanError(_("--min-gpu-memory {min_gpu_memory} is out of range.").format(min_gpu_memory=min_gpu_memory), hint=_("Give GiB per GPU, e.g. 48."))
         items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
         from gpuplan.catalog.instances import default_region
 
@@ -146,7 +151,8 @@ def instances(
         price: dict[str, tuple[str, str]] = {}      # table: (price with its mark, region and date)
         payg_text: dict[str, str] = {}               # JSON: one string
         for o in sorted(offers, key=lambda o: o.as_of):
-            where = f"{o.region}, {o.as_of.isoformat()}" + (", estimated" if o.estimated else "")
+            where = (_("{region}, {date}, estimated") if o.estimated else _("{region}, {date}")).format(
+                region=o.region, date=o.as_of.isoformat())
             payg_text[o.instance_type] = f"{o.currency} {o.price_per_hour:,.2f}/h ({where})"
             price[o.instance_type] = (f"{o.currency} {o.price_per_hour:,.2f}/h{price_mark(o.kind)}", where)
         if as_json:
@@ -158,7 +164,7 @@ def instances(
             _emit_json({"schema_version": 1, "instances": recs})
             return
         if not items:
-            _console().print("No instance types match.")
+            _console().print(_("No instance types match."))
             return
         from gpuplan.render.fit import print_fitted
         from gpuplan.render.text import instances_table
@@ -198,7 +204,7 @@ def show(name: Annotated[str, typer.Argument(help="A GPU, instance type, family 
             return
         from gpuplan.render.text import record_table
 
-        _console().print(record_table(f"{kind}: {name}", record, lg))
+        _console().print(record_table(_("{kind}: {name}").format(kind=_(kind), name=name), record, lg))
     run_guarded(body, as_json, lang)
 
 
@@ -216,6 +222,7 @@ def schema(which: Annotated[str, typer.Argument(help="workload, estimate or reco
 # Workload commands
 # ------------------------------------------------------------------------------------------------
 
+_SHOW_KINDS = (N_("instance"), N_("family"), N_("gpu"), N_("model"))   # `show`'s title: "{kind}: {name}"
 WorkloadArg = Annotated[Optional[Path], typer.Argument(help="Workload YAML/JSON file (flags override it).")]
 
 
@@ -238,8 +245,8 @@ def _load(path: Path | None, flags: dict[str, Any]):
 
     if path is None:
         if not flags.get("model"):
-            raise GpuplanError("No workload given.", hint="Pass a workload file or at least --model NAME "
-                               "(e.g. `gpuplan estimate --model qwen2.5-7b --task lora --gpu A10`).")
+            raise GpuplanError(_("No workload given."), hint=_("Pass a workload file or at least --model NAME "
+                                                            "(e.g. `gpuplan estimate --model qwen2.5-7b --task lora --gpu A10`)."))
         return load_workload({}, **flags)
     return load_workload(path, **flags)
 
@@ -288,7 +295,7 @@ def estimate(
                 _emit_json(out)
             else:
                 c = _console()
-                c.print(f"Largest {max_} that fits: [bold]{value}[/bold]")
+                c.print(_("Largest {field} that fits: [bold]{value}[/bold]").format(field=max_, value=value))
                 if est:
                     from gpuplan.render.text import print_estimate
 
@@ -357,7 +364,7 @@ def recommend(
         from gpuplan.plan import recommend as run_recommend
 
         if not (1 <= top <= 100):
-            raise GpuplanError(f"--top {top} is out of range.", hint="Use 1 to 100.")
+            raise GpuplanError(_("--top {top} is out of range.").format(top=top), hint=_("Use 1 to 100."))
         w = _load(workload, flags)
         rec = run_recommend(w, top=top, price_files=tuple(prices or ()))
         if as_json:
@@ -448,29 +455,29 @@ def catalog_refresh(
     cloud: Annotated[str, typer.Option(help="alibaba or aws.")] = "alibaba",
     timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds (no retry starts "
                                                              "later).")] = 180.0,
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = False, lang: LangOpt = None,
 ) -> None:
     """Fetch live instance types, stock and prices (Alibaba Cloud OpenAPI) into the local cache."""
     def body(lg: str) -> int:
         from gpuplan.providers import refresh
 
         if not (1 <= timeout <= 3600):
-            raise GpuplanError(f"--timeout {timeout:g} is out of range.", hint="Give 1 to 3600 seconds.")
+            raise GpuplanError(_("--timeout {timeout:g} is out of range.").format(timeout=timeout), hint=_("Give 1 to 3600 seconds."))
         return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud,
                        as_json=as_json, timeout_s=timeout)
 
-    raise _Exit(run_guarded(body, as_json, None) or 0)
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
 
 
 @catalog_app.command("status")
-def catalog_status(as_json: JsonOpt = False) -> None:
+def catalog_status(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
     """Show, per source, the date and coverage of the catalog and prices in use."""
     def body(lg: str) -> int:
-        from gpuplan.providers import status
+        from gpuplan.providers import print_status
 
-        return status(as_json=as_json)
+        return print_status(as_json=as_json)
 
-    raise _Exit(run_guarded(body, as_json, None) or 0)
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
 
 
 @app.command()
@@ -495,8 +502,9 @@ def plan(
         if as_json:
             _emit_json({"schema_version": 1, "out": str(path), **summary})
         else:
-            _console().print(f"Wrote {summary.get('files_count', '')} files to [bold]{path}[/bold] "
-                             f"({summary.get('instance_type')} x {summary.get('instance_count')}).")
+            _console().print(_("Wrote {n} files to [bold]{path}[/bold] ({instance_type} x {count}).").format(
+                n=summary.get("files_count", ""), path=path, instance_type=summary.get("instance_type"),
+                count=summary.get("instance_count")))
         return 0
 
     raise _Exit(run_guarded(body, as_json, lang) or 0)
@@ -525,7 +533,7 @@ def ask(
         from gpuplan.workload import load_workload
 
         if not (1 <= top <= 100):
-            raise GpuplanError(f"--top {top} is out of range.", hint="Use 1 to 100.")
+            raise GpuplanError(_("--top {top} is out of range.").format(top=top), hint=_("Use 1 to 100."))
         interactive = sys.stdin.isatty() and not as_json
         answers = ask_terminal(lg, Console()) if interactive else ask_lines(sys.stdin, lg)
         data = build_workload(answers)
@@ -534,7 +542,7 @@ def ask(
         try:
             path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
         except OSError as err:
-            raise GpuplanError(f"Cannot write {str(path)!r}: {err.strerror}.", hint="Pass --out with a writable path.") from None
+            raise GpuplanError(_("Cannot write {path!r}: {strerror}.").format(path=str(path), strerror=err.strerror), hint=_("Pass --out with a writable path.")) from None
         rec = run_recommend(w, top=top)
         if as_json:
             _emit_json({**rec.to_dict(), "workload_file": str(path)})
@@ -566,7 +574,7 @@ def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopb
     """Run the web page and REST API (extra gpuplan[web])."""
     def body(lg: str) -> int:
         if not (1 <= port <= 65535):
-            raise GpuplanError(f"Port {port} is out of range.", hint="Use 1-65535, e.g. 8000.")
+            raise GpuplanError(_("Port {port} is out of range.").format(port=port), hint=_("Use 1-65535, e.g. 8000."))
         from gpuplan.api import serve as run_server
 
         run_server(host, port)
@@ -575,18 +583,80 @@ def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopb
     raise _Exit(run_guarded(body, False, None) or 0)
 
 
+def _argv_lang() -> str:
+    """The --lang of the command line (usage errors happen before the command runs)."""
+    from gpuplan.i18n import default_lang
+
+    args = sys.argv[1:]
+    for i, arg in enumerate(args):
+        value = arg.split("=", 1)[1] if arg.startswith("--lang=") else (args[i + 1] if arg == "--lang" and
+                                                                         i + 1 < len(args) else None)
+        if value is not None:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return default_lang()
+
+
+def _usage_message(exc: Any) -> str:
+    """Click's usage errors as our own sentences (click's are English only); English keeps click's wording."""
+    kinds = {k.__name__ for k in type(exc).__mro__}   # click's classes, or the copy typer vendors
+
+    param = getattr(exc, "param", None)
+    name = (getattr(exc, "param_hint", None) or (param.opts[0] if param is not None and getattr(param, "opts", None)
+                                                    else getattr(param, "name", None) or ""))
+    if isinstance(name, (list, tuple)):
+        name = " / ".join(name)
+    name = str(name).strip("'\"")
+    if "NoSuchOption" in kinds:
+        close = ", ".join(getattr(exc, "possibilities", None) or ())
+        return (_("No such option: {option}. Did you mean {close}?").format(option=exc.option_name, close=close)
+                if close else _("No such option: {option}.").format(option=exc.option_name))
+    if "MissingParameter" in kinds:
+        return _("Missing {param}.").format(param=name or _("argument"))
+    if "BadParameter" in kinds:
+        detail = str(getattr(exc, "message", "") or "")
+        cause = exc.__cause__   # newer typer converts with pydantic: its error says what and which input
+        first = cause.errors()[0] if callable(getattr(cause, "errors", None)) and cause.errors() else {}
+        value = first.get("input", detail.split("'")[1] if detail.count("'") >= 2 else None)
+        kind = str(first.get("type", "")) or ("int_parsing" if "integer" in detail else
+                                               "float_parsing" if "float" in detail else "")
+        if value is not None and kind.startswith("int"):
+            return _("Invalid value for {param}: {value!r} is not a whole number.").format(param=name, value=value)
+        if value is not None and kind.startswith("float"):
+            return _("Invalid value for {param}: {value!r} is not a number.").format(param=name, value=value)
+        if value is not None:
+            return _("Invalid value for {param}: {value!r}.").format(param=name, value=value)
+        return _("Invalid value for {param}.").format(param=name)
+    if "BadOptionUsage" in kinds:
+        return _("Option {option} needs a value.").format(option=getattr(exc, "option_name", ""))
+    if "BadArgumentUsage" in kinds or "extra argument" in str(exc.format_message()).lower():
+        extra = re.findall(r"\(([^)]*)\)", str(exc.format_message()))
+        return _("Unexpected argument: {detail}.").format(detail=extra[-1] if extra else "?")
+    return _("The command line is not valid.")
+
+
 def _usage_error(exc: Any) -> None:
     """A click usage error (unknown option, bad value, missing argument) as one line and a hint, like
-    every other error (JSON on stdout under --json)."""
+    every other error (JSON on stdout under --json, always English there)."""
+    from gpuplan.i18n import tr, use_lang
+
     ctx = getattr(exc, "ctx", None)
     path = str(getattr(ctx, "command_path", "") or "gpuplan").split()
     command = " ".join(["gpuplan", *path[1:]])
-    message = " ".join(str(exc.format_message()).split())
-    hint = f"See `{command} --help`."
-    if "--json" in sys.argv[1:]:
+    as_json = "--json" in sys.argv[1:]
+    lang = "en" if as_json else _argv_lang()
+    if lang == "en":
+        message = " ".join(str(exc.format_message()).split())
+    else:
+        with use_lang(lang):
+            try:
+                message = _usage_message(exc)
+            except Exception:  # noqa: BLE001 - an unknown click version: its own wording
+                message = " ".join(str(exc.format_message()).split())
+    hint = tr("See `{command} --help`.", lang).format(command=command)
+    if as_json:
         _emit_json({"error": message, "hint": hint})
     else:
-        sys.stderr.write(f"Error: {message}\nHint: {hint}\n")
+        sys.stderr.write(f"{tr('Error', lang)}: {message}\n{tr('Hint', lang)}: {hint}\n")
 
 
 def main() -> None:
@@ -600,7 +670,7 @@ def main() -> None:
     except SystemExit:
         raise
     except KeyboardInterrupt:
-        sys.stderr.write("Interrupted.\n")
+        sys.stderr.write(_("Interrupted.") + "\n")
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - the last guard: never a traceback for users
         # Usage errors (unknown option, missing argument) come from click, or from the copy of click that
@@ -613,8 +683,13 @@ def main() -> None:
             sys.exit(1)
         if os.environ.get("GPUPLAN_DEBUG"):
             raise
-        sys.stderr.write(f"Internal error: {exc.__class__.__name__}: {exc}\n"
-                         "Hint: this is a bug in gpuplan; rerun with GPUPLAN_DEBUG=1 and report the traceback.\n")
+        from gpuplan.i18n import tr
+
+        lang = _argv_lang()
+        sys.stderr.write(tr("Internal error: {name}: {detail}", lang).format(name=exc.__class__.__name__, detail=exc)
+                         + "\n" + tr("Hint", lang) + ": "
+                         + tr("this is a bug in gpuplan; rerun with GPUPLAN_DEBUG=1 and report the traceback.", lang)
+                         + "\n")
         sys.exit(3)
 
 

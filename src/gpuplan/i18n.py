@@ -27,12 +27,7 @@ from pathlib import Path
 LOCALE_DIR = Path(__file__).parent / "locale"
 DOMAIN = "gpuplan"
 _current: ContextVar[str] = ContextVar("gpuplan_lang", default="en")
-# Transitional: modules not yet moved to the catalog register msgid -> Chinese here. The catalog wins.
-_ZH: dict[str, str] = {}
-
-
-def register(translations: dict[str, str]) -> None:
-    _ZH.update(translations)
+_surface: ContextVar[str] = ContextVar("gpuplan_surface", default="python")
 
 
 @lru_cache(maxsize=None)
@@ -67,14 +62,36 @@ def use_lang(lang: str) -> Iterator[None]:
         _current.reset(token)
 
 
+def current_surface() -> str:
+    """Where the text is shown: 'cli', 'web' or 'python' (hints differ: the page cannot run commands)."""
+    return _surface.get()
+
+
+@contextlib.contextmanager
+def use_surface(surface: str) -> Iterator[None]:
+    token = _surface.set(surface)
+    try:
+        yield
+    finally:
+        _surface.reset(token)
+
+
+def lang_from_request(query_lang: str | None, accept_language: str | None) -> str:
+    """The web request's language: ``?lang=zh|en`` wins, else the first language of Accept-Language."""
+    for raw in (query_lang, (accept_language or "").split(",", 1)[0]):
+        low = (raw or "").strip().lower()
+        if low.startswith("zh"):
+            return "zh"
+        if low.startswith("en"):
+            return "en"
+    return "en"
+
+
 def tr(text: str, lang: str | None = None) -> str:
     lang = lang or _current.get()
     if lang != "zh":
         return text
-    out = _catalog("zh").gettext(text)
-    if out == text:
-        return _ZH.get(text, text)
-    return out
+    return _catalog("zh").gettext(text)
 
 
 def catalog_messages(lang: str) -> dict[str, str]:
@@ -93,26 +110,20 @@ def N_(text: str) -> str:  # noqa: N802 - the gettext convention
     return text
 
 
-register({
-    "GPU": "GPU", "GPUs": "GPU", "Instance type": "实例规格", "Family": "规格族", "vCPU": "vCPU",
-    "Memory": "内存", "Memory (GiB)": "内存 (GiB)", "GPU memory": "显存", "GPU memory (GiB)": "显存 (GiB)",
-    "Network (Gbit/s)": "网络 (Gbit/s)", "RDMA": "RDMA", "Interconnect": "互联", "Status": "状态",
-    "Sources": "来源", "Source": "来源", "Architecture": "架构", "Bandwidth (GB/s)": "带宽 (GB/s)",
-    "BF16 dense TFLOPS": "BF16 稠密 TFLOPS", "FP16 dense TFLOPS": "FP16 稠密 TFLOPS",
-    "FP8 dense TFLOPS": "FP8 稠密 TFLOPS", "INT8 dense TOPS": "INT8 稠密 TOPS", "TF32 dense TFLOPS": "TF32 稠密 TFLOPS",
-    "FP32 TFLOPS": "FP32 TFLOPS", "NVLink (GB/s)": "NVLink (GB/s)", "MIG": "MIG", "yes": "是", "no": "否",
-    "none": "无", "unconfirmed": "未确认", "Model": "模型", "Parameters": "参数量", "Layers": "层数",
-    "Hidden": "隐藏维度", "Heads": "注意力头", "KV heads": "KV 头", "Vocab": "词表", "Attention": "注意力",
-    "Max positions": "最大长度", "Kind": "类型", "Price": "价格", "no price known": "无已知价格",
-    "Error": "错误", "Hint": "提示", "Assumptions": "假设", "Warnings": "警告", "Suggestions": "建议",
-    "Memory per GPU": "每卡显存", "Component": "组成", "Bytes": "字节", "Share": "占比",
-    "fits": "可以放下", "does not fit": "放不下", "Performance": "性能", "Value": "数值",
-    "weights": "权重", "gradients": "梯度", "optimizer": "优化器状态", "activations": "激活",
-    "kv_cache": "KV 缓存", "adapters": "适配器 (LoRA)", "logits": "logits", "overhead": "框架/CUDA 开销",
-    "capacity": "容量", "Total": "合计", "Step time": "单步时间", "Tokens/s": "Tokens/s",
-    "Tokens/s per GPU": "每卡 Tokens/s", "Samples/s": "样本/秒", "MFU": "MFU", "TFLOP/s per GPU": "每卡 TFLOP/s",
-    "Communication share": "通信占比", "Total time": "总时长", "GPU-hours": "GPU 小时", "TTFT": "首字延迟",
-    "TPOT": "每 token 延迟", "Output tokens/s": "输出 tokens/s", "Max concurrency": "最大并发",
-    "Max requests/s": "最大请求/秒", "Host RAM": "主机内存", "Peak allocated": "峰值已分配",
-    "Peak reserved": "峰值已预留", "Engine reserved": "引擎预留", "Layout": "并行方式",
-})
+# Table headers and labels chosen at run time (render/text.py looks them up with tr(label, lang)).
+TABLE_LABELS = (
+    N_("GPU"), N_("GPUs"), N_("Instance type"), N_("Family"), N_("vCPU"), N_("Memory"), N_("Memory (GiB)"),
+    N_("GPU memory"), N_("GPU memory (GiB)"), N_("Network (Gbit/s)"), N_("RDMA"), N_("Interconnect"), N_("Status"),
+    N_("Sources"), N_("Source"), N_("Architecture"), N_("Bandwidth (GB/s)"), N_("BF16 dense TFLOPS"),
+    N_("FP16 dense TFLOPS"), N_("FP8 dense TFLOPS"), N_("INT8 dense TOPS"), N_("TF32 dense TFLOPS"),
+    N_("FP32 TFLOPS"), N_("NVLink (GB/s)"), N_("MIG"), N_("yes"), N_("no"), N_("none"), N_("unconfirmed"),
+    N_("Model"), N_("Parameters"), N_("Layers"), N_("Hidden"), N_("Heads"), N_("KV heads"), N_("Vocab"),
+    N_("Attention"), N_("Max positions"), N_("Kind"), N_("Price"), N_("no price known"), N_("Error"), N_("Hint"),
+    N_("Assumptions"), N_("Warnings"), N_("Suggestions"), N_("Memory per GPU"), N_("Component"), N_("Bytes"),
+    N_("Share"), N_("fits"), N_("does not fit"), N_("Performance"), N_("Value"), N_("weights"), N_("gradients"),
+    N_("optimizer"), N_("activations"), N_("kv_cache"), N_("adapters"), N_("logits"), N_("overhead"),
+    N_("capacity"), N_("Total"), N_("Step time"), N_("Tokens/s"), N_("Tokens/s per GPU"), N_("Samples/s"),
+    N_("MFU"), N_("TFLOP/s per GPU"), N_("Communication share"), N_("Total time"), N_("GPU-hours"), N_("TTFT"),
+    N_("TPOT"), N_("Output tokens/s"), N_("Max concurrency"), N_("Max requests/s"), N_("Host RAM"),
+    N_("Peak allocated"), N_("Peak reserved"), N_("Engine reserved"), N_("Layout"),
+)

@@ -31,6 +31,11 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import N_, _
+
+# The `what` labels callers pass (translated when the message is made).
+_LABELS = (N_("file"), N_("JSON file"), N_("workload file"), N_("price file"), N_("cached price file"),
+           N_("model config"), N_("input"))
 
 MAX_BYTES = 20_000_000  # any user file; the REST API has its own, smaller request limit
 MAX_DEPTH = 64  # a workload is 3 levels deep, a Hugging Face config.json about 4
@@ -50,23 +55,23 @@ def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_byt
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
-        raise GpuplanError(f"Cannot read the {what} {shown!r}: no such file.", hint="Check the path.") from None
+        raise GpuplanError(_("Cannot read the {what} {shown!r}: no such file.").format(what=_(what), shown=shown), hint=_("Check the path.")) from None
     except IsADirectoryError:
-        raise GpuplanError(f"The {what} {shown!r} is a folder, not a file.", hint="Give the path of a file.") from None
+        raise GpuplanError(_("The {what} {shown!r} is a folder, not a file.").format(what=_(what), shown=shown), hint=_("Give the path of a file.")) from None
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise GpuplanError(f"Cannot open the {what} {shown!r}: {reason}.",
-                           hint="Check the path and its permissions.") from None
+        raise GpuplanError(_("Cannot open the {what} {shown!r}: {reason}.").format(what=_(what), shown=shown, reason=reason),
+                           hint=_("Check the path and its permissions.")) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            raise GpuplanError(f"The {what} {shown!r} is a folder, not a file.", hint="Give the path of a file.")
+            raise GpuplanError(_("The {what} {shown!r} is a folder, not a file.").format(what=_(what), shown=shown), hint=_("Give the path of a file."))
         if not stat.S_ISREG(st.st_mode):
-            raise GpuplanError(f"The {what} {shown!r} is not a regular file (a device, pipe or socket).",
-                               hint="Give the path of an ordinary file.")
+            raise GpuplanError(_("The {what} {shown!r} is not a regular file (a device, pipe or socket).").format(what=_(what), shown=shown),
+                               hint=_("Give the path of an ordinary file."))
         if st.st_size > max_bytes:
-            raise GpuplanError(f"The {what} {shown!r} is larger than {max_bytes // 1_000_000} MB.",
-                               hint="Split it into several files.")
+            raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(what=_(what), shown=shown, max_bytes=max_bytes // 1_000_000),
+                               hint=_("Split it into several files."))
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -78,16 +83,16 @@ def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_byt
                 break
             total += len(chunk)
             if total > max_bytes:  # it grew while we read it
-                raise GpuplanError(f"The {what} {shown!r} is larger than {max_bytes // 1_000_000} MB.",
-                                   hint="Split it into several files.")
+                raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(what=_(what), shown=shown, max_bytes=max_bytes // 1_000_000),
+                                   hint=_("Split it into several files."))
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as exc:
         if exc.errno == errno.EISDIR:
-            raise GpuplanError(f"The {what} {shown!r} is a folder, not a file.", hint="Give the path of a file.") \
+            raise GpuplanError(_("The {what} {shown!r} is a folder, not a file.").format(what=_(what), shown=shown), hint=_("Give the path of a file.")) \
                 from None
-        raise GpuplanError(f"Cannot read the {what} {shown!r}: {exc.strerror or type(exc).__name__}.",
-                           hint="Check the path and its permissions.") from None
+        raise GpuplanError(_("Cannot read the {what} {shown!r}: {strerror}.").format(what=_(what), shown=shown, strerror=exc.strerror or type(exc).__name__),
+                           hint=_("Check the path and its permissions.")) from None
     finally:
         os.close(fd)
 
@@ -99,8 +104,8 @@ def read_text_bounded(path: str | os.PathLike[str], what: str = "file", max_byte
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise GpuplanError(f"The {what} {_display(path)!r} is not UTF-8 text (byte {exc.start}).",
-                           hint="Save it as UTF-8.") from None
+        raise GpuplanError(_("The {what} {path!r} is not UTF-8 text (byte {start}).").format(what=_(what), path=_display(path), start=exc.start),
+                           hint=_("Save it as UTF-8.")) from None
 
 
 # --------------------------------------------------------------------------------------------- YAML
@@ -225,15 +230,21 @@ def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
         return yaml.load(text, Loader=LimitedYamlLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None)
-        detail = f": {problem}" if problem and problem.startswith(_OWN_PROBLEMS) else ""
-        raise GpuplanError(f"{origin} is not valid YAML/JSON{where}{detail}.",
-                           hint=hint or "Check indentation and quoting; `gpuplan schema` shows the workload format.") \
-            from None
+        detail = problem if problem and problem.startswith(_OWN_PROBLEMS) else ""
+        if mark and detail:
+            message = _("{origin} is not valid YAML/JSON at line {line}, column {column}: {detail}.")
+        elif mark:
+            message = _("{origin} is not valid YAML/JSON at line {line}, column {column}.")
+        else:
+            message = _("{origin} is not valid YAML/JSON.")
+        raise GpuplanError(message.format(origin=origin, line=mark.line + 1 if mark else 0,
+                                          column=mark.column + 1 if mark else 0, detail=detail),
+                           hint=hint or _("Check indentation and quoting; `gpuplan schema` shows the workload format."),
+                           web_hint=hint or _("Check indentation and quoting.")) from None
     except (RecursionError, MemoryError, ValueError, TypeError, IndexError, OverflowError) as exc:
-        raise GpuplanError(f"{origin} cannot be read as YAML/JSON ({type(exc).__name__}).",
-                           hint=hint or "Simplify the file; `gpuplan schema` shows the workload format.") from None
+        raise GpuplanError(_("{origin} cannot be read as YAML/JSON ({name}).").format(origin=origin, name=type(exc).__name__),
+                           hint=hint or _("Simplify the file; `gpuplan schema` shows the workload format.")) from None
 
 
 # --------------------------------------------------------------------------------------------- JSON
@@ -276,11 +287,11 @@ def check_nesting(value: Any, origin: str = "input") -> None:
         item, depth = stack.pop()
         seen += 1
         if seen > MAX_NODES:
-            raise GpuplanError(f"{origin} holds more than {MAX_NODES:,} values.", hint="Simplify it.")
+            raise GpuplanError(_("{origin} holds more than {MAX_NODES:,} values.").format(origin=origin, MAX_NODES=MAX_NODES), hint=_("Simplify it."))
         if isinstance(item, (dict, list, tuple)):
             if depth >= MAX_DEPTH:
-                raise GpuplanError(f"{origin} is nested more than {MAX_DEPTH} levels deep.",
-                                   hint="A workload is a few levels deep; see `gpuplan schema`.")
+                raise GpuplanError(_("{origin} is nested more than {MAX_DEPTH} levels deep.").format(origin=origin, MAX_DEPTH=MAX_DEPTH),
+                                   hint=_("A workload is a few levels deep; see `gpuplan schema`."))
             children = item.values() if isinstance(item, dict) else item
             stack.extend((v, depth + 1) for v in children)
 
@@ -302,17 +313,17 @@ def load_json(text: str, origin: str = "input", hint: str | None = None) -> Any:
     """``json.loads`` with the depth and number limits above; any failure is one GpuplanError."""
     hint = hint or "Check the JSON syntax."
     if _bracket_depth(text) > MAX_DEPTH:
-        raise GpuplanError(f"{origin} is nested more than {MAX_DEPTH} levels deep.", hint=hint)
+        raise GpuplanError(_("{origin} is nested more than {MAX_DEPTH} levels deep.").format(origin=origin, MAX_DEPTH=MAX_DEPTH), hint=hint)
     try:
         value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float)
     except json.JSONDecodeError as exc:
-        raise GpuplanError(f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
+        raise GpuplanError(_("{origin} is not valid JSON (line {lineno}, column {colno}: {msg}).").format(origin=origin, lineno=exc.lineno, colno=exc.colno, msg=exc.msg),
                            hint=hint) from None
     except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
-        raise GpuplanError(f"{origin} cannot be read as JSON ({exc if isinstance(exc, ValueError) else type(exc).__name__}).",
+        raise GpuplanError(_("{origin} cannot be read as JSON ({exc}).").format(origin=origin, exc=exc if isinstance(exc, ValueError) else type(exc).__name__),
                            hint=hint) from None
     if json_depth(value) > MAX_DEPTH:  # pragma: no cover - the bracket pre-check catches it first
-        raise GpuplanError(f"{origin} is nested more than {MAX_DEPTH} levels deep.", hint=hint)
+        raise GpuplanError(_("{origin} is nested more than {MAX_DEPTH} levels deep.").format(origin=origin, MAX_DEPTH=MAX_DEPTH), hint=hint)
     return value
 
 

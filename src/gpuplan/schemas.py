@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 
 _NUM = {"type": ["number", "null"]}
 _INT = {"type": ["integer", "null"]}
@@ -80,7 +81,7 @@ def schema_for(which: str) -> dict[str, Any]:
         return ESTIMATE_SCHEMA
     if which == "recommend":
         return RECOMMEND_SCHEMA
-    raise GpuplanError(f"Unknown schema {which!r}.", hint="Use `gpuplan schema workload|estimate|recommend`.")
+    raise GpuplanError(_("Unknown schema {which!r}.").format(which=which), hint=_("Use `gpuplan schema workload|estimate|recommend`."))
 
 
 def json_default(o: Any) -> Any:

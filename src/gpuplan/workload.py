@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.safeio import check_nesting, load_json, load_yaml, read_text_bounded
+from gpuplan.i18n import N_, _, current_lang
 
 Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
 TASK_ALIASES = {"train": "pretrain", "finetune": "full", "fine-tune": "full", "infer": "inference",
@@ -231,18 +232,20 @@ class Workload(_Strict):
         if isinstance(v, str):
             v = v.strip()
             if not v or len(v) > 500:
-                raise ValueError("model must be a non-empty name or path (at most 500 characters)")
+                raise ValueError(_("model must be a non-empty name or path (at most 500 characters)"))
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            raise ValueError("model must be a name, a config.json path or a mapping such as {params_b: 7}")
+            raise ValueError(_("model must be a name, a config.json path or a mapping such as {params_b: 7}"))
         return v
 
     @model_validator(mode="after")
     def _coherent(self) -> "Workload":
         if self.task == "qlora" and self.quantization not in QLORA_BASES:
-            raise ValueError(f"task qlora needs a 4-bit or 8-bit base model, not quantization {self.quantization!r}")
+            raise ValueError(_("task qlora needs a 4-bit or 8-bit base model, not quantization {quantization!r}")
+                             .format(quantization=self.quantization))
         if self.optimizer_in_backward and (self.gradient_accumulation or 1) > 1:
-            raise ValueError("optimizer_in_backward steps each parameter as soon as its gradient exists, so it needs "
-                             "gradient_accumulation 1 (torchtune: optimizer_in_bwd requires gradient_accumulation_steps=1)")
+            raise ValueError(_("optimizer_in_backward steps each parameter as soon as its gradient exists, so it needs "
+                               "gradient_accumulation 1 (torchtune: optimizer_in_bwd requires "
+                               "gradient_accumulation_steps=1)"))
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
         return self
@@ -312,14 +315,14 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
         if key == "optimizer" and _torchtune_single_device_full(data, task):
             value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
         data[key] = value
-        notes.append(f"assumed {key} {value}")
+        notes.append(_("assumed {key} {value}").format(key=key, value=value))
     if task != "inference" and "optimizer_in_backward" not in searched and data.get("optimizer_in_backward") is None:
         if _torchtune_single_device_full(data, task):  # unset otherwise (= false), so outputs stay as they were
             data["optimizer_in_backward"] = True
-            notes.append("assumed optimizer_in_backward true (torchtune's single-device full fine-tuning recipe)")
+            notes.append(_("assumed optimizer_in_backward true (torchtune's single-device full fine-tuning recipe)"))
     if task in ("lora", "qlora") and "lora" not in data:
         data["lora"] = LoraSpec().model_dump()
-        notes.append("assumed LoRA rank 8, alpha 16, targets all-linear")
+        notes.append(_("assumed LoRA rank 8, alpha 16, targets all-linear"))
     if "parallel" not in data and "parallel" not in searched:
         data["parallel"] = ParallelSpec().model_dump()
     return Workload.model_validate(data), notes
@@ -353,24 +356,24 @@ def read_workload_documents(path: str | Path) -> Any:
         p.is_dir()  # a name too long for the file system, or otherwise unusable
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise GpuplanError(f"Cannot use {str(p)[:80]!r} as a workload file: {reason}.",
-                           hint="Give the path of a YAML or JSON workload file.") from None
+        raise GpuplanError(_("Cannot use {p!r} as a workload file: {reason}.").format(p=str(p)[:80], reason=reason),
+                           hint=_("Give the path of a YAML or JSON workload file.")) from None
     if not p.exists():
-        raise GpuplanError(f"Workload file {str(p)!r} does not exist.",
-                           hint="Give a YAML or JSON workload file; `gpuplan schema` shows the format.")
+        raise GpuplanError(_("Workload file {p!r} does not exist.").format(p=str(p)),
+                           hint=_("Give a YAML or JSON workload file; `gpuplan schema` shows the format."))
     if p.is_dir():
-        raise GpuplanError(f"{str(p)!r} is a folder, not a workload file.", hint="Give a .yaml or .json file.")
+        raise GpuplanError(_("{p!r} is a folder, not a workload file.").format(p=str(p)), hint=_("Give a .yaml or .json file."))
     text = read_text_bounded(p, "workload file")
     stripped = text.strip()
     if not stripped:
-        raise GpuplanError(f"Workload file {str(p)!r} is empty.",
-                           hint="Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`.")
+        raise GpuplanError(_("Workload file {p!r} is empty.").format(p=str(p)),
+                           hint=_("Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`."))
     if p.suffix.lower() in (".jsonl", ".ndjson") or (stripped.startswith("{") and "\n{" in stripped):
         lines = [ln for ln in text.splitlines() if ln.strip()]
         docs: list[Any] = []
         for i, line in enumerate(lines, 1):
             try:
-                docs.append(load_json(line, origin=f"{str(p)!r} line {i}"))
+                docs.append(load_json(line, origin=_("{path!r} line {line}").format(path=str(p), line=i)))
             except GpuplanError:
                 if len(lines) == 1:
                     break
@@ -387,6 +390,31 @@ class _BadLine:
         self.line = line
 
 
+# pydantic's error types -> our sentences (its own messages are English-only).
+_PYDANTIC_MESSAGES = {
+    "greater_than": N_("Invalid workload field {field!r} = {shown}: it must be greater than {gt}."),
+    "greater_than_equal": N_("Invalid workload field {field!r} = {shown}: it must be at least {ge}."),
+    "less_than": N_("Invalid workload field {field!r} = {shown}: it must be less than {lt}."),
+    "less_than_equal": N_("Invalid workload field {field!r} = {shown}: it must be at most {le}."),
+    "literal_error": N_("Invalid workload field {field!r} = {shown}: it must be one of {expected}."),
+    "int_parsing": N_("Invalid workload field {field!r} = {shown}: it must be a whole number."),
+    "int_type": N_("Invalid workload field {field!r} = {shown}: it must be a whole number."),
+    "int_from_float": N_("Invalid workload field {field!r} = {shown}: it must be a whole number."),
+    "float_parsing": N_("Invalid workload field {field!r} = {shown}: it must be a number."),
+    "float_type": N_("Invalid workload field {field!r} = {shown}: it must be a number."),
+    "finite_number": N_("Invalid workload field {field!r} = {shown}: it must be a finite number."),
+    "bool_parsing": N_("Invalid workload field {field!r} = {shown}: it must be true or false."),
+    "bool_type": N_("Invalid workload field {field!r} = {shown}: it must be true or false."),
+    "string_type": N_("Invalid workload field {field!r} = {shown}: it must be a text value."),
+    "dict_type": N_("Invalid workload field {field!r} = {shown}: it must be a mapping of keys."),
+    "model_type": N_("Invalid workload field {field!r} = {shown}: it must be a mapping of keys."),
+    "list_type": N_("Invalid workload field {field!r} = {shown}: it must be a list."),
+    "too_short": N_("Invalid workload field {field!r} = {shown}: it needs at least {min_length} item(s)."),
+    "too_long": N_("Invalid workload field {field!r} = {shown}: it takes at most {max_length} item(s)."),
+    "string_too_long": N_("Invalid workload field {field!r} = {shown}: it takes at most {max_length} characters."),
+}
+
+
 def _friendly(exc: ValidationError, prefix: str = "") -> GpuplanError:
     err = exc.errors()[0]
     loc = ".".join(str(x) for x in err.get("loc", ()))
@@ -397,23 +425,40 @@ def _friendly(exc: ValidationError, prefix: str = "") -> GpuplanError:
         key = str(err["loc"][-1])
         known = list(parent_model.model_fields) if parent_model else []
         close = did_you_mean(key, known)
-        hint = f"Did you mean {close[0]!r}?" if close else f"Known keys: {', '.join(known)}."
-        return GpuplanError(f"Unknown workload key {field!r}.", hint=hint + " `gpuplan schema` lists every key.",
+        if close:
+            hint = _("Did you mean {key!r}? `gpuplan schema` lists every key.").format(key=close[0])
+            web_hint = _("Did you mean {key!r}?").format(key=close[0])
+        else:
+            hint = _("Known keys: {keys}. `gpuplan schema` lists every key.").format(keys=", ".join(known))
+            web_hint = _("Known keys: {keys}.").format(keys=", ".join(known))
+        return GpuplanError(_("Unknown workload key {field!r}.").format(field=field), hint=hint, web_hint=web_hint,
                             field=field)
     msg = err.get("msg", "invalid value")
-    if msg.startswith("Value error, "):
+    if msg.startswith("Value error, "):   # our validators' own (translated) sentences
         msg = msg[len("Value error, "):]
     value = err.get("input")
     shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
     if len(shown) > 60:
         shown = shown[:57] + "..."
     if kind == "missing":
-        return GpuplanError(f"Workload field {field!r} is required.", hint="Add it, e.g. `model: Qwen/Qwen2.5-7B-Instruct`.",
-                            field=field)
-    hint = "See `gpuplan schema` for allowed values and ranges."
+        return GpuplanError(_("Workload field {field!r} is required.").format(field=field),
+                            hint=_("Add it, e.g. `model: Qwen/Qwen2.5-7B-Instruct`."), field=field)
+    hint = _("See `gpuplan schema` for allowed values and ranges.")
+    web_hint = _("Check the value against the field's allowed values and ranges.")
+    ctx = {k: (v if not isinstance(v, float) or not v.is_integer() else int(v)) for k, v in (err.get("ctx") or {}).items()}
+    # English keeps pydantic's own wording (a stable contract); other languages get our templates.
+    template = _PYDANTIC_MESSAGES.get(kind) if current_lang() != "en" else None
     if kind == "literal_error":
-        hint = f"Allowed: {msg.split('Input should be ', 1)[-1]}."
-    return GpuplanError(f"Invalid workload field {field!r} = {shown}: {msg}.", hint=hint, field=field)
+        hint = web_hint = _("Allowed: {expected}.").format(expected=msg.split("Input should be ", 1)[-1]
+                                                           if current_lang() == "en" else ctx.get("expected", ""))
+    if template:
+        try:
+            message = _(template).format(field=field, shown=shown, **ctx)
+        except (KeyError, IndexError, ValueError):
+            message = _("Invalid workload field {field!r} = {shown}: {msg}.").format(field=field, shown=shown, msg=msg)
+    else:
+        message = _("Invalid workload field {field!r} = {shown}: {msg}.").format(field=field, shown=shown, msg=msg)
+    return GpuplanError(message, hint=hint, web_hint=web_hint, field=field)
 
 
 def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
@@ -439,25 +484,29 @@ def _first_model(ann: Any) -> Any:
     return None
 
 
+_ORIGINS = (N_("workload"), N_("The request body"))
+
+
 def parse_workload(data: Any, origin: str = "workload") -> Workload:
     """Validate a mapping (from YAML/JSON/Python/REST) into a Workload, or raise GpuplanError."""
+    origin = _(origin)
     if isinstance(data, Workload):
         return data
     if isinstance(data, _BadLine):
-        raise GpuplanError(f"Line {data.line} is not valid JSON.", hint="Each JSON Lines line must be one JSON object.")
+        raise GpuplanError(_("Line {line} is not valid JSON.").format(line=data.line), hint=_("Each JSON Lines line must be one JSON object."))
     if not isinstance(data, dict):
-        raise GpuplanError(f"{origin} must be a mapping of workload keys, not {type(data).__name__}.",
-                           hint="Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`.")
+        raise GpuplanError(_("{origin} must be a mapping of workload keys, not {name}.").format(origin=origin, name=type(data).__name__),
+                           hint=_("Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`."))
     check_nesting(data, origin)
     bad = [k for k in data if not isinstance(k, str)]
     if bad:
-        raise GpuplanError(f"Workload keys must be strings, got {bad[0]!r}.", hint="Quote the key in YAML.")
+        raise GpuplanError(_("Workload keys must be strings, got {bad!r}.").format(bad=bad[0]), hint=_("Quote the key in YAML."))
     try:
         w = Workload.model_validate(data)
     except ValidationError as exc:
         raise _friendly(exc) from None
     except (TypeError, ValueError, RecursionError) as exc:  # pragma: no cover - defensive
-        raise GpuplanError(f"Invalid workload: {exc}.", hint="See `gpuplan schema`.") from None
+        raise GpuplanError(_("Invalid workload: {exc}.").format(exc=exc), hint=_("See `gpuplan schema`.")) from None
     _check_clouds_and_regions(w)
     return w
 
@@ -489,10 +538,10 @@ def load_workload(source: str | Path | dict[str, Any] | Workload, **overrides: A
     else:
         doc = read_workload_documents(source)
         if isinstance(doc, list):
-            raise GpuplanError(f"{str(source)!r} holds {len(doc)} workloads.",
-                               hint="`gpuplan estimate FILE` handles a list (JSON Lines output); other commands take one.")
+            raise GpuplanError(_("{source!r} holds {doc} workloads.").format(source=str(source), doc=len(doc)),
+                               hint=_("`gpuplan estimate FILE` handles a list (JSON Lines output); other commands take one."))
         if not isinstance(doc, dict):
-            raise GpuplanError(f"{str(source)!r} must hold one workload mapping.", hint="See `gpuplan schema`.")
+            raise GpuplanError(_("{source!r} must hold one workload mapping.").format(source=str(source)), hint=_("See `gpuplan schema`."))
         data = doc
     if overrides:
         data = apply_overrides(data, overrides)

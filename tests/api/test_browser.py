@@ -158,7 +158,9 @@ def test_invalid_input_names_the_field(page, live_server, tmp_path):
     pg.click("#submit")
     err = pg.locator("#form-error")
     err.wait_for()
-    assert "Unknown model" in err.inner_text() and "Did you mean" in err.inner_text()
+    # The page sends its language: the error and its hint are Chinese, and the hint points at the page.
+    assert "未知的模型 'qwen-7'" in err.inner_text() and "您是否想输入" in err.inner_text()
+    assert "gpuplan models" not in err.inner_text()
     assert "invalid" in (pg.get_attribute("#model", "class") or "")
     _save(pg, tmp_path, "web-error-zh.png")
     # 422 responses show up as console errors ("Failed to load resource"); nothing else may.

@@ -10,6 +10,7 @@ import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.api.limits import Limits
@@ -24,7 +25,7 @@ def create_app(limits: "Limits | None" = None, **kw: Any):
     try:
         from gpuplan.api.app import create_app as _create
     except ImportError as exc:
-        raise GpuplanError(f"The web API needs {exc.name or 'FastAPI'}, which is not installed.", hint=WEB_HINT) from None
+        raise GpuplanError(_("The web API needs {name}, which is not installed.").format(name=exc.name or 'FastAPI'), hint=WEB_HINT) from None
     return _create(limits, **kw)
 
 
@@ -46,11 +47,11 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, workers: int = 1, log_le
     off: put it behind a proxy you trust, since the API has no authentication.
     """
     if not (0 <= int(port) <= 65535):
-        raise GpuplanError(f"Port {port} is out of range.", hint="Use a port between 1 and 65535, e.g. 8000.")
+        raise GpuplanError(_("Port {port} is out of range.").format(port=port), hint=_("Use a port between 1 and 65535, e.g. 8000."))
     try:
         import uvicorn
     except ImportError:
-        raise GpuplanError("The web server needs uvicorn, which is not installed.", hint=WEB_HINT) from None
+        raise GpuplanError(_("The web server needs uvicorn, which is not installed."), hint=WEB_HINT) from None
     from gpuplan.api.middleware import LOOPBACK_HOSTS
 
     allowed = LOOPBACK_HOSTS if is_loopback(host) else None

@@ -16,6 +16,8 @@ nothing a client sends should produce a 500. Request bodies are never logged.
 
 
 import asyncio
+import contextvars
+import functools
 import io
 import json
 import math
@@ -49,6 +51,7 @@ from gpuplan.api.models import (
     Health,
 )
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 from gpuplan.workload import Workload, parse_workload
 
 STATIC_FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
@@ -60,6 +63,8 @@ _FIELD_BY_MESSAGE = (("Unknown model", "model"), ("Model config", "model"), ("Un
                      ("Unknown instance type", "hardware.instance_type"),
                      ("Unknown instance family", "constraints.families"), ("Unknown cloud", "constraints.clouds"),
                      ("TP ", "parallel"), ("PP ", "parallel"))
+_FIELD_BY_KIND = {"model": "model", "GPU": "hardware.gpu", "instance type": "hardware.instance_type",
+                  "instance family": "constraints.families", "cloud": "constraints.clouds"}
 _TOP_LEVEL = set(Workload.model_fields) | {"rank", "top", "lang"}   # workload keys and query parameters
 
 
@@ -113,6 +118,8 @@ def _compute_field(err: GpuplanError) -> str | None:
     if field:
         head = field.split(".", 1)[0]
         return field if head in _TOP_LEVEL else f"model.{field}"
+    if err.kind in _FIELD_BY_KIND:
+        return _FIELD_BY_KIND[err.kind]
     for prefix, name in _FIELD_BY_MESSAGE:
         if err.message.startswith(prefix):
             return name
@@ -125,14 +132,14 @@ def _with_field(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kw)
         except GpuplanError as err:
-            raise GpuplanError(err.message, err.hint, field=_compute_field(err)) from None
+            raise err.with_field(_compute_field(err)) from None
         except ValidationError as exc:
             # A combination the workload model accepts but a derived variant does not (e.g. task qlora
             # with constraints.quantization [none]): still the input's fault, so a 422 with the reason.
             first: Mapping[str, Any] = exc.errors()[0] if exc.errors() else {}
             msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
-            raise GpuplanError(f"This combination of workload settings is not possible: {msg}.",
-                               hint="Change the conflicting settings (see the message).",
+            raise GpuplanError(_("This combination of workload settings is not possible: {msg}.").format(msg=msg),
+                               hint=_("Change the conflicting settings (see the message)."),
                                field=".".join(str(p) for p in first.get("loc", ())) or None) from None
     wrapped.__name__ = fn.__name__
     return wrapped
@@ -150,9 +157,11 @@ def _check_model_ref(w: Workload) -> None:
         except GpuplanError as err:
             name = w.model.strip()
             pathlike = name.endswith(".json") or name.startswith((".", "~", "/", "\\")) or ":\\" in name
-            hint = err.hint + (" The web API does not read config.json paths: paste the config as an inline "
-                               "mapping instead." if pathlike else "")
-            raise GpuplanError(err.message, hint=hint.strip(), field="model") from None
+            extra = _("The web API does not read config.json paths: paste the config as an inline mapping instead.")
+            hint = err.hint_for("web")
+            if pathlike:
+                hint = (hint + " " + extra).strip()
+            raise GpuplanError(err.message, hint=hint, web_hint=hint, field="model", kind=err.kind) from None
 
 
 @_with_field
@@ -180,17 +189,19 @@ def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[byte
         from gpuplan.render.bundle import build_bundle
         from gpuplan.render.bundle.safe import slugify
     except ImportError:  # pragma: no cover - the bundle renderer ships with gpuplan
-        raise GpuplanError("Plan bundles are not available in this build.", hint="Upgrade gpuplan.") from None
+        raise GpuplanError(_("Plan bundles are not available in this build."), hint=_("Upgrade gpuplan.")) from None
     rec = do_recommend(w, limits, top=rank)
     doc = rec.to_dict()
     chosen = next((p for p in rec.plans if p.rank == rank), None)
     if chosen is None:
         if not rec.plans:
-            raise GpuplanError("No plan satisfies this workload, so there is no bundle to build.",
-                               hint="See binding_constraints in /api/recommend and relax that constraint.",
+            raise GpuplanError(_("No plan satisfies this workload, so there is no bundle to build."),
+                               hint=_("See binding_constraints in /api/recommend and relax that constraint."),
+                               web_hint=_("Relax the binding constraint shown with the result."),
                                field="constraints")
-        raise GpuplanError(f"There is no plan ranked {rank} (the search found {len(rec.all_plans)}).",
-                           hint="Use a rank listed by /api/recommend.", field="rank")
+        raise GpuplanError(_("There is no plan ranked {rank} (the search found {count}).").format(
+                               rank=rank, count=len(rec.all_plans)),
+                           hint=_("Use a rank listed by /api/recommend."), field="rank")
     from gpuplan.plan.bundle import bundle_inputs
 
     resolved, est = bundle_inputs(chosen, w)
@@ -234,10 +245,11 @@ class Runner:
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         self.start()
         if self.pending >= self.limits.max_queue:
-            raise Busy("The server is busy.", "Retry in a few seconds.")
+            raise Busy(_("The server is busy."), _("Retry in a few seconds."))
         loop = asyncio.get_running_loop()
         self.pending += 1
-        fut = loop.run_in_executor(self.pool, fn, *args)
+        # The request's language and surface travel with the work into the pool's thread.
+        fut = loop.run_in_executor(self.pool, functools.partial(contextvars.copy_context().run, fn, *args))
 
         def _done(_f: asyncio.Future) -> None:
             self.pending -= 1
@@ -248,8 +260,9 @@ class Runner:
             return await asyncio.wait_for(asyncio.shield(fut), timeout=self.limits.time_budget_s)
         except asyncio.TimeoutError:
             fut.cancel()
-            raise Busy(f"The request took longer than this server's {self.limits.time_budget_s:g} s budget.",
-                       "Narrow the search: set constraints.regions, constraints.max_gpus or a fixed hardware.gpu.")
+            raise Busy(_("The request took longer than this server's {budget:g} s budget.").format(
+                           budget=self.limits.time_budget_s),
+                       _("Narrow the search: set constraints.regions, constraints.max_gpus or a fixed hardware.gpu.")) from None
 
 
 # ------------------------------------------------------------------------------------------------ static
@@ -300,7 +313,7 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
     # ---------------------------------------------------------------- error handlers
     @app.exception_handler(GpuplanError)
     async def _gpuplan_error(_req: Request, err: GpuplanError) -> Response:
-        return error_response(422, err.message, err.hint, err.field)
+        return error_response(422, err.message, err.hint_for("web"), err.field)
 
     @app.exception_handler(Busy)
     async def _busy(_req: Request, err: Busy) -> Response:
@@ -315,8 +328,8 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_req: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 400:  # FastAPI could not decode the body (not UTF-8, ...)
-            return error_response(422, "The request body is not valid UTF-8 JSON.",
-                                  "Send one JSON object of workload keys, encoded as UTF-8.")
+            return error_response(422, _("The request body is not valid UTF-8 JSON."),
+                                  _("Send one JSON object of workload keys, encoded as UTF-8."))
         resp = error_response(exc.status_code, str(exc.detail))
         for key, value in (exc.headers or {}).items():
             resp.headers[key] = value
@@ -324,8 +337,8 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
 
     @app.exception_handler(Exception)
     async def _internal(_req: Request, exc: Exception) -> Response:  # pragma: no cover - a bug, never the input
-        return error_response(500, f"Internal error ({exc.__class__.__name__}).",
-                              "This is a gpuplan bug: please report it with the workload.")
+        return error_response(500, _("Internal error ({name}).").format(name=exc.__class__.__name__),
+                              _("This is a gpuplan bug: please report it with the workload."))
 
     # ---------------------------------------------------------------- compute
     @app.post("/api/estimate", tags=["compute"], responses=ESTIMATE_RESPONSES, response_class=Response,
@@ -452,10 +465,8 @@ def _instances(family, gpu, min_gpu_memory, region, cloud) -> dict:
     try:
         items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
     except GpuplanError as err:
-        field = ("family" if err.message.startswith("Unknown instance family") else
-                 "gpu" if err.message.startswith("Unknown GPU") else
-                 "cloud" if err.message.startswith("Unknown cloud") else None)
-        raise GpuplanError(err.message, err.hint, field=field) from None
+        field = {"instance family": "family", "GPU": "gpu", "cloud": "cloud"}.get(err.kind or "")
+        raise err.with_field(field) from None
     offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (region is None or o.region == region)]
     price: dict[str, dict] = {}
     for o in sorted(offers, key=lambda o: o.as_of):
@@ -495,25 +506,26 @@ def _validation_response(exc: RequestValidationError) -> Response:
     loc = tuple(first.get("loc", ()))
     kind = first.get("type", "")
     if kind == "json_invalid":
-        return error_response(422, "The request body is not valid JSON.",
-                              "Send one JSON object of workload keys with Content-Type: application/json.", None)
+        return error_response(422, _("The request body is not valid JSON."),
+                              _("Send one JSON object of workload keys with Content-Type: application/json."), None)
     if loc[:1] == ("body",):
         body = getattr(exc, "body", None)
         if body is None or kind == "missing" and len(loc) == 1:
-            return error_response(422, "The request body is empty.",
-                                  "Send a workload, e.g. {\"model\": \"Qwen/Qwen2.5-7B-Instruct\", \"task\": \"lora\"}.",
-                                  None)
+            return error_response(422, _("The request body is empty."),
+                                  _("Send a workload, e.g. {example}.").format(
+                                      example='{"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora"}'), None)
         try:
             parse_workload(body, origin="The request body")
         except GpuplanError as err:
-            return error_response(422, err.message, err.hint, err.field)
+            return error_response(422, err.message, err.hint_for("web"), err.field)
         field = ".".join(str(p) for p in loc[1:]) or None
-        return error_response(422, f"Invalid workload: {first.get('msg', 'invalid value')}.",
-                              "See /openapi.json or `gpuplan schema`.", field)
+        return error_response(422, _("Invalid workload: {msg}.").format(msg=first.get("msg", "invalid value")),
+                              _("See /openapi.json for the workload's keys and values."), field)
     field = ".".join(str(p) for p in loc[1:]) or None
     msg = first.get("msg", "invalid value")
-    where = f"query parameter {field!r}" if loc[:1] == ("query",) else f"parameter {field!r}"
-    return error_response(422, f"Invalid {where}: {msg}.", "See /openapi.json for the allowed values.", field)
+    tmpl = (_("Invalid query parameter {field!r}: {msg}.") if loc[:1] == ("query",)
+            else _("Invalid parameter {field!r}: {msg}."))
+    return error_response(422, tmpl.format(field=field, msg=msg), _("See /openapi.json for the allowed values."), field)
 
 
 def app_from_env() -> FastAPI:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from gpuplan.errors import GpuplanError
 from gpuplan.workload import Workload
+from gpuplan.i18n import _
 
 
 def _default_workers() -> int:
@@ -54,20 +55,20 @@ def check_workload(w: Workload, limits: Limits, *, search: bool) -> None:
     gpu_cap = limits.max_search_gpus if search else limits.max_estimate_gpus
     if cons is not None and cons.max_gpus is not None and cons.max_gpus > limits.max_search_gpus:
         raise GpuplanError(
-            f"constraints.max_gpus {cons.max_gpus} is above this server's search limit of {limits.max_search_gpus}.",
-            hint=f"Set constraints.max_gpus to {limits.max_search_gpus} or less, or use the CLI for larger searches.",
+            _("constraints.max_gpus {max_gpus} is above this server's search limit of {max_search_gpus}.").format(max_gpus=cons.max_gpus, max_search_gpus=limits.max_search_gpus),
+            hint=_("Set constraints.max_gpus to {max_search_gpus} or less, or use the CLI for larger searches.").format(max_search_gpus=limits.max_search_gpus),
             field="constraints.max_gpus")
     if hw is not None and hw.count is not None and hw.count > gpu_cap:
         raise GpuplanError(
-            f"hardware.count {hw.count} is above this server's limit of {gpu_cap} GPUs.",
-            hint=f"Give {gpu_cap} GPUs or fewer, or use the CLI.", field="hardware.count")
+            _("hardware.count {count} is above this server's limit of {gpu_cap} GPUs.").format(count=hw.count, gpu_cap=gpu_cap),
+            hint=_("Give {gpu_cap} GPUs or fewer, or use the CLI.").format(gpu_cap=gpu_cap), field="hardware.count")
     if cons is not None:
         for name in ("regions", "billing", "families", "quantization", "include_status", "clouds"):
             items = getattr(cons, name)
             if items is not None and len(items) > limits.max_list_items:
-                raise GpuplanError(f"constraints.{name} has {len(items)} entries (at most {limits.max_list_items}).",
-                                   hint="Give fewer entries; leave it unset to search everything.",
+                raise GpuplanError(_("constraints.{name} has {items} entries (at most {max_list_items}).").format(name=name, items=len(items), max_list_items=limits.max_list_items),
+                                   hint=_("Give fewer entries; leave it unset to search everything."),
                                    field=f"constraints.{name}")
     if w.lora is not None and isinstance(w.lora.targets, list) and len(w.lora.targets) > 256:
-        raise GpuplanError(f"lora.targets has {len(w.lora.targets)} entries (at most 256).",
-                           hint="Use all-linear, attn or qv, or list fewer module names.", field="lora.targets")
+        raise GpuplanError(_("lora.targets has {targets} entries (at most 256).").format(targets=len(w.lora.targets)),
+                           hint=_("Use all-linear, attn or qv, or list fewer module names."), field="lora.targets")

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qs
+
+from gpuplan.i18n import _, lang_from_request, use_lang, use_surface
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -76,6 +79,14 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        # The page's language: ?lang=zh|en, else Accept-Language. Errors (and text made while computing)
+        # come out in it; JSON keys never change. Hints suggest actions on the page, not CLI commands.
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        lang = lang_from_request((query.get("lang") or [None])[0], headers.get("accept-language"))
+        with use_lang(lang), use_surface("web"):
+            await self._guarded(scope, receive, send, headers)
+
+    async def _guarded(self, scope: dict, receive: Any, send: Any, headers: dict[str, str]) -> None:
 
         async def send_secure(message: dict) -> None:
             if message["type"] == "http.response.start":
@@ -84,9 +95,9 @@ class GuardMiddleware:
             await send(message)
 
         if self.allowed_hosts is not None and _host_name(headers.get("host", "")) not in self.allowed_hosts:
-            await _reply(send_secure, 400, "Unexpected Host header.",
-                         "This server only answers requests addressed to localhost; start it with "
-                         "--host 0.0.0.0 to serve other names.")
+            await _reply(send_secure, 400, _("Unexpected Host header."),
+                         _("This server only answers requests addressed to localhost; start it with "
+                           "--host 0.0.0.0 to serve other names."))
             return
         if scope.get("method") not in _BODY_METHODS:
             await self.app(scope, receive, send_secure)
@@ -99,8 +110,8 @@ class GuardMiddleware:
             except ValueError:
                 too_big = False
             if too_big:
-                await _reply(send_secure, 413, f"The request body is larger than {self.max_body_bytes} bytes.",
-                             "A workload is a few hundred bytes: send only the workload keys.")
+                await _reply(send_secure, 413, _("The request body is larger than {limit} bytes.").format(
+                    limit=self.max_body_bytes), _("A workload is a few hundred bytes: send only the workload keys."))
                 return
         chunks: list[bytes] = []
         size = 0
@@ -111,8 +122,8 @@ class GuardMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
-                await _reply(send_secure, 413, f"The request body is larger than {self.max_body_bytes} bytes.",
-                             "A workload is a few hundred bytes: send only the workload keys.")
+                await _reply(send_secure, 413, _("The request body is larger than {limit} bytes.").format(
+                    limit=self.max_body_bytes), _("A workload is a few hundred bytes: send only the workload keys."))
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -120,12 +131,12 @@ class GuardMiddleware:
         body = b"".join(chunks)
         ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if body and ctype != "application/json" and not ctype.endswith("+json"):
-            await _reply(send_secure, 415, "The request body must be JSON.",
-                         "Send Content-Type: application/json with one JSON object of workload keys.")
+            await _reply(send_secure, 415, _("The request body must be JSON."),
+                         _("Send Content-Type: application/json with one JSON object of workload keys."))
             return
         if max_nesting(body, self.max_json_depth) > self.max_json_depth:
-            await _reply(send_secure, 422, f"The request body nests deeper than {self.max_json_depth} levels.",
-                         "A workload nests three or four levels deep.", field=None)
+            await _reply(send_secure, 422, _("The request body nests deeper than {depth} levels.").format(
+                depth=self.max_json_depth), _("A workload nests three or four levels deep."), field=None)
             return
 
         sent = False
@@ -141,7 +152,7 @@ class GuardMiddleware:
 
 
 async def _reply(send: Any, status: int, message: str, hint: str, field: str | None = None) -> None:
-    payload = json.dumps({"error": message, "hint": hint, "field": field}).encode("utf-8")
+    payload = json.dumps({"error": message, "hint": hint, "field": field}, ensure_ascii=False).encode("utf-8")
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
     await send({"type": "http.response.body", "body": payload})

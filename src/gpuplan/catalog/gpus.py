@@ -20,6 +20,7 @@ import yaml
 
 from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.units import GIB, MIB
+from gpuplan.i18n import _
 
 # When nvidia-smi's memory.total is unknown, usable capacity = nominal GiB x this factor.
 # 15/16 is the conservative end of what drivers report: GDDR6 parts with ECC expose ~93.7 %
@@ -126,8 +127,8 @@ class GpuSpec:
         field_name = DTYPE_FIELDS.get(key)
         if field_name is None:
             raise GpuplanError(
-                f"Unknown dtype {dtype!r} for peak throughput.",
-                hint=f"Use one of: {', '.join(PEAK_DTYPES)}.",
+                _("Unknown dtype {dtype!r} for peak throughput.").format(dtype=dtype),
+                hint=_("Use one of: {PEAK_DTYPES}.").format(PEAK_DTYPES=', '.join(PEAK_DTYPES)),
             )
         return getattr(self, field_name)
 
@@ -190,7 +191,7 @@ def _strip_prefixes(key: str) -> str:
 
 
 def _fail(entry_id: object, problem: str) -> GpuplanError:
-    return GpuplanError(f"Malformed GPU catalog entry {entry_id!r}: {problem}.", hint=_FIX_HINT)
+    return GpuplanError(_("Malformed GPU catalog entry {entry_id!r}: {problem}.").format(entry_id=entry_id, problem=problem), hint=_FIX_HINT)
 
 
 def _is_number(value: object) -> bool:
@@ -253,7 +254,7 @@ def _add_key(index: dict[str, str], key: str, gpu_id: str, label: str) -> None:
 def parse_gpu_catalog(data: object) -> _Catalog:
     """Validate the parsed YAML document and build the lookup indexes (raises GpuplanError)."""
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
-        raise GpuplanError("The GPU catalog must be a mapping with a 'gpus' list.", hint=_FIX_HINT)
+        raise GpuplanError(_("The GPU catalog must be a mapping with a 'gpus' list."), hint=_FIX_HINT)
     gpus: dict[str, GpuSpec] = {}
     for raw in data["gpus"]:
         spec = _parse_entry(raw)
@@ -270,12 +271,12 @@ def parse_gpu_catalog(data: object) -> _Catalog:
     partial: dict[str, PartialName] = {}
     for raw in data.get("partial_names") or []:
         if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("name", "gpu", "assumed")):
-            raise GpuplanError(f"Malformed partial_names entry {raw!r}.", hint=_FIX_HINT)
+            raise GpuplanError(_("Malformed partial_names entry {raw!r}.").format(raw=raw), hint=_FIX_HINT)
         if raw["gpu"] not in gpus:
-            raise GpuplanError(f"partial_names entry {raw['name']!r} names unknown GPU {raw['gpu']!r}.", hint=_FIX_HINT)
+            raise GpuplanError(_("partial_names entry {raw!r} names unknown GPU {raw2!r}.").format(raw=raw['name'], raw2=raw['gpu']), hint=_FIX_HINT)
         key = _strip_prefixes(_name_key(raw["name"]))
         if key in partial or key in exact:
-            raise GpuplanError(f"partial_names entry {raw['name']!r} duplicates another name.", hint=_FIX_HINT)
+            raise GpuplanError(_("partial_names entry {raw!r} duplicates another name.").format(raw=raw['name']), hint=_FIX_HINT)
         partial[key] = PartialName(raw["name"], raw["gpu"], raw["assumed"])
     return _Catalog(gpus=gpus, partial=partial, exact=exact, stripped=stripped)
 
@@ -286,7 +287,7 @@ def _catalog() -> _Catalog:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise GpuplanError(f"Cannot read the GPU catalog: {exc}", hint="Reinstall gpuplan.") from exc
+        raise GpuplanError(_("Cannot read the GPU catalog: {exc}").format(exc=exc), hint=_("Reinstall gpuplan.")) from exc
     return parse_gpu_catalog(data)
 
 
@@ -312,7 +313,7 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
     ``"V100"`` -> V100-SXM2-32GB ...); then ids/aliases without a leading "NVIDIA"/"Tesla"/"GeForce".
     """
     if not isinstance(name, str):
-        raise GpuplanError(f"GPU name must be text, got {name!r}.", hint="See `gpuplan gpus`.")
+        raise GpuplanError(_("GPU name must be text, got {name!r}.").format(name=name), hint=_("See `gpuplan gpus`."))
     cat = _catalog()
     key = _name_key(name)
     if key in cat.exact:
@@ -320,7 +321,8 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
     short = _strip_prefixes(key)
     if short in cat.partial:
         default = cat.partial[short]
-        return cat.gpus[default.gpu], f"{name.strip()!r} resolved to {default.gpu} ({default.assumed})"
+        return cat.gpus[default.gpu], _("{name!r} resolved to {gpu} ({assumed})").format(
+            name=name.strip(), gpu=default.gpu, assumed=default.assumed)
     if short in cat.stripped:
         return cat.gpus[cat.stripped[short]], None
     raise unknown_name_error("GPU", name, gpu_names(), "gpuplan gpus")

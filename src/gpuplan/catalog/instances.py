@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from gpuplan.errors import GpuplanError, did_you_mean, unknown_name_error
+from gpuplan.i18n import _
 
 DEFAULT_CLOUD = "alibaba"
 CACHE_ENV = "GPUPLAN_CACHE_DIR"
@@ -194,14 +195,14 @@ def parse_number(raw: str | None, column: str, where: str, *, integer: bool = Fa
     try:
         value = float(text)
     except ValueError:
-        raise GpuplanError(f"{where}: column {column!r} is not a number: {raw!r}.",
-                           hint="Use plain digits (e.g. 16 or 0.0833); leave the cell empty when unknown.") from None
+        raise GpuplanError(_("{where}: column {column!r} is not a number: {raw!r}.").format(where=where, column=column, raw=raw),
+                           hint=_("Use plain digits (e.g. 16 or 0.0833); leave the cell empty when unknown.")) from None
     if not math.isfinite(value) or value < 0:
-        raise GpuplanError(f"{where}: column {column!r} must be a finite number >= 0, got {raw!r}.",
-                           hint="Leave the cell empty when the value is unknown.")
+        raise GpuplanError(_("{where}: column {column!r} must be a finite number >= 0, got {raw!r}.").format(where=where, column=column, raw=raw),
+                           hint=_("Leave the cell empty when the value is unknown."))
     if integer:
         if not value.is_integer():
-            raise GpuplanError(f"{where}: column {column!r} must be a whole number, got {raw!r}.", hint="")
+            raise GpuplanError(_("{where}: column {column!r} must be a whole number, got {raw!r}.").format(where=where, column=column, raw=raw), hint="")
         return int(value)
     return value
 
@@ -211,7 +212,7 @@ def _choice(raw: str | None, column: str, allowed: Iterable[str], where: str, *,
     allowed = tuple(allowed)
     if (empty_ok and not value) or value in allowed:
         return value
-    raise GpuplanError(f"{where}: column {column!r} has unknown value {value!r}.",
+    raise GpuplanError(_("{where}: column {column!r} has unknown value {value!r}.").format(where=where, column=column, value=value),
                        hint=f"Allowed: {', '.join(allowed)}" + (" or empty." if empty_ok else "."))
 
 
@@ -222,13 +223,13 @@ def read_csv_rows(text: str, source: str, required_columns: Iterable[str]) -> li
     reader.fieldnames = header
     missing = [c for c in required_columns if c not in header]
     if missing:
-        raise GpuplanError(f"{source}: missing column(s) {', '.join(missing)}.",
-                           hint="See docs/catalog-schema.md for the columns of this file.")
+        raise GpuplanError(_("{source}: missing column(s) {missing}.").format(source=source, missing=', '.join(missing)),
+                           hint=_("See docs/catalog-schema.md for the columns of this file."))
     rows = []
     for row in reader:
         if None in row:
-            raise GpuplanError(f"{source}, line {reader.line_num}: more cells than header columns.",
-                               hint="Quote cells that contain commas.")
+            raise GpuplanError(_("{source}, line {line_num}: more cells than header columns.").format(source=source, line_num=reader.line_num),
+                               hint=_("Quote cells that contain commas."))
         if not any((v or "").strip() for v in row.values()):
             continue
         rows.append((reader.line_num, {k: (v or "").strip() for k, v in row.items()}))
@@ -238,18 +239,17 @@ def read_csv_rows(text: str, source: str, required_columns: Iterable[str]) -> li
 def _parse_instance(row: dict[str, str], cloud: str, where: str) -> InstanceType:
     for col in _REQUIRED_VALUES:
         if not row.get(col):
-            raise GpuplanError(f"{where}: column {col!r} is empty.",
-                               hint="Every instance row needs instance_type, family, kind, gpu, gpu_count, "
-                                    "status, gpu_basis and at least one source URL.")
+            raise GpuplanError(_("{where}: column {col!r} is empty.").format(where=where, col=col),
+                               hint=_("Every instance row needs instance_type, family, kind, gpu, gpu_count, status, gpu_basis and at least one source URL."))
     values: dict[str, Any] = {c: parse_number(row.get(c), c, where) for c in _FLOAT_COLUMNS}
     values.update({c: parse_number(row.get(c), c, where, integer=True) for c in _INT_COLUMNS})
     if values["gpu_count"] <= 0:
-        raise GpuplanError(f"{where}: gpu_count must be > 0.", hint="Use 0.25 for a 1/4 vGPU slice.")
+        raise GpuplanError(_("{where}: gpu_count must be > 0.").format(where=where), hint=_("Use 0.25 for a 1/4 vGPU slice."))
     unconfirmed = _split(row.get("unconfirmed", ""))
     bad = [u for u in unconfirmed if u not in INSTANCE_COLUMNS]
     if bad:
-        raise GpuplanError(f"{where}: 'unconfirmed' names unknown column(s) {', '.join(bad)}.",
-                           hint="List column names separated by ';'.")
+        raise GpuplanError(_("{where}: 'unconfirmed' names unknown column(s) {bad}.").format(where=where, bad=', '.join(bad)),
+                           hint=_("List column names separated by ';'."))
     return InstanceType(
         cloud=cloud,
         instance_type=row["instance_type"],
@@ -301,8 +301,8 @@ def _load_cloud(cloud: str, overlay: str | None, _stamp_ns: int | None) -> tuple
         try:
             layers.append((Path(overlay).read_text(encoding="utf-8"), overlay))
         except (OSError, UnicodeDecodeError) as exc:
-            raise GpuplanError(f"Cannot read the cached catalog {overlay}: {exc}.",
-                               hint="Delete the file or run the live refresh again.") from None
+            raise GpuplanError(_("Cannot read the cached catalog {overlay}: {exc}.").format(overlay=overlay, exc=exc),
+                               hint=_("Delete the file or run the live refresh again.")) from None
     for text, source in layers:
         for inst in parse_instances_csv(text, cloud, source):
             merged[inst.instance_type.lower()] = inst
@@ -334,7 +334,7 @@ def load_families(cloud: str = DEFAULT_CLOUD) -> dict[str, Family]:
     for i, e in enumerate(entries, start=1):
         where = f"{source}, entry {i}"
         if not isinstance(e, dict) or not all(e.get(k) for k in ("family", "kind", "gpu", "status", "sources")):
-            raise GpuplanError(f"{where}: needs family, kind, gpu, status and sources.", hint="")
+            raise GpuplanError(_("{where}: needs family, kind, gpu, status and sources.").format(where=where), hint="")
         fam = Family(
             cloud=cloud, family=_strip_prefix(str(e["family"])),
             kind=_choice(e["kind"], "kind", KINDS, where, empty_ok=False), gpu=str(e["gpu"]),
@@ -473,9 +473,10 @@ def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = 
         r = str(raw).strip().lower()
         if known and r not in known:
             close = did_you_mean(r, known)
-            hint = (f"Did you mean {', '.join(repr(c) for c in close)}?" if close
-                    else f"Known regions: {', '.join(sorted(known))}.")
-            which = f"{names[0]} " if len(names) == 1 else ""
-            raise GpuplanError(f"Unknown {which}region {raw!r}.", hint=hint, field="constraints.regions")
+            hint = (_("Did you mean {names}?").format(names=", ".join(repr(c) for c in close)) if close
+                    else _("Known regions: {regions}.").format(regions=", ".join(sorted(known))))
+            message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=names[0]) if len(names) == 1
+                       else _("Unknown region {raw!r}.").format(raw=raw))
+            raise GpuplanError(message, hint=hint, field="constraints.regions", kind="region")
         out.append(r)
     return out

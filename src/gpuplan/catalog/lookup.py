@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.errors import GpuplanError, did_you_mean
+from gpuplan.i18n import _
 
 
 def _with_gpu_facts(inst) -> dict[str, Any]:
@@ -20,7 +21,7 @@ def _with_gpu_facts(inst) -> dict[str, Any]:
 
     today = datetime.date.today()
     offers = [o for o in load_offers(cloud=inst.cloud) if o.instance_type == inst.instance_type]
-    d["prices"] = [price_note(o, today) + f" [{o.billing}]" for o in offers] or ["no price known"]
+    d["prices"] = [price_note(o, today) + f" [{_(o.billing)}]" for o in offers] or [_("no price known")]
     return d
 
 
@@ -32,7 +33,7 @@ def find_any(name: str) -> tuple[str, dict[str, Any]]:
 
     name = (name or "").strip()
     if not name or len(name) > 300:
-        raise GpuplanError("Give a GPU, instance type, family or model name.", hint="e.g. `gpuplan show A10`.")
+        raise GpuplanError(_("Give a GPU, instance type, family or model name."), hint=_("e.g. `gpuplan show A10`."))
     errors: list[GpuplanError] = []
     for attempt in ("instance", "family", "gpu", "model"):
         try:
@@ -56,6 +57,12 @@ def find_any(name: str) -> tuple[str, dict[str, Any]]:
         names += list(load_families(cloud))
     names += [m.id for m in list_models()]
     close = did_you_mean(name, names)
-    hint = (f"Did you mean {', '.join(repr(c) for c in close)}?" if close else
-            "See `gpuplan gpus`, `gpuplan instances` and `gpuplan models`.")
-    raise GpuplanError(f"No GPU, instance type, family or model is called {name!r}.", hint=hint)
+    if close:
+        listed = ", ".join(repr(c) for c in close)
+        hint = _("Did you mean {names}?").format(names=listed)
+        web_hint = _("Did you mean {names}? Pick one from the list on the page.").format(names=listed)
+    else:
+        hint = _("See `gpuplan gpus`, `gpuplan instances` and `gpuplan models`.")
+        web_hint = _("Pick a known name from the list on the page.")
+    raise GpuplanError(_("No GPU, instance type, family or model is called {name!r}.").format(name=name), hint=hint,
+                       web_hint=web_hint)

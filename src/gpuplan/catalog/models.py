@@ -29,6 +29,7 @@ import yaml
 
 from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.safeio import load_json, read_text_bounded
+from gpuplan.i18n import _
 
 KINDS = ("decoder", "encoder", "encoder-decoder", "vision", "diffusion", "speech")
 LLM_KINDS = ("decoder", "encoder", "encoder-decoder")
@@ -189,8 +190,8 @@ class ModelSpec:
     def _need_shape(self) -> None:
         if not self.is_llm:
             raise GpuplanError(
-                f"Model {self.id!r} is a {self.kind} profile without a transformer shape.",
-                hint="Use its profile (FLOPs and activation bytes per sample) instead.",
+                _("Model {model!r} is a {kind} profile without a transformer shape.").format(model=self.id, kind=self.kind),
+                hint=_("Use its profile (FLOPs and activation bytes per sample) instead."),
             )
 
     def _attention_block(self) -> int:
@@ -398,8 +399,8 @@ def _check_range(name: str, value: int | None, model: str) -> None:
     lo, hi = LIMITS[name]
     if not lo <= value <= hi:
         raise GpuplanError(
-            f"Model {model!r}: {name} = {value} is outside the plausible range {lo}..{hi}.",
-            hint="Check the config values (a typo or a wrong unit?).",
+            _("Model {model!r}: {name} = {value} is outside the plausible range {lo}..{hi}.").format(model=model, name=name, value=value, lo=lo, hi=hi),
+            hint=_("Check the config values (a typo or a wrong unit?)."),
             field=name,
         )
 
@@ -407,15 +408,15 @@ def _check_range(name: str, value: int | None, model: str) -> None:
 def validate_spec(spec: ModelSpec) -> ModelSpec:
     """Check enums and ranges; fill params_total/params_active from the shape when missing."""
     if spec.kind not in KINDS:
-        raise GpuplanError(f"Model {spec.id!r}: unknown kind {spec.kind!r}.", hint=f"Use one of {', '.join(KINDS)}.")
+        raise GpuplanError(_("Model {model!r}: unknown kind {kind!r}.").format(model=spec.id, kind=spec.kind), hint=_("Use one of {kinds}.").format(kinds=', '.join(KINDS)))
     if not spec.is_llm:
         if spec.profile is None or spec.params_total <= 0:
-            raise GpuplanError(f"Model {spec.id!r}: a {spec.kind} model needs a profile and params_total.")
+            raise GpuplanError(_("Model {model!r}: a {kind} model needs a profile and params_total.").format(model=spec.id, kind=spec.kind))
         return spec
     for name, allowed in (("attention", ATTENTIONS), ("mlp", MLPS), ("norm", NORMS), ("position", POSITIONS)):
         if getattr(spec, name) not in allowed:
             raise GpuplanError(
-                f"Model {spec.id!r}: {name} {getattr(spec, name)!r} is not one of {', '.join(allowed)}.", field=name
+                _("Model {model!r}: {name} {value!r} is not one of {allowed}.").format(model=spec.id, name=name, value=getattr(spec, name), allowed=', '.join(allowed)), field=name
             )
     for name in ("num_layers", "hidden_size", "intermediate_size", "num_attention_heads",
                  "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings",
@@ -425,9 +426,8 @@ def validate_spec(spec: ModelSpec) -> ModelSpec:
         _check_range("num_decoder_layers", spec.num_decoder_layers, spec.id)
     if spec.mla is None and spec.num_attention_heads % spec.num_key_value_heads:
         raise GpuplanError(
-            f"Model {spec.id!r}: {spec.num_attention_heads} attention heads are not a multiple of "
-            f"{spec.num_key_value_heads} key/value heads.",
-            hint="num_attention_heads must be divisible by num_key_value_heads.",
+            _("Model {model!r}: {num_attention_heads} attention heads are not a multiple of {num_key_value_heads} key/value heads.").format(model=spec.id, num_attention_heads=spec.num_attention_heads, num_key_value_heads=spec.num_key_value_heads),
+            hint=_("num_attention_heads must be divisible by num_key_value_heads."),
         )
     if spec.moe is not None:
         m = spec.moe
@@ -436,8 +436,8 @@ def validate_spec(spec: ModelSpec) -> ModelSpec:
             _check_range(name, getattr(m, name), spec.id)
         if m.experts_per_token > m.num_experts:
             raise GpuplanError(
-                f"Model {spec.id!r}: {m.experts_per_token} experts per token but only {m.num_experts} experts.",
-                hint="experts_per_token (num_experts_per_tok) must not exceed the number of experts.",
+                _("Model {model!r}: {experts_per_token} experts per token but only {num_experts} experts.").format(model=spec.id, experts_per_token=m.experts_per_token, num_experts=m.num_experts),
+                hint=_("experts_per_token (num_experts_per_tok) must not exceed the number of experts."),
             )
     if spec.mla is not None:
         for name in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
@@ -445,8 +445,8 @@ def validate_spec(spec: ModelSpec) -> ModelSpec:
     total = param_count_from_shape(spec)
     if total > MAX_PARAMS:
         raise GpuplanError(
-            f"Model {spec.id!r}: the shape gives {total / 1e12:.0f} T parameters, beyond any real model.",
-            hint="Check hidden_size, num_hidden_layers, intermediate_size and vocab_size.",
+            _("Model {model!r}: the shape gives {total:.0f} T parameters, beyond any real model.").format(model=spec.id, total=total / 1e12),
+            hint=_("Check hidden_size, num_hidden_layers, intermediate_size and vocab_size."),
         )
     if spec.params_total <= 0:
         spec = replace(spec, params_total=total)
@@ -469,8 +469,8 @@ def _spec_from_entry(entry: Mapping[str, Any]) -> ModelSpec:
     unknown = set(data) - known
     if unknown:
         raise GpuplanError(
-            f"models.yaml entry {data.get('id')!r} has unknown keys: {', '.join(sorted(unknown))}.",
-            hint="Fix the bundled data file (see docs/models.md for the schema).",
+            _("models.yaml entry {entry!r} has unknown keys: {unknown}.").format(entry=data.get('id'), unknown=', '.join(sorted(unknown))),
+            hint=_("Fix the bundled data file (see docs/models.md for the schema)."),
         )
     for key, cls in _SUB_RECORDS.items():
         if data.get(key) is not None:
@@ -494,14 +494,14 @@ def load_models() -> tuple[ModelSpec, ...]:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:  # pragma: no cover - shipped data is tested
-        raise GpuplanError(f"Bundled models.yaml is malformed: {exc}", hint="Reinstall gpuplan.") from exc
+        raise GpuplanError(_("Bundled models.yaml is malformed: {exc}").format(exc=exc), hint=_("Reinstall gpuplan.")) from exc
     entries = raw["models"] if isinstance(raw, dict) else raw
     specs = []
     for entry in entries:
         try:
             specs.append(validate_spec(_spec_from_entry(entry)))
         except TypeError as exc:  # pragma: no cover - shipped data is tested
-            raise GpuplanError(f"models.yaml entry {entry.get('id')!r}: {exc}") from exc
+            raise GpuplanError(_("models.yaml entry {entry!r}: {exc}").format(entry=entry.get('id'), exc=exc)) from exc
     return tuple(specs)
 
 
@@ -559,8 +559,8 @@ def resolve_model(ref: Any) -> ModelSpec:
         return load_config_file(ref)
     if not isinstance(ref, str) or not ref.strip():
         raise GpuplanError(
-            f"model must be a name, a config.json path or a mapping, not {type(ref).__name__} {ref!r}.",
-            hint="E.g. model: Qwen/Qwen2.5-7B-Instruct, model: ./config.json or model: {params_b: 7}.",
+            _("model must be a name, a config.json path or a mapping, not {name} {ref!r}.").format(name=type(ref).__name__, ref=ref),
+            hint=_("E.g. model: Qwen/Qwen2.5-7B-Instruct, model: ./config.json or model: {params_b: 7}."),
             field="model",
         )
     name = ref.strip()
@@ -605,15 +605,15 @@ def load_config_file(path: str | os.PathLike) -> ModelSpec:
         text = read_text_bounded(p, "model config")
     except FileNotFoundError:
         raise GpuplanError(
-            f"Model config not found: {p}.",
-            hint="Give a bundled model name (see `gpuplan models`), a config.json path or a folder holding one.",
+            _("Model config not found: {p}.").format(p=p),
+            hint=_("Give a bundled model name (see `gpuplan models`), a config.json path or a folder holding one."),
             field="model",
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise GpuplanError(f"Cannot read model config {p}: {exc}.", hint="Check the path and permissions.") from None
-    cfg = load_json(text, origin=str(p), hint="Give the model's Hugging Face config.json unchanged.")
+        raise GpuplanError(_("Cannot read model config {p}: {exc}.").format(p=p, exc=exc), hint=_("Check the path and permissions.")) from None
+    cfg = load_json(text, origin=str(p), hint=_("Give the model's Hugging Face config.json unchanged."))
     if not isinstance(cfg, dict):
-        raise GpuplanError(f"{p} does not hold a JSON object.", hint="A config.json is a JSON object {...}.")
+        raise GpuplanError(_("{p} does not hold a JSON object.").format(p=p), hint=_("A config.json is a JSON object {...}."))
     name = cfg.get("_name_or_path") or (p.parent.name if p.name == "config.json" else p.stem)
     return from_hf_config(cfg, name=str(name)[:200] or "config.json")
 
@@ -732,8 +732,8 @@ def _select_layers(spec: ModelSpec, layers: list[_Linear], targets: str | Iterab
         if not hits:
             known = sorted({lay.name.split(".")[-1] for lay in layers} | set(_HF_ROLE))
             raise GpuplanError(
-                f"LoRA target {target!r} is not a linear layer of {spec.id}.",
-                hint=f"Use all-linear, attn, qv or module names among: {', '.join(known)}.",
+                _("LoRA target {target!r} is not a linear layer of {model}.").format(target=target, model=spec.id),
+                hint=_("Use all-linear, attn, qv or module names among: {known}.").format(known=', '.join(known)),
                 field="lora.targets",
             )
         chosen.extend(lay for lay in hits if lay not in chosen)
@@ -827,28 +827,28 @@ class _Cfg:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise GpuplanError(
-                    f"Model config {self.name!r}: {key} must be an integer, not {value!r}.",
-                    hint="Give the values of the model's config.json unchanged.", field=key,
+                    _("Model config {name!r}: {key} must be an integer, not {value!r}.").format(name=self.name, key=key, value=value),
+                    hint=_("Give the values of the model's config.json unchanged."), field=key,
                 )
             if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
-                raise GpuplanError(f"Model config {self.name!r}: {key} = {value!r} is not a whole number.", field=key)
+                raise GpuplanError(_("Model config {name!r}: {key} = {value!r} is not a whole number.").format(name=self.name, key=key, value=value), field=key)
             number = int(value)
             if number < 0 or number > 10**12:
                 raise GpuplanError(
-                    f"Model config {self.name!r}: {key} = {number} is out of range.",
-                    hint="Check the config values (a typo?).", field=key,
+                    _("Model config {name!r}: {key} = {number} is out of range.").format(name=self.name, key=key, number=number),
+                    hint=_("Check the config values (a typo?)."), field=key,
                 )
             return number
         if default is not None or not required:
             return default
-        raise GpuplanError(f"Model config {self.name!r} lacks {keys[0]}.", hint=_MIN_KEYS_HINT, field=keys[0])
+        raise GpuplanError(_("Model config {name!r} lacks {key}.").format(name=self.name, key=keys[0]), hint=_MIN_KEYS_HINT, field=keys[0])
 
     def bool(self, key: str, default: bool) -> bool:
         value = self.raw.get(key)
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise GpuplanError(f"Model config {self.name!r}: {key} must be true or false, not {value!r}.", field=key)
+            raise GpuplanError(_("Model config {name!r}: {key} must be true or false, not {value!r}.").format(name=self.name, key=key, value=value), field=key)
         return value
 
     def str(self, key: str) -> str:
@@ -872,7 +872,7 @@ def _flatten_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
 def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> ModelSpec:
     """Build a ModelSpec from the keys of a Hugging Face config.json (any keys accepted)."""
     if not isinstance(cfg, Mapping):
-        raise GpuplanError(f"Model config {name!r} must be a mapping of config.json keys.", hint=_MIN_KEYS_HINT)
+        raise GpuplanError(_("Model config {name!r} must be a mapping of config.json keys.").format(name=name), hint=_MIN_KEYS_HINT)
     c = _Cfg(_flatten_config(cfg), name)
     model_type = c.str("model_type").lower().replace("-", "_")
     assumptions: list[str] = []
@@ -880,8 +880,8 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     if base is None:
         base = _HfArch("llama", model_type or "unknown")
         assumptions.append(
-            f"model_type {model_type or '(none)'!r} is not one gpuplan knows: assumed a Llama-style decoder "
-            "(gated MLP, RMSNorm, RoPE, no biases)"
+            _("model_type {model_type!r} is not one gpuplan knows: assumed a Llama-style decoder "
+              "(gated MLP, RMSNorm, RoPE, no biases)").format(model_type=model_type or "(none)")
         )
     t = model_type
     layers = c.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -890,7 +890,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     vocab = c.int("padded_vocab_size", "vocab_size")
     assert layers is not None and hidden is not None and heads is not None and vocab is not None
     if heads == 0 or layers == 0 or hidden == 0:
-        raise GpuplanError(f"Model config {name!r}: layers, hidden size and heads must be positive.",
+        raise GpuplanError(_("Model config {name!r}: layers, hidden size and heads must be positive.").format(name=name),
                            hint=_MIN_KEYS_HINT)
 
     attn_cfg = c.raw.get("attn_config") if isinstance(c.raw.get("attn_config"), Mapping) else {}
@@ -899,14 +899,14 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         ratio = c.raw.get("expansion_ratio", 4)
         ffn = int(hidden * ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and 0 < ratio < 1e4 else None
         if ffn is None:
-            raise GpuplanError(f"Model config {name!r}: expansion_ratio must be a positive number.", field="expansion_ratio")
+            raise GpuplanError(_("Model config {name!r}: expansion_ratio must be a positive number.").format(name=name), field="expansion_ratio")
     elif t in _PLAIN_DEFAULT_FFN:
         ffn = c.int(*ffn_keys, default=4 * hidden)
     else:
         ffn = c.int(*ffn_keys, required=False)
         if ffn is None:
             if not c.has("moe_intermediate_size"):
-                raise GpuplanError(f"Model config {name!r} lacks intermediate_size.", hint=_MIN_KEYS_HINT,
+                raise GpuplanError(_("Model config {name!r} lacks intermediate_size.").format(name=name), hint=_MIN_KEYS_HINT,
                                    field="intermediate_size")
             ffn = c.int("moe_intermediate_size")
     assert ffn is not None
@@ -924,14 +924,14 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
             kv = _Cfg(attn_cfg, name).int("kv_n_heads")
     assert kv is not None
     if kv == 0:
-        raise GpuplanError(f"Model config {name!r}: key/value heads must be positive.", field="num_key_value_heads")
+        raise GpuplanError(_("Model config {name!r}: key/value heads must be positive.").format(name=name), field="num_key_value_heads")
 
     head_dim = c.int("head_dim", "kv_channels", "d_kv", required=False)
     if head_dim is None:
         if hidden % heads:
             raise GpuplanError(
-                f"Model config {name!r}: hidden_size {hidden} is not a multiple of {heads} heads.",
-                hint="Add head_dim to the config.", field="head_dim",
+                _("Model config {name!r}: hidden_size {hidden} is not a multiple of {heads} heads.").format(name=name, hidden=hidden, heads=heads),
+                hint=_("Add head_dim to the config."), field="head_dim",
             )
         head_dim = hidden // heads
 
@@ -1053,7 +1053,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         assumptions=tuple(assumptions),
     )
     if position == "learned" and not spec.max_position_embeddings:
-        raise GpuplanError(f"Model config {name!r} lacks max_position_embeddings (learned positions).",
+        raise GpuplanError(_("Model config {name!r} lacks max_position_embeddings (learned positions).").format(name=name),
                            hint=_MIN_KEYS_HINT, field="max_position_embeddings")
     return validate_spec(spec)
 
@@ -1106,7 +1106,7 @@ MIN_PARAMS_B = 0.05
 
 
 def _synth_spec(row: tuple, layers: int, name: str) -> ModelSpec:
-    src, h, ffn, heads, kv, d, vocab, tied, _ = row
+    src, h, ffn, heads, kv, d, vocab, tied, _extra = row
     return ModelSpec(
         id=name, family="synthetic", kind="decoder", arch="llama", num_layers=layers, hidden_size=h,
         intermediate_size=ffn, num_attention_heads=heads, num_key_value_heads=kv, head_dim=d,
@@ -1126,17 +1126,17 @@ def synthesize_from_params_b(ref: Mapping[str, Any]) -> ModelSpec:
     extra = set(ref) - {"params_b", "name"}
     if extra:
         raise GpuplanError(
-            f"model: {{params_b: ...}} takes no other keys (got {', '.join(sorted(map(str, extra)))}).",
-            hint="Use either {params_b: N} or a mapping of config.json keys, not both.", field="model",
+            _("model: {{params_b: ...}} takes no other keys (got {keys}).").format(keys=', '.join(sorted(map(str, extra)))),
+            hint=_("Use either {params_b: N} or a mapping of config.json keys, not both."), field="model",
         )
     value = ref.get("params_b")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise GpuplanError(f"params_b must be a number of billions of parameters, not {value!r}.",
-                           hint="E.g. model: {params_b: 7}.", field="model.params_b")
+        raise GpuplanError(_("params_b must be a number of billions of parameters, not {value!r}.").format(value=value),
+                           hint=_("E.g. model: {params_b: 7}."), field="model.params_b")
     if not MIN_PARAMS_B <= value <= MAX_PARAMS_B:
         raise GpuplanError(
-            f"params_b = {value} is outside {MIN_PARAMS_B}..{MAX_PARAMS_B:g} (billions of parameters).",
-            hint="Give the size in billions (7 for a 7B model), or the model's config.json.",
+            _("params_b = {value} is outside {lo}..{hi:g} (billions of parameters).").format(value=value, lo=MIN_PARAMS_B, hi=MAX_PARAMS_B),
+            hint=_("Give the size in billions (7 for a 7B model), or the model's config.json."),
             field="model.params_b",
         )
     target = float(value) * 1e9
@@ -1148,11 +1148,16 @@ def synthesize_from_params_b(ref: Mapping[str, Any]) -> ModelSpec:
     name = str(ref.get("name") or f"synthetic-{value:g}b")[:200]
     spec = _synth_spec(row, layers, name)
     total = param_count_from_shape(spec)
-    src, h, ffn, heads, kv, d, vocab, tied, _ = row
+    src, h, ffn, heads, kv, d, vocab, tied, _extra = row
     spec = replace(spec, params_total=total, params_active=total, assumptions=(
-        f"model {{params_b: {value:g}}}: no real shape given; synthesized a Llama-style GQA decoder with the "
-        f"widths of {src} (hidden {h}, FFN {ffn}, {heads} heads, {kv} KV heads, head_dim {d}, vocab {vocab}, "
-        f"{'tied' if tied else 'untied'} embeddings) and {layers} layers = {total / 1e9:.2f}B parameters",
+        (_("model {{params_b: {value:g}}}: no real shape given; synthesized a Llama-style GQA decoder with the "
+           "widths of {src} (hidden {h}, FFN {ffn}, {heads} heads, {kv} KV heads, head_dim {d}, vocab {vocab}, "
+           "tied embeddings) and {layers} layers = {total:.2f}B parameters") if tied else
+         _("model {{params_b: {value:g}}}: no real shape given; synthesized a Llama-style GQA decoder with the "
+           "widths of {src} (hidden {h}, FFN {ffn}, {heads} heads, {kv} KV heads, head_dim {d}, vocab {vocab}, "
+           "untied embeddings) and {layers} layers = {total:.2f}B parameters")).format(
+            value=value, src=src, h=h, ffn=ffn, heads=heads, kv=kv, d=d, vocab=vocab, layers=layers,
+            total=total / 1e9),
     ))
     return validate_spec(spec)
 

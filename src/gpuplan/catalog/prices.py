@@ -35,6 +35,7 @@ from gpuplan.catalog.instances import (
 )
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.units import HOURS_PER_MONTH
+from gpuplan.i18n import _
 
 PRICE_COLUMNS: tuple[str, ...] = (
     "instance_type", "region", "billing", "price", "unit", "currency", "as_of", "source", "confidence", "notes",
@@ -109,33 +110,33 @@ class Offer:
 def _parse_offer(row: dict[str, str], cloud: str, origin: str, where: str) -> Offer:
     for col in ("instance_type", "region", "billing", "price", "unit", "currency", "as_of", "source", "confidence"):
         if not row.get(col):
-            raise GpuplanError(f"{where}: column {col!r} is empty.",
-                               hint="Delete the row if no price is known: no row means 'no price', never 0.")
+            raise GpuplanError(_("{where}: column {col!r} is empty.").format(where=where, col=col),
+                               hint=_("Delete the row if no price is known: no row means 'no price', never 0."))
     price = parse_number(row["price"], "price", where)
     if not price or price <= 0:
-        raise GpuplanError(f"{where}: price must be > 0, got {row['price']!r}.",
-                           hint="Delete the row if no price is known: no row means 'no price', never 0.")
+        raise GpuplanError(_("{where}: price must be > 0, got {row!r}.").format(where=where, row=row['price']),
+                           hint=_("Delete the row if no price is known: no row means 'no price', never 0."))
     try:
         as_of = dt.date.fromisoformat(row["as_of"])
     except ValueError:
-        raise GpuplanError(f"{where}: as_of must be a date like 2024-05-31, got {row['as_of']!r}.", hint="") from None
+        raise GpuplanError(_("{where}: as_of must be a date like 2024-05-31, got {row!r}.").format(where=where, row=row['as_of']), hint="") from None
     currency = row["currency"].upper()
     if not _CURRENCY.match(currency):
-        raise GpuplanError(f"{where}: currency must be a 3-letter code like CNY or USD, got {row['currency']!r}.",
+        raise GpuplanError(_("{where}: currency must be a 3-letter code like CNY or USD, got {row!r}.").format(where=where, row=row['currency']),
                            hint="")
     kind = (row.get("kind") or "").lower() or _DEFAULT_KIND.get(origin.split(":")[0]) or ""
     if not kind:
-        raise GpuplanError(f"{where}: column 'kind' is empty.",
-                           hint=f"Say how the price was obtained: {', '.join(PRICE_KINDS)}.")
+        raise GpuplanError(_("{where}: column 'kind' is empty.").format(where=where),
+                           hint=_("Say how the price was obtained: {PRICE_KINDS}.").format(PRICE_KINDS=', '.join(PRICE_KINDS)))
     row = {**row, "kind": kind}
     for col, allowed in (("billing", BILLINGS), ("unit", UNITS), ("confidence", CONFIDENCES), ("kind", PRICE_KINDS)):
         if row[col].lower() not in allowed:
-            raise GpuplanError(f"{where}: column {col!r} has unknown value {row[col]!r}.",
-                               hint=f"Allowed: {', '.join(allowed)}.")
+            raise GpuplanError(_("{where}: column {col!r} has unknown value {row!r}.").format(where=where, col=col, row=row[col]),
+                               hint=_("Allowed: {allowed}.").format(allowed=', '.join(allowed)))
     rule = row.get("rule") or ""
     if kind == "estimated" and not rule:
-        raise GpuplanError(f"{where}: an estimated price needs its rule (column 'rule').",
-                           hint="Write how the number was computed, e.g. 'per-GPU price of <sibling> x 8'.")
+        raise GpuplanError(_("{where}: an estimated price needs its rule (column 'rule').").format(where=where),
+                           hint=_("Write how the number was computed, e.g. 'per-GPU price of <sibling> x 8'."))
     return Offer(cloud=cloud, instance_type=row["instance_type"], region=row["region"].lower(),
                  billing=row["billing"].lower(), price=float(price), unit=row["unit"].lower(), currency=currency,
                  as_of=as_of, source=row["source"], confidence=row["confidence"].lower(),
@@ -166,23 +167,24 @@ def read_user_prices(path: str | os.PathLike, cache_dir: str | os.PathLike | Non
     unknown = [c for c in header if c not in _USER_COLUMNS]
     if unknown:
         close = {u: did_you_mean(u, _USER_COLUMNS, n=1) for u in unknown}
-        hint = "; ".join(f"{u!r}: did you mean {c[0]!r}?" for u, c in close.items() if c)
-        raise GpuplanError(f"{path}: unknown column(s) {', '.join(unknown)}.",
-                           hint=hint or f"Allowed columns: {', '.join(_USER_COLUMNS)}.")
+        hint = "; ".join(_("{column!r}: did you mean {close!r}?").format(column=u, close=c[0])
+                         for u, c in close.items() if c)
+        raise GpuplanError(_("{path}: unknown column(s) {unknown}.").format(path=path, unknown=', '.join(unknown)),
+                           hint=hint or _("Allowed columns: {columns}.").format(columns=", ".join(_USER_COLUMNS)))
     offers = []
     for line, row in rows:
         where = f"{path}, line {line}"
         cloud = (row.get("cloud") or DEFAULT_CLOUD).lower()
         if cloud not in available_clouds():
-            raise GpuplanError(f"{where}: unknown cloud {row.get('cloud')!r}.",
-                               hint=f"Known clouds: {', '.join(available_clouds())}.")
+            raise GpuplanError(_("{where}: unknown cloud {entry!r}.").format(where=where, entry=row.get('cloud')),
+                               hint=_("Known clouds: {available_clouds}.").format(available_clouds=', '.join(available_clouds())))
         for col, default in _USER_OPTIONAL.items():
             if not row.get(col):
                 row[col] = default if default is not None else f"user price file {path.name}"
         try:
             inst = get_instance(row["instance_type"], cloud, cache_dir)
         except GpuplanError as exc:
-            raise GpuplanError(f"{where}: {exc.message}", hint=exc.hint) from None
+            raise GpuplanError(_("{where}: {message}").format(where=where, message=exc.message), hint=exc.hint) from None
         row["instance_type"] = inst.instance_type
         offers.append(_parse_offer(row, cloud, f"user:{path.name}", where))
     return offers
@@ -248,15 +250,15 @@ def offers_for(
 def source_label(offer: Offer) -> str:
     """A few words on where a price comes from, for notes ("third-party console snapshot")."""
     if offer.origin.startswith("user:"):
-        return f"your price file {offer.origin[5:]}"
+        return _("your price file {name}").format(name=offer.origin[5:])
     if offer.origin == "cache":
-        return "live refresh"
+        return _("live refresh")
     if offer.kind == "estimated":
-        return f"estimated: {offer.rule}"
+        return _("estimated: {rule}").format(rule=offer.rule)
     for entry in load_sources().values():
         if offer.source in (entry.get("url"), entry.get("title")) and entry.get("label"):
             return str(entry["label"])
-    return "official price" if offer.confidence == "confirmed" else "unconfirmed price"
+    return _("official price") if offer.confidence == "confirmed" else _("unconfirmed price")
 
 
 def _money(value: float) -> str:
@@ -266,8 +268,10 @@ def _money(value: float) -> str:
 def price_note(offer: Offer, today: dt.date | None = None, max_age_days: int = STALE_AFTER_DAYS) -> str:
     """One line for users: "CNY 9.53/h, cn-shanghai, as of 2023-06-01 (third-party console snapshot;
     1277 days old — prices may have changed)"."""
-    unit = "/h" if offer.unit == "hour" else "/month"
     age = offer.age_days(today)
-    age_text = f"{age} days old" + (" — prices may have changed" if age > max_age_days else "")
-    return (f"{offer.currency} {_money(offer.price)}{unit}, {offer.region}, as of {offer.as_of.isoformat()} "
-            f"({source_label(offer)}; {age_text})")
+    age_text = (_("{days} days old — prices may have changed") if age > max_age_days
+                else _("{days} days old")).format(days=age)
+    tmpl = (_("{currency} {price}/h, {region}, as of {date} ({source}; {age})") if offer.unit == "hour"
+            else _("{currency} {price}/month, {region}, as of {date} ({source}; {age})"))
+    return tmpl.format(currency=offer.currency, price=_money(offer.price), region=offer.region,
+                       date=offer.as_of.isoformat(), source=_(source_label(offer)), age=age_text)

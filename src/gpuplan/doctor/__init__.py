@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from gpuplan.i18n import _
 from gpuplan.errors import GpuplanError
 
 __all__ = ["run_doctor", "EXIT_OK", "EXIT_WARN", "EXIT_FAIL"]
@@ -32,24 +33,36 @@ def run_doctor(plan_dir: pathlib.Path | None = None, bench: bool = False, as_jso
     machine in tests. ``nvml=None`` means "NVML unavailable"; leave it out to use nvidia-ml-py.
     """
     out = out or sys.stdout
+    from gpuplan.i18n import use_lang  # noqa: PLC0415
+
+    with use_lang("en" if as_json else lang):   # text made deep inside (`_()`) follows --lang; JSON stays English
+        return _run_guarded(plan_dir, bench, as_json, lang, instance_metadata, runner, nvml, out, metadata_fetcher,
+                            torch_module, metadata_version, bench_options)
+
+
+def _run_guarded(plan_dir, bench, as_json, lang, instance_metadata, runner, nvml, out, metadata_fetcher,
+                 torch_module, metadata_version, bench_options) -> int:
     try:
         return _run(plan_dir, bench, as_json, lang, instance_metadata, runner, nvml, out,
                     metadata_fetcher, torch_module, metadata_version, bench_options or {})
     except GpuplanError as exc:
-        return _error(out, as_json, exc.message, exc.hint)
+        return _error(out, as_json, exc.message, exc.hint_for("cli"), lang)
     except Exception as exc:  # noqa: BLE001 - the doctor must never show a traceback
         from gpuplan.doctor.i18n import t  # noqa: PLC0415
 
-        return _error(out, as_json, t("internal", "en", error=f"{type(exc).__name__}: {exc}"), t("fix.internal"))
+        lg = "en" if as_json else lang
+        return _error(out, as_json, t("internal", lg, error=f"{type(exc).__name__}: {exc}"), t("fix.internal", lg), lang)
 
 
-def _error(out: TextIO, as_json: bool, message: str, hint: str) -> int:
+def _error(out: TextIO, as_json: bool, message: str, hint: str, lang: str = "en") -> int:
     if as_json:
         from gpuplan.doctor.report import write_json  # noqa: PLC0415
 
         write_json({"error": message, "hint": hint}, out)
     else:
-        out.write(f"Error: {message}\n" + (f"Hint: {hint}\n" if hint else ""))
+        from gpuplan.i18n import tr  # noqa: PLC0415
+
+        out.write(f"{tr('Error', lang)}: {message}\n" + (f"{tr('Hint', lang)}: {hint}\n" if hint else ""))
     return EXIT_FAIL
 
 
@@ -111,5 +124,5 @@ def _import_torch(torch_module: Any) -> tuple[Any, str | None]:
     try:
         import torch  # noqa: PLC0415 - only with --bench
     except ImportError as exc:
-        return None, f"PyTorch is not installed ({exc})"
+        return None, _("PyTorch is not installed ({error})").format(error=exc)
     return torch, None

@@ -101,12 +101,12 @@ def _allreduce_worker(rank: int, world: int, port: int, nbytes: int, iters: int,
                                 world_size=world, timeout=datetime.timedelta(seconds=timeout_s))
         try:
             buf = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
-            for _ in range(2):
+            for _i in range(2):
                 dist.all_reduce(buf)
             _sync(torch, device)
             dist.barrier()
             start = time.perf_counter()
-            for _ in range(iters):
+            for _i in range(iters):
                 dist.all_reduce(buf)
             _sync(torch, device)
             elapsed = time.perf_counter() - start
@@ -177,7 +177,7 @@ def disk_throughput_mb_s(directory: str, nbytes: int = 256 * MIB, block: int = 4
         start = time.perf_counter()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            for _ in range(nbytes // block):
+            for _i in range(nbytes // block):
                 os.write(fd, buf)
             os.fsync(fd)
         finally:

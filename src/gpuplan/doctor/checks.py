@@ -12,6 +12,7 @@ from typing import Any
 
 from gpuplan.doctor.facts import Facts, GpuFacts
 from gpuplan.doctor.i18n import t
+from gpuplan.i18n import _
 from gpuplan.doctor import plan as _plan
 from gpuplan.doctor.plan import Expectations
 from gpuplan.doctor.smi import nv_link_count
@@ -83,7 +84,7 @@ def _skip(cid: str, key: str = "not_in_plan", **params: Any) -> list[Check]:
 
 def check_gpu_present(f: Facts) -> list[Check]:
     if not f.gpus:
-        why = "; ".join(f.notes) or "nothing answered"
+        why = "; ".join(f.notes) or _("nothing answered")
         return [Check("gpu.present", FAIL, "gpu.none", {"why": why}, "fix.install_driver")]
     names = sorted({g.name or "unknown GPU" for g in f.gpus})
     return [Check("gpu.present", PASS, "gpu.found",
@@ -110,7 +111,7 @@ def check_gpu_model(f: Facts, e: Expectations) -> list[Check]:
 def check_driver(f: Facts, e: Expectations) -> list[Check]:
     d = f.driver
     if not d.driver_version:
-        return [Check("driver.version", WARN, "unknown_fact", {"what": "the driver version"}, "fix.install_driver")]
+        return [Check("driver.version", WARN, "unknown_fact", {"what": _("the driver version")}, "fix.install_driver")]
     cuda = d.cuda_driver_version or "unknown"
     need_driver = e.min_driver_version or MIN_DRIVER_FOR_CUDA.get(e.cuda_version or "")
     if need_driver and version_tuple(d.driver_version) < version_tuple(need_driver):
@@ -118,7 +119,7 @@ def check_driver(f: Facts, e: Expectations) -> list[Check]:
                       "fix.driver", {"driver": need_driver, "cuda": e.cuda_version or cuda})]
     if e.cuda_version and d.cuda_driver_version and \
             version_tuple(d.cuda_driver_version) < version_tuple(e.cuda_version):
-        need = MIN_DRIVER_FOR_CUDA.get(e.cuda_version, "the matching release")
+        need = MIN_DRIVER_FOR_CUDA.get(e.cuda_version, _("the matching release"))
         return [Check("driver.cuda", FAIL, "driver.cuda_old", {"cuda": cuda, "need": e.cuda_version},
                       "fix.driver", {"driver": need, "cuda": e.cuda_version})]
     rt = d.cuda_runtime_version
@@ -139,7 +140,7 @@ def check_persistence(f: Facts) -> list[Check]:
     if off:
         return [Check("gpu.persistence", WARN, "persistence.off", {"gpus": _gpus_text(off)}, "fix.persistence")]
     if all(g.persistence_mode is None for g in f.gpus):
-        return _skip("gpu.persistence", "unknown_fact", what="persistence mode")
+        return _skip("gpu.persistence", "unknown_fact", what=_("persistence mode"))
     return [Check("gpu.persistence", PASS, "persistence.ok")]
 
 
@@ -164,7 +165,7 @@ def check_pcie(f: Facts, e: Expectations) -> list[Check]:
     if out:
         return out
     if all(g.pcie_width_max is None for g in f.gpus):
-        return _skip("pcie.width", "unknown_fact", what="the PCIe link")
+        return _skip("pcie.width", "unknown_fact", what=_("the PCIe link"))
     idle = any(g.pcie_gen_current and g.pcie_gen_max and g.pcie_gen_current < g.pcie_gen_max for g in f.gpus)
     return [Check("pcie.width", PASS, "pcie.ok", {"note": t("pcie.idle_note") if idle else ""})]
 
@@ -176,10 +177,11 @@ def check_nvlink(f: Facts, e: Expectations) -> list[Check]:
     expected = e.interconnect in {"nvswitch", "nvlink"} if e.interconnect else None
     if expected is None and not e.has_plan:
         expected = any((g.nvlink_links_total or 0) > 0 for g in gpus)
-    problems = [f"GPU{g.index}: {g.nvlink_links_active} of {g.nvlink_links_total} NVLinks active"
+    problems = [_("GPU{index}: {active} of {total} NVLinks active").format(index=g.index, active=g.nvlink_links_active,
+                                                                          total=g.nvlink_links_total)
                 for g in gpus if g.nvlink_links_total and (g.nvlink_links_active or 0) < g.nvlink_links_total]
     if expected:
-        problems += [f"GPU{g.index}: no NVLink" for g in gpus if g.nvlink_links_total == 0]
+        problems += [_("GPU{index}: no NVLink").format(index=g.index) for g in gpus if g.nvlink_links_total == 0]
         topo = f.topology
         if topo is not None:
             names = [f"GPU{g.index}" for g in gpus if f"GPU{g.index}" in topo.devices]
@@ -192,7 +194,7 @@ def check_nvlink(f: Facts, e: Expectations) -> list[Check]:
     if not expected:
         return [Check("nvlink", PASS, "nvlink.not_expected")]
     if all(g.nvlink_links_total is None for g in gpus) and f.topology is None:
-        return [Check("nvlink", WARN, "unknown_fact", {"what": "NVLink status"}, "fix.nvlink")]
+        return [Check("nvlink", WARN, "unknown_fact", {"what": _("NVLink status")}, "fix.nvlink")]
     cells = {f.topology.link("GPU0", f"GPU{g.index}") for g in gpus[1:]} if f.topology else set()
     links = {g.nvlink_links_total for g in gpus}
     return [Check("nvlink", PASS, "nvlink.ok", {"count": len(gpus), "links": "/".join(map(str, sorted(
@@ -203,16 +205,18 @@ def check_ecc(f: Facts) -> list[Check]:
     problems, fail = [], False
     for g in f.gpus:
         if g.ecc_uncorrected_volatile:
-            problems.append(f"GPU{g.index}: {g.ecc_uncorrected_volatile} uncorrected ECC errors since boot")
+            problems.append(_("GPU{index}: {count} uncorrected ECC errors since boot").format(
+                index=g.index, count=g.ecc_uncorrected_volatile))
             fail = True
         if g.remapped_rows_pending:
-            problems.append(f"GPU{g.index}: row remapping pending (reset needed)")
+            problems.append(_("GPU{index}: row remapping pending (reset needed)").format(index=g.index))
             fail = True
         if g.remapping_failed:
-            problems.append(f"GPU{g.index}: row remapping failed")
+            problems.append(_("GPU{index}: row remapping failed").format(index=g.index))
             fail = True
         if g.ecc_uncorrected_aggregate and not g.ecc_uncorrected_volatile:
-            problems.append(f"GPU{g.index}: {g.ecc_uncorrected_aggregate} uncorrected ECC errors in its lifetime")
+            problems.append(_("GPU{index}: {count} uncorrected ECC errors in its lifetime").format(
+                index=g.index, count=g.ecc_uncorrected_aggregate))
     out = []
     if problems:
         out.append(Check("ecc.errors", FAIL if fail else WARN, "ecc.errors", {"items": "; ".join(problems)},
@@ -241,7 +245,7 @@ def check_power(f: Facts) -> list[Check]:
         items = ", ".join(f"GPU{g.index} {g.power_limit_w:.0f}/{g.power_default_limit_w:.0f} W" for g in low)
         return [Check("gpu.power", WARN, "power.low", {"items": items}, "fix.power")]
     if all(g.power_limit_w is None for g in f.gpus):
-        return _skip("gpu.power", "unknown_fact", what="power limits")
+        return _skip("gpu.power", "unknown_fact", what=_("power limits"))
     return [Check("gpu.power", PASS, "power.ok")]
 
 
@@ -257,7 +261,7 @@ def check_rdma(f: Facts, e: Expectations) -> list[Check]:
         return [Check("rdma", WARN, "rdma.unplanned")]
     devices = f.host.rdma_devices
     if devices is None:
-        return [Check("rdma", WARN, "unknown_fact", {"what": "RDMA devices"},
+        return [Check("rdma", WARN, "unknown_fact", {"what": _("RDMA devices")},
                       "fix.erdma" if e.rdma == "erdma" else "fix.rdma")]
     prefix = {"erdma": ("erdma",), "roce": ("mlx5", "mlx4", "rocep"), "ib": ("mlx5", "mlx4", "ib")}.get(e.rdma, ("",))
     match = [d for d in devices if d.startswith(prefix)]
@@ -283,7 +287,7 @@ def check_disk(f: Facts, e: Expectations, bench: dict[str, Any] | None) -> list[
     if e.data_disk_gib is None:
         out += _skip("disk.size", "no_plan" if not e.has_plan else "not_in_plan")
     elif m is None:
-        out.append(Check("disk.size", WARN, "unknown_fact", {"what": "mounted disks"}, "fix.disk_small"))
+        out.append(Check("disk.size", WARN, "unknown_fact", {"what": _("mounted disks")}, "fix.disk_small"))
     else:
         size = m.total_bytes / GIB
         # 5% slack: a cloud disk of N GiB shows a little less after the filesystem's overhead.
@@ -309,14 +313,14 @@ def check_disk(f: Facts, e: Expectations, bench: dict[str, Any] | None) -> list[
 def check_host(f: Facts, e: Expectations) -> list[Check]:
     h = f.host
     if h.cpus is None or h.ram_total_bytes is None:
-        return _skip("host", "unknown_fact", what="CPUs or RAM")
+        return _skip("host", "unknown_fact", what=_("CPUs or RAM"))
     ram = h.ram_total_bytes / GIB
     low = []
     if e.vcpus and h.cpus < e.vcpus:
-        low.append(f"{h.cpus} of {e.vcpus} vCPUs")
+        low.append(_("{cpus} of {vcpus} vCPUs").format(cpus=h.cpus, vcpus=e.vcpus))
     # The kernel reserves a few percent of RAM, so MemTotal reads below the catalog's GiB.
     if e.memory_gib and ram < 0.9 * e.memory_gib:
-        low.append(f"{ram:.0f} of {e.memory_gib:.0f} GiB RAM")
+        low.append(_("{ram:.0f} of {total:.0f} GiB RAM").format(ram=ram, total=e.memory_gib))
     if low:
         return [Check("host", WARN, "host.low", {"items": ", ".join(low)}, "fix.host")]
     return [Check("host", PASS, "host.ok", {"cpus": h.cpus, "ram": ram})]

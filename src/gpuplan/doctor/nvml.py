@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gpuplan.i18n import _
 from gpuplan.doctor.facts import GpuFacts
 
 T = TypeVar("T")
@@ -72,11 +73,11 @@ class NvmlSession:
     @classmethod
     def open(cls, nvml: Any | None) -> tuple[NvmlSession | None, str | None]:
         if nvml is None:
-            return None, "nvidia-ml-py is not installed (pip install 'gpuplan[doctor]')"
+            return None, _("nvidia-ml-py is not installed (pip install 'gpuplan[doctor]')")
         try:
             nvml.nvmlInit()
         except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...
-            return None, f"NVML could not start: {exc}"
+            return None, _("NVML could not start: {error}").format(error=exc)
         return cls(nvml), None
 
     def close(self) -> None:

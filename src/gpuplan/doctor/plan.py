@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,12 @@ def load_plan(plan_dir: pathlib.Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise GpuplanError(f"No plan.json in {plan_dir}.",
-                           hint="Pass the folder written by `gpuplan plan ... --out DIR`.") from None
+        raise GpuplanError(_("No plan.json in {plan_dir}.").format(plan_dir=plan_dir),
+                           hint=_("Pass the folder written by `gpuplan plan ... --out DIR`.")) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GpuplanError(f"Cannot read {path}: {exc}.", hint="Regenerate the plan bundle.") from None
+        raise GpuplanError(_("Cannot read {path}: {exc}.").format(path=path, exc=exc), hint=_("Regenerate the plan bundle.")) from None
     if not isinstance(doc, dict):
-        raise GpuplanError(f"{path} is not a JSON object.", hint="Regenerate the plan bundle.")
+        raise GpuplanError(_("{path} is not a JSON object.").format(path=path), hint=_("Regenerate the plan bundle."))
     return doc
 
 

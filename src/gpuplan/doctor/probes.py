@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from gpuplan.i18n import _
 from gpuplan.doctor import smi
 from gpuplan.doctor.facts import DriverFacts, Facts, GpuFacts, HostFacts, Mount, Topology
 from gpuplan.doctor.nvml import NvmlSession, nvml_gpus
@@ -68,7 +69,7 @@ def probe_gpus(runner: Runner, nvml: Any | None) -> tuple[dict[str, str | None],
 
     res = runner.run(["nvidia-smi", "-q"])
     if res.rc == 127:
-        notes.append("nvidia-smi not found")
+        notes.append(_("nvidia-smi not found"))
         return {"driver_version": None, "cuda_driver_version": None}, [], None, notes
     head, gpus = smi.parse_q(res.stdout) if res.ok else ({}, [])
     if not gpus:
@@ -79,7 +80,7 @@ def probe_gpus(runner: Runner, nvml: Any | None) -> tuple[dict[str, str | None],
                     "cuda_driver_version": head.get("cuda_driver_version")}
     if not gpus:
         detail = (res.stderr or res.stdout).strip().splitlines()
-        notes.append(f"nvidia-smi failed: {detail[0] if detail else 'rc ' + str(res.rc)}")
+        notes.append(_("nvidia-smi failed: {detail}").format(detail=detail[0] if detail else "rc " + str(res.rc)))
         return {"driver_version": head.get("driver_version"), "cuda_driver_version": None}, [], None, notes
     return head, _complete(runner, gpus), "nvidia-smi", notes
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from gpuplan.doctor.checks import FAIL, PASS, SKIP, WARN, Check
 from gpuplan.doctor.facts import Facts, GpuFacts
 from gpuplan.doctor.i18n import t
+from gpuplan.i18n import N_, tr
 from gpuplan.units import GIB
 
 if TYPE_CHECKING:  # rich is imported only to draw the text report; --json needs nothing
@@ -36,7 +37,7 @@ def _u(value: Any, lang: str, fmt: str = "{}") -> str:
 
 
 def _onoff(value: bool | None, lang: str) -> str:
-    return t("unknown", lang) if value is None else ("on" if value else "off")
+    return t("unknown", lang) if value is None else (tr("on", lang) if value else tr("off", lang))
 
 
 def _pcie(g: GpuFacts, lang: str) -> str:
@@ -49,13 +50,13 @@ def _gpu_table(facts: Facts, lang: str) -> Table:
     from rich.table import Table  # noqa: PLC0415
 
     table = Table(title=t("gpus", lang), show_lines=False)
-    for col in ("#", "GPU", "Mem", "ECC", "PM", "MIG", "PCIe", "NVLink", "Power", "NUMA"):
-        table.add_column(col)
+    for col in ("#", "GPU", N_("Mem"), "ECC", "PM", "MIG", "PCIe", "NVLink", N_("Power"), "NUMA"):
+        table.add_column(tr(col, lang))
     for g in facts.gpus:
         mem = _u(None if g.memory_total_bytes is None else g.memory_total_bytes / GIB, lang, "{:.1f} GiB")
         ecc = _onoff(g.ecc_enabled, lang)
         if g.ecc_uncorrected_volatile:
-            ecc += f" ({g.ecc_uncorrected_volatile} err)"
+            ecc += tr(" ({count} err)", lang).format(count=g.ecc_uncorrected_volatile)
         nvl = t("unknown", lang) if g.nvlink_links_total is None else (
             "-" if g.nvlink_links_total == 0 else f"{g.nvlink_links_active}/{g.nvlink_links_total}")
         power = _u(g.power_limit_w, lang, "{:.0f} W")
@@ -67,19 +68,23 @@ def _gpu_table(facts: Facts, lang: str) -> Table:
 def _facts_lines(facts: Facts, lang: str) -> list[str]:
     d, h = facts.driver, facts.host
     ram = None if h.ram_total_bytes is None else h.ram_total_bytes / GIB
+    rdma = None if h.rdma_devices is None else (", ".join(h.rdma_devices) or tr("none", lang))
     lines = [
-        f"driver {_u(d.driver_version, lang)} · CUDA (driver) {_u(d.cuda_driver_version, lang)} · "
-        f"CUDA (torch) {_u(d.cuda_runtime_version, lang)} · cuDNN {_u(d.cudnn_version, lang)} · "
-        f"NCCL {_u(d.nccl_version, lang)} · torch {_u(d.torch_version, lang)}",
-        f"host: {_u(h.cpus, lang)} CPUs · {_u(ram, lang, '{:.0f} GiB')} RAM · NUMA nodes {_u(h.numa_nodes, lang)} · "
-        f"RDMA {_u(None if h.rdma_devices is None else (', '.join(h.rdma_devices) or 'none'), lang)}",
+        tr("driver {driver} · CUDA (driver) {cuda_driver} · CUDA (torch) {cuda_torch} · cuDNN {cudnn} · NCCL {nccl} · "
+           "torch {torch}", lang).format(
+            driver=_u(d.driver_version, lang), cuda_driver=_u(d.cuda_driver_version, lang),
+            cuda_torch=_u(d.cuda_runtime_version, lang), cudnn=_u(d.cudnn_version, lang),
+            nccl=_u(d.nccl_version, lang), torch=_u(d.torch_version, lang)),
+        tr("host: {cpus} CPUs · {ram} RAM · NUMA nodes {numa} · RDMA {rdma}", lang).format(
+            cpus=_u(h.cpus, lang), ram=_u(ram, lang, "{:.0f} GiB"), numa=_u(h.numa_nodes, lang), rdma=_u(rdma, lang)),
     ]
     if h.instance_type:
-        lines.append(f"instance type (metadata): {h.instance_type}")
+        lines.append(tr("instance type (metadata): {instance_type}", lang).format(instance_type=h.instance_type))
     for m in h.mounts:
         size = "?" if m.total_bytes is None else f"{m.total_bytes / GIB:.0f} GiB"
-        free = "?" if m.free_bytes is None else f"{m.free_bytes / GIB:.0f} GiB free"
-        lines.append(f"mount {m.path} ({m.fstype}) {size}, {free}")
+        free = "?" if m.free_bytes is None else tr("{size:.0f} GiB free", lang).format(size=m.free_bytes / GIB)
+        lines.append(tr("mount {path} ({fstype}) {size}, {free}", lang).format(path=m.path, fstype=m.fstype,
+                                                                                size=size, free=free))
     return lines
 
 
@@ -87,8 +92,8 @@ def _bench_table(bench: dict[str, Any], lang: str) -> Table:
     from rich.table import Table  # noqa: PLC0415
 
     table = Table(title=t("benchmarks", lang))
-    for col in ("name", "value", "reference", "ratio"):
-        table.add_column(col)
+    for col in (N_("name"), N_("value"), N_("reference"), N_("ratio")):
+        table.add_column(tr(col, lang))
     for name, r in bench.items():
         if not isinstance(r, dict):
             continue

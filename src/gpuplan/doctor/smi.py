@@ -85,7 +85,7 @@ def parse_q_tree(text: str) -> dict[str, Any]:
             stack.pop()
         parent = stack[-1][1]
         if " : " in line or line.endswith(" :"):
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             parent[key.strip()] = value.strip()
         else:
             section: dict[str, Any] = {}

@@ -26,6 +26,7 @@ from gpuplan.estimate.system import Layout, System, layout_from_workload, system
 from gpuplan.estimate.training import training_perf
 from gpuplan.units import fmt_bytes
 from gpuplan.workload import Workload, load_workload, resolve_defaults
+from gpuplan.i18n import _
 
 SCHEMA_VERSION = 1
 KV_DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
@@ -93,20 +94,19 @@ def _kv_bytes(w: Workload) -> float:
 def _checks(w: Workload, model, system: System, warnings: list[str]) -> None:
     gpu = system.gpu
     if w.precision == "fp8" and gpu.peak_tflops("fp8") is None:
-        warnings.append(f"{gpu.id} has no FP8 tensor cores: FP8 compute is not available on it")
+        warnings.append(_("{gpu} has no FP8 tensor cores: FP8 compute is not available on it").format(gpu=gpu.id))
     if w.quantization == "fp8" and gpu.peak_tflops("fp8") is None:
-        warnings.append(f"{gpu.id} has no FP8 support: FP8 weights would run through a slower W8A16 path")
+        warnings.append(_("{gpu} has no FP8 support: FP8 weights would run through a slower W8A16 path").format(gpu=gpu.id))
     if w.precision == "bf16" and gpu.peak_tflops("bf16") is None:
-        warnings.append(f"{gpu.id} has no BF16 support: use precision fp16")
+        warnings.append(_("{gpu} has no BF16 support: use precision fp16").format(gpu=gpu.id))
     if w.flash_attention and gpu.compute_capability and float(gpu.compute_capability) < 8.0 and w.framework not in ("vllm",):
-        warnings.append(f"FlashAttention-2 needs compute capability 8.0+; {gpu.id} is {gpu.compute_capability}: "
-                        "activations assume the memory-efficient SDPA kernel")
+        warnings.append(_("FlashAttention-2 needs compute capability 8.0+; {gpu} is {compute_capability}: activations assume the memory-efficient SDPA kernel").format(gpu=gpu.id, compute_capability=gpu.compute_capability))
     mpos = getattr(model, "max_position_embeddings", None)
     length = (w.prompt_tokens or 0) + (w.output_tokens or 0) if w.task == "inference" else (w.seq_len or 0)
     if mpos and length > mpos:
-        warnings.append(f"{length} tokens exceed the model's max_position_embeddings {mpos}")
+        warnings.append(_("{length} tokens exceed the model's max_position_embeddings {mpos}").format(length=length, mpos=mpos))
     if system.gpu_fraction < 1 and (system.total_gpus > 1 or w.task != "inference"):
-        warnings.append("vGPU slices are meant for inference and graphics, not (multi-GPU) training")
+        warnings.append(_("vGPU slices are meant for inference and graphics, not (multi-GPU) training"))
 
 
 def _layers(model) -> int:
@@ -169,7 +169,7 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
                           tpot_sla_s=(sla.tpot_ms / 1000 if sla and sla.tpot_ms else None),
                           encoder_only=(model.kind == "encoder"))
     notes = list(perf.notes)
-    notes.append(f"decode at batch {conc}, average context {inp.prompt_tokens + inp.output_tokens / 2:.0f} tokens")
+    notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
     return mem, perf.to_dict(), notes
 
 
@@ -188,7 +188,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     if memory_only:
         return mem, {}, []
     if task in ("lora", "qlora"):
-        trainable, _ = lora_param_count(model, t.lora_targets, t.lora_rank)
+        trainable, _targets = lora_param_count(model, t.lora_targets, t.lora_rank)
     else:
         trainable = s.params_total
     dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
@@ -197,8 +197,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                          dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash,
                          optimizer=t.optimizer)
     notes = list(perf.notes)
-    notes.append(f"achievable hardware FLOPs utilisation {perf.efficiency:.0%} of {perf.peak_tflops:.0f} TFLOP/s "
-                 f"dense ({system.gpu.id}, data/efficiency.yaml)")
+    notes.append(_("achievable hardware FLOPs utilisation {efficiency:.0%} of {peak_tflops:.0f} TFLOP/s dense ({gpu}, data/efficiency.yaml)").format(efficiency=perf.efficiency, peak_tflops=perf.peak_tflops, gpu=system.gpu.id))
     return mem, perf.to_dict(), notes
 
 
@@ -233,8 +232,7 @@ def _try(w: Workload, model, system: System, layout: Layout, **wchanges) -> Esti
 def _suggest(w: Workload, model, system: System, layout: Layout, est: Estimate) -> list[str]:
     out: list[str] = []
     short = est.memory.shortfall_bytes
-    out.append(f"needs {fmt_bytes(est.memory.per_gpu_bytes)} per GPU, {fmt_bytes(short)} more than the "
-               f"{fmt_bytes(est.memory.capacity_bytes)} of {system.gpu.id}")
+    out.append(_("needs {per_gpu_bytes} per GPU, {short} more than the {capacity_bytes} of {gpu}").format(per_gpu_bytes=fmt_bytes(est.memory.per_gpu_bytes), short=fmt_bytes(short), capacity_bytes=fmt_bytes(est.memory.capacity_bytes), gpu=system.gpu.id))
     task = w.task or "inference"
     par = (w.parallel.model_dump() if w.parallel else {})
     if task == "inference":
@@ -245,42 +243,42 @@ def _suggest(w: Workload, model, system: System, layout: Layout, est: Estimate) 
                 continue
             e = _try(w, model, system, layout, quantization=q, precision="fp16" if q in ("awq", "gptq-int4") else w.precision)
             if e and e.fits:
-                out.append(f"quantize the weights to {q}: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+                out.append(_("quantize the weights to {q}: {per_gpu_bytes} per GPU").format(q=q, per_gpu_bytes=fmt_bytes(e.memory.per_gpu_bytes)))
                 break
         if (w.kv_cache_dtype or "auto") not in ("fp8", "int8"):
             e = _try(w, model, system, layout, kv_cache_dtype="fp8")
             if e and e.fits:
-                out.append(f"store the KV cache in fp8: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+                out.append(_("store the KV cache in fp8: {per_gpu_bytes} per GPU").format(per_gpu_bytes=fmt_bytes(e.memory.per_gpu_bytes)))
     else:
         if task == "full" or task == "pretrain":
             for t2, q in (("lora", "none"), ("qlora", "bnb-nf4")):
                 e = _try(w, model, system, layout, task=t2, quantization=q,
                          lora={"rank": 8, "alpha": 16, "targets": "all-linear", "dropout": 0.05})
                 if e and e.fits:
-                    out.append(f"fine-tune with {t2.upper()} instead: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+                    out.append(_("fine-tune with {task} instead: {per_gpu_bytes} per GPU").format(task=t2.upper(), per_gpu_bytes=fmt_bytes(e.memory.per_gpu_bytes)))
                     break
         if w.grad_checkpointing is not True:
             e = _try(w, model, system, layout, grad_checkpointing=True)
             if e and e.fits:
-                out.append(f"turn on gradient checkpointing: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+                out.append(_("turn on gradient checkpointing: {per_gpu_bytes} per GPU").format(per_gpu_bytes=fmt_bytes(e.memory.per_gpu_bytes)))
         if layout.zero < 3 and system.total_gpus > 1:  # LoRA/QLoRA too: ZeRO-3/FSDP shard the frozen base
             e = _try(w, model, system, layout, parallel={**par, "zero": 3})
             if e and e.fits:
-                out.append(f"shard everything with ZeRO-3 / FSDP full_shard: {fmt_bytes(e.memory.per_gpu_bytes)} per GPU")
+                out.append(_("shard everything with ZeRO-3 / FSDP full_shard: {per_gpu_bytes} per GPU").format(per_gpu_bytes=fmt_bytes(e.memory.per_gpu_bytes)))
         if task in ("full", "pretrain") and layout.offload == "none":
             e = _try(w, model, system, layout, parallel={**par, "zero": max(layout.zero, 2), "offload": "cpu"})
             if e and e.fits:
-                out.append(f"offload optimizer states to CPU (ZeRO-Offload): {fmt_bytes(e.memory.per_gpu_bytes)} per GPU, "
-                           f"host RAM {fmt_bytes(e.memory.host_bytes)}")
+                out.append(_("offload optimizer states to CPU (ZeRO-Offload): {per_gpu_bytes} per GPU, host RAM {host_bytes}").format(per_gpu_bytes=fmt_bytes(e.memory.per_gpu_bytes), host_bytes=fmt_bytes(e.memory.host_bytes)))
         if (w.batch_size or 1) > 1:
             e = _try(w, model, system, layout, batch_size=1, gradient_accumulation=(w.gradient_accumulation or 1) * (w.batch_size or 1))
             if e and e.fits:
-                out.append("use micro-batch 1 with more gradient accumulation")
+                out.append(_("use micro-batch 1 with more gradient accumulation"))
     n = min_gpus_to_fit(w, model, system)
     if n:
-        out.append(f"use {n} x {system.gpu.id}" + (" (tensor parallel)" if task == "inference" else " (ZeRO-3 / FSDP)"))
+        tmpl = _("use {n} x {gpu} (tensor parallel)") if task == "inference" else _("use {n} x {gpu} (ZeRO-3 / FSDP)")
+        out.append(tmpl.format(n=n, gpu=system.gpu.id))
     if len(out) == 1:
-        out.append("no single change fits: use a GPU with more memory (`gpuplan recommend` searches them)")
+        out.append(_("no single change fits: use a GPU with more memory (`gpuplan recommend` searches them)"))
     return out
 
 
@@ -325,12 +323,12 @@ def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) 
     from gpuplan.catalog.models import resolve_model
 
     if field_name not in MAX_FIELDS:
-        raise GpuplanError(f"Cannot maximise {field_name!r}.", hint=f"Choose one of {', '.join(MAX_FIELDS)}.")
+        raise GpuplanError(_("Cannot maximise {field_name!r}.").format(field_name=field_name), hint=_("Choose one of {MAX_FIELDS}.").format(MAX_FIELDS=', '.join(MAX_FIELDS)))
     key = MAX_FIELDS[field_name]
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
     model = resolve_model(resolved.model)
-    system, _ = system_from_workload(resolved)
+    system, _layout = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     if field_name == "concurrency" or (field_name == "batch_size" and resolved.task == "inference" and
                                        resolved.framework in ("vllm", "sglang", "trtllm")):

@@ -23,6 +23,7 @@ from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops, tp_collective_s
+from gpuplan.i18n import _
 
 COMPILED = {"torch-compile"}
 
@@ -105,7 +106,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     eff = float(inf["prefill_efficiency"])
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
-    w_bytes, _ = weight_bytes(s, case.precision, case.quantization)
+    w_bytes, _dtype = weight_bytes(s, case.precision, case.quantization)
     memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * _stream_efficiency(case.quantization, case.framework))
     t = compute if marginal else max(compute, memory)
     if layout.pp > 1 and not marginal:
@@ -216,14 +217,14 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
     prefill_cost = prefill_time(s, case, layout, system, 1, notes, marginal=True) if case.framework in ENGINES \
         else prefill_one
     if ttft_sla_s is not None and prefill_one > ttft_sla_s:
-        notes.append(f"TTFT {prefill_one:.2f} s exceeds the SLA of {ttft_sla_s:.2f} s even alone")
+        notes.append(_("TTFT {prefill_one:.2f} s exceeds the SLA of {ttft_sla_s:.2f} s even alone").format(prefill_one=prefill_one, ttft_sla_s=ttft_sla_s))
         return 0.0, 1
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
     best, best_b = 0.0, 1
     cap = table("inference", "engine_max_batch").get(case.framework)
     if cap and conc > cap:
         conc = int(cap)
-        notes.append(f"{case.framework} runs at most {conc} sequences per step by default")
+        notes.append(_("{framework} runs at most {conc} sequences per step by default").format(framework=case.framework, conc=conc))
     candidates = sorted({min(conc, x) for x in (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 1024, 2048, conc)})
     consts = _decode_consts(s, case, layout, system, notes)
     for b in candidates:
@@ -238,6 +239,5 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
                 break
         if 1.0 / per_req > best:
             best, best_b = 1.0 / per_req, b
-    notes.append(f"serving batch {best_b}: the number of concurrent sequences that serves the most requests "
-                 "within the SLA and the KV budget")
+    notes.append(_("serving batch {best_b}: the number of concurrent sequences that serves the most requests within the SLA and the KV budget").format(best_b=best_b))
     return best, best_b

@@ -23,6 +23,10 @@ from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import ACT_BYTES, Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
 from gpuplan.units import GIB
+from gpuplan.i18n import N_, _
+
+# Words put into the notes at run time (phase of the peak, precision mode).
+_NOTE_WORDS = (N_("forward/backward"), N_("optimizer step"), N_("pure"), N_("mixed"), N_("fp32"))
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "logits", "overhead")
 
@@ -201,7 +205,7 @@ def _stage_layers(layers: int, pp: int) -> list[int]:
 
 def block_storage_bytes_per_layer(s: Shape, precision: str, quantization: str, *, double_quant: bool = False) -> float:
     """Bytes of one transformer block's weights at rest (quantized storage included), whole model width."""
-    w_total, _ = weight_bytes(s, precision, quantization, double_quant=double_quant)
+    w_total, _dtype = weight_bytes(s, precision, quantization, double_quant=double_quant)
     other_b = 4.0 if precision == "fp32" else 2.0
     return max(0.0, w_total - s.other_params * other_b) / max(1, s.layers)
 
@@ -250,7 +254,7 @@ def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization
     if layout.zero < 3 or layout.dp <= 1:
         return 0.0, 0.0
     quant = quantization if quantization not in (None, "none") else "none"
-    w_total, _ = weight_bytes(s, "bf16" if precision != "fp32" else "fp32", quant,
+    w_total, _dtype = weight_bytes(s, "bf16" if precision != "fp32" else "fp32", quant,
                               double_quant=(task == "qlora"))
     gather = w_total / (layout.tp * layout.pp)
     reduce = trainable_params / (layout.tp * layout.pp) * 2.0
@@ -278,7 +282,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     mode = precision_mode(t.precision, t.framework, t.optimizer)
     dense_w = 4.0 if t.precision == "fp32" else 2.0
     quant = t.quantization if t.quantization not in (None, "none") else "none"
-    w_total, _ = weight_bytes(s, t.precision, quant, double_quant=(t.task == "qlora"))
+    w_total, _dtype = weight_bytes(s, t.precision, quant, double_quant=(t.task == "qlora"))
     if t.task == "qlora" and quant in ("bnb-nf4", "bnb-int8") and layout.zero < 3 \
             and t.framework not in NO_KBIT_UPCAST_FRAMEWORKS:
         # peft.prepare_model_for_kbit_training casts the non-quantized parameters (embeddings,
@@ -447,16 +451,15 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     host += paged_spill * system.gpus_per_node
     host += 3.0 * GIB * system.gpus_per_node
     host += 0.5 * w_total
-    notes = [f"peak in the {phase} phase", f"optimizer states: {t.optimizer} ({mode} precision, "
-             f"{state_b:g} bytes/param)"]
+    notes = [_("peak in the {phase} phase").format(phase=_(phase)),
+             _("optimizer states: {optimizer} ({mode} precision, {bytes:g} bytes/param)").format(
+                 optimizer=t.optimizer, mode=_(mode), bytes=state_b)]
     if zero >= 3 and dp > 1:
-        notes.append(f"ZeRO-3 / FSDP: every weight{' (the frozen base included)' if peft else ''} is sharded "
-                     f"{dp} ways; two gathered blocks and the embedding/head are live at a time")
+        notes.append(_("ZeRO-3 / FSDP: every weight{peft} is sharded {dp} ways; two gathered blocks and the embedding/head are live at a time").format(peft=' (the frozen base included)' if peft else '', dp=dp))
     if paged:
-        notes.append("paged optimizer: states live in CUDA unified memory outside PyTorch's allocator and page to "
-                     "host RAM when the GPU runs short (they never cause an out-of-memory error)")
+        notes.append(_("paged optimizer: states live in CUDA unified memory outside PyTorch's allocator and page to host RAM when the GPU runs short (they never cause an out-of-memory error)"))
     if in_bwd:
-        notes.append("optimizer step fused into backward: one parameter's gradient is live at a time")
+        notes.append(_("optimizer step fused into backward: one parameter's gradient is live at a time"))
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                           capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
                           peak_phase=phase, total_bytes=total, total_allocated_bytes=total_alloc,
@@ -565,7 +568,7 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     mem_tab = table("memory")
     inf = table("inference")
     shards = layout.tp * layout.pp
-    w_total, _ = weight_bytes(s, t.precision, t.quantization)
+    w_total, _dtype = weight_bytes(s, t.precision, t.quantization)
     weights = inference_weight_bytes(s, w_total, layout)
     seq_tokens = t.prompt_tokens + t.output_tokens
     per_seq = kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) * kv_shard_fraction(s, layout)
@@ -587,16 +590,15 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
                 "gradients": 0.0, "optimizer": 0.0, "adapters": 0.0, "logits": 0.0}
         alloc = weights + kv + act + graphs
         reserved = per_gpu - ctx - nccl
-        notes.append(f"{t.framework} pre-allocates {util:.0%} of GPU memory; the KV pool takes what weights and "
-                     "activations leave")
+        notes.append(_("{framework} pre-allocates {util:.0%} of GPU memory; the KV pool takes what weights and activations leave").format(framework=t.framework, util=util))
         if s.is_mla and layout.tp > 1:
             notes.append("MLA latent cache: every TP rank keeps the whole latent of its sequences"
                          + (" (data-parallel attention: each rank serves 1/tp of them)" if layout.dp_attention
                             else " (not split by TP; parallel.dp_attention: true splits the sequences instead)"))
         elif layout.tp > s.kv_heads and not layout.dp_attention:
-            notes.append(f"{s.kv_heads} KV heads over TP {layout.tp}: heads are replicated, one per rank")
+            notes.append(_("{kv_heads} KV heads over TP {tp}: heads are replicated, one per rank").format(kv_heads=s.kv_heads, tp=layout.tp))
         if needed > reserved_engine:
-            notes.append(f"needs gpu_memory_utilization {min(0.99, needed / cap + 0.01):.2f} (above the default {util:.2f})")
+            notes.append(_("needs gpu_memory_utilization {needed:.2f} (above the default {util:.2f})").format(needed=min(0.99, needed / cap + 0.01), util=util))
         return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                               capacity_bytes=cap, components=comp, host_bytes=_inference_host(w_total, system),
                               engine_reserved_bytes=reserved_engine, peak_phase="serving",
@@ -620,8 +622,7 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
             "optimizer": 0.0, "adapters": 0.0, "logits": 0.0}
     comp["overhead"] = per_gpu - sum(comp.values())
     budget = cap - (weights + act + ctx + nccl + mem_tab["workspace_bytes"])
-    notes.append("transformers generate: the cache grows by concatenation, so the allocator's reserve approaches "
-                 "twice the KV cache")
+    notes.append(_("transformers generate: the cache grows by concatenation, so the allocator's reserve approaches twice the KV cache"))
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                           capacity_bytes=cap, components=comp, host_bytes=_inference_host(w_total, system),
                           peak_phase="prefill/decode", total_bytes=per_gpu * shards,

@@ -16,6 +16,7 @@ from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops
 from gpuplan.units import GIB
+from gpuplan.i18n import _
 
 
 
@@ -37,7 +38,7 @@ def input_scale(profile, inp: dict | None) -> tuple[float, list[str]]:
     if not key or ref is None:
         return 1.0, notes
     if given is None:
-        notes.append(f"assumed {key} {ref} (the profile's reference input)")
+        notes.append(_("assumed {key} {ref} (the profile's reference input)").format(key=key, ref=ref))
         return 1.0, notes
     return (float(given) / float(ref)) ** exponent, notes
 
@@ -90,14 +91,12 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
         acts = prof.activation_bytes_per_sample * scale * batch * (2.0 if precision == "fp32" else 1.0)
         if layout.checkpointing == "full":
             acts *= nl["checkpointed_activation_share"]
-            notes.append(f"checkpointing keeps about {nl['checkpointed_activation_share']:.0%} of the activations "
-                         "(assumed for non-LLM models)")
+            notes.append(_("checkpointing keeps about {nl:.0%} of the activations (assumed for non-LLM models)").format(nl=nl['checkpointed_activation_share']))
         comp.update(gradients=grads, optimizer=states, activations=acts)
     else:
         acts = prof.activation_bytes_per_sample * scale * batch * nl["inference_activation_share"]
         comp["activations"] = acts
-        notes.append(f"inference keeps about {nl['inference_activation_share']:.0%} of the training activations "
-                     "live (assumed)")
+        notes.append(_("inference keeps about {nl:.0%} of the training activations live (assumed)").format(nl=nl['inference_activation_share']))
     alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
     reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * comp["activations"]
     per_gpu = reserved + ctx + nccl
@@ -126,7 +125,7 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
         if model.kind == "diffusion":
             steps = (inp or {}).get("steps") or nl["default_diffusion_steps"]
             per_sample = fwd * steps * nl["cfg_passes"]
-            notes.append(f"{steps} denoising steps with classifier-free guidance (2 passes per step)")
+            notes.append(_("{steps} denoising steps with classifier-free guidance (2 passes per step)").format(steps=steps))
         latency = per_sample * batch / (peak * eff)
         if model.kind == "speech" and prof.components.get("decode_flops_per_token"):
             latency, per_sample = _speech_latency(model, prof, nl, scale, batch, precision, framework, system,
@@ -137,5 +136,5 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
                 "tflops_per_gpu": per_sample * batch / latency / 1e12, "comm_fraction": None, "total_time_s": None,
                 "gpu_hours": None}
     notes.extend(perf_notes)
-    notes.append(f"compute efficiency {eff:.0%} of dense peak assumed for this model kind")
+    notes.append(_("compute efficiency {eff:.0%} of dense peak assumed for this model kind").format(eff=eff))
     return NonLLMResult(memory=mem, performance=perf, notes=notes)

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 
 # Replacement tables installed by `overrides` (None: the shipped efficiency.yaml).
 _ACTIVE: dict[str, Any] | None = None
@@ -29,7 +30,7 @@ def _shipped() -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped file
-        raise GpuplanError(f"Cannot read the bundled efficiency table: {exc}.", hint="Reinstall gpuplan.") from None
+        raise GpuplanError(_("Cannot read the bundled efficiency table: {exc}.").format(exc=exc), hint=_("Reinstall gpuplan.")) from None
     return data
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.params import table
+from gpuplan.i18n import _
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.catalog.gpus import GpuSpec
@@ -128,15 +129,19 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
     tp = par.tp if par else 1
     pp = par.pp if par else 1
     if total_gpus % (tp * pp):
-        raise GpuplanError(f"TP {tp} x PP {pp} does not divide the {total_gpus} GPUs.",
-                           hint="Choose tp and pp whose product divides the GPU count.")
+        raise GpuplanError(_("TP {tp} x PP {pp} does not divide the {total_gpus} GPUs.").format(
+                               tp=tp, pp=pp, total_gpus=total_gpus),
+                           hint=_("Choose tp and pp whose product divides the GPU count."), field="parallel")
     dp = par.dp if par and par.dp else total_gpus // (tp * pp)
     if tp * pp * dp != total_gpus:
-        raise GpuplanError(f"TP {tp} x PP {pp} x DP {dp} = {tp * pp * dp} GPUs, but the hardware has {total_gpus}.",
-                           hint="Leave dp unset to take gpus / (tp * pp).")
+        raise GpuplanError(_("TP {tp} x PP {pp} x DP {dp} = {product} GPUs, but the hardware has {total_gpus}.").format(
+                               tp=tp, pp=pp, dp=dp, product=tp * pp * dp, total_gpus=total_gpus),
+                           hint=_("Leave dp unset to take gpus / (tp * pp)."), field="parallel")
     if tp > gpus_per_node > 0 and tp % gpus_per_node:
-        raise GpuplanError(f"TP {tp} spans nodes of {gpus_per_node} GPUs but is not a multiple of {gpus_per_node}.",
-                           hint="A tensor-parallel group across nodes takes whole nodes (e.g. TP16 on 2 x 8 GPUs).")
+        raise GpuplanError(_("TP {tp} spans nodes of {gpus_per_node} GPUs but is not a multiple of {gpus_per_node}.")
+                           .format(tp=tp, gpus_per_node=gpus_per_node),
+                           hint=_("A tensor-parallel group across nodes takes whole nodes (e.g. TP16 on 2 x 8 GPUs)."),
+                           field="parallel")
     fsdp = par.fsdp if par else "none"
     zero = max(par.zero if par else 0, FSDP_TO_ZERO[fsdp])
     ckpt = w.grad_checkpointing
@@ -237,14 +242,14 @@ def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
         if assumed:
             notes.append(assumed)
     else:
-        gpu, _ = resolve_gpu("A100-SXM4-80GB")
-        notes.append("assumed hardware 1 x A100-SXM4-80GB (no hardware given)")
+        gpu, _frac = resolve_gpu("A100-SXM4-80GB")
+        notes.append(_("assumed hardware 1 x A100-SXM4-80GB (no hardware given)"))
     count = (hw.count if hw and hw.count else None)
     if count is None:
         par = w.parallel
         count = (par.tp * par.pp * (par.dp or 1)) if par else 1
         if hw and hw.gpu:
-            notes.append(f"assumed {count} GPU(s)")
+            notes.append(_("assumed {count} GPU(s)").format(count=count))
     per_node = min(count, 8)
     if hw and hw.nodes:
         per_node = max(1, count // hw.nodes)
@@ -253,8 +258,7 @@ def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
     inter = None
     if nodes > 1:
         inter = assumed_node_network_gbit_s(gpu, per_node)
-        notes.append(f"assumed {inter:.0f} Gbit/s RDMA per node between nodes (no instance type given; "
-                     "data/efficiency.yaml communication.assumed_cluster_network)")
+        notes.append(_("assumed {inter:.0f} Gbit/s RDMA per node between nodes (no instance type given; data/efficiency.yaml communication.assumed_cluster_network)").format(inter=inter))
     return System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link, inter_node_gbit_s=inter,
                   rdma="rdma" if nodes > 1 else None), notes
 

@@ -42,6 +42,7 @@ from typing import Any, cast
 
 from gpuplan.errors import GpuplanError
 from gpuplan.workload import Workload, resolve_defaults
+from gpuplan.i18n import _
 
 SCHEMA_VERSION = 1
 INSTALL_HINT = "pip install 'gpuplan[trace]' (install torch==2.13.0 first on this machine to get the CPU build)"
@@ -86,24 +87,22 @@ def hf_config_from_spec(spec: Any, *, min_positions: int = 0) -> tuple[dict[str,
     notes: list[str] = []
     if not getattr(spec, "is_llm", False):
         raise GpuplanError(
-            f"Exact mode cannot trace {spec.id!r}: it is a {spec.kind} profile without a transformer shape.",
-            hint="Drop --trace: the analytic estimate uses the model's FLOPs/activation profile.")
+            _("Exact mode cannot trace {model!r}: it is a {kind} profile without a transformer shape.").format(model=spec.id, kind=spec.kind),
+            hint=_("Drop --trace: the analytic estimate uses the model's FLOPs/activation profile."))
     if spec.kind != "decoder":
         raise GpuplanError(
-            f"Exact mode traces decoder-only language models; {spec.id!r} is an {spec.kind} model.",
-            hint=f"Drop --trace for the analytic estimate. Traceable: {SUPPORTED_TEXT}.")
+            _("Exact mode traces decoder-only language models; {model!r} is an {kind} model.").format(model=spec.id, kind=spec.kind),
+            hint=_("Drop --trace for the analytic estimate. Traceable: {SUPPORTED_TEXT}.").format(SUPPORTED_TEXT=SUPPORTED_TEXT))
     model_type = _ARCH_TO_MODEL_TYPE.get(spec.arch)
     if model_type is None or spec.mlp != "gated" or spec.norm != "rmsnorm" or spec.position != "rope":
         raise GpuplanError(
-            f"Exact mode cannot rebuild {spec.id!r} (architecture {spec.arch}, {spec.mlp} MLP, {spec.norm}, "
-            f"{spec.position} positions).",
-            hint=f"Drop --trace for the analytic estimate. Traceable: {SUPPORTED_TEXT}.")
+            _("Exact mode cannot rebuild {model!r} (architecture {arch}, {mlp} MLP, {norm}, {position} positions).").format(model=spec.id, arch=spec.arch, mlp=spec.mlp, norm=spec.norm, position=spec.position),
+            hint=_("Drop --trace for the analytic estimate. Traceable: {SUPPORTED_TEXT}.").format(SUPPORTED_TEXT=SUPPORTED_TEXT))
     if spec.attention_sinks or spec.norms_per_layer != 2 or spec.embedding_norm or spec.has_norm_bias:
-        raise GpuplanError(f"Exact mode cannot rebuild {spec.id!r}: its layer layout is not Llama-style.",
-                           hint=f"Drop --trace for the analytic estimate. Traceable: {SUPPORTED_TEXT}.")
+        raise GpuplanError(_("Exact mode cannot rebuild {model!r}: its layer layout is not Llama-style.").format(model=spec.id),
+                           hint=_("Drop --trace for the analytic estimate. Traceable: {SUPPORTED_TEXT}.").format(SUPPORTED_TEXT=SUPPORTED_TEXT))
     if spec.family not in ("llama", "qwen2", "qwen3", "mixtral", "deepseek", "synthetic", ""):
-        notes.append(f"traced as a transformers {model_type!r} model with {spec.id}'s shapes "
-                     f"(family {spec.family}: same matrices, norms and embeddings)")
+        notes.append(_("traced as a transformers {model_type!r} model with {model}'s shapes (family {family}: same matrices, norms and embeddings)").format(model_type=model_type, model=spec.id, family=spec.family))
     max_pos = max(int(spec.max_position_embeddings or 0), int(min_positions), 2048)
     cfg: dict[str, Any] = {
         "model_type": model_type,
@@ -119,21 +118,19 @@ def hf_config_from_spec(spec: Any, *, min_positions: int = 0) -> tuple[dict[str,
         "use_cache": False,
     }
     if spec.sliding_window:
-        notes.append(f"sliding window {spec.sliding_window} not applied: traced with full causal attention "
-                     "(same FLOP count under torch's non-causal convention, same activation memory with SDPA)")
+        notes.append(_("sliding window {sliding_window} not applied: traced with full causal attention (same FLOP count under torch's non-causal convention, same activation memory with SDPA)").format(sliding_window=spec.sliding_window))
     moe = spec.moe
     if model_type in ("llama", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe"):
         cfg["head_dim"] = spec.head_dim
     if model_type == "llama":
         if moe is not None:
-            raise GpuplanError(f"Exact mode cannot rebuild {spec.id!r}: generic Llama-style MoE layouts are not "
-                               "a transformers model.", hint=f"Drop --trace. Traceable: {SUPPORTED_TEXT}.")
+            raise GpuplanError(_("Exact mode cannot rebuild {model!r}: generic Llama-style MoE layouts are not a transformers model.").format(model=spec.id), hint=_("Drop --trace. Traceable: {SUPPORTED_TEXT}.").format(SUPPORTED_TEXT=SUPPORTED_TEXT))
         if spec.qkv_bias and not spec.o_bias:
             cfg["model_type"] = "qwen2"  # q/k/v biases without an o_proj bias: Qwen2's attention
             cfg["use_sliding_window"] = False
         elif spec.o_bias and not spec.qkv_bias:
-            raise GpuplanError(f"Exact mode cannot rebuild {spec.id!r}: an o_proj bias without q/k/v biases.",
-                               hint="Drop --trace for the analytic estimate.")
+            raise GpuplanError(_("Exact mode cannot rebuild {model!r}: an o_proj bias without q/k/v biases.").format(model=spec.id),
+                               hint=_("Drop --trace for the analytic estimate."))
         else:
             cfg["attention_bias"] = bool(spec.qkv_bias)
         cfg["mlp_bias"] = bool(spec.mlp_bias)
@@ -143,45 +140,42 @@ def hf_config_from_spec(spec: Any, *, min_positions: int = 0) -> tuple[dict[str,
             cfg["attention_bias"] = False
         cfg["use_sliding_window"] = False
         if spec.o_bias or spec.mlp_bias:
-            raise GpuplanError(f"Exact mode cannot rebuild {spec.id!r}: Qwen2 has no o_proj/MLP biases.",
-                               hint="Drop --trace for the analytic estimate.")
+            raise GpuplanError(_("Exact mode cannot rebuild {model!r}: Qwen2 has no o_proj/MLP biases.").format(model=spec.id),
+                               hint=_("Drop --trace for the analytic estimate."))
     elif model_type == "qwen3":
         cfg["attention_bias"] = bool(spec.qkv_bias)
         cfg["use_sliding_window"] = False
     elif model_type == "mixtral":
         assert moe is not None
         if moe.shared_experts or moe.first_k_dense or moe.moe_layer_freq != 1:
-            raise GpuplanError(f"Exact mode cannot rebuild {spec.id!r}: Mixtral has no shared experts or dense layers.",
-                               hint="Drop --trace for the analytic estimate.")
+            raise GpuplanError(_("Exact mode cannot rebuild {model!r}: Mixtral has no shared experts or dense layers.").format(model=spec.id),
+                               hint=_("Drop --trace for the analytic estimate."))
         cfg["intermediate_size"] = moe.moe_intermediate_size
         cfg.update(num_local_experts=moe.num_experts, num_experts_per_tok=moe.experts_per_token)
     elif model_type in ("qwen2_moe", "qwen3_moe"):
         assert moe is not None
         if moe.first_k_dense:
-            raise GpuplanError(f"Exact mode cannot rebuild {spec.id!r}: leading dense layers are not a {model_type} "
-                               "option.", hint="Drop --trace for the analytic estimate.")
+            raise GpuplanError(_("Exact mode cannot rebuild {model!r}: leading dense layers are not a {model_type} option.").format(model=spec.id, model_type=model_type), hint=_("Drop --trace for the analytic estimate."))
         cfg.update(num_experts=moe.num_experts, num_experts_per_tok=moe.experts_per_token,
                    moe_intermediate_size=moe.moe_intermediate_size, decoder_sparse_step=moe.moe_layer_freq,
                    mlp_only_layers=[], use_sliding_window=False)
         if moe.moe_layer_freq != 1:
-            notes.append("transformers places a MoE block on layers with (i+1) % decoder_sparse_step == 0; "
-                         "gpuplan's shape counts i % freq == 0 (same count when num_layers is a multiple)")
+            notes.append(_("transformers places a MoE block on layers with (i+1) % decoder_sparse_step == 0; gpuplan's shape counts i % freq == 0 (same count when num_layers is a multiple)"))
         if model_type == "qwen2_moe":
             width = moe.shared_expert_intermediate_size * max(1, moe.shared_experts) if moe.shared_experts else 0
             cfg["shared_expert_intermediate_size"] = width
             if not width:
-                notes.append("Qwen2-MoE without a shared expert: transformers still builds a zero-width one")
+                notes.append(_("Qwen2-MoE without a shared expert: transformers still builds a zero-width one"))
             cfg["qkv_bias"] = bool(spec.qkv_bias)
         else:
             cfg["attention_bias"] = bool(spec.qkv_bias)
     elif model_type == "deepseek_v3":
         mla = spec.mla
         if mla is None or moe is None:
-            raise GpuplanError(f"Exact mode cannot rebuild {spec.id!r}: DeepSeek-V2/V3 need both MLA and MoE keys.",
-                               hint="Drop --trace for the analytic estimate.")
+            raise GpuplanError(_("Exact mode cannot rebuild {model!r}: DeepSeek-V2/V3 need both MLA and MoE keys.").format(model=spec.id),
+                               hint=_("Drop --trace for the analytic estimate."))
         if moe.moe_layer_freq != 1:
-            raise GpuplanError(f"Exact mode cannot rebuild {spec.id!r}: moe_layer_freq {moe.moe_layer_freq} is not a "
-                               "deepseek_v3 option.", hint="Drop --trace for the analytic estimate.")
+            raise GpuplanError(_("Exact mode cannot rebuild {model!r}: moe_layer_freq {moe_layer_freq} is not a deepseek_v3 option.").format(model=spec.id, moe_layer_freq=moe.moe_layer_freq), hint=_("Drop --trace for the analytic estimate."))
         cfg.pop("num_key_value_heads")
         cfg.update(num_key_value_heads=spec.num_attention_heads, kv_lora_rank=mla.kv_lora_rank,
                    q_lora_rank=mla.q_lora_rank or None, qk_rope_head_dim=mla.qk_rope_head_dim,
@@ -190,10 +184,9 @@ def hf_config_from_spec(spec: Any, *, min_positions: int = 0) -> tuple[dict[str,
                    moe_intermediate_size=moe.moe_intermediate_size, n_shared_experts=moe.shared_experts,
                    first_k_dense_replace=moe.first_k_dense, n_group=1, topk_group=1,
                    attention_bias=bool(spec.qkv_bias), rope_scaling=None)
-        notes.append("DeepSeek router traced with one expert group (n_group 1): routing groups change neither "
-                     "FLOPs nor memory; its score-correction bias is a buffer in transformers, not a parameter")
+        notes.append(_("DeepSeek router traced with one expert group (n_group 1): routing groups change neither FLOPs nor memory; its score-correction bias is a buffer in transformers, not a parameter"))
         if spec.arch == "deepseekv2":
-            notes.append("DeepSeek-V2 traced with the deepseek_v3 module layout (same matrices)")
+            notes.append(_("DeepSeek-V2 traced with the deepseek_v3 module layout (same matrices)"))
     return cfg, notes
 
 
@@ -207,7 +200,7 @@ def _import_torch():
         import torch
         import transformers
     except ImportError:
-        raise GpuplanError("Exact mode needs torch and transformers.", hint=INSTALL_HINT) from None
+        raise GpuplanError(_("Exact mode needs torch and transformers."), hint=INSTALL_HINT) from None
     return torch, transformers
 
 
@@ -286,90 +279,84 @@ def _plan(w: Workload, spec: Any) -> dict[str, Any]:
     task = w.task or "inference"
     precision = w.precision or "bf16"
     if precision == "fp8":
-        warns.append("fp8 compute cannot be traced on CPU: traced in bf16 (fp8 GEMMs keep bf16 activations)")
+        warns.append(_("fp8 compute cannot be traced on CPU: traced in bf16 (fp8 GEMMs keep bf16 activations)"))
         precision = "bf16"
     quant = w.quantization or "none"
     if task == "qlora" or quant != "none":
         raise GpuplanError(
-            f"Exact mode traces unquantized models; this workload uses {'QLoRA' if task == 'qlora' else quant}.",
-            hint="Drop --trace for quantized estimates, or set quantization: none (task lora instead of qlora).")
+            _("Exact mode traces unquantized models; this workload uses {quant}.").format(quant='QLoRA' if task == 'qlora' else quant),
+            hint=_("Drop --trace for quantized estimates, or set quantization: none (task lora instead of qlora)."))
     framework = w.framework or "auto"
     optimizer = w.optimizer or "adamw"
     plan: dict[str, Any] = {"task": task, "precision": precision, "framework": framework, "notes": notes,
                             "warnings": warns, "attn": "sdpa" if w.flash_attention is not False else "eager"}
     if plan["attn"] == "sdpa":
-        notes.append("attention traced with SDPA (the CPU flash kernel: like FlashAttention it keeps only "
-                     "the output and log-sum-exp for backward)")
+        notes.append(_("attention traced with SDPA (the CPU flash kernel: like FlashAttention it keeps only the output and log-sum-exp for backward)"))
     else:
-        notes.append("attention traced eager (scores and fp32 softmax materialised), as flash_attention: false")
+        notes.append(_("attention traced eager (scores and fp32 softmax materialised), as flash_attention: false"))
     if task == "inference":
         plan.update(mode="pure", dtype=_TORCH_DTYPE[precision], autocast=None, batch=w.batch_size or 1,
                     tokens=w.prompt_tokens or 1)
-        notes.append(f"inference: one prefill forward of {plan['batch']} x {plan['tokens']} prompt tokens, no autograd, "
-                     "KV cache built (use_cache), logits of the last token only (as generate's prefill)")
+        notes.append(_("inference: one prefill forward of {plan} x {plan2} prompt tokens, no autograd, KV cache built (use_cache), logits of the last token only (as generate's prefill)").format(plan=plan['batch'], plan2=plan['tokens']))
         return plan
     if task == "lora":
         mode = "fp32" if precision == "fp32" else "pure"
         plan["dtype"] = _TORCH_DTYPE[precision]
-        notes.append(f"LoRA: frozen base in {precision}, adapters in fp32 (peft autocast_adapter_dtype)")
+        notes.append(_("LoRA: frozen base in {precision}, adapters in fp32 (peft autocast_adapter_dtype)").format(precision=precision))
     else:
         mode = precision_mode(precision, framework, optimizer)
         if mode == "mixed":
             plan["dtype"] = "float32"
-            notes.append(f"mixed precision: fp32 master weights, grads and optimizer states, "
-                         f"{precision} autocast (framework {framework})")
+            notes.append(_("mixed precision: fp32 master weights, grads and optimizer states, {precision} autocast (framework {framework})").format(precision=precision, framework=framework))
         else:
             plan["dtype"] = _TORCH_DTYPE[precision]
             if mode == "pure":
-                notes.append(f"pure {precision}: weights, gradients and optimizer states in {precision} "
-                             f"(framework {framework})")
+                notes.append(_("pure {precision}: weights, gradients and optimizer states in {precision} (framework {framework})").format(precision=precision, framework=framework))
     plan["mode"] = mode
     plan["autocast"] = _TORCH_DTYPE[precision] if mode == "mixed" else None
     if task == "lora" and precision != "fp32":
         # Hugging Face Trainer / accelerate run with autocast when bf16/fp16 is on; it matters for LoRA
         # only: peft casts each adapted input to the fp32 adapter dtype, autocast brings it back to 16 bits.
         plan["autocast"] = _TORCH_DTYPE[precision]
-        notes.append(f"LoRA traced under {precision} autocast (Hugging Face Trainer/accelerate mixed precision)")
+        notes.append(_("LoRA traced under {precision} autocast (Hugging Face Trainer/accelerate mixed precision)").format(precision=precision))
     opt_kind = {"adamw": "fused", "adamw-fused": "fused", "adamw-foreach": "foreach", "adamw-bf16": "foreach",
                 "sgd": "sgd", "adafactor": "adafactor", "paged-adamw": "paged", "paged-adamw-8bit": "paged"}.get(optimizer)
     if opt_kind == "paged":
         # bitsandbytes paged optimizers keep their states in CUDA unified memory, outside PyTorch's caching
         # allocator (the analytic path leaves them out of peak_reserved too): the step is traced as a
         # stateless in-place update, so the traced peak is what the allocator sees.
-        warns.append(f"optimizer {optimizer}: its states live in CUDA unified memory outside the allocator "
-                     "(bitsandbytes paged optimizers); traced as a stateless in-place step, states not counted")
+        warns.append(_("optimizer {optimizer}: its states live in CUDA unified memory outside the allocator "
+                       "(bitsandbytes paged optimizers); traced as a stateless in-place step, states not counted")
+                     .format(optimizer=optimizer))
     if opt_kind is None:
-        raise GpuplanError(f"Exact mode cannot trace optimizer {optimizer!r} (bitsandbytes kernels need CUDA).",
-                           hint="Use optimizer adamw, adamw-fused, adamw-foreach, sgd or adafactor, or drop --trace.")
+        raise GpuplanError(_("Exact mode cannot trace optimizer {optimizer!r} (bitsandbytes kernels need CUDA).").format(optimizer=optimizer),
+                           hint=_("Use optimizer adamw, adamw-fused, adamw-foreach, sgd or adafactor, or drop --trace."))
     plan["optimizer"] = opt_kind
-    notes.append({"fused": f"optimizer {optimizer}: torch AdamW fused=True (no parameter-sized temporaries)",
-                  "foreach": f"optimizer {optimizer}: torch AdamW foreach=True (one parameter-sized temporary)",
-                  "sgd": "optimizer sgd: torch SGD with momentum 0.9 (one state per parameter)",
-                  "adafactor": "optimizer adafactor: torch.optim.Adafactor (factored second moments)",
-                  "paged": f"optimizer {optimizer}: states outside the allocator (unified memory); in-place step "
-                           "traced with no state"}[opt_kind])
+    notes.append({"fused": _("optimizer {optimizer}: torch AdamW fused=True (no parameter-sized temporaries)"),
+                  "foreach": _("optimizer {optimizer}: torch AdamW foreach=True (one parameter-sized temporary)"),
+                  "sgd": _("optimizer sgd: torch SGD with momentum 0.9 (one state per parameter)"),
+                  "adafactor": _("optimizer adafactor: torch.optim.Adafactor (factored second moments)"),
+                  "paged": _("optimizer {optimizer}: states outside the allocator (unified memory); in-place step "
+                             "traced with no state"),
+                  }[opt_kind].format(optimizer=optimizer))
     ckpt = w.grad_checkpointing
     if ckpt == "selective":
-        warns.append("selective recomputation is not a transformers option: traced without checkpointing "
-                     "(an upper bound on activations)")
+        warns.append(_("selective recomputation is not a transformers option: traced without checkpointing (an upper bound on activations)"))
         ckpt = False
     plan["checkpointing"] = bool(ckpt)
     if ckpt:
-        notes.append("gradient checkpointing: transformers' per-decoder-layer checkpointing (use_reentrant=False); "
-                     "FLOPs include the recomputed forward")
+        notes.append(_("gradient checkpointing: transformers' per-decoder-layer checkpointing (use_reentrant=False); FLOPs include the recomputed forward"))
     plan["batch"] = w.batch_size or 1
     plan["tokens"] = w.seq_len or 2048
     ga = w.gradient_accumulation or 1
     plan["grad_accum"] = ga
     plan["micro_steps"] = 2 if ga > 1 else 1
     if ga > 1:
-        notes.append(f"gradient accumulation {ga}: two micro-batches traced per step (gradients stay resident "
-                     "through the second); FLOPs per step = micro-batch FLOPs x accumulation steps")
+        notes.append(_("gradient accumulation {ga}: two micro-batches traced per step (gradients stay resident through the second); FLOPs per step = micro-batch FLOPs x accumulation steps").format(ga=ga))
     par = w.parallel
     if par and (par.tp > 1 or par.pp > 1 or par.zero or par.fsdp != "none" or par.offload != "none"
                 or (par.dp or 1) > 1 or par.ep > 1):
-        warns.append("parallelism (tp/pp/dp/zero/fsdp/offload) is not traced: figures are for one unsharded replica "
-                     "on one device; the analytic comparison uses the same single-GPU layout")
+        warns.append(_("parallelism (tp/pp/dp/zero/fsdp/offload) is not traced: figures are for one unsharded replica on one device; the analytic comparison uses the same single-GPU layout"))
     return plan
 
 
@@ -388,12 +375,12 @@ def _size_guard(spec: Any, task: str) -> float:
         try:
             limit = float(raw)
         except ValueError:
-            raise GpuplanError(f"{MAX_TRACE_ENV}={raw!r} is not a number of seconds.",
-                               hint=f"E.g. {MAX_TRACE_ENV}=1200.") from None
+            raise GpuplanError(_("{MAX_TRACE_ENV}={raw!r} is not a number of seconds.").format(MAX_TRACE_ENV=MAX_TRACE_ENV, raw=raw),
+                               hint=_("E.g. {MAX_TRACE_ENV}=1200.").format(MAX_TRACE_ENV=MAX_TRACE_ENV)) from None
     if est > limit:
         raise GpuplanError(
-            f"Tracing {spec.id} ({spec.num_layers} layers) would take about {est:.0f} s on this machine's CPU.",
-            hint=f"Drop --trace for the analytic estimate, or raise the limit with {MAX_TRACE_ENV}={math.ceil(est * 2)}.")
+            _("Tracing {model} ({num_layers} layers) would take about {est:.0f} s on this machine's CPU.").format(model=spec.id, num_layers=spec.num_layers, est=est),
+            hint=_("Drop --trace for the analytic estimate, or raise the limit with {MAX_TRACE_ENV}={ceil}.").format(MAX_TRACE_ENV=MAX_TRACE_ENV, ceil=math.ceil(est * 2)))
     return est
 
 
@@ -421,8 +408,8 @@ def _apply_lora(model, w: Workload):
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError:
-        raise GpuplanError("Exact mode traces LoRA with peft, which is not installed.",
-                           hint="pip install peft (or drop --trace for the analytic LoRA estimate)") from None
+        raise GpuplanError(_("Exact mode traces LoRA with peft, which is not installed."),
+                           hint=_("pip install peft (or drop --trace for the analytic LoRA estimate)")) from None
     lora = w.lora
     targets: Any = lora.targets if lora else "all-linear"
     if isinstance(targets, str):
@@ -437,8 +424,8 @@ def _apply_lora(model, w: Workload):
     try:
         return get_peft_model(model, cfg)
     except ValueError as exc:
-        raise GpuplanError(f"peft cannot apply LoRA targets {targets!r}: {str(exc).splitlines()[0]}",
-                           hint="Use lora.targets all-linear, attn, qv or q_proj/k_proj/... names.") from None
+        raise GpuplanError(_("peft cannot apply LoRA targets {targets!r}: {splitlines}").format(targets=targets, splitlines=str(exc).splitlines()[0]),
+                           hint=_("Use lora.targets all-linear, attn, qv or q_proj/k_proj/... names.")) from None
 
 
 def _tracker_class(fast: bool = True):
@@ -615,14 +602,13 @@ def _analytic(resolved: Workload, spec: Any, plan: dict) -> tuple[dict, list[str
     from gpuplan.estimate.training import attention_flops_fwd_per_token, flops_per_token
 
     notes: list[str] = []
-    system, _ = system_from_workload(resolved)
+    system, _layout = system_from_workload(resolved)
     changes: dict[str, Any] = {"parallel": {}, "hardware": {"gpu": system.gpu.id, "count": 1}}
     if plan["task"] == "inference":
         changes.update(framework="transformers", output_tokens=1)
-        notes.append("analytic comparison for inference: framework transformers (eager generate), output_tokens 1, "
-                     "so its peak is weights + prompt KV cache + prefill transient, like the trace")
+        notes.append(_("analytic comparison for inference: framework transformers (eager generate), output_tokens 1, so its peak is weights + prompt KV cache + prefill transient, like the trace"))
     w2 = resolved.with_updates(**changes)
-    system2, _ = system_from_workload(w2)
+    system2, _layout2 = system_from_workload(w2)
     layout = layout_from_workload(w2, system2.total_gpus, system2.gpus_per_node)
     est = estimate_resolved(w2, spec, system2, layout, with_suggestions=False)
     s = shape_of(spec)
@@ -667,7 +653,8 @@ def trace_estimate(workload: Workload) -> dict:
     est_s = _size_guard(spec, plan["task"])
     torch, transformers = _import_torch()
     if est_s > 20:
-        sys.stderr.write(f"Tracing {spec.id} on fake tensors (about {est_s:.0f} s)...\n")
+        sys.stderr.write(_("Tracing {model} on fake tensors (about {seconds:.0f} s)...").format(model=spec.id,
+                                                                                                 seconds=est_s) + "\n")
     try:
         with _quiet(), contextlib.redirect_stdout(io.StringIO()):
             if plan["task"] == "inference":
@@ -680,16 +667,15 @@ def trace_estimate(workload: Workload) -> dict:
         if os.environ.get("GPUPLAN_DEBUG"):
             raise
         first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise GpuplanError(f"Tracing {spec.id} failed: {exc.__class__.__name__}: {first}",
-                           hint="Drop --trace for the analytic estimate; GPUPLAN_DEBUG=1 shows the traceback.") from None
+        raise GpuplanError(_("Tracing {model} failed: {name}: {first}").format(model=spec.id, name=exc.__class__.__name__, first=first),
+                           hint=_("Drop --trace for the analytic estimate; GPUPLAN_DEBUG=1 shows the traceback.")) from None
     warns = list(plan["warnings"])
     analytic, cmp_notes = _analytic(resolved, spec, plan)
     ga = plan.get("grad_accum", 1)
     flops_per_step = res["flops_per_micro_batch"] * ga
     flops_per_token = res["flops_per_micro_batch"] / res["tokens_per_micro_batch"]
     if int(round(spec.params_total)) != res["params_exact"]:
-        warns.append(f"traced parameters {res['params_exact']:,} differ from gpuplan's shape count "
-                     f"{int(round(spec.params_total)):,} ({res['params_exact'] / spec.params_total - 1:+.3%})")
+        warns.append(_("traced parameters {res:,} differ from gpuplan's shape count {params_total:,} ({params_total2:+.3%})").format(res=res['params_exact'], params_total=int(round(spec.params_total)), params_total2=res['params_exact'] / spec.params_total - 1))
     analytic_tensors = analytic["peak_allocated_bytes"] - analytic["workspace_bytes"]
     comparison = {
         "params_ratio": res["params_exact"] / spec.params_total if spec.params_total else None,
@@ -709,7 +695,7 @@ def trace_estimate(workload: Workload) -> dict:
         "not the CUDA context, cuBLAS/flash workspaces or caching-allocator fragmentation",
     ]
     if plan["task"] != "inference":
-        conventions.append("peak over two optimizer steps (step 2 = steady state with optimizer states)")
+        conventions.append(_("peak over two optimizer steps (step 2 = steady state with optimizer states)"))
     return {
         "schema_version": SCHEMA_VERSION,
         "mode": "trace",

@@ -28,6 +28,7 @@ from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
 from gpuplan.estimate.params import by_key, interpolate_log2, table
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
+from gpuplan.i18n import _
 
 
 @dataclass
@@ -98,26 +99,26 @@ def peak_flops(system: System, precision: str, notes: list[str]) -> float:
     if val is None and key == "bf16":
         val = gpu.peak_tflops("fp16")
         if val is not None:
-            notes.append(f"{gpu.id} has no BF16 tensor cores; timed at its FP16 rate")
+            notes.append(_("{gpu} has no BF16 tensor cores; timed at its FP16 rate").format(gpu=gpu.id))
     if val is None and key == "tf32":
         val = gpu.peak_tflops("fp32")
     if val is None and key == "fp8":
         val = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")
-        notes.append(f"{gpu.id} has no FP8 tensor cores; timed at its 16-bit rate")
+        notes.append(_("{gpu} has no FP8 tensor cores; timed at its 16-bit rate").format(gpu=gpu.id))
     if val is None:
         val = gpu.peak_tflops("fp32") or 1.0
     return val * 1e12 * system.gpu_fraction
 
 
 def achievable_hfu(system: System, s: Shape, framework: str, quantization: str, tokens_mb: float) -> float:
-    tr = table("training")
-    base = by_key(tr["hfu_by_arch"], system.gpu.architecture.split(" (")[0].strip())
-    size = interpolate_log2(tr["hidden_size_curve"]["points"], float(s.hidden))
-    fw = by_key(tr["framework_factor"], framework, "auto")
+    eff_table = table("training")
+    base = by_key(eff_table["hfu_by_arch"], system.gpu.architecture.split(" (")[0].strip())
+    size = interpolate_log2(eff_table["hidden_size_curve"]["points"], float(s.hidden))
+    fw = by_key(eff_table["framework_factor"], framework, "auto")
     q = 1.0
     if quantization not in (None, "none"):
-        q = float(tr["quantized_base_factor"].get(quantization, 0.6))
-    ramp = min(1.0, 0.5 + 0.5 * tokens_mb / float(tr["min_tokens_for_full_efficiency"]))
+        q = float(eff_table["quantized_base_factor"].get(quantization, 0.6))
+    ramp = min(1.0, 0.5 + 0.5 * tokens_mb / float(eff_table["min_tokens_for_full_efficiency"]))
     return base * size * fw * q * ramp
 
 
@@ -237,16 +238,16 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     peak = peak_flops(system, precision, notes)
     tokens_mb = seq_len * layout.micro_batch
     eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
-    tr = table("training")
+    eff_table = table("training")
     if precision == "fp8" and system.gpu.peak_tflops("fp8"):
         bf16 = peak_flops(system, "bf16", [])
-        if framework in tr["fp8_compute_frameworks"]:
-            share = float(tr["fp8_gemm_share"])
+        if framework in eff_table["fp8_compute_frameworks"]:
+            share = float(eff_table["fp8_gemm_share"])
             # GEMMs at the FP8 rate, the rest at bf16: harmonic mix
             peak = 1.0 / (share / peak + (1 - share) / bf16)
         else:
             peak = bf16
-            notes.append(f"{framework} has no FP8 GEMM recipe (Transformer Engine / torchao): timed at the bf16 rate")
+            notes.append(_("{framework} has no FP8 GEMM recipe (Transformer Engine / torchao): timed at the bf16 rate").format(framework=framework))
     tokens_per_step = tokens_mb * layout.grad_accum * layout.dp
     gpus = layout.gpus
     compute_s = hw_fpt * tokens_per_step / gpus / (peak * eff)
@@ -257,11 +258,11 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         bw = system.gpu.mem_bandwidth_gb_s * 1e9 * float(table("inference", "weight_stream_efficiency"))
         extra = scores * per_score / bw
         compute_s += extra
-        notes.append(f"attention without FlashAttention: +{extra / compute_s:.0%} time moving the s x s scores")
-    if framework in tr["eager_frameworks"]:
+        notes.append(_("attention without FlashAttention: +{extra:.0%} time moving the s x s scores").format(extra=extra / compute_s))
+    if framework in eff_table["eager_frameworks"]:
         # Python launch overhead per micro-batch, overlapped with the GPU work (soft maximum)
         inf = table("inference")
-        passes = 1.0 + (1.0 if layout.checkpointing == "full" else 0.0) + float(tr["eager_backward_passes"])
+        passes = 1.0 + (1.0 if layout.checkpointing == "full" else 0.0) + float(eff_table["eager_backward_passes"])
         cpu_mb = s.layers / (1 if layout.naive_pipeline else layout.pp) * passes * float(inf["eager_cpu_s_per_layer"])
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
@@ -270,15 +271,20 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     if layout.pp > 1:
         if layout.naive_pipeline:
             compute_s *= layout.pp  # layer split: one stage busy at a time
-            notes.append("layer split over GPUs (device_map) runs stages one after another")
+            notes.append(_("layer split over GPUs (device_map) runs stages one after another"))
         else:
             bubble = pipeline_bubble(layout)
             compute_s *= 1 + bubble
-            v = f"(v·m), v = {layout.vp} virtual stages" if layout.vp > 1 else "m"
-            notes.append(f"pipeline bubble (p-1)/{v}: {bubble:.2f} ({layout.schedule}, m = {max(1, layout.microbatches)})")
+            if layout.vp > 1:
+                notes.append(_("pipeline bubble (p-1)/(v·m), v = {vp} virtual stages: {bubble:.2f} ({schedule}, "
+                               "m = {microbatches})").format(vp=layout.vp, bubble=bubble, schedule=layout.schedule,
+                                                             microbatches=max(1, layout.microbatches)))
+            else:
+                notes.append(_("pipeline bubble (p-1)/m: {bubble:.2f} ({schedule}, m = {microbatches})").format(
+                    bubble=bubble, schedule=layout.schedule, microbatches=max(1, layout.microbatches)))
     loop_s = framework_overhead_s(framework, layout.grad_accum,
                                   deepspeed_engine=layout.zero > 0 and layout.fsdp == "none"
-                                  and framework in tr["eager_frameworks"])
+                                  and framework in eff_table["eager_frameworks"])
     opt_s = 0.0 if layout.offload != "none" and task not in ("lora", "qlora") else \
         optimizer_step_s(system, layout, trainable_params, optimizer)
     compute_s += loop_s + opt_s
@@ -320,7 +326,7 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         comm += t_all * (1 - hidden_share)
         comm_total += t_all
         if layout.tp > system.gpus_per_node:
-            notes.append(f"TP {layout.tp} spans nodes: its all-reduces cross the inter-node network")
+            notes.append(_("TP {tp} spans nodes: its all-reduces cross the inter-node network").format(tp=layout.tp))
     if layout.pp > 1:
         t_p2p = pipeline_p2p_s(system, layout, tokens_mb * s.hidden * 2.0)
         comm += t_p2p * (1 - float(overlap["pp"]))
@@ -332,7 +338,7 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         offload_s = local * 4.0 / pcie + local / 1.0e9  # grads down + params up; CPU Adam ~1e9 params/s
         if layout.offload == "nvme":
             offload_s += local * 12.0 / 2.0e9
-        notes.append("optimizer step on the CPU (offload): PCIe transfers and CPU Adam are not overlapped")
+        notes.append(_("optimizer step on the CPU (offload): PCIe transfers and CPU Adam are not overlapped"))
     step = compute_s + comm + offload_s
     tokens_per_s = tokens_per_step / step
     samples_per_s = tokens_per_s / (tokens_per_sample or seq_len)

@@ -7,13 +7,15 @@ from typing import Any
 
 from rich.console import Console
 
-from gpuplan.i18n import register, tr
+from gpuplan.i18n import N_, tr
 from gpuplan.units import fmt_duration
 from gpuplan.workload import Workload
 
-register({"Cloud": "云厂商", "Best plan": "最优方案", "Time": "时长", "Cost": "费用",
-          "Cost per 1M training tokens": "每百万训练 token 费用", "Cost per 1M output tokens": "每百万输出 token 费用",
-          "Price date": "价格日期", "Cross-cloud comparison": "跨云对比", "no feasible priced plan": "无可行且有价格的方案"})
+# Labels chosen at run time (t(col)): msgids for the message catalog.
+_LABELS = (
+    N_("Cloud"), N_("Best plan"), N_("Time"), N_("Cost"), N_("Cost per 1M training tokens"),
+    N_("Cost per 1M output tokens"), N_("Price date"), N_("Cross-cloud comparison"), N_("no feasible priced plan"),
+)
 
 
 # Plans whose cost is within this fraction of the cheapest count as tied: one of them is picked by

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 from gpuplan.providers.base import REFRESHABLE_CLOUDS, CatalogSnapshot
 
 __all__ = ["refresh", "status", "fetch_snapshot", "freshness"]
@@ -34,9 +35,9 @@ def fetch_snapshot(cloud: str = "alibaba", regions: list[str] | None = None, all
     name = (cloud or "").strip().lower()
     if name not in REFRESHABLE_CLOUDS:
         bundled_only = name in BUNDLED_CLOUDS
-        raise ConfigError(f"{'No live refresh for' if bundled_only else 'Unknown cloud'} {cloud!r}"
-                          f"{' (it has only the bundled snapshot)' if bundled_only else ''}.",
-                          hint=f"Live refresh works for: {', '.join(REFRESHABLE_CLOUDS)}.")
+        raise ConfigError((_("No live refresh for {cloud!r} (it has only the bundled snapshot).") if bundled_only
+                           else _("Unknown cloud {cloud!r}.")).format(cloud=cloud),
+                          hint=_("Live refresh works for: {clouds}.").format(clouds=", ".join(REFRESHABLE_CLOUDS)))
     provider = registry()[name](client_factory, **provider_kwargs)
     previous = list(((cache.read_manifest(cache_dir, name) or {}).get("regions") or {}))
     return provider.fetch(regions, all_regions, progress=progress, previous_regions=previous)
@@ -66,9 +67,9 @@ def refresh(regions: list[str] | None = None, all_regions: bool = False, cache_d
         if as_json:
             print(json.dumps({"error": message, "hint": hint, "exit_code": code}, ensure_ascii=False), file=error_out)
         else:
-            print(f"error: {message}", file=error_out)
+            print(_("error: {message}").format(message=message), file=error_out)
             if hint:
-                print(f"hint: {hint}", file=error_out)
+                print(_("hint: {hint}").format(hint=hint), file=error_out)
         return code
 
     if (cloud or "").strip().lower() == "alibaba" and timeout_s:
@@ -79,13 +80,14 @@ def refresh(regions: list[str] | None = None, all_regions: bool = False, cache_d
                                   **provider_kwargs)
         folder = cache.write_snapshot(snapshot, cache_dir, notes=notes)
     except GpuplanError as exc:
-        return fail(exc.message, exc.hint, int(getattr(exc, "exit_code", 2)))
+        return fail(exc.message, exc.hint_for("cli"), int(getattr(exc, "exit_code", 2)))
     except cache.CacheBusy as exc:
-        return fail(f"the cache is locked: {exc}; nothing was written.",
-                    "Wait for the other `gpuplan catalog refresh` to finish, or remove the .lock file if none runs.", 1)
+        return fail(_("the cache is locked: {detail}; nothing was written.").format(detail=exc),
+                    _("Wait for the other `gpuplan catalog refresh` to finish, or remove the .lock file if none runs."), 1)
     except OSError as exc:
-        return fail(f"could not write the cache ({exc.strerror or type(exc).__name__}); the previous cache was kept.",
-                    "Check the free space and permissions of the cache folder (GPUPLAN_CACHE_DIR).", 1)
+        return fail(_("could not write the cache ({reason}); the previous cache was kept.").format(
+                        reason=exc.strerror or type(exc).__name__),
+                    _("Check the free space and permissions of the cache folder (GPUPLAN_CACHE_DIR)."), 1)
     if as_json:
         print(json.dumps({
             "schema_version": 1, "ok": True, "cloud": snapshot.cloud, "fetched_at": snapshot.fetched_at,
@@ -95,16 +97,18 @@ def refresh(regions: list[str] | None = None, all_regions: bool = False, cache_d
             "skipped": len(snapshot.warnings), "notes": notes,
         }, indent=2, ensure_ascii=False), file=result_out)
         return 0
-    print(f"Refreshed {snapshot.cloud}: {len(snapshot.instances)} GPU instance types, {len(snapshot.prices)} prices "
-          f"in {', '.join(snapshot.regions) or 'no region'} (fetched {snapshot.fetched_at}); cache: {folder}",
-          file=result_out)
+    print(_("Refreshed {cloud}: {types} GPU instance types, {prices} prices in {regions} (fetched {fetched}); "
+            "cache: {folder}").format(cloud=snapshot.cloud, types=len(snapshot.instances), prices=len(snapshot.prices),
+                                      regions=", ".join(snapshot.regions) or _("no region"),
+                                      fetched=snapshot.fetched_at, folder=folder), file=result_out)
     for u in snapshot.unmapped:
-        print(f"unmapped GPU: {u.instance_type} reports GPUSpec {u.gpu_spec!r}; not in the catalog, left out",
-              file=result_out)
+        print(_("unmapped GPU: {instance_type} reports GPUSpec {gpu_spec!r}; not in the catalog, left out").format(
+            instance_type=u.instance_type, gpu_spec=u.gpu_spec), file=result_out)
     if snapshot.warnings:
-        print(f"{len(snapshot.warnings)} item(s) skipped (see `gpuplan catalog status --json`)", file=result_out)
+        print(_("{count} item(s) skipped (see `gpuplan catalog status --json`)").format(count=len(snapshot.warnings)),
+              file=result_out)
     for note in notes:
-        print(f"warning: {note}", file=error_out)
+        print(_("warning: {note}").format(note=note), file=error_out)
     return 0
 
 
@@ -119,6 +123,11 @@ def status(cache_dir: str | os.PathLike[str] | None = None, as_json: bool = Fals
     else:
         print(render_text(report), file=out)
     return 0
+
+
+# The CLI calls this name: importing the submodule gpuplan.providers.status rebinds the package's
+# `status` attribute to that module, so a caller that imports it late would get the module.
+print_status = status
 
 
 def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> str:

@@ -40,6 +40,7 @@ from typing import Any
 from gpuplan.providers import base
 from gpuplan.providers.base import CatalogSnapshot, ConfigError, RefreshFailed, Row, UnmappedType, fmt_num
 from gpuplan.providers.retry import THROTTLED, TIMEOUT, call_with_retries, classify, error_code
+from gpuplan.i18n import _
 
 CLOUD = "alibaba"
 SOURCE = "Alibaba Cloud ECS OpenAPI 2014-05-26 (alibabacloud_ecs20140526)"
@@ -213,7 +214,7 @@ def resolve_credential() -> Any:
 
 def default_client_factory(read_timeout_ms: int = 10_000, connect_timeout_ms: int = 5_000) -> Callable[[str], Any]:
     """A factory of real ECS clients sharing one credential (resolved now, on the calling thread)."""
-    EcsClient, _, open_api_models = _sdk()
+    EcsClient, _models, open_api_models = _sdk()
     credential = resolve_credential()
 
     def make(region_id: str) -> Any:
@@ -299,8 +300,7 @@ class _Ctx:
 
         client = self.clients[region]
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise RefreshFailed(f"The refresh ran out of time before {action} in {region}; the previous cache "
-                                "was kept.", hint="Check the network, or give it longer with --timeout.")
+            raise RefreshFailed(_("The refresh ran out of time before {action} in {region}; the previous cache was kept.").format(action=action, region=region), hint=_("Check the network, or give it longer with --timeout."))
 
         def retrying(attempt: int, kind: str, delay_s: float) -> None:
             self.notify(f"{action} in {region}: {kind}; retry {attempt}/{self.attempts - 1} in {delay_s:.1f} s")
@@ -339,22 +339,19 @@ def _api_failure(exc: Exception, action: str, region: str) -> Exception:
     code = error_code(exc)
     where = f"{action} in {region}"
     if kind == THROTTLED:
-        return RefreshFailed(f"Alibaba Cloud throttled the refresh ({code or 'Throttling'}) at {where}, "
-                             "even after retries; the previous cache was kept.",
-                             hint="Wait a minute and run it again, or refresh fewer regions (--region).")
+        return RefreshFailed(_("Alibaba Cloud throttled the refresh ({code}) at {where}, even after retries; the previous cache was kept.").format(code=code or 'Throttling', where=where),
+                             hint=_("Wait a minute and run it again, or refresh fewer regions (--region)."))
     if kind == TIMEOUT:
-        return RefreshFailed(f"Alibaba Cloud did not answer in time at {where}; the previous cache was kept.",
-                             hint="Check the network and run it again.")
+        return RefreshFailed(_("Alibaba Cloud did not answer in time at {where}; the previous cache was kept.").format(where=where),
+                             hint=_("Check the network and run it again."))
     if kind is not None:
-        return RefreshFailed(f"Alibaba Cloud failed ({code or kind} error) at {where}, even after retries; "
-                             "the previous cache was kept.", hint="Try again later.")
+        return RefreshFailed(_("Alibaba Cloud failed ({code} error) at {where}, even after retries; the previous cache was kept.").format(code=code or kind, where=where), hint=_("Try again later."))
     if code.startswith(_AUTH_CODES):
-        return ConfigError(f"Alibaba Cloud refused the credentials ({code}) at {where}.",
-                           hint="Check ALIBABA_CLOUD_ACCESS_KEY_ID/SECRET; the RAM user needs ecs:Describe* rights.")
+        return ConfigError(_("Alibaba Cloud refused the credentials ({code}) at {where}.").format(code=code, where=where),
+                           hint=_("Check ALIBABA_CLOUD_ACCESS_KEY_ID/SECRET; the RAM user needs ecs:Describe* rights."))
     if code.startswith(_ITEM_CODES):
         return ItemError(f"{where}: {code}")
-    return RefreshFailed(f"Alibaba Cloud rejected {where} ({code or type(exc).__name__}); "
-                         "the previous cache was kept.", hint="Run again; report it if it persists.")
+    return RefreshFailed(_("Alibaba Cloud rejected {where} ({code}); the previous cache was kept.").format(where=where, code=code or type(exc).__name__), hint=_("Run again; report it if it persists."))
 
 
 class AlibabaProvider:
@@ -380,17 +377,17 @@ class AlibabaProvider:
         try:
             return self._fetch(regions, all_regions, progress=progress, previous_regions=previous_regions)
         except Malformed as exc:
-            raise RefreshFailed(f"Alibaba Cloud sent an unexpected answer ({exc}); the previous cache was kept.",
-                                hint="Run again; if it persists, update gpuplan or report it.") from None
+            raise RefreshFailed(_("Alibaba Cloud sent an unexpected answer ({exc}); the previous cache was kept.").format(exc=exc),
+                                hint=_("Run again; if it persists, update gpuplan or report it.")) from None
         except ItemError as exc:
-            raise RefreshFailed(f"Alibaba Cloud rejected a request ({exc}); the previous cache was kept.",
-                                hint="Run again; report it if it persists.") from None
+            raise RefreshFailed(_("Alibaba Cloud rejected a request ({exc}); the previous cache was kept.").format(exc=exc),
+                                hint=_("Run again; report it if it persists.")) from None
 
     def _fetch(self, regions: list[str] | None, all_regions: bool, *, progress: bool,
                previous_regions: Iterable[str]) -> CatalogSnapshot:
         import time
 
-        _, ecs_models, _ = _sdk()
+        _client, ecs_models, _api = _sdk()
         deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
         if self._client_factory is not None:
             factory = self._client_factory
@@ -477,8 +474,9 @@ class AlibabaProvider:
         for r in wanted:
             if r not in known:
                 close = did_you_mean(r, known)
-                hint = f"Did you mean {', '.join(close)}?" if close else f"Known regions: {', '.join(sorted(known))}."
-                raise ConfigError(f"Unknown Alibaba Cloud region {r!r}.", hint=hint)
+                hint = (_("Did you mean {names}?").format(names=", ".join(close)) if close
+                        else _("Known regions: {regions}.").format(regions=", ".join(sorted(known))))
+                raise ConfigError(_("Unknown Alibaba Cloud region {r!r}.").format(r=r), hint=hint)
         return sorted(dict.fromkeys(wanted))
 
     def _instance_types(self, ctx: _Ctx) -> dict[str, dict[str, Any]]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from gpuplan.providers.base import CatalogSnapshot, ConfigError, RefreshFailed, Row, fmt_num
 from gpuplan.providers.retry import THROTTLED, TIMEOUT, call_with_retries, classify, error_code
+from gpuplan.i18n import _
 
 CLOUD = "aws"
 SOURCE = "AWS Price List Query API (pricing.GetProducts, AmazonEC2)"
@@ -51,7 +52,7 @@ def default_client_factory() -> Callable[[str], Any]:
     try:
         import boto3
     except ImportError:
-        raise ConfigError(NO_BOTO3, hint="pip install boto3") from None
+        raise ConfigError(NO_BOTO3, hint=_("pip install boto3")) from None
 
     def make(region: str) -> Any:
         return boto3.client("pricing", region_name=PRICING_REGION)
@@ -143,14 +144,12 @@ class AwsProvider:
             except Exception as exc:  # noqa: BLE001 - turned into one clear message
                 raise _failure(exc, region) from None
             if not isinstance(resp, dict) or not isinstance(resp.get("PriceList"), list):
-                raise RefreshFailed("The AWS pricing API sent an unexpected answer (no PriceList); "
-                                    "the previous cache was kept.", hint="Run again later.")
+                raise RefreshFailed(_("The AWS pricing API sent an unexpected answer (no PriceList); the previous cache was kept."), hint=_("Run again later."))
             for entry in resp["PriceList"]:
                 try:
                     attrs, value = parse_on_demand_usd(entry if isinstance(entry, str) else json.dumps(entry))
                 except (ValueError, TypeError, AttributeError):
-                    raise RefreshFailed("The AWS pricing API sent a malformed price entry; the previous cache "
-                                        "was kept.", hint="Run again later.") from None
+                    raise RefreshFailed(_("The AWS pricing API sent a malformed price entry; the previous cache was kept."), hint=_("Run again later.")) from None
                 if attrs.get("instanceType") not in (None, itype):
                     continue
                 if value is not None and (best is None or value < best):
@@ -167,14 +166,12 @@ def _failure(exc: Exception, region: str) -> Exception:
             "UnrecognizedClientException", "InvalidClientTokenId"):
         return ConfigError(NO_CREDENTIALS)
     if error_code(exc) in ("AccessDeniedException", "AccessDenied"):
-        return ConfigError("AWS refused the pricing request (AccessDenied).",
-                           hint="The IAM identity needs the pricing:GetProducts permission.")
+        return ConfigError(_("AWS refused the pricing request (AccessDenied)."),
+                           hint=_("The IAM identity needs the pricing:GetProducts permission."))
     kind = classify(exc)
     if kind == THROTTLED:
-        return RefreshFailed(f"AWS throttled the pricing requests ({region}) even after retries; the previous "
-                             "cache was kept.", hint="Wait a minute and run it again.")
+        return RefreshFailed(_("AWS throttled the pricing requests ({region}) even after retries; the previous cache was kept.").format(region=region), hint=_("Wait a minute and run it again."))
     if kind == TIMEOUT:
-        return RefreshFailed(f"The AWS pricing API did not answer in time ({region}); the previous cache was kept.",
-                             hint="Check the network and run it again.")
-    return RefreshFailed(f"The AWS pricing API failed ({error_code(exc) or kind or name}); the previous cache "
-                         "was kept.", hint="Try again later.")
+        return RefreshFailed(_("The AWS pricing API did not answer in time ({region}); the previous cache was kept.").format(region=region),
+                             hint=_("Check the network and run it again."))
+    return RefreshFailed(_("The AWS pricing API failed ({kind}); the previous cache was kept.").format(kind=error_code(exc) or kind or name), hint=_("Try again later."))

@@ -14,6 +14,7 @@ from importlib.resources import files
 import yaml
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,11 @@ def fx_rate(base: str, quote: str, override: float | None = None) -> FxRate:
         return FxRate(base, quote, 1.0, None, "same currency", True)
     if override is not None:
         if not override > 0:
-            raise GpuplanError(f"Exchange rate must be > 0, got {override!r}.", hint="Pass e.g. 7.1 for USD->CNY.")
+            raise GpuplanError(_("Exchange rate must be > 0, got {override!r}.").format(override=override), hint=_("Pass e.g. 7.1 for USD->CNY."))
         return FxRate(base, quote, float(override), None, "user override", True)
     for r in _bundled():
         if (r.base, r.quote) == (base, quote):
             return r
         if (r.base, r.quote) == (quote, base):
             return FxRate(base, quote, 1.0 / r.rate, r.as_of, r.source, r.confirmed)
-    raise GpuplanError(f"No exchange rate for {base}->{quote}.", hint="Pass your own rate.")
+    raise GpuplanError(_("No exchange rate for {base}->{quote}.").format(base=base, quote=quote), hint=_("Pass your own rate."))

@@ -14,6 +14,7 @@ import os
 from importlib.resources import files
 from typing import Any
 
+from gpuplan.i18n import N_, _
 from gpuplan.providers import cache
 from gpuplan.providers.base import BUNDLED_CLOUDS, REFRESHABLE_CLOUDS
 
@@ -24,7 +25,7 @@ def _bundled(cloud: str) -> dict[str, Any]:
                            "as_of_min": None, "as_of_max": None, "currencies": []}
     inst = folder / "instances.csv"
     if inst.is_file():
-        out["instance_types"] = sum(1 for _ in csv.DictReader(io.StringIO(inst.read_text(encoding="utf-8"))))
+        out["instance_types"] = sum(1 for _row in csv.DictReader(io.StringIO(inst.read_text(encoding="utf-8"))))
     prices = folder / "prices.csv"
     if prices.is_file():
         rows = list(csv.DictReader(io.StringIO(prices.read_text(encoding="utf-8"))))
@@ -75,16 +76,17 @@ def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> st
     bundled = _bundled(cloud)
     cached = _cached(cloud, cache_dir)
     if not bundled["as_of_max"]:
-        base = "bundled snapshot (no prices)"
+        base = _("bundled snapshot (no prices)")
     elif bundled["as_of_min"] == bundled["as_of_max"]:
-        base = f"bundled snapshot as of {bundled['as_of_max']}"
+        base = _("bundled snapshot as of {date}").format(date=bundled["as_of_max"])
     else:
-        base = f"bundled snapshot as of {bundled['as_of_min']}..{bundled['as_of_max']}"
+        base = _("bundled snapshot as of {first}..{last}").format(first=bundled["as_of_min"], last=bundled["as_of_max"])
     if _usable(cached):
         assert cached is not None
         regions = ", ".join(f"{r} {str(d or '')[:10]}" for r, d in cached["regions"].items())
-        return f"{cloud} prices: live refresh ({regions}) over the {base}"
-    return f"{cloud} prices: {base} (run `gpuplan catalog refresh` for current prices)"
+        return _("{cloud} prices: live refresh ({regions}) over the {base}").format(cloud=cloud, regions=regions,
+                                                                                    base=base)
+    return _("{cloud} prices: {base} (run `gpuplan catalog refresh` for current prices)").format(cloud=cloud, base=base)
 
 
 def _age(date_text: str | None, today: dt.date) -> str:
@@ -94,36 +96,42 @@ def _age(date_text: str | None, today: dt.date) -> str:
         days = (today - dt.date.fromisoformat(date_text[:10])).days
     except ValueError:
         return ""
-    return f" ({days} days old)"
+    return _(" ({days} days old)").format(days=days)
+
+
+_SOURCES = (N_("cache"), N_("bundled"))
 
 
 def render_text(report: dict[str, Any], today: dt.date | None = None) -> str:
     today = today or dt.date.today()
-    lines = [f"Catalog data (cache folder: {report['cache_dir']})"]
+    lines = [_("Catalog data (cache folder: {path})").format(path=report["cache_dir"])]
     for cloud, info in report["clouds"].items():
         b = info["bundled"]
         if b["as_of_max"]:
             dates = b["as_of_min"] if b["as_of_min"] == b["as_of_max"] else f"{b['as_of_min']}..{b['as_of_max']}"
-            bundled = (f"{b['instance_types']} instance types, {b['prices']} prices as of {dates}"
-                       f"{_age(b['as_of_max'], today)}, regions {', '.join(b['regions']) or '-'}")
+            bundled = _("{types} instance types, {prices} prices as of {dates}{age}, regions {regions}").format(
+                types=b["instance_types"], prices=b["prices"], dates=dates, age=_age(b["as_of_max"], today),
+                regions=", ".join(b["regions"]) or "-")
         else:
-            bundled = f"{b['instance_types']} instance types, no prices"
+            bundled = _("{types} instance types, no prices").format(types=b["instance_types"])
         lines.append(f"{cloud}:")
-        lines.append(f"  bundled: {bundled}")
+        lines.append(_("  bundled: {bundled}").format(bundled=bundled))
         c = info["cache"]
         if c is None:
-            lines.append("  cache:   none" + ("  (run `gpuplan catalog refresh`)" if info["refreshable"] else ""))
+            lines.append(_("  cache:   none  (run `gpuplan catalog refresh`)") if info["refreshable"]
+                         else _("  cache:   none"))
         else:
             counts = c["counts"]
-            lines.append(f"  cache:   fetched {c['fetched_at']}{_age(c['fetched_at'], today)} from {c['api']}; "
-                         f"{counts.get('instance_types', 0)} instance types, {counts.get('prices', 0)} prices")
+            lines.append(_("  cache:   fetched {fetched}{age} from {api}; {types} instance types, {prices} prices").format(
+                fetched=c["fetched_at"], age=_age(c["fetched_at"], today), api=c["api"],
+                types=counts.get("instance_types", 0), prices=counts.get("prices", 0)))
             for region, when in c["regions"].items():
                 lines.append(f"           {region}: {when}")
             for u in c["unmapped"]:
-                lines.append(f"  unmapped GPU: {u['instance_type']} reports GPUSpec {u['gpu_spec']!r} "
-                             "(not in the catalog; left out)")
+                lines.append(_("  unmapped GPU: {instance_type} reports GPUSpec {gpu_spec!r} (not in the catalog; left "
+                               "out)").format(instance_type=u["instance_type"], gpu_spec=u["gpu_spec"]))
             if c["inconsistent_files"]:
-                lines.append(f"  warning: {', '.join(c['inconsistent_files'])} changed since the refresh, so the cache "
-                             "is not used; `gpuplan catalog refresh` replaces it")
-        lines.append(f"  prices used: {info['prices_from']}")
+                lines.append(_("  warning: {files} changed since the refresh, so the cache is not used; "
+                               "`gpuplan catalog refresh` replaces it").format(files=", ".join(c["inconsistent_files"])))
+        lines.append(_("  prices used: {source}").format(source=_(info["prices_from"])))
     return "\n".join(lines)

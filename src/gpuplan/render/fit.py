@@ -18,15 +18,12 @@ from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.text import Text
 
-from gpuplan.i18n import register, tr
+from gpuplan.i18n import N_, tr
 
 PRICE_LEGEND = {
-    "~": "~ estimated price (spot at a fraction of pay-as-you-go, or a list price converted or not yet "
-         "published): check a quote",
+    "~": N_("~ estimated price (spot at a fraction of pay-as-you-go, or a list price converted or not yet "
+            "published): check a quote"),
 }
-register({
-    PRICE_LEGEND["~"]: "~ 估算价格（抢占式按按量付费的一定比例估算，或换算/未公开的目录价）：请以报价为准",
-})
 
 GAP = 2            # cells between columns
 INDENT = 1         # cells before the first column

@@ -7,25 +7,22 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from gpuplan.i18n import register, tr
+from gpuplan.i18n import N_, tr
 from gpuplan.plan.record import Plan
 from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
 from gpuplan.units import GIB, fmt_duration
 
-register({
-    "Recommended plans": "推荐方案", "Rank": "排名", "Instances": "实例数", "Billing": "计费方式",
-    "Region": "地域", "Per hour": "每小时", "Time": "时长", "Total cost": "总费用", "Monthly": "每月",
-    "Replicas": "副本数", "per 1M output tokens": "每百万输出 token", "Why": "原因", "Why not": "为何不选",
-    "Rejected": "已排除", "Reason": "原因", "Code": "代码", "No plan satisfies the workload": "没有方案满足要求",
-    "Binding constraints": "起约束作用的条件", "Storage": "存储", "Network": "网络", "Pareto": "帕累托最优",
-    "payg": "按量付费", "spot": "抢占式", "subscription": "包年包月", "Quick answer": "快速结论",
-    "Folklore": "经验法则", "Verdict": "结论", "holds": "成立", "wrong": "错误", "overkill": "配置过高",
-    "works but slow": "可行但慢", "works but expensive": "可行但贵",
-    "per 1B tokens": "每十亿 token", "per image": "每张图片", "per audio hour": "每小时音频", "per clip": "每段音频",
-    "per request": "每个请求", "Parameters (B)": "参数量 (B)", "Task": "任务", "Plan": "方案",
-    "Memory/GPU": "每卡显存", "Layout": "并行方式", "unpriced": "无价格", "Platform": "部署平台",
-    "(and {n} more like it)": "（另有 {n} 条类似）",
-})
+# Labels chosen at run time (t(col)): msgids for the message catalog.
+_LABELS = (
+    N_("Recommended plans"), N_("Rank"), N_("Instances"), N_("Billing"), N_("Region"), N_("Per hour"), N_("Time"),
+    N_("Total cost"), N_("Monthly"), N_("Replicas"), N_("per 1M output tokens"), N_("Why"), N_("Why not"),
+    N_("Rejected"), N_("Reason"), N_("Code"), N_("No plan satisfies the workload"), N_("Binding constraints"),
+    N_("Storage"), N_("Network"), N_("Pareto"), N_("payg"), N_("spot"), N_("subscription"), N_("Quick answer"),
+    N_("Folklore"), N_("Verdict"), N_("holds"), N_("wrong"), N_("overkill"), N_("works but slow"),
+    N_("works but expensive"), N_("per 1B tokens"), N_("per image"), N_("per audio hour"), N_("per clip"),
+    N_("per request"), N_("Parameters (B)"), N_("Task"), N_("Plan"), N_("Memory/GPU"), N_("Layout"),
+    N_("unpriced"), N_("Platform"), N_("(and {n} more like it)"),
+)
 
 
 PLATFORM_LABELS = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas": "PAI-EAS", "ack": "ACK"}

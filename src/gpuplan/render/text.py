@@ -7,11 +7,11 @@ from typing import Any, Iterable
 from rich.console import Console
 from rich.table import Table
 
-from gpuplan.i18n import register, tr
+from gpuplan.i18n import N_, tr
 from gpuplan.units import GIB, fmt_bytes, fmt_duration
 
 
-register({"Price region, date": "价格地域、日期"})
+_LABELS = (N_("Price region, date"),)   # a header chosen at run time
 
 
 def _num(v: Any, fmt: str = "{:g}") -> str:

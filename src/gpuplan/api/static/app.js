@@ -381,7 +381,8 @@ function showError(err) {
 }
 
 async function postJson(url, body) {
-  const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json" },
+  // The API answers errors (and the text it makes) in the page's language; JSON keys never change.
+  const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json", "Accept-Language": state.lang },
                                body: JSON.stringify(body) });
   let doc = null;
   try { doc = await r.clone().json(); } catch (e) { doc = null; }
