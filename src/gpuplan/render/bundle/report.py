@@ -355,15 +355,18 @@ def serving_notes(c: Ctx) -> list[Safe]:
     lang = c.lang
     out: list[Safe] = []
     if c.model_kind == "diffusion":
-        out.append(md(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. generate_images.py runs the "
-                         "diffusers StableDiffusionXLPipeline as a batch job (prompts file in, PNG files out); "
-                         "pip install -r requirements-serve.txt, then python3 generate_images.py --prompts prompts.txt "
-                         "--out images/ (--dry-run checks the arguments without a GPU).", lang).format(model=c.model)))
+        out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `generate_images.py` runs the "
+                           "diffusers `StableDiffusionXLPipeline` as a batch job (prompts file in, PNG files out): "
+                           "{install}, then {run} ({dry_run} checks the arguments without a GPU).", lang).format(
+            model=md(c.model), install="`pip install -r requirements-serve.txt`",
+            run="`python3 generate_images.py --prompts prompts.txt --out images/`", dry_run="`--dry-run`")))
         return out
     if c.model_kind == "speech":
-        out.append(md(tr("{model} is a speech model: transcribe.py runs faster-whisper's BatchedInferencePipeline "
-                         "as a batch job (audio files in, .txt and .srt out); pip install -r requirements-serve.txt, "
-                         "then python3 transcribe.py --out transcripts/ audio/*.mp3.", lang).format(model=c.model)))
+        out.append(Safe(tr("{model} is a speech model: `transcribe.py` runs faster-whisper's "
+                           "`BatchedInferencePipeline` as a batch job (audio files in, .txt and .srt out): {install}, "
+                           "then {run}.", lang).format(
+            model=md(c.model), install="`pip install -r requirements-serve.txt`",
+            run="`python3 transcribe.py --out transcripts/ audio/*.mp3`")))
         return out
     if not is_llm(c):
         out.append(md(tr("{model} is a {kind} model: no chat server is generated; serve it with your own "
@@ -430,10 +433,10 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
                      "check /var/log/gpuplan-bootstrap.log on the first node."))
     out = [md(tr(first_boot, lang).format(**values))]
     if c.multi_node:
-        out.append(md(tr("Multi-node: Terraform gives node i the private IP cidrhost(vswitch_cidr, 10 + i) and writes "
-                         "NODE_RANK (i mod {job_nodes}) and MASTER_ADDR (rank 0 of its job) into {env_file}; the "
-                         "systemd unit refuses to start without them instead of crash-looping.", lang).format(
-            job_nodes=c.job_nodes, env_file=f"/etc/gpuplan/{c.slug}.env")))
+        out.append(Safe(tr("Multi-node: Terraform gives node i the private IP `cidrhost(vswitch_cidr, 10 + i)` and "
+                           "writes `NODE_RANK` (`i mod {job_nodes}`) and `MASTER_ADDR` (rank 0 of its job) into "
+                           "{env_file}; the systemd unit refuses to start without them instead of crash-looping.",
+                           lang).format(job_nodes=c.job_nodes, env_file=f"`/etc/gpuplan/{c.slug}.env`")))
     if c.shared_kind == "cpfs":
         out.append(md(tr("Terraform creates the advised CPFS file system (alicloud_nas_file_system, protocol cpfs) "
                          "and its mount target; set cpfs_mount to mount an existing one instead.", lang)))
