@@ -94,3 +94,28 @@ def test_a_chinese_bundle_changes_only_its_human_text():
     assert json.loads(en["plan.json"])["plan"] == json.loads(zh["plan.json"])["plan"]
     for path in ("terraform/main.tf", "k8s/deployment.yaml", "monitoring/prometheus.yml"):
         assert en[path] == zh[path], path
+
+
+SHELL_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@pytest.mark.parametrize("key", ["training-lora", "two_node", "spot_job", "vllm_service", "serving-vllm"])
+def test_chinese_shell_messages_keep_the_scripts_working(key, tmp_path):
+    """Translated echo/log lines keep every $VARIABLE of the English script, each followed by ASCII (so no
+    locale can read a Chinese character as part of the name), and the scripts still parse."""
+    import shutil
+    import subprocess
+
+    en, zh = bundle(key, "en"), bundle(key, "zh")
+    scripts = [p for p in zh if p.endswith(".sh")]
+    assert scripts
+    for path in scripts:
+        assert sorted(SHELL_VAR.findall(zh[path])) == sorted(SHELL_VAR.findall(en[path])), path
+        for line in zh[path].splitlines():
+            assert not re.search(r"\$[A-Za-z_][A-Za-z0-9_]*[^\x00-\x7f]", line), (path, line)
+        if shutil.which("bash"):
+            f = tmp_path / path.replace("/", "_")
+            f.write_text(zh[path], encoding="utf-8")
+            assert subprocess.run(["bash", "-n", str(f)], capture_output=True).returncode == 0, path
+    changed = [p for p in scripts if en[p] != zh[p]]
+    assert changed, "no script message follows the bundle's language"

@@ -69,7 +69,7 @@ fi
 
 echo
 if [ "$failures" -gt 0 ]; then
-  echo "gpu-check: $failures check(s) failed"
+  echo "gpu-check：$failures 项检查未通过"
   exit 1
 fi
-echo "gpu-check: all checks passed"
+echo "gpu-check：全部检查通过"
