@@ -119,3 +119,11 @@ def test_chinese_shell_messages_keep_the_scripts_working(key, tmp_path):
             assert subprocess.run(["bash", "-n", str(f)], capture_output=True).returncode == 0, path
     changed = [p for p in scripts if en[p] != zh[p]]
     assert changed, "no script message follows the bundle's language"
+
+
+@pytest.mark.parametrize("key", ["vllm_service", "serving-vllm"])
+def test_chinese_autoscale_readme_is_all_chinese(key):
+    """autoscale/README.md is written by the renderer alone: nothing of it may stay English."""
+    text = bundle(key, "zh")["autoscale/README.md"]
+    assert text.startswith("# 自动伸缩") and english_sentences(text) == []
+    assert bundle(key, "en")["autoscale/README.md"].startswith("# Autoscaling")

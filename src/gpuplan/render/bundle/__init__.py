@@ -55,7 +55,7 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
 
     if serving.is_llm(c):
         # {} for training and serverless plans; multi-node replicas: no Deployment to scale, ESS only
-        files.update(autoscale_files(plan, workload, k8s=not c.multi_node))
+        files.update(autoscale_files(plan, workload, k8s=not c.multi_node, lang=c.lang))
     files["memory.svg"] = report.memory_svg(c, estimate)
     chart = report.cost_time_svg(c, plan, pareto)
     if chart is not None:
