@@ -127,3 +127,19 @@ def test_chinese_autoscale_readme_is_all_chinese(key):
     text = bundle(key, "zh")["autoscale/README.md"]
     assert text.startswith("# 自动伸缩") and english_sentences(text) == []
     assert bundle(key, "en")["autoscale/README.md"].startswith("# Autoscaling")
+
+
+def test_bundle_errors_follow_the_command_language(tmp_path):
+    """`gpuplan plan --lang zh --out EXISTING`: the error and its hint are Chinese (English by default)."""
+    from gpuplan.errors import GpuplanError
+    from gpuplan.i18n import use_lang
+    from gpuplan.render.bundle import build_bundle
+
+    plan, workload, est = inputs("lora_single")
+    with pytest.raises(GpuplanError) as en:
+        build_bundle(plan, workload, est, tmp_path)
+    assert en.value.message == f"{tmp_path} already exists." and "--force" in en.value.hint
+    with use_lang("zh"), pytest.raises(GpuplanError) as zh:
+        build_bundle(plan, workload, est, tmp_path)
+    assert zh.value.message == f"{tmp_path} 已存在。" and "--force" in zh.value.hint
+    assert english_sentences(zh.value.message + "\n" + zh.value.hint) == []

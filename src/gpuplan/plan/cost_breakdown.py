@@ -26,7 +26,7 @@ SHARED_FS = N_("Shared file system ({kind})")
 TRAFFIC_OUT = N_("Internet traffic out")
 ACK_FEE = N_("ACK Pro cluster management fee")
 Q_INSTANCES = N_("{nodes} x {instance_type}, {billing}")
-Q_DISKS = N_("{nodes} x {gib} GiB")
+Q_DISKS = "{nodes} x {gib} GiB"   # no words to translate
 Q_TRAFFIC = N_("{gb} GB ({rps} req/s average x {tokens} tokens)")
 # Billing codes (the plan's values) as Chinese names them; English keeps the code.
 BILLING_NAMES = {"payg": N_("pay-as-you-go"), "spot": N_("spot instance"), "subscription": N_("subscription")}
