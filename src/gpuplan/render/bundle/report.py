@@ -97,8 +97,10 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     mem = estimate.get("memory") or {}
     if c.training:
         layout = tr("TP {tp}, PP {pp}, DP {dp}, ZeRO {zero}, FSDP {fsdp}, offload {offload}, micro-batch {micro}, "
-                    "accumulation {accum}", lang).format(tp=c.tp, pp=c.pp, dp=c.dp, zero=c.zero, fsdp=c.fsdp,
-                                                         offload=c.offload, micro=c.micro_batch, accum=c.grad_accum)
+                    "accumulation {accum}", lang).format(tp=c.tp, pp=c.pp, dp=c.dp, zero=c.zero,
+                                                         fsdp=tr("none", lang) if c.fsdp == "none" else c.fsdp,
+                                                         offload=tr("none", lang) if c.offload == "none" else c.offload,
+                                                         micro=c.micro_batch, accum=c.grad_accum)
     else:
         layout = tr("TP {tp}, PP {pp}, {seqs} concurrent sequences, {tokens} tokens per sequence", lang).format(
             tp=c.tp, pp=c.pp, seqs=c.max_num_seqs, tokens=c.max_model_len)
