@@ -140,7 +140,7 @@ def test_save_interval_follows_the_estimated_step_time(bundles):
 
 def test_chinese_plan(bundles):
     text = (bundles["vllm_service"] / "PLAN.md").read_text()
-    assert text.startswith("# 方案: qwen7b-chat-api") and "## 为什么选它" in text and "## 每卡显存" in text
+    assert text.startswith("# 方案: qwen7b-chat-api") and "## 为什么选这个方案" in text and "## 每卡显存" in text
     assert "# Plan:" in (bundles["lora_single"] / "PLAN.md").read_text()
 
 

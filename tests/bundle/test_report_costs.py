@@ -7,7 +7,7 @@ from gpuplan.render.bundle.report import cost_rows
 
 def test_unknown_or_non_finite_amounts_read_unknown():
     # mypy found `None + " (estimated)"`: a NaN amount on an estimated line was a TypeError.
-    c = SimpleNamespace(currency="CNY")
+    c = SimpleNamespace(currency="CNY", lang="en")
     lines = [{"item": "GPU", "amount": 1234.5, "estimated": True, "quantity": "2 x 1 h"},
              {"item": "Disk", "amount": float("nan"), "estimated": True},
              {"item": "NAS", "amount": None, "estimated": False}]

@@ -15,7 +15,21 @@ from typing import Any
 
 import yaml
 
+from gpuplan.i18n import N_, tr
 from gpuplan.units import HOURS_PER_MONTH
+
+# Line item and quantity texts: English in the JSON contract, translated in PLAN.md (:func:`item_text`).
+GPU_INSTANCES = N_("GPU instances")
+SYSTEM_DISKS = N_("System disks (ESSD {level})")
+DATA_DISKS = N_("Data disks (ESSD {level})")
+SHARED_FS = N_("Shared file system ({kind})")
+TRAFFIC_OUT = N_("Internet traffic out")
+ACK_FEE = N_("ACK Pro cluster management fee")
+Q_INSTANCES = N_("{nodes} x {instance_type}, {billing}")
+Q_DISKS = "{nodes} x {gib} GiB"   # no words to translate
+Q_TRAFFIC = N_("{gb} GB ({rps} req/s average x {tokens} tokens)")
+# Billing codes (the plan's values) as Chinese names them; English keeps the code.
+BILLING_NAMES = {"payg": N_("pay-as-you-go"), "spot": N_("spot instance"), "subscription": N_("subscription")}
 
 
 @functools.cache
@@ -32,13 +46,36 @@ def _conv(amount: float, src: str, dst: str) -> tuple[float, str | None]:
     return fx.convert(amount, src, dst), f"converted at {fx.usd_cny} CNY/USD ({fx.as_of})"
 
 
-def _line(item: str, amount: float | None, unit: str, currency: str, source: str | None, as_of: Any,
-          estimated: bool, quantity: str, note: str | None = None) -> dict:
-    out = {"item": item, "amount": round(amount, 2) if amount is not None else None, "unit": unit,
-           "currency": currency, "quantity": quantity, "source": source or "not found",
+Text = tuple[str, dict[str, Any]]   # (msgid, placeholder values)
+
+
+def _text(msg: Text, lang: str = "en") -> str:
+    args = dict(msg[1])
+    if lang != "en" and args.get("billing") in BILLING_NAMES:
+        args["billing"] = tr(BILLING_NAMES[args["billing"]], lang)
+    return tr(msg[0], lang).format(**args)
+
+
+def item_text(line: dict, lang: str) -> tuple[str, str]:
+    """(item, quantity) of one line in ``lang`` (the JSON keeps the English)."""
+    item = _text(line["_item"], lang) if "_item" in line else str(line["item"])
+    qty = _text(line["_quantity"], lang) if "_quantity" in line else str(line.get("quantity") or "")
+    return item, qty
+
+
+def public(line: dict) -> dict:
+    """A line without its private translation keys (what plan.json carries)."""
+    return {k: v for k, v in line.items() if not k.startswith("_")}
+
+
+def _line(item: Text, amount: float | None, unit: str, currency: str, source: str | None, as_of: Any,
+          estimated: bool, quantity: Text, note: str | None = None) -> dict:
+    out: dict[str, Any] = {"item": _text(item), "amount": round(amount, 2) if amount is not None else None, "unit": unit,
+           "currency": currency, "quantity": _text(quantity), "source": source or "not found",
            "as_of": str(as_of) if as_of else None, "estimated": bool(estimated)}
     if note:
         out["note"] = note
+    out["_item"], out["_quantity"] = item, quantity
     return out
 
 
@@ -79,16 +116,16 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
         inst = plan.get("monthly_cost")
         if inst is not None and fee and fee.get("monthly") is not None:
             inst = inst - float(fee["monthly"])   # platforms.ack_plans adds the fee, already in the plan currency
-    lines.append(_line("GPU instances", inst, unit, cur, plan.get("price_source"), plan.get("price_as_of"),
-                       bool(plan.get("price_estimated")), f"{nodes} x {plan.get('instance_type')}, {billing}"))
+    lines.append(_line((GPU_INSTANCES, {}), inst, unit, cur, plan.get("price_source"), plan.get("price_as_of"),
+                       bool(plan.get("price_estimated")),
+                       (Q_INSTANCES, {"nodes": nodes, "instance_type": plan.get("instance_type"), "billing": billing})))
 
     # 2. Disks: system disk + the advised data disk per node (ESSD).
     storage = plan.get("storage") or {}
     disk = storage.get("disk") or {}
     sys_gib = int(data["assumptions"]["system_disk_gib"])
-    for item, level, gib in (("System disks (ESSD PL1)", "PL1", sys_gib),
-                             (f"Data disks (ESSD {disk.get('level') or 'PL1'})", str(disk.get("level") or "PL1"),
-                              int(disk.get("size_gib") or 0))):
+    for msgid, level, gib in ((SYSTEM_DISKS, "PL1", sys_gib),
+                              (DATA_DISKS, str(disk.get("level") or "PL1"), int(disk.get("size_gib") or 0))):
         if gib <= 0:
             continue
         p = data["essd"].get(level) or {}
@@ -101,8 +138,8 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
         note = None
         if amount is not None and p.get("currency", cur) != cur:
             amount, note = _conv(amount, p["currency"], cur)
-        lines.append(_line(item, amount, unit, cur, p.get("source"), p.get("as_of"), bool(p.get("estimated")),
-                           f"{nodes} x {gib} GiB", note))
+        lines.append(_line((msgid, {"level": level}), amount, unit, cur, p.get("source"), p.get("as_of"),
+                           bool(p.get("estimated")), (Q_DISKS, {"nodes": nodes, "gib": gib}), note))
 
     # 3. Shared file system (CPFS / NAS) the storage advice asks for.
     shared = storage.get("shared") or {}
@@ -120,8 +157,8 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
         note = None
         if amount is not None and p.get("currency", cur) != cur:
             amount, note = _conv(amount, p["currency"], cur)
-        lines.append(_line(f"Shared file system ({kind.upper()})", amount, unit, cur, p.get("source"), p.get("as_of"),
-                           bool(p.get("estimated")), f"{tib:g} TiB", note))
+        lines.append(_line((SHARED_FS, {"kind": kind.upper()}), amount, unit, cur, p.get("source"), p.get("as_of"),
+                           bool(p.get("estimated")), ("{tib} TiB", {"tib": f"{tib:g}"}), note))
 
     # 4. Internet traffic out (serving responses; training downloads are inbound and free).
     if not training:
@@ -130,15 +167,15 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
         gb = rps * out_tokens * float(data["assumptions"]["response_bytes_per_token"]) * hours * 3600 / 1e9
         p = data["internet"]
         amount, note = _conv(gb * float(p["per_gb_out"]), p["currency"], cur)
-        lines.append(_line("Internet traffic out", amount, unit, cur, p["source"], p["as_of"], True,
-                           f"{gb:,.1f} GB ({rps:.3g} req/s average x {out_tokens} tokens)", note))
+        lines.append(_line((TRAFFIC_OUT, {}), amount, unit, cur, p["source"], p["as_of"], True,
+                           (Q_TRAFFIC, {"gb": f"{gb:,.1f}", "rps": f"{rps:.3g}", "tokens": out_tokens}), note))
 
     # 5. Platform fee: ACK Pro cluster management fee.
     if fee:
         note = (f"USD {fee['per_hour']}/h converted to {cur}" if fee.get("currency") != cur else None)
         amount = float(fee["monthly"]) if fee.get("monthly") is not None else None
-        lines.append(_line("ACK Pro cluster management fee", amount, unit, cur, fee.get("source"), fee.get("as_of"),
-                           False, f"{hours:,.0f} h", note))
+        lines.append(_line((ACK_FEE, {}), amount, unit, cur, fee.get("source"), fee.get("as_of"),
+                           False, ("{hours} h", {"hours": f"{hours:,.0f}"}), note))
 
     known = [ln["amount"] for ln in lines if ln["amount"] is not None]
     return {"basis": basis, "hours": round(hours, 2), "currency": cur, "lines": lines,

@@ -24,6 +24,7 @@ import math
 
 import yaml
 
+from gpuplan.i18n import tr
 from gpuplan.render.bundle.safe import check_id, hcl, slugify
 
 DEFAULT_TTFT_SLACK_S = 2.0
@@ -266,38 +267,47 @@ resource "alicloud_ess_alarm" "queue_low" {{
             "autoscale/ess/main.tf": main, "autoscale/ess/outputs.tf": outputs}
 
 
-def _readme(plan: dict, workload, k8s: bool = True) -> str:
+def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en") -> str:
     s = sizing(plan, workload)
-    text = (
-        f"# Autoscaling\n\n"
-        f"One replica serves about {s['per_replica_rps']:.2f} requests/s at the SLA; the traffic needs "
-        f"{s['min_replicas']} replica(s) off-peak and {s['max_replicas']} at peak.\n\n"
-        f"- `hpa.yaml` (ACK): scales the Deployment in `k8s/deployment.yaml` between {s['min_replicas']} and "
-        f"{s['max_replicas']} pods. Scale-up metric: waiting requests per pod (vLLM's `{QUEUE_SOURCE}`, exposed as "
-        f"`{QUEUE_METRIC}` by the rule in `prometheus-adapter-rules.yaml`) above "
-        f"{s['queue_target']} (= requests/s per replica x {s['ttft_slack_s']:.1f} s of TTFT slack), or GPU "
-        f"utilization above {GPU_UTIL_TARGET} %. Both need a metrics adapter (ACK: ack-alibaba-cloud-metrics-adapter "
-        f"or prometheus-adapter) fed by vLLM's /metrics and the DCGM exporter. Pair it with the cluster autoscaler "
-        f"on the GPU node pool; a new GPU node takes minutes, so keep minReplicas for the off-peak rate.\n"
-        f"- `ess/` (ECS without Kubernetes): a scaling group of the same size; alarms on the queue length pushed "
-        f"to CloudMonitor as the custom metric `{QUEUE_METRIC}` (push the value of `{QUEUE_SOURCE}` from each node's "
-        f"/metrics every minute) add or remove one instance.\n\n"
-        f"Request rate alone is a weaker signal: it ignores prompt length. Queue length reacts before TTFT "
-        f"degrades.\n")
+    values = dict(rps=f"{s['per_replica_rps']:.2f}", min=s["min_replicas"], max=s["max_replicas"],
+                  queue_source=QUEUE_SOURCE, queue_metric=QUEUE_METRIC, queue_target=s["queue_target"],
+                  slack=f"{s['ttft_slack_s']:.1f}", gpu_util=GPU_UTIL_TARGET)
+    parts = [
+        "# " + tr("Autoscaling", lang) + "\n",
+        tr("One replica serves about {rps} requests/s at the SLA; the traffic needs {min} replica(s) off-peak and "
+           "{max} at peak.", lang).format(**values) + "\n",
+    ]
+    bullets = []
+    if k8s:
+        bullets.append("- " + tr(
+            "`hpa.yaml` (ACK): scales the Deployment in `k8s/deployment.yaml` between {min} and {max} pods. Scale-up "
+            "metric: waiting requests per pod (vLLM's `{queue_source}`, exposed as `{queue_metric}` by the rule in "
+            "`prometheus-adapter-rules.yaml`) above {queue_target} (= requests/s per replica x {slack} s of TTFT "
+            "slack), or GPU utilization above {gpu_util} %. Both need a metrics adapter (ACK: "
+            "ack-alibaba-cloud-metrics-adapter or prometheus-adapter) fed by vLLM's /metrics and the DCGM exporter. "
+            "Pair it with the cluster autoscaler on the GPU node pool; a new GPU node takes minutes, so keep "
+            "minReplicas for the off-peak rate.", lang).format(**values))
+    bullets.append("- " + tr(
+        "`ess/` (ECS without Kubernetes): a scaling group of the same size; alarms on the queue length pushed to "
+        "CloudMonitor as the custom metric `{queue_metric}` (push the value of `{queue_source}` from each node's "
+        "/metrics every minute) add or remove one instance.", lang).format(**values))
+    parts.append("\n".join(bullets) + "\n")
+    parts.append(tr("Request rate alone is a weaker signal: it ignores prompt length. Queue length reacts before "
+                    "TTFT degrades.", lang))
+    text = "\n".join(parts) + "\n"
     if not k8s:
-        text = "\n".join(ln for ln in text.split("\n") if not ln.startswith("- `hpa.yaml`"))
-        text += ("\nOne replica spans several nodes, so there is no HPA: a one-pod Deployment cannot hold it "
-                 "(on ACK, scale a LeaderWorkerSet instead).\n")
+        text += "\n" + tr("One replica spans several nodes, so there is no HPA: a one-pod Deployment cannot hold it "
+                          "(on ACK, scale a LeaderWorkerSet instead).", lang) + "\n"
     return text
 
 
-def autoscale_files(plan: dict, workload, *, k8s: bool = True) -> dict[str, str]:
+def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en") -> dict[str, str]:
     """Autoscaling files for an ECS/ACK serving plan (empty for training and for FC/EAS, which scale
     natively)."""
     if (workload.task or "inference") != "inference" or plan.get("platform", "ecs") not in ("ecs", "ack"):
         return {}
     if not k8s:   # multi-node replicas: the ESS group only
-        return {"autoscale/README.md": _readme(plan, workload, k8s=False), **_ess_tf(plan, workload)}
+        return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang), **_ess_tf(plan, workload)}
     hpa = hpa_manifest(plan, workload)
     head = "# HorizontalPodAutoscaler for the Deployment in k8s/deployment.yaml (gpuplan).\n"
     adapter_head = (f"# prometheus-adapter rules: expose vLLM's {QUEUE_SOURCE} per pod as {QUEUE_METRIC} for hpa.yaml\n"
@@ -305,6 +315,6 @@ def autoscale_files(plan: dict, workload, *, k8s: bool = True) -> dict[str, str]
     out = {"autoscale/hpa.yaml": head + yaml.safe_dump(hpa, sort_keys=False, allow_unicode=True),
            "autoscale/prometheus-adapter-rules.yaml": adapter_head + yaml.safe_dump(adapter_rules(), sort_keys=False,
                                                                                      width=1000),
-           "autoscale/README.md": _readme(plan, workload)}
+           "autoscale/README.md": _readme(plan, workload, lang=lang)}
     out.update(_ess_tf(plan, workload))
     return out

@@ -89,7 +89,8 @@ def pareto_front(points: Sequence[Point]) -> list[Point]:
 
 
 def cost_time_scatter(points: Sequence[Point], *, title: str = "Cost versus time", x_label: str = "hours",
-                      y_label: str = "cost", width: int = 640, height: int = 400) -> str:
+                      y_label: str = "cost", width: int = 640, height: int = 400,
+                      empty: str = "no priced candidates") -> str:
     """Scatter of candidates (x = time, y = cost); the Pareto front is joined by a line, the chosen
     plan drawn larger. Points flagged ``pareto`` are drawn filled; the front line is recomputed."""
     pts = [p for p in points if math.isfinite(p.x) and math.isfinite(p.y)]
@@ -100,7 +101,7 @@ def cost_time_scatter(points: Sequence[Point], *, title: str = "Cost versus time
            _text(ml, 18, title, extra=' font-weight="bold"')]
     out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#000000"/>')
     if not pts:
-        out.append(_text(ml + pw / 2, mt + ph / 2, "no priced candidates", anchor="middle"))
+        out.append(_text(ml + pw / 2, mt + ph / 2, empty, anchor="middle"))
         out.append("</svg>")
         return "\n".join(out) + "\n"
     x0, x1 = 0.0, max(p.x for p in pts) * 1.1 or 1.0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 from gpuplan.render.bundle import infra, k8s, monitoring, report, serving, training
 from gpuplan.render.bundle.context import Ctx, build_context
 
@@ -55,7 +56,7 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
 
     if serving.is_llm(c):
         # {} for training and serverless plans; multi-node replicas: no Deployment to scale, ESS only
-        files.update(autoscale_files(plan, workload, k8s=not c.multi_node))
+        files.update(autoscale_files(plan, workload, k8s=not c.multi_node, lang=c.lang))
     files["memory.svg"] = report.memory_svg(c, estimate)
     chart = report.cost_time_svg(c, plan, pareto)
     if chart is not None:
@@ -76,10 +77,10 @@ def _refuse_secrets(files: dict[str, str]) -> None:
     values = [v for v in (os.environ.get(k) for k in SECRET_ENV) if v and len(v) >= 8]
     for path, text in files.items():
         if any(p.search(text) for p in SECRET_PATTERNS) or any(v in text for v in values):
-            raise GpuplanError(f"Refusing to write the plan bundle: {path} would contain something that looks "
-                               "like an access key or secret.",
-                               hint="Remove credentials from the workload (name, model path) and the plan; "
-                                    "credentials belong in environment variables only.")
+            raise GpuplanError(_("Refusing to write the plan bundle: {path} would contain something that looks "
+                                 "like an access key or secret.").format(path=path),
+                               hint=_("Remove credentials from the workload (name, model path) and the plan; "
+                                      "credentials belong in environment variables only."))
 
 
 def build_bundle(plan: dict, workload: Any, estimate: dict, out_dir: Path | str, *, lang: str = "en",
@@ -94,16 +95,19 @@ def build_bundle(plan: dict, workload: Any, estimate: dict, out_dir: Path | str,
     """
     out = Path(out_dir).expanduser()
     if out.exists() and not force:
-        raise GpuplanError(f"{out} already exists.", hint="Choose a new folder, or pass --force to replace it.")
+        raise GpuplanError(_("{path} already exists.").format(path=out),
+                           hint=_("Choose a new folder, or pass --force to replace it."))
     if out.exists() and not out.is_dir():
-        raise GpuplanError(f"{out} exists and is not a folder.", hint="Choose a folder path for --out.")
+        raise GpuplanError(_("{path} exists and is not a folder.").format(path=out),
+                           hint=_("Choose a folder path for --out."))
     files = render_bundle(plan, workload, estimate, lang=lang, rejected=rejected, pareto=pareto)
     parent = out.parent if str(out.parent) else Path(".")
     try:
         parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
     except OSError as exc:
-        raise GpuplanError(f"Cannot create {out}: {exc.strerror or exc}.", hint="Check the path and permissions.") from None
+        raise GpuplanError(_("Cannot create {path}: {reason}.").format(path=out, reason=exc.strerror or exc),
+                           hint=_("Check the path and permissions.")) from None
     try:
         for rel, text in files.items():
             path = tmp / rel
@@ -122,8 +126,9 @@ def build_bundle(plan: dict, workload: Any, estimate: dict, out_dir: Path | str,
             tmp.rename(out)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise GpuplanError(f"Cannot write the plan bundle to {out}: {exc.strerror or exc}.",
-                           hint="Check free space and permissions.") from None
+        raise GpuplanError(_("Cannot write the plan bundle to {path}: {reason}.").format(path=out,
+                                                                                        reason=exc.strerror or exc),
+                           hint=_("Check free space and permissions.")) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 from gpuplan.plan.candidates import launcher_for
 from gpuplan.render.bundle import nccl
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
@@ -196,23 +197,25 @@ def _train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
     from gpuplan.catalog.models import _looks_like_path, resolve_model
 
     ref = workload.model
-    hint = ("Set model: to a Hugging Face or ModelScope repository id (e.g. Qwen/Qwen2.5-7B-Instruct) or a local "
-            "folder with config.json and the weights; `gpuplan recommend` still sizes any model.")
+    hint = _("Set model: to a Hugging Face or ModelScope repository id (e.g. Qwen/Qwen2.5-7B-Instruct) or a local "
+             "folder with config.json and the weights; `gpuplan recommend` still sizes any model.")
     if not isinstance(ref, str):
-        raise GpuplanError("A training bundle needs a real model: an inline model mapping has no weights to "
-                           "download.", hint=hint, field="model")
+        raise GpuplanError(_("A training bundle needs a real model: an inline model mapping has no weights to "
+                             "download."), hint=hint, field="model")
     name = check_argument(ref.strip(), "model")
     if _looks_like_path(name):   # a local folder on the node: the estimate read its config.json
         return check_argument(name, "model"), SMOKE_MODEL_TYPES.get(str(arch or ""), "llama")
     spec = resolve_model(name)
     repo = name if ("/" in name and ":" not in name) else spec.id
     if spec.synthetic or ":" in repo or "/" not in repo:
-        raise GpuplanError(f"Model {name!r} is a catalog benchmark entry, not a Hugging Face or ModelScope "
-                           "repository id, so the training bundle cannot download it.", hint=hint, field="model")
+        raise GpuplanError(_("Model {name} is a catalog benchmark entry, not a Hugging Face or ModelScope "
+                             "repository id, so the training bundle cannot download it.").format(name=repr(name)),
+                           hint=hint, field="model")
     if spec.kind != "decoder":
-        raise GpuplanError(f"The training bundle trains decoder language models; {name!r} is a {spec.kind} model.",
-                           hint="Use `gpuplan recommend` for sizing; write the training script for this model "
-                                "yourself.", field="model")
+        raise GpuplanError(_("The training bundle trains decoder language models; {name} is a {kind} model.").format(
+                               name=repr(name), kind=spec.kind),
+                           hint=_("Use `gpuplan recommend` for sizing; write the training script for this model "
+                                  "yourself."), field="model")
     return check_argument(repo, "model"), SMOKE_MODEL_TYPES.get(spec.arch, "llama")
 
 
@@ -241,15 +244,15 @@ def _storage(plan: dict) -> tuple[str, int, str | None, float | None, bool]:
     disk = storage.get("disk") or {}
     level = str(disk.get("level") or "PL1")
     if level not in ("PL0", "PL1", "PL2", "PL3"):
-        raise GpuplanError(f"Unknown ESSD performance level {level!r} in the plan's storage advice.",
-                           hint="Use PL0, PL1, PL2 or PL3.")
+        raise GpuplanError(_("Unknown ESSD performance level {level} in the plan's storage advice.").format(
+                               level=repr(level)), hint=_("Use PL0, PL1, PL2 or PL3."))
     size = _int(disk.get("size_gib"), 200)
     size = min(max(size, 20), 32768)  # alicloud data disk range for cloud_essd
     shared = storage.get("shared") or {}
     kind = shared.get("kind")
     if kind not in (None, "cpfs", "nas"):
-        raise GpuplanError(f"Unknown shared file system {kind!r} in the plan's storage advice.",
-                           hint="Use cpfs or nas.")
+        raise GpuplanError(_("Unknown shared file system {kind} in the plan's storage advice.").format(kind=repr(kind)),
+                           hint=_("Use cpfs or nas."))
     texts = " ".join(str(n) for n in (storage.get("notes") or []))
     oss = "OSS" in texts or any("oss" in str(s).lower() for s in (storage.get("sources") or []))
     return level, size, kind, _num(shared.get("capacity_tib")), oss
@@ -279,9 +282,9 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     """Check and gather the bundle's inputs; every problem is one GpuplanError with a hint."""
     estimate = estimate or {}
     if lang not in ("en", "zh"):
-        raise GpuplanError(f"Unknown language {lang!r}.", hint="Use en or zh.")
+        raise GpuplanError(_("Unknown language {lang}.").format(lang=repr(lang)), hint=_("Use en or zh."))
     if not isinstance(plan, dict) or not plan.get("instance_type"):
-        raise GpuplanError("The plan has no instance_type.", hint="Pass one plan from `gpuplan recommend --json`.")
+        raise GpuplanError(_("The plan has no instance_type."), hint=_("Pass one plan from `gpuplan recommend --json`."))
     name = check_text(workload.name or "", "job name", max_len=100)
     task = workload.task or "inference"
     training = task != "inference"
@@ -294,7 +297,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     region = check_id(plan.get("region") or "cn-shanghai", "region")
     billing = str(plan.get("billing") or "payg")
     if billing not in ("payg", "spot", "subscription"):
-        raise GpuplanError(f"Unknown billing mode {billing!r} in the plan.", hint="Use payg, spot or subscription.")
+        raise GpuplanError(_("Unknown billing mode {billing} in the plan.").format(billing=repr(billing)),
+                           hint=_("Use payg, spot or subscription."))
     currency = check_id(plan.get("currency") or "CNY", "currency")
     hw = estimate.get("hardware") or {}
     nodes = _int(plan.get("instance_count") or hw.get("nodes"), 1)
@@ -316,8 +320,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     offload = str(par.get("offload") or "none")
     if zero not in (0, 1, 2, 3) or offload not in ("none", "cpu", "nvme") or \
             fsdp not in ("none", "full_shard", "shard_grad_op", "hybrid_shard"):
-        raise GpuplanError("The estimate's parallel layout has an unknown ZeRO stage, offload or FSDP mode.",
-                           hint="Pass Estimate.to_dict() of the plan's layout.")
+        raise GpuplanError(_("The estimate's parallel layout has an unknown ZeRO stage, offload or FSDP mode."),
+                           hint=_("Pass Estimate.to_dict() of the plan's layout."))
     micro_batch = _int(par.get("micro_batch") or workload.batch_size, 1)
     grad_accum = _int(par.get("gradient_accumulation") or workload.gradient_accumulation, 1)
     checkpointing = str(par.get("checkpointing") or "none") != "none" if "checkpointing" in par \

@@ -20,6 +20,7 @@ from importlib import resources
 
 import yaml
 
+from gpuplan.i18n import N_, tr
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.templates import render
 
@@ -280,11 +281,11 @@ def files(c: Ctx) -> dict[str, str]:
 
 
 LAUNCHER_TEXT = {
-    "torchrun": ("torchrun + train.py, DistributedDataParallel", "torchrun + train.py，DDP 数据并行"),
-    "fsdp": ("torchrun + train.py, PyTorch FSDP2", "torchrun + train.py，PyTorch FSDP2"),
-    "deepspeed": ("torchrun + train.py, DeepSpeed ZeRO (ds_config.json)", "torchrun + train.py，DeepSpeed ZeRO（ds_config.json）"),
-    "megatron": ("ms-swift Megatron mode (`megatron sft` / `megatron pt`, Megatron-Core): tensor and pipeline parallel",
-                 "ms-swift Megatron 模式（`megatron sft` / `megatron pt`，Megatron-Core）：张量并行与流水线并行"),
+    "torchrun": N_("torchrun + train.py, DistributedDataParallel"),
+    "fsdp": N_("torchrun + train.py, PyTorch FSDP2"),
+    "deepspeed": N_("torchrun + train.py, DeepSpeed ZeRO (ds_config.json)"),
+    "megatron": N_("ms-swift Megatron mode (`megatron sft` / `megatron pt`, Megatron-Core): tensor and pipeline "
+                   "parallel"),
 }
 
 
@@ -292,23 +293,26 @@ def training_rows(c: Ctx) -> list:
     """(item, value) rows for PLAN.md: the launcher and the batch arithmetic, from :func:`batch_layout`."""
     from gpuplan.render.bundle.safe import Safe
 
-    zh = c.lang == "zh"
+    def _(text: str) -> str:  # the catalog's keyword, so Babel extracts the literals below
+        return tr(text, c.lang)
+
     b = batch_layout(c)
-    rows = [("启动器" if zh else "Launcher", Safe(LAUNCHER_TEXT[c.launcher or "torchrun"][1 if zh else 0])),
-            ("并行布局" if zh else "Layout",
-             Safe(f"TP {c.tp} x PP {c.pp} x DP {b.dp}" + (f", {c.vpp} virtual stages" if c.vpp > 1 else ""))),
-            ("全局批量" if zh else "Global batch",
-             Safe(f"{b.global_batch} = micro-batch {b.micro} x accumulation {b.accum} x DP {b.dp}")),
-            ("数据" if zh else "Data",
-             Safe(f"`{DATA_FILE}` (sample; replace with your rows, same format) or `DATA=<file> ./launch.sh`")),
-            ("预演" if zh else "Rehearsal",
-             Safe("`./launch.sh --smoke`: CPU, gloo, tiny random " + c.smoke_model_type
-                  + " model, checkpoint, kill, resume"))]
+    layout = (_("TP {tp} x PP {pp} x DP {dp}, {vpp} virtual stages") if c.vpp > 1 else
+              _("TP {tp} x PP {pp} x DP {dp}")).format(tp=c.tp, pp=c.pp, dp=b.dp, vpp=c.vpp)
+    rows = [(N_("Launcher"), Safe(_(LAUNCHER_TEXT[c.launcher or "torchrun"]))),
+            (N_("Layout"), Safe(layout)),
+            (N_("Global batch"), Safe(_("{global_batch} = micro-batch {micro} x accumulation {accum} x DP {dp}").format(
+                global_batch=b.global_batch, micro=b.micro, accum=b.accum, dp=b.dp))),
+            (N_("Data"), Safe(_("{file} (sample; replace with your rows, same format) or {alt}").format(
+                file=f"`{DATA_FILE}`", alt="`DATA=<file> ./launch.sh`"))),
+            (N_("Rehearsal"), Safe(_("{cmd}: CPU, gloo, tiny random {model_type} model, checkpoint, kill, resume").format(
+                cmd="`./launch.sh --smoke`", model_type=c.smoke_model_type)))]
     if c.launcher == "megatron":
-        rows.append(("注意" if zh else "Note", Safe(
+        rows.append((N_("Note"), Safe(_(
             "Megatron needs CUDA and transformer-engine; --smoke rehearses the same TP/PP split with PyTorch-native "
-            "tensor parallel + pipeline stages on CPU (dp 1)")))
+            "tensor parallel + pipeline stages on CPU (dp 1)"))))
     if c.launcher == "deepspeed":
-        rows.append(("DeepSpeed", Safe(f"ZeRO-{c.zero}" + (f", {c.offload} offload" if c.offload != 'none' else "")
-                                       + f"; train_batch_size {b.global_batch} in ds_config.json")))
-    return [(Safe(k), v) for k, v in rows]
+        ds = (_("ZeRO-{zero}, {offload} offload; train_batch_size {batch} in ds_config.json") if c.offload != "none"
+              else _("ZeRO-{zero}; train_batch_size {batch} in ds_config.json"))
+        rows.append(("DeepSpeed", Safe(ds.format(zero=c.zero, offload=c.offload, batch=b.global_batch))))
+    return [(Safe(_(k)), v) for k, v in rows]

@@ -14,38 +14,38 @@ ok()   { printf 'ok    %s\n' "$*"; }
 warn() { printf 'warn  %s\n' "$*"; }
 fail() { printf 'FAIL  %s\n' "$*"; failures=$((failures + 1)); }
 
-echo "== NVIDIA driver"
+echo "== NVIDIA 驱动"
 if ! command -v nvidia-smi >/dev/null 2>&1; then
-  fail "nvidia-smi not found: install the GPU driver (choose an image with the driver, or install it from NVIDIA)"
+  fail "未找到 nvidia-smi：请安装 GPU 驱动（选择预装驱动的镜像，或从 NVIDIA 官网安装）"
 else
   driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
   if [ -z "$driver" ]; then
-    fail "nvidia-smi cannot talk to the driver"
+    fail "nvidia-smi 无法与驱动通信"
   elif [ "${driver%%.*}" -lt "$MIN_DRIVER_MAJOR" ]; then
-    fail "driver $driver is older than $MIN_DRIVER_MAJOR.x"
+    fail "驱动 $driver 低于 $MIN_DRIVER_MAJOR.x"
   else
-    ok "driver $driver"
+    ok "驱动 $driver"
   fi
   cuda="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)"
-  if [ -n "$cuda" ]; then ok "driver supports CUDA $cuda"; else warn "CUDA version not reported"; fi
+  if [ -n "$cuda" ]; then ok "驱动支持 CUDA $cuda"; else warn "驱动未报告 CUDA 版本"; fi
 
   echo "== GPUs"
   count="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)"
   name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
-  if [ "$count" -eq "$EXPECTED_GPUS" ]; then ok "$count GPU(s): $name"; else fail "$count GPU(s), expected $EXPECTED_GPUS"; fi
+  if [ "$count" -eq "$EXPECTED_GPUS" ]; then ok "$count 张 GPU: $name"; else fail "$count 张 GPU，应为 $EXPECTED_GPUS 张"; fi
   case "$name" in
-    *"$EXPECTED_GPU"*) ok "model matches $EXPECTED_GPU" ;;
-    *) warn "GPU model '$name' differs from the planned $EXPECTED_GPU" ;;
+    *"$EXPECTED_GPU"*) ok "型号与计划的 $EXPECTED_GPU 一致" ;;
+    *) warn "GPU 型号 '$name' 与计划的 $EXPECTED_GPU 不一致" ;;
   esac
-  echo "== Topology (nvidia-smi topo -m)"
-  nvidia-smi topo -m 2>/dev/null || warn "nvidia-smi topo -m failed"
+  echo "== 拓扑（nvidia-smi topo -m）"
+  nvidia-smi topo -m 2>/dev/null || warn "nvidia-smi topo -m 执行失败"
 fi
 
-echo "== CUDA toolkit"
+echo "== CUDA 工具包"
 if command -v nvcc >/dev/null 2>&1; then
   ok "$(nvcc --version | tail -n 1)"
 else
-  warn "nvcc not installed (not needed to run PyTorch wheels, which bundle the CUDA runtime)"
+  warn "未安装 nvcc（运行 PyTorch wheel 不需要它，wheel 自带 CUDA 运行时）"
 fi
 
 echo "== NCCL"
@@ -54,22 +54,22 @@ if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch' >/dev/null 2>
 elif ldconfig -p 2>/dev/null | grep -q libnccl; then
   ok "$(ldconfig -p | grep -m 1 libnccl)"
 else
-  warn "no NCCL found outside containers (PyTorch wheels and NGC images bundle it)"
+  warn "容器外未找到 NCCL（PyTorch wheel 和 NGC 镜像已自带）"
 fi
 
 if [ "$CHECK_RDMA" -eq 1 ]; then
-  echo "== RDMA devices (erdma)"
+  echo "== RDMA 设备（erdma）"
   if [ -d /sys/class/infiniband ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
     ok "RDMA devices: $(find /sys/class/infiniband -mindepth 1 -maxdepth 1 -printf '%f ')"
     if command -v ibv_devinfo >/dev/null 2>&1; then ibv_devinfo -l || true; fi
   else
-    fail "no RDMA device under /sys/class/infiniband: attach an Elastic RDMA Interface and install the eRDMA driver (https://help.aliyun.com/zh/ecs/user-guide/on-the-gpu-instance-configuration-erdma)"
+    fail "/sys/class/infiniband 下没有 RDMA 设备：请为实例绑定弹性 RDMA 网卡（ERI）并安装 eRDMA 驱动（https://help.aliyun.com/zh/ecs/user-guide/on-the-gpu-instance-configuration-erdma）"
   fi
 fi
 
 echo
 if [ "$failures" -gt 0 ]; then
-  echo "gpu-check: $failures check(s) failed"
+  echo "gpu-check：$failures 项检查未通过"
   exit 1
 fi
-echo "gpu-check: all checks passed"
+echo "gpu-check：全部检查通过"

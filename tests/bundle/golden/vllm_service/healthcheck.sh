@@ -8,11 +8,11 @@ SERVED_MODEL_NAME="${SERVED_MODEL_NAME:-qwen7b-chat-api}"
 BASE="http://127.0.0.1:${PORT}"
 
 if ! curl -fsS --max-time 5 "$BASE/health" >/dev/null; then
-  echo "unhealthy: $BASE/health did not answer" >&2
+  echo "不健康：$BASE/health 无响应" >&2
   exit 1
 fi
 if ! curl -fsS --max-time 5 "$BASE/v1/models" | grep -q "\"$SERVED_MODEL_NAME\""; then
-  echo "unhealthy: $BASE/v1/models does not list $SERVED_MODEL_NAME" >&2
+  echo "不健康：$BASE/v1/models 未列出 $SERVED_MODEL_NAME" >&2
   exit 1
 fi
-echo "healthy: $SERVED_MODEL_NAME on port $PORT"
+echo "健康：$SERVED_MODEL_NAME 在端口 $PORT 上正常服务"

@@ -47,7 +47,7 @@ INSTALL_DIR=/root/auto_install
 mkdir -p "$INSTALL_DIR" && cd "$INSTALL_DIR"
 SOURCE=$(curl -fsS http://100.100.100.200/latest/meta-data/source-address | head -n 1)
 if ! wget -q -t 10 --timeout=10 "$SOURCE/opsx/ecs/linux/binary/script/auto_install_v4.0.sh" -O auto_install_v4.0.sh; then
-  echo "gpuplan: could not download auto_install_v4.0.sh from $SOURCE; install driver $DRIVER_VERSION by hand (PLAN.md)"
+  echo "gpuplan：无法从 $SOURCE 下载 auto_install_v4.0.sh；请手动安装驱动 $DRIVER_VERSION (见 PLAN.md)"
   exit 1
 fi
 # Arguments: driver, CUDA, cuDNN, IS_INSTALL_RDMA, IS_INSTALL_eRDMA. The script reboots the node when done.
