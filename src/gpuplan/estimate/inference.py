@@ -160,6 +160,7 @@ class _DecodeConsts:
     experts_per_token: int = 0
     quantized: bool = False  # weight-only quantized GEMV kernels
     min_rows: int = 1        # M-tile a decode GEMM is padded to (engines' tensor-core kernels)
+    quantization: str = "none"
 
     def touched_share(self, batch: int) -> float:
         """Share of the routed experts a decode step of ``batch`` tokens reads."""
@@ -199,7 +200,7 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
         tp_fixed_s=tp0, tp_s_per_seq=tp1, pp=layout.pp, naive_pipeline=layout.naive_pipeline, layers=s.layers,
         framework=case.framework, expert_s=expert_s, experts=s.moe_experts, experts_per_token=s.moe_experts_per_token,
         quantized=case.quantization not in (None, "none"),
-        min_rows=_decode_min_rows(system, case.framework))
+        min_rows=_decode_min_rows(system, case.framework), quantization=case.quantization or "none")
 
 
 def _decode_min_rows(system: System, framework: str) -> int:
@@ -224,6 +225,8 @@ def _decode_step(c: _DecodeConsts, batch: int, context_tokens: float) -> float:
     tp_s = c.tp_fixed_s + c.tp_s_per_seq * batch
     if c.framework not in ENGINES and c.framework not in COMPILED:
         cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if c.pp > 1 else 1.0)
+        # bitsandbytes' Linear4bit/Linear8bitLt add Python work per linear call (quant-state handling, casts)
+        cpu_layer += float(inf["eager_bnb_cpu_s_per_layer"].get(c.quantization, 0.0))
         gpu_layer = gpu_s / c.layers
         k = float(inf["eager_overlap_exponent"])
         return c.layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
