@@ -305,7 +305,10 @@ GROUP_NOTES = {
 # Groups whose constants were calibrated on (efficiency.yaml names them): every other group is
 # unseen by the shipped constants, and its as-shipped error is an out-of-sample figure by itself.
 CALIBRATED_GROUPS = {"q25mem", "q25tps", "q25vllm", "swmem", "swspd", "foundry", "megatron21", "peft",
-                     "hfquant", "llama1", "h200cal"}
+                     "hfquant", "llama1", "h200cal",
+                     # inference.compiled_*_efficiency and compiled_quantized_layer_s come from the gpt-fast
+                     # README; inference.eager_bnb_cpu_s_per_layer from the litgpt table
+                     "gptfast", "litgpt"}
 # Groups kept out of the fit and of the headline figures, with the reason (shown in the report).
 EXCLUDED_GROUPS = {"h200vm-speed": "sandboxed-VM launch overhead, not GPU speed (see the group notes)"}
 
