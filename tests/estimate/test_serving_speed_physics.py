@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import pytest
 
+from gpuplan.catalog.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate
 from gpuplan.estimate.inference import ServingCase, decode_step_time
 from gpuplan.estimate.shapes import shape_of, weight_bytes
 from gpuplan.estimate.system import Layout, System
-from gpuplan.catalog.gpus import get_gpu
 
 
 def _rel(pred: float, ref: float) -> float:

@@ -11,16 +11,22 @@ from typing import Any
 from gpuplan.catalog.instances import InstanceType
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import Estimate, estimate_resolved
-from gpuplan.estimate.system import (NAIVE_PP_FRAMEWORKS, TP_OVERLAP_FRAMEWORKS, Layout, System, pipeline_schedule,
-                                     system_for_instance)
+from gpuplan.estimate.system import (
+    NAIVE_PP_FRAMEWORKS,
+    TP_OVERLAP_FRAMEWORKS,
+    Layout,
+    System,
+    pipeline_schedule,
+    system_for_instance,
+)
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import (
-    is_llm,
     OFFLOAD_ORDER,
     OPTIMIZER_ORDER,
     TRAIN_TASKS,
     Fixed,
     Knobs,
+    is_llm,
     lattice,
     node_options,
     parallel_shapes,
