@@ -95,3 +95,18 @@ def test_engine_tp_all_reduce_is_cheaper_than_nccl_ring_at_decode_sizes():
         ring = _serve(**kw)["tpot_s"]
     saved = 2 * 80 * (nccl_start - table("inference", "engine_custom_allreduce", "latency_s"))  # 2 per layer
     assert ring - custom == pytest.approx(saved, rel=0.05)
+
+
+def test_mla_decode_reads_the_whole_latent_on_every_tp_rank():
+    """vLLM/SGLang keep the whole MLA latent on each TP rank (issue 12 item 4): the KV bytes a rank reads
+    per step do not shrink with TP, unlike GQA heads split across ranks."""
+    from gpuplan.estimate.inference import _decode_consts
+
+    s = shape_of(resolve_model("deepseek-ai/DeepSeek-V2-Lite"))
+    sys8 = System(gpu=get_gpu("H100-SXM5-80GB"), gpus_per_node=8, nodes=1, intra_link="nvswitch")
+    case = ServingCase(precision="bf16", quantization="none", kv_dtype_bytes=2.0, framework="sglang",
+                       prompt_tokens=1024, output_tokens=128)
+    kv = {tp: _decode_consts(s, case, Layout(tp=tp), sys8, []).kv_s_per_token for tp in (1, 2, 8)}
+    assert kv[1] == pytest.approx(kv[8])
+    dpa = _decode_consts(s, case, Layout(tp=8, dp_attention=True), sys8, []).kv_s_per_token
+    assert dpa == pytest.approx(kv[1] / 8)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpuplan.estimate.memory import ENGINES, MemoryEstimate
+from gpuplan.estimate.memory import ENGINES, MemoryEstimate, kv_shard_fraction
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
@@ -176,7 +176,9 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
     w_local = weight_bytes(s, case.precision, case.quantization)[0] / shards
     eager = case.framework not in ENGINES and case.framework not in COMPILED
     kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
-    kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 / shards
+    # KV bytes each GPU reads per sequence-token: its share of the cache (memory.kv_shard_fraction: TP splits
+    # K/V by heads, never below one head per rank; the MLA latent is whole on every rank unless DP attention)
+    kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * kv_shard_fraction(s, layout)
     peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["prefill_efficiency"])
     attn_eff = peak_flops(system, _attention_dtype(case), []) * float(inf["prefill_efficiency"])
     tp0 = _tp_allreduce_s(system, layout, 0.0, 2 * s.layers, case.framework)
