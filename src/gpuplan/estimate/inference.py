@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpuplan.estimate.memory import ENGINES, MemoryEstimate
-from gpuplan.estimate.params import table
+from gpuplan.estimate.memory import ENGINES, MemoryEstimate, kv_shard_fraction
+from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops, tp_collective_s
@@ -73,8 +73,19 @@ class ServingCase:
 
 
 def _compute_dtype(case: ServingCase) -> str:
-    """FP8 compute needs FP8 weights; otherwise an fp8 precision runs its GEMMs in 16-bit."""
+    """FP8 compute needs FP8 weights; otherwise an fp8 precision runs its GEMMs in 16-bit. Serving
+    engines run FP8 checkpoints (W8A8: ModelOpt / compressed-tensors / Qwen "-FP8") through FP8 tensor-core
+    GEMMs, the activations quantized on the fly, whatever the model's 16-bit dtype (vLLM fp8 docs,
+    TensorRT-LLM FP8 quantization, SGLang w8a8_fp8); GPUs without FP8 tensor cores fall back to 16-bit
+    (training.peak_flops)."""
+    if case.quantization == "fp8" and case.framework in ENGINES:
+        return "fp8"
     return "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision
+
+
+def _attention_dtype(case: ServingCase) -> str:
+    """The attention core's dtype: 16-bit unless the model itself is fp32."""
+    return "fp32" if case.precision == "fp32" else "fp16"
 
 
 def _stream_efficiency(quantization: str, framework: str = "transformers") -> float:
@@ -85,13 +96,23 @@ def _stream_efficiency(quantization: str, framework: str = "transformers") -> fl
         return float(inf["weight_stream_efficiency"])
     if framework in ENGINES and quantization not in ("bnb-nf4", "bnb-int8"):
         return float(inf["engine_quantized_stream_efficiency"])
+    if framework in COMPILED and quantization in inf["compiled_quantized_stream_efficiency"]:
+        return float(inf["compiled_quantized_stream_efficiency"][quantization])
     return float(inf["quantized_stream_efficiency"].get(quantization, 0.4))
 
 
-def _tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: float) -> float:
+def _tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: float, framework: str = "") -> float:
+    """``count`` TP all-reduces of ``bytes_each``. Serving engines inside one NVLink node replace NCCL's
+    ring by a one-shot custom all-reduce for small messages (vLLM/SGLang custom_all_reduce, TensorRT-LLM
+    AllReduce plugin, LMDeploy): its start-up latency, not NCCL's, is paid per decode all-reduce."""
     if layout.tp <= 1:
         return 0.0
-    return tp_collective_s(system, layout.tp, bytes_each) * count
+    t = tp_collective_s(system, layout.tp, bytes_each) * count
+    custom = table("inference", "engine_custom_allreduce")
+    if (framework in custom["frameworks"] and layout.tp <= system.gpus_per_node
+            and system.intra_link in ("nvswitch", "nvlink") and bytes_each <= float(custom["max_bytes"])):
+        t -= count * (2 * system.intra_latency_s() - float(custom["latency_s"]))
+    return max(0.0, t)
 
 
 def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str],
@@ -101,8 +122,12 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     weights being streamed for the decode step it rides with and the pipeline stages kept busy."""
     inf = table("inference")
     p = max(1, case.prompt_tokens)
-    flops = batch * (2.0 * s.matmul_params_active * p + 2.0 * s.layers * s.heads * s.head_dim * p * p)
+    lin_flops = batch * 2.0 * s.matmul_params_active * p
+    attn_flops = batch * 2.0 * s.layers * s.heads * s.head_dim * p * p
     peak = peak_flops(system, _compute_dtype(case), notes)
+    # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8
+    peak_attn = peak_flops(system, _attention_dtype(case), [])
+    flops = lin_flops + attn_flops * peak / peak_attn  # attention FLOPs in units of the GEMM rate
     eff = float(inf["prefill_efficiency"])
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
@@ -111,7 +136,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     t = compute if marginal else max(compute, memory)
     if layout.pp > 1 and not marginal:
         t *= layout.pp  # stages in sequence for one request
-    t += _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers)
+    t += _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
     if case.framework not in ENGINES and case.framework not in COMPILED:
         t += s.layers * float(inf["eager_cpu_s_per_layer"])
     return t
@@ -131,6 +156,18 @@ class _DecodeConsts:
     naive_pipeline: bool
     layers: int
     framework: str
+    expert_s: float = 0.0    # streaming every routed expert (MoE); a batch reads only those it touches
+    experts: int = 0
+    experts_per_token: int = 0
+    quantized: bool = False  # weight-only quantized GEMV kernels
+    min_rows: int = 1        # M-tile a decode GEMM is padded to (engines' tensor-core kernels)
+    quantization: str = "none"
+
+    def touched_share(self, batch: int) -> float:
+        """Share of the routed experts a decode step of ``batch`` tokens reads."""
+        if not self.experts or not self.experts_per_token:
+            return 1.0
+        return 1.0 - (1.0 - self.experts_per_token / self.experts) ** max(1, batch)
 
 
 def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, notes: list[str]) -> _DecodeConsts:
@@ -140,35 +177,68 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
     w_local = weight_bytes(s, case.precision, case.quantization)[0] / shards
     eager = case.framework not in ENGINES and case.framework not in COMPILED
     kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
-    kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 / shards
+    # KV bytes each GPU reads per sequence-token: its share of the cache (memory.kv_shard_fraction: TP splits
+    # K/V by heads, never below one head per rank; the MLA latent is whole on every rank unless DP attention)
+    kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * kv_shard_fraction(s, layout)
     peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["prefill_efficiency"])
-    tp0 = _tp_allreduce_s(system, layout, 0.0, 2 * s.layers)
-    tp1 = _tp_allreduce_s(system, layout, s.hidden * 2.0, 2 * s.layers) - tp0
+    attn_eff = peak_flops(system, _attention_dtype(case), []) * float(inf["prefill_efficiency"])
+    tp0 = _tp_allreduce_s(system, layout, 0.0, 2 * s.layers, case.framework)
+    tp1 = _tp_allreduce_s(system, layout, s.hidden * 2.0, 2 * s.layers, case.framework) - tp0
+    # MoE: a decode step reads only the routed experts its batch touches: B tokens choosing k of E
+    # experts each touch E·(1 - (1 - k/E)^B) of them (uniform routing), the rest stay in HBM unread.
+    expert_s = 0.0
+    if s.moe_experts and s.moe_experts_per_token and s.moe_experts > s.moe_experts_per_token:
+        e, k = s.moe_experts, s.moe_experts_per_token
+        routed = s.layers * (s.mlp_params_layer_total - s.mlp_params_layer_active) * e / (e - k)
+        dense = 4.0 if case.precision == "fp32" else 2.0
+        w_all, _ = weight_bytes(s, case.precision, case.quantization)
+        per_linear = dense if case.quantization in (None, "none") else \
+            max(0.0, w_all - s.other_params * dense) / max(1.0, s.linear_params_total)
+        expert_s = routed * per_linear / shards / (bw * _stream_efficiency(case.quantization, case.framework))
     return _DecodeConsts(
         mem_fixed_s=w_local / (bw * _stream_efficiency(case.quantization, case.framework)),
         kv_s_per_token=kv_mult * kv_tok / (bw * inf["weight_stream_efficiency"]),
         comp_s_per_seq=2.0 * s.matmul_params_active / shards / peak_eff,
-        comp_s_per_ctx=2.0 * s.layers * s.heads * s.head_dim / shards / peak_eff,
+        comp_s_per_ctx=2.0 * s.layers * s.heads * s.head_dim / shards / attn_eff,
         tp_fixed_s=tp0, tp_s_per_seq=tp1, pp=layout.pp, naive_pipeline=layout.naive_pipeline, layers=s.layers,
-        framework=case.framework)
+        framework=case.framework, expert_s=expert_s, experts=s.moe_experts, experts_per_token=s.moe_experts_per_token,
+        quantized=case.quantization not in (None, "none"),
+        min_rows=_decode_min_rows(system, case.framework), quantization=case.quantization or "none")
+
+
+def _decode_min_rows(system: System, framework: str) -> int:
+    """Rows a serving engine's decode GEMM computes whatever the batch: its tensor-core tile's M. Hopper's
+    wgmma works on 64-row warpgroup tiles, Ampere/Ada mma.sync on 16 (PTX ISA, wgmma.mma_async shapes
+    m64nNk16; mma.sync m16n8k16). Hidden under the weight stream on GPUs with compute to spare (H100:
+    64 x 2 FLOP per 2-byte weight is 64 FLOP/B against 295 FLOP/B of compute per byte of bandwidth), it
+    binds on compute-starved parts: the H20 (148 TFLOP/s, 4 TB/s: 37 FLOP/B)."""
+    if framework not in ENGINES:
+        return 1
+    rows = table("inference", "decode_gemm_min_rows")
+    return int(by_key(rows, system.gpu.architecture.split(" (")[0].strip()))
 
 
 def _decode_step(c: _DecodeConsts, batch: int, context_tokens: float) -> float:
     inf = table("inference")
-    mem_s = c.mem_fixed_s + c.kv_s_per_token * context_tokens * batch
-    comp_s = batch * (c.comp_s_per_seq + c.comp_s_per_ctx * context_tokens)
+    mem_s = c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)) + c.kv_s_per_token * context_tokens * batch
+    comp_s = max(batch, c.min_rows) * c.comp_s_per_seq + batch * c.comp_s_per_ctx * context_tokens
     gpu_s = max(mem_s, comp_s)
     if c.pp > 1:
         gpu_s *= c.pp if c.naive_pipeline or batch == 1 else 1.0
     tp_s = c.tp_fixed_s + c.tp_s_per_seq * batch
     if c.framework not in ENGINES and c.framework not in COMPILED:
         cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if c.pp > 1 else 1.0)
+        # bitsandbytes' Linear4bit/Linear8bitLt add Python work per linear call (quant-state handling, casts)
+        cpu_layer += float(inf["eager_bnb_cpu_s_per_layer"].get(c.quantization, 0.0))
         gpu_layer = gpu_s / c.layers
         k = float(inf["eager_overlap_exponent"])
         return c.layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
     overhead = float(inf["engine_step_overhead_s"].get(c.framework, inf["engine_step_overhead_s"]["default"]))
     if c.framework in COMPILED:
-        return overhead + gpu_s + tp_s  # one CUDA graph: no per-layer launch floor
+        # one CUDA graph: no per-layer launch floor; weight-only int8/int4 dequantising GEMVs still pay a
+        # fixed latency per layer inside the graph (few CTAs per small matrix)
+        fixed = float(inf["compiled_quantized_layer_s"]) * c.layers / c.pp if c.quantized else 0.0
+        return overhead + gpu_s + fixed + tp_s
     floor = float(inf["engine_layer_floor_s"]) * c.layers / c.pp
     return overhead + max(gpu_s, floor) + min(gpu_s, floor) * 0.5 + tp_s
 

@@ -56,6 +56,7 @@ class Shape:
     moe_experts: int
     kv_bytes_per_token_16bit: float
     is_mla: bool
+    moe_experts_per_token: int = 0   # routed experts per token (MoE), else 0
 
     @property
     def linear_params_total(self) -> float:
@@ -85,9 +86,11 @@ def shape_of(m: "ModelSpec") -> Shape:
         active_ffn = moe.experts_per_token * moe.moe_intermediate_size + \
             moe.shared_experts * (moe.shared_expert_intermediate_size or moe.moe_intermediate_size)
         experts = moe.num_experts
+        routed = int(moe.experts_per_token)
     else:
         active_ffn = m.intermediate_size
         experts = 0
+        routed = 0
     kv16 = float(m.kv_cache_bytes_per_token(2.0))
     return Shape(
         layers=layers, hidden=int(m.hidden_size), ffn=int(m.intermediate_size), heads=int(m.num_attention_heads),
@@ -96,7 +99,7 @@ def shape_of(m: "ModelSpec") -> Shape:
         attn_params_layer=attn, mlp_params_layer_total=mlp_total, mlp_params_layer_active=mlp_active,
         embed_params=float(m.embedding_params()), lm_head_params=float(m.lm_head_params()),
         gated=(m.mlp == "gated"), moe_active_ffn=float(active_ffn), moe_experts=experts,
-        kv_bytes_per_token_16bit=kv16, is_mla=m.mla is not None,
+        kv_bytes_per_token_16bit=kv16, is_mla=m.mla is not None, moe_experts_per_token=routed,
     )
 
 

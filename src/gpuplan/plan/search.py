@@ -11,15 +11,22 @@ from typing import Any
 from gpuplan.catalog.instances import InstanceType
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import Estimate, estimate_resolved
-from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout, System, system_for_instance
+from gpuplan.estimate.system import (
+    NAIVE_PP_FRAMEWORKS,
+    TP_OVERLAP_FRAMEWORKS,
+    Layout,
+    System,
+    pipeline_schedule,
+    system_for_instance,
+)
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import (
-    is_llm,
     OFFLOAD_ORDER,
     OPTIMIZER_ORDER,
     TRAIN_TASKS,
     Fixed,
     Knobs,
+    is_llm,
     lattice,
     node_options,
     parallel_shapes,
@@ -116,14 +123,20 @@ class Searcher:
         w = v.w
         ga = w.gradient_accumulation or 1
         offload = self.fixed.offload if self.fixed.offload not in (None, *OFFLOAD_ORDER) else k.offload_name
+        framework = w.framework or "auto"
         par = w.parallel
         # the user's FSDP strategy and serving DP-attention travel into the layout (memory: FSDP's root
-        # unit and HSDP groups; the MLA cache split by DP-attention)
+        # unit and HSDP groups; the MLA cache split by DP-attention); the framework's own pipeline schedule
+        # and TP overlap (NeMo interleaves and overlaps by default; Megatron-LM and the Trainer stacks only
+        # when the workload says so), as layout_from_workload does
         fsdp = par.fsdp if (par and self.training and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
+        vp, schedule = pipeline_schedule(w, pp, framework, self.shape.layers) if self.training else (1, "1f1b")
+        overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS
         return Layout(tp=tp, pp=pp, dp=dp, zero=k.zero if self.training else 0, fsdp=fsdp, offload=offload,
                       checkpointing=k.ckpt_name if self.training else "none", micro_batch=w.batch_size or 1,
                       grad_accum=ga, microbatches=ga if pp > 1 else 1,
-                      naive_pipeline=pp > 1 and (w.framework or "auto") in NAIVE_PP_FRAMEWORKS,
+                      naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
+                      tp_comm_overlap=bool(overlap and tp > 1 and self.training),
                       dp_attention=bool(par and par.dp_attention) and not self.training)
 
     def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True) -> Estimate | None:

@@ -1,0 +1,112 @@
+"""Decode-speed physics added for issue 12, pinned to published figures.
+
+Sources:
+- gpt-fast README, pytorch-labs/gpt-fast @ 0f925b5 ("Benchmarks"; A100-80GB at 330 W, batch 1, 5-token
+  prompt, 200 new tokens): Llama-2-7B int8 155.58, int4 (G=32) 196.80; Llama-2-70B int8 19.13, int4 25.25 tok/s.
+- Qwen speed benchmark (QwenLM/Qwen2.5 docs/source/getting_started/speed_benchmark.md @ ac72724; SGLang
+  0.4.6.post1 on one H20-96GB, batch 1, 1-token prompt, 2048 generated): Qwen3-30B-A3B BF16 137.18, Qwen3-4B
+  BF16 133.13 prompt+generated tok/s — the MoE with 3.3B active parameters decodes like a 4B dense model.
+- NVIDIA NIM LLM benchmarking page (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance, NIM 1.8.0):
+  Llama-3.3-70B-Instruct FP8 TP2 on 2 x H100-80GB, 5000 in / 500 out, concurrency 1: 51.67 output tok/s
+  (ITL 18.58 ms).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.catalog.gpus import get_gpu
+from gpuplan.catalog.models import resolve_model
+from gpuplan.estimate.core import estimate
+from gpuplan.estimate.inference import ServingCase, decode_step_time
+from gpuplan.estimate.shapes import shape_of, weight_bytes
+from gpuplan.estimate.system import Layout, System
+
+
+def _rel(pred: float, ref: float) -> float:
+    return abs(pred - ref) / ref
+
+
+def _serve(**kw):
+    base = dict(task="inference", precision="bf16", prompt_tokens=5, output_tokens=200, batch_size=1)
+    base.update(kw)
+    return estimate(base).performance
+
+
+@pytest.mark.parametrize("model,quant,ref", [
+    ("meta-llama/Llama-2-7b-hf", "int8", 155.58),
+    ("meta-llama/Llama-2-7b-hf", "int4", 196.80),
+    ("meta-llama/Llama-2-70b-hf", "int8", 19.13),
+    ("meta-llama/Llama-2-70b-hf", "int4", 25.25),
+])
+def test_gpt_fast_weight_only_quantized_decode(model, quant, ref):
+    p = _serve(model=model, framework="torch-compile", quantization=quant,
+               hardware={"gpu": "A100-SXM4-80GB", "count": 1})
+    assert _rel(p["output_tokens_per_s"], ref) < 0.2, (p["output_tokens_per_s"], ref)
+
+
+def test_moe_decodes_at_the_speed_of_its_active_experts():
+    hw = {"gpu": "H20-96GB", "count": 1}
+    kw = dict(framework="sglang", prompt_tokens=1, output_tokens=2048, hardware=hw)
+    moe = _serve(model="Qwen/Qwen3-30B-A3B", **kw)["output_tokens_per_s"]
+    dense = _serve(model="Qwen/Qwen3-4B", **kw)["output_tokens_per_s"]
+    # published: 137.18 / 133.13 = 1.03 (same table, same stack and GPU)
+    assert 0.8 < moe / dense < 1.3, (moe, dense)
+
+
+def test_moe_decode_step_grows_with_the_experts_a_batch_touches():
+    m = resolve_model("Qwen/Qwen3-30B-A3B")
+    s = shape_of(m)
+    sys1 = System(gpu=get_gpu("H100-SXM5-80GB"), gpus_per_node=1, nodes=1, intra_link="none")
+    case = ServingCase(precision="bf16", quantization="none", kv_dtype_bytes=2.0, framework="vllm",
+                       prompt_tokens=128, output_tokens=128)
+    steps = [decode_step_time(s, case, Layout(), sys1, b, 128.0, []) for b in (1, 2, 8, 64, 512)]
+    assert steps == sorted(steps)                        # more tokens, more experts read
+    all_weights = weight_bytes(s, "bf16", "none")[0] / (sys1.gpu.mem_bandwidth_gb_s * 1e9)
+    assert steps[0] < 0.4 * all_weights                  # batch 1 reads 8 of 128 experts per layer
+    assert steps[-1] > 0.9 * all_weights                 # a large batch touches every expert
+
+
+def test_dense_decode_is_unchanged_by_the_moe_term():
+    s = shape_of(resolve_model("Qwen/Qwen2.5-7B-Instruct"))
+    sys1 = System(gpu=get_gpu("A100-SXM4-80GB"), gpus_per_node=1, nodes=1, intra_link="none")
+    case = ServingCase(precision="bf16", quantization="none", kv_dtype_bytes=2.0, framework="vllm",
+                       prompt_tokens=1, output_tokens=1)
+    t1 = decode_step_time(s, case, Layout(), sys1, 1, 1.0, [])
+    t2 = decode_step_time(s, case, Layout(), sys1, 2, 1.0, [])
+    assert t2 < 1.05 * t1   # weights read once for the batch: batch 2 costs barely more than batch 1
+
+
+def test_nim_trtllm_fp8_70b_tp2_concurrency_one():
+    p = _serve(model="meta-llama/Llama-3.3-70B-Instruct", framework="trtllm", quantization="fp8",
+               prompt_tokens=5000, output_tokens=500, parallel={"tp": 2},
+               hardware={"gpu": "H100-SXM5-80GB", "count": 2})
+    assert _rel(p["output_tokens_per_s"], 51.67) < 0.2, p["output_tokens_per_s"]
+
+
+def test_engine_tp_all_reduce_is_cheaper_than_nccl_ring_at_decode_sizes():
+    from gpuplan.estimate.params import overrides, table
+
+    kw = dict(model="meta-llama/Llama-3.3-70B-Instruct", framework="vllm", quantization="fp8", prompt_tokens=128,
+              output_tokens=128, parallel={"tp": 4}, hardware={"gpu": "H100-SXM5-80GB", "count": 4})
+    custom = _serve(**kw)["tpot_s"]
+    nccl_start = 2 * table("communication", "latency_s", "nvlink")
+    with overrides({"inference.engine_custom_allreduce.latency_s": nccl_start}):
+        ring = _serve(**kw)["tpot_s"]
+    saved = 2 * 80 * (nccl_start - table("inference", "engine_custom_allreduce", "latency_s"))  # 2 per layer
+    assert ring - custom == pytest.approx(saved, rel=0.05)
+
+
+def test_mla_decode_reads_the_whole_latent_on_every_tp_rank():
+    """vLLM/SGLang keep the whole MLA latent on each TP rank (issue 12 item 4): the KV bytes a rank reads
+    per step do not shrink with TP, unlike GQA heads split across ranks."""
+    from gpuplan.estimate.inference import _decode_consts
+
+    s = shape_of(resolve_model("deepseek-ai/DeepSeek-V2-Lite"))
+    sys8 = System(gpu=get_gpu("H100-SXM5-80GB"), gpus_per_node=8, nodes=1, intra_link="nvswitch")
+    case = ServingCase(precision="bf16", quantization="none", kv_dtype_bytes=2.0, framework="sglang",
+                       prompt_tokens=1024, output_tokens=128)
+    kv = {tp: _decode_consts(s, case, Layout(tp=tp), sys8, []).kv_s_per_token for tp in (1, 2, 8)}
+    assert kv[1] == pytest.approx(kv[8])
+    dpa = _decode_consts(s, case, Layout(tp=8, dp_attention=True), sys8, []).kv_s_per_token
+    assert dpa == pytest.approx(kv[1] / 8)
