@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 
 ONLINE_ENV = "GPUPLAN_ONLINE"
 HF_ENDPOINT_ENV = "HF_ENDPOINT"  # the variable huggingface_hub honours (e.g. a mirror)
@@ -76,16 +77,16 @@ def urllib_fetcher(url: str, timeout_s: float = 15.0) -> bytes:
 def _decode(raw: bytes | str, url: str) -> dict:
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
     if len(text) > _MAX_BYTES:
-        raise GpuplanError(f"The config.json at {url} is larger than 2 MiB; not a model config.", field="model")
+        raise GpuplanError(_("The config.json at {url} is larger than 2 MiB; not a model config.").format(url=url), hint=_("Download the config.json and pass its path as the model instead."), field="model")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise GpuplanError(f"The config.json at {url} is not valid JSON ({exc.msg}).", field="model") from None
+        raise GpuplanError(_("The config.json at {url} is not valid JSON ({msg}).").format(url=url, msg=exc.msg), hint=_("Download the config.json and pass its path as the model instead."), field="model") from None
     if isinstance(data, dict) and isinstance(data.get("Data"), (str, dict)) and "model_type" not in data:
         inner = data["Data"]  # ModelScope's file API wraps the file
         data = json.loads(inner) if isinstance(inner, str) else inner
     if not isinstance(data, dict):
-        raise GpuplanError(f"The config.json at {url} is not a JSON object.", field="model")
+        raise GpuplanError(_("The config.json at {url} is not a JSON object.").format(url=url), hint=_("Download the config.json and pass its path as the model instead."), field="model")
     return data
 
 

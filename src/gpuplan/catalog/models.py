@@ -411,12 +411,15 @@ def validate_spec(spec: ModelSpec) -> ModelSpec:
         raise GpuplanError(_("Model {model!r}: unknown kind {kind!r}.").format(model=spec.id, kind=spec.kind), hint=_("Use one of {kinds}.").format(kinds=', '.join(KINDS)))
     if not spec.is_llm:
         if spec.profile is None or spec.params_total <= 0:
-            raise GpuplanError(_("Model {model!r}: a {kind} model needs a profile and params_total.").format(model=spec.id, kind=spec.kind))
+            raise GpuplanError(_("Model {model!r}: a {kind} model needs a profile and params_total.").format(
+                model=spec.id, kind=spec.kind), hint=_("The bundled models.yaml is damaged: reinstall gpuplan."))
         return spec
     for name, allowed in (("attention", ATTENTIONS), ("mlp", MLPS), ("norm", NORMS), ("position", POSITIONS)):
         if getattr(spec, name) not in allowed:
             raise GpuplanError(
-                _("Model {model!r}: {name} {value!r} is not one of {allowed}.").format(model=spec.id, name=name, value=getattr(spec, name), allowed=', '.join(allowed)), field=name
+                _("Model {model!r}: {name} {value!r} is not one of {allowed}.").format(
+                    model=spec.id, name=name, value=getattr(spec, name), allowed=', '.join(allowed)),
+                hint=_("The bundled models.yaml is damaged: reinstall gpuplan."), field=name
             )
     for name in ("num_layers", "hidden_size", "intermediate_size", "num_attention_heads",
                  "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings",
@@ -501,7 +504,8 @@ def load_models() -> tuple[ModelSpec, ...]:
         try:
             specs.append(validate_spec(_spec_from_entry(entry)))
         except TypeError as exc:  # pragma: no cover - shipped data is tested
-            raise GpuplanError(_("models.yaml entry {entry!r}: {exc}").format(entry=entry.get('id'), exc=exc)) from exc
+            raise GpuplanError(_("models.yaml entry {entry!r}: {exc}").format(entry=entry.get('id'), exc=exc),
+                               hint=_("The bundled models.yaml is damaged: reinstall gpuplan.")) from exc
     return tuple(specs)
 
 
@@ -831,7 +835,11 @@ class _Cfg:
                     hint=_("Give the values of the model's config.json unchanged."), field=key,
                 )
             if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
-                raise GpuplanError(_("Model config {name!r}: {key} = {value!r} is not a whole number.").format(name=self.name, key=key, value=value), field=key)
+                raise GpuplanError(
+                    _("Model config {name!r}: {key} = {value!r} is not a whole number.").format(
+                        name=self.name, key=key, value=value),
+                    hint=_("Give the values of the model's config.json unchanged."), field=key,
+                )
             number = int(value)
             if number < 0 or number > 10**12:
                 raise GpuplanError(
@@ -848,7 +856,8 @@ class _Cfg:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise GpuplanError(_("Model config {name!r}: {key} must be true or false, not {value!r}.").format(name=self.name, key=key, value=value), field=key)
+            raise GpuplanError(_("Model config {name!r}: {key} must be true or false, not {value!r}.").format(
+                name=self.name, key=key, value=value), hint=_("Give the values of the model's config.json unchanged."), field=key)
         return value
 
     def str(self, key: str) -> str:
@@ -899,7 +908,8 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         ratio = c.raw.get("expansion_ratio", 4)
         ffn = int(hidden * ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and 0 < ratio < 1e4 else None
         if ffn is None:
-            raise GpuplanError(_("Model config {name!r}: expansion_ratio must be a positive number.").format(name=name), field="expansion_ratio")
+            raise GpuplanError(_("Model config {name!r}: expansion_ratio must be a positive number.").format(name=name),
+                               hint=_("Give the values of the model's config.json unchanged."), field="expansion_ratio")
     elif t in _PLAIN_DEFAULT_FFN:
         ffn = c.int(*ffn_keys, default=4 * hidden)
     else:
@@ -924,7 +934,8 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
             kv = _Cfg(attn_cfg, name).int("kv_n_heads")
     assert kv is not None
     if kv == 0:
-        raise GpuplanError(_("Model config {name!r}: key/value heads must be positive.").format(name=name), field="num_key_value_heads")
+        raise GpuplanError(_("Model config {name!r}: key/value heads must be positive.").format(name=name),
+                           hint=_("Give the values of the model's config.json unchanged."), field="num_key_value_heads")
 
     head_dim = c.int("head_dim", "kv_channels", "d_kv", required=False)
     if head_dim is None:
