@@ -111,6 +111,8 @@ def render_comparison(result: dict[str, Any], console: Console, lang: str, wide:
         console.print(f"[yellow]! {wmsg}[/yellow]")
     fx = result.get("fx")
     if fx:
-        console.print(f"[dim]- exchange rate {fx['usd_cny']} CNY/USD as of {fx['as_of']} ({fx['source']})[/dim]")
+        line = tr("exchange rate {rate} CNY/USD as of {date} ({source})", lang).format(
+            rate=fx["usd_cny"], date=fx["as_of"], source=fx["source"])
+        console.print(f"[dim]- {line}[/dim]")
     for a in result.get("assumptions", []):
         console.print(f"[dim]- {a}[/dim]")
