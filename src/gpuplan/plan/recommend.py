@@ -781,7 +781,9 @@ PLATFORM_NAMES = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas
 
 def _headline(ctx: _Ctx, p: Plan, objective: str) -> str:
     cost, unit = p.cost.headline
-    money = f"{p.cost.currency} {cost:,.2f}{unit}" if cost is not None else _("no price known")
+    units = {"/month": _("{cur} {amount}/month"), " per 1B tokens": _("{cur} {amount} per 1B tokens")}
+    money = (units.get(unit, "{cur} {amount}" + unit).format(cur=p.cost.currency, amount=f"{cost:,.2f}")
+             if cost is not None else _("no price known"))
     args = {"n": p.instance_count, "instance": p.short_name, "gpus": f"{p.gpus_per_replica} x {p.gpu}",
             "billing": _(p.cost.billing or "unpriced"), "cost": money,
             "platform": PLATFORM_NAMES.get(p.platform, p.platform)}
