@@ -10,6 +10,6 @@ LOC=src/gpuplan/locale
 if [ "${1:-}" != "compile" ]; then
   "$PY" -m babel.messages.frontend extract -F babel.cfg -k tr -k _ -k N_ --no-location --sort-output \
     --project gpuplan --copyright-holder "gpuplan developers" -o "$LOC/gpuplan.pot" src
-  "$PY" -m babel.messages.frontend update -i "$LOC/gpuplan.pot" -d "$LOC" -D gpuplan -l zh_CN --no-fuzzy-matching --ignore-obsolete
+  "$PY" -m babel.messages.frontend update -w 120 -i "$LOC/gpuplan.pot" -d "$LOC" -D gpuplan -l zh_CN --no-fuzzy-matching --ignore-obsolete
 fi
 "$PY" -m babel.messages.frontend compile -d "$LOC" -D gpuplan -l zh_CN --statistics

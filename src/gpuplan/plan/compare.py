@@ -70,11 +70,11 @@ def compare_clouds(w: Workload, *, currency: str = "CNY", today: dt.date | None 
             "fx": {"usd_cny": fx.usd_cny, "as_of": fx.as_of, "source": fx.source, "kind": fx.kind,
                    "stale_after_days": fx.stale_after_days, "age_days": fx.age_days(today)},
             "warnings": [fx_warning] if fx_warning else [],
-            "assumptions": ["each cloud's bundled catalog and price snapshot (dates per plan); currency converted "
-                            "with the dated rate in data/fx.yaml",
-                            f"per cloud: the cheapest priced plan; plans within {COST_TIE:.0%} of it count as tied "
-                            "and the one with the fewest GPUs, then instances, is shown",
-                            "clouds without prices for a feasible type show the plan with null costs"]}
+            "assumptions": [tr("each cloud's bundled catalog and price snapshot (dates per plan); currency "
+                               "converted with the dated rate in data/fx.yaml"),
+                            tr("per cloud: the cheapest priced plan; plans within {tie} of it count as tied and the "
+                               "one with the fewest GPUs, then instances, is shown").format(tie=f"{COST_TIE:.0%}"),
+                            tr("clouds without prices for a feasible type show the plan with null costs")]}
 
 
 def render_comparison(result: dict[str, Any], console: Console, lang: str, wide: bool = False) -> None:
@@ -111,6 +111,8 @@ def render_comparison(result: dict[str, Any], console: Console, lang: str, wide:
         console.print(f"[yellow]! {wmsg}[/yellow]")
     fx = result.get("fx")
     if fx:
-        console.print(f"[dim]- exchange rate {fx['usd_cny']} CNY/USD as of {fx['as_of']} ({fx['source']})[/dim]")
+        line = tr("exchange rate {rate} CNY/USD as of {date} ({source})", lang).format(
+            rate=fx["usd_cny"], date=fx["as_of"], source=fx["source"])
+        console.print(f"[dim]- {line}[/dim]")
     for a in result.get("assumptions", []):
         console.print(f"[dim]- {a}[/dim]")

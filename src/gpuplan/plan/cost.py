@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from gpuplan.catalog.prices import Offer, source_label
+from gpuplan.i18n import _
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
 
 SPOT_SOURCE = "https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance"
@@ -101,8 +102,9 @@ class Fx:
         age = self.age_days(today)
         if age is None or age <= self.stale_after_days:
             return None
-        return (f"exchange rate {self.usd_cny} CNY/USD dates from {self.as_of} ({age} days old, over "
-                f"{self.stale_after_days}): converted prices may be off; pass your own rate")
+        return _("exchange rate {rate} CNY/USD dates from {date} ({age} days old, over {limit}): converted prices "
+                 "may be off; pass your own rate").format(rate=self.usd_cny, date=self.as_of, age=age,
+                                                          limit=self.stale_after_days)
 
     def convert(self, amount: float, src: str, dst: str) -> float:
         if src == dst:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.catalog.instances import InstanceType
+from gpuplan.i18n import _
 from gpuplan.units import GIB
 
 CODES = ("memory", "host_memory", "network", "budget", "deadline", "status", "no_price", "region", "layout", "sla")
@@ -41,15 +42,17 @@ def check_status(inst: InstanceType, allowed: frozenset[str]) -> Reject | None:
     """Preview / by-ticket / retired / not-recommended / unconfirmed types only when asked."""
     if inst.status in allowed:
         return None
-    return Reject("status", f"{gpu_label(inst)}: status {inst.status}; add it to constraints.include_status to consider it")
+    return Reject("status", _("{label}: status {status}; add it to constraints.include_status to consider it").format(
+        label=gpu_label(inst), status=_(inst.status)))
 
 
 def check_kind(inst: InstanceType, training: bool, nodes: int) -> Reject | None:
     """vGPU slices are for inference and graphics: never training, never multi-node."""
     if inst.gpu_count < 1 and training:
-        return Reject("layout", f"{gpu_label(inst)}: a {inst.gpu_count:.3g} vGPU slice is not meant for training")
+        return Reject("layout", _("{label}: a {n} vGPU slice is not meant for training").format(
+            label=gpu_label(inst), n=f"{inst.gpu_count:.3g}"))
     if inst.kind == "vgpu" and (nodes > 1 or (training and inst.gpu_count > 1)):
-        return Reject("layout", f"{gpu_label(inst)}: vGPU types are not meant for multi-GPU training")
+        return Reject("layout", _("{label}: vGPU types are not meant for multi-GPU training").format(label=gpu_label(inst)))
     return None
 
 
@@ -62,7 +65,8 @@ def memory_reject(inst: InstanceType, per_gpu_bytes: float, capacity_bytes: floa
                   headroom: float = MEMORY_HEADROOM) -> Reject:
     need = per_gpu_bytes / GIB
     cap = capacity_bytes * (1 - headroom) / GIB
-    return Reject("memory", f"{gpu_label(inst)}: needs {need:.1f} GiB per GPU {what}; {cap:.1f} GiB usable",
+    return Reject("memory", _("{label}: needs {need} GiB per GPU {what}; {cap} GiB usable").format(
+                      label=gpu_label(inst), need=f"{need:.1f}", what=what, cap=f"{cap:.1f}"),
                   per_gpu_bytes - capacity_bytes * (1 - headroom))
 
 
@@ -73,8 +77,10 @@ def check_host(inst: InstanceType, host_bytes_per_node: float, reserve: float = 
     usable = inst.memory_gib * GIB * (1 - reserve)
     if host_bytes_per_node <= usable:
         return None
-    return Reject("host_memory", f"{gpu_label(inst)} {inst.short_name}: needs {host_bytes_per_node / GIB:.0f} GiB host "
-                                 f"RAM per node; {usable / GIB:.0f} GiB usable of {inst.memory_gib:g}",
+    return Reject("host_memory", _("{label} {instance}: needs {need} GiB host RAM per node; {usable} GiB usable of "
+                                   "{total}").format(label=gpu_label(inst), instance=inst.short_name,
+                                                     need=f"{host_bytes_per_node / GIB:.0f}",
+                                                     usable=f"{usable / GIB:.0f}", total=f"{inst.memory_gib:g}"),
                   host_bytes_per_node - usable)
 
 
@@ -84,8 +90,8 @@ def vcpu_warning(inst: InstanceType, training: bool) -> str | None:
         return None
     per = inst.vcpus / inst.gpus
     if per < MIN_VCPUS_PER_GPU:
-        return (f"{inst.short_name} has {per:g} vCPUs per GPU (< {MIN_VCPUS_PER_GPU}): data loading may "
-                "starve the GPUs; pre-tokenize or pick a type with more vCPUs")
+        return _("{instance} has {per} vCPUs per GPU (< {min}): data loading may starve the GPUs; pre-tokenize or "
+                 "pick a type with more vCPUs").format(instance=inst.short_name, per=f"{per:g}", min=MIN_VCPUS_PER_GPU)
     return None
 
 
@@ -96,10 +102,11 @@ def check_network(inst: InstanceType, nodes: int, comm_fraction: float | None) -
         return None, None
     frac = comm_fraction or 0.0
     if frac > NETWORK_BOUND_COMM_FRACTION:
-        return Reject("network", f"{gpu_label(inst)} x {nodes} nodes: no eRDMA/RoCE, communication takes "
-                                 f"{frac:.0%} of each step over the VPC network"), None
-    return None, (f"{inst.short_name} has no eRDMA/RoCE: {nodes} nodes talk over the VPC network "
-                  f"(TCP; {frac:.0%} of the step communicating)")
+        return Reject("network", _("{label} x {nodes} nodes: no eRDMA/RoCE, communication takes {share} of each step "
+                                   "over the VPC network").format(label=gpu_label(inst), nodes=nodes,
+                                                                  share=f"{frac:.0%}")), None
+    return None, _("{instance} has no eRDMA/RoCE: {nodes} nodes talk over the VPC network (TCP; {share} of the step "
+                   "communicating)").format(instance=inst.short_name, nodes=nodes, share=f"{frac:.0%}")
 
 
 def sla_reject(inst: InstanceType, gpus: int, perf: dict, memory, sla) -> Reject:
@@ -116,18 +123,22 @@ def sla_reject(inst: InstanceType, gpus: int, perf: dict, memory, sla) -> Reject
     conc = perf.get("max_concurrency")
     if (conc is not None and conc <= 0) or (budget is not None and per_seq and budget < per_seq):
         left = max(0.0, budget or 0.0) / GIB
-        need = f"; one sequence needs {per_seq / GIB:.2f} GiB" if per_seq else ""
-        return Reject("memory", f"{label}: no room for the KV cache: the weights and activations leave "
-                                f"{left:.2f} GiB per GPU{need}", max(0.0, (per_seq or 0.0) - max(0.0, budget or 0.0)))
+        text = (_("{label}: no room for the KV cache: the weights and activations leave {left} GiB per GPU; one "
+                  "sequence needs {need} GiB") if per_seq else
+                _("{label}: no room for the KV cache: the weights and activations leave {left} GiB per GPU")).format(
+            label=label, left=f"{left:.2f}", need=f"{(per_seq or 0) / GIB:.2f}")
+        return Reject("memory", text, max(0.0, (per_seq or 0.0) - max(0.0, budget or 0.0)))
     ttft = perf.get("ttft_s")
     tpot = perf.get("tpot_s")
     if ttft_t is not None and ttft is not None and ttft > ttft_t:
-        return Reject("sla", f"{label}: cannot meet the TTFT target: {ttft:.2f} s for one request alone vs "
-                             f"{ttft_t * 1000:g} ms", ttft - ttft_t)
+        return Reject("sla", _("{label}: cannot meet the TTFT target: {ttft} s for one request alone vs {target} ms")
+                      .format(label=label, ttft=f"{ttft:.2f}", target=f"{ttft_t * 1000:g}"), ttft - ttft_t)
     if tpot_t is not None and tpot is not None and tpot > tpot_t:
-        return Reject("sla", f"{label}: cannot meet the TPOT target: {tpot * 1000:.0f} ms per token for one "
-                             f"sequence vs {tpot_t * 1000:g} ms", tpot - tpot_t)
+        return Reject("sla", _("{label}: cannot meet the TPOT target: {tpot} ms per token for one sequence vs "
+                               "{target} ms").format(label=label, tpot=f"{tpot * 1000:.0f}",
+                                                     target=f"{tpot_t * 1000:g}"), tpot - tpot_t)
     targets = " / ".join(x for x in (f"TTFT {ttft_t * 1000:g} ms" if ttft_t else "",
-                                     f"TPOT {tpot_t * 1000:g} ms" if tpot_t else "") if x) or "no latency target"
-    return Reject("sla", f"{label}: no batch meets the latency targets together ({targets}; alone: TTFT "
-                         f"{(ttft or 0):.2f} s, TPOT {(tpot or 0) * 1000:.0f} ms)")
+                                     f"TPOT {tpot_t * 1000:g} ms" if tpot_t else "") if x) or _("no latency target")
+    return Reject("sla", _("{label}: no batch meets the latency targets together ({targets}; alone: TTFT {ttft} s, "
+                           "TPOT {tpot} ms)").format(label=label, targets=targets, ttft=f"{(ttft or 0):.2f}",
+                                                      tpot=f"{(tpot or 0) * 1000:.0f}"))

@@ -10,6 +10,7 @@ preset by Alibaba PAI on Lingjun RoCE clusters https://www.alibabacloud.com/help
 from __future__ import annotations
 
 from gpuplan.catalog.instances import InstanceType
+from gpuplan.i18n import _
 
 ERDMA_DOC = "https://help.aliyun.com/en/ecs/user-guide/erdma-usage/"
 NCCL_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
@@ -34,21 +35,23 @@ def network_advice(inst: InstanceType, nodes: int, comm_fraction: float | None,
     if nodes <= 1:
         return {"multi_node": False, "rdma": inst.rdma or None, "intra_node": intra,
                 "comm_fraction": comm_fraction, "nccl_env": {}, "rdma_types": [],
-                "text": "single node: no inter-node network needed"
-                        + (f"; GPUs talk over {intra}" if inst.gpus > 1 else ""),
+                "text": _("single node: no inter-node network needed; GPUs talk over {link}").format(link=intra)
+                if inst.gpus > 1 else _("single node: no inter-node network needed"),
                 "sources": []}
     if inst.rdma == "erdma":
         env, src = NCCL_ERDMA, [ERDMA_DOC, NCCL_DOC]
-        text = (f"{nodes} nodes over eRDMA ({inst.rdma_gbit_s or inst.network_gbit_s or '?'} Gbit/s): install the eRDMA "
-                "driver and attach an Elastic RDMA Interface to each node; check that the NCCL log shows NET/IB")
+        text = _("{nodes} nodes over eRDMA ({gbit} Gbit/s): install the eRDMA driver and attach an Elastic RDMA "
+                 "Interface to each node; check that the NCCL log shows NET/IB").format(
+            nodes=nodes, gbit=inst.rdma_gbit_s or inst.network_gbit_s or "?")
     elif inst.rdma:
         env, src = NCCL_ROCE, [ROCE_DOC, NCCL_DOC]
-        text = f"{nodes} nodes over {inst.rdma.upper()} ({inst.rdma_gbit_s or '?'} Gbit/s)"
+        text = _("{nodes} nodes over {rdma} ({gbit} Gbit/s)").format(nodes=nodes, rdma=inst.rdma.upper(),
+                                                                     gbit=inst.rdma_gbit_s or "?")
     else:
         env, src = NCCL_TCP, [NCCL_DOC]
-        text = (f"{nodes} nodes over the VPC network (TCP, {inst.network_gbit_s or '?'} Gbit/s): slow for "
-                "gradient all-reduce; prefer an eRDMA type")
+        text = _("{nodes} nodes over the VPC network (TCP, {gbit} Gbit/s): slow for gradient all-reduce; prefer an "
+                 "eRDMA type").format(nodes=nodes, gbit=inst.network_gbit_s or "?")
     if comm_fraction is not None:
-        text += f"; {comm_fraction:.0%} of each step is communication"
+        text = _("{text}; {share} of each step is communication").format(text=text, share=f"{comm_fraction:.0%}")
     return {"multi_node": True, "rdma": inst.rdma or None, "intra_node": intra, "comm_fraction": comm_fraction,
             "nccl_env": dict(env), "rdma_types": rdma_alternatives[:6], "text": text, "sources": src}

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from gpuplan.i18n import _
 from gpuplan.units import HOUR_S
 
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
@@ -89,13 +90,14 @@ def auto_release(plan: dict, task: str, now: dt.datetime | None = None) -> dict 
     cfg = load_ops()["training"]["auto_release"]
     time_s = plan.get("time_s")
     if not time_s:
-        return {"hours": None, "text": "set an auto-release time once the run length is known (no dataset size given)",
+        return {"hours": None, "text": _("set an auto-release time once the run length is known (no dataset size given)"),
                 "api_field": cfg["api_field"], "terraform_argument": cfg["terraform_argument"], "source": cfg["source"]}
     hours = max(cfg["min_hours"], math.ceil(time_s * (1 + cfg["margin"]) / HOUR_S))
     out = {"hours": hours, "margin": cfg["margin"], "api_field": cfg["api_field"],
            "terraform_argument": cfg["terraform_argument"], "source": cfg["source"],
-           "text": f"release the instances {hours} h after launch (estimated run {time_s / HOUR_S:.1f} h + "
-                   f"{cfg['margin']:.0%}); checkpoints must be on OSS/CPFS before then"}
+           "text": _("release the instances {hours} h after launch (estimated run {run} h + {margin}); checkpoints "
+                     "must be on OSS/CPFS before then").format(hours=hours, run=f"{time_s / HOUR_S:.1f}",
+                                                               margin=f"{cfg['margin']:.0%}")}
     if now is not None:
         at = (now.astimezone(dt.timezone.utc) + dt.timedelta(hours=hours)).replace(second=0, microsecond=0)
         out["release_at_utc"] = at.strftime("%Y-%m-%dT%H:%M:00Z")
@@ -106,8 +108,10 @@ def _driver_block(plan: dict) -> dict:
     ops = load_ops()
     platform = plan.get("platform", "ecs")
     if platform == "function-compute":
-        return {"family": None, "generation": None, "image": ["custom container image (Function Compute manages the host driver)"],
-                "driver": "managed by Function Compute", "cuda": "the container's CUDA must not exceed the host driver's (not published)",
+        return {"family": None, "generation": None,
+                "image": [_("custom container image (Function Compute manages the host driver)")],
+                "driver": _("managed by Function Compute"),
+                "cuda": _("the container's CUDA must not exceed the host driver's (not published)"),
                 "uefi": False, "sources": load_platform_sources()}
     fam = family_of(plan.get("instance_type"))
     gen = generation_for(fam)
@@ -119,10 +123,13 @@ def _driver_block(plan: dict) -> dict:
     if uefi:
         images = [i if "UEFI" in i else f"{i} (UEFI)" for i in images]
     vgpu = fam in ops["vgpu"]["families"]
-    driver = (ops["vgpu"]["driver"] if vgpu else f">= {gen['min_driver']} (NVIDIA datacenter driver)")
-    cuda = f">= {gen['min_cuda']} (recommended {gen['recommended_cuda']})"
+    driver = (ops["vgpu"]["driver"] if vgpu else _(">= {version} (NVIDIA datacenter driver)").format(
+        version=gen["min_driver"]))
     if gen.get("max_cuda"):
-        cuda += f"; stay on CUDA {gen['max_cuda']}"
+        cuda = _(">= {min} (recommended {recommended}); stay on CUDA {max}").format(
+            min=gen["min_cuda"], recommended=gen["recommended_cuda"], max=gen["max_cuda"])
+    else:
+        cuda = _(">= {min} (recommended {recommended})").format(min=gen["min_cuda"], recommended=gen["recommended_cuda"])
     return {"family": fam, "generation": gen["generation"], "image": images, "driver": driver, "cuda": cuda,
             "min_cuda": gen["min_cuda"], "recommended_cuda": gen["recommended_cuda"], "min_driver": gen["min_driver"],
             "uefi": uefi, "notes": gen.get("notes"), "unconfirmed": list(gen.get("unconfirmed") or ()),
@@ -161,16 +168,16 @@ def ops_advice(plan: dict, workload, *, now: dt.datetime | None = None) -> dict:
         cons = getattr(workload, "constraints", None)
         region = cons.regions[0] if cons and cons.regions else None
     drv = _driver_block(plan)
-    tr = ops["training"]
+    tcfg = ops["training"]
     nodes = (plan.get("parallel") or {}).get("nodes_per_replica") or plan.get("instance_count") or 1
-    ck = tr["checkpoints"]["multi_node"] if training and nodes > 1 else tr["checkpoints"]["single_node"]
+    ck = tcfg["checkpoints"]["multi_node"] if training and nodes > 1 else tcfg["checkpoints"]["single_node"]
     out = {
         "image": drv["image"], "driver": drv["driver"], "cuda": drv["cuda"], "uefi": drv["uefi"],
         "family": drv.get("family"), "generation": drv.get("generation"),
         "auto_release": auto_release(plan, task, now),
-        "checkpoint_location": ck if training else "model weights on OSS or NAS, mounted read-only into every replica",
-        "logs": {"service": tr["logs"]["service"], "how": tr["logs"]["how"], "source": tr["logs"]["source"]},
-        "tensorboard": ({"how": tr["tensorboard"]["how"], "source": tr["tensorboard"]["source"]} if training else None),
+        "checkpoint_location": ck if training else _("model weights on OSS or NAS, mounted read-only into every replica"),
+        "logs": {"service": tcfg["logs"]["service"], "how": tcfg["logs"]["how"], "source": tcfg["logs"]["source"]},
+        "tensorboard": ({"how": tcfg["tensorboard"]["how"], "source": tcfg["tensorboard"]["source"]} if training else None),
         "data_loading": _data_loading(workload) if training else None,
         "compliance": compliance_notes(region, task),
         "sources": drv["sources"],

@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from gpuplan.i18n import _
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory, rnd
 from gpuplan.units import GIB, HOUR_S, HOURS_PER_MONTH
 
@@ -211,20 +212,22 @@ def traffic_profile(serving) -> Traffic | None:
             segs = [Segment(h, busy / (h * HOUR_S))]
             if h < 24:
                 segs.append(Segment(24.0 - h, rest / ((24.0 - h) * HOUR_S)))
-            return Traffic(tuple(segs), f"{per_day:g} requests/day, peak {peak:g}/s for {h:g} h")
+            return Traffic(tuple(segs), _("{per_day} requests/day, peak {peak}/s for {h} h").format(
+                per_day=f"{per_day:g}", peak=f"{peak:g}", h=f"{h:g}"))
         segs = [Segment(h, per_day / (h * HOUR_S))]
         if h < 24:
             segs.append(Segment(24.0 - h, 0.0))
-        return Traffic(tuple(segs), f"{per_day:g} requests/day over {h:g} h")
+        return Traffic(tuple(segs), _("{per_day} requests/day over {h} h").format(per_day=f"{per_day:g}", h=f"{h:g}"))
     if rps and peak and hours and hours < 24:
         return Traffic((Segment(hours, peak), Segment(24.0 - hours, rps)),
-                       f"{peak:g} requests/s for {hours:g} h, {rps:g} requests/s otherwise")
+                       _("{peak} requests/s for {h} h, {rps} requests/s otherwise").format(
+                           peak=f"{peak:g}", h=f"{hours:g}", rps=f"{rps:g}"))
     if rps:
-        return Traffic((Segment(24.0, rps),), f"steady {rps:g} requests/s")
+        return Traffic((Segment(24.0, rps),), _("steady {rps} requests/s").format(rps=f"{rps:g}"))
     if peak:
         h = hours or 24.0
         segs = [Segment(h, peak)] + ([Segment(24.0 - h, 0.0)] if h < 24 else [])
-        return Traffic(tuple(segs), f"{peak:g} requests/s for {h:g} h")
+        return Traffic(tuple(segs), _("{peak} requests/s for {h} h").format(peak=f"{peak:g}", h=f"{h:g}"))
     return None
 
 
@@ -443,20 +446,26 @@ def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region
     monthly = primary.cost_usd * rate if primary.cost_usd is not None else None
     warnings = []
     if gpu_active is None:
-        warnings.append(f"Function Compute {g.gpu_type} ({g.series}) has no published CU factor: price unknown")
+        warnings.append(_("Function Compute {gpu_type} ({series}) has no published CU factor: price unknown").format(
+            gpu_type=g.gpu_type, series=g.series))
     if currency != pricing.currency:
-        warnings.append(f"Function Compute prices are the international USD list price (tier 1 USD "
-                        f"{pricing.tiers[0][1]}/CU, {pricing.as_of}) converted at {rate:g} {currency}/USD; "
-                        "the China-site CNY price is not bundled")
+        warnings.append(_("Function Compute prices are the international USD list price (tier 1 USD {price}/CU, "
+                          "{date}) converted at {rate} {cur}/USD; the China-site CNY price is not bundled").format(
+            price=pricing.tiers[0][1], date=pricing.as_of, rate=f"{rate:g}", cur=currency))
     if g.unconfirmed:
-        warnings.append(f"{g.gpu_type}: unconfirmed {', '.join(g.unconfirmed)} (platforms.yaml)")
-    money = f"{currency} {monthly:,.0f}/month" if monthly is not None else "price unknown"
+        warnings.append(_("{gpu_type}: unconfirmed {fields} (platforms.yaml)").format(
+            gpu_type=g.gpu_type, fields=", ".join(g.unconfirmed)))
+    money = (_("{cur} {amount}/month").format(cur=currency, amount=f"{monthly:,.0f}") if monthly is not None
+             else _("price unknown"))
     why = (
-        f"Function Compute {g.gpu_type} with {slice_gib:g} GB GPU memory ({g.gpu} modelled): one instance serves "
-        f"{mu:.2f} req/s; a request takes {latency:.1f} s",
-        f"{traffic.basis}: {primary.active_s / HOUR_S:,.1f} active instance-hours/month"
-        + (f" + {primary.idle_s / HOUR_S:,.0f} idle (kept warm)" if primary.idle_s else "")
-        + f" = {primary.cu:,.0f} CU -> {money} ({primary.policy})",
+        _("Function Compute {gpu_type} with {gib} GB GPU memory ({gpu} modelled): one instance serves {rate} req/s; "
+          "a request takes {latency} s").format(gpu_type=g.gpu_type, gib=f"{slice_gib:g}", gpu=g.gpu,
+                                                rate=f"{mu:.2f}", latency=f"{latency:.1f}"),
+        (_("{basis}: {active} active instance-hours/month + {idle} idle (kept warm) = {cu} CU -> {money} ({policy})")
+         if primary.idle_s else
+         _("{basis}: {active} active instance-hours/month = {cu} CU -> {money} ({policy})")).format(
+            basis=traffic.basis, active=f"{primary.active_s / HOUR_S:,.1f}", idle=f"{primary.idle_s / HOUR_S:,.0f}",
+            cu=f"{primary.cu:,.0f}", money=money, policy=primary.policy),
     )
     cost = PlanCost(currency=currency, billing="payg", region=region, price_region="international",
                     instance_price_per_hour=_r(hourly), price_per_hour=_r(hourly * replicas) if hourly is not None else None,
@@ -487,14 +496,18 @@ def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region
 
 
 def _cold_note(cold_s: float, ttft: float, p_cold: float, sla: float | None, policy: str) -> str:
-    base = (f"cold start about {cold_s:.0f} s (assumed): a request that finds no warm instance waits "
-            f"{cold_s + ttft:.1f} s for its first token instead of {ttft:.2f} s; with minimum instances 0 "
-            f"{p_cold:.1%} of requests are cold")
+    args = {"cold": f"{cold_s:.0f}", "wait": f"{cold_s + ttft:.1f}", "ttft": f"{ttft:.2f}", "share": f"{p_cold:.1%}",
+            "sla": f"{(sla or 0) * 1000:.0f}"}
     if policy == "keep-warm":
-        return base + "; plan keeps 1 instance warm in idle mode (no cold starts below one instance's capacity)"
+        return _("cold start about {cold} s (assumed): a request that finds no warm instance waits {wait} s for its "
+                 "first token instead of {ttft} s; with minimum instances 0 {share} of requests are cold; plan keeps 1 "
+                 "instance warm in idle mode (no cold starts below one instance's capacity)").format(**args)
     if sla is not None and cold_s + ttft > sla and p_cold > 0:
-        return base + f"; those miss the {sla * 1000:.0f} ms TTFT SLA"
-    return base
+        return _("cold start about {cold} s (assumed): a request that finds no warm instance waits {wait} s for its "
+                 "first token instead of {ttft} s; with minimum instances 0 {share} of requests are cold; those miss "
+                 "the {sla} ms TTFT SLA").format(**args)
+    return _("cold start about {cold} s (assumed): a request that finds no warm instance waits {wait} s for its first "
+             "token instead of {ttft} s; with minimum instances 0 {share} of requests are cold").format(**args)
 
 
 def _ecs_rate(plan: Plan) -> float:
@@ -536,8 +549,8 @@ def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
         monthly = node_hours * price + fee_month if price is not None else None
         warnings = []
         if fee_rate != 1.0:
-            warnings.append(f"ACK management fee is USD {fee['pro_per_hour']}/h ({fee['as_of']}) converted at "
-                            f"{fee_rate:g} {currency}/USD")
+            warnings.append(_("ACK management fee is USD {fee}/h ({date}) converted at {rate} {cur}/USD").format(
+                fee=fee["pro_per_hour"], date=fee["as_of"], rate=f"{fee_rate:g}", cur=currency))
         out.append(_on_ecs(
             e, "ack", e.cost.region, currency, replicas=max_r, instance_count=max_r * nodes,
             gpus_total=max_r * e.gpus_per_replica,
@@ -556,8 +569,10 @@ def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
                      "cold_start": {"note": "HPA adds pods on warm nodes in seconds; a new GPU node takes minutes to "
                                             "join (node start + image pull + model load): keep min_replicas for the "
                                             "off-peak rate"}},
-            why=f"ACK Pro node pool of {e.instance_type}: {min_r}-{max_r} replicas follow {traffic.basis}; "
-                f"{node_hours:,.0f} node-hours/month + management fee {currency} {fee_month:,.0f}/month",
+            why=_("ACK Pro node pool of {instance}: {min}-{max} replicas follow {basis}; {hours} node-hours/month + "
+                  "management fee {cur} {fee}/month").format(instance=e.instance_type, min=min_r, max=max_r,
+                                                            basis=traffic.basis, hours=f"{node_hours:,.0f}",
+                                                            cur=currency, fee=f"{fee_month:,.0f}"),
             warnings=warnings, cost_key=monthly, time_key=e.time_key))
     return out
 
@@ -581,8 +596,8 @@ def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str,
         monthly = always_on_monthly(price, replicas) if price is not None else None
         warnings = []
         if price is None:
-            warnings.append(f"PAI-EAS price for {it} is not bundled: monthly cost unknown (check the EAS console "
-                            "or pass your quote)")
+            warnings.append(_("PAI-EAS price for {instance} is not bundled: monthly cost unknown (check the EAS "
+                              "console or pass your quote)").format(instance=it))
         out.append(_on_ecs(
             e, "pai-eas", e.cost.region, currency, replicas=replicas, instance_count=replicas,
             gpus_total=e.gpus_total,
@@ -592,8 +607,8 @@ def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str,
                   "monthly_cost": monthly, "utilization": _util(traffic, replicas, mu),
                   "cost_per_million_output_tokens": _per_million(monthly, traffic, output_tokens)},
             details={"traffic": traffic.to_dict()},
-            why=f"PAI-EAS public resources, {replicas} x {it}: billed per running minute of each instance "
-                f"({eas['source']})",
+            why=_("PAI-EAS public resources, {replicas} x {instance}: billed per running minute of each instance "
+                  "({source})").format(replicas=replicas, instance=it, source=eas["source"]),
             warnings=warnings, cost_key=monthly, time_key=e.time_key))
     return out
 

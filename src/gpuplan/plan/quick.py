@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 from gpuplan.units import GIB
 from gpuplan.workload import TASK_ALIASES
 
@@ -38,10 +39,12 @@ def parse_params(text: str | float | int) -> float:
     else:
         m = _PARAMS.match(str(text))
         if not m:
-            raise GpuplanError(f"Cannot read parameter count {text!r}.", hint="Write it like 7B, 70B, 350M or 1.5.")
+            raise GpuplanError(_("Cannot read parameter count {text!r}.").format(text=text),
+                               hint=_("Write it like 7B, 70B, 350M or 1.5."))
         value = float(m.group(1)) * {"": 1.0, "b": 1.0, "m": 1e-3, "k": 1e-6, "t": 1e3}[m.group(2).lower()]
     if not 0.001 <= value <= 10_000:
-        raise GpuplanError(f"Parameter count {value:g}B is out of range.", hint="Give between 1M and 10T parameters.")
+        raise GpuplanError(_("Parameter count {value}B is out of range.").format(value=f"{value:g}"),
+                           hint=_("Give between 1M and 10T parameters."))
     return value
 
 
@@ -95,7 +98,8 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
     pb = parse_params(params_b)
     t = TASK_ALIASES.get(task.strip().lower(), task.strip().lower())
     if t not in ("inference", "pretrain", "full", "lora", "qlora"):
-        raise GpuplanError(f"Unknown task {task!r}.", hint="Use train, finetune, lora, qlora or infer.")
+        raise GpuplanError(_("Unknown task {task!r}.").format(task=task),
+                           hint=_("Use train, finetune, lora, qlora or infer."))
     bucket_max, bucket, gpu, count, says = next(row for row in FOLKLORE_TREE if pb <= row[0])
     base: dict[str, Any] = {"model": {"params_b": pb}, "task": t}
     if seq_len:
@@ -111,7 +115,7 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
         folk = recommend(pinned, top=1, **kw)
     except GpuplanError as exc:  # pragma: no cover - defensive
         folk = None
-        notes.append(f"could not check the folklore hardware: {exc.message}")
+        notes.append(_("could not check the folklore hardware: {error}").format(error=exc.message))
     fits = mem = cap = None
     if folk is not None:
         fits = folk.ok
@@ -122,21 +126,23 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
         else:
             r = [x for x in folk.rejected if x["code"] == "memory"]
             if r:
-                notes.append("folklore hardware: " + r[0]["reason"])
+                notes.append(_("folklore hardware: {reason}").format(reason=r[0]["reason"]))
     best = free.best
     verdict, alt = "holds", None
     fp = folk.best if folk is not None and folk.ok else None
     if fits is False:
         verdict = "wrong"
-        notes.append(f"the tree's {count} x {gpu} does not hold a {pb:g}B {t} job")
+        notes.append(_("the tree's {count} x {gpu} does not hold a {params}B {task} job").format(
+            count=count, gpu=gpu, params=f"{pb:g}", task=t))
         alt = best
     elif fp is not None and best is not None and mem is not None and cap is not None:
         verdict, alt, why = judge(fp, best, free.all_plans)
-        notes.append(f"fits in {mem / GIB:.1f} of {cap / GIB:.1f} GiB per GPU on the tree's hardware")
+        notes.append(_("fits in {used} of {cap} GiB per GPU on the tree's hardware").format(
+            used=f"{mem / GIB:.1f}", cap=f"{cap / GIB:.1f}"))
         notes.extend(why)
     if best is not None:
-        notes.append(f"estimator's pick: {best.instance_count} x {best.short_name} "
-                     f"({best.gpus_total} x {best.gpu}), {best.layout}")
+        notes.append(_("estimator's pick: {n} x {instance} ({gpus} x {gpu}), {layout}").format(
+            n=best.instance_count, instance=best.short_name, gpus=best.gpus_total, gpu=best.gpu, layout=best.layout))
     return QuickResult(pb, t, bucket, says, gpu, count, fits, mem, cap, verdict, notes, free, fp, alt)
 
 
@@ -160,15 +166,17 @@ def judge(folk, best, plans) -> tuple[str, Any, list[str]]:
     fastest = min((p for p in plans if p.time_key), key=lambda p: p.time_key, default=None)
     slow_by = folk.time_key / best.time_key if folk.time_key and best.time_key else None
     if offload or (mfu is not None and mfu < LOW_MFU) or (slow_by is not None and slow_by > SLOW_FACTOR):
-        bits = [b for b in ("CPU offload" if offload else "",
+        bits = [b for b in (_("CPU offload") if offload else "",
                             f"MFU {mfu:.0%}" if mfu is not None and mfu < LOW_MFU else "",
-                            f"{slow_by:.1f} x the time of {best.gpus_total} x {best.gpu}"
+                            _("{factor} x the time of {gpus} x {gpu}").format(
+                                factor=f"{slow_by:.1f}", gpus=best.gpus_total, gpu=best.gpu)
                             if slow_by is not None and slow_by > SLOW_FACTOR else "") if b]
-        why.append("works but slow: " + ", ".join(bits))
+        why.append(_("works but slow: {reasons}").format(reasons=_(", ").join(bits)))
         return "works but slow", best if slow_by and slow_by > 1 else fastest, why
     fc, bc = _cost(folk), _cost(best)
     if fc is not None and bc is not None and fc > EXPENSIVE_FACTOR * bc:
-        why.append(f"works but expensive: {fc / bc:.1f} x the cost of {best.instance_count} x {best.short_name} "
-                   f"({best.gpus_total} x {best.gpu}, {best.cost.billing})")
+        why.append(_("works but expensive: {factor} x the cost of {n} x {instance} ({gpus} x {gpu}, {billing})").format(
+            factor=f"{fc / bc:.1f}", n=best.instance_count, instance=best.short_name, gpus=best.gpus_total,
+            gpu=best.gpu, billing=_(best.cost.billing or "unpriced")))
         return "works but expensive", best, why
     return "holds", None, why

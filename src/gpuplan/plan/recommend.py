@@ -15,6 +15,7 @@ from typing import Any
 from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType, load_instances
 from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import N_, _
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
@@ -237,7 +238,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                                     region=regions[0] if regions else None, fx=book.fx,
                                     platforms=[p for p in PLATFORMS if p in wanted and p != "ecs"])
         except GpuplanError as err:
-            warnings.append(f"serverless/managed platforms not compared: {err.message}")
+            warnings.append(_("serverless/managed platforms not compared: {error}").format(error=err.message))
     feasible = plans
     ecs_all = [p for p in plans if p.is_ecs]
     plans = [p for p in plans if p.platform in wanted]
@@ -257,8 +258,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     warnings.extend(_global_warnings(ctx, shown, book))
     unpriced = _unpriced(drafts)
     if unpriced:
-        warnings.append(f"feasible, price unknown: {', '.join(u['instance_type'] for u in unpriced)}: refresh "
-                        "(`gpuplan catalog refresh`) or pass --prices")
+        warnings.append(_("feasible, price unknown: {types}: refresh (`gpuplan catalog refresh`) or pass --prices")
+                        .format(types=", ".join(u["instance_type"] for u in unpriced)))
     assumptions.extend(_assumptions(ctx, book, memory_headroom, spot_model))
     rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
@@ -378,7 +379,7 @@ def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
     if hw and hw.gpu:
         from gpuplan.catalog.gpus import resolve_gpu
 
-        spec, _ = resolve_gpu(hw.gpu)
+        spec, _unused = resolve_gpu(hw.gpu)
         insts = [i for i in insts if i.gpu == spec.id]
     cons = w.constraints
     if cons and cons.families:
@@ -418,12 +419,19 @@ def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
     if price and price.note:
-        p.why.append(f"price: {ctx.book.currency} {price.per_hour:,.2f}/h per instance"
-                     + (f" ({ctx.book.currency} {price.per_month:,.0f}/month)" if price.per_month else "")
-                     + f", {price.region}, as of {price.as_of} ({price.note})")
+        cur = ctx.book.currency
+        if price.per_month:
+            p.why.append(_("price: {cur} {hourly}/h per instance ({cur} {monthly}/month), {region}, as of {date} "
+                           "({note})").format(cur=cur, hourly=f"{price.per_hour:,.2f}",
+                                              monthly=f"{price.per_month:,.0f}", region=price.region,
+                                              date=price.as_of, note=price.note))
+        else:
+            p.why.append(_("price: {cur} {hourly}/h per instance, {region}, as of {date} ({note})").format(
+                cur=cur, hourly=f"{price.per_hour:,.2f}", region=price.region, date=price.as_of, note=price.note))
     if price and price.region != region:
-        p.warnings.append(f"no {price.billing} price for {c.inst.short_name} in {region}: using the {price.region} "
-                          "price as a proxy")
+        p.warnings.append(_("no {billing} price for {instance} in {region}: using the {proxy} price as a proxy")
+                          .format(billing=_(price.billing), instance=c.inst.short_name, region=region,
+                                  proxy=price.region))
     if ctx.training:
         _training_costs(ctx, c, p, price)
     else:
@@ -448,7 +456,7 @@ def _ckpt_bytes(ctx: _Ctx, optimizer: str) -> float:
     trainable = params
     if ctx.task in ("lora", "qlora") and ctx.llm:
         lo = ctx.w.lora
-        trainable, _ = lora_param_count(ctx.model, lo.targets if lo else "all-linear", lo.rank if lo else 8)
+        trainable, _unused = lora_param_count(ctx.model, lo.targets if lo else "all-linear", lo.rank if lo else 8)
     return checkpoint_bytes(params, trainable, ctx.task, optimizer or "adamw")
 
 
@@ -462,11 +470,19 @@ def _model_bytes(ctx: _Ctx) -> float:
     return params * _QUANT_BYTES.get(ctx.w.quantization or "none", 2.0)
 
 
+_FIXED_PARTS = {"boot_s": N_("boot"), "image_pull_s": N_("image pull"), "model_download_s": N_("model download"),
+                "idle_tail_s": N_("idle tail")}
+
+
 def _fixed_why(fixed: dict, nodes: int) -> str:
     mins = sum(fixed.values()) / 60.0
-    parts = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v / 60:.0f} min" for k, v in fixed.items())
-    return (f"fixed: {mins:.0f} min per instance ({parts}; assumed, data/plan_costs.yaml)"
-            + (f", paid by each of {nodes} instances" if nodes > 1 else ""))
+    parts = _(", ").join(_("{part} {min} min").format(part=_(_FIXED_PARTS.get(k, k)), min=f"{v / 60:.0f}")
+                         for k, v in fixed.items())
+    if nodes > 1:
+        return _("fixed: {min} min per instance ({parts}; assumed, data/plan_costs.yaml), paid by each of {nodes} "
+                 "instances").format(min=f"{mins:.0f}", parts=parts, nodes=nodes)
+    return _("fixed: {min} min per instance ({parts}; assumed, data/plan_costs.yaml)").format(
+        min=f"{mins:.0f}", parts=parts)
 
 
 def _training_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) -> None:
@@ -493,12 +509,14 @@ def _training_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | Non
                   "checkpoint_write_s": round(run.checkpoint_write_s, 1),
                   "expected_interruptions": round(run.expected_interruptions, 2) if base_time else None,
                   "interruptions_per_hour": ctx.spot.interruptions_per_hour}
-        p.why.append(f"spot: checkpoint every {run.checkpoint_interval_s / 60:.0f} min; interruptions add "
-                     f"{run.overhead_fraction:.1%} to the run time (Young's interval, assumed "
-                     f"{ctx.spot.interruptions_per_hour:g} interruptions/h)")
+        p.why.append(_("spot: checkpoint every {min} min; interruptions add {share} to the run time (Young's "
+                       "interval, assumed {rate} interruptions/h)").format(
+            min=f"{run.checkpoint_interval_s / 60:.0f}", share=f"{run.overhead_fraction:.1%}",
+            rate=f"{ctx.spot.interruptions_per_hour:g}"))
         if base_time and base_time * factor / HOUR_S > ctx.spot.long_job_warning_h:
-            p.warnings.append(f"long job on spot: expect about {run.expected_interruptions:.1f} interruptions over "
-                              f"{base_time * factor / HOUR_S:.0f} h; resume from checkpoints automatically")
+            p.warnings.append(_("long job on spot: expect about {n} interruptions over {hours} h; resume from "
+                                "checkpoints automatically").format(n=f"{run.expected_interruptions:.1f}",
+                                                                    hours=f"{base_time * factor / HOUR_S:.0f}"))
     fixed_s = 0.0
     if base_time is not None:
         fixed = ctx.fixed.breakdown(_model_bytes(ctx))
@@ -515,7 +533,8 @@ def _training_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | Non
                 p.fixed_cost = fixed_s / HOUR_S * hourly
             if price.billing == "subscription":
                 months = costm.months_needed(p.time_s)
-                p.why.append(f"subscription: {months} month(s) x {price.per_month:,.0f} x {c.nodes} instance(s)")
+                p.why.append(_("subscription: {months} month(s) x {monthly} x {nodes} instance(s)").format(
+                    months=months, monthly=f"{price.per_month:,.0f}", nodes=c.nodes))
         if p.time_per_billion_tokens_s is not None:
             p.cost_per_billion_tokens = p.time_per_billion_tokens_s * factor / HOUR_S * hourly
     p.cost_key = p.total_cost if p.time_s is not None else p.cost_per_billion_tokens
@@ -611,11 +630,20 @@ def _job_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) ->
         if "audio_hours" in job:
             job["cost_per_audio_hour"] = rnd(p.total_cost / job["audio_hours"])
     p.job = job
-    p.why.append(f"batch job: {items:,.0f} {unit}s at {group_rate:.2f}/s per replica x {replicas} replica(s) = "
-                 f"{base / HOUR_S:,.1f} h" + (f" (+{factor - 1:.1%} spot interruptions)" if factor > 1 else ""))
+    args = {"items": f"{items:,.0f}", "unit": _(_ITEM_UNITS.get(unit, unit)), "rate": f"{group_rate:.2f}",
+            "replicas": replicas, "hours": f"{base / HOUR_S:,.1f}", "share": f"{factor - 1:.1%}"}
+    if factor > 1:
+        p.why.append(_("batch job: {items} {unit} at {rate}/s per replica x {replicas} replica(s) = {hours} h "
+                       "(+{share} spot interruptions)").format(**args))
+    else:
+        p.why.append(_("batch job: {items} {unit} at {rate}/s per replica x {replicas} replica(s) = {hours} h")
+                     .format(**args))
     p.why.append(_fixed_why(fixed, p.instance_count))
     p.cost_key = p.total_cost
     p.time_key = p.time_s
+
+
+_ITEM_UNITS = {"image": N_("images"), "clip": N_("clips"), "request": N_("requests")}
 
 
 def _serving_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) -> None:
@@ -655,14 +683,22 @@ def _serving_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None
                            "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
     if group_rate > 0:
         unit = "req/s" if ctx.llm else "images/s" if getattr(ctx.model, "kind", "") == "diffusion" else "req/s"
-        text = (f"one replica ({c.gpus} x {c.inst.gpu}, {c.layout.describe().split(', ckpt')[0]}) sustains "
-                f"{group_rate:.2f} {unit}")
-        if sizing is not None:
-            text += (f"; {replicas} replica(s) for {rate:g} req/s: {sizing.utilization:.0%} utilised (target <= "
-                     f"{target:.0%}), p95 queueing wait {sizing.wait_p95_s * 1000:.0f} ms (Erlang C)"
-                     + ("; the TTFT target sets the count" if sizing.binding == "ttft" else ""))
+        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": c.layout.describe().split(", ckpt")[0],
+                "rate": f"{group_rate:.2f}", "unit": unit}
+        if sizing is None:
+            text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit} (no request rate given: "
+                     "1 replica)").format(**args)
         else:
-            text += " (no request rate given: 1 replica)"
+            args.update(replicas=replicas, req=f"{rate:g}", util=f"{sizing.utilization:.0%}",
+                        target=f"{target:.0%}", wait=f"{sizing.wait_p95_s * 1000:.0f}")
+            if sizing.binding == "ttft":
+                text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit}; {replicas} replica(s) for "
+                         "{req} req/s: {util} utilised (target <= {target}), p95 queueing wait {wait} ms "
+                         "(Erlang C); the TTFT target sets the count").format(**args)
+            else:
+                text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit}; {replicas} replica(s) for "
+                         "{req} req/s: {util} utilised (target <= {target}), p95 queueing wait {wait} ms "
+                         "(Erlang C)").format(**args)
         p.why.append(text)
     p.cost_key = p.monthly_cost
     p.time_key = c.latency_s()
@@ -672,23 +708,28 @@ def _check_constraints(ctx: _Ctx, p: _Draft) -> fz.Reject | None:
     cons = ctx.w.constraints
     label = fz.gpu_label(p.cand.inst)
     if ctx.max_gpus and p.gpus_total > ctx.max_gpus:
-        return fz.Reject("layout", f"{label}: needs {p.gpus_total} GPUs > max_gpus {ctx.max_gpus}",
+        return fz.Reject("layout", _("{label}: needs {n} GPUs > max_gpus {max}").format(
+                             label=label, n=p.gpus_total, max=ctx.max_gpus),
                          p.gpus_total - ctx.max_gpus)
     if not cons:
         return None
     if cons.deadline_hours and p.time_s is not None and p.time_s > cons.deadline_hours * HOUR_S:
-        return fz.Reject("deadline", f"{label} x {p.instance_count} ({p.billing or 'unpriced'}): takes {p.time_s / HOUR_S:,.1f} h "
-                                     f"> deadline {cons.deadline_hours:g} h", p.time_s - cons.deadline_hours * HOUR_S)
+        return fz.Reject("deadline", _("{label} x {n} ({billing}): takes {hours} h > deadline {deadline} h").format(
+                             label=label, n=p.instance_count, billing=_(p.billing or "unpriced"),
+                             hours=f"{p.time_s / HOUR_S:,.1f}", deadline=f"{cons.deadline_hours:g}"),
+                         p.time_s - cons.deadline_hours * HOUR_S)
     if cons.budget:
         spend = p.total_cost if ctx.training or _is_job(ctx) else p.monthly_cost
         if spend is None:
             if p.price_per_hour is None:
-                return fz.Reject("no_price", f"{label}: no price known, cannot check the budget")
+                return fz.Reject("no_price", _("{label}: no price known, cannot check the budget").format(label=label))
             return None
         if spend > cons.budget:
-            what = "" if ctx.training or _is_job(ctx) else "/month"
-            return fz.Reject("budget", f"{label} x {p.instance_count} ({p.billing}): costs {ctx.book.currency} "
-                                       f"{spend:,.0f}{what} > budget {cons.budget:,.0f}", spend - cons.budget)
+            tmpl = (_("{label} x {n} ({billing}): costs {cur} {spend} > budget {budget}") if ctx.training or _is_job(ctx)
+                    else _("{label} x {n} ({billing}): costs {cur} {spend}/month > budget {budget}"))
+            return fz.Reject("budget", tmpl.format(label=label, n=p.instance_count, billing=_(p.billing),
+                                                   cur=ctx.book.currency, spend=f"{spend:,.0f}",
+                                                   budget=f"{cons.budget:,.0f}"), spend - cons.budget)
     return None
 
 
@@ -722,13 +763,16 @@ def _advise(ctx: _Ctx, p: Plan) -> Plan:
             "host_bytes_needed_per_node": int(host_need),
             "vcpus_per_gpu": round(inst.vcpus / inst.gpus, 2) if inst.vcpus and inst.gpus else None,
             "ok": True,
-            "text": f"{inst.vcpus} vCPU, {inst.memory_gib:g} GiB RAM per node; the job needs about "
-                    f"{host_need / GIB:.0f} GiB" if inst.memory_gib else "host RAM not published"}
+            "text": _("{vcpus} vCPU, {ram} GiB RAM per node; the job needs about {need} GiB").format(
+                vcpus=inst.vcpus, ram=f"{inst.memory_gib:g}", need=f"{host_need / GIB:.0f}")
+            if inst.memory_gib else _("host RAM not published")}
     used, cap = p.memory.per_gpu_bytes or 0, p.memory.capacity_per_gpu_bytes or 1   # always set on ECS plans
-    why = [f"memory: {used / GIB:.1f} of {cap / GIB:.1f} GiB per GPU ({used / cap:.0%})"]
+    why = [_("memory: {used} of {cap} GiB per GPU ({share})").format(
+        used=f"{used / GIB:.1f}", cap=f"{cap / GIB:.1f}", share=f"{used / cap:.0%}")]
     if ctx.training and perf.get("tokens_per_s"):
-        why.append(f"throughput: {perf['tokens_per_s']:,.0f} tokens/s, MFU {perf.get('mfu') or 0:.0%}, "
-                   f"communication {perf.get('comm_fraction') or 0:.0%} of a step")
+        why.append(_("throughput: {tps} tokens/s, MFU {mfu}, communication {comm} of a step").format(
+            tps=f"{perf['tokens_per_s']:,.0f}", mfu=f"{perf.get('mfu') or 0:.0%}",
+            comm=f"{perf.get('comm_fraction') or 0:.0%}"))
     return p.with_advice(storage=storage, network=network, host=host, why=p.advice.why + tuple(why))
 
 
@@ -736,12 +780,26 @@ PLATFORM_NAMES = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas
 
 
 def _headline(ctx: _Ctx, p: Plan, objective: str) -> str:
-    what = {"cost": "cheapest", "time": "fastest", "balanced": "best cost x time"}[objective]
     cost, unit = p.cost.headline
-    money = f"{p.cost.currency} {cost:,.2f}{unit}" if cost is not None else "no price known"
-    on = "" if p.is_ecs else f" on {PLATFORM_NAMES[p.platform]}"
-    return (f"{what} feasible plan{on}: {p.instance_count} x {p.short_name} ({p.gpus_per_replica} x {p.gpu} per "
-            f"replica), {p.cost.billing or 'unpriced'}, {money}")
+    units = {"/month": _("{cur} {amount}/month"), " per 1B tokens": _("{cur} {amount} per 1B tokens")}
+    money = (units.get(unit, "{cur} {amount}" + unit).format(cur=p.cost.currency, amount=f"{cost:,.2f}")
+             if cost is not None else _("no price known"))
+    args = {"n": p.instance_count, "instance": p.short_name, "gpus": f"{p.gpus_per_replica} x {p.gpu}",
+            "billing": _(p.cost.billing or "unpriced"), "cost": money,
+            "platform": PLATFORM_NAMES.get(p.platform, p.platform)}
+    if p.is_ecs:
+        tmpl = {"cost": _("cheapest feasible plan: {n} x {instance} ({gpus} per replica), {billing}, {cost}"),
+                "time": _("fastest feasible plan: {n} x {instance} ({gpus} per replica), {billing}, {cost}"),
+                "balanced": _("best cost x time feasible plan: {n} x {instance} ({gpus} per replica), {billing}, "
+                              "{cost}")}[objective]
+    else:
+        tmpl = {"cost": _("cheapest feasible plan on {platform}: {n} x {instance} ({gpus} per replica), {billing}, "
+                          "{cost}"),
+                "time": _("fastest feasible plan on {platform}: {n} x {instance} ({gpus} per replica), {billing}, "
+                          "{cost}"),
+                "balanced": _("best cost x time feasible plan on {platform}: {n} x {instance} ({gpus} per replica), "
+                              "{billing}, {cost}")}[objective]
+    return tmpl.format(**args)
 
 
 def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
@@ -761,7 +819,7 @@ def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
             continue
         items.append((price.per_hour if price else math.inf, inst, r))
     items.sort(key=lambda x: x[0])
-    for _, inst, r in items:
+    for _h, inst, r in items:
         key = f"{inst.family}:{r.code}"
         if key in seen:
             continue
@@ -769,10 +827,12 @@ def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
         text = r.reason
         if r.code == "memory":
             hint = _relaxation_hint(ctx, inst, res, searcher)
-            alt = f"on {_family(ctx, top.instance_type)}" if top else None
+            alt = _("on {family}").format(family=_family(ctx, top.instance_type)) if top else None
             fixes = [h for h in (hint, alt) if h]
-            if fixes:
-                text += "; fits " + " or ".join(fixes)
+            if len(fixes) == 2:
+                text = _("{reason}; fits {fix} or {alt}").format(reason=text, fix=fixes[0], alt=fixes[1])
+            elif fixes:
+                text = _("{reason}; fits {fix}").format(reason=text, fix=fixes[0])
         out.append(text)
     return out[:8]
 
@@ -790,7 +850,7 @@ def _relaxation_hint(ctx: _Ctx, inst: InstanceType, res, searcher: Searcher) -> 
     if ctx.training and lay.checkpointing != "full":
         e2 = searcher.estimate(v, system, replace(lay, checkpointing="full"))
         if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
-            return f"with full gradient checkpointing ({e2.memory.per_gpu_bytes / GIB:.1f} GiB)"
+            return _("with full gradient checkpointing ({gib} GiB)").format(gib=f"{e2.memory.per_gpu_bytes / GIB:.1f}")
     if ctx.training and ctx.task in ("full", "pretrain"):
         try:
             v2 = Variant("none", ctx.w.optimizer, ctx.w.with_updates(task="lora"))
@@ -798,7 +858,8 @@ def _relaxation_hint(ctx: _Ctx, inst: InstanceType, res, searcher: Searcher) -> 
         except GpuplanError:
             e2 = None
         if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
-            return f"with LoRA instead of full fine-tuning ({e2.memory.per_gpu_bytes / GIB:.1f} GiB)"
+            return _("with LoRA instead of full fine-tuning ({gib} GiB)").format(
+                gib=f"{e2.memory.per_gpu_bytes / GIB:.1f}")
     if not ctx.training and (ctx.w.quantization or "none") == "none" and ctx.llm:
         for q in ("int8", "awq"):
             try:
@@ -807,7 +868,8 @@ def _relaxation_hint(ctx: _Ctx, inst: InstanceType, res, searcher: Searcher) -> 
                 continue
             e2 = searcher.estimate(Variant(q, None, w2), system, lay)
             if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
-                return f"with {q} weights ({e2.memory.per_gpu_bytes / GIB:.1f} GiB; allow it in constraints.quantization)"
+                return _("with {q} weights ({gib} GiB; allow it in constraints.quantization)").format(
+                    q=q, gib=f"{e2.memory.per_gpu_bytes / GIB:.1f}")
     return None
 
 
@@ -817,9 +879,10 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
     if feasible:   # feasible plans exist, but none on the platforms the workload allows
         have = sorted({p.platform for p in feasible})
         return [{"constraint": "platforms", "limit": sorted(wanted), "needed": have, "short_by": None, "unit": None,
-                 "text": f"constraints.platforms allows {', '.join(sorted(wanted))}, but only "
-                         f"{', '.join(have)} can run this workload"
-                         + (" (training runs on ECS instances)" if ctx.training else "")}]
+                 "text": (_("constraints.platforms allows {allowed}, but only {have} can run this workload (training "
+                            "runs on ECS instances)") if ctx.training else
+                          _("constraints.platforms allows {allowed}, but only {have} can run this workload")).format(
+                     allowed=", ".join(sorted(wanted)), have=", ".join(have))}]
     cons = ctx.w.constraints
     out: list[dict] = []
     cur = ctx.book.currency
@@ -828,7 +891,7 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
         by_code.setdefault(r.code, []).append((p, r))
     if "budget" in by_code or "deadline" in by_code:
         spend = (lambda p: p.total_cost) if ctx.training or _is_job(ctx) else (lambda p: p.monthly_cost)
-        priced = [p for p, _ in rejected_plans if spend(p) is not None]
+        priced = [p for p, _r in rejected_plans if spend(p) is not None]
         if cons and cons.budget and priced:
             meets_deadline = [p for p in priced if not (cons.deadline_hours and p.time_s is not None
                                                         and p.time_s > cons.deadline_hours * HOUR_S)]
@@ -838,11 +901,15 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
             if need > cons.budget:
                 out.append({"constraint": "budget", "limit": cons.budget, "needed": round(need, 2),
                             "short_by": round(need - cons.budget, 2), "unit": cur,
-                            "text": f"budget {cur} {cons.budget:,.0f} is {cur} {need - cons.budget:,.0f} short of the "
-                                    f"cheapest plan{' that meets the deadline' if meets_deadline and cons.deadline_hours else ''}"
-                                    f" ({cheapest.instance_count} x {cheapest.cand.inst.short_name}, {cheapest.billing}: "
-                                    f"{cur} {need:,.0f})"})
-        timed = [p for p, _ in rejected_plans if p.time_s is not None]
+                            "text": (_("budget {cur} {budget} is {cur} {short} short of the cheapest plan that meets "
+                                       "the deadline ({n} x {instance}, {billing}: {cur} {need})")
+                                     if meets_deadline and cons.deadline_hours else
+                                     _("budget {cur} {budget} is {cur} {short} short of the cheapest plan ({n} x "
+                                       "{instance}, {billing}: {cur} {need})")).format(
+                                cur=cur, budget=f"{cons.budget:,.0f}", short=f"{need - cons.budget:,.0f}",
+                                n=cheapest.instance_count, instance=cheapest.cand.inst.short_name,
+                                billing=_(cheapest.billing), need=f"{need:,.0f}")})
+        timed = [p for p, _r in rejected_plans if p.time_s is not None]
         if cons and cons.deadline_hours and timed:
             within = [p for p in timed if cons.budget and spend(p) is not None and spend(p) <= cons.budget]
             pool = within or timed
@@ -851,18 +918,22 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
             if hours > cons.deadline_hours:
                 out.append({"constraint": "deadline_hours", "limit": cons.deadline_hours, "needed": round(hours, 2),
                             "short_by": round(hours - cons.deadline_hours, 2), "unit": "h",
-                            "text": f"deadline {cons.deadline_hours:g} h is {hours - cons.deadline_hours:,.1f} h short of the "
-                                    f"fastest plan{' within budget' if within and cons.budget else ''} "
-                                    f"({fastest.instance_count} x {fastest.cand.inst.short_name}: {hours:,.1f} h)"})
+                            "text": (_("deadline {deadline} h is {short} h short of the fastest plan within budget "
+                                       "({n} x {instance}: {hours} h)") if within and cons.budget else
+                                     _("deadline {deadline} h is {short} h short of the fastest plan ({n} x "
+                                       "{instance}: {hours} h)")).format(
+                                deadline=f"{cons.deadline_hours:g}", short=f"{hours - cons.deadline_hours:,.1f}",
+                                n=fastest.instance_count, instance=fastest.cand.inst.short_name,
+                                hours=f"{hours:,.1f}")})
     if "layout" in by_code and ctx.max_gpus:
         need = min(p.gpus_total for p, r in by_code["layout"])
         out.append({"constraint": "max_gpus", "limit": ctx.max_gpus, "needed": need, "short_by": need - ctx.max_gpus,
-                    "unit": "GPUs", "text": f"max_gpus {ctx.max_gpus} is {need - ctx.max_gpus} short: the smallest "
-                                            f"feasible plan needs {need} GPUs"})
+                    "unit": "GPUs", "text": _("max_gpus {max} is {short} short: the smallest feasible plan needs {need} GPUs")
+                    .format(max=ctx.max_gpus, short=need - ctx.max_gpus, need=need)})
     if "no_price" in by_code and not out:
         out.append({"constraint": "budget", "limit": cons.budget if cons else None, "needed": None, "short_by": None,
-                    "unit": cur, "text": "the only feasible types have no known price, so the budget cannot be checked; "
-                                         "pass --prices with your quotes"})
+                    "unit": cur, "text": _("the only feasible types have no known price, so the budget cannot be checked; pass "
+                                           "--prices with your quotes")})
     if not out:
         mem = [r for r in res.rejects.values() if r.code == "memory"]
         sla = [r for r in res.rejects.values() if r.code == "sla"]
@@ -871,18 +942,18 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
             s = ctx.w.serving
             out.append({"constraint": "sla", "limit": {"ttft_ms": s.ttft_ms if s else None, "tpot_ms": s.tpot_ms if s else None},
                         "needed": None, "short_by": None, "unit": "ms",
-                        "text": "no configuration meets the latency SLA; " + sla[0].reason})
+                        "text": _("no configuration meets the latency SLA; {reason}").format(reason=sla[0].reason)})
         if mem:
             best = min(mem, key=lambda r: r.shortfall)
             out.append({"constraint": "memory", "limit": None, "needed": None,
                         "short_by": round(best.shortfall / GIB, 2), "unit": "GiB",
-                        "text": f"no searched configuration fits in GPU memory (up to {max(ctx.max_gpus or 0, 64)} GPUs); "
-                                f"closest: {best.reason}"
-                                + ("; preview/by-ticket types were not searched (constraints.include_status)"
-                                   if status else "")})
+                        "text": (_("no searched configuration fits in GPU memory (up to {n} GPUs); closest: {reason}; "
+                                   "preview/by-ticket types were not searched (constraints.include_status)") if status
+                                 else _("no searched configuration fits in GPU memory (up to {n} GPUs); closest: "
+                                        "{reason}")).format(n=max(ctx.max_gpus or 0, 64), reason=best.reason)})
         if not out:
             out.append({"constraint": "catalog", "limit": None, "needed": None, "short_by": None, "unit": None,
-                        "text": "no instance type matches the hardware/family/status constraints"})
+                        "text": _("no instance type matches the hardware/family/status constraints")})
     return out
 
 
@@ -895,14 +966,15 @@ def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> lis
         if as_of:
             age = (today - dt.date.fromisoformat(as_of)).days
             if age > 180:
-                out.append(f"prices date from {as_of} ({age} days old): refresh them (`gpuplan catalog "
-                           "refresh`) or pass --prices with your quotes")
+                out.append(_("prices date from {date} ({age} days old): refresh them (`gpuplan catalog refresh`) "
+                             "or pass --prices with your quotes").format(date=as_of, age=age))
     if ctx.training and not ctx.w.dataset:
-        out.append("no dataset size given: plans show time and cost per 1B tokens; total_cost is null")
+        out.append(_("no dataset size given: plans show time and cost per 1B tokens; total_cost is null"))
     if ctx.training and ctx.w.constraints and ctx.w.constraints.budget and not ctx.w.dataset:
-        out.append("the budget cannot be checked without a dataset size")
+        out.append(_("the budget cannot be checked without a dataset size"))
     if book.converted:
-        out.append(f"prices converted to {book.currency} at {book.fx.usd_cny} CNY/USD ({book.fx.as_of})")
+        out.append(_("prices converted to {cur} at {rate} CNY/USD ({date})").format(
+            cur=book.currency, rate=book.fx.usd_cny, date=book.fx.as_of))
         stale = book.fx.staleness_warning(today)
         if stale:
             out.append(stale)
@@ -910,28 +982,30 @@ def _global_warnings(ctx: _Ctx, shown: list[Plan], book: costm.PriceBook) -> lis
 
 
 def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.SpotModel) -> list[str]:
-    out = [f"a plan must leave {headroom:.0%} of each GPU's usable memory free",
-           f"host RAM: {fz.HOST_RESERVE:.0%} of each instance's memory is kept for the OS"]
+    out = [_("a plan must leave {share} of each GPU's usable memory free").format(share=f"{headroom:.0%}"),
+           _("host RAM: {share} of each instance's memory is kept for the OS").format(share=f"{fz.HOST_RESERVE:.0%}")]
     if "spot" in ctx.billings and (ctx.training or _is_job(ctx)):
         fractions = sorted({f"{f:.0%}" for f, _r, _s in (book.spot_fraction(c) for c in {i.cloud for i in ctx.insts})
                             if f})
-        out.append(f"spot: {'/'.join(fractions) or 'no estimate'} of pay-as-you-go when no spot price is known "
-                   f"(estimated from one observed level; range {spot.fraction_range[0]:.0%}-"
-                   f"{spot.fraction_range[1]:.0%}), {spot.interruptions_per_hour:g} "
-                   f"interruptions per hour, {spot.restart_s / 60:.0f} min to restart (assumptions)")
+        out.append(_("spot: {fraction} of pay-as-you-go when no spot price is known (estimated from one observed "
+                     "level; range {low}-{high}), {rate} interruptions per hour, {min} min to restart (assumptions)")
+                   .format(fraction="/".join(fractions) or _("no estimate"), low=f"{spot.fraction_range[0]:.0%}",
+                           high=f"{spot.fraction_range[1]:.0%}", rate=f"{spot.interruptions_per_hour:g}",
+                           min=f"{spot.restart_s / 60:.0f}"))
     fx = ctx.fixed
     if (ctx.training and ctx.w.dataset) or _is_job(ctx):   # per-1B-token figures carry no fixed costs
-        out.append(f"fixed costs per instance and job: {fx.boot_s / 60:.0f} min start-up, a {fx.image_gib:g} GiB image "
-                   f"at {fx.image_pull_mb_s:g} MB/s, the model at {fx.model_download_mb_s:g} MB/s, "
-                   f"{fx.idle_tail_s / 60:.0f} min idle tail (assumed); per-second billing (Alibaba)")
-    out.append("ranking: by pessimistic cost, cost x (1 + the price's margin: 0 official/user, 10 % third-party/"
-               "inferred, 50 % rule-based estimates, spot estimates at the top of the spot range); costs within "
-               "0.5 % tie and go to fewer instances and GPUs")
+        out.append(_("fixed costs per instance and job: {boot} min start-up, a {image} GiB image at {pull} MB/s, the "
+                     "model at {download} MB/s, {tail} min idle tail (assumed); per-second billing (Alibaba)").format(
+            boot=f"{fx.boot_s / 60:.0f}", image=f"{fx.image_gib:g}", pull=f"{fx.image_pull_mb_s:g}",
+            download=f"{fx.model_download_mb_s:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
+    out.append(_("ranking: by pessimistic cost, cost x (1 + the price's margin: 0 official/user, {third} third-party/"
+                 "inferred, {rule} rule-based estimates, spot estimates at the top of the spot range); costs within "
+                 "{tie} tie and go to fewer instances and GPUs").format(third="10 %", rule="50 %", tie="0.5 %"))
     if not ctx.training and not _is_job(ctx):
-        out.append(f"serving: replicas sized so utilisation at the peak stays <= {_target_util(ctx):.0%} and the "
-                   "Erlang-C queueing wait (p95) fits within the TTFT target; a month is 730 h; the budget is read as "
-                   "per month")
-    out.append("subscription: monthly price x whole months; 1- and 3-year discounts are not bundled")
+        out.append(_("serving: replicas sized so utilisation at the peak stays <= {target} and the Erlang-C queueing "
+                     "wait (p95) fits within the TTFT target; a month is 730 h; the budget is read as per month")
+                   .format(target=f"{_target_util(ctx):.0%}"))
+    out.append(_("subscription: monthly price x whole months; 1- and 3-year discounts are not bundled"))
     from gpuplan.providers import freshness
 
     for cloud in sorted({i.cloud for i in ctx.insts}):
@@ -940,7 +1014,8 @@ def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.
         except GpuplanError:
             pass
     if book.currency != "CNY" or book.converted:
-        out.append(f"exchange rate {book.fx.usd_cny} CNY/USD as of {book.fx.as_of} ({book.fx.source})")
+        out.append(_("exchange rate {rate} CNY/USD as of {date} ({source})").format(
+            rate=book.fx.usd_cny, date=book.fx.as_of, source=book.fx.source))
     return out
 
 

@@ -5,6 +5,7 @@ lazily loaded catalog; no prices here (see cost.py)."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from gpuplan.estimate.system import (
     pipeline_schedule,
     system_for_instance,
 )
+from gpuplan.i18n import _
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import (
     OFFLOAD_ORDER,
@@ -195,9 +197,9 @@ class Searcher:
                 system = self.system(inst, nodes)
                 shapes = parallel_shapes(self.model, system.total_gpus, system.gpus_per_node, self.task, self.fixed)
                 if not shapes:
-                    reject(inst, fz.Reject("layout", f"{fz.gpu_label(inst)} x {nodes}: no TP/PP split of "
-                                                     f"{system.total_gpus} GPUs fits the model's heads and layers"
-                                                     " (or your parallel settings)"))
+                    reject(inst, fz.Reject("layout", _(
+                        "{label} x {nodes}: no TP/PP split of {gpus} GPUs fits the model's heads and layers (or your "
+                        "parallel settings)").format(label=fz.gpu_label(inst), nodes=nodes, gpus=system.total_gpus)))
                     continue
                 for tp, pp, dp in shapes:
                     for v in self.variants:
@@ -223,7 +225,8 @@ class Searcher:
             e = self.estimate(vk, system, lay, full=False)
             r = None
             if e is None:
-                r = fz.Reject("layout", f"{fz.gpu_label(inst)}: layout {lay.describe()} is not supported")
+                r = fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
+                    label=fz.gpu_label(inst), layout=lay.describe()))
             elif not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
                 r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes,
                                      self._what(lay, v, system), self.headroom)
@@ -238,7 +241,7 @@ class Searcher:
             return evaluated[k]
 
         def gpu_fits(k: Knobs) -> bool:
-            e, _, r = evaluate(k)
+            e, _lay, r = evaluate(k)
             return e is not None and (r is None or r.code != "memory")
 
         def fits(k: Knobs) -> bool:
@@ -246,7 +249,7 @@ class Searcher:
 
         found = walk_lattice(configs, fits, gpu_fits)
         for k in found:
-            _, lay, _ = evaluated[k]
+            _e, lay, _r = evaluated[k]
             vk = self.variant_for(v, k)
             e = self.estimate(vk, system, lay, full=True)   # the time model only for feasible layouts
             if e is None:
@@ -263,21 +266,21 @@ class Searcher:
     def _what(self, lay: Layout, v: Variant, system: System) -> str:
         bits = []
         if self.training:
-            bits.append(f"at seq {v.w.seq_len}")
-            bits.append(f"ckpt {lay.checkpointing}")
+            bits.append(_("at seq {n}").format(n=v.w.seq_len))
+            bits.append(_("ckpt {mode}").format(mode=lay.checkpointing))
             if lay.zero:
                 bits.append(f"ZeRO-{lay.zero}")
             if lay.offload != "none":
-                bits.append(f"offload {lay.offload}")
+                bits.append(_("offload {target}").format(target=lay.offload))
         else:
             if is_llm(self.model):
-                bits.append(f"at {v.w.prompt_tokens}+{v.w.output_tokens} tokens")
+                bits.append(_("at {prompt}+{output} tokens").format(prompt=v.w.prompt_tokens, output=v.w.output_tokens))
             if v.quantization != "none":
                 bits.append(v.quantization)
         if lay.tp > 1 or lay.pp > 1:
             bits.append(f"TP{lay.tp} PP{lay.pp}")
         bits.append(f"{system.total_gpus} GPU" + ("s" if system.total_gpus > 1 else ""))
-        return "(" + ", ".join(bits) + ")"
+        return _("({items})").format(items=_(", ").join(bits))
 
     def _post_checks(self, c: Candidate, reject) -> bool:
         p = c.est.performance
@@ -303,7 +306,12 @@ class Searcher:
         for feature, down in k.steps_down():
             got = evaluated.get(down)
             if got and got[2] is not None and got[2].code in ("memory", "host_memory"):
-                out.append(f"{feature} needed: without it {got[2].reason.split(': ', 1)[-1]}")
+                if feature.endswith(" checkpointing"):
+                    feature = _("{mode} checkpointing").format(mode=feature.removesuffix(" checkpointing"))
+                elif feature == "CPU offload":
+                    feature = _("CPU offload")
+                reason = re.split(r": |：", got[2].reason, maxsplit=1)[-1]
+                out.append(_("{feature} needed: without it {reason}").format(feature=feature, reason=reason))
         return out
 
 

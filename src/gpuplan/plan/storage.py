@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from gpuplan.i18n import _
 from gpuplan.units import GIB, TIB
 
 MB = 1e6
@@ -104,7 +105,7 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
         tib = cpfs_capacity_tib(read_mb_s * nodes, data_gib / 1024)
         shared = {"kind": "cpfs", "capacity_tib": tib,
                   "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
-                  "why": f"{nodes} nodes read the same dataset and write shared checkpoints"}
+                  "why": _("{nodes} nodes read the same dataset and write shared checkpoints").format(nodes=nodes)}
         sources.append(facts["cpfs"]["source"])
         disk = choose_essd(a["os_and_scratch_gib"] + model_bytes / GIB, 0, instance_disk_mb_s)
     else:
@@ -113,18 +114,18 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
             tib = cpfs_capacity_tib(read_mb_s, data_gib / 1024)
             shared = {"kind": "cpfs", "capacity_tib": tib,
                       "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
-                      "why": f"{need_mb_s:,.0f} MB/s is more than one ESSD delivers"}
+                      "why": _("{need} MB/s is more than one ESSD delivers").format(need=f"{need_mb_s:,.0f}")}
             sources.append(facts["cpfs"]["source"])
             disk = choose_essd(local_gib, 0, instance_disk_mb_s)
         elif not training and nodes >= 1 and model_bytes > 50 * GIB:
-            notes.append("keep the weights on NAS (shared by all replicas) or OSS and copy them to the local disk "
-                         "at start-up")
+            notes.append(_("keep the weights on NAS (shared by all replicas) or OSS and copy them to the local disk "
+                           "at start-up"))
             sources.append(facts["nas"]["source"])
     if instance_disk_mb_s and disk and need_mb_s > instance_disk_mb_s and shared is None:
-        notes.append(f"the instance type caps disk throughput at {instance_disk_mb_s:,.0f} MB/s "
-                     f"(< {need_mb_s:,.0f} MB/s needed)")
+        notes.append(_("the instance type caps disk throughput at {cap} MB/s (< {need} MB/s needed)").format(
+            cap=f"{instance_disk_mb_s:,.0f}", need=f"{need_mb_s:,.0f}"))
     if data_gib > 1024 or (training and nodes > 1):
-        notes.append("keep the raw dataset in OSS (cold) and stage the working set on the fast tier")
+        notes.append(_("keep the raw dataset in OSS (cold) and stage the working set on the fast tier"))
         sources.append(facts["oss"]["source"])
     return {
         "read_mb_s": round(read_bytes_s / MB, 2), "provisioned_read_mb_s": round(read_mb_s, 2),

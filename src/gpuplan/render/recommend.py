@@ -114,8 +114,9 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
                 f"{disk.get('iops')} IOPS)" if disk else "-")
         if shared:
             line += f"; {shared['kind'].upper()} {shared['capacity_tib']} TiB ({shared['why']})"
-        console.print(f"[bold]{t('Storage')}[/]: {line}; read {st.get('read_mb_s')} MB/s, checkpoint "
-                      f"{(st.get('checkpoint_bytes') or 0) / GIB:.1f} GiB")
+        tail = tr("{disk}; read {read} MB/s, checkpoint {ckpt} GiB", lang).format(
+            disk=line, read=st.get("read_mb_s"), ckpt=f"{(st.get('checkpoint_bytes') or 0) / GIB:.1f}")
+        console.print(f"[bold]{t('Storage')}[/]: {tail}")
     net = best.advice.network
     if net:
         console.print(f"[bold]{t('Network')}[/]: {net.get('text')}")

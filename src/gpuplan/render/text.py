@@ -38,7 +38,8 @@ def gpus_table(gpus: Iterable, lang: str) -> Table:
         t.add_row(g.id + flag, g.architecture, _num(g.memory_gib), _num(g.mem_bandwidth_gb_s), _num(g.bf16_dense_tflops),
                   _num(g.fp16_dense_tflops), _num(g.fp8_dense_tflops), _num(g.int8_dense_tops), _num(g.nvlink_gb_s),
                   tr("yes", lang) if g.mig else tr("no", lang))
-    t.caption = "* " + tr("unconfirmed", lang) + ": see `gpuplan show GPU`. Tensor figures are dense (no sparsity)."
+    t.caption = tr("* {unconfirmed}: see `gpuplan show GPU`. Tensor figures are dense (no sparsity).", lang).format(
+        unconfirmed=tr("unconfirmed", lang))
     return t
 
 
