@@ -727,7 +727,7 @@ def _check_constraints(ctx: _Ctx, p: _Draft) -> fz.Reject | None:
         if spend > cons.budget:
             tmpl = (_("{label} x {n} ({billing}): costs {cur} {spend} > budget {budget}") if ctx.training or _is_job(ctx)
                     else _("{label} x {n} ({billing}): costs {cur} {spend}/month > budget {budget}"))
-            return fz.Reject("budget", tmpl.format(label=label, n=p.instance_count, billing=_(p.billing),
+            return fz.Reject("budget", tmpl.format(label=label, n=p.instance_count, billing=_(p.billing or "unpriced"),
                                                    cur=ctx.book.currency, spend=f"{spend:,.0f}",
                                                    budget=f"{cons.budget:,.0f}"), spend - cons.budget)
     return None
@@ -908,7 +908,7 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
                                        "{instance}, {billing}: {cur} {need})")).format(
                                 cur=cur, budget=f"{cons.budget:,.0f}", short=f"{need - cons.budget:,.0f}",
                                 n=cheapest.instance_count, instance=cheapest.cand.inst.short_name,
-                                billing=_(cheapest.billing), need=f"{need:,.0f}")})
+                                billing=_(cheapest.billing or "unpriced"), need=f"{need:,.0f}")})
         timed = [p for p, _r in rejected_plans if p.time_s is not None]
         if cons and cons.deadline_hours and timed:
             within = [p for p in timed if cons.budget and spend(p) is not None and spend(p) <= cons.budget]
