@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
@@ -24,7 +22,8 @@ from typing import Any
 import pytest
 
 import gpuplan
-from gpuplan import GpuplanError, cli
+from clirun import run_cli
+from gpuplan import GpuplanError
 
 # A hang guard, not a speed test (the alias bomb ran for minutes): bad input must fail fast even on a
 # loaded 2-core machine; the real latency (a few ms to parse, ~1 s with process start) is in bench/speed.py.
@@ -42,19 +41,6 @@ ALIAS_BOMB = (
 )
 
 
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    argv = sys.argv
-    sys.argv = ["gpuplan", *args]
-    code = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.argv = argv
-    return code, out.getvalue(), err.getvalue()
 
 
 # ------------------------------------------------------------------------------ repeated calls

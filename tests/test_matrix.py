@@ -13,18 +13,16 @@ CLI, 422 for the bundle on the web API) - never an internal error. Recommendatio
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import json
-import sys
 import zipfile
 
 import pytest
 import yaml
 from rich.console import Console
 
-from gpuplan import cli
+from clirun import run_cli
 from gpuplan.plan import recommend
 from gpuplan.plan.record import PLATFORMS, Plan
 from gpuplan.render.recommend import PLATFORM_LABELS, render_recommendation
@@ -154,19 +152,7 @@ def test_web_api_recommend_and_plan_zip(client, cell):
     assert f"| {platform} |" in md
 
 
-def _cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    argv = sys.argv
-    sys.argv = ["gpuplan", *args]
-    code = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.argv = argv
-    return code, out.getvalue(), err.getvalue()
+_cli = run_cli
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=_ids)

@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gpuplan import cli
+from clirun import run_cli
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    argv = sys.argv
-    sys.argv = ["gpuplan", *args]
-    code = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.argv = argv
-    return code, out.getvalue(), err.getvalue()
+run = run_cli
 
 
 def test_version():

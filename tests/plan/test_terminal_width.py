@@ -5,19 +5,16 @@ legend; warnings that repeat per plan are said once."""
 
 from __future__ import annotations
 
-import contextlib
 import glob
-import io
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from rich.cells import cell_len
 
-from gpuplan import cli
+from clirun import run_cli
 from gpuplan.render.fit import Column, choose, said_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,18 +28,7 @@ def run(monkeypatch, columns: int | None, *args: str) -> tuple[int, str, str]:
         monkeypatch.delenv("COLUMNS", raising=False)
     else:
         monkeypatch.setenv("COLUMNS", str(columns))
-    out, err = io.StringIO(), io.StringIO()
-    argv = sys.argv
-    sys.argv = ["gpuplan", *args]
-    code = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.argv = argv
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(*args)
 
 
 @pytest.fixture(scope="module")
