@@ -14,7 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.safeio import check_nesting, load_json, load_yaml, read_text_bounded
@@ -151,6 +159,11 @@ class Constraints(_Strict):
 ModelRef = Union[str, dict[str, Any]]
 
 
+# Per field: the other names users and frameworks give the same value.
+_NAME_ALIASES: dict[str, dict[str, str]] = {"task": TASK_ALIASES, "quantization": QUANT_ALIASES,
+                                            "framework": FRAMEWORK_ALIASES, "optimizer": OPTIMIZER_ALIASES}
+
+
 class Workload(_Strict):
     """A training or serving job, as the user describes it. Unset fields are ``None``."""
 
@@ -183,36 +196,15 @@ class Workload(_Strict):
     constraints: Constraints | None = None
     objective: Objective | None = None
 
-    @field_validator("task", mode="before")
+    @field_validator("task", "quantization", "precision", "kv_cache_dtype", "framework", "optimizer", "objective",
+                     mode="before")
     @classmethod
-    def _task_alias(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            v = v.strip().lower()
-            return TASK_ALIASES.get(v, v)
-        return v
-
-    @field_validator("quantization", mode="before")
-    @classmethod
-    def _quant_alias(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            v = v.strip().lower()
-            return QUANT_ALIASES.get(v, v)
-        return v
-
-    @field_validator("precision", "kv_cache_dtype", "framework", "optimizer", "objective", mode="before")
-    @classmethod
-    def _lower(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            v = v.strip().lower()
-            return FRAMEWORK_ALIASES.get(v, v)
-        return v
-
-    @field_validator("optimizer", mode="before")
-    @classmethod
-    def _optimizer_names(cls, v: Any) -> Any:
+    def _normalise_names(cls, v: Any, info: ValidationInfo) -> Any:
+        """Lower-case, then map the field's aliases (`finetune` -> full, `nf4` -> bnb-nf4, `hf` -> transformers,
+        `paged_adamw_8bit` -> paged-adamw-8bit); other fields only lower-case."""
         if isinstance(v, str):
             low = v.strip().lower()
-            return OPTIMIZER_ALIASES.get(low, low)
+            return _NAME_ALIASES.get(info.field_name or "", {}).get(low, low)
         return v
 
     @field_validator("grad_checkpointing", mode="before")
