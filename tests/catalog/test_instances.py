@@ -14,7 +14,6 @@ from importlib.resources import files
 import pytest
 import yaml
 
-from gpuplan.catalog import instances as cat
 from gpuplan.catalog.instances import (
     INSTANCE_COLUMNS,
     filter_instances,
@@ -35,14 +34,6 @@ CANONICAL_GPU_IDS = {
     "RTX3090Ti-24GB", "RTX3090-24GB", "RTXA6000-48GB", "RTX6000Ada-48GB", "Blackwell-Pro-72GB", "Blackwell-Pro-48GB",
 }
 
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    """No test may see a real user cache: point GPUPLAN_CACHE_DIR at an empty folder."""
-    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "empty-cache"))
-    cat.clear_cache()
-    yield
-    cat.clear_cache()
 
 
 @pytest.fixture

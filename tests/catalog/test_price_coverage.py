@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.catalog import instances as cat
 from gpuplan.catalog.instances import check_regions, load_instances
 from gpuplan.catalog.prices import PRICE_KINDS, load_offers, offers_for
 from gpuplan.errors import GpuplanError
@@ -35,13 +34,6 @@ REQUIRED_REGIONS = ("cn-hangzhou", "cn-shanghai", "cn-beijing", "ap-southeast-1"
 NO_RULE = {"ecs.gn7r-c16g1.4xlarge"}   # A16 (Arm host): no A16 price found anywhere
 ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "empty-cache"))
-    cat.clear_cache()
-    yield
-    cat.clear_cache()
 
 
 def _payg(instance_type: str, region: str):

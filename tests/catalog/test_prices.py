@@ -6,7 +6,6 @@ import datetime as dt
 
 import pytest
 
-from gpuplan.catalog import instances as cat
 from gpuplan.catalog.instances import load_instances
 from gpuplan.catalog.prices import PRICE_COLUMNS, PRICE_KINDS, load_offers, offers_for, price_note
 from gpuplan.errors import GpuplanError
@@ -14,13 +13,6 @@ from gpuplan.errors import GpuplanError
 TODAY = dt.date(2026, 11, 29)
 S13 = "https://arthurchiao.art/blog/gpu-prices/"
 
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "empty-cache"))
-    cat.clear_cache()
-    yield
-    cat.clear_cache()
 
 
 def _offer(instance_type, billing, as_of=None, **kw):
