@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -151,8 +152,14 @@ def _read(path: Path, label: str) -> str:
 
 def parse_prices_csv(text: str, cloud: str, source: str, origin: str = "bundled") -> list[Offer]:
     """Parse a bundled or cached prices.csv; malformed -> GpuplanError naming the file and line."""
-    return [_parse_offer(row, cloud, origin, f"{source}, line {line}")
-            for line, row in read_csv_rows(text, source, PRICE_COLUMNS)]
+    return list(_parse_prices_cached(text, cloud, source, origin))
+
+
+@lru_cache(maxsize=16)
+def _parse_prices_cached(text: str, cloud: str, source: str, origin: str) -> tuple[Offer, ...]:
+    # keyed by the file's text: an edited or refreshed file is parsed again (offers are frozen)
+    return tuple(_parse_offer(row, cloud, origin, f"{source}, line {line}")
+                 for line, row in read_csv_rows(text, source, PRICE_COLUMNS))
 
 
 def read_user_prices(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> list[Offer]:

@@ -126,7 +126,8 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     ``memory_only`` skips the time model (the recommender's feasibility pass); performance is then {}."""
     warnings: list[str] = []
     assumptions: list[str] = []
-    _checks(w, model, system, warnings)
+    if not memory_only:  # the feasibility pass keeps memory only; the time pass writes the warnings
+        _checks(w, model, system, warnings)
     framework = w.framework or "auto"
     task = w.task or "inference"
     if getattr(model, "profile", None) is not None and not _is_llm(model):

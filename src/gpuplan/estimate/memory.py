@@ -324,8 +324,14 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     reserve_total = mem_tab["reserve_fraction_of_total"]
 
     stages = []
+    seen: dict[tuple, tuple] = {}  # stages alike in layers, ends and in-flight micro-batches are computed once
     for i, n_layers in enumerate(stage_layers):
         first, last = i == 0, i == layout.pp - 1
+        inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
+        stage_key = (n_layers, first, last, inflight)
+        if stage_key in seen:
+            stages.append(seen[stage_key])
+            continue
         params = n_layers * per_layer_params
         if first:
             params += s.embed_params
@@ -375,7 +381,6 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
                                       grad_bytes=4.0 if mode in ("mixed", "fp32") else 2.0)
 
         # activations
-        inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
         if layout.checkpointing == "full":
             stored = n_layers * tokens_mb * 2.0 * s.hidden * ACT_BYTES.get(t.precision, 2.0) / 2.0 / (layout.tp if layout.sp else 1)
             stored *= inflight
@@ -433,7 +438,8 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         comp["optimizer"] += paged_resident
         comp["kv_cache"] = 0.0
         comp["overhead"] = per_gpu - sum(v for k, v in comp.items() if k != "overhead")
-        stages.append((per_gpu, alloc, reserved, comp, phase, paged_states - paged_resident))
+        seen[stage_key] = (per_gpu, alloc, reserved, comp, phase, paged_states - paged_resident)
+        stages.append(seen[stage_key])
 
     busiest = max(stages, key=lambda st: st[0])
     per_gpu, alloc, reserved, comp, phase, paged_spill = busiest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,8 +104,10 @@ def shape_of(m: "ModelSpec") -> Shape:
     )
 
 
+@lru_cache(maxsize=4096)
 def weight_bytes(s: Shape, precision: str, quantization: str, *, double_quant: bool = False) -> tuple[float, str]:
-    """Bytes of all weights at rest, and how they were counted."""
+    """Bytes of all weights at rest, and how they were counted (memoised: the recommender asks for the
+    same few thousand times per search)."""
     dense = 4.0 if precision == "fp32" else 2.0
     if quantization in (None, "none"):
         return s.params_total * dense, f"{s.params_total / 1e9:.2f}B params x {dense:g} bytes"

@@ -7,6 +7,7 @@ proposed addition to the contract).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuplan.catalog.instances import InstanceType
@@ -27,8 +28,16 @@ NETWORK_BOUND_COMM_FRACTION = 0.5  # multi-node without RDMA: reject when commun
 @dataclass(frozen=True)
 class Reject:
     code: str
-    reason: str
+    text: str | Callable[[], str]  # the reason, or a function that writes it when it is shown
     shortfall: float = 0.0    # how far from feasible, in the unit of the code (bytes, currency, s)
+
+    @property
+    def reason(self) -> str:
+        """The reason in the current language. The search rejects thousands of layouts and shows a
+        handful: memory reasons are written on first use (then kept)."""
+        if callable(self.text):
+            object.__setattr__(self, "text", self.text())
+        return str(self.text)
 
 
 def gpu_label(inst: InstanceType) -> str:
@@ -61,13 +70,16 @@ def check_memory(per_gpu_bytes: float, capacity_bytes: float, headroom: float = 
     return per_gpu_bytes <= capacity_bytes * (1.0 - headroom)
 
 
-def memory_reject(inst: InstanceType, per_gpu_bytes: float, capacity_bytes: float, what: str,
+def memory_reject(inst: InstanceType, per_gpu_bytes: float, capacity_bytes: float, what: str | Callable[[], str],
                   headroom: float = MEMORY_HEADROOM) -> Reject:
+    """``what`` names the layout tried (a string, or a function that writes it when the reason is shown)."""
     need = per_gpu_bytes / GIB
     cap = capacity_bytes * (1 - headroom) / GIB
-    return Reject("memory", _("{label}: needs {need} GiB per GPU {what}; {cap} GiB usable").format(
-                      label=gpu_label(inst), need=f"{need:.1f}", what=what, cap=f"{cap:.1f}"),
-                  per_gpu_bytes - capacity_bytes * (1 - headroom))
+
+    def text() -> str:
+        return _("{label}: needs {need} GiB per GPU {what}; {cap} GiB usable").format(
+            label=gpu_label(inst), need=f"{need:.1f}", what=what() if callable(what) else what, cap=f"{cap:.1f}")
+    return Reject("memory", text, per_gpu_bytes - capacity_bytes * (1 - headroom))
 
 
 def check_host(inst: InstanceType, host_bytes_per_node: float, reserve: float = HOST_RESERVE) -> Reject | None:

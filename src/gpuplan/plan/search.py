@@ -121,6 +121,13 @@ class Searcher:
         inter = (s.inter_node_gbit_s, s.rdma) if s.nodes > 1 else None
         return (s.gpu.id, s.gpus_per_node, s.nodes, s.intra_link, inter, s.gpu_fraction, s.capacity_override_bytes)
 
+    @staticmethod
+    def memory_sys_key(s: System) -> tuple:
+        """What memory depends on: the GPU and its usable share, GPUs per node and nodes (sharding groups,
+        NCCL buffers, host RAM per node). The links only change time, so types that differ only in their
+        network share one memory-only estimate."""
+        return (s.gpu.id, s.gpus_per_node, s.nodes, s.gpu_fraction, s.capacity_override_bytes)
+
     def layout(self, v: Variant, tp: int, pp: int, dp: int, k: Knobs) -> Layout:
         w = v.w
         ga = w.gradient_accumulation or 1
@@ -143,7 +150,7 @@ class Searcher:
 
     def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True) -> Estimate | None:
         """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model)."""
-        key = (v.quantization, v.optimizer, self.sys_key(system), layout, full)
+        key = (v.quantization, v.optimizer, self.sys_key(system) if full else self.memory_sys_key(system), layout, full)
         if key in self._est:
             return self._est[key]
         self.calls += 1
@@ -229,7 +236,7 @@ class Searcher:
                     label=fz.gpu_label(inst), layout=lay.describe()))
             elif not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
                 r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes,
-                                     self._what(lay, v, system), self.headroom)
+                                     lambda lay=lay: self._what(lay, v, system), self.headroom)
                 cur = best_mem.get(inst.instance_type)
                 if cur is None or r.shortfall < cur[1].shortfall:
                     best_mem[inst.instance_type] = (e, r, nodes, lay)
