@@ -4,6 +4,8 @@ lazily loaded catalog; no prices here (see cost.py)."""
 
 from __future__ import annotations
 
+import functools
+
 import math
 import re
 from dataclasses import dataclass, field
@@ -236,7 +238,7 @@ class Searcher:
                     label=fz.gpu_label(inst), layout=lay.describe()))
             elif not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
                 r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes,
-                                     lambda lay=lay: self._what(lay, v, system), self.headroom)
+                                     functools.partial(self._what, lay, v, system), self.headroom)
                 cur = best_mem.get(inst.instance_type)
                 if cur is None or r.shortfall < cur[1].shortfall:
                     best_mem[inst.instance_type] = (e, r, nodes, lay)
