@@ -5,7 +5,6 @@ lazily loaded catalog; no prices here (see cost.py)."""
 from __future__ import annotations
 
 import functools
-
 import math
 import re
 from dataclasses import dataclass, field
