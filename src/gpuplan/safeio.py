@@ -108,6 +108,29 @@ def read_text_bounded(path: str | os.PathLike[str], what: str = "file", max_byte
                            hint=_("Save it as UTF-8.")) from None
 
 
+_STDIN: list[tuple[object, str]] = []  # (the stdin stream, its text): each stream is read once
+
+
+def read_stdin_bounded(what: str = "input", max_bytes: int = MAX_BYTES) -> str:
+    """Standard input (``-`` as a file name) as UTF-8 text, at most ``max_bytes``; read once, then
+    the same text again."""
+    import sys
+
+    if not _STDIN or _STDIN[0][0] is not sys.stdin:
+        _STDIN.clear()
+        stream = getattr(sys.stdin, "buffer", None)
+        data = stream.read(max_bytes + 1) if stream is not None else sys.stdin.read(max_bytes + 1).encode("utf-8")
+        if len(data) > max_bytes:
+            raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(
+                what=_(what), shown="-", max_bytes=max_bytes // 1_000_000), hint=_("Split it into several files."))
+        try:
+            _STDIN.append((sys.stdin, data.decode("utf-8-sig")))
+        except UnicodeDecodeError as exc:
+            raise GpuplanError(_("The {what} {path!r} is not UTF-8 text (byte {start}).").format(
+                what=_(what), path="-", start=exc.start), hint=_("Save it as UTF-8.")) from None
+    return _STDIN[0][1]
+
+
 # --------------------------------------------------------------------------------------------- YAML
 
 

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from gpuplan.errors import GpuplanError, did_you_mean
-from gpuplan.safeio import check_nesting, load_json, load_yaml, read_text_bounded
+from gpuplan.safeio import check_nesting, load_json, load_yaml, read_stdin_bounded, read_text_bounded
 from gpuplan.i18n import N_, _, current_lang
 
 Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
@@ -342,7 +342,10 @@ def load_yaml_text(text: str, origin: str = "input") -> Any:
 
 
 def read_workload_documents(path: str | Path) -> Any:
-    """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.safeio)."""
+    """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.safeio).
+    ``-`` reads standard input (once per process: a command that reads its workload twice gets the same text)."""
+    if str(path) == "-":
+        return _parse_documents(read_stdin_bounded("workload file"), Path("-"))
     p = Path(path)
     try:
         p.is_dir()  # a name too long for the file system, or otherwise unusable
@@ -355,7 +358,10 @@ def read_workload_documents(path: str | Path) -> Any:
                            hint=_("Give a YAML or JSON workload file; `gpuplan schema` shows the format."))
     if p.is_dir():
         raise GpuplanError(_("{p!r} is a folder, not a workload file.").format(p=str(p)), hint=_("Give a .yaml or .json file."))
-    text = read_text_bounded(p, "workload file")
+    return _parse_documents(read_text_bounded(p, "workload file"), p)
+
+
+def _parse_documents(text: str, p: Path) -> Any:
     stripped = text.strip()
     if not stripped:
         raise GpuplanError(_("Workload file {p!r} is empty.").format(p=str(p)),

@@ -176,3 +176,30 @@ def test_random_workload_mappings_never_traceback(data, model, tmp_path_factory)
     assert code in (0, 2), (code, err[-500:])
     assert "Traceback" not in err and "Internal error" not in err
     json.loads(out)
+
+
+def _stdin(monkeypatch, data: bytes) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+def test_dash_reads_the_workload_from_stdin_once_for_commands_that_read_it_twice(monkeypatch):
+    # `estimate` reads the workload to look for a list, then loads it: both reads see the same text
+    _stdin(monkeypatch, b"model: Qwen/Qwen2.5-7B-Instruct\ntask: lora\nseq_len: 1024\n")
+    code, out, err = run("estimate", "-", "--gpu", "A10", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["workload"]["model"] == "Qwen/Qwen2.5-7B-Instruct" and d["workload"]["seq_len"] == 1024
+    _stdin(monkeypatch, b'{"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "dataset": {"tokens": 1e8}}')
+    code, out, err = run("recommend", "-", "--json")
+    assert code == 0, err
+    assert json.loads(out)["plans"]
+
+
+@pytest.mark.parametrize(("data", "words"), [(b"", "is empty"), (b"\xff\xfe\xfa", "not UTF-8")])
+def test_bad_stdin_is_one_clear_error(monkeypatch, data, words):
+    _stdin(monkeypatch, data)
+    code, out, err = run("recommend", "-")
+    assert code == 2 and words in err and "Traceback" not in err
