@@ -137,6 +137,22 @@ def test_70b_serving_plans_report_utilization_under_the_target():
     assert same and same[0].cost.replicas > ecs[0].cost.replicas      # 5 / (1.94 x 0.5) -> 6 replicas, not 3
 
 
+def test_a_serving_replica_spans_nodes_only_when_one_model_copy_needs_them():
+    # 2 x 8-GPU nodes as one TP4 DP4 "replica" is the same deployment as two 8-GPU replicas, with a
+    # network warning on top: such duplicates used to fill ranks 3-8 of the 70B example
+    rec = recommend("examples/llama-70b-int4-serving.yaml")
+    ecs = [p for p in rec.all_plans if p.is_ecs]
+    assert ecs
+    seen = set()
+    for p in ecs:
+        per_node = p.gpus_total // p.instance_count
+        if p.instance_count // p.cost.replicas > 1:
+            assert p.parallel["tp"] * p.parallel["pp"] > per_node, p.instance_type
+        key = (p.instance_type, p.instance_count, p.cost.billing, p.parallel["tp"], p.parallel["pp"])
+        assert key not in seen, key
+        seen.add(key)
+
+
 def test_sla_reason_names_the_kv_cache_and_never_says_0_ms():
     rec = recommend("examples/llama-70b-int4-serving.yaml")
     reasons = {r["instance_type"]: r for r in rec.rejected}

@@ -270,6 +270,10 @@ def parallel_shapes(model, total_gpus: int, gpus_per_node: int, task: str, fixed
             continue
         if pp > 1 and tp < gpus_per_node:
             continue     # Megatron's rule of thumb: TP fills a node first, pipeline stages go across nodes
+        if task not in TRAIN_TASKS and total_gpus > gpus_per_node and dp > 1 \
+                and fixed.nodes is None and fixed.dp is None:
+            continue     # a serving group spans nodes only to hold one copy of the model: several copies
+            #              over several nodes are the same GPUs as more, smaller replicas (a plan already)
         out.append((tp, pp, dp))
     return out
 
