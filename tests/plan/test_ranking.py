@@ -153,6 +153,17 @@ def test_a_serving_replica_spans_nodes_only_when_one_model_copy_needs_them():
         seen.add(key)
 
 
+def test_why_not_names_the_closest_misses_first():
+    # the 70B AWQ example: the L20 and H20 miss a latency target, the 2-16 GB vGPU slices miss by the whole
+    # model; the near misses are what a buyer asks about, and each family's line is its closest type
+    rec = recommend("examples/llama-70b-int4-serving.yaml")
+    lines = rec.why_not
+    assert lines and "gn8is (L20 48 GB)" in lines[0] and "TTFT" in lines[0]
+    codes = ["GiB usable" in line for line in lines]
+    assert codes == sorted(codes), lines          # every memory miss after every latency miss
+    assert not any(line.startswith(("sgn8ia (L20 2 GB)", "vgn")) for line in lines), lines
+
+
 def test_sla_reason_names_the_kv_cache_and_never_says_0_ms():
     rec = recommend("examples/llama-70b-int4-serving.yaml")
     reasons = {r["instance_type"]: r for r in rec.rejected}

@@ -818,7 +818,18 @@ def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
         if top_h is not None and (price is None or price.per_hour >= top_h):
             continue
         items.append((price.per_hour if price else math.inf, inst, r))
-    items.sort(key=lambda x: x[0])
+    # closest misses first: a limit the family nearly meets (SLA, deadline, budget, network, host RAM) before
+    # GPU memory, and among memory misses the largest GPUs first; then the cheaper (a 2 GB vGPU slice that
+    # misses a 40 GB model by 95 % says less than the L20 that misses its TTFT by 10 %)
+    # one line per family and reason: its closest type (a deadline missed by 150 h on the 8-GPU type says
+    # more than the 900 h of the 1-GPU type)
+    closest: dict[str, tuple] = {}
+    for item in items:
+        key = f"{item[1].family}:{item[2].code}"
+        if key not in closest or (item[2].shortfall, item[0]) < (closest[key][2].shortfall, closest[key][0]):
+            closest[key] = item
+    items = sorted(closest.values(), key=lambda x: (
+        x[2].code == "memory", -(x[1].gpu_memory_gib or 0) if x[2].code == "memory" else 0, x[0]))
     for _h, inst, r in items:
         key = f"{inst.family}:{r.code}"
         if key in seen:
