@@ -110,3 +110,23 @@ def test_mla_decode_reads_the_whole_latent_on_every_tp_rank():
     assert kv[1] == pytest.approx(kv[8])
     dpa = _decode_consts(s, case, Layout(tp=8, dp_attention=True), sys8, []).kv_s_per_token
     assert dpa == pytest.approx(kv[1] / 8)
+
+
+def test_weight_only_int4_decode_pads_the_batch_to_16_rows_even_on_hopper():
+    # Marlin-class kernels (vLLM awq_marlin / gptq_marlin) compute 16-row blocks of the batch with mma.sync
+    # on every architecture (vllm csrc/quantization/gptq_marlin/gptq_marlin.cu, thread_m_blocks); BF16 and
+    # FP8 GEMMs on Hopper use 64-row wgmma tiles (the Qwen3 SGLang H20 table). On the compute-poor H20 a
+    # 70B AWQ step costs the same at batch 1 and 16 and grows beyond; BF16 stays flat to 64.
+    s = shape_of(resolve_model("meta-llama/Llama-3.3-70B-Instruct"))
+    h20 = System(gpu=get_gpu("H20-96GB"), gpus_per_node=2, nodes=1, intra_link="nvlink")
+    lay = Layout(tp=2)
+
+    def step(quant: str, batch: int) -> float:
+        case = ServingCase(precision="fp16", quantization=quant, kv_dtype_bytes=2.0, framework="vllm",
+                           prompt_tokens=1, output_tokens=1)
+        return decode_step_time(s, case, lay, h20, batch, 1.0, [])
+
+    assert step("awq", 16) < 1.05 * step("awq", 1)
+    assert step("awq", 48) > 1.5 * step("awq", 16)
+    assert step("none", 48) < 1.05 * step("none", 1)
+    assert step("awq", 1) < 0.5 * step("none", 1)     # 4-bit weights, 16 rows: far below the BF16 step

@@ -203,10 +203,16 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
         tp_fixed_s=tp0, tp_s_per_seq=tp1, pp=layout.pp, naive_pipeline=layout.naive_pipeline, layers=s.layers,
         framework=case.framework, expert_s=expert_s, experts=s.moe_experts, experts_per_token=s.moe_experts_per_token,
         quantized=case.quantization not in (None, "none"),
-        min_rows=_decode_min_rows(system, case.framework), quantization=case.quantization or "none")
+        min_rows=_decode_min_rows(system, case.framework, case.quantization or "none"),
+        quantization=case.quantization or "none")
 
 
-def _decode_min_rows(system: System, framework: str) -> int:
+# Weight-only quantized schemes that serving engines run through Marlin-class mixed-input kernels
+# (vLLM/SGLang awq_marlin, gptq_marlin): FP8 and W8A8 int8 use the architecture's own GEMMs.
+WEIGHT_ONLY_MARLIN = frozenset({"awq", "gptq-int4", "gptq-int8", "int4"})
+
+
+def _decode_min_rows(system: System, framework: str, quantization: str = "none") -> int:
     """Rows a serving engine's decode GEMM computes whatever the batch: its tensor-core tile's M. Hopper's
     wgmma works on 64-row warpgroup tiles, Ampere/Ada mma.sync on 16 (PTX ISA, wgmma.mma_async shapes
     m64nNk16; mma.sync m16n8k16). Hidden under the weight stream on GPUs with compute to spare (H100:
@@ -215,6 +221,9 @@ def _decode_min_rows(system: System, framework: str) -> int:
     if framework not in ENGINES:
         return 1
     rows = table("inference", "decode_gemm_min_rows")
+    if quantization in WEIGHT_ONLY_MARLIN:
+        # 4/8-bit weight-only layers run Marlin-class kernels on every architecture: mma.sync 16-row blocks
+        return int(rows["weight_only"])
     return int(by_key(rows, system.gpu.architecture.split(" (")[0].strip()))
 
 
