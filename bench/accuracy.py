@@ -31,7 +31,7 @@ from gpuplan.catalog.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
-from gpuplan.estimate.system import Layout, System
+from gpuplan.estimate.system import Layout, System, intra_node_link
 from gpuplan.units import GIB
 from gpuplan.workload import parse_workload, resolve_defaults
 
@@ -210,7 +210,7 @@ def row_to_case(r: dict[str, str]):
     gpu = get_gpu(r["gpu"])
     per_node = min(gpus, 8)
     nodes = max(1, math.ceil(gpus / per_node))
-    link = "nvswitch" if gpu.nvlink_gb_s else "pcie"
+    link = intra_node_link(gpu, per_node)  # PCIe/NVL cards: NVLink bridges join pairs only
     nic = CLUSTER_NIC_GBIT_S.get(gpu.id.split("-")[0], 400.0) if nodes > 1 else None
     system = System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link if per_node > 1 else "none",
                     inter_node_gbit_s=nic, rdma="ib" if nodes > 1 else None)
@@ -261,6 +261,8 @@ def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
         return val / GIB, fits, ""
     if metric == "output_tokens_per_s":
         return perf["output_tokens_per_s"], fits, ""
+    if metric == "max_output_tokens_per_s":  # offline maximum throughput (trtllm-bench / benchmark_throughput)
+        return perf["max_output_tokens_per_s"], fits, ""
     if metric == "train_tokens_per_s_per_gpu":
         return perf["tokens_per_s_per_gpu"], fits, ""
     if metric == "train_samples_per_s":
@@ -278,6 +280,7 @@ def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
 
 
 METRIC_KIND = {"peak_mem_gib_per_gpu": "memory", "peak_mem_gib_total": "memory", "output_tokens_per_s": "speed",
+               "max_output_tokens_per_s": "speed",
                "train_tokens_per_s_per_gpu": "speed", "train_samples_per_s": "speed", "tflops_per_gpu": "speed",
                "gpu_hours": "speed", "mfu": "speed"}
 

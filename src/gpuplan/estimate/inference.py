@@ -220,9 +220,11 @@ def _decode_min_rows(system: System, framework: str) -> int:
 
 def _decode_step(c: _DecodeConsts, batch: int, context_tokens: float) -> float:
     inf = table("inference")
-    mem_s = c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)) + c.kv_s_per_token * context_tokens * batch
-    comp_s = max(batch, c.min_rows) * c.comp_s_per_seq + batch * c.comp_s_per_ctx * context_tokens
-    gpu_s = max(mem_s, comp_s)
+    # The GEMMs (weights streamed, FLOPs of the linear layers) and the attention kernels (KV cache read, attention
+    # FLOPs) run one after the other: each kernel is bound by its own roofline, and the step is their sum.
+    gemm_s = max(c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)), max(batch, c.min_rows) * c.comp_s_per_seq)
+    attn_s = max(c.kv_s_per_token * context_tokens * batch, batch * c.comp_s_per_ctx * context_tokens)
+    gpu_s = gemm_s + attn_s
     if c.pp > 1:
         gpu_s *= c.pp if c.naive_pipeline or batch == 1 else 1.0
     tp_s = c.tp_fixed_s + c.tp_s_per_seq * batch
