@@ -180,8 +180,9 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
     # KV bytes each GPU reads per sequence-token: its share of the cache (memory.kv_shard_fraction: TP splits
     # K/V by heads, never below one head per rank; the MLA latent is whole on every rank unless DP attention)
     kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * kv_shard_fraction(s, layout)
-    peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["prefill_efficiency"])
-    attn_eff = peak_flops(system, _attention_dtype(case), []) * float(inf["prefill_efficiency"])
+    # decode GEMMs have M = the batch, not the thousands of prompt rows a prefill GEMM has
+    peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["decode_gemm_efficiency"])
+    attn_eff = peak_flops(system, _attention_dtype(case), []) * float(inf["decode_gemm_efficiency"])
     tp0 = _tp_allreduce_s(system, layout, 0.0, 2 * s.layers, case.framework)
     tp1 = _tp_allreduce_s(system, layout, s.hidden * 2.0, 2 * s.layers, case.framework) - tp0
     # MoE: a decode step reads only the routed experts its batch touches: B tokens choosing k of E
