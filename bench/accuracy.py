@@ -31,7 +31,7 @@ from gpuplan.catalog.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
-from gpuplan.estimate.system import Layout, System, intra_node_link
+from gpuplan.estimate.system import TP_OVERLAP_FRAMEWORKS, Layout, System, intra_node_link
 from gpuplan.units import GIB
 from gpuplan.workload import parse_workload, resolve_defaults
 
@@ -220,7 +220,9 @@ def row_to_case(r: dict[str, str]):
                     offload=offload,
                     checkpointing=("selective" if ckpt == "selective" else ("full" if ckpt else "none")),
                     micro_batch=mb, grad_accum=ga, microbatches=ga if pp > 1 else 1, naive_pipeline=naive,
-                    vp=vp, schedule=schedule)
+                    vp=vp, schedule=schedule,
+                    # the framework's default, as the estimator applies it (NeMo: TE userbuffers TP overlap)
+                    tp_comm_overlap=tp > 1 and framework in TP_OVERLAP_FRAMEWORKS)
     return w, system, layout
 
 
@@ -234,6 +236,10 @@ def _pipeline_schedule(r: dict[str, str], w, pp: int) -> tuple[int, str]:
     if pp <= 1:
         return 1, "1f1b"
     layers = resolve_model(r["model"]).num_layers
+    stated = re.search(r"\bVP (\d+)\b", r.get("notes") or "")
+    if stated:  # the source gives the virtual stages (NeMo performance tables)
+        vp = int(stated.group(1))
+        return vp, "interleaved" if vp > 1 else "1f1b"
     if "interleaved" in (r.get("notes") or "").lower():
         per_stage = int(layers) // pp
         vp = max(1, per_stage // int(table("training", "layers_per_virtual_stage")))
