@@ -324,7 +324,21 @@ GROUP_NOTES = {
               "12.9, 7B 12.4 -> 17.9), where vLLM 0.6.3 adds 0.6 ms (group q25vllm) and the KV bytes read take "
               "0.3 ms; and Qwen2-57B-A14B decodes at 31 tok/s on TP2, the speed of reading every expert, where the "
               "8 routed experts a token touches allow ~100. gpuplan models current engines, so these rows are over-"
-              "predicted; the workload cannot name an engine version.",
+              "predicted. The long-prompt excess is a latency, not bytes: it is ~0.25 ms per layer at 30k tokens for "
+              "0.5B to 7B alike (8-9 ns per context token per layer), as a kernel that walks the context block by "
+              "block at batch 1 would give (0.4.2 decoded with its own paged-attention v1/v2 kernel; flash-attn "
+              "decoding came with vllm-project/vllm PR #3648, after 0.4.2). No constant is fitted to it: one group "
+              "with three rows cannot separate that latency from the host CPU, and framework_version only changes "
+              "transformers estimates.",
+    "trt014": "TensorRT-LLM 0.14 (Oct 2024) runs below the 1.0 release the estimator's serving constants were checked on "
+              "(the modern perf-overview cells pinned in tests/estimate/test_published_time.py): Llama-3.1-70B FP8 "
+              "TP1 on H200 at 128/2048 gives 3,612 tok/s there against 4,336 in the 1.0 table. The multi-GPU rows "
+              "(70B and Mixtral at TP4) read 15-55 % fast; single-GPU 8B rows within +-25 %.",
+    "titan": "The H100 rows ran on Meta's Grand Teton H100 96GB HBM2e at 500 W (the page: peak between H100 SXM and "
+             "NVL), mapped to H100-SXM-80GB: they are expected to read ~15-25 % fast for that reason alone.",
+    "nemo2407": "NeMo 24.07 FP8 runs are read 7-19 % slow (median 14 %), larger TP x PP layouts slowest: Transformer "
+                "Engine's FP8 recipe (fused casts, FP8 all-gathers) gains more than the 65 % FP8-GEMM share the "
+                "estimator's mix assumes (training.fp8_gemm_share, from llm-foundry's FP8 rows).",
     "q3sgl": "SGLang 0.4.6 on the H20 decodes Qwen3 4B-32B BF16 at 64 x 2N FLOP per token: the H20's 148 TFLOP/s "
              "against 4 TB/s makes the 64-row tensor-core tile of a batch-1 GEMM (Hopper wgmma) the bound, not the "
              "weight stream (inference.decode_gemm_min_rows).",
