@@ -334,8 +334,6 @@ GROUP_NOTES = {
               "(the modern perf-overview cells pinned in tests/estimate/test_published_time.py): Llama-3.1-70B FP8 "
               "TP1 on H200 at 128/2048 gives 3,612 tok/s there against 4,336 in the 1.0 table. The multi-GPU rows "
               "(70B and Mixtral at TP4) read 15-55 % fast; single-GPU 8B rows within +-25 %.",
-    "titan": "The H100 rows ran on Meta's Grand Teton H100 96GB HBM2e at 500 W (the page: peak between H100 SXM and "
-             "NVL), mapped to H100-SXM-80GB: they are expected to read ~15-25 % fast for that reason alone.",
     "nemo2407": "NeMo 24.07 FP8 runs are read 7-19 % slow (median 14 %), larger TP x PP layouts slowest: Transformer "
                 "Engine's FP8 recipe (fused casts, FP8 all-gathers) gains more than the 65 % FP8-GEMM share the "
                 "estimator's mix assumes (training.fp8_gemm_share, from llm-foundry's FP8 rows).",
