@@ -88,3 +88,24 @@ def test_kv_reads_are_not_hidden_under_compute_bound_gemms():
     extra_kv_bytes = s.kv_bytes_per_token_16bit * 128 * batch
     floor = extra_kv_bytes / (system.gpu.mem_bandwidth_gb_s * 1e9)
     assert long - short >= floor, (long - short, floor)
+
+
+def test_decode_gemms_have_their_own_efficiency():
+    """A compute-bound decode step (large batch) moves with inference.decode_gemm_efficiency, not with the
+    prefill's share of peak (M = batch rows vs thousands of prompt rows)."""
+    from gpuplan.catalog.models import resolve_model
+    from gpuplan.estimate.params import overrides
+
+    s = shape_of(resolve_model("meta-llama/Llama-3.1-8B-Instruct"))
+    case = ServingCase(precision="bf16", quantization="none", kv_dtype_bytes=2.0, framework="trtllm",
+                       prompt_tokens=128, output_tokens=128)
+    system = System(gpu=get_gpu("H100-SXM-80GB"), gpus_per_node=1, nodes=1, intra_link="none")
+
+    def step() -> float:
+        return decode_step_time(s, case, Layout(), system, 1024, 64, [])
+
+    base = step()
+    with overrides({"inference.prefill_efficiency": 0.8}):
+        assert step() == base
+    with overrides({"inference.decode_gemm_efficiency": 0.8}):
+        assert step() < 0.85 * base
