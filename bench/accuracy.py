@@ -334,6 +334,11 @@ GROUP_NOTES = {
               "(the modern perf-overview cells pinned in tests/estimate/test_published_time.py): Llama-3.1-70B FP8 "
               "TP1 on H200 at 128/2048 gives 3,612 tok/s there against 4,336 in the 1.0 table. The multi-GPU rows "
               "(70B and Mixtral at TP4) read 15-55 % fast; single-GPU 8B rows within +-25 %.",
+    "lmdeploy": "Single-GPU rows within -5 / +10 %; the Llama-2-70B TP4 rows read 21-35 % fast. At batch 1 the gap "
+                "(25.5 vs 30.9 ms per token) is what NCCL's all-reduce start-up would add over the one-shot custom "
+                "all-reduce the estimator assumes for lmdeploy (160 all-reduces per token x ~30 us): TurboMind 0.1 "
+                "descends from FasterTransformer's NCCL all-reduce (unconfirmed; no constant changed). The larger "
+                "batches share the TP4 over-prediction of group trt014.",
     "nemo2407": "NeMo 24.07 FP8 runs are read 7-19 % slow (median 14 %), larger TP x PP layouts slowest: Transformer "
                 "Engine's FP8 recipe (fused casts, FP8 all-gathers) gains more than the 65 % FP8-GEMM share the "
                 "estimator's mix assumes (training.fp8_gemm_share, from llm-foundry's FP8 rows).",
