@@ -341,7 +341,11 @@ GROUP_NOTES = {
                 "batches share the TP4 over-prediction of group trt014.",
     "nemo2407": "NeMo 24.07 FP8 runs are read 7-19 % slow (median 14 %), larger TP x PP layouts slowest: Transformer "
                 "Engine's FP8 recipe (fused casts, FP8 all-gathers) gains more than the 65 % FP8-GEMM share the "
-                "estimator's mix assumes (training.fp8_gemm_share, from llm-foundry's FP8 rows).",
+                "estimator's mix assumes (training.fp8_gemm_share, from llm-foundry's FP8 rows). Three rows (GPT-3 "
+                "175B MBS 2, Llama-2-70B SFT on TP4 x PP4 with DP 1, 70B LoRA on TP2 x PP4) are predicted not to fit 80 GB "
+                "as the bench reads them (no recompute, no sequence parallelism: the table states neither); NeMo's "
+                "recipes run sequence parallelism with TP and Megatron-Bridge lists its 70B LoRA recipe with recompute, "
+                "so the runs used memory savings the row cannot say.",
     "q3sgl": "SGLang 0.4.6 on the H20 decodes Qwen3 4B-32B BF16 at 64 x 2N FLOP per token: the H20's 148 TFLOP/s "
              "against 4 TB/s makes the 64-row tensor-core tile of a batch-1 GEMM (Hopper wgmma) the bound, not the "
              "weight stream (inference.decode_gemm_min_rows).",
