@@ -31,7 +31,7 @@ from gpuplan.catalog.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
-from gpuplan.estimate.system import Layout, System
+from gpuplan.estimate.system import TP_OVERLAP_FRAMEWORKS, Layout, System, intra_node_link
 from gpuplan.units import GIB
 from gpuplan.workload import parse_workload, resolve_defaults
 
@@ -210,7 +210,7 @@ def row_to_case(r: dict[str, str]):
     gpu = get_gpu(r["gpu"])
     per_node = min(gpus, 8)
     nodes = max(1, math.ceil(gpus / per_node))
-    link = "nvswitch" if gpu.nvlink_gb_s else "pcie"
+    link = intra_node_link(gpu, per_node)  # PCIe/NVL cards: NVLink bridges join pairs only
     nic = CLUSTER_NIC_GBIT_S.get(gpu.id.split("-")[0], 400.0) if nodes > 1 else None
     system = System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link if per_node > 1 else "none",
                     inter_node_gbit_s=nic, rdma="ib" if nodes > 1 else None)
@@ -220,7 +220,9 @@ def row_to_case(r: dict[str, str]):
                     offload=offload,
                     checkpointing=("selective" if ckpt == "selective" else ("full" if ckpt else "none")),
                     micro_batch=mb, grad_accum=ga, microbatches=ga if pp > 1 else 1, naive_pipeline=naive,
-                    vp=vp, schedule=schedule)
+                    vp=vp, schedule=schedule,
+                    # the framework's default, as the estimator applies it (NeMo: TE userbuffers TP overlap)
+                    tp_comm_overlap=tp > 1 and framework in TP_OVERLAP_FRAMEWORKS)
     return w, system, layout
 
 
@@ -234,6 +236,10 @@ def _pipeline_schedule(r: dict[str, str], w, pp: int) -> tuple[int, str]:
     if pp <= 1:
         return 1, "1f1b"
     layers = resolve_model(r["model"]).num_layers
+    stated = re.search(r"\bVP (\d+)\b", r.get("notes") or "")
+    if stated:  # the source gives the virtual stages (NeMo performance tables)
+        vp = int(stated.group(1))
+        return vp, "interleaved" if vp > 1 else "1f1b"
     if "interleaved" in (r.get("notes") or "").lower():
         per_stage = int(layers) // pp
         vp = max(1, per_stage // int(table("training", "layers_per_virtual_stage")))
@@ -261,6 +267,8 @@ def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
         return val / GIB, fits, ""
     if metric == "output_tokens_per_s":
         return perf["output_tokens_per_s"], fits, ""
+    if metric == "max_output_tokens_per_s":  # offline maximum throughput (trtllm-bench / benchmark_throughput)
+        return perf["max_output_tokens_per_s"], fits, ""
     if metric == "train_tokens_per_s_per_gpu":
         return perf["tokens_per_s_per_gpu"], fits, ""
     if metric == "train_samples_per_s":
@@ -278,6 +286,7 @@ def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
 
 
 METRIC_KIND = {"peak_mem_gib_per_gpu": "memory", "peak_mem_gib_total": "memory", "output_tokens_per_s": "speed",
+               "max_output_tokens_per_s": "speed",
                "train_tokens_per_s_per_gpu": "speed", "train_samples_per_s": "speed", "tflops_per_gpu": "speed",
                "gpu_hours": "speed", "mfu": "speed"}
 
@@ -315,7 +324,28 @@ GROUP_NOTES = {
               "12.9, 7B 12.4 -> 17.9), where vLLM 0.6.3 adds 0.6 ms (group q25vllm) and the KV bytes read take "
               "0.3 ms; and Qwen2-57B-A14B decodes at 31 tok/s on TP2, the speed of reading every expert, where the "
               "8 routed experts a token touches allow ~100. gpuplan models current engines, so these rows are over-"
-              "predicted; the workload cannot name an engine version.",
+              "predicted. The long-prompt excess is a latency, not bytes: it is ~0.25 ms per layer at 30k tokens for "
+              "0.5B to 7B alike (8-9 ns per context token per layer), as a kernel that walks the context block by "
+              "block at batch 1 would give (0.4.2 decoded with its own paged-attention v1/v2 kernel; flash-attn "
+              "decoding came with vllm-project/vllm PR #3648, after 0.4.2). No constant is fitted to it: one group "
+              "with three rows cannot separate that latency from the host CPU, and framework_version only changes "
+              "transformers estimates.",
+    "trt014": "TensorRT-LLM 0.14 (Oct 2024) runs below the 1.0 release the estimator's serving constants were checked on "
+              "(the modern perf-overview cells pinned in tests/estimate/test_published_time.py): Llama-3.1-70B FP8 "
+              "TP1 on H200 at 128/2048 gives 3,612 tok/s there against 4,336 in the 1.0 table. The multi-GPU rows "
+              "(70B and Mixtral at TP4) read 15-55 % fast; single-GPU 8B rows within +-25 %.",
+    "lmdeploy": "Single-GPU rows within -5 / +10 %; the Llama-2-70B TP4 rows read 21-35 % fast. At batch 1 the gap "
+                "(25.5 vs 30.9 ms per token) is what NCCL's all-reduce start-up would add over the one-shot custom "
+                "all-reduce the estimator assumes for lmdeploy (160 all-reduces per token x ~30 us): TurboMind 0.1 "
+                "descends from FasterTransformer's NCCL all-reduce (unconfirmed; no constant changed). The larger "
+                "batches share the TP4 over-prediction of group trt014.",
+    "nemo2407": "NeMo 24.07 FP8 runs are read 7-19 % slow (median 14 %), larger TP x PP layouts slowest: Transformer "
+                "Engine's FP8 recipe (fused casts, FP8 all-gathers) gains more than the 65 % FP8-GEMM share the "
+                "estimator's mix assumes (training.fp8_gemm_share, from llm-foundry's FP8 rows). Three rows (GPT-3 "
+                "175B MBS 2, Llama-2-70B SFT on TP4 x PP4 with DP 1, 70B LoRA on TP2 x PP4) are predicted not to fit 80 GB "
+                "as the bench reads them (no recompute, no sequence parallelism: the table states neither); NeMo's "
+                "recipes run sequence parallelism with TP and Megatron-Bridge lists its 70B LoRA recipe with recompute, "
+                "so the runs used memory savings the row cannot say.",
     "q3sgl": "SGLang 0.4.6 on the H20 decodes Qwen3 4B-32B BF16 at 64 x 2N FLOP per token: the H20's 148 TFLOP/s "
              "against 4 TB/s makes the 64-row tensor-core tile of a batch-1 GEMM (Hopper wgmma) the bound, not the "
              "weight stream (inference.decode_gemm_min_rows).",

@@ -180,8 +180,9 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
     # KV bytes each GPU reads per sequence-token: its share of the cache (memory.kv_shard_fraction: TP splits
     # K/V by heads, never below one head per rank; the MLA latent is whole on every rank unless DP attention)
     kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * kv_shard_fraction(s, layout)
-    peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["prefill_efficiency"])
-    attn_eff = peak_flops(system, _attention_dtype(case), []) * float(inf["prefill_efficiency"])
+    # decode GEMMs have M = the batch, not the thousands of prompt rows a prefill GEMM has
+    peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["decode_gemm_efficiency"])
+    attn_eff = peak_flops(system, _attention_dtype(case), []) * float(inf["decode_gemm_efficiency"])
     tp0 = _tp_allreduce_s(system, layout, 0.0, 2 * s.layers, case.framework)
     tp1 = _tp_allreduce_s(system, layout, s.hidden * 2.0, 2 * s.layers, case.framework) - tp0
     # MoE: a decode step reads only the routed experts its batch touches: B tokens choosing k of E
@@ -229,9 +230,11 @@ def _decode_min_rows(system: System, framework: str, quantization: str = "none")
 
 def _decode_step(c: _DecodeConsts, batch: int, context_tokens: float) -> float:
     inf = table("inference")
-    mem_s = c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)) + c.kv_s_per_token * context_tokens * batch
-    comp_s = max(batch, c.min_rows) * c.comp_s_per_seq + batch * c.comp_s_per_ctx * context_tokens
-    gpu_s = max(mem_s, comp_s)
+    # The GEMMs (weights streamed, FLOPs of the linear layers) and the attention kernels (KV cache read, attention
+    # FLOPs) run one after the other: each kernel is bound by its own roofline, and the step is their sum.
+    gemm_s = max(c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)), max(batch, c.min_rows) * c.comp_s_per_seq)
+    attn_s = max(c.kv_s_per_token * context_tokens * batch, batch * c.comp_s_per_ctx * context_tokens)
+    gpu_s = gemm_s + attn_s
     if c.pp > 1:
         gpu_s *= c.pp if c.naive_pipeline or batch == 1 else 1.0
     tp_s = c.tp_fixed_s + c.tp_s_per_seq * batch

@@ -221,6 +221,20 @@ def assumed_node_network_gbit_s(gpu: "GpuSpec", gpus_per_node: int) -> float:
     return float(net["pcie_node_gbit_s"])
 
 
+def intra_node_link(gpu: "GpuSpec", gpus_per_node: int) -> str:
+    """How the GPUs of one node talk when no instance type says it. SXM/OAM boards sit on an NVSwitch (or
+    all-to-all NVLink) fabric; PCIe and NVL cards carry NVLink bridges that join pairs only (NVIDIA A100
+    PCIe / H100 NVL product briefs: "NVLink bridge connects two GPUs"), so a group of more than two of them
+    reduces over PCIe."""
+    if gpus_per_node <= 1:
+        return "none"
+    if not gpu.nvlink_gb_s:
+        return "pcie"
+    if gpu.form_factor in ("PCIe", "NVL"):
+        return "nvlink" if gpus_per_node == 2 else "pcie"
+    return "nvswitch"
+
+
 def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
     """The fixed hardware of a workload (``hardware:`` block); defaults are reported."""
     from gpuplan.catalog.gpus import resolve_gpu
@@ -254,7 +268,7 @@ def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
     if hw and hw.nodes:
         per_node = max(1, count // hw.nodes)
     nodes = max(1, math.ceil(count / per_node))
-    link = "nvswitch" if gpu.nvlink_gb_s and per_node > 1 else ("pcie" if per_node > 1 else "none")
+    link = intra_node_link(gpu, per_node)
     inter = None
     if nodes > 1:
         inter = assumed_node_network_gbit_s(gpu, per_node)
