@@ -155,6 +155,7 @@ def row_to_case(r: dict[str, str]):
     offload = "cpu" if "offload" in fsdp else "none"
     fsdp_mode = "full_shard" if fsdp.startswith("full_shard") else "none"
     zero = _i(r["zero_stage"], 0) or 0
+    sp = bool(re.search(r"\bsequence parallel on\b", r.get("notes") or ""))
     ckpt = {"yes": True, "no": False, "selective": "selective"}.get(r["grad_ckpt"], True if task != "inference" else None)
     flash = {"yes": True, "no": False}.get(r["flash_attn"], None)
     if flash is None:
@@ -170,7 +171,7 @@ def row_to_case(r: dict[str, str]):
         "model": r["model"], "task": task, "precision": r["precision"] or "bf16",
         "quantization": r["quantization"] or "none", "framework": framework, "batch_size": mb,
         "gradient_accumulation": ga, "flash_attention": flash,
-        "parallel": {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "fsdp": fsdp_mode, "offload": offload},
+        "parallel": {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "fsdp": fsdp_mode, "offload": offload, "sp": sp},
     }
     if r["kv_cache_dtype"] and r["kv_cache_dtype"] != "auto":
         data["kv_cache_dtype"] = r["kv_cache_dtype"]
@@ -191,7 +192,10 @@ def row_to_case(r: dict[str, str]):
     elif "AdamW fused" in notes:
         data["optimizer"] = "adamw-fused"
     if task in ("lora", "qlora"):
-        if "all-linear except k_proj" in notes:  # torchtune: q, v, output_proj + MLP
+        listed = re.search(r"lora targets \[([a-z_, ]+)\]", notes)
+        if listed:  # the config's module list, as the source states it
+            data["lora"]["targets"] = [x.strip() for x in listed.group(1).split(",") if x.strip()]
+        elif "all-linear except k_proj" in notes:  # torchtune: q, v, output_proj + MLP
             data["lora"]["targets"] = ["q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
         elif "all-linear" in notes:
             data["lora"]["targets"] = "all-linear"
@@ -200,6 +204,14 @@ def row_to_case(r: dict[str, str]):
         data["lora"]["targets"] = _existing_targets(r["model"], data["lora"]["targets"])
         if r["framework"] == "torchtune":
             data["lora"]["dropout"] = 0.0  # torchtune LoRA configs: lora_dropout 0.0
+    if task != "inference":
+        # options the source states (the workload keys default to the framework's own defaults)
+        if re.search(r"\bpacked to\b", notes):
+            data["packed"] = True
+        if re.search(r"\bcompile on\b", notes):
+            data["compile"] = True
+        if re.search(r"\bactivation offloading on\b", notes):
+            data["activation_offloading"] = True
     tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
     if framework == "transformers" and tf_version:
         data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)
@@ -216,7 +228,7 @@ def row_to_case(r: dict[str, str]):
                     inter_node_gbit_s=nic, rdma="ib" if nodes > 1 else None)
     naive = pp > 1 and framework in ("transformers", "swift", "auto", "llama-factory")
     vp, schedule = _pipeline_schedule(r, w, pp)
-    layout = Layout(tp=tp, pp=pp, dp=dp, zero=max(zero, 3 if fsdp_mode == "full_shard" else 0), fsdp=fsdp_mode,
+    layout = Layout(tp=tp, pp=pp, dp=dp, sp=sp, zero=max(zero, 3 if fsdp_mode == "full_shard" else 0), fsdp=fsdp_mode,
                     offload=offload,
                     checkpointing=("selective" if ckpt == "selective" else ("full" if ckpt else "none")),
                     micro_batch=mb, grad_accum=ga, microbatches=ga if pp > 1 else 1, naive_pipeline=naive,

@@ -188,6 +188,14 @@ class Workload(_Strict):
     optimizer: Optimizer | None = None
     optimizer_in_backward: bool | None = Field(None, description="optimizer step fused into the backward pass "
                                                "(torchtune optimizer_in_bwd): gradients are never all held at once")
+    activation_offloading: bool | None = Field(None, description="saved activations (the checkpointed layer inputs "
+                                               "with grad_checkpointing) are copied to pinned host RAM in forward and "
+                                               "brought back in backward (torchtune enable_activation_offloading); "
+                                               "unset = false")
+    packed: bool | None = Field(None, description="training samples packed into full seq_len rows (no padding, one "
+                                "shape every step); unset = true for pretrain, false for fine-tuning")
+    compile: bool | None = Field(None, description="torch.compile of the model and loss (torchtune compile: true; "
+                                 "HF torch_compile); unset = false")
     lora: LoraSpec | None = None
     parallel: ParallelSpec | None = None
     dataset: DatasetSpec | None = None

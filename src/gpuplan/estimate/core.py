@@ -182,8 +182,9 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        flash=bool(w.flash_attention), seq_len=w.seq_len or 2048,
                        lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
-                       variable_length=task != "pretrain",
-                       optimizer_in_backward=bool(w.optimizer_in_backward))
+                       variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
+                       optimizer_in_backward=bool(w.optimizer_in_backward),
+                       activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile))
     mem = training_memory(model, s, t, layout, system)
     if memory_only:
         return mem, {}, []

@@ -127,7 +127,9 @@ def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *
     """Bytes kept for backward per token per layer (no recomputation).
 
     c_h·h (norm inputs incl. fp32 upcasts, q, attention output, softmax statistics)
-    + 4·kv·d (K and V, 16-bit) + 8·f (gated MLP: gate, act, up, product; plain MLP: 4·f)
+    + 4·kv·d (K and V, 16-bit) + 8·f (gated MLP: gate, act, up, product; plain MLP: 4·f; stacks with a
+    fused SwiGLU kernel — Megatron-Core, NeMo — keep its fused gate/up input and its output: 6·f,
+    memory.gated_mlp_saved_coeff)
     — Korthikanti et al. 2022 Table 2 written per term, with flash attention; eager attention adds
     the scores: 6·a·s bytes (16-bit product + fp32 softmax kept by Hugging Face's eager path).
     LoRA with dropout adds a dropped-out copy of each adapted input (2 bytes) and its mask (1 byte).
@@ -136,18 +138,26 @@ def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *
     """
     b = ACT_BYTES.get(precision, 2.0) / 2.0
     c_h = by_key(table("memory", "act_hidden_coeff"), framework)
+    gated = float(by_key(table("memory", "gated_mlp_saved_coeff"), framework))
     if frozen_base:
-        mlp_coeff = 6.0 if s.gated else 2.0
+        mlp_coeff = min(6.0, gated) if s.gated else 2.0
     else:
-        mlp_coeff = 8.0 if s.gated else 4.0
+        mlp_coeff = gated if s.gated else 4.0
     replicated = c_h * s.hidden / (tp if sp else 1)
     sharded = (4.0 * s.kv_heads * s.head_dim + mlp_coeff * s.moe_active_ffn) / tp
     per = b * (replicated + sharded)
     if not flash:
-        per += 6.0 * s.heads * seq_len / tp
+        per += eager_score_bytes(framework) * s.heads * seq_len / tp
     if lora_din and lora_dropout:
         per += 3.0 * lora_din / tp
     return per
+
+
+def eager_score_bytes(framework: str) -> float:
+    """Bytes per attention score (per head, per query-key pair) that unfused attention keeps for
+    backward: Hugging Face eager 6 (16-bit product + fp32 softmax); Megatron's fused scale-mask-softmax
+    5 (Korthikanti et al. 2022 Table 2: softmax output 2 + dropout mask 1 + dropout output 2)."""
+    return by_key(table("memory", "eager_attention_score_bytes"), framework)
 
 
 def lora_param_count(model, targets, rank: int) -> tuple[float, float]:
@@ -165,9 +175,12 @@ def lora_param_count(model, targets, rank: int) -> tuple[float, float]:
     return per_layer * layers, din
 
 
-def logits_bytes_per_token(s: Shape, framework: str, tp: int = 1) -> float:
-    """Bytes of the logits pipeline at its peak, per token (vocab-parallel under TP)."""
+def logits_bytes_per_token(s: Shape, framework: str, tp: int = 1, compiled: bool = False) -> float:
+    """Bytes of the logits pipeline at its peak, per token (vocab-parallel under TP). A compiled loss
+    (torch.compile) uses ``logits_bytes_per_vocab_token_compiled`` where the framework has an entry."""
     per_vocab = by_key(table("memory", "logits_bytes_per_vocab_token"), framework)
+    if compiled:
+        per_vocab = table("memory", "logits_bytes_per_vocab_token_compiled").get(framework, per_vocab)
     return per_vocab * s.vocab / tp
 
 
@@ -196,6 +209,8 @@ class TrainingInputs:
     lora_dropout: float = 0.05
     variable_length: bool = True
     optimizer_in_backward: bool = False
+    activation_offloading: bool = False
+    compiled: bool = False
 
 
 def _stage_layers(layers: int, pp: int) -> list[int]:
@@ -235,12 +250,22 @@ def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: 
         return 0.0
     tp, dp = layout.tp, max(1, group if group is not None else layout.dp)
     blocks = 2.0 * layer_bytes / tp
+    layer_params = s.attn_params_layer + s.mlp_params_layer_total
+    bucket_params = layer_params
     if layout.fsdp != "none":
         root = (s.embed_params + s.lm_head_params) / tp * dense_w
     else:
         root = max(s.embed_params, s.lm_head_params) / tp * dense_w
+        # DeepSpeed ZeRO-3 fetches module by module and releases gathered parameters beyond
+        # stage3_max_live_parameters; gradients are reduced in reduce_bucket_size buckets
+        # (DeepSpeed config defaults): for blocks larger than those, the caps bound what is live.
+        ds = table("memory", "deepspeed_zero3")
+        per_elem = layer_bytes / layer_params if layer_params else dense_w
+        live = max(float(ds["max_live_parameters"]), largest_block_matrix(s)) * per_elem / tp
+        blocks = min(blocks, live)
+        bucket_params = min(layer_params, float(ds["reduce_bucket_size"]) * tp)
     root *= (1.0 - 1.0 / dp)  # the rank's own shard is already counted with the weights
-    bucket = (s.attn_params_layer + s.mlp_params_layer_total) / tp * grad_bytes if trainable else 0.0
+    bucket = bucket_params / tp * grad_bytes if trainable else 0.0
     return blocks + root + bucket
 
 
@@ -324,6 +349,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     reserve_total = mem_tab["reserve_fraction_of_total"]
 
     stages = []
+    offloaded_acts = 0.0
     for i, n_layers in enumerate(stage_layers):
         first, last = i == 0, i == layout.pp - 1
         params = n_layers * per_layer_params
@@ -383,7 +409,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         else:
             per_tok = act_tok_layer
             if layout.checkpointing == "selective" and not t.flash:
-                per_tok -= 6.0 * s.heads * t.seq_len / layout.tp
+                per_tok -= eager_score_bytes(t.framework) * s.heads * t.seq_len / layout.tp
             stored = n_layers * tokens_mb * per_tok * inflight
             recompute = 0.0
         # A weight-only quantized base (QLoRA) is dequantized to the compute dtype one matrix at a time
@@ -391,8 +417,14 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         # GEMM): the largest block matrix is transiently live.
         dequant = largest_block_matrix(s) / layout.tp * 2.0 if (peft and quant != "none") else 0.0
         recompute += dequant
+        if t.activation_offloading:
+            # torchtune OffloadActivations: saved tensors are copied to pinned host RAM on a side stream
+            # and fetched back one layer ahead in backward: only a few layers' worth stay on the GPU.
+            resident = float(mem_tab["activation_offload_resident_layers"]) / max(1, n_layers * inflight)
+            offloaded_acts = max(offloaded_acts, stored * (1.0 - min(1.0, resident)))
+            stored *= min(1.0, resident)
         acts = stored + recompute
-        logits = tokens_mb * logits_bytes_per_token(s, t.framework, layout.tp) if last else 0.0
+        logits = tokens_mb * logits_bytes_per_token(s, t.framework, layout.tp, t.compiled) if last else 0.0
 
         # phases
         persistent = weights + states + adapters
@@ -449,6 +481,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     if offload != "none" and peft and zero >= 3:
         host += w_total / layout.tp / layout.pp / shard_weights * system.gpus_per_node
     host += paged_spill * system.gpus_per_node
+    host += offloaded_acts * system.gpus_per_node
     host += 3.0 * GIB * system.gpus_per_node
     host += 0.5 * w_total
     notes = [_("peak in the {phase} phase").format(phase=_(phase)),
@@ -460,6 +493,9 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         notes.append(_("paged optimizer: states live in CUDA unified memory outside PyTorch's allocator and page to host RAM when the GPU runs short (they never cause an out-of-memory error)"))
     if in_bwd:
         notes.append(_("optimizer step fused into backward: one parameter's gradient is live at a time"))
+    if t.activation_offloading:
+        notes.append("activation offloading: saved activations wait in pinned host RAM; about "
+                     f"{mem_tab['activation_offload_resident_layers']:g} layers' worth stay on the GPU")
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                           capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
                           peak_phase=phase, total_bytes=total, total_allocated_bytes=total_alloc,
