@@ -191,6 +191,8 @@ def row_to_case(r: dict[str, str]):
         data["optimizer"] = "adamw-foreach"
     elif "AdamW fused" in notes:
         data["optimizer"] = "adamw-fused"
+    elif "optimizer torch.optim.AdamW" in notes:
+        data["optimizer"] = "adamw"  # stated, so no framework default (torchtune single-device: paged 8-bit) applies
     if task in ("lora", "qlora"):
         listed = re.search(r"lora targets \[([a-z_, ]+)\]", notes)
         if listed:  # the config's module list, as the source states it
@@ -212,6 +214,9 @@ def row_to_case(r: dict[str, str]):
             data["compile"] = True
         if re.search(r"\bactivation offloading on\b", notes):
             data["activation_offloading"] = True
+        in_bwd = re.search(r"\boptimizer_in_bwd (True|False)\b", notes)
+        if in_bwd and task == "full":
+            data["optimizer_in_backward"] = in_bwd.group(1) == "True"
     tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
     if framework == "transformers" and tf_version:
         data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)
@@ -331,6 +336,19 @@ GROUP_NOTES = {
     "q3sgl": "SGLang 0.4.6 on the H20 decodes Qwen3 4B-32B BF16 at 64 x 2N FLOP per token: the H20's 148 TFLOP/s "
              "against 4 TB/s makes the 64-row tensor-core tile of a batch-1 GEMM (Hopper wgmma) the bound, not the "
              "weight stream (inference.decode_gemm_min_rows).",
+    "torchtune": "Configs read at the README's commit: LoRA targets are the configs' (8B LoRA q/v only, 70B LoRA q/k/v, "
+                 "QLoRA all linear layers), compile and packing as the README note states (compiled chunked loss: "
+                 "2.5 bytes per vocabulary entry per token, memory.logits_bytes_per_vocab_token_compiled). The 8B "
+                 "LoRA/QLoRA 4090 peaks (16.2 / 7.4 GiB) leave no room for the 32 checkpointed layer inputs (1.0 GiB) "
+                 "next to the weights and the logit chunks, which points to activation offloading; the table does "
+                 "not state it, so the rows keep it off and stay over-predicted.",
+    "ttflags": "torchtune README 'Optimization flags' (Llama 3.2 3B, batch 2 x 4096 packed, A100): each row adds one "
+               "option (compile, chunked loss, activation checkpointing, optimizer in backward, activation offloading; "
+               "LoRA r64 / QLoRA with checkpointing + offloading), all expressible in the workload. The LoRA/QLoRA "
+               "peaks (8.5 / 4.6 GiB) sit at the end of the forward (weights + adapter states + the bf16 logit "
+               "chunks): gpuplan adds the recomputed layer to the logits (calibrated that way on Hugging Face "
+               "stacks, group h200cal) and over-predicts them by ~1.5-2 GiB. Read while deriving the torchtune "
+               "compiled-loss constant from its code; no constant was fitted to it.",
     "swmem": "H275 (Qwen-1.8B full fine-tune, 35.1 GiB) matches fp32 master weights (16 bytes/param + a temporary), "
              "while the 7B and 14B rows of the same table match pure bf16 (10 bytes/param): the table does not say "
              "which was used; we keep the pure-bf16 default that fits the majority.",
@@ -478,12 +496,13 @@ FIT_EXCLUDED = {"swspd": "samples longer than max_length are dropped and the len
                              "the model counts; it cannot steer the HFU constants"}
 # Groups whose MEMORY rows are scored but never steer a memory knob (their speed rows still do).
 MEMORY_FIT_EXCLUDED = {
-    "torchtune": "the README's peaks are below what the stated configs can hold: 16.2 GiB for Llama-3.1-8B LoRA at "
-                 "batch 2 x 2048 is less than its bf16 weights (14.96 GiB) plus the bf16 logits alone (0.98 GiB) plus "
-                 "the adapters; 41.7 GiB for 405B QLoRA on 8 GPUs is less than the NF4 weight shard (~25 GiB) plus the "
-                 "checkpointed layer inputs (126 x 4096 x 16384 x 2 B = 15.8 GiB). The runs must have used options "
-                 "the table does not state (activation offloading, compiled loss); fitting to them would pull "
-                 "unrelated constants (the CUDA context, through the capacity cap) away from their physics",
+    "torchtune": "the README's configs at that commit do not pin what ran: the 4090 LoRA and QLoRA peaks (16.2 / 7.4 "
+                 "GiB) equal the weights + the bf16 logit chunks + one layer with nothing for the 32 checkpointed "
+                 "layer inputs (1.0 GiB), i.e. activation offloading (merged into the single-device LoRA recipe the "
+                 "week before, default off, not stated by the table), and the 70B full / 405B QLoRA peaks (13.9 / "
+                 "41.7 GiB) are below the stated batch-2 configs' checkpointed inputs plus FSDP2's unsharded root "
+                 "(embedding + output) alone; the 405B config's own batch_size is 1. Fitting to them would pull "
+                 "unrelated constants away from their physics",
 }
 
 

@@ -57,6 +57,10 @@ PURE_16BIT_FRAMEWORKS = {"transformers", "swift", "llama-factory", "torchtune"}
 # only upcasts layer norms, and only with upcast_layernorm, default off) and torchtune (its QLoRA
 # builders keep every non-NF4 parameter in bf16).
 NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune"}
+# Stacks whose LoRA adapters stay in the model's 16-bit dtype: torchtune builds the whole model, adapters
+# included, under training.set_default_dtype(bf16) and never upcasts them (peft upcasts adapters to fp32:
+# autocast_adapter_dtype=True).
+BF16_ADAPTER_FRAMEWORKS = {"torchtune"}
 
 
 @dataclass
@@ -371,9 +375,11 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         if peft:
             lora_local = lora_params * (n_layers / max(1, s.layers)) / layout.tp
             trainable = lora_local
-            # fp32 adapter weights, grads and Adam states (peft upcasts), sharded like the stage says
-            adapter_states = 0.0 if offload != "none" else 8.0 / shard_states
-            adapters = lora_local * (4.0 / shard_weights + 4.0 / shard_grads + adapter_states)
+            # fp32 adapter weights, grads and Adam states (peft upcasts), sharded like the stage says;
+            # torchtune builds the adapters in the model dtype (bf16 weights, grads and AdamW states)
+            ad_b = 2.0 if (t.framework in BF16_ADAPTER_FRAMEWORKS and t.precision != "fp32") else 4.0
+            adapter_states = 0.0 if offload != "none" else 2.0 * ad_b / shard_states
+            adapters = lora_local * (ad_b / shard_weights + ad_b / shard_grads + adapter_states)
             grads = states = step_temp = 0.0
         else:
             trainable = params_local
