@@ -320,6 +320,9 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         w_total += s.other_params * (4.0 - 2.0)
     bytes_per_param_w = w_total / s.params_total if s.params_total else dense_w
     grad_b = 4.0 if mode == "fp32" else 2.0
+    if mode == "mixed":
+        # Megatron-Core accumulates gradients in fp32 main_grad buffers (memory.mixed_precision_grad_bytes)
+        grad_b = by_key(table("memory", "mixed_precision_grad_bytes"), t.framework)
     state_b = OPT_STATE_BYTES.get((t.optimizer, mode), 12.0 if mode == "mixed" else 4.0)
     step_temp_mult = by_key(table("memory", "optimizer_step_transient"), t.optimizer, "adamw")
     temp_b = (4.0 if mode in ("mixed", "fp32") else 2.0) * step_temp_mult
