@@ -659,7 +659,9 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
                      f"(bf16 + fp32 copy, {old_logits:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps "
                      "only the last")
     cat_copy = kv / max(1, s.layers / layout.pp)  # one layer's cache copied while it grows
-    alloc = weights + kv + max(act, cat_copy) + mem_tab["workspace_bytes"]
+    seq_tokens_all = max(1, t.prompt_tokens + t.output_tokens)
+    kv_prompt = kv * t.prompt_tokens / seq_tokens_all
+    alloc = weights + max(kv_prompt + act, kv + cat_copy) + mem_tab["workspace_bytes"]
     reserve = mem_tab["reserve_fraction_of_transient"]["generate"] * kv + mem_tab["reserve_fraction_of_total"] * alloc
     reserved = min(alloc + reserve, max(alloc, cap - ctx - nccl))  # the allocator frees its cache before OOM
     per_gpu = reserved + ctx + nccl
