@@ -434,6 +434,18 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
             stored *= min(1.0, resident)
         acts = stored + recompute
         logits = tokens_mb * logits_bytes_per_token(s, t.framework, layout.tp, t.compiled) if last else 0.0
+        transient = logits + recompute
+        cached = 0.0
+        if layout.checkpointing == "full":
+            # The loss (forward and backward) runs before the last layer is recomputed and frees its
+            # logits first: the two peaks follow one another, so only the larger one is allocated.
+            # The caching allocator keeps the freed logit segments, which the recomputed layer's
+            # differently sized tensors do not fill: reserved memory still holds both.
+            cached = min(logits, recompute)
+            if logits >= recompute:
+                acts = stored
+            else:
+                logits = 0.0
 
         # phases
         persistent = weights + states + adapters
@@ -464,8 +476,8 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
             comp = {"weights": weights, "gradients": grads, "optimizer": states + step_temp,
                     "activations": 0.0, "logits": 0.0, "adapters": adapters}
             alloc = step + workspace
-        transient = logits + recompute
-        reserved = alloc + reserve_transient * transient + reserve_total * alloc
+        reserved = alloc + (cached if phase == "forward/backward" else 0.0) \
+            + reserve_transient * transient + reserve_total * alloc
         reserved = min(reserved, max(alloc, system.capacity_bytes - ctx - nccl))
         per_gpu = reserved + ctx + nccl
         # paged optimizer states sit in unified memory: resident on the GPU as far as room allows
