@@ -345,9 +345,9 @@ GROUP_NOTES = {
     "ttflags": "torchtune README 'Optimization flags' (Llama 3.2 3B, batch 2 x 4096 packed, A100): each row adds one "
                "option (compile, chunked loss, activation checkpointing, optimizer in backward, activation offloading; "
                "LoRA r64 / QLoRA with checkpointing + offloading), all expressible in the workload. The LoRA/QLoRA "
-               "peaks (8.5 / 4.6 GiB) sit at the end of the forward (weights + adapter states + the bf16 logit "
-               "chunks): gpuplan adds the recomputed layer to the logits (calibrated that way on Hugging Face "
-               "stacks, group h200cal) and over-predicts them by ~1.5-2 GiB. Read while deriving the torchtune "
+               "peaks (8.5 / 4.6 GiB) sit at the end of the forward: weights + adapter weights and states + the bf16 "
+               "logit chunks (the adapters' gradients do not exist yet: zero_grad sets them to None), which gpuplan "
+               "over-states by the adapter gradients and one chunk's fp32 work. Read while deriving the torchtune "
                "compiled-loss constant from its code; no constant was fitted to it.",
     "swmem": "H275 (Qwen-1.8B full fine-tune, 35.1 GiB) matches fp32 master weights (16 bytes/param + a temporary), "
              "while the 7B and 14B rows of the same table match pure bf16 (10 bytes/param): the table does not say "
@@ -499,10 +499,10 @@ MEMORY_FIT_EXCLUDED = {
     "torchtune": "the README's configs at that commit do not pin what ran: the 4090 LoRA and QLoRA peaks (16.2 / 7.4 "
                  "GiB) equal the weights + the bf16 logit chunks + one layer with nothing for the 32 checkpointed "
                  "layer inputs (1.0 GiB), i.e. activation offloading (merged into the single-device LoRA recipe the "
-                 "week before, default off, not stated by the table), and the 70B full / 405B QLoRA peaks (13.9 / "
-                 "41.7 GiB) are below the stated batch-2 configs' checkpointed inputs plus FSDP2's unsharded root "
-                 "(embedding + output) alone; the 405B config's own batch_size is 1. Fitting to them would pull "
-                 "unrelated constants away from their physics",
+                 "week before, default off, not stated by the table), and the 405B QLoRA peak (41.7 GiB) is below "
+                 "what the stated batch-2 config holds before any transient (NF4 shard ~24.6 GiB + checkpointed "
+                 "inputs 15.8 GiB + FSDP2's unsharded root, embedding and output, 6.9 GiB); the 405B config's own "
+                 "batch_size is 1. Fitting to them would pull unrelated constants away from their physics",
 }
 
 
