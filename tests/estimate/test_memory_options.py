@@ -126,10 +126,13 @@ def test_llama3_405b_pretraining_fits_h100():
     assert mem.components["activations"] > 0.6 * mem.per_gpu_bytes
 
 
-def test_megatron_keeps_fp32_main_grads():
+@pytest.mark.parametrize("framework", ["megatron", "fsdp"])
+def test_fp32_gradient_stacks(framework):
     """Megatron-LM distributed-optimizer docs: bf16 parameter 2 + fp32 gradient 4 + fp32 main parameter and
-    Adam moments 12 = 18 bytes per parameter without the distributed optimizer."""
+    Adam moments 12 = 18 bytes per parameter without the distributed optimizer. PyTorch FSDP mixed precision
+    keeps fp32 sharded parameters, hence fp32 gradients (MixedPrecisionPolicy reduce_dtype fp32)."""
     wl = {**LLAMA3_405B, "model": "meta-llama/Llama-3.1-8B", "parallel": {"tp": 8, "pp": 1, "dp": 1},
+          "framework": framework,
           "gradient_accumulation": 2, "grad_checkpointing": True, "hardware": {"gpu": "H100-SXM-80GB", "count": 8}}
     mg = estimate(wl).memory.components
     ds = estimate({**wl, "framework": "deepspeed"}).memory.components
