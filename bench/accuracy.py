@@ -31,7 +31,7 @@ from gpuplan.catalog.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
-from gpuplan.estimate.system import Layout, System
+from gpuplan.estimate.system import Layout, System, layout_from_workload
 from gpuplan.units import GIB
 from gpuplan.workload import parse_workload, resolve_defaults
 
@@ -45,7 +45,7 @@ FRAMEWORKS = {"transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron
 DEFAULT_LORA_TARGETS = {"swift": ["c_attn", "query_key_value", "W_pack", "q_proj", "k_proj", "v_proj"],
                         "transformers": ["q_proj", "v_proj", "q", "v", "query_key_value", "c_attn"]}
 # Multi-node clusters the published runs used (per node): DGX A100 8 x 200 Gb/s HDR, DGX H100 8 x 400 Gb/s NDR.
-CLUSTER_NIC_GBIT_S = {"A100": 1600.0, "H100": 3200.0}
+CLUSTER_NIC_GBIT_S = {"A100": 1600.0, "H100": 3200.0, "B200": 3200.0}  # DGX B200: 8 x ConnectX-7 400 Gb/s
 
 
 def _f(x: str, default=None):
@@ -145,9 +145,11 @@ def row_to_case(r: dict[str, str]):
     framework = _framework(r["framework"], task)
     gpus = _i(r["gpu_count"], 1) or 1
     tp, pp = _i(r["tp"], 1) or 1, _i(r["pp"], 1) or 1
-    dp = _i(r["dp"], None) or max(1, gpus // (tp * pp))
-    if gpus != tp * pp * dp:
-        gpus = tp * pp * dp
+    cp_m = re.search(r"\bcontext parallel (\d+)\b", r.get("notes") or "")
+    cp = int(cp_m.group(1)) if cp_m else 1
+    dp = _i(r["dp"], None) or max(1, gpus // (tp * pp * cp))
+    if gpus != tp * pp * cp * dp:
+        gpus = tp * pp * cp * dp
     mb = _i(r["micro_batch"], 1) or 1
     gb = _i(r["global_batch"], None)
     ga = max(1, round(gb / (mb * dp))) if gb else 1
@@ -171,7 +173,8 @@ def row_to_case(r: dict[str, str]):
         "model": r["model"], "task": task, "precision": r["precision"] or "bf16",
         "quantization": r["quantization"] or "none", "framework": framework, "batch_size": mb,
         "gradient_accumulation": ga, "flash_attention": flash,
-        "parallel": {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "fsdp": fsdp_mode, "offload": offload, "sp": sp},
+        "parallel": {"tp": tp, "pp": pp, "dp": dp, "zero": zero, "fsdp": fsdp_mode, "offload": offload, "sp": sp,
+                     "cp": cp},
     }
     if r["kv_cache_dtype"] and r["kv_cache_dtype"] != "auto":
         data["kv_cache_dtype"] = r["kv_cache_dtype"]
@@ -232,12 +235,13 @@ def row_to_case(r: dict[str, str]):
     system = System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link if per_node > 1 else "none",
                     inter_node_gbit_s=nic, rdma="ib" if nodes > 1 else None)
     naive = pp > 1 and framework in ("transformers", "swift", "auto", "llama-factory")
+    layout_default = layout_from_workload(w, gpus, per_node, int(resolve_model(r["model"]).num_layers))
     vp, schedule = _pipeline_schedule(r, w, pp)
-    layout = Layout(tp=tp, pp=pp, dp=dp, sp=sp, zero=max(zero, 3 if fsdp_mode == "full_shard" else 0), fsdp=fsdp_mode,
+    layout = Layout(tp=tp, pp=pp, dp=dp, sp=sp, cp=cp, zero=max(zero, 3 if fsdp_mode == "full_shard" else 0), fsdp=fsdp_mode,
                     offload=offload,
                     checkpointing=("selective" if ckpt == "selective" else ("full" if ckpt else "none")),
                     micro_batch=mb, grad_accum=ga, microbatches=ga if pp > 1 else 1, naive_pipeline=naive,
-                    vp=vp, schedule=schedule)
+                    vp=vp, schedule=schedule, tp_comm_overlap=layout_default.tp_comm_overlap)
     return w, system, layout
 
 
@@ -251,6 +255,10 @@ def _pipeline_schedule(r: dict[str, str], w, pp: int) -> tuple[int, str]:
     if pp <= 1:
         return 1, "1f1b"
     layers = resolve_model(r["model"]).num_layers
+    stated = re.search(r"\bvirtual pipeline (\d+)\b", r.get("notes") or "")
+    if stated:
+        vp = int(stated.group(1))
+        return vp, "interleaved" if vp > 1 else "1f1b"
     if "interleaved" in (r.get("notes") or "").lower():
         per_stage = int(layers) // pp
         vp = max(1, per_stage // int(table("training", "layers_per_virtual_stage")))

@@ -185,3 +185,58 @@ def test_peaks_grow_with_sequence_length_under_recomputation(seq):
     b = estimate({**H200_LORA, "seq_len": seq * 2}).memory
     assert b.peak_allocated_bytes > a.peak_allocated_bytes
     assert b.peak_reserved_bytes > a.peak_reserved_bytes
+
+
+# NeMo Framework performance summary (container 25.02, FP8 pre-training): published runs that completed.
+NEMO = {"task": "pretrain", "framework": "nemo", "precision": "fp8", "grad_checkpointing": False, "seq_len": 8192}
+
+
+@pytest.mark.parametrize("wl", [
+    # DGX-B200: LLAMA3-70B, 64 GPUs, GBS 128, MBS 1, TP 2, PP 4, CP 2, VP 5
+    {**NEMO, "model": "meta-llama/Llama-3.1-70B", "batch_size": 1, "gradient_accumulation": 32,
+     "parallel": {"tp": 2, "pp": 4, "cp": 2, "vp": 5}, "hardware": {"gpu": "B200", "count": 64}},
+    # DGX-B200: LLAMA3-405B, 128 GPUs, GBS 64, MBS 1, TP 4, PP 8, CP 2, VP 8
+    {**NEMO, "model": "meta-llama/Llama-3.1-405B", "batch_size": 1, "gradient_accumulation": 32,
+     "parallel": {"tp": 4, "pp": 8, "cp": 2, "vp": 8}, "hardware": {"gpu": "B200", "count": 128}},
+    # DGX-H100: GPT3-175B, 512 GPUs, GBS 2048, MBS 2, seq 2048, TP 4, PP 8, VP 6
+    {**NEMO, "model": "megatron-lm:gpt-175b", "seq_len": 2048, "batch_size": 2, "gradient_accumulation": 64,
+     "parallel": {"tp": 4, "pp": 8, "vp": 6}, "hardware": {"gpu": "H100-SXM-80GB", "count": 512}},
+])
+def test_nemo_performance_runs_fit(wl):
+    """NeMo's defaults (distributed optimizer, sequence parallelism with TP) and context parallelism let the
+    published runs fit; without them the 175B run would hold ~60 GiB of unsharded optimizer state alone."""
+    e = estimate(wl)
+    assert e.memory.fits
+    assert e.layout.zero == 1 and e.layout.sp
+
+
+def test_context_parallel_splits_activations_and_shards_optimizer_over_dp_cp():
+    base = {**NEMO, "precision": "bf16", "model": "meta-llama/Llama-3.1-8B", "batch_size": 1,
+            "gradient_accumulation": 16, "hardware": {"gpu": "H100-SXM-80GB", "count": 8}}
+    one = estimate({**base, "parallel": {"cp": 1}})
+    two = estimate({**base, "parallel": {"cp": 2}})
+    assert two.layout.gpus == 8 and two.layout.dp == 4 and two.layout.cp == 2
+    c1, c2 = one.memory.components, two.memory.components
+    assert c2["activations"] == pytest.approx(c1["activations"] / 2, rel=1e-6)
+    assert c2["logits"] == pytest.approx(c1["logits"] / 2, rel=1e-6)
+    assert c2["optimizer"] == pytest.approx(c1["optimizer"], rel=1e-6)   # ZeRO-1 over DP x CP = 8 either way
+    assert c2["weights"] == pytest.approx(c1["weights"], rel=1e-6)       # replicated across CP ranks
+    # without CP the same 8K run does not fit one H100 (34 GiB of activations on 56 GiB of states)
+    assert not one.memory.fits and two.memory.fits
+
+
+def test_cp_must_divide_the_gpus():
+    from gpuplan.errors import GpuplanError
+    with pytest.raises(GpuplanError):
+        estimate({**NEMO, "model": "meta-llama/Llama-3.1-8B", "parallel": {"tp": 2, "cp": 3},
+                  "hardware": {"gpu": "H100-SXM-80GB", "count": 8}})
+
+
+def test_framework_defaults_for_sp_and_distributed_optimizer():
+    wl = {**NEMO, "precision": "bf16", "model": "meta-llama/Llama-3.1-8B", "gradient_accumulation": 4,
+          "parallel": {"tp": 2}, "hardware": {"gpu": "H100-SXM-80GB", "count": 8}}
+    assert estimate(wl).layout.sp and estimate(wl).layout.zero == 1
+    ds = estimate({**wl, "framework": "deepspeed"}).layout
+    assert not ds.sp and ds.zero == 0
+    told = estimate({**wl, "parallel": {"tp": 2, "sp": False, "zero": 0}}).layout
+    assert not told.sp and told.zero == 0

@@ -65,7 +65,7 @@ class Estimate:
                       "params_active": self.model.params_active, "kind": self.model.kind,
                       "synthetic": bool(getattr(self.model, "synthetic", False))},
             "hardware": sysd,
-            "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "sp": lay.sp, "zero": lay.zero,
+            "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "sp": lay.sp, "cp": lay.cp, "zero": lay.zero,
                          "fsdp": lay.fsdp, "offload": lay.offload, "checkpointing": lay.checkpointing,
                          "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
                          "pipeline": "layer split" if lay.naive_pipeline else (

@@ -232,7 +232,7 @@ def block_storage_bytes_per_layer(s: Shape, precision: str, quantization: str, *
 def shard_group(layout: Layout, system: System) -> int:
     """Ranks the sharded states are divided over: the data-parallel group, except FSDP hybrid_shard
     (HSDP), which shards within a node and replicates across nodes (PyTorch FSDP ShardingStrategy)."""
-    dp = max(1, layout.dp)
+    dp = max(1, layout.dp) * max(1, layout.cp)  # Megatron's distributed optimizer and FSDP shard over DP x CP
     if layout.fsdp == "hybrid_shard" and system.nodes > 1:
         per_node = max(1, system.gpus_per_node // max(1, layout.tp * layout.pp))
         return max(1, min(dp, per_node))
@@ -350,7 +350,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     act_tok_layer = activation_bytes_per_token_layer(
         s, t.precision, t.framework, flash=t.flash, seq_len=t.seq_len, tp=layout.tp, sp=layout.sp,
         lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0, frozen_base=peft)
-    tokens_mb = t.seq_len * layout.micro_batch
+    tokens_mb = t.seq_len * layout.micro_batch / max(1, layout.cp)  # context parallelism splits each sequence
     frac_key = "variable_length" if (t.variable_length and t.task != "pretrain") else "packed"
     reserve_transient = mem_tab["reserve_fraction_of_transient"][frac_key]
     reserve_total = mem_tab["reserve_fraction_of_total"]
