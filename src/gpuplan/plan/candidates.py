@@ -42,9 +42,9 @@ OPTIMIZER_ORDER = ("adamw", "adamw-8bit")
 LAUNCHERS = ("torchrun", "fsdp", "deepspeed", "megatron")
 
 
-def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: str = "none") -> str:
-    """The launcher that runs a training layout (one of LAUNCHERS)."""
-    if tp * pp > 1:
+def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: str = "none", cp: int = 1) -> str:
+    """The launcher that runs a training layout (one of LAUNCHERS); context parallelism needs Megatron."""
+    if tp * pp * cp > 1:
         return "megatron"
     if fsdp not in (None, "none"):
         return "fsdp"
