@@ -31,3 +31,15 @@ def test_megatron_args_carry_context_parallel_size():
     assert ns.context_parallel_size == 2
     plain = megatron_args(dataclasses.replace(c, cp=1))
     assert "--context_parallel_size" not in plain
+
+
+def test_recommend_keeps_a_set_context_parallel_size():
+    from gpuplan.plan import recommend
+
+    d = recommend({"model": "meta-llama/Llama-3.1-8B", "task": "pretrain", "framework": "nemo", "seq_len": 8192,
+                   "grad_checkpointing": False, "parallel": {"cp": 2}, "dataset": {"tokens": 1e9}}).to_dict()
+    assert d["plans"]
+    for p in d["plans"]:
+        par = p["parallel"]
+        assert par["cp"] == 2 and par["launcher"] == "megatron"
+        assert par["tp"] * par["pp"] * par["cp"] * par["dp"] == p["gpus_total"]

@@ -75,7 +75,8 @@ class _Draft:
         """The frozen plan record (advice is added later, for the plans that are shown)."""
         c = self.cand
         lay = c.layout
-        parallel = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero": lay.zero, "fsdp": lay.fsdp,
+        parallel = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, **({"cp": lay.cp} if lay.cp > 1 else {}),
+                    "zero": lay.zero, "fsdp": lay.fsdp,
                     "offload": lay.offload, "checkpointing": lay.checkpointing,
                     "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
