@@ -357,6 +357,13 @@ GROUP_NOTES = {
                "logit chunks (the adapters' gradients do not exist yet: zero_grad sets them to None), which gpuplan "
                "over-states by the adapter gradients and one chunk's fp32 work. Read while deriving the torchtune "
                "compiled-loss constant from its code; no constant was fitted to it.",
+    "nemoperf": "NeMo 25.02 performance summary (FP8 pre-training): the rows carry the table's TP, PP, CP and VP "
+                "and NeMo's recipe defaults (distributed optimizer, sequence parallelism); they are there above all "
+                "to check that these completed runs are predicted to fit (Llama 3 70B / 405B need context "
+                "parallelism 2 to fit, which the workload can now say: parallel.cp).",
+    "titan": "torchtitan's logged max_reserved (maximum over PP ranks): the 8B FSDP run matches; the 70B 2D and 405B "
+             "3D runs are under-predicted by 9-18 %: Float8 and AsyncTP buffers, and the fp32 unsharded gradients "
+             "pipelining accumulates, are modelled only in part.",
     "swmem": "H275 (Qwen-1.8B full fine-tune, 35.1 GiB) matches fp32 master weights (16 bytes/param + a temporary), "
              "while the 7B and 14B rows of the same table match pure bf16 (10 bytes/param): the table does not say "
              "which was used; we keep the pure-bf16 default that fits the majority.",
