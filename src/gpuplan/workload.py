@@ -75,8 +75,12 @@ class ParallelSpec(_Strict):
     pp: int = Field(1, ge=1, le=1024, description="pipeline stages")
     dp: int | None = Field(None, ge=1, le=100_000, description="data-parallel size; default gpus/(tp*pp)")
     ep: int = Field(1, ge=1, le=1024, description="expert-parallel size (MoE)")
-    sp: bool = Field(False, description="sequence parallelism (with tp)")
-    zero: int = Field(0, ge=0, le=3, description="DeepSpeed ZeRO stage")
+    sp: bool | None = Field(None, description="sequence parallelism (with tp): activations outside the TP "
+                            "regions split by tp; unset = on for megatron / nemo with tp > 1, off otherwise")
+    cp: int = Field(1, ge=1, le=256, description="context parallelism: each sequence split over cp GPUs (Megatron "
+                    "/ NeMo context_parallel_size, torchtitan); GPUs = tp x pp x cp x dp")
+    zero: int | None = Field(None, ge=0, le=3, description="DeepSpeed ZeRO stage / sharded optimizer (1 = Megatron's "
+                             "distributed optimizer); unset = 0, nemo: 1 (NeMo turns its distributed optimizer on)")
     fsdp: FsdpMode = "none"
     offload: Offload = "none"
     microbatches: int | None = Field(None, ge=1, le=100_000, description="pipeline micro-batches per step")
@@ -188,6 +192,14 @@ class Workload(_Strict):
     optimizer: Optimizer | None = None
     optimizer_in_backward: bool | None = Field(None, description="optimizer step fused into the backward pass "
                                                "(torchtune optimizer_in_bwd): gradients are never all held at once")
+    activation_offloading: bool | None = Field(None, description="saved activations (the checkpointed layer inputs "
+                                               "with grad_checkpointing) are copied to pinned host RAM in forward and "
+                                               "brought back in backward (torchtune enable_activation_offloading); "
+                                               "unset = false")
+    packed: bool | None = Field(None, description="training samples packed into full seq_len rows (no padding, one "
+                                "shape every step); unset = true for pretrain, false for fine-tuning")
+    compile: bool | None = Field(None, description="torch.compile of the model and loss (torchtune compile: true; "
+                                 "HF torch_compile); unset = false")
     lora: LoraSpec | None = None
     parallel: ParallelSpec | None = None
     dataset: DatasetSpec | None = None
@@ -549,7 +561,7 @@ def load_workload(source: str | Path | dict[str, Any] | Workload, **overrides: A
 _NESTED_FLAGS = {
     "tp": ("parallel", "tp"), "pp": ("parallel", "pp"), "dp": ("parallel", "dp"), "ep": ("parallel", "ep"),
     "zero": ("parallel", "zero"), "fsdp": ("parallel", "fsdp"), "offload": ("parallel", "offload"),
-    "sp": ("parallel", "sp"),
+    "sp": ("parallel", "sp"), "cp": ("parallel", "cp"),
     "gpu": ("hardware", "gpu"), "gpus": ("hardware", "count"), "instance_type": ("hardware", "instance_type"),
     "nodes": ("hardware", "nodes"),
     "budget": ("constraints", "budget"), "deadline_hours": ("constraints", "deadline_hours"),

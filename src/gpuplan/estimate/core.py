@@ -65,7 +65,7 @@ class Estimate:
                       "params_active": self.model.params_active, "kind": self.model.kind,
                       "synthetic": bool(getattr(self.model, "synthetic", False))},
             "hardware": sysd,
-            "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "sp": lay.sp, "zero": lay.zero,
+            "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "sp": lay.sp, "cp": lay.cp, "zero": lay.zero,
                          "fsdp": lay.fsdp, "offload": lay.offload, "checkpointing": lay.checkpointing,
                          "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
                          "pipeline": "layer split" if lay.naive_pipeline else (
@@ -183,8 +183,9 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        flash=bool(w.flash_attention), seq_len=w.seq_len or 2048,
                        lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
-                       variable_length=task != "pretrain",
-                       optimizer_in_backward=bool(w.optimizer_in_backward))
+                       variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
+                       optimizer_in_backward=bool(w.optimizer_in_backward),
+                       activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile))
     mem = training_memory(model, s, t, layout, system)
     if memory_only:
         return mem, {}, []

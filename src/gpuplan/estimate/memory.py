@@ -57,6 +57,10 @@ PURE_16BIT_FRAMEWORKS = {"transformers", "swift", "llama-factory", "torchtune"}
 # only upcasts layer norms, and only with upcast_layernorm, default off) and torchtune (its QLoRA
 # builders keep every non-NF4 parameter in bf16).
 NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune"}
+# Stacks whose LoRA adapters stay in the model's 16-bit dtype: torchtune builds the whole model, adapters
+# included, under training.set_default_dtype(bf16) and never upcasts them (peft upcasts adapters to fp32:
+# autocast_adapter_dtype=True).
+BF16_ADAPTER_FRAMEWORKS = {"torchtune"}
 
 
 @dataclass
@@ -127,7 +131,9 @@ def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *
     """Bytes kept for backward per token per layer (no recomputation).
 
     c_h·h (norm inputs incl. fp32 upcasts, q, attention output, softmax statistics)
-    + 4·kv·d (K and V, 16-bit) + 8·f (gated MLP: gate, act, up, product; plain MLP: 4·f)
+    + 4·kv·d (K and V, 16-bit) + 8·f (gated MLP: gate, act, up, product; plain MLP: 4·f; stacks with a
+    fused SwiGLU kernel — Megatron-Core, NeMo — keep its fused gate/up input and its output: 6·f,
+    memory.gated_mlp_saved_coeff)
     — Korthikanti et al. 2022 Table 2 written per term, with flash attention; eager attention adds
     the scores: 6·a·s bytes (16-bit product + fp32 softmax kept by Hugging Face's eager path).
     LoRA with dropout adds a dropped-out copy of each adapted input (2 bytes) and its mask (1 byte).
@@ -136,18 +142,26 @@ def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *
     """
     b = ACT_BYTES.get(precision, 2.0) / 2.0
     c_h = by_key(table("memory", "act_hidden_coeff"), framework)
+    gated = float(by_key(table("memory", "gated_mlp_saved_coeff"), framework))
     if frozen_base:
-        mlp_coeff = 6.0 if s.gated else 2.0
+        mlp_coeff = min(6.0, gated) if s.gated else 2.0
     else:
-        mlp_coeff = 8.0 if s.gated else 4.0
+        mlp_coeff = gated if s.gated else 4.0
     replicated = c_h * s.hidden / (tp if sp else 1)
     sharded = (4.0 * s.kv_heads * s.head_dim + mlp_coeff * s.moe_active_ffn) / tp
     per = b * (replicated + sharded)
     if not flash:
-        per += 6.0 * s.heads * seq_len / tp
+        per += eager_score_bytes(framework) * s.heads * seq_len / tp
     if lora_din and lora_dropout:
         per += 3.0 * lora_din / tp
     return per
+
+
+def eager_score_bytes(framework: str) -> float:
+    """Bytes per attention score (per head, per query-key pair) that unfused attention keeps for
+    backward: Hugging Face eager 6 (16-bit product + fp32 softmax); Megatron's fused scale-mask-softmax
+    5 (Korthikanti et al. 2022 Table 2: softmax output 2 + dropout mask 1 + dropout output 2)."""
+    return by_key(table("memory", "eager_attention_score_bytes"), framework)
 
 
 def lora_param_count(model, targets, rank: int) -> tuple[float, float]:
@@ -165,9 +179,12 @@ def lora_param_count(model, targets, rank: int) -> tuple[float, float]:
     return per_layer * layers, din
 
 
-def logits_bytes_per_token(s: Shape, framework: str, tp: int = 1) -> float:
-    """Bytes of the logits pipeline at its peak, per token (vocab-parallel under TP)."""
+def logits_bytes_per_token(s: Shape, framework: str, tp: int = 1, compiled: bool = False) -> float:
+    """Bytes of the logits pipeline at its peak, per token (vocab-parallel under TP). A compiled loss
+    (torch.compile) uses ``logits_bytes_per_vocab_token_compiled`` where the framework has an entry."""
     per_vocab = by_key(table("memory", "logits_bytes_per_vocab_token"), framework)
+    if compiled:
+        per_vocab = table("memory", "logits_bytes_per_vocab_token_compiled").get(framework, per_vocab)
     return per_vocab * s.vocab / tp
 
 
@@ -196,6 +213,8 @@ class TrainingInputs:
     lora_dropout: float = 0.05
     variable_length: bool = True
     optimizer_in_backward: bool = False
+    activation_offloading: bool = False
+    compiled: bool = False
 
 
 def _stage_layers(layers: int, pp: int) -> list[int]:
@@ -213,7 +232,7 @@ def block_storage_bytes_per_layer(s: Shape, precision: str, quantization: str, *
 def shard_group(layout: Layout, system: System) -> int:
     """Ranks the sharded states are divided over: the data-parallel group, except FSDP hybrid_shard
     (HSDP), which shards within a node and replicates across nodes (PyTorch FSDP ShardingStrategy)."""
-    dp = max(1, layout.dp)
+    dp = max(1, layout.dp) * max(1, layout.cp)  # Megatron's distributed optimizer and FSDP shard over DP x CP
     if layout.fsdp == "hybrid_shard" and system.nodes > 1:
         per_node = max(1, system.gpus_per_node // max(1, layout.tp * layout.pp))
         return max(1, min(dp, per_node))
@@ -235,12 +254,22 @@ def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: 
         return 0.0
     tp, dp = layout.tp, max(1, group if group is not None else layout.dp)
     blocks = 2.0 * layer_bytes / tp
+    layer_params = s.attn_params_layer + s.mlp_params_layer_total
+    bucket_params = layer_params
     if layout.fsdp != "none":
         root = (s.embed_params + s.lm_head_params) / tp * dense_w
     else:
         root = max(s.embed_params, s.lm_head_params) / tp * dense_w
+        # DeepSpeed ZeRO-3 fetches module by module and releases gathered parameters beyond
+        # stage3_max_live_parameters; gradients are reduced in reduce_bucket_size buckets
+        # (DeepSpeed config defaults): for blocks larger than those, the caps bound what is live.
+        ds = table("memory", "deepspeed_zero3")
+        per_elem = layer_bytes / layer_params if layer_params else dense_w
+        live = max(float(ds["max_live_parameters"]), largest_block_matrix(s)) * per_elem / tp
+        blocks = min(blocks, live)
+        bucket_params = min(layer_params, float(ds["reduce_bucket_size"]) * tp)
     root *= (1.0 - 1.0 / dp)  # the rank's own shard is already counted with the weights
-    bucket = (s.attn_params_layer + s.mlp_params_layer_total) / tp * grad_bytes if trainable else 0.0
+    bucket = bucket_params / tp * grad_bytes if trainable else 0.0
     return blocks + root + bucket
 
 
@@ -291,6 +320,9 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         w_total += s.other_params * (4.0 - 2.0)
     bytes_per_param_w = w_total / s.params_total if s.params_total else dense_w
     grad_b = 4.0 if mode == "fp32" else 2.0
+    if mode == "mixed":
+        # Megatron-Core accumulates gradients in fp32 main_grad buffers (memory.mixed_precision_grad_bytes)
+        grad_b = by_key(table("memory", "mixed_precision_grad_bytes"), t.framework)
     state_b = OPT_STATE_BYTES.get((t.optimizer, mode), 12.0 if mode == "mixed" else 4.0)
     step_temp_mult = by_key(table("memory", "optimizer_step_transient"), t.optimizer, "adamw")
     temp_b = (4.0 if mode in ("mixed", "fp32") else 2.0) * step_temp_mult
@@ -318,13 +350,14 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     act_tok_layer = activation_bytes_per_token_layer(
         s, t.precision, t.framework, flash=t.flash, seq_len=t.seq_len, tp=layout.tp, sp=layout.sp,
         lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0, frozen_base=peft)
-    tokens_mb = t.seq_len * layout.micro_batch
+    tokens_mb = t.seq_len * layout.micro_batch / max(1, layout.cp)  # context parallelism splits each sequence
     frac_key = "variable_length" if (t.variable_length and t.task != "pretrain") else "packed"
     reserve_transient = mem_tab["reserve_fraction_of_transient"][frac_key]
     reserve_total = mem_tab["reserve_fraction_of_total"]
 
     stages = []
     seen: dict[tuple, tuple] = {}  # stages alike in layers, ends and in-flight micro-batches are computed once
+    offloaded_acts = 0.0
     for i, n_layers in enumerate(stage_layers):
         first, last = i == 0, i == layout.pp - 1
         inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
@@ -351,9 +384,11 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         if peft:
             lora_local = lora_params * (n_layers / max(1, s.layers)) / layout.tp
             trainable = lora_local
-            # fp32 adapter weights, grads and Adam states (peft upcasts), sharded like the stage says
-            adapter_states = 0.0 if offload != "none" else 8.0 / shard_states
-            adapters = lora_local * (4.0 / shard_weights + 4.0 / shard_grads + adapter_states)
+            # fp32 adapter weights, grads and Adam states (peft upcasts), sharded like the stage says;
+            # torchtune builds the adapters in the model dtype (bf16 weights, grads and AdamW states)
+            ad_b = 2.0 if (t.framework in BF16_ADAPTER_FRAMEWORKS and t.precision != "fp32") else 4.0
+            adapter_states = 0.0 if offload != "none" else 2.0 * ad_b / shard_states
+            adapters = lora_local * (ad_b / shard_weights + ad_b / shard_grads + adapter_states)
             grads = states = step_temp = 0.0
         else:
             trainable = params_local
@@ -388,7 +423,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         else:
             per_tok = act_tok_layer
             if layout.checkpointing == "selective" and not t.flash:
-                per_tok -= 6.0 * s.heads * t.seq_len / layout.tp
+                per_tok -= eager_score_bytes(t.framework) * s.heads * t.seq_len / layout.tp
             stored = n_layers * tokens_mb * per_tok * inflight
             recompute = 0.0
         # A weight-only quantized base (QLoRA) is dequantized to the compute dtype one matrix at a time
@@ -396,8 +431,26 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         # GEMM): the largest block matrix is transiently live.
         dequant = largest_block_matrix(s) / layout.tp * 2.0 if (peft and quant != "none") else 0.0
         recompute += dequant
+        if t.activation_offloading:
+            # torchtune OffloadActivations: saved tensors are copied to pinned host RAM on a side stream
+            # and fetched back one layer ahead in backward: only a few layers' worth stay on the GPU.
+            resident = float(mem_tab["activation_offload_resident_layers"]) / max(1, n_layers * inflight)
+            offloaded_acts = max(offloaded_acts, stored * (1.0 - min(1.0, resident)))
+            stored *= min(1.0, resident)
         acts = stored + recompute
-        logits = tokens_mb * logits_bytes_per_token(s, t.framework, layout.tp) if last else 0.0
+        logits = tokens_mb * logits_bytes_per_token(s, t.framework, layout.tp, t.compiled) if last else 0.0
+        transient = logits + recompute
+        cached = 0.0
+        if layout.checkpointing == "full":
+            # The loss (forward and backward) runs before the last layer is recomputed and frees its
+            # logits first: the two peaks follow one another, so only the larger one is allocated.
+            # The caching allocator keeps the freed logit segments, which the recomputed layer's
+            # differently sized tensors do not fill: reserved memory still holds both.
+            cached = min(logits, recompute)
+            if logits >= recompute:
+                acts = stored
+            else:
+                logits = 0.0
 
         # phases
         persistent = weights + states + adapters
@@ -428,8 +481,8 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
             comp = {"weights": weights, "gradients": grads, "optimizer": states + step_temp,
                     "activations": 0.0, "logits": 0.0, "adapters": adapters}
             alloc = step + workspace
-        transient = logits + recompute
-        reserved = alloc + reserve_transient * transient + reserve_total * alloc
+        reserved = alloc + (cached if phase == "forward/backward" else 0.0) \
+            + reserve_transient * transient + reserve_total * alloc
         reserved = min(reserved, max(alloc, system.capacity_bytes - ctx - nccl))
         per_gpu = reserved + ctx + nccl
         # paged optimizer states sit in unified memory: resident on the GPU as far as room allows
@@ -455,6 +508,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     if offload != "none" and peft and zero >= 3:
         host += w_total / layout.tp / layout.pp / shard_weights * system.gpus_per_node
     host += paged_spill * system.gpus_per_node
+    host += offloaded_acts * system.gpus_per_node
     host += 3.0 * GIB * system.gpus_per_node
     host += 0.5 * w_total
     notes = [_("peak in the {phase} phase").format(phase=_(phase)),
@@ -466,6 +520,9 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
         notes.append(_("paged optimizer: states live in CUDA unified memory outside PyTorch's allocator and page to host RAM when the GPU runs short (they never cause an out-of-memory error)"))
     if in_bwd:
         notes.append(_("optimizer step fused into backward: one parameter's gradient is live at a time"))
+    if t.activation_offloading:
+        notes.append("activation offloading: saved activations wait in pinned host RAM; about "
+                     f"{mem_tab['activation_offload_resident_layers']:g} layers' worth stay on the GPU")
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                           capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
                           peak_phase=phase, total_bytes=total, total_allocated_bytes=total_alloc,
@@ -620,7 +677,9 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
                      f"(bf16 + fp32 copy, {old_logits:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps "
                      "only the last")
     cat_copy = kv / max(1, s.layers / layout.pp)  # one layer's cache copied while it grows
-    alloc = weights + kv + max(act, cat_copy) + mem_tab["workspace_bytes"]
+    seq_tokens_all = max(1, t.prompt_tokens + t.output_tokens)
+    kv_prompt = kv * t.prompt_tokens / seq_tokens_all
+    alloc = weights + max(kv_prompt + act, kv + cat_copy) + mem_tab["workspace_bytes"]
     reserve = mem_tab["reserve_fraction_of_transient"]["generate"] * kv + mem_tab["reserve_fraction_of_total"] * alloc
     reserved = min(alloc + reserve, max(alloc, cap - ctx - nccl))  # the allocator frees its cache before OOM
     per_gpu = reserved + ctx + nccl

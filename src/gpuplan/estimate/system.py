@@ -82,6 +82,7 @@ class Layout:
     dp: int = 1
     ep: int = 1
     sp: bool = False
+    cp: int = 1                   # context parallelism: each sequence split over cp GPUs
     zero: int = 0                 # effective sharding stage 0-3 (FSDP full_shard = 3, shard_grad_op = 2)
     fsdp: str = "none"
     offload: str = "none"
@@ -101,10 +102,12 @@ class Layout:
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.pp * self.cp * self.dp
 
     def describe(self) -> str:
         parts = [f"TP{self.tp}", f"PP{self.pp}" + (" (layer split)" if self.naive_pipeline else ""), f"DP{self.dp}"]
+        if self.cp > 1:
+            parts.insert(2, f"CP{self.cp}")
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
         if self.fsdp != "none":
@@ -128,12 +131,21 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
     par = w.parallel
     tp = par.tp if par else 1
     pp = par.pp if par else 1
+    cp = par.cp if par else 1
+    if cp > 1 and total_gpus % (tp * pp * cp):
+        raise GpuplanError(_("TP {tp} x PP {pp} x CP {cp} does not divide the {total_gpus} GPUs.").format(
+                               tp=tp, pp=pp, cp=cp, total_gpus=total_gpus),
+                           hint=_("Choose tp, pp and cp whose product divides the GPU count."), field="parallel")
     if total_gpus % (tp * pp):
         raise GpuplanError(_("TP {tp} x PP {pp} does not divide the {total_gpus} GPUs.").format(
                                tp=tp, pp=pp, total_gpus=total_gpus),
                            hint=_("Choose tp and pp whose product divides the GPU count."), field="parallel")
-    dp = par.dp if par and par.dp else total_gpus // (tp * pp)
-    if tp * pp * dp != total_gpus:
+    dp = par.dp if par and par.dp else total_gpus // (tp * pp * cp)
+    if cp > 1 and tp * pp * cp * dp != total_gpus:
+        raise GpuplanError(_("TP {tp} x PP {pp} x CP {cp} x DP {dp} = {product} GPUs, but the hardware has {total_gpus}.").format(
+                               tp=tp, pp=pp, cp=cp, dp=dp, product=tp * pp * cp * dp, total_gpus=total_gpus),
+                           hint=_("Leave dp unset to take gpus / (tp * pp * cp)."), field="parallel")
+    if cp == 1 and tp * pp * dp != total_gpus:
         raise GpuplanError(_("TP {tp} x PP {pp} x DP {dp} = {product} GPUs, but the hardware has {total_gpus}.").format(
                                tp=tp, pp=pp, dp=dp, product=tp * pp * dp, total_gpus=total_gpus),
                            hint=_("Leave dp unset to take gpus / (tp * pp)."), field="parallel")
@@ -143,22 +155,49 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
                            hint=_("A tensor-parallel group across nodes takes whole nodes (e.g. TP16 on 2 x 8 GPUs)."),
                            field="parallel")
     fsdp = par.fsdp if par else "none"
-    zero = max(par.zero if par else 0, FSDP_TO_ZERO[fsdp])
+    framework = w.framework or "auto"
+    zero = max(default_zero(par, framework), FSDP_TO_ZERO[fsdp])
     ckpt = w.grad_checkpointing
     checkpointing = "selective" if ckpt == "selective" else ("full" if ckpt else "none")
-    framework = w.framework or "auto"
     ga = w.gradient_accumulation or 1
     microbatches = (par.microbatches if par and par.microbatches else ga) if pp > 1 else 1
     vp, schedule = pipeline_schedule(w, pp, framework, layers)
     overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS
     return Layout(
-        tp=tp, pp=pp, dp=dp, ep=par.ep if par else 1, sp=bool(par.sp) if par else False, zero=zero, fsdp=fsdp,
+        tp=tp, pp=pp, dp=dp, ep=par.ep if par else 1, sp=sequence_parallel(par, framework, tp), cp=cp, zero=zero,
+        fsdp=fsdp,
         offload=par.offload if par else "none", checkpointing=checkpointing, micro_batch=w.batch_size or 1,
         grad_accum=ga, microbatches=microbatches,
         dp_attention=bool(getattr(par, "dp_attention", False)) if par else False,
         naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
         tp_comm_overlap=bool(overlap and tp > 1),
     )
+
+
+# Stacks that turn on sequence parallelism whenever TP > 1 unless told otherwise: NeMo's LLM recipes
+# (sequence_parallel=True with TP > 1), Megatron-Core's recipes, and gpuplan's own Megatron bundle
+# (render/bundle/training.py megatron_args passes --sequence_parallel true whenever tp > 1).
+SP_DEFAULT_FRAMEWORKS = {"megatron", "nemo"}
+
+
+# NeMo 2.0 recipes build their optimizer with use_distributed_optimizer=True (Megatron-Core's ZeRO-1:
+# optimizer states and fp32 master weights sharded over DP x CP); Megatron-LM turns it on only when asked
+# (--use-distributed-optimizer), so parallel.zero says it.
+DIST_OPT_DEFAULT_FRAMEWORKS = {"nemo"}
+
+
+def default_zero(par, framework: str) -> int:
+    """The workload's ZeRO stage, else the framework's: NeMo's distributed optimizer (1), 0 otherwise."""
+    if par is not None and par.zero is not None:
+        return int(par.zero)
+    return 1 if framework in DIST_OPT_DEFAULT_FRAMEWORKS else 0
+
+
+def sequence_parallel(par, framework: str, tp: int) -> bool:
+    """Sequence parallelism: the workload's setting, else on for Megatron-class stacks with TP > 1."""
+    if par is not None and par.sp is not None:
+        return bool(par.sp) and tp > 1
+    return tp > 1 and framework in SP_DEFAULT_FRAMEWORKS
 
 
 # NeMo's performance recipes interleave the pipeline (Llama-3-70B: PP4 VP5, 20 layers per stage;

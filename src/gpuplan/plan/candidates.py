@@ -42,9 +42,9 @@ OPTIMIZER_ORDER = ("adamw", "adamw-8bit")
 LAUNCHERS = ("torchrun", "fsdp", "deepspeed", "megatron")
 
 
-def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: str = "none") -> str:
-    """The launcher that runs a training layout (one of LAUNCHERS)."""
-    if tp * pp > 1:
+def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: str = "none", cp: int = 1) -> str:
+    """The launcher that runs a training layout (one of LAUNCHERS); context parallelism needs Megatron."""
+    if tp * pp * cp > 1:
         return "megatron"
     if fsdp not in (None, "none"):
         return "fsdp"
@@ -114,7 +114,7 @@ class Fixed:
 
     @classmethod
     def from_workload(cls, w: Workload) -> "Fixed":
-        from gpuplan.estimate.system import FSDP_TO_ZERO
+        from gpuplan.estimate.system import FSDP_TO_ZERO, default_zero
 
         par = w.parallel
         hw = w.hardware
@@ -125,7 +125,8 @@ class Fixed:
             gpus = par.tp * par.pp * par.dp
         return cls(
             tp=par.tp if par else None, pp=par.pp if par else None, dp=par.dp if par else None,
-            zero=max(par.zero, FSDP_TO_ZERO[par.fsdp]) if par else None, offload=par.offload if par else None,
+            zero=max(default_zero(par, w.framework or "auto"), FSDP_TO_ZERO[par.fsdp]) if par else None,
+            offload=par.offload if par else None,
             checkpointing=ckpt, optimizer=w.optimizer, gpus=gpus, nodes=hw.nodes if hw and hw.nodes else None,
         )
 

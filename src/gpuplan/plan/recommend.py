@@ -75,13 +75,14 @@ class _Draft:
         """The frozen plan record (advice is added later, for the plans that are shown)."""
         c = self.cand
         lay = c.layout
-        parallel = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero": lay.zero, "fsdp": lay.fsdp,
+        parallel = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, **({"cp": lay.cp} if lay.cp > 1 else {}),
+                    "zero": lay.zero, "fsdp": lay.fsdp,
                     "offload": lay.offload, "checkpointing": lay.checkpointing,
                     "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                     "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
                     "nodes_per_replica": c.nodes,
-                    "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload)
+                    "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp)
                     if c.variant.w.task in TRAIN_TASKS else None}
         cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
                         price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,

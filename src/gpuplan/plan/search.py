@@ -19,6 +19,7 @@ from gpuplan.estimate.system import (
     Layout,
     System,
     pipeline_schedule,
+    sequence_parallel,
     system_for_instance,
 )
 from gpuplan.i18n import _
@@ -142,7 +143,9 @@ class Searcher:
         fsdp = par.fsdp if (par and self.training and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
         vp, schedule = pipeline_schedule(w, pp, framework, self.shape.layers) if self.training else (1, "1f1b")
         overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS
-        return Layout(tp=tp, pp=pp, dp=dp, zero=k.zero if self.training else 0, fsdp=fsdp, offload=offload,
+        cp = par.cp if (par and self.training) else 1
+        return Layout(tp=tp, pp=pp, dp=dp, sp=sequence_parallel(par, framework, tp) if self.training else False,
+                      cp=cp, zero=k.zero if self.training else 0, fsdp=fsdp, offload=offload,
                       checkpointing=k.ckpt_name if self.training else "none", micro_batch=w.batch_size or 1,
                       grad_accum=ga, microbatches=ga if pp > 1 else 1,
                       naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
@@ -203,7 +206,9 @@ class Searcher:
                     reject(inst, r)
                     continue
                 system = self.system(inst, nodes)
-                shapes = parallel_shapes(self.model, system.total_gpus, system.gpus_per_node, self.task, self.fixed)
+                cp = (self.w.parallel.cp if self.training and self.w.parallel else 1)
+                shapes = parallel_shapes(self.model, system.total_gpus // cp, system.gpus_per_node, self.task,
+                                         self.fixed) if system.total_gpus % cp == 0 else []
                 if not shapes:
                     reject(inst, fz.Reject("layout", _(
                         "{label} x {nodes}: no TP/PP split of {gpus} GPUs fits the model's heads and layers (or your "

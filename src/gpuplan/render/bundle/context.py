@@ -123,6 +123,7 @@ class Ctx:
     llamafactory_template: str
     launcher: str | None = None          # training: torchrun | fsdp | deepspeed | megatron (plan.candidates)
     vpp: int = 1                         # virtual pipeline stages per rank (Megatron interleaving)
+    cp: int = 1                          # context parallelism (Megatron context_parallel_size)
     smoke_model_type: str = "llama"      # transformers model_type of the tiny model `launch.sh --smoke` builds
     images: dict[str, str] = field(default_factory=lambda: dict(IMAGES))
     ports: dict[str, int] = field(default_factory=lambda: dict(PORTS))
@@ -347,7 +348,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     framework = str(workload.framework or "auto")
     job_nodes = nodes if training else min(nodes, max(1, math.ceil(tp * pp / gpus_per_node)))
     replicas = _int(plan.get("replicas"), max(1, nodes // job_nodes))
-    launcher = launcher_for(tp, pp, zero, fsdp, offload) if training else None
+    cp = _int(par.get("cp"), 1) if training else 1
+    launcher = launcher_for(tp, pp, zero, fsdp, offload, cp) if training else None
     deepspeed = launcher == "deepspeed"
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
@@ -370,7 +372,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
                                  multi_node=job_nodes > 1),
         llamafactory_template=_template_for(model), launcher=launcher,
-        vpp=_int(par.get("virtual_pp") or par.get("vpp"), 1), smoke_model_type=smoke_type,
+        vpp=_int(par.get("virtual_pp") or par.get("vpp"), 1), cp=cp, smoke_model_type=smoke_type,
         model_kind=_model_kind(workload, estimate), job_time_s=time_s if training else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()

@@ -50,7 +50,7 @@ class Batch:
 
 def batch_layout(c: Ctx) -> Batch:
     """The one place the batch numbers are derived from the layout."""
-    return Batch(micro=c.micro_batch, accum=c.grad_accum, dp=max(1, c.gpus_total // (c.tp * c.pp)))
+    return Batch(micro=c.micro_batch, accum=c.grad_accum, dp=max(1, c.gpus_total // (c.tp * c.pp * c.cp)))
 
 
 def strategy(c: Ctx) -> str:
@@ -125,6 +125,8 @@ def megatron_args(c: Ctx) -> list[str]:
             "--tensor_model_parallel_size", str(c.tp), "--pipeline_model_parallel_size", str(c.pp)]
     if c.vpp > 1:
         args += ["--virtual_pipeline_model_parallel_size", str(c.vpp)]
+    if c.cp > 1:
+        args += ["--context_parallel_size", str(c.cp)]
     if c.tp > 1:
         args += ["--sequence_parallel", "true"]
     args += ["--micro_batch_size", str(b.micro), "--global_batch_size", str(b.global_batch),

@@ -1,0 +1,45 @@
+"""Context parallelism in the Megatron launch (issue 12, acc-mem): the plan's parallel.cp reaches ms-swift's
+`megatron sft --context_parallel_size`, and the data-parallel size (hence the global batch) is
+gpus / (tp x pp x cp)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpuplan.plan.candidates import launcher_for
+from gpuplan.render.bundle.context import build_context
+from gpuplan.render.bundle.training import batch_layout, megatron_args
+
+from .scenarios import inputs
+from .test_smoke_launch import arg, ms_swift_parser
+
+
+def test_context_parallel_needs_megatron():
+    assert launcher_for(1, 1, cp=2) == "megatron"
+    assert launcher_for(1, 1, cp=1) == "torchrun"
+
+
+def test_megatron_args_carry_context_parallel_size():
+    plan, workload, est = inputs("two_node")
+    c = dataclasses.replace(build_context(plan, workload, est), tp=2, pp=1, cp=2, grad_accum=2, launcher="megatron")
+    words = megatron_args(c)
+    assert arg(words, "--context_parallel_size") == "2"
+    dp = c.gpus_total // (2 * 1 * 2)
+    assert batch_layout(c).dp == dp
+    assert arg(words, "--global_batch_size") == str(c.micro_batch * 2 * dp)
+    ns = ms_swift_parser().parse_args(words + ["--dataset", "d.jsonl", "--output_dir", "/x"])
+    assert ns.context_parallel_size == 2
+    plain = megatron_args(dataclasses.replace(c, cp=1))
+    assert "--context_parallel_size" not in plain
+
+
+def test_recommend_keeps_a_set_context_parallel_size():
+    from gpuplan.plan import recommend
+
+    d = recommend({"model": "meta-llama/Llama-3.1-8B", "task": "pretrain", "framework": "nemo", "seq_len": 8192,
+                   "grad_checkpointing": False, "parallel": {"cp": 2}, "dataset": {"tokens": 1e9}}).to_dict()
+    assert d["plans"]
+    for p in d["plans"]:
+        par = p["parallel"]
+        assert par["cp"] == 2 and par["launcher"] == "megatron"
+        assert par["tp"] * par["pp"] * par["cp"] * par["dp"] == p["gpus_total"]
