@@ -162,8 +162,8 @@ class _Template:
             literals.append(lit)
             lit = ""
             name = m.group(1)
-            lazy.append(f"(?P={name})" if name in names else f"(?P<{name}>.+?)")
-            greedy.append(f"(?P={name})" if name in names else f"(?P<{name}>.+)")
+            lazy.append(f"(?P={name})" if name in names else f"(?P<{name}>.*?)")
+            greedy.append(f"(?P={name})" if name in names else f"(?P<{name}>.*)")
             names.append(name)
         lit += msgid[pos:]
         literals.append(lit)
@@ -229,6 +229,8 @@ def _english_left(text: str) -> int:
 
 @lru_cache(maxsize=8192)
 def _localize(text: str, lang: str, depth: int) -> str:
+    if not text:
+        return text     # (the catalog's "" is its header)
     exact = getattr(_catalog(lang), "_catalog", {}).get(text)
     if exact:
         return exact

@@ -455,7 +455,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
              _("optimizer states: {optimizer} ({mode} precision, {bytes:g} bytes/param)").format(
                  optimizer=t.optimizer, mode=_(mode), bytes=state_b)]
     if zero >= 3 and dp > 1:
-        notes.append(_("ZeRO-3 / FSDP: every weight{peft} is sharded {dp} ways; two gathered blocks and the embedding/head are live at a time").format(peft=' (the frozen base included)' if peft else '', dp=dp))
+        notes.append(_("ZeRO-3 / FSDP: every weight{peft} is sharded {dp} ways; two gathered blocks and the embedding/head are live at a time").format(peft=_(' (the frozen base included)') if peft else '', dp=dp))
     if paged:
         notes.append(_("paged optimizer: states live in CUDA unified memory outside PyTorch's allocator and page to host RAM when the GPU runs short (they never cause an out-of-memory error)"))
     if in_bwd:
