@@ -4,10 +4,8 @@ Each command runs in-process through the CLI's entry point (`gpuplan.cli.main`),
 exactly what a user sees on stdout and stderr. `english_sentences()` ignores ids, units, numbers, code and
 paths; what it still finds is an untranslated sentence.
 
-Scope: the plan and render modules (ranked plans, reasons, comparison, PLAN.md, the estimate's layout
-line, table captions) are converted in a second pass. The sentences found may only be ones listed in
-`tests/i18n/pending.txt` (one per line): anything new fails, and the second pass empties the file (a test
-also fails on entries no longer printed). Error messages allow nothing.
+The sentences found may only be ones listed in `tests/i18n/pending.txt` (one per line; empty since the
+second pass): anything new fails, and so do entries no longer printed. Error messages allow nothing.
 
 Bundled catalog data (source citations, notes, architecture names) is shown as written, in English:
 phrases that occur in a record's own values (its `--json` document) are not sentences of gpuplan's.

@@ -15,7 +15,7 @@ from typing import Any
 from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType, load_instances
 from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import N_, _
+from gpuplan.i18n import N_, _, localize
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
@@ -683,7 +683,7 @@ def _serving_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None
                            "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
     if group_rate > 0:
         unit = "req/s" if ctx.llm else "images/s" if getattr(ctx.model, "kind", "") == "diffusion" else "req/s"
-        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": c.layout.describe().split(", ckpt")[0],
+        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": localize(c.layout.describe().split(", ckpt")[0]),
                 "rate": f"{group_rate:.2f}", "unit": unit}
         if sizing is None:
             text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit} (no request rate given: "

@@ -20,7 +20,7 @@ from gpuplan.estimate.system import (
     pipeline_schedule,
     system_for_instance,
 )
-from gpuplan.i18n import _
+from gpuplan.i18n import _, localize
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import (
     OFFLOAD_ORDER,
@@ -226,7 +226,7 @@ class Searcher:
             r = None
             if e is None:
                 r = fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
-                    label=fz.gpu_label(inst), layout=lay.describe()))
+                    label=fz.gpu_label(inst), layout=localize(lay.describe())))
             elif not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
                 r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes,
                                      self._what(lay, v, system), self.headroom)
@@ -259,7 +259,7 @@ class Searcher:
                 continue
             c.why.extend(self._knob_why(k, evaluated))
             if k.optimizer:
-                c.why.append("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group")
+                c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
             cands.append(c)
         return bool(found)
 

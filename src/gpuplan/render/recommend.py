@@ -7,7 +7,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from gpuplan.i18n import N_, tr
+from gpuplan.i18n import N_, localize, tr
 from gpuplan.plan.record import Plan
 from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
 from gpuplan.units import GIB, fmt_duration
@@ -37,12 +37,12 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
     platforms = {p.platform for p in rec.plans}
     cols: list[tuple[Column, Callable[[Plan], str]]] = [(Column("#", 0, "right"), lambda p: str(p.rank))]
     if platforms != {"ecs"}:
-        cols.append((Column(t("Platform"), 1), lambda p: PLATFORM_LABELS[p.platform]))
+        cols.append((Column(t("Platform"), 1), lambda p: t(PLATFORM_LABELS[p.platform])))
     cols += [
         (Column(t("Instance type"), 0), lambda p: p.short_name),
         (Column(t("Instances"), 2, "right"), lambda p: str(p.instance_count)),
         (Column("GPU", 2), lambda p: f"{p.gpus_total} x {p.gpu}"),
-        (Column(t("Layout"), 5), lambda p: p.layout),
+        (Column(t("Layout"), 5), lambda p: localize(p.layout, lang)),
         (Column(t("Memory/GPU"), 4, "right"), _memory),
         (Column(t("Billing"), 1), lambda p: t(p.cost.billing) if p.cost.billing else t("unpriced")),
         (Column(t("Per hour"), 3, "right"), lambda p: _price(p, p.cost.price_per_hour, cur)),
