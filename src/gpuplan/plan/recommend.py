@@ -286,7 +286,7 @@ def _unpriced(plans: list[_Draft]) -> list[dict]:
         if p.price_per_hour is None and p.billing is None and t not in out:
             out[t] = {"instance_type": t, "cloud": p.cand.inst.cloud, "gpu": p.cand.inst.gpu,
                       "gpus_total": p.gpus_total, "instance_count": p.instance_count,
-                      "reason": "feasible, price unknown: refresh or pass --prices"}
+                      "reason": _("feasible, price unknown: refresh or pass --prices")}
     return list(out.values())
 
 

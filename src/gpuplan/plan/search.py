@@ -267,7 +267,7 @@ class Searcher:
         bits = []
         if self.training:
             bits.append(_("at seq {n}").format(n=v.w.seq_len))
-            bits.append(_("ckpt {mode}").format(mode=lay.checkpointing))
+            bits.append(_("ckpt {mode}").format(mode=_(lay.checkpointing)))
             if lay.zero:
                 bits.append(f"ZeRO-{lay.zero}")
             if lay.offload != "none":

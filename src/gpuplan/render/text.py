@@ -7,7 +7,7 @@ from typing import Any, Iterable
 from rich.console import Console
 from rich.table import Table
 
-from gpuplan.i18n import N_, tr
+from gpuplan.i18n import N_, localize, tr
 from gpuplan.units import GIB, fmt_bytes, fmt_duration
 
 
@@ -185,4 +185,4 @@ def print_estimate(console: Console, est_dict: dict, lang: str) -> None:
         if items:
             console.print(f"[bold]{tr(title, lang)}[/bold]")
             for it in items:
-                console.print(f"  [{style}]- {it}[/{style}]")
+                console.print(f"  [{style}]- {localize(it, lang)}[/{style}]")
