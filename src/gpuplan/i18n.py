@@ -209,6 +209,7 @@ def _templates(lang: str) -> tuple[_Template, ...]:
 
 _IDENT = re.compile(r"[\w.:/@+-]*[\d./_:@][\w.:/@+-]*")   # ids, numbers, paths: never translated
 _ENGLISH = re.compile(r"(?<![\w./-])[A-Za-z]{2,}(?![\w./-])")
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 _GENERIC = 4          # templates with fewer literal characters than this are tried on parts of a sentence only
 _SEPARATORS = ("; ", ", ")
 
@@ -235,7 +236,8 @@ def _localize(text: str, lang: str, depth: int) -> str:
     if exact:
         return exact
     stripped = text.strip()
-    if depth > 5 or not stripped or _IDENT.fullmatch(stripped) or not re.search(r"[A-Za-z]{2}", stripped):
+    if (depth > 5 or not stripped or _IDENT.fullmatch(stripped) or not re.search(r"[A-Za-z]{2}", stripped)
+            or _CJK.search(text)):     # (text already in Chinese: nothing to read back)
         return text
     if stripped != text:
         lead, trail = text[:len(text) - len(text.lstrip())], text[len(text.rstrip()):]
