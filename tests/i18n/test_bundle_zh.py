@@ -166,3 +166,21 @@ def test_chinese_alerts_and_dashboard_titles(key):
     panels_zh = json.loads(zh["monitoring/grafana-dashboard.json"])["panels"]
     assert [p["targets"] for p in panels_zh] == [p["targets"] for p in panels_en]
     assert all(CJK.search(p["title"]) for p in panels_zh)
+
+
+@pytest.mark.parametrize("call", ["text", "id", "argument"])
+def test_bundle_input_errors_follow_the_language(call):
+    """render/bundle/safe.py refuses unsafe values with one GpuplanError, Chinese under zh (field kept English)."""
+    from gpuplan.errors import GpuplanError
+    from gpuplan.i18n import use_lang
+    from gpuplan.render.bundle import safe
+
+    fn, value, field = {"text": (safe.check_text, "a\nb", "job name"), "id": (safe.check_id, "gn7 i", "instance type"),
+                        "argument": (safe.check_argument, "-rf", "model")}[call]
+    with pytest.raises(GpuplanError) as en:
+        fn(value, field)
+    with use_lang("zh"), pytest.raises(GpuplanError) as zh:
+        fn(value, field)
+    assert field in en.value.message and zh.value.field == en.value.field == field
+    assert CJK.search(zh.value.message) and CJK.search(zh.value.hint)
+    assert english_sentences(zh.value.message + "\n" + zh.value.hint) == []
