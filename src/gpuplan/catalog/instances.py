@@ -217,7 +217,8 @@ def _choice(raw: str | None, column: str, allowed: Iterable[str], where: str, *,
     if (empty_ok and not value) or value in allowed:
         return value
     raise GpuplanError(_("{where}: column {column!r} has unknown value {value!r}.").format(where=where, column=column, value=value),
-                       hint=f"Allowed: {', '.join(allowed)}" + (" or empty." if empty_ok else "."))
+                       hint=(_("Allowed: {values} or empty.") if empty_ok else _("Allowed: {values}.")).format(
+                           values=", ".join(allowed)))
 
 
 def read_csv_rows(text: str, source: str, required_columns: Iterable[str]) -> list[tuple[int, dict[str, str]]]:

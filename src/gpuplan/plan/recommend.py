@@ -356,9 +356,9 @@ def _variants(w: Workload, cons) -> list[Variant]:
         except GpuplanError:
             continue
     if not out:
-        raise GpuplanError(f"None of the allowed quantizations {qs} works with task {w.task}.",
-                           hint="QLoRA needs a 4-bit or 8-bit base: allow bnb-nf4 (or int4/awq/gptq) in "
-                                "constraints.quantization.", field="constraints.quantization")
+        raise GpuplanError(_("None of the allowed quantizations {qs} works with task {task}.").format(qs=qs, task=w.task),
+                           hint=_("QLoRA needs a 4-bit or 8-bit base: allow bnb-nf4 (or int4/awq/gptq) in "
+                                  "constraints.quantization."), field="constraints.quantization")
     return out
 
 
@@ -375,7 +375,8 @@ def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
         want = hw.instance_type.lower().removeprefix("ecs.")
         insts = [i for i in insts if i.short_name.lower() == want]
         if not insts:
-            raise GpuplanError(f"Unknown instance type {hw.instance_type!r}.", hint="See `gpuplan instances`.")
+            raise GpuplanError(_("Unknown instance type {name!r}.").format(name=hw.instance_type),
+                               hint=_("See `gpuplan instances`."))
     if hw and hw.gpu:
         from gpuplan.catalog.gpus import resolve_gpu
 
