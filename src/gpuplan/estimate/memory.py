@@ -592,9 +592,10 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
         reserved = per_gpu - ctx - nccl
         notes.append(_("{framework} pre-allocates {util:.0%} of GPU memory; the KV pool takes what weights and activations leave").format(framework=t.framework, util=util))
         if s.is_mla and layout.tp > 1:
-            notes.append("MLA latent cache: every TP rank keeps the whole latent of its sequences"
-                         + (" (data-parallel attention: each rank serves 1/tp of them)" if layout.dp_attention
-                            else " (not split by TP; parallel.dp_attention: true splits the sequences instead)"))
+            notes.append(_("MLA latent cache: every TP rank keeps the whole latent of its sequences (data-parallel "
+                           "attention: each rank serves 1/tp of them)") if layout.dp_attention else
+                         _("MLA latent cache: every TP rank keeps the whole latent of its sequences (not split by TP; "
+                           "parallel.dp_attention: true splits the sequences instead)"))
         elif layout.tp > s.kv_heads and not layout.dp_attention:
             notes.append(_("{kv_heads} KV heads over TP {tp}: heads are replicated, one per rank").format(kv_heads=s.kv_heads, tp=layout.tp))
         if needed > reserved_engine:
@@ -610,9 +611,9 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     old_logits = prompt_logits_bytes_per_vocab(t.framework, t.framework_version)
     if old_logits:
         act += old_logits * s.vocab / layout.tp * t.prompt_tokens * t.concurrency
-        notes.append(f"transformers {t.framework_version} computes the logits of every prompt position in generate "
-                     f"(bf16 + fp32 copy, {old_logits:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps "
-                     "only the last")
+        notes.append(_("transformers {version} computes the logits of every prompt position in generate (bf16 + fp32 "
+                       "copy, {bytes:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps only the last").format(
+            version=t.framework_version, bytes=old_logits))
     cat_copy = kv / max(1, s.layers / layout.pp)  # one layer's cache copied while it grows
     alloc = weights + kv + max(act, cat_copy) + mem_tab["workspace_bytes"]
     reserve = mem_tab["reserve_fraction_of_transient"]["generate"] * kv + mem_tab["reserve_fraction_of_total"] * alloc
