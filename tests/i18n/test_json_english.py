@@ -56,6 +56,7 @@ COMMANDS = [
     *[(f"recommend-{p.stem}", ["recommend", str(p)]) for p in EXAMPLES],
     *[(f"estimate-{p.stem}", ["estimate", str(p)]) for p in EXAMPLES],
     *[(f"compare-{p.stem}", ["compare", str(p)]) for p in EXAMPLES[:2]],
+    ("recommend-function-compute", ["recommend", str(Path(__file__).with_name("bursty-qwen7b.yaml"))]),
     ("quick", ["quick", "--params", "7B"]),
     ("quick-infer", ["quick", "--params", "70B", "--task", "infer"]),
     ("estimate-oom", ["estimate", "--model", "qwen2.5-72b", "--task", "full", "--gpu", "A10"]),

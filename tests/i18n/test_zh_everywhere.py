@@ -118,6 +118,7 @@ PLANS = [
     ("quick", ["quick", "--params", "7B"]),
     ("quick-infer", ["quick", "--params", "70B", "--task", "infer"]),
     *[(f"compare-{p.stem}", ["compare", str(p)]) for p in EXAMPLES[:2]],
+    ("recommend-function-compute", ["recommend", str(Path(__file__).with_name("bursty-qwen7b.yaml"))]),
 ]
 
 

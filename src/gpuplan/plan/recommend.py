@@ -787,7 +787,7 @@ def _headline(ctx: _Ctx, p: Plan, objective: str) -> str:
              if cost is not None else _("no price known"))
     args = {"n": p.instance_count, "instance": p.short_name, "gpus": f"{p.gpus_per_replica} x {p.gpu}",
             "billing": _(p.cost.billing or "unpriced"), "cost": money,
-            "platform": PLATFORM_NAMES.get(p.platform, p.platform)}
+            "platform": _(PLATFORM_NAMES.get(p.platform, p.platform))}
     if p.is_ecs:
         tmpl = {"cost": _("cheapest feasible plan: {n} x {instance} ({gpus} per replica), {billing}, {cost}"),
                 "time": _("fastest feasible plan: {n} x {instance} ({gpus} per replica), {billing}, {cost}"),
