@@ -107,8 +107,9 @@ def memory_view(est_dict: dict, lang: str) -> Table:
     mem = est_dict["memory"]
     total = max(1, mem["per_gpu_bytes"])
     cap = mem["capacity_bytes"]
-    t = Table(title=f"{tr('Memory per GPU', lang)}: {fmt_bytes(mem['per_gpu_bytes'])} / {fmt_bytes(cap)} "
-                    f"({tr('fits', lang) if mem['fits'] else tr('does not fit', lang)})")
+    t = Table(title=tr("Memory per GPU: {used} / {capacity} ({verdict})", lang).format(
+        used=fmt_bytes(mem["per_gpu_bytes"]), capacity=fmt_bytes(cap),
+        verdict=tr("fits", lang) if mem["fits"] else tr("does not fit", lang)))
     t.add_column(tr("Component", lang))
     t.add_column("GiB", justify="right")
     t.add_column(tr("Share", lang), justify="right")
@@ -123,11 +124,10 @@ def memory_view(est_dict: dict, lang: str) -> Table:
     t.add_row(tr("Total", lang), f"{total / GIB:.2f}", "100%",
               ("[green]" if mem["fits"] else "[red]") + "█" * round(BAR_WIDTH * total / scale) + "[/]")
     t.add_row(tr("capacity", lang), f"{cap / GIB:.2f}", "", "─" * cap_mark + "┤")
-    t.caption = (f"{tr('Peak allocated', lang)} {fmt_bytes(mem['peak_allocated_bytes'])}, "
-                 f"{tr('Peak reserved', lang)} {fmt_bytes(mem['peak_reserved_bytes'])}"
-                 + (f", {tr('Engine reserved', lang)} {fmt_bytes(mem['engine_reserved_bytes'])}"
-                    if mem.get("engine_reserved_bytes") else "")
-                 + f", {tr('Host RAM', lang)} {fmt_bytes(mem['host_bytes'])}")
+    figures = [("Peak allocated", mem["peak_allocated_bytes"]), ("Peak reserved", mem["peak_reserved_bytes"]),
+               ("Engine reserved", mem.get("engine_reserved_bytes")), ("Host RAM", mem["host_bytes"])]
+    t.caption = tr(", ", lang).join(f"{tr(label, lang)} {fmt_bytes(value)}" for label, value in figures
+                                    if value or label != "Engine reserved")
     return t
 
 
