@@ -307,7 +307,7 @@ class Searcher:
             got = evaluated.get(down)
             if got and got[2] is not None and got[2].code in ("memory", "host_memory"):
                 if feature.endswith(" checkpointing"):
-                    feature = _("{mode} checkpointing").format(mode=feature.removesuffix(" checkpointing"))
+                    feature = _("{mode} checkpointing").format(mode=_(feature.removesuffix(" checkpointing")))
                 elif feature == "CPU offload":
                     feature = _("CPU offload")
                 reason = re.split(r": |：", got[2].reason, maxsplit=1)[-1]
