@@ -35,7 +35,7 @@ import yaml
 
 from gpuplan.catalog.instances import clear_cache, load_instances
 from gpuplan.catalog.prices import (RULE_BASIS, RULE_INTL, RULE_INTL_ESTIMATE, RULE_MAINLAND, RULE_MAINLAND_ESTIMATE,
-                                     RULE_PER_GPU, RULE_VGPU_MARKUP)
+                                     RULE_PER_GPU, RULE_UNITS, RULE_VGPU_MARKUP)
 
 CLOUD = "alibaba"
 MAINLAND = ("cn-hangzhou", "cn-beijing")
@@ -149,7 +149,7 @@ def estimate(rows: list[dict]) -> list[dict]:
                 estimated = base["kind"] == "estimated"
                 rule = (RULE_MAINLAND_ESTIMATE if estimated else RULE_MAINLAND).format(
                     how=RULE_BASIS[base["kind"]], currency=base["currency"], price=base["price"],
-                    unit="h" if base["unit"] == "hour" else "month", as_of=base["as_of"], base_rule=base["rule"],
+                    unit=RULE_UNITS[base["unit"]], as_of=base["as_of"], base_rule=base["rule"],
                     region=region)
                 r = row(inst, region, billing, float(base["price"]), base, rule,
                         f"estimated: no published {region} price; Alibaba says the same type's price may differ "

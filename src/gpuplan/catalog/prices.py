@@ -260,6 +260,8 @@ RULE_INTL = N_("cn-shanghai {how} CNY {price}/h ({as_of}) / {usd_cny} CNY/USD (E
                "(Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
 RULE_INTL_ESTIMATE = N_("cn-shanghai {how} CNY {price}/h ({as_of}; {base_rule}) / {usd_cny} CNY/USD (ECB {fx_date}) x "
                         "{ratio} (Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
+# the price units the rules name ("{unit}" above)
+RULE_UNITS = {"hour": N_("h"), "month": N_("month")}
 # what an estimate was derived from ("{how}" above), by the base price's kind
 RULE_BASIS = {"estimated": N_("estimate"), "official": N_("official price"), "third-party": N_("third-party price"),
               "inferred": N_("inferred price"), "user": N_("user price")}
