@@ -191,3 +191,16 @@ def test_pending_list_has_no_stale_entries(monkeypatch, capsys, tmp_path):
     seen.update(english_sentences(text))
     stale = sorted(pending() - {c.strip() for c in seen})
     assert stale == [], "no longer printed; remove from tests/i18n/pending.txt:\n" + "\n".join(stale)
+
+
+@pytest.mark.parametrize("workload,marker", [("model: qwen-7\ntask: lora\n", "未知的模型"),
+                                             ("model: qwen2.5-7b\ntask: lora\nhardware: {instance_type: ecs.gn99-x}\n",
+                                              "未知的实例规格")])
+def test_plan_errors_speak_chinese(workload, marker, tmp_path, monkeypatch, capsys):
+    """`gpuplan plan` computes the plan in English (for plan.json): its errors still reach the user in Chinese."""
+    path = tmp_path / "w.yaml"
+    path.write_text(workload, encoding="utf-8")
+    code, text = run_cli(["plan", str(path), "--out", str(tmp_path / "out"), "--lang", "zh"], monkeypatch, capsys)
+    assert code == 2 and text.startswith("错误") and marker in text and "提示" in text, text
+    assert english_sentences(text) == [], text
+    assert not (tmp_path / "out").exists()
