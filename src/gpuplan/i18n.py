@@ -260,12 +260,14 @@ def _localize(text: str, lang: str, depth: int) -> str:
             score = _english_left(out)
             if best is None or score < best[0]:
                 best = (score, out)
-    if best is not None:
-        return best[1]
-    for sep in _SEPARATORS:     # a list of sentences or phrases joined by a separator (itself a msgid)
-        if sep in text:
-            parts = text.split(sep)
-            done = [_localize(p, lang, depth + 1) for p in parts]
-            if done != parts:
-                return tr(sep, lang).join(done)
-    return text
+    if best is None or best[0] > 0:
+        for sep in _SEPARATORS:     # a list of sentences or phrases joined by a separator (itself a msgid)
+            if sep in text:
+                parts = text.split(sep)
+                done = [_localize(p, lang, depth + 1) for p in parts]
+                if done != parts:
+                    out = tr(sep, lang).join(done)
+                    if best is None or _english_left(out) < best[0]:
+                        best = (_english_left(out), out)
+                    break
+    return best[1] if best is not None else text

@@ -33,10 +33,10 @@ def test_a_sentence_comes_back_as_its_template_formatted_in_chinese():
 def test_nested_sentences_and_lists_are_translated_part_by_part():
     en = "gn6i (T4 16 GB): needs 23.2 GiB per GPU (at seq 2048, ckpt full, ZeRO-2, offload cpu, 4 GPUs); 14.7 GiB usable"
     assert localize(en, "zh") == ("gn6i (T4 16 GB)：每块 GPU 需要 23.2 GiB（序列长度 2048，激活重计算 全量，ZeRO-2，卸载到 cpu，"
-                                  "4 GPUs）；可用 14.7 GiB")
+                                  "4 块 GPU）；可用 14.7 GiB")
     # "{label}: reason" shown without its label (recommend's "... needed: without it <reason>")
     assert localize("ZeRO-1 needed: without it needs 130.2 GiB per GPU (at seq 2048, ckpt none, 4 GPUs); 78.4 GiB "
-                    "usable", "zh") == ("需要 ZeRO-1：不开启时每块 GPU 需要 130.2 GiB（序列长度 2048，激活重计算 无，4 GPUs）；"
+                    "usable", "zh") == ("需要 ZeRO-1：不开启时每块 GPU 需要 130.2 GiB（序列长度 2048，激活重计算 无，4 块 GPU）；"
                                         "可用 78.4 GiB")
     assert localize("TP2, PP1, DP2, ZeRO-1, ckpt full, mb 2 x ga 1", "zh") == \
         "TP2，PP1，DP2，ZeRO-1，激活重计算 全量，微批次 2 x 梯度累积 1"

@@ -279,7 +279,8 @@ class Searcher:
                 bits.append(v.quantization)
         if lay.tp > 1 or lay.pp > 1:
             bits.append(f"TP{lay.tp} PP{lay.pp}")
-        bits.append(f"{system.total_gpus} GPU" + ("s" if system.total_gpus > 1 else ""))
+        n = system.total_gpus
+        bits.append(_("{n} GPUs").format(n=n) if n > 1 else _("1 GPU") if n == 1 else _("{n} GPU").format(n=n))
         return _("({items})").format(items=_(", ").join(bits))
 
     def _post_checks(self, c: Candidate, reject) -> bool:
