@@ -34,6 +34,8 @@ from pathlib import Path
 import yaml
 
 from gpuplan.catalog.instances import clear_cache, load_instances
+from gpuplan.catalog.prices import (RULE_BASIS, RULE_INTL, RULE_INTL_ESTIMATE, RULE_MAINLAND, RULE_MAINLAND_ESTIMATE,
+                                     RULE_PER_GPU, RULE_UNITS, RULE_VGPU_MARKUP)
 
 CLOUD = "alibaba"
 MAINLAND = ("cn-hangzhou", "cn-beijing")
@@ -84,14 +86,20 @@ def estimate(rows: list[dict]) -> list[dict]:
     vg, full = VGPU_PAIR
     vg_row, full_row = have[(vg, ANCHOR, "payg")], have[(full, ANCHOR, "payg")]
     markup = (float(vg_row["price"]) / insts[vg].gpu_count) / (float(full_row["price"]) / insts[full].gpu_count)
-    markup_text = (f" x {markup:.3f} (vGPU markup: {vg} CNY {vg_row['price']}/h for {insts[vg].gpu_count:g} GPU vs "
-                   f"{full} CNY {full_row['price']}/h for 1 GPU)")
-
-    def scaled(inst, sib, base) -> tuple[float, str]:
+    def scaled(inst, sib, base) -> tuple[float, bool]:
         price = float(base["price"]) / sib.gpu_count * inst.gpu_count
         if inst.is_vgpu and not sib.is_vgpu:
-            return price * markup, markup_text
-        return price, ""
+            return price * markup, True
+        return price, False
+
+    def per_gpu_rule(inst, sib, base, region: str, marked_up: bool) -> str:
+        rule = RULE_PER_GPU.format(sibling=sib.instance_type, currency=base["currency"], price=base["price"],
+                                   gpus=gpus_text(sib.gpu_count), region=region, as_of=base["as_of"],
+                                   count=f"{inst.gpu_count:g}")
+        if not marked_up:
+            return rule
+        return RULE_VGPU_MARKUP.format(rule=rule, markup=f"{markup:.3f}", vgpu=vg, vgpu_price=vg_row["price"],
+                                       vgpu_gpus=f"{insts[vg].gpu_count:g}", full=full, full_price=full_row["price"])
 
     def sibling(inst, region: str, table) -> tuple[dict, object] | None:
         pool = [(table[(s.instance_type, region, "payg")], s) for s in insts.values()
@@ -123,9 +131,8 @@ def estimate(rows: list[dict]) -> list[dict]:
         if hit is None:
             continue
         base, sib = hit
-        price, extra = scaled(inst, sib, base)
-        rule = (f"per-GPU price of {sib.instance_type} ({base['currency']} {base['price']}/h for "
-                f"{gpus_text(sib.gpu_count)}, {ANCHOR}, {base['as_of']}) x {inst.gpu_count:g}" + extra)
+        price, marked_up = scaled(inst, sib, base)
+        rule = per_gpu_rule(inst, sib, base, ANCHOR, marked_up)
         r = row(inst, ANCHOR, "payg", price, base, rule,
                 "estimated: no published price for this type; same GPU, scaled by GPU count (vCPU, memory and "
                 "network differences not priced)")
@@ -139,11 +146,11 @@ def estimate(rows: list[dict]) -> list[dict]:
             for region in MAINLAND:
                 if (inst.instance_type, region, billing) in have:
                     continue
-                how = "estimate" if base["kind"] == "estimated" else f"{base['kind']} price"
-                rule = (f"cn-shanghai {how} ({base['currency']} {base['price']}/{'h' if base['unit'] == 'hour' else 'month'}, {base['as_of']}"
-                        + (f"; {base['rule']}" if base["kind"] == "estimated" else "")
-                        + f") applied to {region}: mainland list prices assumed equal across cn-hangzhou, "
-                          "cn-shanghai and cn-beijing")
+                estimated = base["kind"] == "estimated"
+                rule = (RULE_MAINLAND_ESTIMATE if estimated else RULE_MAINLAND).format(
+                    how=RULE_BASIS[base["kind"]], currency=base["currency"], price=base["price"],
+                    unit=RULE_UNITS[base["unit"]], as_of=base["as_of"], base_rule=base["rule"],
+                    region=region)
                 r = row(inst, region, billing, float(base["price"]), base, rule,
                         f"estimated: no published {region} price; Alibaba says the same type's price may differ "
                         "between regions (https://help.aliyun.com/document_detail/163808.html): check the console")
@@ -162,9 +169,8 @@ def estimate(rows: list[dict]) -> list[dict]:
         hit = sibling(inst, INTL, have)
         if hit is not None:
             base, sib = hit
-            price, extra = scaled(inst, sib, base)
-            rule = (f"per-GPU price of {sib.instance_type} ({base['currency']} {base['price']}/h for "
-                    f"{gpus_text(sib.gpu_count)}, {INTL}, {base['as_of']}) x {inst.gpu_count:g}" + extra)
+            price, marked_up = scaled(inst, sib, base)
+            rule = per_gpu_rule(inst, sib, base, INTL, marked_up)
             out.append(row(inst, INTL, "payg", price, base, rule,
                            "estimated: no published price for this type; same GPU, scaled by GPU count"))
             continue
@@ -172,11 +178,10 @@ def estimate(rows: list[dict]) -> list[dict]:
         if base is None:
             continue
         price = float(base["price"]) / usd_cny * ratio
-        how = "estimate" if base["kind"] == "estimated" else f"{base['kind']} price"
-        rule = (f"cn-shanghai {how} CNY {base['price']}/h ({base['as_of']}"
-                + (f"; {base['rule']}" if base["kind"] == "estimated" else "")
-                + f") / {usd_cny} CNY/USD (ECB {fx_date}) x {ratio:.3f} (Singapore/mainland per-GPU ratio of "
-                  f"{sg} USD {sg_row['price']}/h vs {sh} CNY {sh_row['price']}/h)")
+        rule = (RULE_INTL_ESTIMATE if base["kind"] == "estimated" else RULE_INTL).format(
+            how=RULE_BASIS[base["kind"]], price=base["price"], as_of=base["as_of"], base_rule=base["rule"],
+            usd_cny=usd_cny, fx_date=fx_date, ratio=f"{ratio:.3f}", sg=sg, sg_price=sg_row["price"], sh=sh,
+            sh_price=sh_row["price"])
         r = row(inst, INTL, "payg", price, base, rule,
                 "estimated: no published Singapore price; converted from the mainland price with a one-pair "
                 "international markup")

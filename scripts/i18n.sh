@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python}"
 command -v "$PY" >/dev/null 2>&1 || PY=.venv/bin/python
 LOC=src/gpuplan/locale
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 if [ "${1:-}" != "compile" ]; then
   "$PY" -m babel.messages.frontend extract -F babel.cfg -k tr -k _ -k N_ --no-location --sort-output \
     --project gpuplan --copyright-holder "gpuplan developers" -o "$LOC/gpuplan.pot" src

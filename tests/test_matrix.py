@@ -23,6 +23,7 @@ import yaml
 from rich.console import Console
 
 from clirun import run_cli
+from gpuplan.i18n import tr
 from gpuplan.plan import recommend
 from gpuplan.plan.record import PLATFORMS, Plan
 from gpuplan.render.recommend import PLATFORM_LABELS, render_recommendation
@@ -99,7 +100,7 @@ def test_text_table_shows_the_platform(cell, lang):
     if not _applies(*cell):
         assert "platforms" in text                    # the binding constraint, said in one line
         return
-    label = PLATFORM_LABELS[cell[1]]
+    label = tr(PLATFORM_LABELS[cell[1]], lang)      # "Function Compute" is 函数计算 FC in Chinese
     assert label in text, text
     assert rec.plans[0].short_name in text
 
@@ -180,7 +181,7 @@ def test_the_bursty_chat_service_ranks_function_compute_first_and_renders(tmp_pa
     assert {p.platform for p in rec.plans} >= {"function-compute", "ecs"}
     for lang in ("en", "zh"):
         text = _text(rec, lang)
-        assert "Function Compute" in text and "fc.gpu.ada.1" in text
+        assert tr("Function Compute", lang) in text and "fc.gpu.ada.1" in text
     path = tmp_path / "bursty.yaml"
     path.write_text(yaml.safe_dump(w))
     for lang in ("en", "zh"):

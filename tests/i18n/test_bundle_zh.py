@@ -143,3 +143,44 @@ def test_bundle_errors_follow_the_command_language(tmp_path):
         build_bundle(plan, workload, est, tmp_path)
     assert zh.value.message == f"{tmp_path} 已存在。" and "--force" in zh.value.hint
     assert english_sentences(zh.value.message + "\n" + zh.value.hint) == []
+
+
+@pytest.mark.parametrize("key", ["vllm_service", "training-lora"])
+def test_chinese_alerts_and_dashboard_titles(key):
+    """alerts.yml annotations and Grafana panel titles follow the language; names, expressions, labels and the
+    Prometheus template expressions ({{ $labels.instance }} ...) stay as in the English bundle."""
+    import json
+
+    import yaml
+
+    en, zh = bundle(key, "en"), bundle(key, "zh")
+    rules_en = [r for g in yaml.safe_load(en["monitoring/alerts.yml"])["groups"] for r in g["rules"]]
+    rules_zh = [r for g in yaml.safe_load(zh["monitoring/alerts.yml"])["groups"] for r in g["rules"]]
+    assert [(r["alert"], r["expr"], r["labels"]) for r in rules_zh] == [(r["alert"], r["expr"], r["labels"])
+                                                                         for r in rules_en]
+    for r_en, r_zh in zip(rules_en, rules_zh, strict=True):
+        for k, text in r_zh["annotations"].items():
+            assert CJK.search(text) and english_sentences(text) == [], text
+            assert sorted(re.findall(r"\{\{[^}]*\}\}", text)) == sorted(re.findall(r"\{\{[^}]*\}\}", r_en["annotations"][k]))
+    panels_en = json.loads(en["monitoring/grafana-dashboard.json"])["panels"]
+    panels_zh = json.loads(zh["monitoring/grafana-dashboard.json"])["panels"]
+    assert [p["targets"] for p in panels_zh] == [p["targets"] for p in panels_en]
+    assert all(CJK.search(p["title"]) for p in panels_zh)
+
+
+@pytest.mark.parametrize("call", ["text", "id", "argument"])
+def test_bundle_input_errors_follow_the_language(call):
+    """render/bundle/safe.py refuses unsafe values with one GpuplanError, Chinese under zh (field kept English)."""
+    from gpuplan.errors import GpuplanError
+    from gpuplan.i18n import use_lang
+    from gpuplan.render.bundle import safe
+
+    fn, value, field = {"text": (safe.check_text, "a\nb", "job name"), "id": (safe.check_id, "gn7 i", "instance type"),
+                        "argument": (safe.check_argument, "-rf", "model")}[call]
+    with pytest.raises(GpuplanError) as en:
+        fn(value, field)
+    with use_lang("zh"), pytest.raises(GpuplanError) as zh:
+        fn(value, field)
+    assert field in en.value.message and zh.value.field == en.value.field == field
+    assert CJK.search(zh.value.message) and CJK.search(zh.value.hint)
+    assert english_sentences(zh.value.message + "\n" + zh.value.hint) == []

@@ -4,10 +4,8 @@ Each command runs in-process through the CLI's entry point (`gpuplan.cli.main`),
 exactly what a user sees on stdout and stderr. `english_sentences()` ignores ids, units, numbers, code and
 paths; what it still finds is an untranslated sentence.
 
-Scope: the plan and render modules (ranked plans, reasons, comparison, PLAN.md, the estimate's layout
-line, table captions) are converted in a second pass. The sentences found may only be ones listed in
-`tests/i18n/pending.txt` (one per line): anything new fails, and the second pass empties the file (a test
-also fails on entries no longer printed). Error messages allow nothing.
+The sentences found may only be ones listed in `tests/i18n/pending.txt` (one per line; empty since the
+second pass): anything new fails, and so do entries no longer printed. Error messages allow nothing.
 
 Bundled catalog data (source citations, notes, architecture names) is shown as written, in English:
 phrases that occur in a record's own values (its `--json` document) are not sentences of gpuplan's.
@@ -120,6 +118,7 @@ PLANS = [
     ("quick", ["quick", "--params", "7B"]),
     ("quick-infer", ["quick", "--params", "70B", "--task", "infer"]),
     *[(f"compare-{p.stem}", ["compare", str(p)]) for p in EXAMPLES[:2]],
+    ("recommend-function-compute", ["recommend", str(Path(__file__).with_name("bursty-qwen7b.yaml"))]),
 ]
 
 
@@ -192,3 +191,16 @@ def test_pending_list_has_no_stale_entries(monkeypatch, capsys, tmp_path):
     seen.update(english_sentences(text))
     stale = sorted(pending() - {c.strip() for c in seen})
     assert stale == [], "no longer printed; remove from tests/i18n/pending.txt:\n" + "\n".join(stale)
+
+
+@pytest.mark.parametrize("workload,marker", [("model: qwen-7\ntask: lora\n", "未知的模型"),
+                                             ("model: qwen2.5-7b\ntask: lora\nhardware: {instance_type: ecs.gn99-x}\n",
+                                              "未知的实例规格")])
+def test_plan_errors_speak_chinese(workload, marker, tmp_path, monkeypatch, capsys):
+    """`gpuplan plan` computes the plan in English (for plan.json): its errors still reach the user in Chinese."""
+    path = tmp_path / "w.yaml"
+    path.write_text(workload, encoding="utf-8")
+    code, text = run_cli(["plan", str(path), "--out", str(tmp_path / "out"), "--lang", "zh"], monkeypatch, capsys)
+    assert code == 2 and text.startswith("错误") and marker in text and "提示" in text, text
+    assert english_sentences(text) == [], text
+    assert not (tmp_path / "out").exists()

@@ -107,20 +107,24 @@ def resolve_remote(ref: str, *, fetcher: Fetcher | None = None, cache_dir: str |
     note: str
     if path.is_file():
         cfg = _decode(path.read_bytes(), str(path))
-        note = f"shape from {repo}'s config.json cached at {path} (downloaded earlier from {url})"
+        note = _("shape from {repo}'s config.json cached at {path} (downloaded earlier from {url})").format(
+            repo=repo, path=path, url=url)
     else:
         if not (online if online is not None else online_enabled()):
             err = get_model_error(ref)
-            err.hint = ((err.hint + " ") if err.hint else "") + (
-                f"gpuplan is offline by default: set {ONLINE_ENV}=1 to fetch {repo}'s config.json from "
-                f"{'ModelScope' if hub == 'modelscope' else 'the Hugging Face Hub'}, or pass a local config.json path.")
+            offline = (_("gpuplan is offline by default: set {env}=1 to fetch {repo}'s config.json from ModelScope, "
+                         "or pass a local config.json path.") if hub == "modelscope" else
+                       _("gpuplan is offline by default: set {env}=1 to fetch {repo}'s config.json from the Hugging Face "
+                         "Hub, or pass a local config.json path.")).format(env=ONLINE_ENV, repo=repo)
+            err.hint = ((err.hint + " ") if err.hint else "") + offline
             raise err
         try:
             raw = (fetcher or urllib_fetcher)(url)
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            raise GpuplanError(f"Could not download {url}: {exc}.",
-                               hint=f"Check the model id and the network, set HF_TOKEN for gated repos, or pass a "
-                                    f"local config.json path. Unset {ONLINE_ENV} to use the bundled library only.",
+            raise GpuplanError(_("Could not download {url}: {exc}.").format(url=url, exc=exc),
+                               hint=_("Check the model id and the network, set HF_TOKEN for gated repos, or pass a "
+                                      "local config.json path. Unset {env} to use the bundled library only.").format(
+                                   env=ONLINE_ENV),
                                field="model") from None
         cfg = _decode(raw, url)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,6 +132,7 @@ def resolve_remote(ref: str, *, fetcher: Fetcher | None = None, cache_dir: str |
         tmp.write_text(json.dumps(cfg, indent=1, sort_keys=True), encoding="utf-8")
         tmp.replace(path)
         day = datetime.now(timezone.utc).date().isoformat()
-        note = f"shape from {repo}'s config.json downloaded from {url} on {day} (not in the bundled library)"
+        note = _("shape from {repo}'s config.json downloaded from {url} on {day} (not in the bundled library)").format(
+            repo=repo, url=url, day=day)
     spec = from_hf_config(cfg, name=repo)
     return replace(spec, source=url, assumptions=(note, *spec.assumptions))

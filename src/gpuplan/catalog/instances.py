@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from gpuplan.errors import GpuplanError, did_you_mean, unknown_name_error
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 DEFAULT_CLOUD = "alibaba"
 CACHE_ENV = "GPUPLAN_CACHE_DIR"
@@ -40,6 +40,10 @@ INSTANCE_COLUMNS: tuple[str, ...] = (
 )
 KINDS = ("vm", "bare-metal", "vgpu", "scc")
 STATUSES = ("ga", "preview", "ticket", "not-recommended", "retired", "unconfirmed")
+# the statuses and GPU bases as text output names them (msgids; JSON keeps the codes)
+STATUS_NAMES = {"ga": N_("ga"), "preview": N_("preview"), "ticket": N_("ticket"),
+                "not-recommended": N_("not-recommended"), "retired": N_("retired"), "unconfirmed": N_("unconfirmed"),
+                "inferred": N_("inferred"), "named": N_("named")}
 GPU_BASES = ("named", "inferred", "unconfirmed")
 RDMA_KINDS = ("erdma", "roce", "efa", "ib")
 INTERCONNECTS = ("nvswitch", "nvlink", "pcie", "pcie-switch")
@@ -213,7 +217,8 @@ def _choice(raw: str | None, column: str, allowed: Iterable[str], where: str, *,
     if (empty_ok and not value) or value in allowed:
         return value
     raise GpuplanError(_("{where}: column {column!r} has unknown value {value!r}.").format(where=where, column=column, value=value),
-                       hint=f"Allowed: {', '.join(allowed)}" + (" or empty." if empty_ok else "."))
+                       hint=(_("Allowed: {values} or empty.") if empty_ok else _("Allowed: {values}.")).format(
+                           values=", ".join(allowed)))
 
 
 def read_csv_rows(text: str, source: str, required_columns: Iterable[str]) -> list[tuple[int, dict[str, str]]]:

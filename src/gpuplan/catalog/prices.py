@@ -36,7 +36,7 @@ from gpuplan.catalog.instances import (
 )
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.units import HOURS_PER_MONTH
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _, localize
 
 PRICE_COLUMNS: tuple[str, ...] = (
     "instance_type", "region", "billing", "price", "unit", "currency", "as_of", "source", "confidence", "notes",
@@ -254,6 +254,26 @@ def offers_for(
     return sorted(out, key=lambda o: (-o.as_of.toordinal(), o.price_per_hour))
 
 
+# The rules scripts/gen_price_estimates.py writes into the ``rule`` column of prices.csv. They are msgids,
+# so an estimate's rule is shown translated (``i18n.localize`` reads the values back out of the English).
+RULE_PER_GPU = N_("per-GPU price of {sibling} ({currency} {price}/h for {gpus}, {region}, {as_of}) x {count}")
+RULE_VGPU_MARKUP = N_("{rule} x {markup} (vGPU markup: {vgpu} CNY {vgpu_price}/h for {vgpu_gpus} GPU vs {full} CNY "
+                      "{full_price}/h for 1 GPU)")
+RULE_MAINLAND = N_("cn-shanghai {how} ({currency} {price}/{unit}, {as_of}) applied to {region}: mainland list prices "
+                   "assumed equal across cn-hangzhou, cn-shanghai and cn-beijing")
+RULE_MAINLAND_ESTIMATE = N_("cn-shanghai {how} ({currency} {price}/{unit}, {as_of}; {base_rule}) applied to {region}: "
+                            "mainland list prices assumed equal across cn-hangzhou, cn-shanghai and cn-beijing")
+RULE_INTL = N_("cn-shanghai {how} CNY {price}/h ({as_of}) / {usd_cny} CNY/USD (ECB {fx_date}) x {ratio} "
+               "(Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
+RULE_INTL_ESTIMATE = N_("cn-shanghai {how} CNY {price}/h ({as_of}; {base_rule}) / {usd_cny} CNY/USD (ECB {fx_date}) x "
+                        "{ratio} (Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
+# the price units the rules name ("{unit}" above)
+RULE_UNITS = {"hour": N_("h"), "month": N_("month")}
+# what an estimate was derived from ("{how}" above), by the base price's kind
+RULE_BASIS = {"estimated": N_("estimate"), "official": N_("official price"), "third-party": N_("third-party price"),
+              "inferred": N_("inferred price"), "user": N_("user price")}
+
+
 def source_label(offer: Offer) -> str:
     """A few words on where a price comes from, for notes ("third-party console snapshot")."""
     if offer.origin.startswith("user:"):
@@ -261,10 +281,10 @@ def source_label(offer: Offer) -> str:
     if offer.origin == "cache":
         return _("live refresh")
     if offer.kind == "estimated":
-        return _("estimated: {rule}").format(rule=offer.rule)
+        return _("estimated: {rule}").format(rule=localize(offer.rule))
     for entry in load_sources().values():
         if offer.source in (entry.get("url"), entry.get("title")) and entry.get("label"):
-            return str(entry["label"])
+            return localize(str(entry["label"]))
     return _("official price") if offer.confidence == "confirmed" else _("unconfirmed price")
 
 

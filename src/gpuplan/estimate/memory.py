@@ -515,7 +515,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
              _("optimizer states: {optimizer} ({mode} precision, {bytes:g} bytes/param)").format(
                  optimizer=t.optimizer, mode=_(mode), bytes=state_b)]
     if zero >= 3 and dp > 1:
-        notes.append(_("ZeRO-3 / FSDP: every weight{peft} is sharded {dp} ways; two gathered blocks and the embedding/head are live at a time").format(peft=' (the frozen base included)' if peft else '', dp=dp))
+        notes.append(_("ZeRO-3 / FSDP: every weight{peft} is sharded {dp} ways; two gathered blocks and the embedding/head are live at a time").format(peft=_(' (the frozen base included)') if peft else '', dp=dp))
     if paged:
         notes.append(_("paged optimizer: states live in CUDA unified memory outside PyTorch's allocator and page to host RAM when the GPU runs short (they never cause an out-of-memory error)"))
     if in_bwd:
@@ -655,9 +655,10 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
         reserved = per_gpu - ctx - nccl
         notes.append(_("{framework} pre-allocates {util:.0%} of GPU memory; the KV pool takes what weights and activations leave").format(framework=t.framework, util=util))
         if s.is_mla and layout.tp > 1:
-            notes.append("MLA latent cache: every TP rank keeps the whole latent of its sequences"
-                         + (" (data-parallel attention: each rank serves 1/tp of them)" if layout.dp_attention
-                            else " (not split by TP; parallel.dp_attention: true splits the sequences instead)"))
+            notes.append(_("MLA latent cache: every TP rank keeps the whole latent of its sequences (data-parallel "
+                           "attention: each rank serves 1/tp of them)") if layout.dp_attention else
+                         _("MLA latent cache: every TP rank keeps the whole latent of its sequences (not split by TP; "
+                           "parallel.dp_attention: true splits the sequences instead)"))
         elif layout.tp > s.kv_heads and not layout.dp_attention:
             notes.append(_("{kv_heads} KV heads over TP {tp}: heads are replicated, one per rank").format(kv_heads=s.kv_heads, tp=layout.tp))
         if needed > reserved_engine:
@@ -673,9 +674,9 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     old_logits = prompt_logits_bytes_per_vocab(t.framework, t.framework_version)
     if old_logits:
         act += old_logits * s.vocab / layout.tp * t.prompt_tokens * t.concurrency
-        notes.append(f"transformers {t.framework_version} computes the logits of every prompt position in generate "
-                     f"(bf16 + fp32 copy, {old_logits:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps "
-                     "only the last")
+        notes.append(_("transformers {version} computes the logits of every prompt position in generate (bf16 + fp32 "
+                       "copy, {bytes:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps only the last").format(
+            version=t.framework_version, bytes=old_logits))
     cat_copy = kv / max(1, s.layers / layout.pp)  # one layer's cache copied while it grows
     seq_tokens_all = max(1, t.prompt_tokens + t.output_tokens)
     kv_prompt = kv * t.prompt_tokens / seq_tokens_all

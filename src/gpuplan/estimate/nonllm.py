@@ -65,8 +65,9 @@ def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, f
         over = float(inf["eager_cpu_s_per_layer"]) * layers
     decode = tokens * (step_gpu + over)
     encode = enc * batch / (peak * eff)
-    notes.append(f"speech: encoder {encode:.2f} s per batch of {batch}, then {tokens:.0f} decoder steps of "
-                 f"{(step_gpu + over) * 1000:.1f} ms ({tokens:.0f} tokens per {30 * windows:.0f} s, assumed)")
+    notes.append(_("speech: encoder {encode:.2f} s per batch of {batch}, then {tokens:.0f} decoder steps of {step_ms:.1f} ms "
+                   "({tokens:.0f} tokens per {window_s:.0f} s, assumed)").format(
+        encode=encode, batch=batch, tokens=tokens, step_ms=(step_gpu + over) * 1000, window_s=30 * windows))
     per_sample = enc + tokens * float(comps["decode_flops_per_token"])
     return encode + decode, per_sample
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.params import table
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.catalog.gpus import GpuSpec
@@ -105,7 +105,10 @@ class Layout:
         return self.tp * self.pp * self.cp * self.dp
 
     def describe(self) -> str:
-        parts = [f"TP{self.tp}", f"PP{self.pp}" + (" (layer split)" if self.naive_pipeline else ""), f"DP{self.dp}"]
+        """"TP1, PP1, DP1, ckpt full, mb 1 x ga 16": English (it is a JSON value); its parts are msgids, so
+        text output shows it translated with ``i18n.localize``."""
+        parts = [f"TP{self.tp}", N_("PP{pp} (layer split)").format(pp=self.pp) if self.naive_pipeline else f"PP{self.pp}",
+                 f"DP{self.dp}"]
         if self.cp > 1:
             parts.insert(2, f"CP{self.cp}")
         if self.ep > 1:
@@ -115,9 +118,9 @@ class Layout:
         elif self.zero:
             parts.append(f"ZeRO-{self.zero}")
         if self.offload != "none":
-            parts.append(f"offload {self.offload}")
-        parts.append(f"ckpt {self.checkpointing}")
-        parts.append(f"mb {self.micro_batch} x ga {self.grad_accum}")
+            parts.append(N_("offload {target}").format(target=self.offload))
+        parts.append(N_("ckpt {mode}").format(mode=self.checkpointing))
+        parts.append(N_("mb {micro} x ga {accum}").format(micro=self.micro_batch, accum=self.grad_accum))
         return ", ".join(parts)
 
 

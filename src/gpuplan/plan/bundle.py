@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 from gpuplan.workload import Workload, resolve_defaults
 
 
@@ -29,7 +30,7 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
     if par.get("gradient_accumulation"):
         changes["gradient_accumulation"] = par["gradient_accumulation"]
     fixed = w.with_updates(**changes)
-    resolved, _ = resolve_defaults(fixed)
+    resolved, _notes = resolve_defaults(fixed)
     return resolved
 
 
@@ -43,7 +44,7 @@ def bundle_inputs(plan, w: Workload) -> tuple[Workload, dict[str, Any]]:
     from gpuplan.estimate.core import estimate
 
     if plan.platform == "function-compute":
-        resolved, _ = resolve_defaults(plan.estimate.workload)
+        resolved, _notes = resolve_defaults(plan.estimate.workload)
         return resolved, plan.estimate.to_dict()
     resolved = workload_for_plan(w, plan.to_dict())
     return resolved, estimate(resolved).to_dict()
@@ -51,24 +52,34 @@ def bundle_inputs(plan, w: Workload) -> tuple[Workload, dict[str, Any]]:
 
 def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = False, lang: str = "en",
                       top: int = 5) -> tuple[Path, dict[str, Any]]:
+    """Recommend, pick a plan and write its bundle. The plan is computed in English whatever ``lang`` is:
+    plan.json is the JSON contract (its values never change with the language); PLAN.md and the scripts'
+    messages show that English text translated (:func:`gpuplan.i18n.localize`)."""
+    from gpuplan.i18n import localize, use_lang
     from gpuplan.plan import recommend
     from gpuplan.render.bundle import build_bundle
 
     if pick < 1 or pick > 20:
-        raise GpuplanError(f"--pick {pick} is out of range.", hint="Pick 1 (the best plan) to 20.")
-    rec = recommend(w, top=max(top, pick))
-    data = rec.to_dict()
-    plans = data["plans"]
+        raise GpuplanError(_("--pick {pick} is out of range.").format(pick=pick), hint=_("Pick 1 (the best plan) to 20."))
+    try:
+        with use_lang("en"):
+            rec = recommend(w, top=max(top, pick))
+            data = rec.to_dict()
+            plans = data["plans"]
+            if plans and pick <= len(plans):
+                resolved, est = bundle_inputs(rec.plans[pick - 1], w)
+    except GpuplanError as err:    # the user's error in the user's language
+        raise GpuplanError(localize(err.message, lang), localize(err.hint, lang), field=err.field,
+                           web_hint=localize(err.web_hint, lang) if err.web_hint else None, kind=err.kind) from None
     if not plans:
-        binding = "; ".join(str(b.get("text", b)) if isinstance(b, dict) else str(b)
-                            for b in data.get("binding_constraints", [])) or "no feasible plan"
-        raise GpuplanError(f"No plan satisfies the workload: {binding}.",
-                           hint="Relax the budget, deadline, families or platforms; `gpuplan recommend` shows why.")
+        binding = _("; ").join(localize(str(b.get("text", b)) if isinstance(b, dict) else str(b), lang)
+                               for b in data.get("binding_constraints", [])) or _("no feasible plan")
+        raise GpuplanError(_("No plan satisfies the workload: {binding}.").format(binding=binding),
+                           hint=_("Relax the budget, deadline, families or platforms; `gpuplan recommend` shows why."))
     if pick > len(plans):
-        raise GpuplanError(f"Only {len(plans)} plan(s) were found; --pick {pick} does not exist.",
-                           hint=f"Use --pick 1 to {len(plans)}.")
+        raise GpuplanError(_("Only {n} plan(s) were found; --pick {pick} does not exist.").format(n=len(plans), pick=pick),
+                           hint=_("Use --pick 1 to {n}.").format(n=len(plans)))
     plan = plans[pick - 1]
-    resolved, est = bundle_inputs(rec.plans[pick - 1], w)
     path = build_bundle(plan, resolved, est, Path(out), lang=lang, force=force, rejected=data.get("rejected"),
                         pareto=data.get("pareto"))
     files = [p for p in Path(path).rglob("*") if p.is_file()]

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from gpuplan.catalog.prices import Offer, source_label
-from gpuplan.i18n import _
+from gpuplan.i18n import _, localize
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
 
 SPOT_SOURCE = "https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance"
@@ -198,15 +198,17 @@ class PriceBook:
             f, rule, source = self.spot_fraction(base.cloud)
             if f is None:
                 return None
-            rule = f"spot = {f:.0%} of the pay-as-you-go price ({rule})"
+            rule = _("spot = {fraction} of the pay-as-you-go price ({rule})").format(fraction=f"{f:.0%}",
+                                                                                    rule=localize(rule))
             if base.estimated:
-                rule += f"; the pay-as-you-go price is itself estimated: {base.rule}"
+                rule = _("{rule}; the pay-as-you-go price is itself estimated: {base_rule}").format(
+                    rule=rule, base_rule=localize(base.rule))
             # pessimistic: the top of the spot range, on top of the pay-as-you-go price's own margin
             top = max(self.spot.fraction_range[1], f)
             margin = (1.0 + kind_margin(base.kind, base.estimated)) * top / f - 1.0
             return Price("spot", self._conv(base.price_per_hour, base.currency) * f, None, self.currency, base.region,
                          base.as_of.isoformat(), source, estimated=True,
-                         note=f"estimated: {rule}; check the console", kind="estimated", rule=rule, margin=margin)
+                         note=_("estimated: {rule}; check the console").format(rule=rule), kind="estimated", rule=rule, margin=margin)
         return None
 
     def spot_fraction(self, cloud: str) -> tuple[float | None, str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from gpuplan.i18n import N_, tr
+from gpuplan.i18n import N_, localize, tr
 from gpuplan.units import HOURS_PER_MONTH
 
 # Line item and quantity texts: English in the JSON contract, translated in PLAN.md (:func:`item_text`).
@@ -58,8 +58,8 @@ def _text(msg: Text, lang: str = "en") -> str:
 
 def item_text(line: dict, lang: str) -> tuple[str, str]:
     """(item, quantity) of one line in ``lang`` (the JSON keeps the English)."""
-    item = _text(line["_item"], lang) if "_item" in line else str(line["item"])
-    qty = _text(line["_quantity"], lang) if "_quantity" in line else str(line.get("quantity") or "")
+    item = _text(line["_item"], lang) if "_item" in line else localize(str(line["item"]), lang)
+    qty = _text(line["_quantity"], lang) if "_quantity" in line else localize(str(line.get("quantity") or ""), lang)
     return item, qty
 
 

@@ -43,7 +43,7 @@ from typing import Any
 
 import yaml
 
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory, rnd
 from gpuplan.units import GIB, HOUR_S, HOURS_PER_MONTH
 
@@ -490,7 +490,7 @@ def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region
     }
     return Plan(platform="function-compute", instance_type=g.gpu_type, instance_count=replicas, gpu=g.gpu,
                 gpus_total=replicas, parallel={"tp": 1, "pp": 1, "dp": 1},
-                layout=f"{slice_gib:g} GB slice of one {g.gpu}", memory=PlanMemory.of(est), performance=perf,
+                layout=N_("{gib} GB slice of one {gpu}").format(gib=f"{slice_gib:g}", gpu=g.gpu), memory=PlanMemory.of(est), performance=perf,
                 cost=cost, advice=PlanAdvice(why=why, warnings=tuple(warnings)), details=details,
                 cost_key=monthly, time_key=latency, estimate=est)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import _, localize
 from gpuplan.units import GIB
 from gpuplan.workload import TASK_ALIASES
 
@@ -142,7 +142,7 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
         notes.extend(why)
     if best is not None:
         notes.append(_("estimator's pick: {n} x {instance} ({gpus} x {gpu}), {layout}").format(
-            n=best.instance_count, instance=best.short_name, gpus=best.gpus_total, gpu=best.gpu, layout=best.layout))
+            n=best.instance_count, instance=best.short_name, gpus=best.gpus_total, gpu=best.gpu, layout=localize(best.layout)))
     return QuickResult(pb, t, bucket, says, gpu, count, fits, mem, cap, verdict, notes, free, fp, alt)
 
 

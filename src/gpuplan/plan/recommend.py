@@ -15,7 +15,7 @@ from typing import Any
 from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType, load_instances
 from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import N_, _
+from gpuplan.i18n import N_, _, localize
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
@@ -287,7 +287,7 @@ def _unpriced(plans: list[_Draft]) -> list[dict]:
         if p.price_per_hour is None and p.billing is None and t not in out:
             out[t] = {"instance_type": t, "cloud": p.cand.inst.cloud, "gpu": p.cand.inst.gpu,
                       "gpus_total": p.gpus_total, "instance_count": p.instance_count,
-                      "reason": "feasible, price unknown: refresh or pass --prices"}
+                      "reason": _("feasible, price unknown: refresh or pass --prices")}
     return list(out.values())
 
 
@@ -357,9 +357,9 @@ def _variants(w: Workload, cons) -> list[Variant]:
         except GpuplanError:
             continue
     if not out:
-        raise GpuplanError(f"None of the allowed quantizations {qs} works with task {w.task}.",
-                           hint="QLoRA needs a 4-bit or 8-bit base: allow bnb-nf4 (or int4/awq/gptq) in "
-                                "constraints.quantization.", field="constraints.quantization")
+        raise GpuplanError(_("None of the allowed quantizations {qs} works with task {task}.").format(qs=qs, task=w.task),
+                           hint=_("QLoRA needs a 4-bit or 8-bit base: allow bnb-nf4 (or int4/awq/gptq) in "
+                                  "constraints.quantization."), field="constraints.quantization")
     return out
 
 
@@ -376,7 +376,8 @@ def _instances(w: Workload, given, cache_dir) -> list[InstanceType]:
         want = hw.instance_type.lower().removeprefix("ecs.")
         insts = [i for i in insts if i.short_name.lower() == want]
         if not insts:
-            raise GpuplanError(f"Unknown instance type {hw.instance_type!r}.", hint="See `gpuplan instances`.")
+            raise GpuplanError(_("Unknown instance type {name!r}.").format(name=hw.instance_type),
+                               hint=_("See `gpuplan instances`."))
     if hw and hw.gpu:
         from gpuplan.catalog.gpus import resolve_gpu
 
@@ -684,7 +685,7 @@ def _serving_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None
                            "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
     if group_rate > 0:
         unit = "req/s" if ctx.llm else "images/s" if getattr(ctx.model, "kind", "") == "diffusion" else "req/s"
-        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": c.layout.describe().split(", ckpt")[0],
+        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": localize(c.layout.describe().split(", ckpt")[0]),
                 "rate": f"{group_rate:.2f}", "unit": unit}
         if sizing is None:
             text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit} (no request rate given: "
@@ -787,7 +788,7 @@ def _headline(ctx: _Ctx, p: Plan, objective: str) -> str:
              if cost is not None else _("no price known"))
     args = {"n": p.instance_count, "instance": p.short_name, "gpus": f"{p.gpus_per_replica} x {p.gpu}",
             "billing": _(p.cost.billing or "unpriced"), "cost": money,
-            "platform": PLATFORM_NAMES.get(p.platform, p.platform)}
+            "platform": _(PLATFORM_NAMES.get(p.platform, p.platform))}
     if p.is_ecs:
         tmpl = {"cost": _("cheapest feasible plan: {n} x {instance} ({gpus} per replica), {billing}, {cost}"),
                 "time": _("fastest feasible plan: {n} x {instance} ({gpus} per replica), {billing}, {cost}"),

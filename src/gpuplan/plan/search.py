@@ -22,7 +22,7 @@ from gpuplan.estimate.system import (
     sequence_parallel,
     system_for_instance,
 )
-from gpuplan.i18n import _
+from gpuplan.i18n import _, localize
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import (
     OFFLOAD_ORDER,
@@ -239,7 +239,7 @@ class Searcher:
             r = None
             if e is None:
                 r = fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
-                    label=fz.gpu_label(inst), layout=lay.describe()))
+                    label=fz.gpu_label(inst), layout=localize(lay.describe())))
             elif not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
                 r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes,
                                      functools.partial(self._what, lay, v, system), self.headroom)
@@ -272,7 +272,7 @@ class Searcher:
                 continue
             c.why.extend(self._knob_why(k, evaluated))
             if k.optimizer:
-                c.why.append("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group")
+                c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
             cands.append(c)
         return bool(found)
 
@@ -280,7 +280,7 @@ class Searcher:
         bits = []
         if self.training:
             bits.append(_("at seq {n}").format(n=v.w.seq_len))
-            bits.append(_("ckpt {mode}").format(mode=lay.checkpointing))
+            bits.append(_("ckpt {mode}").format(mode=_(lay.checkpointing)))
             if lay.zero:
                 bits.append(f"ZeRO-{lay.zero}")
             if lay.offload != "none":
@@ -292,7 +292,8 @@ class Searcher:
                 bits.append(v.quantization)
         if lay.tp > 1 or lay.pp > 1:
             bits.append(f"TP{lay.tp} PP{lay.pp}")
-        bits.append(f"{system.total_gpus} GPU" + ("s" if system.total_gpus > 1 else ""))
+        n = system.total_gpus
+        bits.append(_("{n} GPUs").format(n=n) if n > 1 else _("1 GPU") if n == 1 else _("{n} GPU").format(n=n))
         return _("({items})").format(items=_(", ").join(bits))
 
     def _post_checks(self, c: Candidate, reject) -> bool:
@@ -320,7 +321,7 @@ class Searcher:
             got = evaluated.get(down)
             if got and got[2] is not None and got[2].code in ("memory", "host_memory"):
                 if feature.endswith(" checkpointing"):
-                    feature = _("{mode} checkpointing").format(mode=feature.removesuffix(" checkpointing"))
+                    feature = _("{mode} checkpointing").format(mode=_(feature.removesuffix(" checkpointing")))
                 elif feature == "CPU offload":
                     feature = _("CPU offload")
                 reason = re.split(r": |：", got[2].reason, maxsplit=1)[-1]

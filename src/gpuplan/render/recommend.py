@@ -7,7 +7,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from gpuplan.i18n import N_, tr
+from gpuplan.i18n import N_, localize, tr
 from gpuplan.plan.record import Plan
 from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
 from gpuplan.units import GIB, fmt_duration
@@ -37,12 +37,12 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
     platforms = {p.platform for p in rec.plans}
     cols: list[tuple[Column, Callable[[Plan], str]]] = [(Column("#", 0, "right"), lambda p: str(p.rank))]
     if platforms != {"ecs"}:
-        cols.append((Column(t("Platform"), 1), lambda p: PLATFORM_LABELS[p.platform]))
+        cols.append((Column(t("Platform"), 1), lambda p: t(PLATFORM_LABELS[p.platform])))
     cols += [
         (Column(t("Instance type"), 0), lambda p: p.short_name),
         (Column(t("Instances"), 2, "right"), lambda p: str(p.instance_count)),
         (Column("GPU", 2), lambda p: f"{p.gpus_total} x {p.gpu}"),
-        (Column(t("Layout"), 5), lambda p: p.layout),
+        (Column(t("Layout"), 5), lambda p: localize(p.layout, lang)),
         (Column(t("Memory/GPU"), 4, "right"), _memory),
         (Column(t("Billing"), 1), lambda p: t(p.cost.billing) if p.cost.billing else t("unpriced")),
         (Column(t("Per hour"), 3, "right"), lambda p: _price(p, p.cost.price_per_hour, cur)),
@@ -94,18 +94,19 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
     """Print the plans table, advice for the top plan, why-not notes, rejections and binding constraints."""
     console = console or Console()
     t = lambda s: tr(s, lang)  # noqa: E731
+    colon = "：" if lang == "zh" else ": "
     if not rec.plans:
         console.print(f"[bold red]{t('No plan satisfies the workload')}[/]")
         console.print(f"[bold]{t('Binding constraints')}[/]")
         for b in rec.binding_constraints:
-            console.print(f"  - {b['text']}")
+            console.print(f"  - {localize(b['text'], lang)}")
         _rejected(rec, console, t, limit=8)
         return
     print_fitted(console, plans_table(rec, lang, console.width, wide), wide)
     best = rec.plans[0]
     console.print(f"[bold]{t('Why')}[/]")
     for line in best.advice.why:
-        console.print(f"  - {line}")
+        console.print(f"  - {localize(line, lang)}")
     st = best.advice.storage or {}
     if st:
         disk = st.get("disk") or {}
@@ -116,20 +117,21 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
             line += f"; {shared['kind'].upper()} {shared['capacity_tib']} TiB ({shared['why']})"
         tail = tr("{disk}; read {read} MB/s, checkpoint {ckpt} GiB", lang).format(
             disk=line, read=st.get("read_mb_s"), ckpt=f"{(st.get('checkpoint_bytes') or 0) / GIB:.1f}")
-        console.print(f"[bold]{t('Storage')}[/]: {tail}")
+        console.print(f"[bold]{t('Storage')}[/]{colon}{tail}")
     net = best.advice.network
     if net:
-        console.print(f"[bold]{t('Network')}[/]: {net.get('text')}")
+        console.print(f"[bold]{t('Network')}[/]{colon}{localize(str(net.get('text')), lang)}")
         env = net.get("nccl_env") or {}
         if env:
             console.print("  " + " ".join(f"{k}={v}" for k, v in env.items()))
     if rec.why_not:
         console.print(f"[bold]{t('Why not')}[/]")
         for line in rec.why_not:
-            console.print(f"  - {line}")
+            console.print(f"  - {localize(line, lang)}")
     names = [n for p in rec.all_plans for n in (p.short_name, p.instance_type)]
-    warnings = said_once(rec.warnings, names, lambda n: t("(and {n} more like it)").format(n=n))
-    for head, items in (("Warnings", warnings), ("Assumptions", rec.assumptions)):
+    warnings = said_once([localize(w, lang) for w in rec.warnings], names,
+                         lambda n: t("(and {n} more like it)").format(n=n))
+    for head, items in (("Warnings", warnings), ("Assumptions", [localize(a, lang) for a in rec.assumptions])):
         if items:
             console.print(f"[bold]{t(head)}[/]")
             for line in items:

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 from rich.console import Console
 from rich.table import Table
 
-from gpuplan.i18n import N_, tr
+from gpuplan.i18n import N_, localize, tr
 from gpuplan.units import GIB, fmt_bytes, fmt_duration
 
 
@@ -47,6 +47,7 @@ def instances_table(insts: Iterable, lang: str, prices: dict | None = None, *, w
                     wide: bool = False):
     """Instance types as a fitted table (render.fit): type, GPU and price first; the rest by priority,
     folded into a detail line when the terminal is narrow. ``prices``: {instance type: (price, where)}."""
+    from gpuplan.catalog.instances import STATUS_NAMES
     from gpuplan.plan.record import PRICE_MARKS
     from gpuplan.render.fit import Column, fitted_table, price_legend
 
@@ -58,9 +59,11 @@ def instances_table(insts: Iterable, lang: str, prices: dict | None = None, *, w
     cols = [Column(tr(name, lang), prio, just) for name, prio, just in spec]
     rows = []
     for i in insts:
-        gpu = i.gpu + ("" if i.gpu_basis == "named" else " (" + i.gpu_basis + ")")
+        gpu = i.gpu + ("" if i.gpu_basis == "named" else tr(" ({basis})", lang).format(
+            basis=tr(STATUS_NAMES.get(i.gpu_basis, i.gpu_basis), lang)))
         row = [i.instance_type, gpu, _num(i.gpu_count, "{:.4g}"), _num(i.gpu_memory_gib), i.family, _num(i.vcpus),
-               _num(i.memory_gib), _num(i.network_gbit_s), i.rdma or "-", i.interconnect or "-", i.status]
+               _num(i.memory_gib), _num(i.network_gbit_s), i.rdma or "-", i.interconnect or "-",
+               tr(STATUS_NAMES.get(i.status, i.status), lang)]
         if prices is not None:
             value, where = prices.get(i.instance_type) or ("-", "")
             row[2:2] = [value, where]
@@ -104,8 +107,9 @@ def memory_view(est_dict: dict, lang: str) -> Table:
     mem = est_dict["memory"]
     total = max(1, mem["per_gpu_bytes"])
     cap = mem["capacity_bytes"]
-    t = Table(title=f"{tr('Memory per GPU', lang)}: {fmt_bytes(mem['per_gpu_bytes'])} / {fmt_bytes(cap)} "
-                    f"({tr('fits', lang) if mem['fits'] else tr('does not fit', lang)})")
+    t = Table(title=tr("Memory per GPU: {used} / {capacity} ({verdict})", lang).format(
+        used=fmt_bytes(mem["per_gpu_bytes"]), capacity=fmt_bytes(cap),
+        verdict=tr("fits", lang) if mem["fits"] else tr("does not fit", lang)))
     t.add_column(tr("Component", lang))
     t.add_column("GiB", justify="right")
     t.add_column(tr("Share", lang), justify="right")
@@ -120,11 +124,10 @@ def memory_view(est_dict: dict, lang: str) -> Table:
     t.add_row(tr("Total", lang), f"{total / GIB:.2f}", "100%",
               ("[green]" if mem["fits"] else "[red]") + "█" * round(BAR_WIDTH * total / scale) + "[/]")
     t.add_row(tr("capacity", lang), f"{cap / GIB:.2f}", "", "─" * cap_mark + "┤")
-    t.caption = (f"{tr('Peak allocated', lang)} {fmt_bytes(mem['peak_allocated_bytes'])}, "
-                 f"{tr('Peak reserved', lang)} {fmt_bytes(mem['peak_reserved_bytes'])}"
-                 + (f", {tr('Engine reserved', lang)} {fmt_bytes(mem['engine_reserved_bytes'])}"
-                    if mem.get("engine_reserved_bytes") else "")
-                 + f", {tr('Host RAM', lang)} {fmt_bytes(mem['host_bytes'])}")
+    figures = [("Peak allocated", mem["peak_allocated_bytes"]), ("Peak reserved", mem["peak_reserved_bytes"]),
+               ("Engine reserved", mem.get("engine_reserved_bytes")), ("Host RAM", mem["host_bytes"])]
+    t.caption = tr(", ", lang).join(f"{tr(label, lang)} {fmt_bytes(value)}" for label, value in figures
+                                    if value or label != "Engine reserved")
     return t
 
 
@@ -155,18 +158,25 @@ def performance_view(est_dict: dict, lang: str) -> Table:
     return t
 
 
+# activation checkpointing modes as text output names them
+CHECKPOINTING = {"full": N_("full"), "selective": N_("selective"), "none": N_("none")}
+
+
 def print_estimate(console: Console, est_dict: dict, lang: str) -> None:
     m = est_dict["model"]
     hw = est_dict["hardware"]
     par = est_dict["parallel"]
     w = est_dict["workload"]
-    console.print(f"[bold]{m['id']}[/bold] ({m['params_total'] / 1e9:.2f}B) · {w['task']} · {w['precision']}"
-                  + (f" · {w['quantization']}" if w.get("quantization") not in (None, "none") else "")
-                  + f" on {hw['total_gpus']} x {hw['gpu']}"
-                  + (f" ({hw['instance_type']} x {hw['nodes']})" if hw.get("instance_type") else ""))
-    console.print(f"{tr('Layout', lang)}: TP{par['tp']} PP{par['pp']} DP{par['dp']}"
-                  + (f" ZeRO-{par['zero']}" if par['zero'] else "") + f", ckpt {par['checkpointing']}"
-                  + f", micro-batch {par['micro_batch']} x GA {par['gradient_accumulation']}")
+    quant = f" · {w['quantization']}" if w.get("quantization") not in (None, "none") else ""
+    where = f" ({hw['instance_type']} x {hw['nodes']})" if hw.get("instance_type") else ""
+    head = tr("{model} ({params}B) · {task} · {precision}{quantization} on {n} x {gpu}{instance}", lang).format(
+        model=f"[bold]{m['id']}[/bold]", params=f"{m['params_total'] / 1e9:.2f}", task=w["task"],
+        precision=w["precision"], quantization=quant, n=hw["total_gpus"], gpu=hw["gpu"], instance=where)
+    console.print(head)
+    ckpt = par["checkpointing"]
+    console.print(tr("Layout: TP{tp} PP{pp} DP{dp}{zero}, ckpt {mode}, micro-batch {micro} x GA {accum}", lang).format(
+        tp=par["tp"], pp=par["pp"], dp=par["dp"], zero=f" ZeRO-{par['zero']}" if par["zero"] else "",
+        mode=tr(CHECKPOINTING.get(ckpt, ckpt), lang), micro=par["micro_batch"], accum=par["gradient_accumulation"]))
     console.print(memory_view(est_dict, lang))
     console.print(performance_view(est_dict, lang))
     for title, key, style in (("Suggestions", "suggestions", "yellow"), ("Warnings", "warnings", "red"),
@@ -175,4 +185,4 @@ def print_estimate(console: Console, est_dict: dict, lang: str) -> None:
         if items:
             console.print(f"[bold]{tr(title, lang)}[/bold]")
             for it in items:
-                console.print(f"  [{style}]- {it}[/{style}]")
+                console.print(f"  [{style}]- {localize(it, lang)}[/{style}]")

@@ -13,6 +13,8 @@ import json
 
 import yaml
 
+from gpuplan import i18n
+from gpuplan.i18n import N_
 from gpuplan.render.bundle.context import Ctx
 
 DCGM_COUNTERS = """\
@@ -54,6 +56,16 @@ DEFAULT_TPOT_S = 0.1
 LATENCY_QUANTILE = 0.95
 
 
+# Prometheus template expressions the alert texts show, as named placeholders of their msgids
+PROM = {"value": "{{ $value }}", "duration": "{{ $value | humanizeDuration }}", "instance": "{{ $labels.instance }}",
+        "gpu": "{{ $labels.gpu }}", "mountpoint": "{{ $labels.mountpoint }}", "job": "{{ $labels.job }}"}
+
+
+def say(c: Ctx, text: str, **values: object) -> str:
+    """An alert annotation or panel title in the bundle's language (alert names, expressions and labels stay)."""
+    return i18n.tr(text, c.lang).format(**PROM, **values)
+
+
 def _p95(metric: str) -> str:
     return (f"histogram_quantile({LATENCY_QUANTILE}, sum by (le, instance) "
             f"(rate({metric}_bucket[5m])))")
@@ -70,20 +82,23 @@ def serving_rules(c: Ctx) -> list[dict]:
             {"alert": f"{engine}TtftP95High",
              "expr": f"{_p95(m['ttft'])} > {ttft:g}",
              "for": "5m", "labels": {"severity": "warning"},
-             "annotations": {"summary": "p95 time to first token {{ $value | humanizeDuration }} on {{ $labels.instance }} "
-                                        f"(SLA {ttft:g} s)",
-                             "description": "Add a replica (see autoscale/) or lower max-num-seqs; long prompts raise TTFT."}},
+             "annotations": {"summary": say(c, N_("p95 time to first token {duration} on {instance} (SLA {sla} s)"),
+                                            sla=f"{ttft:g}"),
+                             "description": say(c, N_("Add a replica (see autoscale/) or lower max-num-seqs; long prompts "
+                                                      "raise TTFT."))}},
             {"alert": f"{engine}TpotP95High",
              "expr": f"({_p95(m['tpot'])} or {_p95(m['tpot_old'])}) > {tpot:g}",
              "for": "5m", "labels": {"severity": "warning"},
-             "annotations": {"summary": "p95 time per output token {{ $value | humanizeDuration }} on {{ $labels.instance }} "
-                                        f"(SLA {tpot:g} s)",
-                             "description": "The batch is too large for the TPOT target: add a replica or lower max-num-seqs."}},
+             "annotations": {"summary": say(c, N_("p95 time per output token {duration} on {instance} (SLA {sla} s)"),
+                                            sla=f"{tpot:g}"),
+                             "description": say(c, N_("The batch is too large for the TPOT target: add a replica or lower "
+                                                      "max-num-seqs."))}},
             {"alert": f"{engine}QueueLong",
              "expr": f"max by (instance) ({m['waiting']}) > {queue}",
              "for": "5m", "labels": {"severity": "warning"},
-             "annotations": {"summary": "{{ $value }} requests waiting on {{ $labels.instance }}",
-                             "description": f"More than {queue} requests (one full batch) wait for a slot: scale out."}},
+             "annotations": {"summary": say(c, N_("{value} requests waiting on {instance}")),
+                             "description": say(c, N_("More than {queue} requests (one full batch) wait for a slot: scale "
+                                                      "out."), queue=queue)}},
         ]
     return rules
 
@@ -136,47 +151,50 @@ def alert_rules(c: Ctx) -> dict:
          "for": f"{IDLE_MINUTES}m",
          "labels": {"severity": "warning", "action": "stop"},
          "annotations": {
-             "summary": "GPUs on {{ $labels.instance }} under 10% busy for 30 minutes",
-             "description": "You are paying for idle GPUs. Stop the instance, or set IDLE_STOP_ENABLED=1 for "
-                            "idle-stop.sh (cron) to power it off automatically."}},
+             "summary": say(c, N_("GPUs on {instance} under {share} busy for {minutes} minutes"),
+                            share=f"{IDLE_UTIL_PERCENT}%", minutes=IDLE_MINUTES),
+             "description": say(c, N_("You are paying for idle GPUs. Stop the instance, or set IDLE_STOP_ENABLED=1 for "
+                                      "idle-stop.sh (cron) to power it off automatically."))}},
         {"alert": "GpuXidError",
          "expr": "max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
          "for": "0m",
          "labels": {"severity": "critical"},
          "annotations": {
-             "summary": "XID error {{ $value }} on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
-             "description": "Look the code up in NVIDIA's XID catalogue; 48, 63, 64, 74, 79 and 94/95 usually "
-                            "need a reboot or a hardware ticket."}},
+             "summary": say(c, N_("XID error {value} on GPU {gpu} of {instance}")),
+             "description": say(c, N_("Look the code up in NVIDIA's XID catalogue; 48, 63, 64, 74, 79 and 94/95 usually "
+                                      "need a reboot or a hardware ticket."))}},
         {"alert": "GpuEccDoubleBitErrors",
          "expr": "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
          "for": "0m",
          "labels": {"severity": "critical"},
-         "annotations": {"summary": "Uncorrectable ECC errors on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
-                         "description": "Checkpoint and move the job; open a ticket if it repeats."}},
+         "annotations": {"summary": say(c, N_("Uncorrectable ECC errors on GPU {gpu} of {instance}")),
+                         "description": say(c, N_("Checkpoint and move the job; open a ticket if it repeats."))}},
         {"alert": "GpuEccSingleBitErrorsHigh",
          "expr": "increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[1h]) > 100",
          "for": "0m",
          "labels": {"severity": "warning"},
-         "annotations": {"summary": "Many corrected ECC errors on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
-                         "description": "Corrected errors are harmless one by one; a burst often precedes a failure."}},
+         "annotations": {"summary": say(c, N_("Many corrected ECC errors on GPU {gpu} of {instance}")),
+                         "description": say(c, N_("Corrected errors are harmless one by one; a burst often precedes a "
+                                                  "failure."))}},
         {"alert": "GpuMemoryNearFull",
          "expr": f"max by (instance, gpu) (DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)) > {ratio}",
          "for": "10m",
          "labels": {"severity": "warning"},
-         "annotations": {"summary": "GPU {{ $labels.gpu }} of {{ $labels.instance }} memory above " + f"{ratio:.0%}",
-                         "description": "The job uses more GPU memory than planned: expect out-of-memory errors."}},
+         "annotations": {"summary": say(c, N_("GPU {gpu} of {instance} memory above {share}"), share=f"{ratio:.0%}"),
+                         "description": say(c, N_("The job uses more GPU memory than planned: expect out-of-memory "
+                                                  "errors."))}},
         {"alert": "DiskNearlyFull",
          "expr": (f'node_filesystem_avail_bytes{{mountpoint=~"/|{mounts}",fstype!~"tmpfs|overlay"}} '
                   f'/ node_filesystem_size_bytes{{mountpoint=~"/|{mounts}",fstype!~"tmpfs|overlay"}} < 0.1'),
          "for": "10m",
          "labels": {"severity": "warning"},
-         "annotations": {"summary": "{{ $labels.mountpoint }} on {{ $labels.instance }} has under 10% free",
-                         "description": "Checkpoints will fail to save; delete old ones or grow the disk."}},
+         "annotations": {"summary": say(c, N_("{mountpoint} on {instance} has under {share} free"), share="10%"),
+                         "description": say(c, N_("Checkpoints will fail to save; delete old ones or grow the disk."))}},
         {"alert": "ExporterDown",
          "expr": "up == 0",
          "for": "5m",
          "labels": {"severity": "warning"},
-         "annotations": {"summary": "{{ $labels.job }} on {{ $labels.instance }} is not answering"}},
+         "annotations": {"summary": say(c, N_("{job} on {instance} is not answering"))}},
     ]
     from gpuplan.render.bundle.serving import is_llm
 
@@ -197,23 +215,23 @@ def _panel(pid: int, title: str, expr: str, unit: str, x: int, y: int) -> dict:
 
 def grafana_dashboard(c: Ctx) -> dict:
     panels = [
-        _panel(1, "GPU utilisation", "DCGM_FI_DEV_GPU_UTIL", "percent", 0, 0),
-        _panel(2, "GPU memory used", "DCGM_FI_DEV_FB_USED * 1024 * 1024", "bytes", 12, 0),
-        _panel(3, "GPU temperature", "DCGM_FI_DEV_GPU_TEMP", "celsius", 0, 8),
-        _panel(4, "GPU power", "DCGM_FI_DEV_POWER_USAGE", "watt", 12, 8),
-        _panel(5, "ECC and XID errors", "DCGM_FI_DEV_XID_ERRORS or increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])",
+        _panel(1, say(c, N_("GPU utilisation")), "DCGM_FI_DEV_GPU_UTIL", "percent", 0, 0),
+        _panel(2, say(c, N_("GPU memory used")), "DCGM_FI_DEV_FB_USED * 1024 * 1024", "bytes", 12, 0),
+        _panel(3, say(c, N_("GPU temperature")), "DCGM_FI_DEV_GPU_TEMP", "celsius", 0, 8),
+        _panel(4, say(c, N_("GPU power")), "DCGM_FI_DEV_POWER_USAGE", "watt", 12, 8),
+        _panel(5, say(c, N_("ECC and XID errors")), "DCGM_FI_DEV_XID_ERRORS or increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])",
                "short", 0, 16),
-        _panel(6, "Disk free", 'node_filesystem_avail_bytes{fstype!~"tmpfs|overlay"}', "bytes", 12, 16),
+        _panel(6, say(c, N_("Disk free")), 'node_filesystem_avail_bytes{fstype!~"tmpfs|overlay"}', "bytes", 12, 16),
     ]
     panels[5]["targets"][0]["legendFormat"] = "{{instance}} {{mountpoint}}"
     from gpuplan.render.bundle.serving import is_llm
 
     if not c.training and is_llm(c):
         serving = [
-            _panel(7, "p95 time to first token (vLLM)", _p95(VLLM["ttft"]), "s", 0, 24),
-            _panel(8, "p95 time per output token (vLLM)", f"{_p95(VLLM['tpot'])} or {_p95(VLLM['tpot_old'])}", "s", 12, 24),
-            _panel(9, "Requests waiting / running (vLLM)", f"{VLLM['waiting']} or {VLLM['running']}", "short", 0, 32),
-            _panel(10, "KV cache usage (vLLM)", f"{VLLM['kv']} or {VLLM['kv_old']}", "percentunit", 12, 32),
+            _panel(7, say(c, N_("p95 time to first token (vLLM)")), _p95(VLLM["ttft"]), "s", 0, 24),
+            _panel(8, say(c, N_("p95 time per output token (vLLM)")), f"{_p95(VLLM['tpot'])} or {_p95(VLLM['tpot_old'])}", "s", 12, 24),
+            _panel(9, say(c, N_("Requests waiting / running (vLLM)")), f"{VLLM['waiting']} or {VLLM['running']}", "short", 0, 32),
+            _panel(10, say(c, N_("KV cache usage (vLLM)")), f"{VLLM['kv']} or {VLLM['kv_old']}", "percentunit", 12, 32),
         ]
         for p in serving:
             p["targets"][0]["legendFormat"] = "{{instance}}"
@@ -241,6 +259,6 @@ def files(c: Ctx) -> dict[str, str]:
         "monitoring/prometheus.yml": head + yaml.safe_dump(prometheus_config(c), sort_keys=False, allow_unicode=True),
         "monitoring/alerts.yml": "# Alert rules for " + c.slug + " (promtool check rules alerts.yml).\n"
                                  + yaml.safe_dump(alert_rules(c), sort_keys=False, allow_unicode=True, width=1000),
-        "monitoring/grafana-dashboard.json": json.dumps(grafana_dashboard(c), indent=2) + "\n",
+        "monitoring/grafana-dashboard.json": json.dumps(grafana_dashboard(c), indent=2, ensure_ascii=False) + "\n",
         "monitoring/dcgm-counters.csv": DCGM_COUNTERS,
     }

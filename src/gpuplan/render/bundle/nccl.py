@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
 from gpuplan.render.bundle.safe import INERT_RE
 
 NCCL_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
@@ -83,8 +84,8 @@ def nccl_vars(rdma: str | None, overrides: dict, sources: list, *, multi_node: b
     for key, value in sorted(overrides.items()):
         key, text = str(key), str(value)
         if not (key.startswith("NCCL_") and INERT_RE.match(key) and INERT_RE.match(text)):
-            raise GpuplanError(f"The plan's NCCL setting {key}={text!r} is not a plain NCCL variable.",
-                               hint="NCCL variables are NCCL_* names with plain values.")
+            raise GpuplanError(_("The plan's NCCL setting {key}={value!r} is not a plain NCCL variable.").format(
+                key=key, value=text), hint=_("NCCL variables are NCCL_* names with plain values."))
         known = table.get(key)
         out[key] = NcclVar(key, text, known[1] if known and known[0] == text else plan_source,
                            known[2] if known else "set by the recommender's network advice")

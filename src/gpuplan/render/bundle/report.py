@@ -76,6 +76,11 @@ def tr(text: str, lang: str) -> Safe:
     return Safe(i18n.tr(text, lang))
 
 
+def say(text: Any, lang: str) -> Safe:
+    """A sentence the plan or estimate wrote (in English: plan.json keeps it so), shown in ``lang`` and escaped."""
+    return md(i18n.localize(str(text), lang))
+
+
 def _money(value: Any, currency: str) -> str | None:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
@@ -127,7 +132,7 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     if plan.get("price_as_of"):
         rows.append((N_("Price as of"), str(plan["price_as_of"])))
     if plan.get("price_source"):
-        rows.append((N_("Price source"), str(plan["price_source"])))
+        rows.append((N_("Price source"), i18n.localize(str(plan["price_source"]), lang)))
     if c.training:
         rows.append((N_("Job time"),
                      fmt_duration(plan.get("time_s") or (estimate.get("performance") or {}).get("total_time_s"))))
@@ -197,18 +202,18 @@ def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
         out.append(Safe(tr("Shared file system: {details}, mounted at {path}", lang).format(
             details=md(shared), path=md(c.shared_dir))))
     for note in (plan.get("storage") or {}).get("notes") or []:
-        out.append(md(str(note)))
+        out.append(say(note, lang))
     if c.spot and c.training and not c.shared_kind:
         out.append(tr(SPOT_NOTE, lang))
     net = plan.get("network") or {}
     if net.get("text"):
-        out.append(Safe(tr("Network: {text}", lang).format(text=md(str(net["text"])))))
+        out.append(Safe(tr("Network: {text}", lang).format(text=say(net["text"], lang))))
     host = plan.get("host")
     if isinstance(host, dict) and host:
         text = host.get("text") or ", ".join(f"{k} {v}" for k, v in host.items() if not isinstance(v, (dict, list)))
-        out.append(Safe(tr("Host: {text}", lang).format(text=md(str(text)))))
+        out.append(Safe(tr("Host: {text}", lang).format(text=say(text, lang))))
     elif isinstance(host, str) and host:
-        out.append(Safe(tr("Host: {text}", lang).format(text=md(host))))
+        out.append(Safe(tr("Host: {text}", lang).format(text=say(host, lang))))
     return out
 
 
@@ -342,7 +347,7 @@ def cost_rows(c: Ctx, breakdown: dict | None) -> tuple[list[dict], Safe | None]:
         item, quantity = item_text(ln, lang)
         source = ln.get("source")
         rows.append({"item": md(item), "quantity": md(quantity), "amount": md(amount),
-                     "source": md(source if source and source != "not found" else tr("not found", lang)),
+                     "source": say(source, lang) if source and source != "not found" else md(tr("not found", lang)),
                      "as_of": md(ln.get("as_of") or "-")})
     total = _money(breakdown["total"], c.currency) or "-"
     per = N_("{total} per job") if breakdown["basis"] == "job" else N_("{total} per month")
@@ -470,13 +475,13 @@ def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | Non
     title = md(c.name) if c.name else Safe(c.slug)
     platform = str(plan.get("platform") or "ecs")
     rej = [{"instance_type": md(r.get("instance_type", "")), "code": md(r.get("code", "")),
-            "reason": md(r.get("reason", ""))} for r in (rejected or []) if isinstance(r, dict)]
+            "reason": say(r.get("reason", ""), c.lang)} for r in (rejected or []) if isinstance(r, dict)]
     rows, total = cost_rows(c, breakdown)
     return render("PLAN.md.j2", _=lambda s: tr(s, c.lang), title=title, summary=summary_rows(c, plan, estimate),
-                  why=[md(w) for w in (plan.get("why") or [])], rejected=rej, memory_rows=memory_rows(c, estimate),
+                  why=[say(w, c.lang) for w in (plan.get("why") or [])], rejected=rej, memory_rows=memory_rows(c, estimate),
                   chart=chart, perf_rows=perf_rows(c, estimate), advice=advice_lines(c, plan),
-                  assumptions=[md(a) for a in (estimate.get("assumptions") or [])],
-                  warnings=[md(w) for w in (estimate.get("warnings") or [])],
+                  assumptions=[say(a, c.lang) for a in (estimate.get("assumptions") or [])],
+                  warnings=[say(w, c.lang) for w in (estimate.get("warnings") or [])],
                   files=file_rows(paths, c.lang), steps=steps(c, platform), cost_rows=rows,
                   cost_total=total, serving_notes=serving_notes(c),
                   node_notes=node_notes(c, platform), training=_training_rows(c))

@@ -27,6 +27,7 @@ import unicodedata
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import N_, _
 
 INERT_RE = re.compile(r"^[A-Za-z0-9._:/@+=,-]*$")
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -44,18 +45,24 @@ def _has_control(text: str) -> str | None:
     return None
 
 
+# the values checked here, as messages name them (msgids; GpuplanError.field keeps the English)
+FIELD_NAMES = (N_("instance type"), N_("region"), N_("model"), N_("job name"), N_("currency"), N_("GPU id"),
+               N_("RDMA kind"), N_("LoRA targets"), N_("quantized checkpoint"))
+
+
 def check_text(value: Any, field: str, *, max_len: int = 500) -> str:
     """A one-line user string, or GpuplanError: control characters (newline, NUL, tab, bidi
     overrides...) are refused because no quoting makes them safe in every format we write."""
     text = "" if value is None else str(value)
     bad = _has_control(text)
     if bad is not None:
-        raise GpuplanError(f"The {field} contains a control character ({ascii(bad)}): it cannot go into "
-                           "launch scripts and Terraform files.",
-                           hint=f"Use a single-line {field} without tabs or newlines.", field=field)
-    if len(text) > max_len:
-        raise GpuplanError(f"The {field} is longer than {max_len} characters.", hint=f"Shorten the {field}.",
+        raise GpuplanError(_("The {field} contains a control character ({char}): it cannot go into launch scripts "
+                             "and Terraform files.").format(field=_(field), char=ascii(bad)),
+                           hint=_("Use a single-line {field} without tabs or newlines.").format(field=_(field)),
                            field=field)
+    if len(text) > max_len:
+        raise GpuplanError(_("The {field} is longer than {max_len} characters.").format(field=_(field), max_len=max_len),
+                           hint=_("Shorten the {field}.").format(field=_(field)), field=field)
     return text
 
 
@@ -63,9 +70,9 @@ def check_id(value: Any, field: str) -> str:
     """A catalog identifier (instance type, region, GPU id): letters, digits, '.', '_', '-' only."""
     text = check_text(value, field, max_len=128)
     if not ID_RE.match(text):
-        raise GpuplanError(f"The {field} {text!r} is not a valid identifier.",
-                           hint="Identifiers use letters, digits, '.', '_' and '-' (e.g. ecs.gn7i-c8g1.2xlarge, "
-                                "cn-shanghai).", field=field)
+        raise GpuplanError(_("The {field} {text!r} is not a valid identifier.").format(field=_(field), text=text),
+                           hint=_("Identifiers use letters, digits, '.', '_' and '-' (e.g. ecs.gn7i-c8g1.2xlarge, "
+                                  "cn-shanghai)."), field=field)
     return text
 
 
@@ -74,8 +81,8 @@ def check_argument(value: Any, field: str) -> str:
     (which a program would read as an option even when quoted)."""
     text = check_text(value, field)
     if not text or text.startswith("-"):
-        raise GpuplanError(f"The {field} {text!r} cannot start with '-' or be empty.",
-                           hint=f"Give the {field} as a name or an absolute path.", field=field)
+        raise GpuplanError(_("The {field} {text!r} cannot start with '-' or be empty.").format(field=_(field), text=text),
+                           hint=_("Give the {field} as a name or an absolute path.").format(field=_(field)), field=field)
     return text
 
 
@@ -102,7 +109,7 @@ def inert(value: Any) -> Safe:
     """A value that must already be inert (catalog ids, slugs, numbers); raises otherwise."""
     text = str(value)
     if not INERT_RE.match(text):
-        raise GpuplanError(f"Internal: {text!r} is not inert text.", hint="Please report this bug.")
+        raise GpuplanError(_("Internal: {text!r} is not inert text.").format(text=text), hint=_("Please report this bug."))
     return Safe(text)
 
 
@@ -115,12 +122,12 @@ def guard(value: Any) -> Any:
     if isinstance(value, (int, float)):
         return value
     if value is None:
-        raise GpuplanError("Internal: a bundle template printed an undefined value.", hint="Please report this bug.")
+        raise GpuplanError(_("Internal: a bundle template printed an undefined value."), hint=_("Please report this bug."))
     text = str(value)
     if INERT_RE.match(text):
         return text
-    raise GpuplanError(f"Internal: a bundle template printed unescaped text {text[:40]!r}.",
-                       hint="Please report this bug: every user string must pass through sh, hcl or md.")
+    raise GpuplanError(_("Internal: a bundle template printed unescaped text {text!r}.").format(text=text[:40]),
+                       hint=_("Please report this bug: every user string must pass through sh, hcl or md."))
 
 
 def slugify(name: str | None, fallback: str = "gpuplan-job") -> str:
