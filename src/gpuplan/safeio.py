@@ -118,8 +118,16 @@ def read_stdin_bounded(what: str = "input", max_bytes: int = MAX_BYTES) -> str:
 
     if not _STDIN or _STDIN[0][0] is not sys.stdin:
         _STDIN.clear()
-        stream = getattr(sys.stdin, "buffer", None)
-        data = stream.read(max_bytes + 1) if stream is not None else sys.stdin.read(max_bytes + 1).encode("utf-8")
+        try:
+            if sys.stdin is None or sys.stdin.isatty():
+                raise GpuplanError(_("'-' reads the {what} from standard input, and nothing is piped in.").format(
+                    what=_(what)), hint=_("Pipe it in (`cat workload.yaml | gpuplan recommend -`) or give a file path."))
+            stream = getattr(sys.stdin, "buffer", None)
+            data = stream.read(max_bytes + 1) if stream is not None else sys.stdin.read(max_bytes + 1).encode("utf-8")
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+            raise GpuplanError(_("Cannot read the {what} {shown!r}: {strerror}.").format(
+                what=_(what), shown="-", strerror=reason), hint=_("Check the path and its permissions.")) from None
         if len(data) > max_bytes:
             raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(
                 what=_(what), shown="-", max_bytes=max_bytes // 1_000_000), hint=_("Split it into several files."))
