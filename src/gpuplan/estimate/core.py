@@ -186,7 +186,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
                        optimizer_in_backward=bool(w.optimizer_in_backward),
                        activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile))
-    mem = training_memory(model, s, t, layout, system)
+    mem = training_memory(model, s, t, layout, system, with_notes=not memory_only)
     if memory_only:
         return mem, {}, []
     if task in ("lora", "qlora"):

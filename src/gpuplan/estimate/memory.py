@@ -304,8 +304,10 @@ def largest_param_tensor(s: Shape) -> float:
     return max(s.embed_params, s.lm_head_params, largest_block_matrix(s))
 
 
-def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: System) -> MemoryEstimate:
-    """Memory of one training step on the busiest GPU (and the sum over one replica's GPUs)."""
+def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: System, *,
+                    with_notes: bool = True) -> MemoryEstimate:
+    """Memory of one training step on the busiest GPU (and the sum over one replica's GPUs).
+    ``with_notes=False`` skips the explanatory notes (the recommender's feasibility pass)."""
     mem_tab = table("memory")
     peft = t.task in ("lora", "qlora")
     mode = precision_mode(t.precision, t.framework, t.optimizer)
@@ -511,6 +513,11 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     host += offloaded_acts * system.gpus_per_node
     host += 3.0 * GIB * system.gpus_per_node
     host += 0.5 * w_total
+    if not with_notes:
+        return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                              capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
+                              peak_phase=phase, total_bytes=total, total_allocated_bytes=total_alloc,
+                              total_reserved_bytes=total_res, notes=[])
     notes = [_("peak in the {phase} phase").format(phase=_(phase)),
              _("optimizer states: {optimizer} ({mode} precision, {bytes:g} bytes/param)").format(
                  optimizer=t.optimizer, mode=_(mode), bytes=state_b)]
@@ -521,8 +528,8 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     if in_bwd:
         notes.append(_("optimizer step fused into backward: one parameter's gradient is live at a time"))
     if t.activation_offloading:
-        notes.append("activation offloading: saved activations wait in pinned host RAM; about "
-                     f"{mem_tab['activation_offload_resident_layers']:g} layers' worth stay on the GPU")
+        notes.append(_("activation offloading: saved activations wait in pinned host RAM; about {layers:g} layers' "
+                       "worth stay on the GPU").format(layers=mem_tab['activation_offload_resident_layers']))
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                           capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
                           peak_phase=phase, total_bytes=total, total_allocated_bytes=total_alloc,

@@ -108,6 +108,7 @@ class Searcher:
         self.headroom = headroom
         self._est: dict[tuple, Estimate | None] = {}  # None: the estimate failed (cached too)
         self._sys: dict[tuple, System] = {}
+        self._mem_eval: dict[tuple, tuple[Estimate | None, Layout]] = {}
         self.calls = 0
 
     # ------------------------------------------------------------------ systems, layouts, estimates
@@ -229,13 +230,20 @@ class Searcher:
 
     def _search_lattice(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem, configs) -> bool:
         evaluated: dict[Knobs, tuple[Estimate | None, Layout, fz.Reject | None]] = {}
+        # the memory-only pass of a knob setting is the same for every type with this GPU, node shape and
+        # variant: look it up by small keys (no Layout to build or hash again)
+        group = (v.quantization, v.optimizer, self.memory_sys_key(system), tp, pp, dp)
 
         def evaluate(k: Knobs):
             if k in evaluated:
                 return evaluated[k]
-            vk = self.variant_for(v, k)
-            lay = self.layout(vk, tp, pp, dp, k)
-            e = self.estimate(vk, system, lay, full=False)
+            mkey = (group, k)
+            got = self._mem_eval.get(mkey)
+            if got is None:
+                vk = self.variant_for(v, k)
+                lay = self.layout(vk, tp, pp, dp, k)
+                got = self._mem_eval[mkey] = (self.estimate(vk, system, lay, full=False), lay)
+            e, lay = got
             r = None
             if e is None:
                 r = fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
