@@ -229,6 +229,20 @@ def dequant_s(system: System, s: Shape, layout: Layout, quantization: str) -> fl
     return passes * local * float(per) / bw
 
 
+def dequant_cpu_s(s: Shape, layout: Layout, quantization: str) -> float:
+    """CPU time per micro-batch of launching the PyTorch ops that unpack a GPTQ/AWQ weight on every call
+    (eager stacks): ops per call x the block's linear layers x layers x passes, each at the eager
+    per-op cost (inference.eager_cpu_s_per_layer over the ops of one decoder layer)."""
+    tab = table("training", "dequant_traffic")
+    if quantization not in tab["bytes_per_param"]:
+        return 0.0
+    passes = float(tab["passes_per_micro_batch"]) + (1.0 if layout.checkpointing == "full" else 0.0)
+    linears = 4 + (3 if s.gated else 2)  # q, k, v, o + the MLP's matrices
+    per_op = float(table("inference", "eager_cpu_s_per_layer")) / float(tab["eager_ops_per_layer"])
+    layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
+    return passes * layers * linears * float(tab["eager_ops_per_call"]) * per_op
+
+
 def framework_overhead_s(framework: str, grad_accum: int, deepspeed_engine: bool = False) -> float:
     """Serial loop cost per step: per micro-batch and per optimizer step (data/efficiency.yaml).
     A Trainer stack running ZeRO through the DeepSpeed engine pays at least the engine's step."""
@@ -252,7 +266,7 @@ def optimizer_step_s(system: System, layout: Layout, trainable_params: float, op
 def training_perf(s: Shape, *, task: str, precision: str, quantization: str, framework: str, seq_len: int,
                   layout: Layout, system: System, trainable_params: float, dataset_tokens: float | None,
                   tokens_per_sample: float | None = None, flash: bool = True,
-                  optimizer: str = "adamw") -> TrainingPerf:
+                  optimizer: str = "adamw", adapted_linears: float = 0.0) -> TrainingPerf:
     notes: list[str] = []
     comm_tab = table("communication")
     model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing,
@@ -288,6 +302,10 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         inf = table("inference")
         passes = 1.0 + (1.0 if layout.checkpointing == "full" else 0.0) + float(eff_table["eager_backward_passes"])
         cpu_mb = s.layers / (1 if layout.naive_pipeline else layout.pp) * passes * float(inf["eager_cpu_s_per_layer"])
+        # PEFT LoRA adapters add their own launches to every adapted linear (training.lora_eager_ops)
+        lo = eff_table["lora_eager_ops"]
+        cpu_mb *= 1.0 + adapted_linears * float(lo["per_adapter"]) / float(eff_table["dequant_traffic"]["eager_ops_per_layer"])
+        cpu_mb += dequant_cpu_s(s, layout, quantization)
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
         compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
