@@ -217,7 +217,7 @@ def pipeline_p2p_s(system: System, layout: Layout, act_bytes: float) -> float:
 
 
 def dequant_s(system: System, s: Shape, layout: Layout, quantization: str) -> float:
-    """HBM time to unpack a GPTQ/AWQ base in PyTorch ops per micro-batch (training.dequant_traffic):
+    """HBM time to unpack a GPTQ base in PyTorch ops per micro-batch (training.dequant_traffic):
     bytes per quantized weight x the local block matrices x the passes (forward, + recompute)."""
     tab = table("training", "dequant_traffic")
     per = tab["bytes_per_param"].get(quantization)
@@ -230,7 +230,7 @@ def dequant_s(system: System, s: Shape, layout: Layout, quantization: str) -> fl
 
 
 def dequant_cpu_s(s: Shape, layout: Layout, quantization: str) -> float:
-    """CPU time per micro-batch of launching the PyTorch ops that unpack a GPTQ/AWQ weight on every call
+    """CPU time per micro-batch of launching the PyTorch ops that unpack a GPTQ weight on every call
     (eager stacks): ops per call x the block's linear layers x layers x passes, each at the eager
     per-op cost (inference.eager_cpu_s_per_layer over the ops of one decoder layer)."""
     tab = table("training", "dequant_traffic")
