@@ -174,6 +174,15 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     return mem, perf.to_dict(), notes
 
 
+def _adapted_linears(model, t) -> float:
+    """Linear layers per decoder layer that carry a LoRA adapter (each adds eager kernel launches)."""
+    try:
+        shapes = model.linear_shapes_per_layer(t.lora_targets)
+    except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers, as lora_param_count
+        shapes = model.linear_shapes_per_layer("all-linear")
+    return float(sum(count for _name, _din, _dout, count in shapes))
+
+
 def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
     task = w.task or "full"
     ds = w.dataset
@@ -197,7 +206,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
                          seq_len=t.seq_len, layout=layout, system=system, trainable_params=trainable,
                          dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash,
-                         optimizer=t.optimizer)
+                         optimizer=t.optimizer, adapted_linears=_adapted_linears(model, t) if task in ("lora", "qlora") else 0.0)
     notes = list(perf.notes)
     notes.append(_("achievable hardware FLOPs utilisation {efficiency:.0%} of {peak_tflops:.0f} TFLOP/s dense ({gpu}, data/efficiency.yaml)").format(efficiency=perf.efficiency, peak_tflops=perf.peak_tflops, gpu=system.gpu.id))
     return mem, perf.to_dict(), notes

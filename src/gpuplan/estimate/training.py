@@ -74,20 +74,28 @@ def attention_flops_fwd_per_token(s: Shape, seq_len: int) -> float:
     return 4.0 * s.layers * s.heads * s.head_dim * seq_len
 
 
-def flops_per_token(s: Shape, seq_len: int, task: str, checkpointing: str) -> tuple[float, float]:
-    """(model FLOPs, hardware FLOPs) per trained token."""
+def flops_per_token(s: Shape, seq_len: int, task: str, checkpointing: str,
+                    attn_executed_share: float = 1.0) -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) per trained token. Model FLOPs count the attention core over the
+    whole sequence (the MFU convention); hardware FLOPs count the share a kernel executes
+    (``attn_executed_share``: causal FlashAttention skips the blocks above the diagonal)."""
     n = s.matmul_params_active
+
+    def per_token(attn: float) -> tuple[float, float]:
+        fwd = 2.0 * n + attn
+        if task in ("lora", "qlora"):
+            total = fwd + (2.0 * n + 2.0 * attn)  # input gradients only; adapters are negligible
+        else:
+            total = 3.0 * fwd
+        if checkpointing == "full":
+            return total, total + fwd
+        if checkpointing == "selective":
+            return total, total + attn
+        return total, total
+
     attn = attention_flops_fwd_per_token(s, seq_len)
-    fwd = 2.0 * n + attn
-    if task in ("lora", "qlora"):
-        model = fwd + (2.0 * n + 2.0 * attn)  # input gradients only; adapters are negligible
-    else:
-        model = 3.0 * fwd
-    hw = model
-    if checkpointing == "full":
-        hw += fwd
-    elif checkpointing == "selective":
-        hw += attn
+    model, _ = per_token(attn)
+    _, hw = per_token(attn * attn_executed_share)
     return model, hw
 
 
@@ -116,7 +124,7 @@ def achievable_hfu(system: System, s: Shape, framework: str, quantization: str, 
     size = interpolate_log2(eff_table["hidden_size_curve"]["points"], float(s.hidden))
     fw = by_key(eff_table["framework_factor"], framework, "auto")
     q = 1.0
-    if quantization not in (None, "none"):
+    if quantization not in (None, "none") and quantization not in eff_table["dequant_traffic"]["bytes_per_param"]:
         q = float(eff_table["quantized_base_factor"].get(quantization, 0.6))
     ramp = min(1.0, 0.5 + 0.5 * tokens_mb / float(eff_table["min_tokens_for_full_efficiency"]))
     return base * size * fw * q * ramp
@@ -208,6 +216,33 @@ def pipeline_p2p_s(system: System, layout: Layout, act_bytes: float) -> float:
     return transfers * (per_gpu / bw + lat)
 
 
+def dequant_s(system: System, s: Shape, layout: Layout, quantization: str) -> float:
+    """HBM time to unpack a GPTQ base in PyTorch ops per micro-batch (training.dequant_traffic):
+    bytes per quantized weight x the local block matrices x the passes (forward, + recompute)."""
+    tab = table("training", "dequant_traffic")
+    per = tab["bytes_per_param"].get(quantization)
+    if per is None:
+        return 0.0
+    passes = float(tab["passes_per_micro_batch"]) + (1.0 if layout.checkpointing == "full" else 0.0)
+    local = s.linear_params_total / (layout.tp * (1 if layout.naive_pipeline else layout.pp))
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
+    return passes * local * float(per) / bw
+
+
+def dequant_cpu_s(s: Shape, layout: Layout, quantization: str) -> float:
+    """CPU time per micro-batch of launching the PyTorch ops that unpack a GPTQ weight on every call
+    (eager stacks): ops per call x the block's linear layers x layers x passes, each at the eager
+    per-op cost (inference.eager_cpu_s_per_layer over the ops of one decoder layer)."""
+    tab = table("training", "dequant_traffic")
+    if quantization not in tab["bytes_per_param"]:
+        return 0.0
+    passes = float(tab["passes_per_micro_batch"]) + (1.0 if layout.checkpointing == "full" else 0.0)
+    linears = 4 + (3 if s.gated else 2)  # q, k, v, o + the MLP's matrices
+    per_op = float(table("inference", "eager_cpu_s_per_layer")) / float(tab["eager_ops_per_layer"])
+    layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
+    return passes * layers * linears * float(tab["eager_ops_per_call"]) * per_op
+
+
 def framework_overhead_s(framework: str, grad_accum: int, deepspeed_engine: bool = False) -> float:
     """Serial loop cost per step: per micro-batch and per optimizer step (data/efficiency.yaml).
     A Trainer stack running ZeRO through the DeepSpeed engine pays at least the engine's step."""
@@ -231,10 +266,11 @@ def optimizer_step_s(system: System, layout: Layout, trainable_params: float, op
 def training_perf(s: Shape, *, task: str, precision: str, quantization: str, framework: str, seq_len: int,
                   layout: Layout, system: System, trainable_params: float, dataset_tokens: float | None,
                   tokens_per_sample: float | None = None, flash: bool = True,
-                  optimizer: str = "adamw") -> TrainingPerf:
+                  optimizer: str = "adamw", adapted_linears: float = 0.0) -> TrainingPerf:
     notes: list[str] = []
     comm_tab = table("communication")
-    model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing)
+    model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing,
+                                        float(table("training", "flash_causal_executed_share")) if flash else 1.0)
     peak = peak_flops(system, precision, notes)
     tokens_mb = seq_len * layout.micro_batch
     eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
@@ -259,11 +295,17 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         extra = scores * per_score / bw
         compute_s += extra
         notes.append(_("attention without FlashAttention: +{extra:.0%} time moving the s x s scores").format(extra=extra / compute_s))
+    if quantization not in (None, "none"):
+        compute_s += layout.grad_accum * dequant_s(system, s, layout, quantization)
     if framework in eff_table["eager_frameworks"]:
         # Python launch overhead per micro-batch, overlapped with the GPU work (soft maximum)
         inf = table("inference")
         passes = 1.0 + (1.0 if layout.checkpointing == "full" else 0.0) + float(eff_table["eager_backward_passes"])
         cpu_mb = s.layers / (1 if layout.naive_pipeline else layout.pp) * passes * float(inf["eager_cpu_s_per_layer"])
+        # PEFT LoRA adapters add their own launches to every adapted linear (training.lora_eager_ops)
+        lo = eff_table["lora_eager_ops"]
+        cpu_mb *= 1.0 + adapted_linears * float(lo["per_adapter"]) / float(eff_table["dequant_traffic"]["eager_ops_per_layer"])
+        cpu_mb += dequant_cpu_s(s, layout, quantization)
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
         compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
