@@ -375,8 +375,10 @@ GROUP_NOTES = {
                 "Llama-2-70B SFT on TP4 x PP4 with DP 1 is still read as not fitting 80 GB (2 + 4 + 12 bytes per "
                 "parameter unsharded is 73 GiB before activations): NeMo 24.07's distributed_fused_adam keeps "
                 "16-bit master remainders instead of fp32 master weights (store_param_remainders, 2 bytes less per "
-                "parameter) and TE saves FP8 copies of the linear inputs, neither modelled yet; the table states "
-                "no recompute for the SFT run.",
+                "parameter; not modelled: NeMo 2.x uses Megatron-Core's optimizer with fp32 master weights), and "
+                "the table states no recompute for the SFT run. TE's FP8-saved GEMM inputs are modelled "
+                "(memory.fp8_saved_linear_input_bytes); NeMo 1.x's bf16 weights + cached FP8 copies are not "
+                "(nemo means NeMo 2.x, whose FP8 recipes keep FP8 primary weights).",
     "q3sgl": "SGLang 0.4.6 on the H20 decodes Qwen3 4B-32B BF16 at 64 x 2N FLOP per token: the H20's 148 TFLOP/s "
              "against 4 TB/s makes the 64-row tensor-core tile of a batch-1 GEMM (Hopper wgmma) the bound, not the "
              "weight stream (inference.decode_gemm_min_rows).",
