@@ -372,6 +372,11 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     for i, n_layers in enumerate(stage_layers):
         first, last = i == 0, i == layout.pp - 1
         inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
+        if layout.schedule == "interleaved" and layout.vp > 1 and not layout.naive_pipeline:
+            # Megatron-LM forward_backward_pipelining_with_interleaving: rank i warms up 2(p-i-1) + (v-1)p
+            # chunks of L/(p·v) layers and holds one more in steady state: p + (p-2i-1)/v stages' worth
+            # (Narayanan et al. 2021: the first stage's (1 + (p-1)/(p·v)) x 1F1B; the last stage holds ~p, not 1)
+            inflight = min(layout.pp + (layout.pp - 2 * i - 1) / layout.vp, layout.microbatches)
         stage_key = (n_layers, first, last, inflight)
         if stage_key in seen:
             stages.append(seen[stage_key])
