@@ -328,6 +328,11 @@ def _p90(xs: list[float]) -> float:
 
 
 GROUP_NOTES = {
+    "llama3": "Llama 3 405B (Table 4): micro-batch 1, no recompute and the interleaving depth are assumed (v = 3 from "
+              "the estimator's layers per virtual stage). Megatron's interleaved warm-up puts p + (p-1)/v = 21 "
+              "stages' worth of micro-batches on the first rank at DP 64 (32 micro-batches), so that row is read "
+              "as not fitting 80 GB; Meta's schedule (§3.3.2) trims the first and last stages by a layer and frees "
+              "stage inputs and outputs early, which the row cannot say. At DP 128 (16 micro-batches) it fits.",
     "swspd": "ms-swift 1.x drops samples longer than max_length (truncation_strategy 'delete', its default), so the "
              "benchmark trains on the samples that fit: the page gives the dataset's token statistics (Qwen "
              "tokenizer, 3234 +- 2548, min 91) but not their distribution; the bench assumes a log-normal with that "
