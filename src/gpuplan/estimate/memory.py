@@ -691,7 +691,10 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     act = prefill_transient_bytes(s, t.prompt_tokens, layout.tp, t.flash, t.concurrency)
     old_logits = prompt_logits_bytes_per_vocab(t.framework, t.framework_version)
     if old_logits:
-        act += old_logits * s.vocab / layout.tp * t.prompt_tokens * t.concurrency
+        # The LM head runs after the last decoder layer has freed its MLP intermediates: the prompt's
+        # logits (bf16 + fp32) live next to the final normed hidden states, not on top of the layer peak.
+        head = (old_logits * s.vocab + 2.0 * s.hidden) / layout.tp * t.prompt_tokens * t.concurrency
+        act = max(act, head)
         notes.append(_("transformers {version} computes the logits of every prompt position in generate (bf16 + fp32 "
                        "copy, {bytes:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps only the last").format(
             version=t.framework_version, bytes=old_logits))
