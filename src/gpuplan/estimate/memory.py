@@ -371,7 +371,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     offloaded_acts = 0.0
     for i, n_layers in enumerate(stage_layers):
         first, last = i == 0, i == layout.pp - 1
-        inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
+        inflight: float = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
         if layout.schedule == "interleaved" and layout.vp > 1 and not layout.naive_pipeline:
             # Megatron-LM forward_backward_pipelining_with_interleaving: rank i warms up 2(p-i-1) + (v-1)p
             # chunks of L/(p·v) layers and holds one more in steady state: p + (p-2i-1)/v stages' worth
