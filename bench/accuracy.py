@@ -43,7 +43,14 @@ FRAMEWORKS = {"transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron
 # The LoRA target modules a framework uses when the run does not name them (ms-swift 1.x
 # DEFAULT = the attention's fused qkv projection; PEFT examples: q and v).
 DEFAULT_LORA_TARGETS = {"swift": ["c_attn", "query_key_value", "W_pack", "q_proj", "k_proj", "v_proj"],
-                        "transformers": ["q_proj", "v_proj", "q", "v", "query_key_value", "c_attn"]}
+                        "transformers": ["q_proj", "v_proj", "q", "v", "query_key_value", "c_attn"],
+                        # NeMo 1.x (24.07) peft.lora_tuning: target_modules ['attention_qkv'] (the fused QKV
+                        # projection), adapter_dim 32, adapter_dropout 0.0 (NeMo-Framework-Launcher 24.07
+                        # launcher_scripts/conf/peft/llama/squad.yaml)
+                        "nemo": ["q_proj", "k_proj", "v_proj"]}
+# LoRA dropout the framework's own configs default to (the workload's default is PEFT's 0.05)
+DEFAULT_LORA_DROPOUT = {"torchtune": 0.0,  # torchtune LoRA configs: lora_dropout 0.0
+                        "nemo": 0.0}  # NeMo 24.07 peft.lora_tuning.adapter_dropout: 0.0
 # Multi-node clusters the published runs used (per node): DGX A100 8 x 200 Gb/s HDR, DGX H100 8 x 400 Gb/s NDR.
 CLUSTER_NIC_GBIT_S = {"A100": 1600.0, "H100": 3200.0, "B200": 3200.0}  # DGX B200: 8 x ConnectX-7 400 Gb/s
 
@@ -157,7 +164,8 @@ def row_to_case(r: dict[str, str]):
     offload = "cpu" if "offload" in fsdp else "none"
     fsdp_mode = "full_shard" if fsdp.startswith("full_shard") else "none"
     zero = _i(r["zero_stage"], 0) or 0
-    sp = bool(re.search(r"\bsequence parallel on\b", r.get("notes") or ""))
+    sp_m = re.search(r"\bsequence parallel (on|off)\b", r.get("notes") or "")
+    sp = None if sp_m is None else sp_m.group(1) == "on"  # not stated: the framework's default (parallel.sp)
     ckpt = {"yes": True, "no": False, "selective": "selective"}.get(r["grad_ckpt"], True if task != "inference" else None)
     flash = {"yes": True, "no": False}.get(r["flash_attn"], None)
     if flash is None:
@@ -207,8 +215,8 @@ def row_to_case(r: dict[str, str]):
         elif "on query and value only" in notes:
             data["lora"]["targets"] = "qv"
         data["lora"]["targets"] = _existing_targets(r["model"], data["lora"]["targets"])
-        if r["framework"] == "torchtune":
-            data["lora"]["dropout"] = 0.0  # torchtune LoRA configs: lora_dropout 0.0
+        if r["framework"] in DEFAULT_LORA_DROPOUT:
+            data["lora"]["dropout"] = DEFAULT_LORA_DROPOUT[r["framework"]]
     if task != "inference":
         # options the source states (the workload keys default to the framework's own defaults)
         if re.search(r"\bpacked to\b", notes):
@@ -237,7 +245,7 @@ def row_to_case(r: dict[str, str]):
     naive = pp > 1 and framework in ("transformers", "swift", "auto", "llama-factory")
     layout_default = layout_from_workload(w, gpus, per_node, int(resolve_model(r["model"]).num_layers))
     vp, schedule = _pipeline_schedule(r, w, pp)
-    layout = Layout(tp=tp, pp=pp, dp=dp, sp=sp, cp=cp, zero=max(zero, 3 if fsdp_mode == "full_shard" else 0), fsdp=fsdp_mode,
+    layout = Layout(tp=tp, pp=pp, dp=dp, sp=layout_default.sp if sp is None else sp, cp=cp, zero=max(zero, 3 if fsdp_mode == "full_shard" else 0), fsdp=fsdp_mode,
                     offload=offload,
                     checkpointing=("selective" if ckpt == "selective" else ("full" if ckpt else "none")),
                     micro_batch=mb, grad_accum=ga, microbatches=ga if pp > 1 else 1, naive_pipeline=naive,
@@ -320,6 +328,11 @@ def _p90(xs: list[float]) -> float:
 
 
 GROUP_NOTES = {
+    "llama3": "Llama 3 405B (Table 4): micro-batch 1, no recompute and the interleaving depth are assumed (v = 3 from "
+              "the estimator's layers per virtual stage). Megatron's interleaved warm-up puts p + (p-1)/v = 21 "
+              "stages' worth of micro-batches on the first rank at DP 64 (32 micro-batches), so that row is read "
+              "as not fitting 80 GB; Meta's schedule (§3.3.2) trims the first and last stages by a layer and frees "
+              "stage inputs and outputs early, which the row cannot say. At DP 128 (16 micro-batches) it fits.",
     "swspd": "ms-swift 1.x drops samples longer than max_length (truncation_strategy 'delete', its default), so the "
              "benchmark trains on the samples that fit: the page gives the dataset's token statistics (Qwen "
              "tokenizer, 3234 +- 2548, min 91) but not their distribution; the bench assumes a log-normal with that "
@@ -337,7 +350,11 @@ GROUP_NOTES = {
     "q2hf": "Transformers 4.38 (this group's stack) materialises the logits of every prompt position during generate, in "
             "bf16 and again in fp32: prompt x vocab x 6 bytes, 26 GiB for Qwen2-0.5B at a 30,720-token prompt (vocab 151,936), "
             "which is nearly all of its 27.61 GiB peak. The bench passes the stated version (workload framework_version) and "
-            "the estimator models it (transformers < 4.45); the Qwen2.5/Qwen3 rows (4.46 / 4.51) keep the last position only.",
+            "the estimator models it (transformers < 4.45); the Qwen2.5/Qwen3 rows (4.46 / 4.51) keep the last position only. "
+            "Those logits come after the last layer's MLP transient is freed (they do not stack on it): the 30,720-token "
+            "rows are then within 2 %. The 1-token-prompt rows stay under-predicted by a per-model amount (0.2 GiB for "
+            "0.5B, 0.5 for 1.5B, 0.6 for 7B, 1.0 for 57B, 2.5 for 72B) alike for BF16, GPTQ-Int8 and GPTQ-Int4, the "
+            "size of the 16-bit embedding matrix or less: not identified (a loading transient is one candidate), not modelled.",
     "q2vllm": "vLLM 0.4.2 (May 2024) decodes far below what the same engine does later: at a 30,720-token prompt its "
               "paged-attention kernel adds 6-7 ms per token whatever the model (Qwen2-0.5B 3.7 -> 10.3 ms, 1.5B 5.7 -> "
               "12.9, 7B 12.4 -> 17.9), where vLLM 0.6.3 adds 0.6 ms (group q25vllm) and the KV bytes read take "
@@ -360,11 +377,17 @@ GROUP_NOTES = {
                 "batches share the TP4 over-prediction of group trt014.",
     "nemo2407": "NeMo 24.07 FP8 runs are read 7-19 % slow (median 14 %), larger TP x PP layouts slowest: Transformer "
                 "Engine's FP8 recipe (fused casts, FP8 all-gathers) gains more than the 65 % FP8-GEMM share the "
-                "estimator's mix assumes (training.fp8_gemm_share, from llm-foundry's FP8 rows). Three rows (GPT-3 "
-                "175B MBS 2, Llama-2-70B SFT on TP4 x PP4 with DP 1, 70B LoRA on TP2 x PP4) are predicted not to fit 80 GB "
-                "as the bench reads them (no recompute, no sequence parallelism: the table states neither); NeMo's "
-                "recipes run sequence parallelism with TP and Megatron-Bridge lists its 70B LoRA recipe with recompute, "
-                "so the runs used memory savings the row cannot say.",
+                "estimator's mix assumes (training.fp8_gemm_share, from llm-foundry's FP8 rows). The rows leave "
+                "sequence parallelism and the LoRA adapters unstated, so NeMo's own defaults apply: parallel.sp on "
+                "with TP > 1 (the 24.07 launcher's training configs: sequence_parallel true, no activation "
+                "recompute) and LoRA rank 32 on the fused QKV only, adapter_dropout 0.0 (conf/peft/llama/squad.yaml). "
+                "Llama-2-70B SFT on TP4 x PP4 with DP 1 is still read as not fitting 80 GB (2 + 4 + 12 bytes per "
+                "parameter unsharded is 73 GiB before activations): NeMo 24.07's distributed_fused_adam keeps "
+                "16-bit master remainders instead of fp32 master weights (store_param_remainders, 2 bytes less per "
+                "parameter; not modelled: NeMo 2.x uses Megatron-Core's optimizer with fp32 master weights), and "
+                "the table states no recompute for the SFT run. TE's FP8-saved GEMM inputs are modelled "
+                "(memory.fp8_saved_linear_input_bytes); NeMo 1.x's bf16 weights + cached FP8 copies are not "
+                "(nemo means NeMo 2.x, whose FP8 recipes keep FP8 primary weights).",
     "q3sgl": "SGLang 0.4.6 on the H20 decodes Qwen3 4B-32B BF16 at 64 x 2N FLOP per token: the H20's 148 TFLOP/s "
              "against 4 TB/s makes the 64-row tensor-core tile of a batch-1 GEMM (Hopper wgmma) the bound, not the "
              "weight stream (inference.decode_gemm_min_rows).",

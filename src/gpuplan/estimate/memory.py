@@ -127,7 +127,8 @@ def precision_mode(precision: str, framework: str, optimizer: str) -> str:
 
 def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *, flash: bool, seq_len: int,
                                      tp: int = 1, sp: bool = False, lora_din: float = 0.0,
-                                     lora_dropout: bool = True, frozen_base: bool = False) -> float:
+                                     lora_dropout: bool = True, frozen_base: bool = False,
+                                     linear_input_bytes: float = 2.0) -> float:
     """Bytes kept for backward per token per layer (no recomputation).
 
     c_h·h (norm inputs incl. fp32 upcasts, q, attention output, softmax statistics)
@@ -137,6 +138,9 @@ def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *
     — Korthikanti et al. 2022 Table 2 written per term, with flash attention; eager attention adds
     the scores: 6·a·s bytes (16-bit product + fp32 softmax kept by Hugging Face's eager path).
     LoRA with dropout adds a dropped-out copy of each adapted input (2 bytes) and its mask (1 byte).
+    linear_input_bytes < 2 (Transformer Engine FP8: memory.fp8_saved_linear_input_bytes) stores the
+    inputs of the four trainable block GEMMs (QKV and fc1: the norm outputs; out-proj: the attention
+    output; fc2: the MLP activation) at that width instead of 16 bits: 3·h + f elements.
     With a frozen base (LoRA/QLoRA) autograd does not keep the inputs of frozen matrices for weight
     gradients: the MLP keeps only what its nonlinearity and product need (6·f gated, 2·f plain).
     """
@@ -150,6 +154,9 @@ def activation_bytes_per_token_layer(s: Shape, precision: str, framework: str, *
     replicated = c_h * s.hidden / (tp if sp else 1)
     sharded = (4.0 * s.kv_heads * s.head_dim + mlp_coeff * s.moe_active_ffn) / tp
     per = b * (replicated + sharded)
+    if linear_input_bytes < 2.0 and not frozen_base:
+        saved = 2.0 - linear_input_bytes
+        per -= saved * (2.0 * s.hidden / (tp if sp else 1) + (s.hidden + s.moe_active_ffn) / tp)
     if not flash:
         per += eager_score_bytes(framework) * s.heads * seq_len / tp
     if lora_din and lora_dropout:
@@ -348,10 +355,14 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
 
     ctx, nccl = overhead_fixed(system)
     per_layer_params = s.attn_params_layer + s.mlp_params_layer_total
+    fp8_te = t.precision == "fp8" and quant == "none"
+    # Transformer Engine's cached FP8 weight + FP8 transpose per block weight (memory.fp8_weight_cache_bytes)
+    fp8_cache_b = by_key(mem_tab["fp8_weight_cache_bytes"], t.framework) if fp8_te else 0.0
     stage_layers = _stage_layers(s.layers, layout.pp)
     act_tok_layer = activation_bytes_per_token_layer(
         s, t.precision, t.framework, flash=t.flash, seq_len=t.seq_len, tp=layout.tp, sp=layout.sp,
-        lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0, frozen_base=peft)
+        lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0, frozen_base=peft,
+        linear_input_bytes=by_key(mem_tab["fp8_saved_linear_input_bytes"], t.framework) if fp8_te else 2.0)
     tokens_mb = t.seq_len * layout.micro_batch / max(1, layout.cp)  # context parallelism splits each sequence
     frac_key = "variable_length" if (t.variable_length and t.task != "pretrain") else "packed"
     reserve_transient = mem_tab["reserve_fraction_of_transient"][frac_key]
@@ -362,7 +373,12 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
     offloaded_acts = 0.0
     for i, n_layers in enumerate(stage_layers):
         first, last = i == 0, i == layout.pp - 1
-        inflight = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
+        inflight: float = 1 if layout.naive_pipeline else min(layout.pp - i, layout.microbatches)
+        if layout.schedule == "interleaved" and layout.vp > 1 and not layout.naive_pipeline:
+            # Megatron-LM forward_backward_pipelining_with_interleaving: rank i warms up 2(p-i-1) + (v-1)p
+            # chunks of L/(p·v) layers and holds one more in steady state: p + (p-2i-1)/v stages' worth
+            # (Narayanan et al. 2021: the first stage's (1 + (p-1)/(p·v)) x 1F1B; the last stage holds ~p, not 1)
+            inflight = min(layout.pp + (layout.pp - 2 * i - 1) / layout.vp, layout.microbatches)
         stage_key = (n_layers, first, last, inflight)
         if stage_key in seen:
             stages.append(seen[stage_key])
@@ -380,6 +396,8 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
             params_local -= expert_share * (1 - 1 / layout.ep)
         # ZeRO-3 / FSDP shard every parameter, frozen ones included (LoRA/QLoRA base weights too).
         weights = params_local * bytes_per_param_w / shard_weights
+        if fp8_cache_b:
+            weights += (params_local - (params - n_layers * per_layer_params) / layout.tp) * fp8_cache_b
         if offload != "none" and zero >= 3:
             weights = 0.0  # FSDP offload_params / ZeRO-3 offload_param: the shards live in host RAM
         adapters = 0.0
@@ -680,7 +698,10 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     act = prefill_transient_bytes(s, t.prompt_tokens, layout.tp, t.flash, t.concurrency)
     old_logits = prompt_logits_bytes_per_vocab(t.framework, t.framework_version)
     if old_logits:
-        act += old_logits * s.vocab / layout.tp * t.prompt_tokens * t.concurrency
+        # The LM head runs after the last decoder layer has freed its MLP intermediates: the prompt's
+        # logits (bf16 + fp32) live next to the final normed hidden states, not on top of the layer peak.
+        head = (old_logits * s.vocab + 2.0 * s.hidden) / layout.tp * t.prompt_tokens * t.concurrency
+        act = max(act, head)
         notes.append(_("transformers {version} computes the logits of every prompt position in generate (bf16 + fp32 "
                        "copy, {bytes:g} bytes per vocabulary entry per prompt token); >= 4.45 keeps only the last").format(
             version=t.framework_version, bytes=old_logits))
