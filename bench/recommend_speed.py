@@ -35,7 +35,7 @@ CASES = {
     "Qwen2.5-7B serving 10 req/s": {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference",
                                     "serving": {"requests_per_s": 10}},
 }
-RUNS = 7
+RUNS = 15
 
 
 def in_process() -> list[tuple[str, float, float, dict]]:
