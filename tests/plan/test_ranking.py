@@ -162,6 +162,10 @@ def test_why_not_names_the_closest_misses_first():
     codes = ["GiB usable" in line or "no room for the KV cache" in line for line in lines]
     assert codes == sorted(codes), lines          # every memory miss after every latency miss
     assert not any(line.startswith(("sgn8ia (L20 2 GB)", "vgn")) for line in lines), lines
+    for line in lines:   # a family's line never sends the buyer to the same family ("gn7 ...; fits on gn7")
+        family = line.split(" ", 1)[0]
+        assert not line.endswith(f"fits on {family}"), line
+    assert any("GPUs per model copy, as in the top plan" in line for line in lines), lines
 
 
 def test_sla_reason_names_the_kv_cache_and_never_says_0_ms():

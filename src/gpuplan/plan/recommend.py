@@ -840,7 +840,13 @@ def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
         text = r.reason
         if r.code == "memory":
             hint = _relaxation_hint(ctx, inst, res, searcher)
-            alt = _("on {family}").format(family=_family(ctx, top.instance_type)) if top else None
+            alt = None
+            if top and _family(ctx, top.instance_type) == inst.family:
+                # the top plan is this family with more GPUs: "fits on gn7" under a gn7 line reads as a contradiction
+                per_copy = top.gpus_total // max(1, top.cost.replicas or 1)
+                alt = _("with {gpus} GPUs per model copy, as in the top plan").format(gpus=per_copy)
+            elif top:
+                alt = _("on {family}").format(family=_family(ctx, top.instance_type))
             fixes = [h for h in (hint, alt) if h]
             if len(fixes) == 2:
                 text = _("{reason}; fits {fix} or {alt}").format(reason=text, fix=fixes[0], alt=fixes[1])
