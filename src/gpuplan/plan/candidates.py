@@ -183,24 +183,16 @@ def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None
     return tuple(sorted(set(out), key=lambda k: (k.offload, k.zero + k.ckpt + k.optimizer, k.ckpt, k.zero, k.optimizer)))
 
 
-_STRUCTURES: dict[int, tuple] = {}  # id(lattice tuple) -> (the tuple, mins, ups, by_level)
-
-
+@functools.lru_cache(maxsize=256)
 def _structure(configs: tuple[Knobs, ...]) -> tuple[tuple[Knobs, ...], dict[Knobs, tuple[Knobs, ...]], list[Knobs]]:
     """The minimal elements of a lattice, each config's upper covers and the configs by level (computed
-    once per lattice; :func:`lattice` hands out the same cached tuple, so it is looked up by identity)."""
-    got = _STRUCTURES.get(id(configs))
-    if got is not None and got[0] is configs:
-        return got[1], got[2], got[3]
+    once per lattice)."""
     mins = tuple(k for k in configs if not any(k != j and k.dominates(j) for j in configs))
     ups: dict[Knobs, tuple[Knobs, ...]] = {}
     for k in configs:
         above = [j for j in configs if j != k and j.dominates(k)]
         ups[k] = tuple(j for j in above if not any(m != j and m in above and j.dominates(m) for m in above))
     by_level = sorted(configs, key=lambda k: (k.zero + k.offload + k.ckpt + k.optimizer, k))
-    if len(_STRUCTURES) > 1024:
-        _STRUCTURES.clear()
-    _STRUCTURES[id(configs)] = (configs, mins, ups, by_level)  # holds the tuple: its id stays unique
     return mins, ups, by_level
 
 
@@ -217,7 +209,7 @@ def walk_lattice(configs: list[Knobs], fits: Callable[[Knobs], bool],
     if not configs:
         return []
     gpu_ok = gpu_fits or fits
-    mins, ups, by_level = _structure(configs if isinstance(configs, tuple) else tuple(configs))
+    mins, ups, by_level = _structure(tuple(configs))
     if all(fits(k) for k in mins):
         return list(mins)
     mid = by_level[len(by_level) // 2]

@@ -807,7 +807,6 @@ def _headline(ctx: _Ctx, p: Plan, objective: str) -> str:
 def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
     """Notes for instance families cheaper per hour than the top plan that were rejected."""
     out: list[str] = []
-    seen: set[str] = set()
     top_h = top.cost.price_per_hour if top and top.cost.price_per_hour else None
     items = []
     for t, r in res.rejects.items():
@@ -822,9 +821,9 @@ def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
         items.append((price.per_hour if price else math.inf, inst, r))
     # closest misses first: a limit the family nearly meets (SLA, deadline, budget, network, host RAM) before
     # GPU memory, and among memory misses the largest GPUs first; then the cheaper (a 2 GB vGPU slice that
-    # misses a 40 GB model by 95 % says less than the L20 that misses its TTFT by 10 %)
-    # one line per family and reason: its closest type (a deadline missed by 150 h on the 8-GPU type says
-    # more than the 900 h of the 1-GPU type)
+    # misses a 40 GB model by 95 % says less than the L20 that misses its TTFT by 10 %); one line per family
+    # and reason, its closest type (a deadline missed by 150 h on the 8-GPU type says more than the 900 h of
+    # the 1-GPU type)
     closest: dict[str, tuple] = {}
     for item in items:
         key = f"{item[1].family}:{item[2].code}"
@@ -833,10 +832,6 @@ def _why_not(ctx: _Ctx, top: Plan | None, res, searcher: Searcher) -> list[str]:
     items = sorted(closest.values(), key=lambda x: (
         x[2].code == "memory", -(x[1].gpu_memory_gib or 0) if x[2].code == "memory" else 0, x[0]))
     for _h, inst, r in items:
-        key = f"{inst.family}:{r.code}"
-        if key in seen:
-            continue
-        seen.add(key)
         text = r.reason
         if r.code == "memory":
             hint = _relaxation_hint(ctx, inst, res, searcher)

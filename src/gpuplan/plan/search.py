@@ -155,7 +155,7 @@ class Searcher:
 
     def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True) -> Estimate | None:
         """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model)."""
-        key = (v.quantization, v.optimizer, self.sys_key(system) if full else self.memory_sys_key(system), layout, full)
+        key = (v.quantization, v.optimizer, self.sys_key(system), layout, full)
         if key in self._est:
             return self._est[key]
         self.calls += 1
