@@ -147,6 +147,9 @@ class ModelSpec:
     profile: NonLLMProfile | None = None
     synthetic: bool = False
     assumptions: tuple[str, ...] = ()
+    # The format the publisher stores the weights in when it is not 16-bit: "fp8" (DeepSeek-V3/R1,
+    # Kimi-K2: config.json quantization_config.quant_method "fp8"), "mxfp4" (gpt-oss experts); None = 16-bit.
+    native_dtype: str | None = None
 
     # ---- derived flags ----------------------------------------------------------------------
     @property
