@@ -16,7 +16,8 @@ Each model folder scripts/model-configs/<org>/<name>/ holds the model's Hugging 
      "also": ["<org>/<id>", ...],        other checkpoints of the same architecture (base/instruct pairs,
                                          fine-tunes), optional
      "aliases": ["short-name", ...],     optional
-     "notes": "..."}                     optional
+     "unconfirmed": ["config key", ...], keys not read from the model's own config (optional)
+     "notes": "..."}                     optional; says where unconfirmed values come from
 
 The shape is parsed with gpuplan's own config reader (gpuplan.catalog.hf_config.from_hf_config), so the
 library holds exactly what a user would get by passing that config.json as the model. Models already in
@@ -75,7 +76,7 @@ def _specs_for(folder: Path) -> list[ModelSpec]:
             raise SystemExit(f"{folder}/source.json lacks {key!r}")
     spec = from_hf_config(cfg, name=repo)
     notes = src.get("notes", "")
-    spec = replace(spec, source=_source_text(src), notes=notes,
+    spec = replace(spec, source=_source_text(src), notes=notes, unconfirmed=tuple(src.get("unconfirmed", ())),
                    aliases=tuple(a.lower() for a in src.get("aliases", ())))
     out = [spec]
     for other in src.get("also", ()):

@@ -84,6 +84,7 @@ HF_ARCHS: dict[str, HfArch] = {
     "deepseek": HfArch("deepseek", "deepseek"),
     "deepseek_v2": HfArch("deepseekv2", "deepseek"),
     "deepseek_v3": HfArch("deepseekv3", "deepseek"),
+    "deepseek_v32": HfArch("deepseekv3", "deepseek"),  # DeepSeek-V3.2: V3 plus a small attention indexer
     "kimi_k2": HfArch("deepseekv3", "kimi"),  # Kimi-K2: the DeepSeek-V3 architecture (DeepseekV3ForCausalLM)
     "gpt_oss": HfArch("gptoss", "gpt-oss", qkv_bias=True, o_bias=True),
     "nemotron": HfArch("nemotron", "nemotron", mlp="plain", norm="layernorm"),
