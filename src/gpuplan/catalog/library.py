@@ -143,8 +143,12 @@ def list_models(kind: str | None = None) -> list[ModelSpec]:
 
 
 def get_model(name: str) -> ModelSpec:
-    """A bundled model by id, alias or ModelScope id (case-insensitive)."""
+    """A bundled model by id, alias or ModelScope id (case-insensitive), or the bundled base of a published
+    quantized checkpoint (``...-GPTQ-Int4``). Never reads a file or the network (the web API relies on it)."""
     spec = lookup(name)
+    if spec is None:
+        quantized = quantized_base(str(name))
+        spec = quantized[1] if quantized is not None else None
     if spec is None:
         raise get_model_error(str(name))
     return spec

@@ -39,8 +39,8 @@ class QuantizedId:
     level: str = ""  # the GGUF level (Q4_K_M, ...) for GGUF checkpoints
 
 
-# (pattern on the repo's name part, workload quantization, label). First match wins; the match and
-# everything after it is the suffix the base name drops.
+# (pattern on the end of the repo's name, workload quantization, label). First match wins; the base
+# model's name is what comes before the match. A marker in the middle of a name is not a quantization.
 _SUFFIXES: tuple[tuple[str, str, str], ...] = (
     (r"[-_.](?:gptq[-_]?int8|gptq[-_]8[-_]?bits?|8[-_]?bits?[-_]gptq)", "gptq-int8", N_("GPTQ 8-bit")),
     (r"[-_.](?:gptq(?:[-_]?int4|[-_]4[-_]?bits?)?|4[-_]?bits?[-_]gptq)", "gptq-int4", N_("GPTQ 4-bit")),
@@ -54,7 +54,7 @@ _SUFFIXES: tuple[tuple[str, str, str], ...] = (
     (r"[-_.]int4", "int4", N_("INT4")),
     (r"[-_.]int8", "int8", N_("INT8")),
 )
-_SUFFIX_RE = tuple((re.compile(p + r"(?=$|[-_.])", re.IGNORECASE), q, label) for p, q, label in _SUFFIXES)
+_SUFFIX_RE = tuple((re.compile(p + "$", re.IGNORECASE), q, label) for p, q, label in _SUFFIXES)
 
 # llama.cpp GGUF levels -> the nearest workload quantization at or above their bits per weight.
 _GGUF_LEVELS: tuple[tuple[str, str], ...] = (
