@@ -175,7 +175,7 @@ def calibrations(results: list[RowResult], source: str, today: date | None = Non
         if not speed:
             continue
         factor = math.exp(statistics.fmean(math.log(r.ratio) for r in speed))
-        check_factor(factor, _("{gpu} / {framework} / {workload}").format(gpu=key[0], framework=key[1], workload=key[2]))
+        check_factor(factor, " / ".join(key))  # ids only: nothing to translate
         shown = min(speed, key=lambda r: abs(math.log(r.ratio / factor)))
         memory = next((r for r in results if r.key == key and r.metric in MEMORY), None)
         mem = {"measured_gib": memory.measured, "estimated_gib": round(memory.estimated, 3)} if memory else {}
