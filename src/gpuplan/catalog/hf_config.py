@@ -253,7 +253,8 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     if not isinstance(cfg, Mapping):
         raise GpuplanError(_("Model config {name!r} must be a mapping of config.json keys.").format(name=name), hint=MIN_KEYS_HINT)
     flat, towers = _flatten_config(cfg)
-    t = (flat.get("model_type") if isinstance(flat.get("model_type"), str) else "").lower().replace("-", "_")
+    raw_type = flat.get("model_type")
+    t = (raw_type if isinstance(raw_type, str) else "").lower().replace("-", "_")
     base, assumptions = _arch_for(t)
     c = _Cfg({**base.defaults, **flat}, name)
     layers = c.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
