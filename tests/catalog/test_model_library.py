@@ -154,7 +154,7 @@ def test_an_unknown_id_offline_names_the_closest_known_models():
         resolve_model("someorg/Qwen2.5-7B-Instrukt")
     hint = err.value.hint
     assert "Unknown model" in err.value.message
-    assert "'Qwen/Qwen2.5-7B-Instruct'" in hint and "GPUPLAN_ONLINE=1" in hint
+    assert "Did you mean 'Qwen/Qwen2.5-7B-Instruct'" in hint and "GPUPLAN_ONLINE=1" in hint
     assert closest_models("meta-llama/Llama-3.1-8B-Instrct")[0] == "meta-llama/Llama-3.1-8B-Instruct"
     assert closest_models("allenai/olmo2-7b")[0].startswith("allenai/OLMo-2")
     assert closest_models("zzzz/qqqq") == []  # nothing alike: no made-up suggestion

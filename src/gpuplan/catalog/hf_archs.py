@@ -102,10 +102,10 @@ HF_ARCHS: dict[str, HfArch] = {
     "distilbert": HfArch("bert", "bert", kind="encoder", position="learned", tie=True, embedding_norm=True,
                          **GPT_LIKE),
     # DeBERTa-v2/v3: no absolute positions; 2 x position_buckets relative embeddings (read as a table)
-    "deberta_v2": HfArch("bert", "deberta", kind="encoder", position="learned", tie=True, embedding_norm=True,
+    "deberta_v2": HfArch("deberta", "deberta", kind="encoder", position="learned", tie=True, embedding_norm=True,
                          **GPT_LIKE),
     # ModernBERT: GeGLU MLP, bias-free LayerNorms and linears, RoPE
-    "modernbert": HfArch("bert", "modernbert", kind="encoder", norm="layernorm", norm_bias=False, tie=True,
+    "modernbert": HfArch("modernbert", "modernbert", kind="encoder", norm="layernorm", norm_bias=False, tie=True,
                          embedding_norm=True),
     "gpt2": HfArch("gpt2", "gpt2", position="learned", tie=True, **GPT_LIKE),
     "gpt_bigcode": HfArch("bigcode", "starcoder", position="learned", tie=True, **GPT_LIKE),

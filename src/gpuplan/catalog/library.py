@@ -211,12 +211,12 @@ def closest_models(name: str, n: int = 3, floor: float = 0.35) -> list[str]:
 
 
 def get_model_error(name: str) -> GpuplanError:
-    """'Unknown model' naming the closest bundled models."""
+    """'Unknown model' whose did-you-mean names the closest bundled models (``closest_models``)."""
     close = closest_models(name)
     listed = ", ".join(repr(c) for c in close)
     if close:
-        hint = _("The closest known models: {names}. See `gpuplan models` for all of them.").format(names=listed)
-        web_hint = _("The closest known models: {names}. Pick one from the list on the page.").format(names=listed)
+        hint = _("Did you mean {names}? See `{command}`.").format(names=listed, command="gpuplan models")
+        web_hint = _("Did you mean {names}? Pick one from the list on the page.").format(names=listed)
     else:
         hint = _("See `{command}` for the known names.").format(command="gpuplan models")
         web_hint = _("Pick a known name from the list on the page.")

@@ -39,6 +39,12 @@ _ARCH_NAMES: dict[str, dict[str, str]] = {
     "bert": {"q": "query", "k": "key", "v": "value", "o": "attention.output.dense",
              "up": "intermediate.dense", "down": "output.dense"},
     "mixtral": {"gate": "w1", "up": "w3", "down": "w2"},
+    "glm4": {"gate_up": "gate_up_proj"},
+    "gptj": {"o": "out_proj", "up": "fc_in", "down": "fc_out"},
+    "starcoder2": {"up": "c_fc", "down": "c_proj"},
+    "deberta": {"q": "query_proj", "k": "key_proj", "v": "value_proj", "o": "attention.output.dense",
+                "up": "intermediate.dense", "down": "output.dense"},
+    "modernbert": {"qkv": "Wqkv", "o": "attn.Wo", "gate_up": "Wi", "down": "mlp.Wo"},
 }
 # Hugging Face (Llama) module names a user may list, and the roles they stand for.
 _HF_ROLE = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o",
