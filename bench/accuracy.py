@@ -35,6 +35,9 @@ from gpuplan.estimate.system import Layout, System, intra_node_link, layout_from
 from gpuplan.units import GIB
 from gpuplan.workload import parse_workload, resolve_defaults
 
+# The published figures never depend on a local `gpuplan calibrate` overlay.
+os.environ["GPUPLAN_CALIBRATION"] = "off"
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_CSV = [HERE / "data" / "measurements.csv", HERE / "data" / "h200-calibration.csv"]
 

@@ -1,1 +1,13 @@
 """Test-wide setup: this folder is importable, so helpers such as `clirun` are shared by every test."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_config_dir(tmp_path_factory):
+    """A calibration overlay in the developer's config folder (`gpuplan calibrate`) must never change test
+    results: the whole run uses an empty config folder of its own."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("GPUPLAN_CONFIG_DIR", str(tmp_path_factory.mktemp("gpuplan-config")))
+    yield
+    patch.undo()

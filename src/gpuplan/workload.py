@@ -298,6 +298,7 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
     """
     data = w.model_dump(exclude_none=True)
     notes: list[str] = []
+    _quantized_checkpoint(data, notes)
     task = data.get("task", DEFAULTS["task"])
     if data.get("framework") == "auto":
         data.pop("framework")  # an explicit "auto" means exactly what an unset framework means
@@ -330,6 +331,45 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
     if "parallel" not in data and "parallel" not in searched:
         data["parallel"] = ParallelSpec().model_dump()
     return Workload.model_validate(data), notes
+
+
+def _quantized_checkpoint(data: dict[str, Any], notes: list[str]) -> None:
+    """A published quantized checkpoint as the model (Qwen/...-GPTQ-Int4, ...-AWQ, ...-FP8, GGUF): fill
+    quantization from its name, or refuse a workload that sets a different one (gpuplan.catalog.quantized)."""
+    model = data.get("model")
+    if not isinstance(model, str):
+        return
+    from gpuplan.catalog.library import quantized_base
+
+    found = quantized_base(model)
+    if found is None:
+        return
+    q, base = found
+    label, base_name = _(q.label), base.id if base is not None else q.base_names[0]
+    given = data.get("quantization")
+    if given is not None and given != q.quantization:
+        raise GpuplanError(
+            _("{checkpoint} is a {label} checkpoint, but the workload sets quantization {quantization}.").format(
+                checkpoint=model, label=label, quantization=given),
+            hint=_("Leave quantization unset (gpuplan reads it from the checkpoint name), set it to {expected}, or name "
+                   "the unquantized base model {base}.").format(expected=q.quantization, base=base_name),
+            field="quantization")
+    cons = data.get("constraints") or {}
+    allowed = cons.get("quantization")
+    if allowed:
+        if q.quantization not in allowed:
+            raise GpuplanError(
+                _("{checkpoint} is a {label} checkpoint, but constraints.quantization allows only {allowed}.").format(
+                    checkpoint=model, label=label, allowed=", ".join(allowed)),
+                hint=_("Add {expected} to constraints.quantization, or name the unquantized base model {base}.").format(
+                    expected=q.quantization, base=base_name),
+                field="constraints.quantization")
+        cons["quantization"] = [q.quantization]  # the checkpoint's weights are fixed: nothing else to search
+    data["quantization"] = q.quantization
+    notes.append(_("resolved {checkpoint} as {label} {base} (quantization {quantization})").format(
+        checkpoint=model, label=label, base=base_name, quantization=q.quantization))
+    if q.note:
+        notes.append(_(q.note).format(level=q.level, quantization=q.quantization))
 
 
 def _torchtune_single_device_full(data: dict[str, Any], task: str) -> bool:

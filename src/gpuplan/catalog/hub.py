@@ -6,8 +6,10 @@ seam: any ``Callable[[str], bytes | str]``; tests inject a fake), stored in the 
 folder (``$GPUPLAN_CACHE_DIR/hub/``), and parsed with ``from_hf_config``. A cached config is used
 offline too. The resulting ModelSpec says where its shape came from in ``assumptions``.
 
-Offline (the default), an unknown id raises the library's usual "unknown model" error, whose hint
-names ``GPUPLAN_ONLINE=1``; the bundled library is never bypassed: a known id never hits the network.
+Offline (the default) with nothing cached, :func:`resolve_remote` returns None and the library
+raises its usual "unknown model" error (naming the closest known models) with :func:`offline_hint`;
+the bundled library is never bypassed: a known id never hits the network. This module does not
+import the library (gpuplan.catalog.library imports it), so the two form no import cycle.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from gpuplan.catalog.hf_config import from_hf_config
+from gpuplan.catalog.model_spec import ModelSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
@@ -90,17 +94,26 @@ def _decode(raw: bytes | str, url: str) -> dict:
     return data
 
 
+def offline_hint(ref: str) -> str:
+    """The sentence that says how to let gpuplan read an unknown hub id (added to the unknown-model hint)."""
+    parsed = parse_repo_id(ref)
+    hub, repo = parsed if parsed is not None else ("hf", ref)
+    return (_("gpuplan is offline by default: set {env}=1 to fetch {repo}'s config.json from ModelScope, "
+              "or pass a local config.json path.") if hub == "modelscope" else
+            _("gpuplan is offline by default: set {env}=1 to fetch {repo}'s config.json from the Hugging Face "
+              "Hub, or pass a local config.json path.")).format(env=ONLINE_ENV, repo=repo)
+
+
 def resolve_remote(ref: str, *, fetcher: Fetcher | None = None, cache_dir: str | os.PathLike | None = None,
-                   online: bool | None = None):
+                   online: bool | None = None) -> ModelSpec | None:
     """A ModelSpec for a hub id the library lacks: from the cache, else (online only) from the hub.
 
-    Raises GpuplanError when the id is not a hub id, when offline with nothing cached, or when the
-    download or the config fails (the message names the URL)."""
-    from gpuplan.catalog.models import from_hf_config, get_model_error
-
+    None when ``ref`` is not a hub id, or when offline with nothing cached (the caller raises its
+    unknown-model error with :func:`offline_hint`). Raises GpuplanError when the download or the
+    config fails (the message names the URL)."""
     parsed = parse_repo_id(ref)
     if parsed is None:
-        raise get_model_error(ref)
+        return None
     hub, repo = parsed
     url = config_url(hub, repo)
     path = cache_path(hub, repo, cache_dir)
@@ -111,13 +124,7 @@ def resolve_remote(ref: str, *, fetcher: Fetcher | None = None, cache_dir: str |
             repo=repo, path=path, url=url)
     else:
         if not (online if online is not None else online_enabled()):
-            err = get_model_error(ref)
-            offline = (_("gpuplan is offline by default: set {env}=1 to fetch {repo}'s config.json from ModelScope, "
-                         "or pass a local config.json path.") if hub == "modelscope" else
-                       _("gpuplan is offline by default: set {env}=1 to fetch {repo}'s config.json from the Hugging Face "
-                         "Hub, or pass a local config.json path.")).format(env=ONLINE_ENV, repo=repo)
-            err.hint = ((err.hint + " ") if err.hint else "") + offline
-            raise err
+            return None
         try:
             raw = (fetcher or urllib_fetcher)(url)
         except (urllib.error.URLError, OSError, TimeoutError) as exc:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.calibration import scale_performance, workload_class
 from gpuplan.estimate.inference import ServingCase, inference_perf
 from gpuplan.estimate.memory import (
     InferenceInputs,
@@ -21,6 +22,7 @@ from gpuplan.estimate.memory import (
     training_memory,
 )
 from gpuplan.estimate.nonllm import nonllm_estimate
+from gpuplan.estimate.params import calibration
 from gpuplan.estimate.shapes import Shape, shape_of
 from gpuplan.estimate.system import Layout, System, layout_from_workload, system_from_workload
 from gpuplan.estimate.training import training_perf
@@ -136,6 +138,8 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
                               framework=framework, layout=layout, system=system)
         assumptions.extend(res.notes)
         est = Estimate(w, model, system, layout, res.memory, res.performance, assumptions, warnings)
+        if not memory_only:
+            _apply_calibration(est)
         if with_suggestions and not est.fits:
             est.suggestions = _suggest(w, model, system, layout, est)
         return est
@@ -147,9 +151,22 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     assumptions.extend(notes)
     assumptions.extend(mem.notes)
     est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings)
+    if not memory_only:
+        _apply_calibration(est)
     if with_suggestions and not est.fits:
         est.suggestions = _suggest(w, model, system, layout, est)
     return est
+
+
+def _apply_calibration(est: Estimate) -> None:
+    """Scale throughput and times by the user's `gpuplan calibrate` overlay for this GPU, framework and
+    workload class (gpuplan.estimate.calibration), and say so in the assumptions."""
+    w = est.workload
+    cal = calibration(est.system.gpu.id, w.framework or "auto", workload_class(w.task or "inference", est.model))
+    if cal is None or not est.performance:
+        return
+    est.performance = scale_performance(est.performance, cal.factor)
+    est.assumptions.append(cal.note())
 
 
 def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):

@@ -74,6 +74,19 @@ def overrides(values: Mapping[str, float]) -> Iterator[None]:
         table.cache_clear()
 
 
+def calibration(gpu: str, framework: str, workload_class: str) -> Any:
+    """The user's calibration for this GPU, framework and workload class (``gpuplan calibrate``), or None.
+
+    The efficiency tables in force are efficiency.yaml plus this local overlay of measured / estimated
+    throughput (gpuplan.estimate.calibration); estimate_resolved applies it. While ``overrides`` are
+    installed (bench/accuracy.py fitting its constants) the overlay is ignored."""
+    if _ACTIVE is not None:
+        return None
+    from gpuplan.estimate.calibration import lookup
+
+    return lookup(gpu, framework, workload_class)
+
+
 def has_key(dotted: str) -> bool:
     """Whether efficiency.yaml holds a number at this dotted key path."""
     cur: Any = efficiency()

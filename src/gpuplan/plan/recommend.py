@@ -14,6 +14,7 @@ from typing import Any
 
 from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType, load_instances
 from gpuplan.catalog.prices import load_offers
+from gpuplan.estimate.calibration import calibration_notes
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _, localize
 from gpuplan.plan import cost as costm
@@ -262,6 +263,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         warnings.append(_("feasible, price unknown: {types}: refresh (`gpuplan catalog refresh`) or pass --prices")
                         .format(types=", ".join(u["instance_type"] for u in unpriced)))
     assumptions.extend(_assumptions(ctx, book, memory_headroom, spot_model))
+    assumptions.extend(calibration_notes(p.estimate.assumptions for p in shown if p.estimate is not None))
     rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
     stats = {"instance_types": len(insts), "candidates": len(res.candidates), "estimates": res.estimates,

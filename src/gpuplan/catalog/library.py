@@ -1,0 +1,284 @@
+"""The bundled model library: load it, look names up, resolve a workload's ``model:`` reference.
+
+A workload's ``model:`` is one of (see docs/models.md):
+
+* a bundled id, alias or ModelScope id (``Qwen/Qwen2.5-7B-Instruct``, ``qwen2.5-7b``);
+* a path to a Hugging Face ``config.json`` or to a folder that holds one;
+* an inline mapping with config.json keys, or ``{params_b: 7}``;
+* a Hugging Face / ModelScope id outside the library (gpuplan.catalog.hub).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib.resources
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+import yaml
+
+from gpuplan.catalog import hub
+from gpuplan.catalog.hf_config import from_hf_config, load_config_file
+from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec, NonLLMProfile
+from gpuplan.catalog.model_validate import validate_spec
+from gpuplan.catalog.quantized import QuantizedId, parse_quantized_id
+from gpuplan.catalog.synth import synthesize_from_params_b
+from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
+
+_SUB_RECORDS = {"moe": MoESpec, "mla": MLASpec}
+CURATED_FILE = "models.yaml"  # hand-curated: shapes, non-LLM profiles, aliases (wins on every name)
+GENERATED_FILE = "model_library.json"  # written by scripts/gen_model_library.py from config.json files
+
+
+def spec_from_entry(entry: Mapping[str, Any]) -> ModelSpec:
+    """Build a ModelSpec from one library entry (unknown keys are an error: typos)."""
+    known = {f.name for f in fields(ModelSpec)}
+    data = dict(entry)
+    unknown = set(data) - known
+    if unknown:
+        raise GpuplanError(
+            _("models.yaml entry {entry!r} has unknown keys: {unknown}.").format(entry=data.get('id'), unknown=', '.join(sorted(unknown))),
+            hint=_("Fix the bundled data file (see docs/models.md for the schema)."),
+        )
+    for key, cls in _SUB_RECORDS.items():
+        if data.get(key) is not None:
+            data[key] = cls(**data[key])
+    if data.get("profile") is not None:
+        prof = dict(data["profile"])
+        prof["sources"] = tuple(prof.get("sources", ()))
+        data["profile"] = NonLLMProfile(**prof)
+    for key in ("unconfirmed", "aliases", "assumptions"):
+        data[key] = tuple(data.get(key) or ())
+    for key in ("params_total", "params_active"):
+        if data.get(key) is not None:
+            data[key] = float(data[key])
+    return validate_spec(ModelSpec(**data))
+
+
+def _read_data(name: str) -> Any:
+    path = importlib.resources.files("gpuplan") / "data" / name
+    try:
+        text = path.read_text(encoding="utf-8")
+        return json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # pragma: no cover - shipped data is tested
+        raise GpuplanError(_("Bundled models.yaml is malformed: {exc}").format(exc=exc), hint=_("Reinstall gpuplan.")) from exc
+
+
+def _specs(name: str) -> tuple[ModelSpec, ...]:
+    raw = _read_data(name)
+    entries = raw["models"] if isinstance(raw, dict) else raw
+    specs = []
+    for entry in entries:
+        try:
+            specs.append(spec_from_entry(entry))
+        except TypeError as exc:  # pragma: no cover - shipped data is tested
+            raise GpuplanError(_("models.yaml entry {entry!r}: {exc}").format(entry=entry.get('id'), exc=exc),
+                               hint=_("The bundled models.yaml is damaged: reinstall gpuplan.")) from exc
+    return tuple(specs)
+
+
+@functools.cache
+def load_curated() -> tuple[ModelSpec, ...]:
+    """The hand-curated models (data/models.yaml), validated; loaded once, on first use."""
+    return _specs(CURATED_FILE)
+
+
+@functools.cache
+def load_generated() -> tuple[ModelSpec, ...]:
+    """The generated library (data/model_library.json), read only when a name is not curated."""
+    curated = _index(load_curated())
+    return tuple(m for m in _specs(GENERATED_FILE) if m.id.lower() not in curated)
+
+
+@functools.cache
+def load_models() -> tuple[ModelSpec, ...]:
+    """Every bundled model: the curated ones in file order, then the generated library."""
+    return load_curated() + load_generated()
+
+
+def _names(spec: ModelSpec) -> list[str]:
+    return [spec.id, *spec.aliases, *([spec.modelscope_id] if spec.modelscope_id else [])]
+
+
+def _index(specs: tuple[ModelSpec, ...], base: Mapping[str, ModelSpec] | None = None) -> dict[str, ModelSpec]:
+    """Lower-cased name -> spec. Names already in ``base`` keep their model (curated names win)."""
+    index: dict[str, ModelSpec] = {}
+    for spec in specs:
+        for name in _names(spec):
+            key = name.lower()
+            if base is not None and key in base:
+                continue
+            other = index.get(key)
+            assert other is None or other.id == spec.id, f"name {name!r} used by {other.id} and {spec.id}"
+            index[key] = spec
+    return index
+
+
+@functools.cache
+def _curated_index() -> dict[str, ModelSpec]:
+    return _index(load_curated())
+
+
+@functools.cache
+def _generated_index() -> dict[str, ModelSpec]:
+    return _index(load_generated(), base=_curated_index())
+
+
+def lookup(name: str) -> ModelSpec | None:
+    """A bundled model by id, alias or ModelScope id (case-insensitive); the generated library is read
+    only when the curated one lacks the name."""
+    key = str(name).strip().lower()
+    return _curated_index().get(key) or _generated_index().get(key)
+
+
+def list_models(kind: str | None = None) -> list[ModelSpec]:
+    """Bundled models, optionally only one kind: the curated ones in file order, then the generated ones."""
+    return [m for m in load_models() if kind is None or m.kind == kind]
+
+
+def get_model(name: str) -> ModelSpec:
+    """A bundled model by id, alias or ModelScope id (case-insensitive), or the bundled base of a published
+    quantized checkpoint (``...-GPTQ-Int4``). Never reads a file or the network (the web API relies on it)."""
+    spec = lookup(name)
+    if spec is None:
+        quantized = quantized_base(str(name))
+        spec = quantized[1] if quantized is not None else None
+    if spec is None:
+        raise get_model_error(str(name))
+    return spec
+
+
+@functools.cache
+def _part_index() -> dict[str, ModelSpec]:
+    """Repo name without its org (and without a trailing "-hf") -> model, curated models first:
+    TheBloke/Llama-2-7B-Chat-GPTQ names its base as "Llama-2-7B-Chat"."""
+    index: dict[str, ModelSpec] = {}
+    for spec in load_models():
+        for name in _names(spec):
+            part = name.lower().rsplit("/", 1)[-1]
+            for key in (part, part.removesuffix("-hf")):
+                index.setdefault(key, spec)
+    return index
+
+
+def quantized_base(name: str) -> tuple[QuantizedId, ModelSpec | None] | None:
+    """(what a quantized checkpoint id says, its bundled base model or None), or None when ``name`` is a
+    bundled model or names no quantization."""
+    if lookup(name) is not None:
+        return None
+    parsed = parse_quantized_id(name)
+    if parsed is None:
+        return None
+    for base in parsed.base_names:
+        spec = lookup(base) or _part_index().get(base.lower().rsplit("/", 1)[-1].removesuffix("-hf"))
+        if spec is not None:
+            return parsed, spec
+    return parsed, None
+
+
+# --------------------------------------------------------------------------------------------
+# Closest known models (the unknown-model error)
+# --------------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)?[bmk]?")
+
+
+def _tokens(name: str) -> set[str]:
+    return set(_TOKEN.findall(name.lower()))
+
+
+def _closeness(name: str, spec: ModelSpec) -> float:
+    """0..1: how alike two model names are (the repo name part, its words and numbers, the org)."""
+    org, _sep, part = name.lower().rpartition("/")
+    c_org, _sep2, c_part = spec.id.lower().rpartition("/")
+    ratio = max(difflib.SequenceMatcher(None, part, c_part).ratio(),
+                max((difflib.SequenceMatcher(None, part, a).ratio() for a in spec.aliases), default=0.0))
+    mine, theirs = _tokens(part), _tokens(c_part)
+    overlap = len(mine & theirs) / len(mine | theirs) if mine | theirs else 0.0
+    return 0.6 * ratio + 0.4 * overlap + (0.1 if org and org == c_org else 0.0)
+
+
+def closest_models(name: str, n: int = 3, floor: float = 0.35) -> list[str]:
+    """The ids of the ``n`` bundled models whose names are closest to ``name`` (none below ``floor``)."""
+    scored = sorted(((_closeness(name, m), m.id) for m in load_models()), key=lambda x: (-x[0], x[1]))
+    return [model_id for score, model_id in scored[:n] if score >= floor]
+
+
+def get_model_error(name: str) -> GpuplanError:
+    """'Unknown model' whose did-you-mean names the closest bundled models (``closest_models``)."""
+    close = closest_models(name)
+    listed = ", ".join(repr(c) for c in close)
+    if close:
+        hint = _("Did you mean {names}? See `{command}`.").format(names=listed, command="gpuplan models")
+        web_hint = _("Did you mean {names}? Pick one from the list on the page.").format(names=listed)
+    else:
+        hint = _("See `{command}` for the known names.").format(command="gpuplan models")
+        web_hint = _("Pick a known name from the list on the page.")
+    return GpuplanError(_("Unknown model {name!r}.").format(name=name), hint=hint, web_hint=web_hint, kind="model")
+
+
+# --------------------------------------------------------------------------------------------
+# Resolution of a workload's model reference
+# --------------------------------------------------------------------------------------------
+
+
+def resolve_model(ref: Any) -> ModelSpec:
+    """Turn a workload's ``model:`` value into a ModelSpec.
+
+    ``ref``: a bundled id/alias/ModelScope id; a path to config.json or to a folder holding one;
+    a Hugging Face / ModelScope id outside the library (cached config.json, or fetched when
+    ``GPUPLAN_ONLINE=1``: see gpuplan.catalog.hub);
+    a mapping ``{params_b: N}``; a mapping of config.json keys; or a ModelSpec.
+    Anything unusable raises GpuplanError (never another exception).
+    """
+    if isinstance(ref, ModelSpec):
+        return ref
+    if isinstance(ref, Mapping):
+        if "params_b" in ref:
+            return synthesize_from_params_b(ref)
+        name = ref.get("_name_or_path") or ref.get("name") or "inline-config"
+        return from_hf_config(ref, name=str(name)[:200])
+    if isinstance(ref, os.PathLike):
+        return load_config_file(ref)
+    if not isinstance(ref, str) or not ref.strip():
+        raise GpuplanError(
+            _("model must be a name, a config.json path or a mapping, not {name} {ref!r}.").format(name=type(ref).__name__, ref=ref),
+            hint=_("E.g. model: Qwen/Qwen2.5-7B-Instruct, model: ./config.json or model: {params_b: 7}."),
+            field="model",
+        )
+    name = ref.strip()
+    spec = lookup(name)
+    if spec is not None:
+        return spec
+    if _looks_like_path(name):
+        return load_config_file(name)
+    quantized = quantized_base(name)
+    if quantized is not None and quantized[1] is not None:
+        return quantized[1]  # a published quantized checkpoint: its base model's shape
+    if hub.parse_repo_id(name) is not None:
+        # A Hugging Face / ModelScope id the library lacks: its cached config.json, or (only with
+        # GPUPLAN_ONLINE=1) a download; offline the error says how to switch online resolution on.
+        remote = hub.resolve_remote(name)
+        if remote is not None:
+            return remote
+        err = get_model_error(name)
+        err.hint = ((err.hint + " ") if err.hint else "") + hub.offline_hint(name)
+        raise err
+    raise get_model_error(name)
+
+
+def _looks_like_path(name: str) -> bool:
+    if len(name) > 4096 or "\x00" in name:
+        return False
+    try:
+        if os.path.exists(name):
+            return True
+    except (OSError, ValueError):
+        return False
+    return name.endswith(".json") or name.startswith((".", "~", os.sep)) or (os.sep == "\\" and ":" in name)
