@@ -70,6 +70,47 @@ def uses_bitsandbytes(c: Ctx) -> bool:
     return c.qlora or c.optimizer in BNB_OPTIMIZERS
 
 
+@dataclass(frozen=True)
+class SmokeLayout:
+    """The plan's layout mapped onto CPU processes for `./launch.sh --smoke`: every parallel dimension above 1
+    stays above 1 (at most 2), nodes become local torchrun groups, and the global batch stays the plan's
+    (fewer data-parallel ranks accumulate more micro-batches)."""
+
+    nodes: int
+    nproc: int
+    tp: int
+    pp: int
+    dp: int
+    accum: int
+    notes: tuple[str, ...]
+
+
+def smoke_layout(c: Ctx) -> SmokeLayout:
+    b = batch_layout(c)
+    megatron = c.launcher == "megatron"
+    tp, pp = (min(c.tp, 2), min(c.pp, 2)) if megatron else (1, 1)
+    dp = 1 if megatron else (2 if b.dp % 2 == 0 else 1)
+    world = tp * pp * dp
+    nodes = min(c.job_nodes, world) if world % min(c.job_nodes, world) == 0 else 1
+    accum = b.global_batch // (b.micro * dp)
+    notes = [f"model: a tiny random {c.smoke_model_type} (same transformers class, {2 * max(1, pp)} layers, hidden 64) "
+             f"instead of {c.model}",
+             f"sequence length {c.seq_len} -> {SMOKE_SEQ_LEN} tokens, {SMOKE_STEPS} steps, learning rate 1e-3"]
+    if (c.tp, c.pp, b.dp) != (tp, pp, dp):
+        notes.append(f"TP {c.tp} x PP {c.pp} x DP {b.dp} -> TP {tp} x PP {pp} x DP {dp}: accumulation {b.accum} -> "
+                     f"{accum}, the same global batch {b.global_batch}")
+    if c.job_nodes != nodes or c.gpus_per_node != world // nodes:
+        notes.append(f"{c.job_nodes} node(s) x {c.gpus_per_node} GPUs -> {nodes} local torchrun group(s) x "
+                     f"{world // nodes} CPU processes (gloo)")
+    if megatron:
+        notes.append("Megatron-Core needs CUDA: train.py --strategy tp_pp (PyTorch DTensor tensor parallel + GPipe "
+                     "stages, fp32 master weights, the same recomputation) runs instead; the megatron command line "
+                     "is parsed by ms-swift's own argument classes")
+    if c.qlora:
+        notes.append("QLoRA: bitsandbytes 4-bit base on its CPU backend")
+    return SmokeLayout(nodes=nodes, nproc=world // nodes, tp=tp, pp=pp, dp=dp, accum=accum, notes=tuple(notes))
+
+
 def strategy(c: Ctx) -> str:
     """train.py --strategy for the launcher."""
     return {"torchrun": "ddp", "fsdp": "fsdp", "deepspeed": "deepspeed", "megatron": "tp_pp"}[c.launcher or "torchrun"]
@@ -306,7 +347,8 @@ def files(c: Ctx) -> dict[str, str]:
     """Training files by bundle path."""
     b = batch_layout(c)
     out = {
-        "launch.sh": render("launch.sh.j2", c=c, b=b, train_args=train_args(c), data_file=DATA_FILE,
+        "launch.sh": render("launch.sh.j2", c=c, b=b, s=smoke_layout(c), train_args=train_args(c), data_file=DATA_FILE,
+                            steps=SMOKE_STEPS, smoke_seq=SMOKE_SEQ_LEN, ms_swift=PINS["ms-swift"],
                             megatron_args=megatron_args(c) if c.launcher == "megatron" else [],
                             megatron_cmd="pt" if c.task == "pretrain" else "sft"),
         "run-with-resume.sh": render("run-with-resume.sh.j2", c=c),
