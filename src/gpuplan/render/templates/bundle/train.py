@@ -193,7 +193,8 @@ def build_model(args, dschf_cfg: dict | None = None):
     if dschf_cfg is not None and dschf_cfg.get("zero_optimization", {}).get("stage") == 3:
         from transformers.integrations import HfDeepSpeedConfig
 
-        keep = HfDeepSpeedConfig(dschf_cfg)   # ZeRO-3: each rank loads only its shard (zero.Init)
+        # ZeRO-3: each rank loads only its shard (zero.Init). The batch keys are checked at deepspeed.initialize.
+        keep = HfDeepSpeedConfig({k: v for k, v in dschf_cfg.items() if k != "train_batch_size"})
     model = AutoModelForCausalLM.from_pretrained(args.model, **kw)
     del keep
     try:
@@ -259,11 +260,13 @@ def decoder_layers(model) -> list:
 
 
 class LayerCalls:
-    """Counts decoder-layer forward calls (hooks): with recomputation each layer runs again in backward."""
+    """Counts decoder-layer forward runs with hooks on each layer's attention block (transformers wraps the
+    layer's `forward` for checkpointing, so its submodules are what re-run): with recomputation each layer
+    runs again in backward."""
 
     def __init__(self, layers):
         self.n, self.layers, self.calls = len(layers), layers, 0
-        self.handles = [m.register_forward_pre_hook(self._hook) for m in layers]
+        self.handles = [getattr(m, "self_attn", m).register_forward_pre_hook(self._hook) for m in layers]
 
     def _hook(self, module, inputs):
         self.calls += 1
