@@ -93,21 +93,27 @@ def smoke_layout(c: Ctx) -> SmokeLayout:
     world = tp * pp * dp
     nodes = min(c.job_nodes, world) if world % min(c.job_nodes, world) == 0 else 1
     accum = b.global_batch // (b.micro * dp)
-    notes = [f"model: a tiny random {c.smoke_model_type} (same transformers class, {2 * max(1, pp)} layers, hidden 64) "
-             f"instead of {c.model}",
-             f"sequence length {c.seq_len} -> {SMOKE_SEQ_LEN} tokens, {SMOKE_STEPS} steps, learning rate 1e-3"]
+    def _(text: str) -> str:  # the catalog's keyword, so Babel extracts the literals below
+        return tr(text, c.lang)
+
+    notes = [_("model: a tiny random {model_type} (the same transformers class, {layers} layers, hidden 64) instead "
+               "of {model}").format(model_type=c.smoke_model_type, layers=2 * max(1, pp), model=c.model),
+             _("sequence length {seq} -> {smoke_seq} tokens, {steps} steps, learning rate 1e-3").format(
+                 seq=c.seq_len, smoke_seq=SMOKE_SEQ_LEN, steps=SMOKE_STEPS)]
     if (c.tp, c.pp, b.dp) != (tp, pp, dp):
-        notes.append(f"TP {c.tp} x PP {c.pp} x DP {b.dp} -> TP {tp} x PP {pp} x DP {dp}: accumulation {b.accum} -> "
-                     f"{accum}, the same global batch {b.global_batch}")
+        notes.append(_("TP {tp} x PP {pp} x DP {dp} -> TP {stp} x PP {spp} x DP {sdp}: accumulation {accum} -> "
+                       "{saccum}, the same global batch {global_batch}").format(
+                           tp=c.tp, pp=c.pp, dp=b.dp, stp=tp, spp=pp, sdp=dp, accum=b.accum, saccum=accum,
+                           global_batch=b.global_batch))
     if c.job_nodes != nodes or c.gpus_per_node != world // nodes:
-        notes.append(f"{c.job_nodes} node(s) x {c.gpus_per_node} GPUs -> {nodes} local torchrun group(s) x "
-                     f"{world // nodes} CPU processes (gloo)")
+        notes.append(_("{nodes} node(s) x {gpus} GPUs -> {snodes} local torchrun group(s) x {nproc} CPU processes "
+                       "(gloo)").format(nodes=c.job_nodes, gpus=c.gpus_per_node, snodes=nodes, nproc=world // nodes))
     if megatron:
-        notes.append("Megatron-Core needs CUDA: train.py --strategy tp_pp (PyTorch DTensor tensor parallel + GPipe "
-                     "stages, fp32 master weights, the same recomputation) runs instead; the megatron command line "
-                     "is parsed by ms-swift's own argument classes")
+        notes.append(_("Megatron-Core needs CUDA: train.py --strategy tp_pp (PyTorch DTensor tensor parallel + GPipe "
+                       "stages, fp32 master weights, the same recomputation) runs instead; the megatron command line "
+                       "is parsed by ms-swift's own argument classes"))
     if c.qlora:
-        notes.append("QLoRA: bitsandbytes 4-bit base on its CPU backend")
+        notes.append(_("QLoRA: bitsandbytes 4-bit base on its CPU backend"))
     return SmokeLayout(nodes=nodes, nproc=world // nodes, tp=tp, pp=pp, dp=dp, accum=accum, notes=tuple(notes))
 
 
