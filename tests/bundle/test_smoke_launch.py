@@ -1,8 +1,9 @@
-"""The generated training launches run: `./launch.sh --smoke` on CPU (gloo, 2 processes or 2 "nodes",
-a tiny random model of the plan's family, 6 steps, a checkpoint, SIGKILL, a resume) for single-GPU
-LoRA, ZeRO-3 full fine-tuning, FSDP, a two-node emulation on localhost and a tensor-parallel plan;
-the Megatron arguments carry the plan's TP, PP and batch; every pick of every training example
-writes a bundle whose files agree on the batch arithmetic. `pytest -k smoke` selects these.
+"""The generated training launches run the planned job: `./launch.sh --smoke` (no settings, CPU, gloo,
+the plan's layout mapped to local node groups, a tiny model of the plan's family, 6 steps, a checkpoint,
+SIGKILL, a resume) for the five training workloads of issue 22 and an FSDP plan; the Megatron command
+line parses with ms-swift 4.5.2's own argument classes; resume finds ms-swift's versioned folders; every
+pick of every training example writes a bundle whose files agree on the batch arithmetic.
+`pytest -k smoke` selects these.
 """
 
 from __future__ import annotations
