@@ -184,6 +184,16 @@ def test_smoke_fsdp(tmp_path):
 MS_SWIFT = Path.home() / ".cache" / "gpuplan" / "ms-swift-4.5.2"
 
 
+TRAIN_PY = ROOT / "src" / "gpuplan" / "render" / "templates" / "bundle" / "train.py"
+
+
+def parse_megatron(words: list[str], cmd: str = "sft") -> subprocess.CompletedProcess:
+    """`megatron sft|pt WORDS` parsed by ms-swift 4.5.2's own argument classes (train.py check-megatron-args)."""
+    return subprocess.run([sys.executable, str(TRAIN_PY), "check-megatron-args", cmd, "4.5.2", *words],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")})
+
+
 def megatron_check(bundle: Path, cmd: str, extra: list[str]) -> subprocess.CompletedProcess:
     words = launch_var(bundle, "MEGATRON_ARGS") + ["--dataset", "data/train.jsonl", "--output_dir", "/x",
                                                    "--add_version", "false", "--save_steps", "100", *extra]
