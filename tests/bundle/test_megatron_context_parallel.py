@@ -11,7 +11,9 @@ from gpuplan.render.bundle.context import build_context
 from gpuplan.render.bundle.training import batch_layout, megatron_args
 
 from .scenarios import inputs
-from .test_smoke_launch import arg, ms_swift_parser
+import pytest
+
+from .test_smoke_launch import MS_SWIFT, arg, parse_megatron
 
 
 def test_context_parallel_needs_megatron():
@@ -24,13 +26,15 @@ def test_megatron_args_carry_context_parallel_size():
     c = dataclasses.replace(build_context(plan, workload, est), tp=2, pp=1, cp=2, grad_accum=2, launcher="megatron")
     words = megatron_args(c)
     assert arg(words, "--context_parallel_size") == "2"
+    assert "--context_parallel_size" not in megatron_args(dataclasses.replace(c, cp=1))
     dp = c.gpus_total // (2 * 1 * 2)
     assert batch_layout(c).dp == dp
     assert arg(words, "--global_batch_size") == str(c.micro_batch * 2 * dp)
-    ns = ms_swift_parser().parse_args(words + ["--dataset", "d.jsonl", "--output_dir", "/x"])
-    assert ns.context_parallel_size == 2
-    plain = megatron_args(dataclasses.replace(c, cp=1))
-    assert "--context_parallel_size" not in plain
+    if MS_SWIFT.is_dir():   # ms-swift 4.5.2's own parser accepts the flag and its value
+        proc = parse_megatron(words + ["--dataset", "d.jsonl", "--output_dir", "/x"])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    else:
+        pytest.skip("ms-swift 4.5.2 not in ~/.cache/gpuplan (scripts/install-test-tools.sh)")
 
 
 def test_recommend_keeps_a_set_context_parallel_size():

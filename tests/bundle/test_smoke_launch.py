@@ -1,8 +1,9 @@
-"""The generated training launches run: `./launch.sh --smoke` on CPU (gloo, 2 processes or 2 "nodes",
-a tiny random model of the plan's family, 6 steps, a checkpoint, SIGKILL, a resume) for single-GPU
-LoRA, ZeRO-3 full fine-tuning, FSDP, a two-node emulation on localhost and a tensor-parallel plan;
-the Megatron arguments carry the plan's TP, PP and batch; every pick of every training example
-writes a bundle whose files agree on the batch arithmetic. `pytest -k smoke` selects these.
+"""The generated training launches run the planned job: `./launch.sh --smoke` (no settings, CPU, gloo,
+the plan's layout mapped to local node groups, a tiny model of the plan's family, 6 steps, a checkpoint,
+SIGKILL, a resume) for the five training workloads of issue 22 and an FSDP plan; the Megatron command
+line parses with ms-swift 4.5.2's own argument classes; resume finds ms-swift's versioned folders; every
+pick of every training example writes a bundle whose files agree on the batch arithmetic.
+`pytest -k smoke` selects these.
 """
 
 from __future__ import annotations
@@ -48,36 +49,6 @@ def smoke_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_smoke(bundle: Path, tmp: Path, **extra: str) -> str:
-    """Run ./launch.sh --smoke in the bundle and return its output (the test fails on a non-zero exit)."""
-    env = smoke_env(tmp, SMOKE_DIR=str(tmp / "smoke"), MASTER_PORT=str(free_port()), **extra)
-    t0 = time.time()
-    proc = subprocess.run(["bash", "launch.sh", "--smoke"], cwd=bundle, env=env, capture_output=True, text=True,
-                          timeout=SMOKE_TIMEOUT_S)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
-    print(f"{bundle.name}: smoke {time.time() - t0:.1f} s")
-    return out
-
-
-def check_resumed(smoke_dir: Path, out: str, launcher: str, world: int) -> None:
-    assert f"smoke: OK ({launcher}, {world} processes, 6 steps, killed and resumed)" in out
-    run1 = (smoke_dir / "run1-node0.log").read_text()
-    run2 = (smoke_dir / "run2-node0.log").read_text()
-    m = re.search(r"resumed from \S+/checkpoint-(\d+) at step (\d+)", run2)
-    assert m and m.group(1) == m.group(2) and 2 <= int(m.group(1)) < 6, run2[-2000:]
-    assert "step 6/6" not in run1, "run 1 was not killed before the end"   # the kill landed mid-run
-    resumed = int(m.group(1))
-    assert f"step {resumed + 1}/6" in run2 and f"step {resumed}/6" not in run2   # continues, no repeat
-    state = json.loads((smoke_dir / "out" / "checkpoint-6" / "trainer_state.json").read_text())
-    assert state["global_step"] == 6 and state["world_size"] == world
-
-
-def scenario_bundle(name: str, tmp: Path) -> Path:
-    plan, workload, est = inputs(name)
-    return build_bundle(plan, workload, est, tmp / name)
-
-
 def launch_var(bundle: Path, name: str) -> list[str]:
     """The words of a bash array assigned in launch.sh (as bash itself splits them)."""
     line = next(ln for ln in (bundle / "launch.sh").read_text().splitlines() if ln.startswith(f"{name}=("))
@@ -89,30 +60,109 @@ def arg(words: list[str], flag: str) -> str:
 
 
 # --------------------------------------------------------------------------------- CPU smoke runs
-def test_smoke_single_gpu_lora(tmp_path):
-    """Scenario lora_single (1 x A10, LoRA, DDP launcher): 2 CPU ranks, tiny Qwen2 + peft LoRA."""
-    b = scenario_bundle("lora_single", tmp_path)
-    assert json.loads((b / "plan.json").read_text())["plan"]["parallel"].get("launcher", "torchrun") == "torchrun"
-    out = run_smoke(b, tmp_path, SMOKE_NPROC="2")
-    check_resumed(tmp_path / "smoke", out, "torchrun", 2)
-    assert "qwen2" in (b / "launch.sh").read_text()
-    assert (tmp_path / "smoke" / "out" / "final" / "adapter_config.json").is_file()   # the LoRA adapter
+# The five training workloads of issue 22, each planned by the recommender and rehearsed with
+# `./launch.sh --smoke` and no settings at all (only PATH to the test's Python and HOME).
+WORKLOADS: dict[str, dict] = {
+    # 70B full fine-tuning over two nodes under Megatron (TP 8 x PP 2), full recomputation.
+    "llama70b_full_megatron": {"name": "llama70b-full", "model": "meta-llama/Meta-Llama-3-70B", "task": "full",
+                               "grad_checkpointing": True, "parallel": {"tp": 8, "pp": 2},
+                               "dataset": {"tokens": 1.0e9}, "constraints": {"max_gpus": 32}},
+    # 70B LoRA with the framework named: DeepSpeed ZeRO-3 (was an ms-swift Megatron launch).
+    "llama70b_lora_deepspeed": {"name": "llama70b-lora-ds", "model": "meta-llama/Meta-Llama-3-70B", "task": "lora",
+                                "framework": "deepspeed", "dataset": {"tokens": 2.0e8}},
+    # 7B LoRA on one GPU (the README example).
+    "qwen7b_lora_one_gpu": "qwen2.5-7b-lora.yaml",
+    # 1B pre-training with tensor parallelism (Megatron, TP 2).
+    "llama1b_pretrain_tp": {"name": "llama1b-pretrain-tp", "model": "meta-llama/Llama-3.2-1B", "task": "pretrain",
+                            "parallel": {"tp": 2}, "dataset": {"tokens": 2.0e9}},
+    # 8-bit AdamW (bitsandbytes) for a full fine-tune.
+    "qwen7b_full_adamw8bit": {"name": "qwen7b-full-8bit", "model": "Qwen/Qwen2.5-7B", "task": "full",
+                              "optimizer": "adamw-8bit", "dataset": {"tokens": 1.0e8}},
+}
+EXPECTED = {   # what the plan must be for the test to mean what it says
+    "llama70b_full_megatron": {"launcher": "megatron", "checkpointing": "full", "multi_node": True},
+    "llama70b_lora_deepspeed": {"launcher": "deepspeed", "zero": 3},
+    "qwen7b_lora_one_gpu": {"gpus_total": 1},
+    "llama1b_pretrain_tp": {"launcher": "megatron", "tp": 2},
+    "qwen7b_full_adamw8bit": {"optimizer": "adamw-8bit"},
+}
 
 
-def test_smoke_zero3_full_finetune(tmp_path):
-    """Scenario two_node (full fine-tune, ZeRO-3, DeepSpeed launcher), one node of 2 CPU ranks: ZeRO-3
-    sharding as FSDP2 full sharding (DeepSpeed's CPU path hangs under gloo, see train.py)."""
-    b = scenario_bundle("two_node", tmp_path)
-    ds = json.loads((b / "ds_config.json").read_text())
-    assert ds["zero_optimization"]["stage"] == 3
-    out = run_smoke(b, tmp_path, NNODES="1", SMOKE_NPROC="2")
-    check_resumed(tmp_path / "smoke", out, "deepspeed", 2)
-    run1 = (tmp_path / "smoke" / "run1-node0.log").read_text()
-    assert "reshard_after_forward=True (ZeRO-3 analogue)" in run1
+def workload_bundle(key: str, tmp: Path) -> tuple[Path, dict]:
+    spec = WORKLOADS[key]
+    w = load_workload(EXAMPLES / spec) if isinstance(spec, str) else Workload.model_validate(spec)
+    path, _ = write_plan_bundle(w, tmp / key)
+    return path, json.loads((path / "plan.json").read_text())
+
+
+def check_plan(key: str, data: dict) -> None:
+    plan, par = data["plan"], data["plan"]["parallel"]
+    for k, v in EXPECTED[key].items():
+        got = plan["instance_count"] > 1 if k == "multi_node" else plan.get(k, par.get(k))
+        if k == "optimizer":
+            got = par.get("optimizer") or data["workload"].get("optimizer")
+        assert got == v, f"{key}: {k} is {got}, the test needs {v}: choose another workload"
+
+
+def bare_smoke(bundle: Path, tmp: Path) -> str:
+    """`./launch.sh --smoke` with no settings: only PATH (this Python's bin first) and HOME."""
+    env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "HOME": os.environ.get("HOME", str(tmp))}
+    t0 = time.time()
+    proc = subprocess.run(["bash", "launch.sh", "--smoke"], cwd=bundle, env=env, capture_output=True, text=True,
+                          timeout=SMOKE_TIMEOUT_S)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    print(f"{bundle.name}: smoke {time.time() - t0:.1f} s")
+    return out
+
+
+@pytest.mark.parametrize("key", list(WORKLOADS))
+def test_smoke_rehearses_the_planned_job(key, tmp_path):
+    """The rehearsal runs the plan's launcher, micro-batch, global batch, checkpointing, optimizer and
+    precision on CPU, in training mode, and resumes after a kill at a step above 0; train.py calls
+    .train(); 8-bit plans name a bitsandbytes optimizer; Megatron launches carry a run length and the
+    planned recompute granularity."""
+    b, data = workload_bundle(key, tmp_path)
+    check_plan(key, data)
+    plan, par = data["plan"], data["plan"]["parallel"]
+    dp = plan["gpus_total"] // (par["tp"] * par["pp"])
+    optimizer = par.get("optimizer") or data["workload"]["optimizer"]
+    ckpt = par["checkpointing"]
+    assert "model.train()" in (b / "train.py").read_text()
+    out = bare_smoke(b, tmp_path)
+    assert (f"smoke: launcher {par['launcher']}, TP {par['tp']} x PP {par['pp']} x DP {dp}, micro-batch "
+            f"{par['micro_batch']} x accumulation {par['gradient_accumulation']} x DP {dp} = global batch "
+            f"{par['micro_batch'] * par['gradient_accumulation'] * dp}, checkpointing {ckpt}, optimizer "
+            f"{optimizer}") in out
+    assert "training mode on" in out
+    assert re.search(rf"activation checkpointing {ckpt}: \d+ layer forwards recomputed", out)
+    if ckpt != "none":
+        assert not re.search(r"activation checkpointing \w+: 0 layer forwards", out)
+    opt_class = {"adamw-8bit": "AdamW8bit"}.get(optimizer, "AdamW")
+    assert re.search(rf"optimizer {opt_class} \(\S+\) for {optimizer}; master weights float32", out)
+    m = re.search(r"resumed from \S+/checkpoint-(\d+) at step (\d+)", out)
+    assert m and m.group(1) == m.group(2) and int(m.group(2)) > 0, out[-3000:]
+    assert re.search(r"loss \d+\.\d+ -> \d+\.\d+ over 6 steps: down", out)
+    assert f"smoke: OK ({par['launcher']}," in out
+    if par["launcher"] == "megatron":
+        words = launch_var(b, "MEGATRON_ARGS")
+        assert int(arg(words, "--train_iters")) > 0
+        assert arg(words, "--recompute_granularity") == ckpt
+        assert "Megatron-Core needs CUDA" in out
+        if MS_SWIFT.is_dir():
+            assert "command line parsed by ms-swift 4.5.2's" in out
+    if plan["instance_count"] > 1:
+        assert re.search(r"smoke: 2 local node\(s\)", out)
+    if optimizer == "adamw-8bit":
+        assert "bitsandbytes==" in (b / "requirements.txt").read_text()
+        assert "AdamW8bit" in out
+        if (b / "ds_config.json").exists():
+            assert json.loads((b / "ds_config.json").read_text())["zero_allow_untested_optimizer"] is True
 
 
 def test_smoke_fsdp(tmp_path):
-    """A full fine-tune with FSDP FULL_SHARD from the workload: launcher fsdp, FSDP2 on 2 CPU ranks."""
+    """A full fine-tune with FSDP FULL_SHARD from the workload: launcher fsdp, FSDP2 with bf16 compute over fp32
+    master weights on 2 CPU ranks, kill and resume."""
     w = Workload.model_validate({"name": "llama8b-fsdp", "model": "meta-llama/Llama-3.1-8B", "task": "full",
                                  "hardware": {"instance_type": "ecs.gn7e-c16g1.32xlarge"},
                                  "parallel": {"fsdp": "full_shard"}, "dataset": {"tokens": 1.0e8}})
@@ -126,142 +176,74 @@ def test_smoke_fsdp(tmp_path):
     b = build_bundle(plan, resolved, est, tmp_path / "fsdp")
     assert launch_var(b, "PLAN_ARGS")[1::2][:2] == ["full", "fsdp"]
     assert not (b / "ds_config.json").exists()
-    out = run_smoke(b, tmp_path, SMOKE_NPROC="2")
-    check_resumed(tmp_path / "smoke", out, "fsdp", 2)
+    out = bare_smoke(b, tmp_path)
+    assert "FSDP2 fully_shard, reshard_after_forward=True" in out and "master weights float32" in out
+    assert re.search(r"resumed from \S+/checkpoint-(\d+) at step [1-9]", out)
 
 
-def test_smoke_two_node_emulation(tmp_path):
-    """Scenario two_node_tcp (2 nodes, ZeRO-2): two launch.sh --smoke on localhost, NODE_RANK 0 and 1,
-    1 process each, static rendezvous on a local master; both are killed and both resume."""
-    b = scenario_bundle("two_node_tcp", tmp_path)
-    assert "NNODES=\"${NNODES:-2}\"" in (b / "launch.sh").read_text()
-    port = str(free_port())
-    procs = []
-    t0 = time.time()
-    for rank in (0, 1):
-        env = smoke_env(tmp_path, SMOKE_DIR=str(tmp_path / "smoke"), MASTER_PORT=port, NODE_RANK=str(rank),
-                        SMOKE_NPROC="1")
-        procs.append(subprocess.Popen(["bash", "launch.sh", "--smoke"], cwd=b, env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=SMOKE_TIMEOUT_S)[0] for p in procs]
-    print(f"two-node emulation: smoke {time.time() - t0:.1f} s")
-    for p, out in zip(procs, outs, strict=True):
-        assert p.returncode == 0, out[-4000:]
-    check_resumed(tmp_path / "smoke", outs[0], "deepspeed", 2)
+MS_SWIFT = Path.home() / ".cache" / "gpuplan" / "ms-swift-4.5.2"
 
 
-def tp_plan_bundle(tmp: Path) -> tuple[Path, dict]:
-    """The best tensor-parallel pick of the full fine-tuning example (a real recommender plan)."""
-    w = load_workload(EXAMPLES / "qwen-7b-full-zero.yaml")
-    for pick in range(1, 6):
-        out = tmp / f"pick{pick}"
-        path, _ = write_plan_bundle(w, out, pick=pick)
-        plan = json.loads((path / "plan.json").read_text())["plan"]
-        if plan["parallel"]["tp"] * plan["parallel"]["pp"] > 1 and plan["gpus_total"] <= 4:
-            return path, plan
-    pytest.fail("the example has no tensor-parallel pick any more: choose another TP plan for this test")
+TRAIN_PY = ROOT / "src" / "gpuplan" / "render" / "templates" / "bundle" / "train.py"
 
 
-def test_smoke_tensor_parallel_plan(tmp_path):
-    """A TP plan launches ms-swift Megatron with the plan's TP/PP/micro/global batch; --smoke runs the same
-    TP x PP split with PyTorch-native tensor parallel (+ pipeline) on CPU/gloo, kill and resume."""
-    b, plan = tp_plan_bundle(tmp_path)
-    par = plan["parallel"]
-    assert par["launcher"] == "megatron"
+def parse_megatron(words: list[str], cmd: str = "sft") -> subprocess.CompletedProcess:
+    """`megatron sft|pt WORDS` parsed by ms-swift 4.5.2's own argument classes (train.py check-megatron-args)."""
+    return subprocess.run([sys.executable, str(TRAIN_PY), "check-megatron-args", cmd, "4.5.2", *words],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")})
+
+
+def megatron_check(bundle: Path, cmd: str, extra: list[str]) -> subprocess.CompletedProcess:
+    words = launch_var(bundle, "MEGATRON_ARGS") + ["--dataset", "data/train.jsonl", "--output_dir", "/x",
+                                                   "--add_version", "false", "--save_steps", "100", *extra]
+    return subprocess.run([sys.executable, "train.py", "check-megatron-args", cmd, "4.5.2", *words], cwd=bundle,
+                          capture_output=True, text=True, timeout=120, env={"PATH": os.environ["PATH"],
+                                                                            "HOME": os.environ.get("HOME", "/")})
+
+
+@pytest.mark.skipif(not MS_SWIFT.is_dir(), reason="ms-swift 4.5.2 not in ~/.cache/gpuplan (scripts/install-test-tools.sh)")
+def test_smoke_megatron_arguments_parse_with_ms_swift_itself(tmp_path):
+    """Every `megatron sft` flag launch.sh emits (resume flags included) parses with ms-swift 4.5.2's own
+    MegatronSftArguments and HfArgumentParser; an unknown flag (the 3.x `--train_type`) and a bad choice fail."""
+    b, data = workload_bundle("llama70b_full_megatron", tmp_path)
+    par = data["plan"]["parallel"]
+    ok = megatron_check(b, "sft", ["--mcore_model", "/x", "--finetune", "false"])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert f"micro_batch_size {par['micro_batch']}" in ok.stdout and "recompute_granularity full" in ok.stdout
+    bad = megatron_check(b, "sft", ["--train_type", "lora"])
+    assert bad.returncode != 0 and "does not know ['--train_type', 'lora']" in bad.stderr
     words = launch_var(b, "MEGATRON_ARGS")
-    dp = plan["gpus_total"] // (par["tp"] * par["pp"])
-    assert int(arg(words, "--tensor_model_parallel_size")) == par["tp"]
-    assert int(arg(words, "--pipeline_model_parallel_size")) == par["pp"]
-    assert int(arg(words, "--micro_batch_size")) == par["micro_batch"]
-    assert int(arg(words, "--global_batch_size")) == par["micro_batch"] * par["gradient_accumulation"] * dp
-    assert "--virtual_pipeline_model_parallel_size" not in words     # the plan has one stage per rank
-    assert "--train_type" not in words and arg(words, "--tuner_type") == "full"   # ms-swift 4.x names
-    assert "exec megatron sft" in (b / "launch.sh").read_text()
-    smoke = launch_var(b, "PLAN_ARGS")
-    assert (arg(smoke, "--tp"), arg(smoke, "--pp"), arg(smoke, "--micro_batch")) == \
-        (str(par["tp"]), str(par["pp"]), str(par["micro_batch"]))
-    out = run_smoke(b, tmp_path)
-    check_resumed(tmp_path / "smoke", out, "megatron", par["tp"] * par["pp"])
-    assert f"TP {par['tp']} x PP {par['pp']}" in (tmp_path / "smoke" / "run1-node0.log").read_text()
+    assert (int(arg(words, "--tensor_model_parallel_size")), int(arg(words, "--pipeline_model_parallel_size"))) == \
+        (par["tp"], par["pp"])
+    assert arg(words, "--recompute_method") == "uniform" and arg(words, "--recompute_num_layers") == "1"
 
 
-def test_smoke_pipeline_parallel_layout(tmp_path):
-    """A PP 2 layout (the two_node scenario with TP 1 x PP 2 and 2 micro-batches per step; the recommender
-    puts PP across nodes): Megatron launcher, and --smoke runs 2 GPipe stages on CPU, kill and resume."""
-    import dataclasses
-
-    from gpuplan.render.bundle.context import build_context
-    from gpuplan.render.bundle.training import files
-
-    plan, workload, est = inputs("two_node")
-    c = dataclasses.replace(build_context(plan, workload, est), tp=1, pp=2, grad_accum=2, launcher="megatron")
-    b = tmp_path / "pp"
-    for rel, text in files(c).items():
-        (b / rel).parent.mkdir(parents=True, exist_ok=True)
-        (b / rel).write_text(text)
-    words = launch_var(b, "MEGATRON_ARGS")
-    assert (arg(words, "--pipeline_model_parallel_size"), arg(words, "--micro_batch_size")) == ("2", "2")
-    assert arg(words, "--global_batch_size") == str(2 * 2 * 8)      # micro 2 x 2 micro-batches x DP 16 / 2
-    out = run_smoke(b, tmp_path, NNODES="1")
-    check_resumed(tmp_path / "smoke", out, "megatron", 2)
-    assert "TP 1 x PP 2" in (tmp_path / "smoke" / "run1-node0.log").read_text()
-
-
-def ms_swift_parser():
-    """An argparse parser with ms-swift 4.x's `megatron sft` argument set (field names and types read from
-    its dataclasses, fixtures/ms-swift-megatron-args.tsv): unknown flags and ill-typed values fail."""
-    import argparse
-
-    def boolean(v: str) -> bool:
-        if v.lower() not in ("true", "false"):
-            raise ValueError(v)
-        return v.lower() == "true"
-
-    p = argparse.ArgumentParser(exit_on_error=False, allow_abbrev=False)
-    for line in (Path(__file__).parent / "fixtures" / "ms-swift-megatron-args.tsv").read_text().splitlines():
-        if line.startswith("#"):
-            continue
-        name, ann = line.split("\t")
-        kw: dict = {}
-        if ann.startswith(("List[", "Optional[List[")):
-            kw["nargs"] = "+"
-        elif "Literal[" in ann:
-            kw["choices"] = re.findall(r"'([^']*)'", ann)
-        elif ann in ("int", "Optional[int]"):
-            kw["type"] = int
-        elif ann in ("float", "Optional[float]"):
-            kw["type"] = float
-        elif ann in ("bool", "Optional[bool]"):
-            kw["type"] = boolean
-        p.add_argument(f"--{name}", **kw)
-    return p
-
-
-def test_smoke_megatron_arguments_parse_with_the_ms_swift_argument_set(tmp_path):
-    """Every `megatron sft` flag launch.sh emits exists in ms-swift 4.x with a value of the right type, and
-    the parsed TP, PP, virtual stages, micro and global batch equal the plan's."""
-    w = load_workload(EXAMPLES / "qwen-7b-full-zero.yaml")
-    for pick in range(1, 6):
-        path, _ = write_plan_bundle(w, tmp_path / f"p{pick}", pick=pick)
-        plan = json.loads((path / "plan.json").read_text())["plan"]
-        par = plan["parallel"]
-        if par["launcher"] != "megatron":
-            continue
-        words = launch_var(path, "MEGATRON_ARGS") + ["--dataset", "data/train.jsonl", "--output_dir", "/x",
-                                                     "--add_version", "false", "--save_steps", "100",
-                                                     "--mcore_model", "/x", "--finetune", "false"]
-        ns = ms_swift_parser().parse_args(words)
-        dp = plan["gpus_total"] // (par["tp"] * par["pp"])
-        assert (ns.tensor_model_parallel_size, ns.pipeline_model_parallel_size) == (par["tp"], par["pp"])
-        assert ns.virtual_pipeline_model_parallel_size in (None, par.get("virtual_pp"))
-        assert ns.micro_batch_size == par["micro_batch"]
-        assert ns.global_batch_size == par["micro_batch"] * par["gradient_accumulation"] * dp
-        assert ns.use_distributed_optimizer == (par["zero"] >= 1) and ns.tuner_type == "full"
-        break
-    else:
-        pytest.fail("no Megatron pick in the example any more: use another TP/PP workload")
-    with pytest.raises(SystemExit):
-        ms_swift_parser().parse_args(["--train_type", "lora"])   # the 3.x name is gone in 4.x
+def test_smoke_megatron_resume_finds_ms_swift_versioned_folders(tmp_path):
+    """The resume wrapper and launch.sh find the newest checkpoint-<iteration>/ with its tracker file, also
+    under ms-swift's v<N>-<timestamp>/ run folders, and pass it back with --finetune false."""
+    b, _ = workload_bundle("llama1b_pretrain_tp", tmp_path)
+    ck = tmp_path / "ck"
+    for rel, it in (("checkpoint-100", 100), ("v0-20260101-120000/checkpoint-300", 300),
+                    ("v1-20260102-120000/checkpoint-200", 200), ("checkpoint-400", None)):
+        (ck / rel).mkdir(parents=True)
+        if it:
+            (ck / rel / "latest_checkpointed_iteration.txt").write_text(f"{it}\n")
+    script = (b / "run-with-resume.sh").read_text()
+    body = script[script.index("latest_checkpoint() {"):script.index("pull_remote() {")]
+    got = subprocess.run(["bash", "-c", f"CKPT_DIR={shlex.quote(str(ck))}\n{body}\nlatest_checkpoint"],
+                         capture_output=True, text=True).stdout.strip()
+    assert got == "v0-20260101-120000/checkpoint-300"
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "megatron").write_text("#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$ARGS_OUT\"\n")
+    (stub / "megatron").chmod(0o755)
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "OUTPUT_DIR": str(ck), "ARGS_OUT": str(tmp_path / "args")}
+    proc = subprocess.run(["bash", "launch.sh"], cwd=b, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    words = (tmp_path / "args").read_text().split("\n")
+    assert words[0] == "pt" and arg(words, "--mcore_model") == str(ck / "v0-20260101-120000/checkpoint-300")
+    assert arg(words, "--finetune") == "false"
 
 
 # --------------------------------------------------------------------------------- plans and bundles
@@ -283,7 +265,7 @@ def test_smoke_every_pick_of_every_training_example_writes_a_consistent_bundle(e
         plan = json.loads((path / "plan.json").read_text())["plan"]
         par = plan["parallel"]
         assert par["launcher"] == launcher_for(par["tp"], par["pp"], par["zero"], par.get("fsdp") or "none",
-                                               par["offload"])
+                                               par["offload"], framework=w.framework)
         dp = plan["gpus_total"] // (par["tp"] * par["pp"])
         assert dp * par["tp"] * par["pp"] == plan["gpus_total"]
         global_batch = par["micro_batch"] * par["gradient_accumulation"] * dp

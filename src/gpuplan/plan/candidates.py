@@ -40,10 +40,19 @@ OPTIMIZER_ORDER = ("adamw", "adamw-8bit")
 # cannot train a bitsandbytes-quantized base (QLoRA), so those layouts are not offered with TP/PP > 1
 # (ms-swift swift/megatron/arguments/megatron_args.py, /work/shared/facts/launch-notes.md section 1.2).
 LAUNCHERS = ("torchrun", "fsdp", "deepspeed", "megatron")
+# A framework the workload names wins over the layout's default launcher (docs/plan-bundle.md, "Training
+# launch"); the search then offers only layouts it runs (:func:`launchable`). Other names (transformers,
+# llama-factory, swift, torchtune, ...) have no launcher of their own in the bundle: the layout decides.
+FRAMEWORK_LAUNCHER = {"deepspeed": "deepspeed", "fsdp": "fsdp", "megatron": "megatron"}
 
 
-def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: str = "none", cp: int = 1) -> str:
-    """The launcher that runs a training layout (one of LAUNCHERS); context parallelism needs Megatron."""
+def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: str = "none", cp: int = 1,
+                 framework: str | None = None) -> str:
+    """The launcher that runs a training layout (one of LAUNCHERS); context parallelism needs Megatron.
+    ``framework``: the one the workload names, which wins when it runs the layout."""
+    named = FRAMEWORK_LAUNCHER.get(framework or "")
+    if named and _runs(named, tp * pp * cp, zero, offload):
+        return named
     if tp * pp * cp > 1:
         return "megatron"
     if fsdp not in (None, "none"):
@@ -53,8 +62,22 @@ def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: s
     return "torchrun"
 
 
-def launchable(task: str, tp: int, pp: int, zero: int = 0, offload: str = "none") -> bool:
-    """True when some emitted launcher runs this layout (see LAUNCHERS)."""
+def _runs(launcher: str, model_parallel: int, zero: int, offload: str | None) -> bool:
+    """Whether ``launcher`` runs a layout: DeepSpeed and FSDP have no TP/PP in the bundle (FSDP2 no
+    offload either); Megatron mode has the distributed optimizer (ZeRO-1) at most and no offload."""
+    if launcher == "megatron":
+        return zero <= 1 and offload in (None, "none")
+    if launcher == "fsdp":
+        return model_parallel == 1 and offload in (None, "none")
+    return model_parallel == 1
+
+
+def launchable(task: str, tp: int, pp: int, zero: int = 0, offload: str = "none", framework: str | None = None) -> bool:
+    """True when some emitted launcher runs this layout (see LAUNCHERS); with a named ``framework``
+    that has a launcher of its own, when that one does."""
+    named = FRAMEWORK_LAUNCHER.get(framework or "")
+    if named:
+        return _runs(named, tp * pp, zero, offload) and not (named == "megatron" and task == "qlora")
     if tp * pp == 1:
         return True
     return task != "qlora" and zero <= 1 and offload in (None, "none")
@@ -111,9 +134,11 @@ class Fixed:
     optimizer: str | None = None
     gpus: int | None = None
     nodes: int | None = None
+    framework: str | None = None       # the framework the workload names (None: unset or auto)
 
     @classmethod
-    def from_workload(cls, w: Workload) -> "Fixed":
+    def from_workload(cls, w: Workload, framework: str | None = None) -> "Fixed":
+        """``framework``: the one the user named (the unresolved workload's), not the task default."""
         from gpuplan.estimate.system import FSDP_TO_ZERO, default_zero
 
         par = w.parallel
@@ -128,6 +153,7 @@ class Fixed:
             zero=max(default_zero(par, w.framework or "auto"), FSDP_TO_ZERO[par.fsdp]) if par else None,
             offload=par.offload if par else None,
             checkpointing=ckpt, optimizer=w.optimizer, gpus=gpus, nodes=hw.nodes if hw and hw.nodes else None,
+            framework=framework if framework in FRAMEWORK_LAUNCHER else None,
         )
 
 
@@ -177,8 +203,11 @@ def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None
             continue            # DeepSpeed offloads optimizer states from ZeRO stage 2 up
         if lora and fixed.zero is None and z in (1, 2):
             continue            # LoRA: plain DDP or full sharding of the frozen base (ZeRO-3 / FSDP)
-        if model_parallel and not launchable(task, 2, 1, max(z, 0), OFFLOAD_ORDER[max(o, 0)]):
-            continue            # TP/PP run under Megatron: distributed optimizer (ZeRO-1) at most, no offload
+        if not launchable(task, 2 if model_parallel else 1, 1, max(z, 0), OFFLOAD_ORDER[max(o, 0)], fixed.framework):
+            continue            # TP/PP run under Megatron: distributed optimizer (ZeRO-1) at most, no offload;
+            #                     a named framework runs only its own layouts
+        if (model_parallel or fixed.framework == "megatron") and max(p, 0) > 0:
+            continue            # Megatron mode has no bitsandbytes 8-bit AdamW (its own Adam only)
         out.append(Knobs(max(z, 0), max(o, 0), max(c, 0), max(p, 0)))
     return tuple(sorted(set(out), key=lambda k: (k.offload, k.zero + k.ckpt + k.optimizer, k.ckpt, k.zero, k.optimizer)))
 
@@ -265,8 +294,9 @@ def parallel_shapes(model, total_gpus: int, gpus_per_node: int, task: str, fixed
             continue
         if llm and pp > layers:
             continue
-        if tp * pp > 1 and not launchable(task, tp, pp):
-            continue     # QLoRA has no TP/PP launcher (Megatron mode trains no bitsandbytes base)
+        if not launchable(task, tp, pp, framework=fixed.framework):
+            continue     # QLoRA has no TP/PP launcher (Megatron mode trains no bitsandbytes base); a named
+            #              framework runs only its own layouts (DeepSpeed, FSDP: no TP/PP)
         dp = total_gpus // (tp * pp)
         if fixed.dp is not None and dp != fixed.dp:
             continue

@@ -71,6 +71,7 @@ class _Draft:
     utilization: float | None = None
     job: dict | None = None
     unit_cost: dict | None = None
+    framework: str | None = None    # the framework the workload names (its launcher wins)
 
     def record(self) -> Plan:
         """The frozen plan record (advice is added later, for the plans that are shown)."""
@@ -83,7 +84,7 @@ class _Draft:
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                     "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
                     "nodes_per_replica": c.nodes,
-                    "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp)
+                    "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp, self.framework)
                     if c.variant.w.task in TRAIN_TASKS else None}
         cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
                         price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,
@@ -183,7 +184,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     cons = resolved.constraints
     objective = resolved.objective or "cost"
     currency = cons.currency if cons else "CNY"
-    fixed = Fixed.from_workload(resolved)
+    fixed = Fixed.from_workload(resolved, framework=w.framework)
     max_gpus = (cons.max_gpus if cons and cons.max_gpus else None)
     search_gpus = max(max_gpus or DEFAULT_MAX_GPUS, fixed.gpus or 0)
     allowed_status = frozenset(cons.include_status if cons and cons.include_status else ("ga",))
@@ -204,6 +205,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     billings = tuple(cons.billing) if cons and cons.billing else (TRAINING_DEFAULT_BILLING if training
                                                                   else SERVING_DEFAULT_BILLING)
     ctx = _Ctx(resolved, model, task, training, book, regions, billings, max_gpus, spot_model, today, insts)
+    ctx.framework = fixed.framework
     if _is_job(ctx) and not (cons and cons.billing):
         ctx.billings = TRAINING_DEFAULT_BILLING   # a batch job can run on spot like a training job
     drafts: list[_Draft] = []
@@ -309,6 +311,7 @@ class _Ctx:
     today: dt.date | None
     insts: list[InstanceType]
     fixed: costm.FixedCosts = field(default_factory=costm.load_fixed_costs)
+    framework: str | None = None     # named by the workload (Fixed.framework)
 
     @property
     def llm(self) -> bool:
@@ -419,7 +422,7 @@ def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None
              gpus_total=c.gpus, time_s=None, total_cost=None, monthly_cost=None,
              cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated),
              price_kind=(price.kind or None) if price else None, price_rule=(price.rule or None) if price else None,
-             price_margin=price.margin if price else None)
+             price_margin=price.margin if price else None, framework=ctx.framework)
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
     if price and price.note:

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.plan.candidates import launcher_for
+from gpuplan.plan.candidates import LAUNCHERS, launcher_for
 from gpuplan.render.bundle import nccl
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
@@ -134,6 +134,8 @@ class Ctx:
     job_time_s: float | None = None   # training: the plan's estimated run time
     sla_ttft_s: float | None = None   # serving SLA (workload.serving.ttft_ms / tpot_ms)
     sla_tpot_s: float | None = None   # non-LLM input (image_size, steps, audio_seconds)
+    ckpt_granularity: str = "none"    # training: activation recomputation none | selective | full
+    train_tokens: float | None = None  # training: tokens over all epochs (the plan's budget)
 
     @property
     def spot(self) -> bool:
@@ -349,7 +351,9 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     job_nodes = nodes if training else min(nodes, max(1, math.ceil(tp * pp / gpus_per_node)))
     replicas = _int(plan.get("replicas"), max(1, nodes // job_nodes))
     cp = _int(par.get("cp"), 1) if training else 1
-    launcher = launcher_for(tp, pp, zero, fsdp, offload, cp) if training else None
+    launcher = _launcher(plan, tp, pp, zero, fsdp, offload, cp) if training else None
+    granularity = str(par.get("checkpointing") or "none") if "checkpointing" in par else \
+        ("full" if workload.grad_checkpointing is True else str(workload.grad_checkpointing or "none"))
     deepspeed = launcher == "deepspeed"
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
@@ -375,9 +379,19 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         vpp=_int(par.get("virtual_pp") or par.get("vpp"), 1), cp=cp, smoke_model_type=smoke_type,
         model_kind=_model_kind(workload, estimate), job_time_s=time_s if training else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
+        ckpt_granularity=granularity if granularity in ("none", "selective", "full") else "full",
+        train_tokens=workload.dataset.total_tokens(int(workload.seq_len or 2048)) if training and workload.dataset
+        else None,
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)},
     )
+
+
+def _launcher(plan: dict, tp: int, pp: int, zero: int, fsdp: str, offload: str, cp: int) -> str:
+    """The plan's launcher (the recommender's, which honours a framework the workload names); a plan
+    without one (hand-written, older JSON) gets the layout's."""
+    named = str((plan.get("parallel") or {}).get("launcher") or "")
+    return named if named in LAUNCHERS else launcher_for(tp, pp, zero, fsdp, offload, cp)
 
 
 def _sla(workload: Any, key: str) -> float | None:

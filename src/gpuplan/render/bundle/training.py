@@ -15,6 +15,7 @@ swift/megatron/arguments/megatron_args.py and docs/source_en/Megatron-SWIFT/Comm
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from importlib import resources
 
@@ -51,6 +52,69 @@ class Batch:
 def batch_layout(c: Ctx) -> Batch:
     """The one place the batch numbers are derived from the layout."""
     return Batch(micro=c.micro_batch, accum=c.grad_accum, dp=max(1, c.gpus_total // (c.tp * c.pp * c.cp)))
+
+
+# The optimizers train.py builds for the workload's `optimizer` (bitsandbytes classes:
+# bitsandbytes-foundation/bitsandbytes bitsandbytes/optim/__init__.py; 8-bit states run on CPU from 0.50.0)
+# and the Hugging Face TrainingArguments.optim names the LLaMA-Factory / ms-swift alternatives take
+# (transformers src/transformers/training_args.py, OptimizerNames).
+BNB_OPTIMIZERS = {"adamw-8bit": "AdamW8bit", "paged-adamw-8bit": "PagedAdamW8bit", "paged-adamw": "PagedAdamW"}
+HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch",
+            "adamw-bf16": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw-8bit": "paged_adamw_8bit",
+            "paged-adamw": "paged_adamw_32bit", "sgd": "sgd", "adafactor": "adafactor"}
+SMOKE_STEPS = 6        # the rehearsal's optimizer steps (a checkpoint every 2, a kill after the first)
+SMOKE_SEQ_LEN = 32     # tokens per sequence in the rehearsal (the tiny model's context)
+
+
+def uses_bitsandbytes(c: Ctx) -> bool:
+    return c.qlora or c.optimizer in BNB_OPTIMIZERS
+
+
+@dataclass(frozen=True)
+class SmokeLayout:
+    """The plan's layout mapped onto CPU processes for `./launch.sh --smoke`: every parallel dimension above 1
+    stays above 1 (at most 2), nodes become local torchrun groups, and the global batch stays the plan's
+    (fewer data-parallel ranks accumulate more micro-batches)."""
+
+    nodes: int
+    nproc: int
+    tp: int
+    pp: int
+    dp: int
+    accum: int
+    notes: tuple[str, ...]
+
+
+def smoke_layout(c: Ctx) -> SmokeLayout:
+    b = batch_layout(c)
+    megatron = c.launcher == "megatron"
+    tp, pp = (min(c.tp, 2), min(c.pp, 2)) if megatron else (1, 1)
+    dp = 1 if megatron else (2 if b.dp % 2 == 0 else 1)
+    world = tp * pp * dp
+    nodes = min(c.job_nodes, world) if world % min(c.job_nodes, world) == 0 else 1
+    accum = b.global_batch // (b.micro * dp)
+    def _(text: str) -> str:  # the catalog's keyword, so Babel extracts the literals below
+        return tr(text, c.lang)
+
+    notes = [_("model: a tiny random {model_type} (the same transformers class, {layers} layers, hidden 64) instead "
+               "of {model}").format(model_type=c.smoke_model_type, layers=2 * max(1, pp), model=c.model),
+             _("sequence length {seq} -> {smoke_seq} tokens, {steps} steps, learning rate 1e-3").format(
+                 seq=c.seq_len, smoke_seq=SMOKE_SEQ_LEN, steps=SMOKE_STEPS)]
+    if (c.tp, c.pp, b.dp) != (tp, pp, dp):
+        notes.append(_("TP {tp} x PP {pp} x DP {dp} -> TP {stp} x PP {spp} x DP {sdp}: accumulation {accum} -> "
+                       "{saccum}, the same global batch {global_batch}").format(
+                           tp=c.tp, pp=c.pp, dp=b.dp, stp=tp, spp=pp, sdp=dp, accum=b.accum, saccum=accum,
+                           global_batch=b.global_batch))
+    if c.job_nodes != nodes or c.gpus_per_node != world // nodes:
+        notes.append(_("{nodes} node(s) x {gpus} GPUs -> {snodes} local torchrun group(s) x {nproc} CPU processes "
+                       "(gloo)").format(nodes=c.job_nodes, gpus=c.gpus_per_node, snodes=nodes, nproc=world // nodes))
+    if megatron:
+        notes.append(_("Megatron-Core needs CUDA: train.py --strategy tp_pp (PyTorch DTensor tensor parallel + GPipe "
+                       "stages, fp32 master weights, the same recomputation) runs instead; the megatron command line "
+                       "is parsed by ms-swift's own argument classes"))
+    if c.qlora:
+        notes.append(_("QLoRA: bitsandbytes 4-bit base on its CPU backend"))
+    return SmokeLayout(nodes=nodes, nproc=world // nodes, tp=tp, pp=pp, dp=dp, accum=accum, notes=tuple(notes))
 
 
 def strategy(c: Ctx) -> str:
@@ -98,6 +162,13 @@ def ds_config(c: Ctx) -> dict:
     if c.zero == 3:
         zero["stage3_gather_16bit_weights_on_model_save"] = True
     cfg["zero_optimization"] = zero
+    if c.optimizer in BNB_OPTIMIZERS:
+        # train.py passes the bitsandbytes optimizer as DeepSpeed's client optimizer; DeepSpeed keeps the
+        # fp32 master partition and needs these keys for an optimizer it has not tested (and, with CPU
+        # offload, to accept one other than its CPU Adam): deepspeed/runtime/engine.py, zero/offload_config.py.
+        cfg["zero_allow_untested_optimizer"] = True
+        if c.offload != "none":
+            cfg["zero_force_ds_cpu_optimizer"] = False
     return cfg
 
 
@@ -109,7 +180,7 @@ def train_args(c: Ctx) -> list[str]:
             "--tp", str(c.tp), "--pp", str(c.pp),
             "--micro_batch", str(b.micro), "--grad_accum", str(b.accum), "--global_batch", str(b.global_batch),
             "--seq_len", str(c.seq_len), "--precision", train_precision(c),
-            "--grad_ckpt", "true" if c.checkpointing else "false"]
+            "--grad_ckpt", c.ckpt_granularity, "--optimizer", c.optimizer]
     if c.lora:
         args += ["--lora_rank", str(c.lora_rank), "--lora_alpha", f"{c.lora_alpha:g}",
                  "--lora_dropout", f"{c.lora_dropout:g}", "--lora_targets", c.lora_targets]
@@ -131,12 +202,35 @@ def megatron_args(c: Ctx) -> list[str]:
         args += ["--sequence_parallel", "true"]
     args += ["--micro_batch_size", str(b.micro), "--global_batch_size", str(b.global_batch),
              "--use_distributed_optimizer", "true" if c.zero >= 1 else "false",
-             "--max_length", str(c.seq_len), "--torch_dtype", c.torch_dtype]
+             "--max_length", str(c.seq_len), "--packing", "true", "--torch_dtype", c.torch_dtype,
+             *recompute_args(c), *length_args(c)]
     if c.lora:
         targets = "all-linear" if c.lora_targets in ("all-linear", "all") else c.lora_targets.replace(",", " ")
         args += ["--lora_rank", str(c.lora_rank), "--lora_alpha", str(round(c.lora_alpha)),   # an int in ms-swift
                  "--lora_dropout", f"{c.lora_dropout:g}", "--target_modules", *targets.split()]
     return args
+
+
+def recompute_args(c: Ctx) -> list[str]:
+    """ms-swift Megatron recomputation for the plan's checkpointing (its default is selective, core attention
+    only): full = every layer recomputed (uniform, 1 layer per chunk, as ms-swift's Quick-start)."""
+    if c.ckpt_granularity == "full":
+        return ["--recompute_granularity", "full", "--recompute_method", "uniform", "--recompute_num_layers", "1"]
+    return ["--recompute_granularity", c.ckpt_granularity]
+
+
+def train_iters(c: Ctx) -> int | None:
+    """Optimizer steps for the plan's token budget: tokens / (global batch x sequence length); sequences are
+    packed to the full length (`--packing true`), as the estimate counts them."""
+    if not c.train_tokens:
+        return None
+    return max(1, math.ceil(c.train_tokens / (batch_layout(c).global_batch * c.seq_len)))
+
+
+def length_args(c: Ctx) -> list[str]:
+    """The run length: iterations from the token budget, or one epoch of the data when it has none."""
+    iters = train_iters(c)
+    return ["--train_iters", str(iters)] if iters else ["--num_train_epochs", "1"]
 
 
 def requirements(c: Ctx) -> str:
@@ -155,7 +249,7 @@ def requirements(c: Ctx) -> str:
     pkgs = ["torch", "transformers", "peft"]
     if c.launcher == "deepspeed":
         pkgs.append("deepspeed")
-    if c.qlora:
+    if uses_bitsandbytes(c):
         pkgs.append("bitsandbytes")
     lines += [f"{p}=={PINS[p]}" for p in pkgs]
     return "\n".join(lines) + "\n"
@@ -223,6 +317,7 @@ def llamafactory(c: Ctx) -> dict:
         "lr_scheduler_type": "cosine",
         "warmup_ratio": 0.1,
         "disable_gradient_checkpointing": not c.checkpointing,
+        "optim": HF_OPTIM.get(c.optimizer, "adamw_torch"),
         "bf16": c.precision in ("bf16", "fp8"),
         "fp16": c.precision == "fp16",
         "flash_attn": "auto",
@@ -258,7 +353,8 @@ def files(c: Ctx) -> dict[str, str]:
     """Training files by bundle path."""
     b = batch_layout(c)
     out = {
-        "launch.sh": render("launch.sh.j2", c=c, b=b, train_args=train_args(c), data_file=DATA_FILE,
+        "launch.sh": render("launch.sh.j2", c=c, b=b, s=smoke_layout(c), train_args=train_args(c), data_file=DATA_FILE,
+                            steps=SMOKE_STEPS, smoke_seq=SMOKE_SEQ_LEN, ms_swift=PINS["ms-swift"],
                             megatron_args=megatron_args(c) if c.launcher == "megatron" else [],
                             megatron_cmd="pt" if c.task == "pretrain" else "sft"),
         "run-with-resume.sh": render("run-with-resume.sh.j2", c=c),
@@ -276,7 +372,8 @@ def files(c: Ctx) -> dict[str, str]:
         targets = ["all-linear"] if c.lora_targets in ("all-linear", "all") else \
             [t for t in c.lora_targets.split(",") if t.strip()]
         out["swift-sft.sh"] = render("swift-sft.sh.j2", c=c, b=b, swift_targets=targets, data_file=DATA_FILE,
-                                     quant_bits=QUANT_BITS.get(c.quantization, 4))
+                                     quant_bits=QUANT_BITS.get(c.quantization, 4),
+                                     optim=HF_OPTIM.get(c.optimizer, "adamw_torch"))
     if c.multi_node:
         out["nccl.env"] = nccl_env(c)
     return out

@@ -29,6 +29,7 @@ ARGS=(
   --gradient_accumulation_steps 1
   --max_length 2048
   --gradient_checkpointing true
+  --optim adamw_torch
   --dataset "$DATASET"
   --output_dir "$OUTPUT_DIR"
   --save_steps "$SAVE_STEPS"

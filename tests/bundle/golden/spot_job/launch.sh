@@ -7,8 +7,9 @@
 # Your data:    replace data/train.jsonl (one {"messages": [...]} object per line), or set DATA=<file>.
 #
 # Single node:  ./launch.sh [extra arguments]
-# Rehearsal:    ./launch.sh --smoke   (CPU only, gloo, 2+ processes, a tiny random qwen2 model built from
-#               its config, no download: 6 steps, a checkpoint, a kill and a resume; needs requirements.txt)
+# Rehearsal:    ./launch.sh --smoke   (CPU only, no GPU and no settings needed: the same train.py command with the
+#               plan's micro-batch, global batch, checkpointing, optimizer and precision on 1 local node(s) x 1
+#               gloo process(es), a tiny random qwen2 model, 6 steps, a checkpoint, a kill and a resume)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -32,61 +33,75 @@ MAX_STEPS="${MAX_STEPS:-0}"   # 0: one pass over the data
 export JOB_NAME
 
 # train.py arguments fixed by the plan: strategy, ZeRO stage, TP/PP, micro-batch, accumulation, global batch.
-PLAN_ARGS=( --task qlora --strategy ddp --zero 0 --tp 1 --pp 1 --micro_batch 1 --grad_accum 1 --global_batch 1 --seq_len 2048 --precision bf16 --grad_ckpt true --lora_rank 8 --lora_alpha 16 --lora_dropout 0.05 --lora_targets all-linear --quant_bits 4 )
+PLAN_ARGS=( --task qlora --strategy ddp --zero 0 --tp 1 --pp 1 --micro_batch 1 --grad_accum 1 --global_batch 1 --seq_len 2048 --precision bf16 --grad_ckpt full --optimizer adamw --lora_rank 8 --lora_alpha 16 --lora_dropout 0.05 --lora_targets all-linear --quant_bits 4 )
 
-torchrun_cmd() {
-  # torchrun with a static rendezvous: node ranks are fixed (NODE_RANK), node 0 is the master.
-  torchrun --nnodes "$NNODES" --nproc_per_node "$NPROC_PER_NODE" --node_rank "$NODE_RANK" \
-    --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" "$@"
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 smoke() {
-  # CPU rehearsal of this launcher: gloo, a tiny random model of the same family, kill and resume.
-  export CUDA_VISIBLE_DEVICES=""
-  local dir="${SMOKE_DIR:-$(mktemp -d)}" steps=6 delay="${SMOKE_STEP_DELAY:-0.5}" world dp global pid waited=0
+  # The same train.py command as the launch below, on CPU processes (gloo) with the plan's layout mapped down
+  # (every parallel dimension above 1 stays above 1), the plan's micro-batch, global batch, checkpointing,
+  # optimizer and precision; a tiny model of the same family; a kill after the first checkpoint and a resume.
+  export CUDA_VISIBLE_DEVICES="" DS_ACCELERATOR=cpu
+  local dir="${SMOKE_DIR:-$(mktemp -d)}" steps=6 delay="${SMOKE_STEP_DELAY:-0.3}" nodes=1 nproc=1
+  local out port n pid waited=0 pids=()
+  out="$dir/out"
   mkdir -p "$dir"
-  local out="$dir/out"
-  NPROC_PER_NODE="${SMOKE_NPROC:-2}"
-  dp=$(( NNODES * NPROC_PER_NODE ))
-  world=$(( NNODES * NPROC_PER_NODE ))
-  global=$(( 1 * 1 * dp ))
-  local args=(--model "$MODEL" --data "$DATA" --output_dir "$out" "${PLAN_ARGS[@]}" --global_batch "$global"
-    --smoke_model_type qwen2 --seq_len 32 --precision fp32 --grad_ckpt false
-    --max_steps "$steps" --save_steps 2 --step_delay "$delay")
-  echo "smoke: torchrun layout on CPU/gloo: $world processes ($NNODES node(s)), global batch $global, log in $dir"
-  # Run 1: killed (SIGKILL to torchrun and its workers) once the first checkpoint is complete.
-  torchrun --nnodes "$NNODES" --nproc_per_node "$NPROC_PER_NODE" --node_rank "$NODE_RANK" \
-    --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" train.py "${args[@]}" >"$dir/run1-node$NODE_RANK.log" 2>&1 &
-  pid=$!
+  echo "smoke: launcher torchrun, TP 1 x PP 1 x DP 1, micro-batch 1 x accumulation 1 x DP 1 = global batch 1, checkpointing full, optimizer adamw, precision bf16"
+  printf '%s %s\n' 'smoke: on CPU:' 'model: a tiny random qwen2 (the same transformers class, 2 layers, hidden 64) instead of Qwen/Qwen2.5-14B-Instruct'
+  printf '%s %s\n' 'smoke: on CPU:' 'sequence length 2048 -> 32 tokens, 6 steps, learning rate 1e-3'
+  printf '%s %s\n' 'smoke: on CPU:' 'QLoRA: bitsandbytes 4-bit base on its CPU backend'
+  python3 train.py make-tiny-model "$dir/model" qwen2 2 >"$dir/model.log" 2>&1 \
+    || { cat "$dir/model.log" >&2; exit 1; }
+  local args=(--model "$dir/model" --data "$DATA" --output_dir "$out" "${PLAN_ARGS[@]}" --tp 1 --pp 1
+    --grad_accum 1 --seq_len 32 --max_steps "$steps" --save_steps 2 --step_delay "$delay" --lr 1e-3 --rehearsal)
+  echo "smoke: 1 local node(s) x 1 CPU process(es), log in $dir"
+  start_nodes() {   # $1: run name; one torchrun per emulated node, static rendezvous on this machine
+    pids=()
+    port="$(free_port)"
+    for ((n = 0; n < nodes; n++)); do
+      torchrun --nnodes "$nodes" --nproc_per_node "$nproc" --node_rank "$n" --master_addr 127.0.0.1 \
+        --master_port "$port" train.py "${args[@]}" >"$dir/$1-node$n.log" 2>&1 &
+      pids+=("$!")
+    done
+  }
+  # Run 1: killed (SIGKILL to every torchrun and its workers) once the first checkpoint is complete.
+  start_nodes run1
   until [ -f "$out/checkpoint-2/trainer_state.json" ]; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "smoke: run 1 ended before its first checkpoint:" >&2
-      tail -n 30 "$dir/run1-node$NODE_RANK.log" >&2
-      exit 1
-    fi
+    for pid in "${pids[@]}"; do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        echo "smoke: run 1 ended before its first checkpoint:" >&2
+        tail -n 30 "$dir"/run1-node*.log >&2
+        exit 1
+      fi
+    done
     sleep 0.2
     waited=$((waited + 1))
-    if [ "$waited" -gt 1500 ]; then
-      echo "smoke: no checkpoint after 300 s" >&2
-      pkill -KILL -P "$pid" || true
-      kill -KILL "$pid" || true
+    if [ "$waited" -gt 2500 ]; then
+      echo "smoke: no checkpoint after 500 s" >&2
+      for pid in "${pids[@]}"; do pkill -KILL -P "$pid" || true; kill -KILL "$pid" 2>/dev/null || true; done
       exit 1
     fi
   done
-  pkill -KILL -P "$pid" || true   # torchrun starts each worker in its own session: kill them by parent
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  local n=0 f
-  for f in "$out"/checkpoint-*; do n=$((n + 1)); done
-  echo "smoke: run 1 killed after $n checkpoint(s) ($f)"
-  sleep 1
+  for pid in "${pids[@]}"; do
+    pkill -KILL -P "$pid" || true   # torchrun starts each worker in its own session: kill them by parent
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  local done_ckpts=0 f
+  for f in "$out"/checkpoint-*/trainer_state.json; do [ -f "$f" ] && done_ckpts=$((done_ckpts + 1)); done
+  echo "smoke: run 1 killed after $done_ckpts complete checkpoint(s)"
   # Run 2: resumes from the newest complete checkpoint and finishes.
-  if ! torchrun_cmd train.py "${args[@]}" >"$dir/run2-node$NODE_RANK.log" 2>&1; then
+  start_nodes run2
+  local rc=0
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  if [ "$rc" != 0 ]; then
     echo "smoke: run 2 failed:" >&2
-    tail -n 30 "$dir/run2-node$NODE_RANK.log" >&2
+    tail -n 30 "$dir"/run2-node*.log >&2
     exit 1
   fi
-  if [ "$NODE_RANK" = 0 ] && ! grep -q "resumed from $out/checkpoint-[0-9]* at step [1-5]$" "$dir/run2-node$NODE_RANK.log"; then
+  if ! grep -q "resumed from $out/checkpoint-[0-9]* at step [1-9][0-9]*$" "$dir/run2-node0.log"; then
     echo "smoke: run 2 did not resume from a checkpoint" >&2
     exit 1
   fi
@@ -94,8 +109,9 @@ smoke() {
     echo "smoke: no final checkpoint-$steps" >&2
     exit 1
   fi
-  grep -h "resumed from\|step $steps/" "$dir/run2-node$NODE_RANK.log" || true
-  echo "smoke: OK (torchrun, $world processes, $steps steps, killed and resumed)"
+  grep -h "^train.py: \(layout\|model\|optimizer\|activation checkpointing\|DeepSpeed\|FSDP2\|rehearsal\)" "$dir/run1-node0.log" || true
+  grep -h "^train.py: \(resumed from\|step $steps/\|loss .* down\)" "$dir/run2-node0.log" || true
+  echo "smoke: OK (torchrun, 1 processes, $steps steps, killed and resumed)"
 }
 
 if [ "$SMOKE" = 1 ]; then

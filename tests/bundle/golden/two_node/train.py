@@ -1,23 +1,34 @@
 #!/usr/bin/env python3
 """Training entry point of this gpuplan bundle: plain PyTorch + transformers + peft.
 
-launch.sh starts it under torchrun with the plan's numbers (micro-batch, accumulation, strategy);
-run it directly only for debugging. Strategies:
+launch.sh starts it under torchrun with the plan's numbers (micro-batch, accumulation, strategy,
+activation checkpointing, optimizer, precision); `./launch.sh --smoke` starts the same command on
+CPU processes (gloo) with a tiny model of the same family. Strategies:
 
   ddp        DistributedDataParallel (data parallel, optimizer states replicated)
   fsdp       PyTorch FSDP2 (fully_shard): full sharding = ZeRO-3, --zero 1/2 keeps parameters
              gathered between forward and backward (the SHARD_GRAD_OP analogue)
-  deepspeed  DeepSpeed ZeRO with ds_config.json (train_batch_size = micro x accumulation x DP)
+  deepspeed  DeepSpeed ZeRO with ds_config.json (train_batch_size = micro x accumulation x DP); on a
+             machine without CUDA, DeepSpeed's CPU accelerator (DS_ACCELERATOR=cpu) over gloo
   tp_pp      PyTorch-native tensor parallel (DTensor) + pipeline stages (torch.distributed.pipelining):
-             the CPU smoke stand-in for the Megatron launcher, with the plan's TP, PP and micro-batches
+             the CPU stand-in for the Megatron launcher, with the plan's TP, PP and micro-batches
 
+Precision: trainable parameters stay float32 (the master weights) and bf16/fp16 runs as autocast
+(FSDP2: MixedPrecisionPolicy; DeepSpeed: its bf16/fp16 mode keeps an fp32 master partition); frozen
+LoRA bases load in the compute dtype. `--optimizer adamw-bf16` trains bf16 weights on purpose.
+Checks on every run (a failure stops the run with "check failed"): the model is in training mode,
+layers re-run their forward in backward exactly when --grad_ckpt asks for it (counted with hooks),
+the optimizer is the planned class, the master weights have the planned dtype; --rehearsal also
+checks that the loss went down.
 Data: a JSON-lines file, one {"messages": [{"role": ..., "content": ...}, ...]} (or {"text": ...})
 per line; all text is tokenized, concatenated and cut into --seq_len blocks.
 Checkpoints: <output_dir>/checkpoint-<step>/ (torch.distributed.checkpoint, or DeepSpeed's own
 format); trainer_state.json is written last, so a checkpoint without it is incomplete and skipped.
 A restart with the same arguments resumes from the newest complete checkpoint.
---smoke_model_type builds a tiny random model of that transformers family from its config (no
-download, byte tokenizer, fp32, gloo) so the whole path runs on a laptop CPU.
+`train.py make-tiny-model DIR TYPE LAYERS` writes a small random model of a transformers family that the
+rehearsal then loads like a real one (a model folder without a tokenizer is read as bytes);
+`train.py check-megatron-args sft|pt VERSION ARGS...` parses a `megatron sft|pt` command line with
+ms-swift's own argument classes and parser (HfArgumentParser), unknown flags and bad values fail.
 """
 
 from __future__ import annotations
@@ -28,20 +39,34 @@ import os
 import re
 import sys
 import time
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+if not torch.cuda.is_available():
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")   # DeepSpeed's CPU accelerator (gloo, bf16)
+
+# The rehearsal's tiny model: narrower layers of the same family (and fewer of them, --pp decides).
 TINY = dict(hidden_size=64, intermediate_size=128, num_attention_heads=8, num_key_value_heads=8, head_dim=8,
             vocab_size=256, tie_word_embeddings=False, moe_intermediate_size=32, num_experts=4,
             num_local_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=64)
+# bitsandbytes classes for the workload's optimizer names (bitsandbytes/optim/__init__.py).
+BNB = {"adamw-8bit": "AdamW8bit", "paged-adamw-8bit": "PagedAdamW8bit", "paged-adamw": "PagedAdamW"}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
 def log(msg: str) -> None:
     if int(os.environ.get("RANK", "0")) == 0:
         print(f"train.py: {msg}", flush=True)
+
+
+def fail(msg: str) -> None:
+    print(f"train.py: check failed: {msg}", file=sys.stderr, flush=True)
+    sys.exit(1)
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -64,20 +89,27 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--save_steps", type=int, default=500)
     p.add_argument("--lr", type=float, default=0.0, help="0: 1e-4 for LoRA, 1e-5 otherwise")
     p.add_argument("--precision", choices=["bf16", "fp16", "fp32"], default="bf16")
-    p.add_argument("--grad_ckpt", choices=["true", "false"], default="false")
+    p.add_argument("--grad_ckpt", choices=["none", "selective", "full", "true", "false"], default="none",
+                   help="activation recomputation: full = every decoder layer, selective = keep matmul and "
+                        "attention outputs, recompute the rest (torch selective activation checkpointing)")
+    p.add_argument("--optimizer", default="adamw",
+                   choices=["adamw", "adamw-fused", "adamw-foreach", "adamw-bf16", "adamw-8bit", "paged-adamw-8bit",
+                            "paged-adamw", "sgd", "adafactor"])
     p.add_argument("--lora_rank", type=int, default=8)
     p.add_argument("--lora_alpha", type=float, default=16)
     p.add_argument("--lora_dropout", type=float, default=0.05)
     p.add_argument("--lora_targets", default="all-linear")
     p.add_argument("--quant_bits", type=int, default=4)
-    p.add_argument("--smoke_model_type", default="", help="tiny random model of this transformers model_type")
-    p.add_argument("--step_delay", type=float, default=0.0, help="seconds to sleep per step (smoke kill test)")
-    return p.parse_args(argv)
+    p.add_argument("--rehearsal", action="store_true", help="CPU rehearsal: also check that the loss goes down")
+    p.add_argument("--step_delay", type=float, default=0.0, help="seconds to sleep per step (rehearsal kill test)")
+    a = p.parse_args(argv)
+    a.grad_ckpt = {"true": "full", "false": "none"}.get(a.grad_ckpt, a.grad_ckpt)
+    return a
 
 
 # ---------------------------------------------------------------------------------------------- data
-def read_texts(path: str) -> list[str]:
-    texts = []
+def read_texts(path: str) -> list:
+    texts: list = []
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             line = line.strip()
@@ -106,7 +138,7 @@ def tokenize(texts, tokenizer, seq_len: int) -> torch.Tensor:
                 t = tokenizer.apply_chat_template(t, tokenize=False)
             else:
                 t = "\n".join(f"{m.get('role', '')}: {m.get('content', '')}" for m in t)
-        if tokenizer is None:      # smoke: bytes are the tokens (vocab 256)
+        if tokenizer is None:      # a model folder without a tokenizer (the rehearsal): bytes are the tokens
             ids += list(t.encode("utf-8")) + [0]
         else:
             ids += tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id or 0]
@@ -125,44 +157,191 @@ def batch(blocks: torch.Tensor, step: int, micro: int, accum: int, dp_rank: int,
 
 
 # ---------------------------------------------------------------------------------------------- model
-def build_model(args, layers: int | None = None):
+def make_tiny_model(folder: str, model_type: str, layers: int) -> None:
+    """`train.py make-tiny-model DIR TYPE LAYERS`: a random model of the family with TINY widths, saved like a
+    hub model (config.json + safetensors) so the rehearsal loads it through the same from_pretrained path."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    if args.smoke_model_type:
-        cfg = AutoConfig.for_model(args.smoke_model_type, num_hidden_layers=layers or max(2, args.pp),
-                                   max_position_embeddings=max(args.seq_len, 64), **TINY)
-        torch.manual_seed(0)
-        return AutoModelForCausalLM.from_config(cfg), None
-    from transformers import AutoTokenizer
+    cfg = AutoConfig.for_model(model_type, num_hidden_layers=layers, max_position_embeddings=256, **TINY)
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(cfg).save_pretrained(folder)
+    print(f"train.py: tiny {model_type} model ({layers} layers, hidden {cfg.hidden_size}) in {folder}", flush=True)
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.precision]
-    kw: dict = {"dtype": dtype}
+
+def load_dtype(args, full_params: bool) -> torch.dtype:
+    """Weights as loaded: trainable full-parameter weights in float32 (the master copy; compute runs in
+    autocast), DeepSpeed in the compute dtype (it keeps its own fp32 master partition), frozen LoRA bases and
+    --optimizer adamw-bf16 in the compute dtype."""
+    compute = DTYPES[args.precision]
+    if args.strategy == "deepspeed" or not full_params or args.optimizer == "adamw-bf16":
+        return compute
+    return torch.float32
+
+
+def build_model(args, dschf_cfg: dict | None = None):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    full_params = args.task in ("pretrain", "full")
+    kw: dict = {"dtype": load_dtype(args, full_params)}
     if args.task == "qlora":
         from transformers import BitsAndBytesConfig
 
         kw["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=args.quant_bits == 4, load_in_8bit=args.quant_bits == 8, bnb_4bit_quant_type="nf4",
-            bnb_4bit_compute_dtype=dtype, bnb_4bit_use_double_quant=True)
+            bnb_4bit_compute_dtype=DTYPES[args.precision], bnb_4bit_use_double_quant=True)
+    keep = None
+    if dschf_cfg is not None and dschf_cfg.get("zero_optimization", {}).get("stage") == 3:
+        from transformers.integrations import HfDeepSpeedConfig
+
+        # ZeRO-3: each rank loads only its shard (zero.Init). The batch keys are checked at deepspeed.initialize.
+        keep = HfDeepSpeedConfig({k: v for k, v in dschf_cfg.items() if k != "train_batch_size"})
     model = AutoModelForCausalLM.from_pretrained(args.model, **kw)
-    return model, AutoTokenizer.from_pretrained(args.model)
+    del keep
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(args.model)
+    except (OSError, ValueError):
+        if not Path(args.model).is_dir():
+            raise
+        tokenizer = None
+        log(f"{args.model} has no tokenizer: bytes are the tokens")
+    return model, tokenizer
+
+
+def ckpt_kwargs(granularity: str) -> dict:
+    """torch.utils.checkpoint arguments: non-reentrant; selective keeps matmul and attention outputs
+    (torch.utils.checkpoint.create_selective_checkpoint_contexts) and recomputes norms and activations."""
+    if granularity != "selective":
+        return {"use_reentrant": False}
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    aten = torch.ops.aten
+    keep = {aten.mm.default, aten.addmm.default, aten.bmm.default}
+    for name in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                 "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"):
+        if hasattr(aten, name):
+            keep.add(getattr(aten, name).default)
+
+    def policy(ctx, op, *a, **k):
+        return CheckpointPolicy.MUST_SAVE if op in keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return {"use_reentrant": False, "context_fn": partial(create_selective_checkpoint_contexts, policy)}
 
 
 def add_lora(model, args):
     from peft import LoraConfig, get_peft_model
 
-    if args.task == "qlora" and not args.smoke_model_type:
-        from peft import prepare_model_for_kbit_training
-
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=args.grad_ckpt == "true")
     targets = args.lora_targets if args.lora_targets in ("all-linear",) else args.lora_targets.split(",")
     cfg = LoraConfig(r=args.lora_rank, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
                      target_modules=targets, task_type="CAUSAL_LM")
-    return get_peft_model(model, cfg)
+    return get_peft_model(model, cfg)   # adapter weights in float32 (peft autocast_adapter_dtype)
 
 
-def decoder_layers(model):
+def prepare(model, args):
+    """QLoRA preparation, activation checkpointing, LoRA adapters, training mode: the order the libraries need."""
+    lora = args.task in ("lora", "qlora")
+    ckpt = args.grad_ckpt != "none"
+    if args.task == "qlora":
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=ckpt,
+                                                gradient_checkpointing_kwargs=ckpt_kwargs(args.grad_ckpt))
+    elif ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=ckpt_kwargs(args.grad_ckpt))
+    if lora:
+        model = add_lora(model, args)
+    model.train()   # from_pretrained returns eval mode: no recomputation and no LoRA dropout until this
+    return model
+
+
+def decoder_layers(model) -> list:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = getattr(base, "module", base)
     return list(base.model.layers)
+
+
+class LayerCalls:
+    """Counts decoder-layer forwards that run inside backward (recomputation), with hooks on each layer's
+    attention block (transformers wraps the layer's `forward` for checkpointing, so its submodules are what
+    re-run): one per layer and micro-batch with recomputation, none without."""
+
+    def __init__(self, layers):
+        self.n, self.layers, self.recomputed = len(layers), layers, 0
+        self.handles = [getattr(m, "self_attn", m).register_forward_pre_hook(self._hook) for m in layers]
+
+    def _hook(self, module, inputs):
+        if torch._C._current_graph_task_id() != -1:   # called by the autograd engine: a recomputation
+            self.recomputed += 1
+
+    def check(self, granularity: str, micro_batches: int) -> None:
+        for h in self.handles:
+            h.remove()
+        if not all(m.training for m in self.layers):
+            fail("decoder layers are not in training mode")
+        expect = 0 if granularity == "none" else self.n * micro_batches
+        # A pipeline stage that splits its backward (input gradients, then weight gradients) recomputes twice.
+        ok = self.recomputed == 0 if not expect else self.recomputed > 0 and self.recomputed % expect == 0
+        if not ok:
+            fail(f"activation checkpointing {granularity}: {self.recomputed} layer forwards re-ran in backward in "
+                 f"step 1, expected {expect or 0} ({self.n} layers x {micro_batches} micro-batches)")
+        log(f"activation checkpointing {granularity}: {self.recomputed} layer forwards recomputed in backward in "
+            f"step 1 ({self.n} layers x {micro_batches} micro-batches{'' if expect else ': none planned'})")
+
+
+def inner_optimizer(optim):
+    """The optimizer that updates the weights (DeepSpeed and wrappers keep theirs in `.optimizer`)."""
+    while isinstance(getattr(optim, "optimizer", None), torch.optim.Optimizer) \
+            and optim.optimizer is not optim:
+        optim = optim.optimizer
+    return optim
+
+
+def master_dtype(optim) -> torch.dtype:
+    """dtype of the weights the optimizer step writes: DeepSpeed's fp32 partitions, else the parameters'."""
+    for attr in ("fp32_partitioned_groups_flat", "single_partition_of_fp32_groups", "fp32_groups_flat_partition"):
+        groups = getattr(optim, attr, None)
+        if groups:
+            return groups[0].dtype
+    inner = inner_optimizer(optim)
+    dtypes = {p.dtype for g in inner.param_groups for p in g["params"]}
+    return dtypes.pop() if len(dtypes) == 1 else torch.float32 if torch.float32 in dtypes else next(iter(dtypes))
+
+
+def expected_optimizer(args, offload: bool) -> str:
+    if args.optimizer in BNB:
+        return BNB[args.optimizer]
+    if offload:
+        return "DeepSpeedCPUAdam"    # DeepSpeed's AdamW for offloaded optimizer states
+    return {"sgd": "SGD", "adafactor": "Adafactor"}.get(args.optimizer, "AdamW")
+
+
+def make_optimizer(params, args, lr: float):
+    name = args.optimizer
+    if name in BNB:
+        import bitsandbytes as bnb
+
+        return getattr(bnb.optim, BNB[name])(params, lr=lr, weight_decay=0.0)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if name == "adafactor":
+        from transformers.optimization import Adafactor
+
+        return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
+    kw = {"fused": True} if name == "adamw-fused" else {"foreach": True} if name == "adamw-foreach" else {}
+    return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, **kw)
+
+
+def check_optimizer(optim, args, offload: bool = False) -> None:
+    inner = inner_optimizer(optim)
+    want = expected_optimizer(args, offload)
+    got = type(inner).__name__
+    if got != want:
+        fail(f"optimizer {got}, the plan says {want} ({args.optimizer})")
+    master = master_dtype(optim)
+    want_master = DTYPES[args.precision] if args.optimizer == "adamw-bf16" else torch.float32
+    if master != want_master:
+        fail(f"master weights {master}, expected {want_master}")
+    log(f"optimizer {got} ({type(inner).__module__}) for {args.optimizer}; master weights "
+        f"{str(master).replace('torch.', '')}, compute {args.precision}")
 
 
 # ---------------------------------------------------------------------------------------------- checkpoints
@@ -170,7 +349,7 @@ CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
 
 
 def latest_checkpoint(out: Path) -> tuple[int, Path | None]:
-    best = (0, None)
+    best: tuple[int, Path | None] = (0, None)
     if out.is_dir():
         for d in out.iterdir():
             m = CKPT_RE.match(d.name)
@@ -179,16 +358,23 @@ def latest_checkpoint(out: Path) -> tuple[int, Path | None]:
     return best
 
 
-def mark_complete(path: Path, step: int, args) -> None:
+def mark_complete(path: Path, step: int, args, losses: list) -> None:
     dist.barrier()
     if dist.get_rank() == 0:
         state = {"global_step": step, "world_size": dist.get_world_size(), "strategy": args.strategy,
-                 "micro_batch": args.micro_batch, "grad_accum": args.grad_accum, "tp": args.tp, "pp": args.pp}
+                 "micro_batch": args.micro_batch, "grad_accum": args.grad_accum, "tp": args.tp, "pp": args.pp,
+                 "optimizer": args.optimizer, "grad_ckpt": args.grad_ckpt, "losses": losses}
         (path / "trainer_state.json").write_text(json.dumps(state) + "\n")
     dist.barrier()
 
 
-def dcp_save(model, optim, path: Path, step: int, args, frozen_too: bool) -> None:
+def past_losses(ckpt: Path | None) -> list:
+    if ckpt is None:
+        return []
+    return list(json.loads((ckpt / "trainer_state.json").read_text()).get("losses") or [])
+
+
+def dcp_save(model, optim, path: Path, frozen_too: bool) -> None:
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
 
@@ -197,8 +383,6 @@ def dcp_save(model, optim, path: Path, step: int, args, frozen_too: bool) -> Non
     opts = StateDictOptions(ignore_frozen_params=not frozen_too, flatten_optimizer_state_dict=True)
     msd, osd = get_state_dict(model, optim, options=opts)
     dcp.save({"model": msd, "optim": osd}, checkpoint_id=str(path))
-    mark_complete(path, step, args)
-    log(f"saved {path}")
 
 
 def dcp_load(model, optim, path: Path, frozen_too: bool) -> None:
@@ -212,16 +396,32 @@ def dcp_load(model, optim, path: Path, frozen_too: bool) -> None:
     set_state_dict(model, optim, model_state_dict=state["model"], optim_state_dict=state["optim"], options=opts)
 
 
+def replicated_save(model, optim, path: Path, frozen_too: bool) -> None:
+    """DDP: every rank holds the same weights and optimizer state (any optimizer class, bitsandbytes
+    8-bit states included): rank 0 writes them with torch.save."""
+    if dist.get_rank() == 0:
+        path.mkdir(parents=True, exist_ok=True)
+        inner = getattr(model, "module", model)
+        sd = {k: v for k, v in inner.state_dict().items()
+              if frozen_too or k in {n for n, p in inner.named_parameters() if p.requires_grad}}
+        torch.save({"model": sd, "optim": optim.state_dict()}, path / "state.pt")
+
+
+def replicated_load(model, optim, path: Path) -> None:
+    state = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
+    getattr(model, "module", model).load_state_dict(state["model"], strict=False)
+    optim.load_state_dict(state["optim"])
+
+
 # ---------------------------------------------------------------------------------------------- training
-def setup() -> tuple[torch.device, str]:
+def setup() -> torch.device:
     cuda = torch.cuda.is_available()
-    backend = "nccl" if cuda else "gloo"
-    dist.init_process_group(backend)
+    dist.init_process_group("nccl" if cuda else "gloo")
     if cuda:
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
-        return torch.device("cuda", local), backend
-    return torch.device("cpu"), backend
+        return torch.device("cuda", local)
+    return torch.device("cpu")
 
 
 def check_batch(args, dp: int) -> None:
@@ -230,90 +430,142 @@ def check_batch(args, dp: int) -> None:
                  f"{args.grad_accum} x data-parallel {dp} (world {dist.get_world_size()}, TP {args.tp}, PP {args.pp})")
 
 
+def log_layout(args, strategy: str, dp: int) -> None:
+    nodes = int(os.environ.get("GROUP_WORLD_SIZE") or os.environ.get("NNODES") or 1)
+    log(f"layout: strategy {strategy}, world {dist.get_world_size()} ({nodes} node(s)), TP {args.tp} x PP {args.pp} "
+        f"x DP {dp}; micro-batch {args.micro_batch} x accumulation {args.grad_accum} x DP {dp} = global batch "
+        f"{args.global_batch} sequences of {args.seq_len} tokens")
+
+
+def log_model(model) -> None:
+    if not model.training:
+        fail("the model is not in training mode")
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    cfg = getattr(base, "config", None)
+    log(f"model {type(base).__name__} ({getattr(cfg, 'model_type', '?')}, {getattr(cfg, 'num_hidden_layers', '?')} "
+        f"layers, hidden {getattr(cfg, 'hidden_size', '?')}); training mode on")
+
+
+def deepspeed_config(args, lr: float) -> dict:
+    cfg = json.loads(Path(args.deepspeed_config).read_text())
+    if cfg.get("train_batch_size") != args.global_batch:
+        sys.exit(f"train.py: {args.deepspeed_config} has train_batch_size {cfg.get('train_batch_size')}, the "
+                 f"launcher passes global batch {args.global_batch}")
+    zero = cfg.get("zero_optimization", {})
+    if args.rehearsal:
+        # The rehearsal keeps the global batch with fewer ranks (more accumulation); NVMe offload becomes CPU
+        # offload (no NVMe path here); DeepSpeed's CPU accelerator has no fp16.
+        cfg["train_micro_batch_size_per_gpu"], cfg["gradient_accumulation_steps"] = args.micro_batch, args.grad_accum
+        for key in ("offload_optimizer", "offload_param"):
+            if zero.get(key, {}).get("device") == "nvme":
+                zero[key] = {"device": "cpu", "pin_memory": False}
+                log(f"rehearsal: {key} nvme -> cpu")
+        if cfg.get("fp16", {}).get("enabled") and not torch.cuda.is_available():
+            cfg["fp16"], cfg["bf16"] = {"enabled": False}, {"enabled": True}
+            log("rehearsal: DeepSpeed's CPU accelerator has no fp16: bf16 instead")
+    elif (cfg.get("train_micro_batch_size_per_gpu"), cfg.get("gradient_accumulation_steps")) != \
+            (args.micro_batch, args.grad_accum):
+        sys.exit(f"train.py: {args.deepspeed_config} has micro-batch/accumulation "
+                 f"{(cfg.get('train_micro_batch_size_per_gpu'), cfg.get('gradient_accumulation_steps'))}, the "
+                 f"launcher passes {(args.micro_batch, args.grad_accum)}")
+    if "offload_optimizer" in zero and args.optimizer not in BNB:
+        cfg["optimizer"] = {"type": "AdamW", "params": {"lr": lr, "weight_decay": 0.0}}   # DeepSpeedCPUAdam
+    return cfg
+
+
+def autocast(device: torch.device, args, enabled: bool):
+    if not enabled or args.precision == "fp32" or args.optimizer == "adamw-bf16":
+        return nullcontext()
+    return torch.autocast(device.type, dtype=DTYPES[args.precision])
+
+
 def train(args) -> None:
-    device, backend = setup()
+    device = setup()
     world, rank = dist.get_world_size(), dist.get_rank()
     if args.strategy == "tp_pp":
         return train_tp_pp(args, device)
     check_batch(args, world)
     lora = args.task in ("lora", "qlora")
-    model, tokenizer = build_model(args)
-    if args.grad_ckpt == "true":
-        model.gradient_checkpointing_enable()
-    if lora:
-        model = add_lora(model, args)
-    blocks = tokenize(read_texts(args.data), tokenizer, args.seq_len)
     lr = args.lr or (1e-4 if lora else 1e-5)
-    strategy = args.strategy
-    if strategy == "deepspeed" and device.type == "cpu":
-        # DeepSpeed's CPU accelerator hung at the first step with this bundle's ZeRO configs under gloo
-        # (DeepSpeed 0.19.8, torch 2.13): the CPU rehearsal shards the same way with PyTorch FSDP2.
-        log(f"CPU: running DeepSpeed ZeRO-{args.zero} as the equivalent PyTorch FSDP2 sharding")
-        strategy = "fsdp"
-    model.to(device)
+    ds_cfg = deepspeed_config(args, lr) if args.strategy == "deepspeed" else None
+    model, tokenizer = build_model(args, ds_cfg)
+    model = prepare(model, args)
+    log_layout(args, args.strategy, world)
+    log_model(model)
+    counter = LayerCalls(decoder_layers(model))
+    blocks = tokenize(read_texts(args.data), tokenizer, args.seq_len)
+    if args.task != "qlora" and args.strategy != "deepspeed":
+        model.to(device)
     engine = None
-    if strategy == "ddp":
+    if args.strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
-    elif strategy == "fsdp":
-        from torch.distributed.fsdp import fully_shard
+    elif args.strategy == "fsdp":
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        if args.optimizer in BNB:
+            fail("bitsandbytes optimizers do not step FSDP2's sharded DTensor parameters: use DeepSpeed")
         reshard = args.zero in (0, 3)   # ZeRO-3 / FULL_SHARD; 1-2 keep parameters between fwd and bwd
-        log(f"FSDP2 fully_shard, reshard_after_forward={reshard} (ZeRO-{args.zero or 3} analogue)")
+        mp = MixedPrecisionPolicy(param_dtype=DTYPES[args.precision], reduce_dtype=torch.float32) \
+            if args.precision != "fp32" and args.optimizer != "adamw-bf16" else MixedPrecisionPolicy()
+        log(f"FSDP2 fully_shard, reshard_after_forward={reshard} (ZeRO-{args.zero or 3} analogue), "
+            f"param_dtype {args.precision}, reduce_dtype float32")
         for layer in decoder_layers(model):
-            fully_shard(layer, reshard_after_forward=reshard)
-        fully_shard(model, reshard_after_forward=reshard)
+            fully_shard(layer, reshard_after_forward=reshard, mp_policy=mp)
+        fully_shard(model, reshard_after_forward=reshard, mp_policy=mp)
     params = [p for p in model.parameters() if p.requires_grad]
-    optim = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    if strategy == "deepspeed":
+    offload = bool(ds_cfg and "offload_optimizer" in ds_cfg.get("zero_optimization", {}))
+    optim = None if (offload and args.optimizer not in BNB) else make_optimizer(params, args, lr)
+    if ds_cfg is not None:
         import deepspeed
 
-        cfg = json.loads(Path(args.deepspeed_config).read_text())
-        planned = (cfg.get("train_batch_size"), cfg.get("train_micro_batch_size_per_gpu"),
-                   cfg.get("gradient_accumulation_steps"))
-        if args.smoke_model_type:   # CPU rehearsal: fp32, no offload, the rehearsal's world size
-            cfg["bf16"], cfg["fp16"] = {"enabled": False}, {"enabled": False}
-            for key in ("offload_optimizer", "offload_param"):
-                cfg.get("zero_optimization", {}).pop(key, None)
-            cfg["train_batch_size"] = args.global_batch
-            cfg["train_micro_batch_size_per_gpu"], cfg["gradient_accumulation_steps"] = args.micro_batch, args.grad_accum
-        elif planned != (args.global_batch, args.micro_batch, args.grad_accum):
-            sys.exit(f"train.py: {args.deepspeed_config} has batch {planned}, the launcher passes "
-                     f"{(args.global_batch, args.micro_batch, args.grad_accum)}")
-        offload = "offload_optimizer" in cfg.get("zero_optimization", {})
-        if offload:   # DeepSpeed's CPU Adam for offloaded optimizer states
-            cfg["optimizer"] = {"type": "AdamW", "params": {"lr": lr, "weight_decay": 0.0}}
-        engine, optim, _, _ = deepspeed.initialize(model=model, optimizer=None if offload else optim,
-                                                   model_parameters=params if offload else None, config=cfg)
+        log(f"DeepSpeed ZeRO-{ds_cfg['zero_optimization']['stage']} on {'CUDA' if device.type == 'cuda' else 'CPU'}"
+            f"{', optimizer offload to ' + ds_cfg['zero_optimization']['offload_optimizer']['device'] if offload else ''}")
+        engine, optim, _, _ = deepspeed.initialize(model=model, optimizer=optim,
+                                                   model_parameters=params if optim is None else None, config=ds_cfg)
+    check_optimizer(optim, args, offload)
+    scaler = torch.amp.GradScaler(device.type) if args.precision == "fp16" and engine is None else None
     out = Path(args.output_dir)
     start, ckpt = latest_checkpoint(out)
     if ckpt is not None:
         if engine is not None:
             engine.load_checkpoint(str(out), tag=ckpt.name)
+        elif args.strategy == "ddp":
+            replicated_load(model, optim, ckpt)
         else:
             dcp_load(model, optim, ckpt, frozen_too=not lora)
         log(f"resumed from {ckpt} at step {start}")
+    losses = past_losses(ckpt)
     steps = args.max_steps or max(1, blocks.shape[0] // args.global_batch)
-    amp = device.type == "cuda" and args.precision in ("bf16", "fp16") and engine is None and strategy == "ddp"
     for step in range(start, steps):
         t0 = time.time()
         total = 0.0
         for m in range(args.grad_accum):
             x = batch(blocks, step, args.micro_batch, args.grad_accum, rank, world, m).to(device)
-            with torch.autocast(device.type, dtype=torch.bfloat16 if args.precision == "bf16" else torch.float16,
-                                enabled=amp):
+            with autocast(device, args, engine is None):
                 loss = (engine or model)(input_ids=x, labels=x).loss
             if engine is not None:
                 engine.backward(loss)
                 engine.step()
+            elif scaler is not None:
+                scaler.scale(loss / args.grad_accum).backward()
             else:
                 (loss / args.grad_accum).backward()
             total += loss.item() / args.grad_accum
         if engine is None:
+            if scaler is not None:
+                scaler.unscale_(optim)
             torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optim.step()
+            if scaler is not None:
+                scaler.step(optim)
+                scaler.update()
+            else:
+                optim.step()
             optim.zero_grad(set_to_none=True)
+        if step == start:
+            counter.check(args.grad_ckpt, args.grad_accum)
+        losses.append(round(total, 6))
         if args.step_delay:
             time.sleep(args.step_delay)
         log(f"step {step + 1}/{steps} loss {total:.4f} ({time.time() - t0:.2f} s)")
@@ -321,11 +573,29 @@ def train(args) -> None:
             path = out / f"checkpoint-{step + 1}"
             if engine is not None:
                 engine.save_checkpoint(str(out), tag=path.name)
-                mark_complete(path, step + 1, args)
+            elif args.strategy == "ddp":
+                replicated_save(model, optim, path, frozen_too=not lora)
             else:
-                dcp_save(model, optim, path, step + 1, args, frozen_too=not lora)
+                dcp_save(model, optim, path, frozen_too=not lora)
+            mark_complete(path, step + 1, args, losses)
+            log(f"saved {path}")
     save_final(model, engine, out, lora)
+    finish(args, losses)
+
+
+def finish(args, losses: list) -> None:
+    if args.rehearsal and dist.get_rank() == 0:
+        if len(losses) < 2 or not losses[-1] < losses[0]:
+            fail(f"the loss did not go down: {losses}")
+        log(f"loss {losses[0]:.4f} -> {losses[-1]:.4f} over {len(losses)} steps: down")
+    dist.barrier()
     dist.destroy_process_group()
+    if not torch.cuda.is_available():
+        # DeepSpeed's CPU path can abort at interpreter exit after a clean run ("terminate called without an
+        # active exception", a worker thread not joined): everything is saved, so leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def save_final(model, engine, out: Path, lora: bool) -> None:
@@ -333,7 +603,17 @@ def save_final(model, engine, out: Path, lora: bool) -> None:
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
     if engine is not None:
-        engine.save_16bit_model(str(out / "final"))
+        if lora:   # the adapter only (ZeRO-3: gathered from its shards first)
+            import deepspeed
+
+            trained = [p for p in engine.module.parameters() if p.requires_grad]
+            with deepspeed.zero.GatheredParameters(trained, modifier_rank=None):
+                if dist.get_rank() == 0:
+                    engine.module.save_pretrained(str(out / "final"))
+        else:
+            engine.save_16bit_model(str(out / "final"))
+        dist.barrier()
+        log(f"saved the final model to {out / 'final'}")
         return
     sd = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True,
                                                               ignore_frozen_params=lora))
@@ -346,10 +626,12 @@ def save_final(model, engine, out: Path, lora: bool) -> None:
 
 # ---------------------------------------------------------------------------------------------- TP x PP
 def train_tp_pp(args, device) -> None:
-    """Tensor parallel inside each pipeline stage, GPipe across stages, data parallel 1."""
+    """The Megatron stand-in: tensor parallel inside each pipeline stage (DTensor), GPipe across stages, data
+    parallel 1, fp32 master weights with autocast, the planned recomputation per layer."""
     from torch import nn
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.utils.checkpoint import checkpoint
 
     world = dist.get_world_size()
     if world != args.tp * args.pp:
@@ -357,12 +639,17 @@ def train_tp_pp(args, device) -> None:
     check_batch(args, 1)
     mesh = init_device_mesh(device.type, (args.pp, args.tp), mesh_dim_names=("pp", "tp"))
     pp_rank = mesh["pp"].get_local_rank()
-    model, tokenizer = build_model(args, layers=max(2, args.pp))
+    args.strategy = "tp_pp"
+    model, tokenizer = build_model(args)
+    model.train()
+    log_layout(args, "tp_pp (Megatron stand-in: DTensor tensor parallel + GPipe pipeline stages)", 1)
+    log_model(model)
     base = model.model
     n = len(base.layers)
     bounds = [round(i * n / args.pp) for i in range(args.pp + 1)]
     lo, hi = bounds[pp_rank], bounds[pp_rank + 1]
     first, last = pp_rank == 0, pp_rank == args.pp - 1
+    kw = ckpt_kwargs(args.grad_ckpt)
 
     class Stage(nn.Module):
         def __init__(self):
@@ -374,15 +661,18 @@ def train_tp_pp(args, device) -> None:
             self.lm_head = model.lm_head if last else None
 
         def forward(self, x):
-            h = self.embed(x) if self.embed is not None else x
-            pos = torch.arange(h.shape[1], device=h.device).unsqueeze(0).expand(h.shape[0], -1)
-            pe = self.rotary(h, pos)
-            for layer in self.layers.values():
-                o = layer(h, attention_mask=None, position_ids=pos, position_embeddings=pe)
-                h = o[0] if isinstance(o, tuple) else o
-            return self.lm_head(self.norm(h)) if last else h
+            with autocast(device, args, True):
+                h = self.embed(x) if self.embed is not None else x
+                pos = torch.arange(h.shape[1], device=h.device).unsqueeze(0).expand(h.shape[0], -1)
+                pe = self.rotary(h, pos)
+                for layer in self.layers.values():
+                    run = partial(layer, attention_mask=None, position_ids=pos, position_embeddings=pe)
+                    o = checkpoint(run, h, **kw) if args.grad_ckpt != "none" else run(h)
+                    h = o[0] if isinstance(o, tuple) else o
+                return self.lm_head(self.norm(h)).float() if last else h.float()
 
-    stage_mod = Stage().to(device)
+    stage_mod = Stage().to(device).train()
+    counter = LayerCalls(list(stage_mod.layers.values()))
     if args.tp > 1:
         for layer in stage_mod.layers.values():
             plan = {f"self_attn.{k}_proj": ColwiseParallel() for k in "qkv"}
@@ -391,7 +681,8 @@ def train_tp_pp(args, device) -> None:
                 plan.update({"mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(),
                              "mlp.down_proj": RowwiseParallel()})
             parallelize_module(layer, mesh["tp"], plan)
-    optim = torch.optim.AdamW(stage_mod.parameters(), lr=args.lr or 1e-5)
+    optim = make_optimizer(list(stage_mod.parameters()), args, args.lr or 1e-5)
+    check_optimizer(optim, args)
     blocks = tokenize(read_texts(args.data), tokenizer, args.seq_len)
 
     def loss_fn(logits, target):
@@ -408,6 +699,7 @@ def train_tp_pp(args, device) -> None:
     if ckpt is not None:
         dcp_load(stage_mod, optim, ckpt, frozen_too=True)
         log(f"resumed from {ckpt} at step {start}")
+    losses = past_losses(ckpt)
     steps = args.max_steps or max(1, blocks.shape[0] // args.global_batch)
     log(f"TP {args.tp} x PP {args.pp}: stage {pp_rank} holds layers {lo}..{hi - 1}; "
         f"{args.grad_accum} micro-batches of {args.micro_batch} per step")
@@ -416,29 +708,101 @@ def train_tp_pp(args, device) -> None:
                        for m in range(args.grad_accum)]).to(device)
         loss_val = None
         if schedule is None:
+            loss_val = 0.0
             for m in range(args.grad_accum):
                 xm = x[m * args.micro_batch:(m + 1) * args.micro_batch]
                 loss = loss_fn(stage_mod(xm), xm) / args.grad_accum
                 loss.backward()
-                loss_val = (loss_val or 0.0) + loss.item()
+                loss_val += loss.item()
         elif first:
             schedule.step(x)
         elif last:
-            losses: list = []
-            schedule.step(target=x, losses=losses)
-            loss_val = sum(float(v.detach()) for v in losses) / len(losses)
+            got: list = []
+            schedule.step(target=x, losses=got)
+            loss_val = sum(float(v.detach()) for v in got) / len(got)
         else:
             schedule.step()
         optim.step()
         optim.zero_grad(set_to_none=True)
+        if step == start:
+            counter.check(args.grad_ckpt, args.grad_accum)
+        shared = torch.tensor([loss_val if loss_val is not None else 0.0])
+        dist.all_reduce(shared, op=dist.ReduceOp.MAX)   # the last stage's loss, for rank 0's log
+        losses.append(round(float(shared), 6))
         if args.step_delay:
             time.sleep(args.step_delay)
-        if loss_val is not None and mesh["tp"].get_local_rank() == 0:
-            print(f"train.py: step {step + 1}/{steps} loss {loss_val:.4f} (pipeline stage {pp_rank})", flush=True)
+        log(f"step {step + 1}/{steps} loss {float(shared):.4f}")
         if (step + 1) % args.save_steps == 0 or step + 1 == steps:
-            dcp_save(stage_mod, optim, out / f"checkpoint-{step + 1}", step + 1, args, frozen_too=True)
-    dist.destroy_process_group()
+            path = out / f"checkpoint-{step + 1}"
+            dcp_save(stage_mod, optim, path, frozen_too=True)
+            mark_complete(path, step + 1, args, losses)
+            log(f"saved {path}")
+    finish(args, losses)
+
+
+# ---------------------------------------------------------------------------------------------- Megatron flags
+# Runtime packages ms-swift's argument modules import but parsing never uses (Megatron-Core, mcore-bridge,
+# data and hub libraries): stand-ins where they are not installed, so the check runs on any machine.
+MS_SWIFT_RUNTIME = ("megatron", "mcore_bridge", "datasets", "modelscope", "pandas", "PIL", "json_repair", "kernels")
+
+
+def check_megatron_args(cmd: str, version: str, argv: list) -> None:
+    """Parse `megatron sft|pt ARGS` with ms-swift's MegatronSftArguments/MegatronPretrainArguments and its parser
+    (swift.utils.parse_args: HfArgumentParser, unknown arguments are an error) without running anything.
+    ms-swift comes from the environment or from ~/.cache/gpuplan/ms-swift-VERSION
+    (`pip install --no-deps --target ~/.cache/gpuplan/ms-swift-VERSION ms-swift==VERSION`)."""
+    import importlib.abc
+    import importlib.machinery
+    import importlib.util
+    from unittest import mock
+
+    cache = Path.home() / ".cache" / "gpuplan" / f"ms-swift-{version}"
+    if importlib.util.find_spec("swift") is None:
+        if not (cache / "swift").is_dir():
+            print(f"train.py: ms-swift {version} is not installed here: the megatron command line was not parsed "
+                  f"(pip install --no-deps --target {cache} ms-swift=={version})", flush=True)
+            return
+        sys.path.insert(0, str(cache))
+    missing = {m for m in MS_SWIFT_RUNTIME if importlib.util.find_spec(m) is None}
+
+    class StandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] not in missing:
+                return None
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+        def create_module(self, spec):
+            module = mock.MagicMock(name=spec.name)
+            module.__path__, module.__spec__, module.__version__ = [], spec, "0.0"
+            return module
+
+        def exec_module(self, module):
+            pass
+
+    sys.meta_path.insert(0, StandIn())
+    from transformers import HfArgumentParser
+
+    import swift
+    from swift.megatron.arguments import MegatronPretrainArguments, MegatronSftArguments
+    from swift.utils.utils import _patch_get_type_hints
+
+    cls = MegatronPretrainArguments if cmd == "pt" else MegatronSftArguments
+    with _patch_get_type_hints():
+        parser = HfArgumentParser([cls])
+    ns, rest = parser.parse_known_args(argv)
+    if rest:
+        fail(f"megatron {cmd}: ms-swift {swift.__version__} does not know {rest}")
+    flags = [a for a in argv if a.startswith("--")]
+    print(f"train.py: megatron {cmd} command line parsed by ms-swift {getattr(swift, '__version__', version)}'s "
+          f"{cls.__name__} (HfArgumentParser): {len(flags)} flags, recompute_granularity "
+          f"{ns.recompute_granularity}, train_iters {ns.train_iters}, num_train_epochs {ns.num_train_epochs}, "
+          f"micro_batch_size {ns.micro_batch_size}, global_batch_size {ns.global_batch_size}", flush=True)
 
 
 if __name__ == "__main__":
-    train(parse())
+    if sys.argv[1:2] == ["make-tiny-model"]:
+        make_tiny_model(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1:2] == ["check-megatron-args"]:
+        check_megatron_args(sys.argv[2], sys.argv[3], sys.argv[4:])
+    else:
+        train(parse())
