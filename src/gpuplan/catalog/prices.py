@@ -295,6 +295,12 @@ RULE_HOST = N_("{rule} {sign} {vcpus} vCPUs x {currency} {per_vcpu}/vCPU-h (host
 RULE_UNSTATED = N_("the source ({what}) states neither region nor billing mode: assumed {region} {billing}")
 RULE_REGION_UNSTATED = N_("the source ({what}) does not state the region: assumed {region}")
 RULE_INVOICE = N_("computed by the source from a {month} bill ({how}), not read from a price list")
+# what those sources are ("{what}", "{how}" above)
+SOURCE_CODE_TABLE = N_("a code table of {date}")
+SOURCE_SCRAPE = N_("a scrape of Tencent's price overview of {date}")
+SOURCE_LIST_SHEET = N_("a list-price sheet of {date}")
+SOURCE_BILL = N_("QueryInstanceBill of the customer's account")
+SOURCE_INVOICE = N_("the customer's invoice read-out")
 # the price units the rules name ("{unit}" above)
 RULE_UNITS = {"hour": N_("h"), "month": N_("month")}
 # what an estimate was derived from ("{how}" above), by the base price's kind

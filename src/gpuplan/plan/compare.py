@@ -203,7 +203,8 @@ def render_comparison(result: dict[str, Any], console: Console, lang: str, wide:
     print_fitted(console, fitted_table(tr("Cross-cloud comparison", lang), cols, rows, width=console.width, wide=wide),
                  wide)
     if any(r.get("price_basis") in ("derived", "guessed") for r in result.get("rows", [])):
-        console.print(f"[dim]~ {tr('derived or guessed price: check a quote', lang)}[/dim]")
+        legend = tr("derived or guessed price: check a quote", lang)
+        console.print(f"[dim]~ {legend}[/dim]")
     for billing, best in result.get("cheapest_by_billing", {}).items():
         console.print(tr("cheapest {billing}: {cloud} ({instance})", lang).format(
             billing=tr(BILLING_WORDS.get(billing, billing), lang), cloud=best["cloud"], instance=best["instance_type"]))
