@@ -139,8 +139,9 @@ def billing_options(book: costm.PriceBook, plan: Plan, cloud: str) -> dict[str, 
 
 
 def _price_of(book: costm.PriceBook, plan: Plan) -> costm.Price | None:
+    """The catalog price a plan rests on: ECS instances, and the ECS nodes of an ACK node pool."""
     c = plan.cost
-    if not plan.is_ecs or c.region is None or c.billing is None:
+    if plan.platform not in ("ecs", "ack") or c.region is None or c.billing is None:
         return None
     return book.price_with_proxy(plan.instance_type, c.region, c.billing)
 
