@@ -141,7 +141,7 @@ def compare_clouds(w: Workload, *, currency: str = "CNY", today: dt.date | None 
             entry["cost_per_million_output_tokens"] = p.get("cost_per_million_output_tokens")
         clouds.append(entry)
     rows.sort(key=lambda r: (BILLING_ORDER.index(r["billing"]), r["upper_bound"] or float("inf")))
-    cheapest = {}
+    cheapest: dict[str, dict[str, Any]] = {}
     for r in rows:
         cheapest.setdefault(r["billing"], {"cloud": r["cloud"], "instance_type": r["instance_type"],
                                            "cost": r["cost"], "cost_unit": r["cost_unit"]})
