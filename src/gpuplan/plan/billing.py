@@ -138,35 +138,37 @@ def billing_options(book: costm.PriceBook, plan: Plan, cloud: str) -> dict[str, 
             "break_even": break_even_sentences(payg, sub, sp, run_s, book.currency)}
 
 
-def _price_of(book: costm.PriceBook, plan: Plan) -> costm.Price | None:
-    """The catalog price a plan rests on: ECS instances, and the ECS nodes of an ACK node pool."""
-    c = plan.cost
-    if plan.platform not in ("ecs", "ack") or c.region is None or c.billing is None:
-        return None
-    return book.price_with_proxy(plan.instance_type, c.region, c.billing)
-
-
 def _basis(book: costm.PriceBook, plan: Plan) -> str | None:
-    price = _price_of(book, plan)
-    if price is not None:
-        return price.basis
+    """How the plan's price was obtained: its catalog row's basis (ECS instances and the ECS nodes of an
+    ACK pool; a spot price with no row is guessed from pay-as-you-go); a managed platform's own price list
+    is quoted, derived when converted to another currency."""
     c = plan.cost
     if c.price_per_hour is None and c.monthly_cost is None:
         return None
-    # managed platforms: their own price list, derived when converted to another currency
+    if plan.platform in ("ecs", "ack") and c.billing:
+        o = book.offer(plan.instance_type, c.price_region or c.region or "", c.billing)
+        if o is not None:
+            return o.basis
+        if c.billing == "spot":
+            return "guessed"
     return "derived" if c.price_estimated else "quoted"
 
 
 def annotate(plans: Sequence[Plan], book: costm.PriceBook, today: dt.date | None = None,
-             alibaba_types: frozenset[str] = frozenset()) -> list[Plan]:
-    """The plans with their price basis and age, billing options and availability (see the module doc)."""
+             alibaba_types: frozenset[str] = frozenset(), options_top: int | None = None) -> list[Plan]:
+    """The plans with their price basis and age and availability, and (the first ``options_top`` plans,
+    all when None) the billing options at the workload's duration (see the module doc)."""
+    from gpuplan.catalog.instances import load_instances
+
     today = today or book.today or dt.date.today()
+    families = {t: i.family for t, i in load_instances("alibaba").items()} if alibaba_types else {}
     out = []
-    for p in plans:
+    for n, p in enumerate(plans):
         c = p.cost
         age = (today - dt.date.fromisoformat(c.price_as_of)).days if c.price_as_of else None
         cloud = "alibaba" if p.instance_type in alibaba_types else ""
-        options = billing_options(book, p, cloud) if p.is_ecs else None
+        want_options = p.is_ecs and (options_top is None or n < options_top)
+        options = billing_options(book, p, cloud) if want_options else None
         cost = replace(c, price_basis=_basis(book, p), price_age_days=age,
                        price_stale=None if age is None else age > STALE_AFTER_DAYS, billing_options=options)
         details = dict(p.details)
@@ -174,11 +176,8 @@ def annotate(plans: Sequence[Plan], book: costm.PriceBook, today: dt.date | None
         why = list(p.advice.why)
         if options and len(options["options"]) > 1:
             why.extend(options["break_even"][:1])
-        if cloud and c.region:
-            from gpuplan.catalog.instances import load_instances
-
-            fam = load_instances("alibaba")[p.instance_type].family
-            a = availability(fam, c.region)
+        if cloud and c.region and p.instance_type in families:
+            a = availability(families[p.instance_type], c.region)
             details["availability"] = a.to_dict()
             text = a.warning(c.price_region)
             if text:

@@ -246,7 +246,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     plans = [p for p in plans if p.platform in wanted]
     ranked = rank(plans, objective)
     # price basis and age, the other billing modes at this duration, availability in the region
-    ranked = annotate(ranked, book, today, frozenset(i.instance_type for i in insts if i.cloud == DEFAULT_CLOUD))
+    ranked = annotate(ranked, book, today, frozenset(i.instance_type for i in insts if i.cloud == DEFAULT_CLOUD),
+                      options_top=max(top, DEFAULT_TOP))
     front = {id(p) for p in pareto_front(ranked)}
     ranked = [replace(p, rank=i, pareto=id(p) in front) for i, p in enumerate(ranked, 1)]
     shown = ranked[:top]   # the top N only; the whole Pareto front is the `pareto` list
