@@ -142,5 +142,6 @@ def describe_spot(model: SpotModel, cloud: str = "alibaba") -> dict[str, Any]:
     return {"fraction_of_payg": fraction, "fraction_range": list(model.fraction_range),
             "fraction_kind": "estimated", "fraction_rule": d.rule if d and model.fraction_of_payg is None else "",
             "interruptions_per_hour": model.interruptions_per_hour, "restart_s": model.restart_s,
-            "notice_s": model.notice_s, "source": SPOT_SOURCE,
+            "notice_s": model.notice_s, "source": SPOT_SOURCE, "cap_source": SPOT_CAP_SOURCE,
+            "interruptions_scale_with_instances": True,
             "unconfirmed": ["fraction_of_payg", "fraction_range", "interruptions_per_hour", "restart_s"]}
