@@ -138,7 +138,7 @@ def instances(
     """List instance types, filtered by family, GPU, GPU memory or region."""
     def body(lg: str) -> None:
         from gpuplan.catalog.instances import filter_instances
-        from gpuplan.catalog.prices import load_offers
+        from gpuplan.catalog.prices import basis_label, load_offers
         from gpuplan.plan.record import price_mark
 
         if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
@@ -151,10 +151,11 @@ def instances(
         price: dict[str, tuple[str, str]] = {}      # table: (price with its mark, region and date)
         payg_text: dict[str, str] = {}               # JSON: one string
         for o in sorted(offers, key=lambda o: o.as_of):
-            where = (_("{region}, {date}, estimated") if o.estimated else _("{region}, {date}")).format(
-                region=o.region, date=o.as_of.isoformat())
+            where = _("{region}, {date}, {basis}").format(region=o.region, date=o.as_of.isoformat(),
+                                                          basis=basis_label(o))
             payg_text[o.instance_type] = f"{o.currency} {o.price_per_hour:,.2f}/h ({where})"
-            price[o.instance_type] = (f"{o.currency} {o.price_per_hour:,.2f}/h{price_mark(o.kind)}", where)
+            mark = price_mark("estimated" if o.estimated else o.kind)   # ~ for a derived or guessed price
+            price[o.instance_type] = (f"{o.currency} {o.price_per_hour:,.2f}/h{mark}", where)
         if as_json:
             recs = []
             for i in items:

@@ -566,13 +566,14 @@ def _check_clouds_and_regions(w: Workload) -> None:
     cons = w.constraints
     if cons is None or not (cons.clouds or cons.regions):
         return
-    from gpuplan.catalog.instances import check_clouds, check_regions  # the catalog, loaded on first use
+    from gpuplan.catalog.instances import DEFAULT_CLOUD, check_clouds, check_regions  # loaded on first use
 
     try:
         check_clouds(cons.clouds)
     except GpuplanError as exc:
         raise GpuplanError(exc.message, hint=exc.hint, field="constraints.clouds") from None
-    check_regions(cons.regions, cons.clouds)
+    # no clouds chosen means the default cloud's catalog (recommend searches Alibaba): its regions only
+    check_regions(cons.regions, cons.clouds or [DEFAULT_CLOUD])
 
 
 def load_workload(source: str | Path | dict[str, Any] | Workload, **overrides: Any) -> Workload:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan.catalog.instances import check_regions, load_instances
-from gpuplan.catalog.prices import PRICE_KINDS, load_offers, offers_for
+from gpuplan.catalog.prices import PRICE_BASES, PRICE_KINDS, load_offers, offers_for
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import cost as costm
 from gpuplan.workload import parse_workload
@@ -59,7 +59,7 @@ def test_every_ga_alibaba_type_is_priced_in_the_required_regions():
 def test_current_families_named_in_the_issue_have_prices(instance_type):
     for region in REQUIRED_REGIONS:
         o = _payg(instance_type, region)
-        assert o.price > 0 and o.kind in ("third-party", "estimated")
+        assert o.price > 0 and o.kind in ("third-party", "estimated") and o.basis in ("quoted", "derived", "guessed")
         assert o.currency == ("USD" if region == "ap-southeast-1" else "CNY")
 
 
@@ -82,9 +82,11 @@ def test_estimates_follow_their_rules():
     ratio = (5.886 / 2) / (14.63 / 6.6529)
     a10 = _payg("ecs.gn7i-c8g1.2xlarge", "ap-southeast-1")
     assert a10.price == pytest.approx(9.74 / 6.6529 * ratio, rel=1e-3) and "6.6529" in a10.rule
-    # sourced prices are never overwritten by an estimate
-    assert not _payg("ecs.gn8is-2x.8xlarge", "ap-southeast-1").estimated
-    assert not _payg("ecs.ebmgn7e.32xlarge", "cn-shanghai").estimated
+    # written prices are never overwritten by an estimate: the invoice-derived Singapore rate stays, marked
+    # derived (a bill, not a price list), and the 2023 list price stays quoted
+    inv = _payg("ecs.gn8is-2x.8xlarge", "ap-southeast-1")
+    assert (inv.price, inv.kind, inv.basis) == (5.886, "third-party", "derived") and "bill" in inv.rule
+    assert _payg("ecs.ebmgn7e.32xlarge", "cn-shanghai").basis == "quoted"
 
 
 def test_estimates_are_regenerated_from_the_sourced_rows():
@@ -100,8 +102,9 @@ def test_every_price_row_has_source_date_and_kind(cloud):
     offers = load_offers(cloud)
     assert offers
     for o in offers:
-        assert o.source and o.as_of and o.kind in PRICE_KINDS
-        assert (o.kind == "estimated") == bool(o.rule), o
+        assert o.source and o.as_of and o.kind in PRICE_KINDS and o.basis in PRICE_BASES
+        assert (o.basis != "quoted") == bool(o.rule), o        # a derived or guessed price says its rule
+        assert o.kind != "estimated" or o.basis != "quoted", o  # a generated row is never a quote
 
 
 def test_aws_prices_after_the_2025_cut():
@@ -148,7 +151,9 @@ def test_spot_defaults_cite_their_evidence_and_are_estimates():
     assert payg.kind == "third-party" and not payg.estimated
     # a published spot level is used as is, with its own kind
     seen = book.price("ecs.gn8is-4x.16xlarge", "us-east-1", "spot")
-    assert not seen.estimated and seen.kind == "third-party" and seen.per_hour == pytest.approx(1.98 * 6.6529)
+    assert seen.basis == "derived" and seen.kind == "third-party" and seen.per_hour == pytest.approx(1.98 * 6.6529)
+    # ... and capped at pay-as-you-go: its upper bound is the invoiced pay-as-you-go rate at that rate's margin
+    assert seen.margin == pytest.approx(9.89 * 1.5 / 1.98 - 1)
     tencent = costm.PriceBook(load_offers("tencent"), "USD")
     assert tencent.price("GN10Xp.2XLARGE40", "ap-guangzhou", "spot") is None
     # a user's fraction overrides the bundled default, still marked estimated
@@ -192,7 +197,7 @@ def test_unknown_region_is_an_error_with_did_you_mean(region, suggestion):
 
 def test_region_is_checked_against_the_chosen_cloud():
     parse_workload({"model": "qwen2.5-7b", "constraints": {"clouds": ["aws"], "regions": ["us-east-1"]}})
-    with pytest.raises(GpuplanError, match="Unknown aws region 'cn-shanghai'"):
+    with pytest.raises(GpuplanError, match="'cn-shanghai' is a region of Alibaba Cloud, not of AWS"):
         parse_workload({"model": "qwen2.5-7b", "constraints": {"clouds": ["aws"], "regions": ["cn-shanghai"]}})
 
 

@@ -29,12 +29,17 @@ def test_every_price_is_dated_sourced_positive_and_for_a_known_type():
         assert o.as_of and o.source and o.price > 0
         assert o.instance_type in known
         assert o.kind in PRICE_KINDS and o.kind != "user"
-        assert o.kind != "estimated" or o.rule, o  # an estimate always says its rule
+        assert o.basis == "quoted" or o.rule, o  # a derived or guessed price always says its rule
         assert o.confidence == "unconfirmed"       # no official Alibaba price list is bundled
         assert o.currency == ("CNY" if o.region.startswith("cn-") else "USD")
         assert o.unit == {"payg": "hour", "subscription": "month", "spot": "hour"}[o.billing]
-    # the 2023 cn-shanghai list (60 rows), 2026 quotes (5), gn8v/sgn8ia code table (5), gn8is invoices (3)
-    assert len([o for o in offers if not o.estimated]) == 60 + 5 + 5 + 3
+    # quoted: the 2023 cn-shanghai list (60 rows, a third party's copy of the console) and the 2026
+    # DescribePrice quotes (5); guessed: the gn8v/sgn8ia code table (5, no region stated); derived: the
+    # gn8is invoices (3)
+    quoted = [o for o in offers if o.basis == "quoted"]
+    assert len(quoted) == 60 + 5 and all(o.kind == "third-party" for o in quoted)
+    assert len([o for o in offers if o.basis == "guessed" and o.kind != "estimated"]) == 5
+    assert len([o for o in offers if o.basis == "derived" and o.kind != "estimated"]) == 3
 
 
 def test_snapshot_values_2023():
@@ -78,10 +83,15 @@ def test_staleness_after_180_days():
 
 def test_price_note_text():
     old = _offer("ecs.gn7i-c8g1.2xlarge", "payg", dt.date(2023, 6, 1))
-    assert price_note(old, TODAY) == ("CNY 9.53/h, cn-shanghai, as of 2023-06-01 (third-party console snapshot; "
-                                      "1277 days old — prices may have changed)")
+    assert price_note(old, TODAY) == ("CNY 9.53/h, cn-shanghai, as of 2023-06-01 (quoted, third-party copy: third-party "
+                                      "console snapshot; 1277 days old — prices may have changed)")
     new = _offer("ecs.gn8is.2xlarge", "subscription")
-    assert price_note(new, TODAY) == "CNY 7,019.25/month, cn-shanghai, as of 2026-09-24 (third-party spot check; 66 days old)"
+    assert price_note(new, TODAY) == ("CNY 7,019.25/month, cn-shanghai, as of 2026-09-24 (quoted, third-party copy: "
+                                      "third-party spot check; 66 days old)")
+    # a derived row says its rule, and its age is its own row's (the price it was computed from)
+    ebm = _offer("ecs.ebmgn8is.32xlarge", "payg")
+    assert price_note(ebm, TODAY).startswith("CNY 133.04/h, cn-shanghai, as of 2026-09-24 (derived: per-GPU price of "
+                                             "ecs.gn8is.2xlarge")
 
 
 def test_to_dict_is_json_ready():

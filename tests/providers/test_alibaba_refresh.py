@@ -89,6 +89,12 @@ def test_refresh_writes_the_bundled_schema(transport: FakeTransport, cache_dir: 
     assert payg["price"] == "9.53" and payg["unit"] == "hour" and payg["currency"] == "CNY"
     assert payg["as_of"] == "2026-11-30" and payg["confidence"] == "confirmed" and payg["region"] == "cn-shanghai"
     assert payg["source"] == "https://ecs.cn-shanghai.aliyuncs.com/?Action=DescribePrice"
+    # every refreshed row is an official quote of the refresh date, and the loader reads it so
+    assert {(r["kind"], r["basis"], r["rule"], r["as_of"]) for r in prices} == {("official", "quoted", "", "2026-11-30")}
+    from gpuplan.catalog.prices import offers_for
+    live = offers_for("ecs.gn7i-c8g1.2xlarge", region="cn-shanghai", billing="payg", cache_dir=cache_dir)[0]
+    assert (live.origin, live.kind, live.basis, live.as_of.isoformat(), live.price) == (
+        "cache", "official", "quoted", "2026-11-30", 9.53)
     assert by_key[("ecs.gn7i-c8g1.2xlarge", "subscription")]["price"] == "4575.66"
     assert by_key[("ecs.gn7i-c8g1.2xlarge", "subscription")]["unit"] == "month"
     spot = by_key[("ecs.gn7i-c8g1.2xlarge", "spot")]

@@ -62,10 +62,10 @@ def test_aws_gpu_ids_match_the_families() -> None:
 
 @pytest.mark.parametrize("cloud", ["aws", "tencent"])
 def test_bundled_prices_are_dated_and_sourced(cloud: str) -> None:
-    from gpuplan.catalog.prices import OPTIONAL_PRICE_COLUMNS, PRICE_KINDS
+    from gpuplan.catalog.prices import OPTIONAL_PRICE_COLUMNS, PRICE_BASES, PRICE_KINDS
 
     cols, rows = _csv(cloud, "prices.csv")
-    assert tuple(cols) == PRICE_COLUMNS + OPTIONAL_PRICE_COLUMNS
+    assert tuple(cols) == PRICE_COLUMNS and set(OPTIONAL_PRICE_COLUMNS) <= set(cols)
     types = {r["instance_type"] for r in _csv(cloud, "instances.csv")[1]}
     assert rows
     for r in rows:
@@ -76,6 +76,7 @@ def test_bundled_prices_are_dated_and_sourced(cloud: str) -> None:
         assert float(r["price"]) > 0 and r["currency"] in ("USD", "CNY")
         assert r["confidence"] in ("confirmed", "unconfirmed") and r["kind"] in PRICE_KINDS
         assert r["kind"] != "estimated" or r["rule"]
+        assert r["basis"] in PRICE_BASES and (r["basis"] == "quoted") == (not r["rule"])
 
 
 def test_fx_rate_is_dated_sourced_and_overridable() -> None:

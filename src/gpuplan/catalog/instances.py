@@ -465,9 +465,19 @@ def check_clouds(clouds: Iterable[str] | None) -> list[str]:
     return [_check_cloud(c) for c in (clouds or ())]
 
 
+# Display names of the clouds (the folders under data/clouds/).
+CLOUD_NAMES = {"alibaba": N_("Alibaba Cloud"), "aws": N_("AWS"), "tencent": N_("Tencent Cloud")}
+
+
+def cloud_name(cloud: str) -> str:
+    return _(CLOUD_NAMES.get(cloud, cloud))
+
+
 def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = None) -> list[str]:
     """Lower-cased region ids, each known to one of ``clouds`` (all clouds when None or empty);
-    an unknown id -> GpuplanError with a did-you-mean (``cn-hangzou`` -> ``cn-hangzhou``)."""
+    an unknown id -> GpuplanError with a did-you-mean (``cn-hangzou`` -> ``cn-hangzhou``). A region of
+    another cloud is named as such ("'ap-guangzhou' is a Tencent Cloud region") with the closest names
+    of the chosen cloud."""
     names = check_clouds(clouds) or list(available_clouds())
     known: dict[str, str] = {}
     for c in names:
@@ -477,11 +487,18 @@ def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = 
     for raw in regions or ():
         r = str(raw).strip().lower()
         if known and r not in known:
-            close = did_you_mean(r, known)
+            close = did_you_mean(r, known) or did_you_mean(r, known, cutoff=0.3)
+            other = next((c for c in available_clouds() if c not in names and r in load_regions(c)), None)
             hint = (_("Did you mean {names}?").format(names=", ".join(repr(c) for c in close)) if close
                     else _("Known regions: {regions}.").format(regions=", ".join(sorted(known))))
-            message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=names[0]) if len(names) == 1
-                       else _("Unknown region {raw!r}.").format(raw=raw))
+            if other:
+                message = _("{raw!r} is a region of {owner}, not of {cloud}.").format(
+                    raw=raw, owner=cloud_name(other), cloud=_(", ").join(cloud_name(c) for c in names))
+                hint = _("{hint} To plan on {owner}, choose that cloud (constraints.clouds: [{other}]).").format(
+                    hint=hint, owner=cloud_name(other), other=other)
+            else:
+                message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=names[0]) if len(names) == 1
+                           else _("Unknown region {raw!r}.").format(raw=raw))
             raise GpuplanError(message, hint=hint, field="constraints.regions", kind="region")
         out.append(r)
     return out

@@ -38,7 +38,7 @@ OPTIMIZER_ORDER = ("adamw", "adamw-8bit")
 # Megatron-Core), the only emitted engine with tensor and pipeline parallelism. Megatron mode has no
 # DeepSpeed: its ZeRO-1 equivalent is --use_distributed_optimizer and it has no CPU offload, and it
 # cannot train a bitsandbytes-quantized base (QLoRA), so those layouts are not offered with TP/PP > 1
-# (ms-swift swift/megatron/arguments/megatron_args.py, /work/shared/facts/launch-notes.md section 1.2).
+# (ms-swift swift/megatron/arguments/megatron_args.py, gpuplan research notes, launch notes section 1.2).
 LAUNCHERS = ("torchrun", "fsdp", "deepspeed", "megatron")
 # A framework the workload names wins over the layout's default launcher (docs/plan-bundle.md, "Training
 # launch"); the search then offers only layouts it runs (:func:`launchable`). Other names (transformers,

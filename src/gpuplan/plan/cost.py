@@ -5,13 +5,15 @@ Billing modes:
 
 - ``payg`` (pay-as-you-go): hourly offer x hours.
 - ``spot`` (preemptible): a spot offer when the catalog has one, else the pay-as-you-go price x the
-  cloud's default fraction from ``data/clouds/<cloud>/spot.yaml``, always marked ``estimated`` with
-  its rule (Alibaba: 0.2, the one observed GPU spot level; AWS: 0.43, the observed p5en level;
-  Tencent: none found, so no spot estimate). Alibaba: spot prices "can go as low as 10% of the prices
-  of pay-as-you-go instances" and an instance is released 5 minutes after the interruption notice,
-  after an optional 1-hour protection period
+  cloud's default fraction from ``data/clouds/<cloud>/spot.yaml``, always marked guessed with its
+  rule (Alibaba: 0.2, the one observed GPU spot level; AWS: 0.43, the observed p5en level; Tencent:
+  none found, so no spot estimate). Alibaba: spot prices "can go as low as 10% of the prices of
+  pay-as-you-go instances", the market price "can be up to the pay-as-you-go price" (the cap: the
+  RunInstances / DescribePrice reference, SpotStrategy=SpotAsPriceGo), and an instance is released
+  5 minutes after the interruption notice, after an optional 1-hour protection period
   (https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance,
-  https://alibabacloud.com/help/doc-detail/52088.htm).
+  https://alibabacloud.com/help/doc-detail/52088.htm). The upper bound of every spot price is
+  therefore the pay-as-you-go price (with that price's own margin).
 - ``subscription``: the monthly offer x whole months (training) or per month (serving). Longer
   terms (1 or 3 years) need their discount: none is bundled (no official figure was found), pass
   ``term_discounts`` to apply yours.
@@ -28,54 +30,12 @@ from typing import Any
 
 import yaml
 
-from gpuplan.catalog.prices import Offer, source_label
+from gpuplan.catalog.prices import Offer, offer_note
 from gpuplan.i18n import _, localize
+from gpuplan.plan.spot import (DEFAULT_SPOT, SPOT_CAP_SOURCE, SPOT_SOURCE, SpotDefault, SpotModel,  # noqa: F401
+                               SpotRun, describe_spot, job_interruption_rate, spot_default, spot_run, spot_summary,
+                               spot_why)
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
-
-SPOT_SOURCE = "https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance"
-
-
-@dataclass(frozen=True)
-class SpotModel:
-    """Spot assumptions. ``fraction_of_payg`` and the interruption rate are not official figures."""
-
-    # None = the cloud's default from data/clouds/<cloud>/spot.yaml (see spot_default); a number
-    # overrides it for every cloud (still marked estimated).
-    fraction_of_payg: float | None = None
-    fraction_range: tuple[float, float] = (0.1, 0.5)
-    interruptions_per_hour: float = 0.05  # unconfirmed assumption: one reclaim per ~20 h of GPU capacity
-    restart_s: float = 600.0             # re-create the instance, pull the image, load the model (assumption)
-    notice_s: float = 300.0              # released 5 minutes after the interruption notice (Alibaba docs)
-    long_job_warning_h: float = 24.0
-
-
-DEFAULT_SPOT = SpotModel()
-
-
-@dataclass(frozen=True)
-class SpotDefault:
-    """A cloud's bundled spot fraction of pay-as-you-go: a rule-based estimate with its evidence."""
-
-    cloud: str
-    fraction_of_payg: float
-    as_of: str
-    source: str
-    rule: str
-    kind: str = "estimated"
-
-
-@functools.cache
-def spot_default(cloud: str) -> SpotDefault | None:
-    """``data/clouds/<cloud>/spot.yaml`` (None when the file is absent or sets no fraction)."""
-    path = files("gpuplan") / "data" / "clouds" / cloud / "spot.yaml"
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, FileNotFoundError, yaml.YAMLError):
-        return None
-    if doc.get("fraction_of_payg") is None:
-        return None
-    return SpotDefault(cloud, float(doc["fraction_of_payg"]), str(doc.get("as_of", "")), str(doc.get("source", "")),
-                       str(doc.get("rule", "")), str(doc.get("kind", "estimated")))
 
 
 FX_STALE_AFTER_DAYS = 90
@@ -151,21 +111,23 @@ class Price:
     region: str                  # the region priced
     as_of: str
     source: str
-    estimated: bool = False      # a guessed price: an `estimated` row, or spot derived from pay-as-you-go
+    estimated: bool = False      # not a quote: a derived or guessed row, or spot guessed from pay-as-you-go
     note: str = ""
     kind: str = ""               # official | third-party | inferred | estimated | user (catalog.prices.PRICE_KINDS)
-    rule: str = ""               # how an estimated price was computed
+    rule: str = ""               # how a derived or guessed price was computed
     margin: float = 0.0          # how far the charged price may be above this one (fraction; plan_costs.yaml)
+    basis: str = "quoted"        # quoted | derived | guessed (catalog.prices.PRICE_BASES)
 
 
 class PriceBook:
     """Newest offer per (instance type, region, billing); conversions to one currency."""
 
     def __init__(self, offers: list[Offer], currency: str = "CNY", fx: Fx | None = None,
-                 spot: SpotModel = DEFAULT_SPOT):
+                 spot: SpotModel = DEFAULT_SPOT, today: dt.date | None = None):
         self.currency = currency
         self.fx = fx or load_fx()
         self.spot = spot
+        self.today = today   # the date each price's age is counted to (None: today)
         self._best: dict[tuple[str, str, str], Offer] = {}
         for o in offers:
             key = (o.instance_type.lower(), o.region, o.billing)
@@ -188,9 +150,12 @@ class PriceBook:
         o = self.offer(inst, region, billing)
         if o is not None:
             per_month = self._conv(o.price_per_month, o.currency) if billing == "subscription" else None
+            margin = offer_margin(o.kind, o.basis)
+            if billing == "spot":   # a spot price can rise to the pay-as-you-go price (the cap)
+                margin = max(margin, self._spot_cap_margin(inst, region, o.price_per_hour, o.currency))
             return Price(billing, self._conv(o.price_per_hour, o.currency), per_month, self.currency, o.region,
-                         o.as_of.isoformat(), o.source, estimated=o.estimated, note=source_label(o), kind=o.kind,
-                         rule=o.rule, margin=kind_margin(o.kind, o.estimated))
+                         o.as_of.isoformat(), o.source, estimated=o.estimated, note=offer_note(o, self.today),
+                         kind=o.kind, rule=o.rule, margin=margin, basis=o.basis)
         if billing == "spot":
             base = self.offer(inst, region, "payg")
             if base is None:
@@ -203,13 +168,24 @@ class PriceBook:
             if base.estimated:
                 rule = _("{rule}; the pay-as-you-go price is itself estimated: {base_rule}").format(
                     rule=rule, base_rule=localize(base.rule))
-            # pessimistic: the top of the spot range, on top of the pay-as-you-go price's own margin
+            # pessimistic: the top of the spot range (the cap: the pay-as-you-go price), on top of the
+            # pay-as-you-go price's own margin
             top = max(self.spot.fraction_range[1], f)
-            margin = (1.0 + kind_margin(base.kind, base.estimated)) * top / f - 1.0
+            margin = (1.0 + offer_margin(base.kind, base.basis)) * top / f - 1.0
             return Price("spot", self._conv(base.price_per_hour, base.currency) * f, None, self.currency, base.region,
                          base.as_of.isoformat(), source, estimated=True,
-                         note=_("estimated: {rule}; check the console").format(rule=rule), kind="estimated", rule=rule, margin=margin)
+                         note=_("guessed: {rule}; check the console").format(rule=rule), kind="estimated", rule=rule,
+                         margin=margin, basis="guessed")
         return None
+
+    def _spot_cap_margin(self, inst: str, region: str, spot_per_hour: float, currency: str) -> float:
+        """How far a spot price may rise: to the pay-as-you-go price of the same type and region (the cap),
+        with that price's own margin; 0 when no pay-as-you-go price is known."""
+        payg = self.offer(inst, region, "payg")
+        if payg is None or spot_per_hour <= 0:
+            return 0.0
+        cap = self.fx.convert(payg.price_per_hour, payg.currency, currency) * self.spot.fraction_range[1]
+        return max(0.0, cap * (1.0 + offer_margin(payg.kind, payg.basis)) / spot_per_hour - 1.0)
 
     def spot_fraction(self, cloud: str) -> tuple[float | None, str, str]:
         """(fraction of pay-as-you-go, rule, source) for a spot estimate on ``cloud``; (None, ...) when
@@ -235,33 +211,41 @@ class PriceBook:
         return min(others, key=lambda q: (q.estimated, q.region.split("-")[0] != area, q.region))
 
 
-# ------------------------------------------------------------------------------------- spot model
-
-@dataclass(frozen=True)
-class SpotRun:
-    """Expected wall time of a job on spot capacity (Young 1974 / Daly 2006 checkpoint model)."""
-
-    time_s: float
-    overhead_fraction: float
-    checkpoint_interval_s: float
-    checkpoint_write_s: float
-    expected_interruptions: float
+def checkpoint_write_s(checkpoint_bytes: float, disk_bytes_s: float, nodes: int, layout: Any) -> float:
+    """Seconds to write one checkpoint (Young's C). A sharded job (ZeRO >= 1, FSDP, TP or PP > 1) writes
+    each node's shard to that node's own disk at once (DeepSpeed / FSDP sharded state dicts, Megatron
+    distributed checkpoints), so C shrinks with the nodes; plain data parallelism writes one full copy."""
+    sharded = (getattr(layout, "zero", 0) or 0) >= 1 or (getattr(layout, "fsdp", "none") or "none") != "none" \
+        or (getattr(layout, "tp", 1) or 1) * (getattr(layout, "pp", 1) or 1) > 1
+    return checkpoint_bytes / (disk_bytes_s * (max(1, nodes) if sharded else 1))
 
 
-def spot_run(time_s: float, checkpoint_write_s: float, model: SpotModel = DEFAULT_SPOT) -> SpotRun:
-    """Checkpoint every tau = sqrt(2 C M) (Young 1974, "A first order approximation to the optimum
-    checkpoint interval", CACM 17(9)); each interruption loses tau/2 of work plus the restart.
-    Overhead fraction = C/tau + (tau/2 + R)/M with C the checkpoint write time and M the mean time
-    between interruptions."""
-    lam = model.interruptions_per_hour / HOUR_S
-    if lam <= 0:
-        return SpotRun(time_s, 0.0, math.inf, checkpoint_write_s, 0.0)
-    mtbi = 1.0 / lam
-    c = max(checkpoint_write_s, 1.0)
-    tau = math.sqrt(2.0 * c * mtbi)
-    frac = c / tau + (tau / 2.0 + model.restart_s) / mtbi
-    total = time_s * (1.0 + frac)
-    return SpotRun(total, frac, tau, c, total * lam)
+# ------------------------------------------------------------------------------------- budget
+
+def upper_bound(amount: float, margin: float | None) -> float:
+    """The pessimistic figure the ranking compares and the budget is checked against: amount x (1 + margin)."""
+    return amount * (1.0 + float(margin or 0.0))
+
+
+def budget_reason(label: str, n: int, billing: str, currency: str, spend: float, margin: float | None,
+                  budget: float, monthly: bool) -> tuple[str, float] | None:
+    """(why a plan is over the budget, by how much) or None when even its upper bound fits. A plan whose
+    point cost fits but whose upper bound (an estimated price at the top of its margin) does not is
+    within budget only at the point estimate, and is not called within budget."""
+    high = upper_bound(spend, margin)
+    if high <= budget:
+        return None
+    args = {"label": label, "n": n, "billing": _(billing), "cur": currency, "spend": f"{spend:,.0f}",
+            "high": f"{high:,.0f}", "budget": f"{budget:,.0f}"}
+    if spend > budget:
+        text = (_("{label} x {n} ({billing}): costs {cur} {spend}/month > budget {budget}") if monthly
+                else _("{label} x {n} ({billing}): costs {cur} {spend} > budget {budget}"))
+        return text.format(**args), spend - budget
+    text = (_("{label} x {n} ({billing}): within budget {budget} only at the point estimate ({cur} {spend}/month); up "
+              "to {cur} {high}/month at the top of its price margin") if monthly
+            else _("{label} x {n} ({billing}): within budget {budget} only at the point estimate ({cur} {spend}); up to "
+                   "{cur} {high} at the top of its price margin"))
+    return text.format(**args), high - budget
 
 
 # ------------------------------------------------------------------------------------- job costs
@@ -293,16 +277,6 @@ def cost_per_million_tokens(hourly_cost: float, tokens_per_s: float) -> float | 
 
 def price_age_days(price: Price, today: dt.date | None = None) -> int:
     return ((today or dt.date.today()) - dt.date.fromisoformat(price.as_of)).days
-
-
-def describe_spot(model: SpotModel, cloud: str = "alibaba") -> dict[str, Any]:
-    d = spot_default(cloud)
-    fraction = model.fraction_of_payg if model.fraction_of_payg is not None else (d.fraction_of_payg if d else None)
-    return {"fraction_of_payg": fraction, "fraction_range": list(model.fraction_range),
-            "fraction_kind": "estimated", "fraction_rule": d.rule if d and model.fraction_of_payg is None else "",
-            "interruptions_per_hour": model.interruptions_per_hour, "restart_s": model.restart_s,
-            "notice_s": model.notice_s, "source": SPOT_SOURCE,
-            "unconfirmed": ["fraction_of_payg", "fraction_range", "interruptions_per_hour", "restart_s"]}
 
 
 # ------------------------------------------------------------------------------------- fixed costs
@@ -363,7 +337,7 @@ def load_fixed_costs() -> FixedCosts:
 
 
 DEFAULT_MARGINS = {"official": 0.0, "user": 0.0, "live": 0.0, "third-party": 0.10, "inferred": 0.10,
-                   "estimated": 0.50}
+                   "estimated": 0.50, "derived": 0.50, "guessed": 1.00}
 
 
 @functools.cache
@@ -383,3 +357,21 @@ def kind_margin(kind: str | None, estimated: bool = False) -> float:
     if kind in m:
         return m[kind]
     return m["estimated"] if estimated else 0.0
+
+
+def offer_margin(kind: str | None, basis: str | None) -> float:
+    """The margin of a price by how it was obtained: a quote by whose copy it is (0 official, live or
+    yours; 10 % a third party's copy), a derived price 50 %, a guess 100 % (data/plan_costs.yaml)."""
+    m = price_margins()
+    if basis in ("derived", "guessed"):
+        return max(m[basis], kind_margin(kind) if kind != "estimated" else 0.0)
+    return kind_margin(kind)
+
+
+def margin_words() -> dict[str, str]:
+    """The margins as the ranking sentence names them: {third} (a third party's copy) and {rule}
+    (derived and guessed prices), from data/plan_costs.yaml."""
+    m = price_margins()
+    return {"third": f"{m['third-party']:.0%}",
+            "rule": _("{derived} derived, {guessed} guessed").format(derived=f"{m['derived']:.0%}",
+                                                                      guessed=f"{m['guessed']:.0%}")}

@@ -19,6 +19,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _, localize
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
+from gpuplan.plan.billing import annotate
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm, launcher_for
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import pareto_front, rank
@@ -200,7 +201,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
 
     clouds = sorted({i.cloud for i in insts}) or [DEFAULT_CLOUD]
     offers = [o for cloud in clouds for o in load_offers(cloud, cache_dir, price_files)]
-    book = costm.PriceBook(offers, currency, fx, spot_model)
+    book = costm.PriceBook(offers, currency, fx, spot_model, today)
     regions = [r.strip().lower() for r in cons.regions] if cons and cons.regions else _default_regions(clouds, book)
     billings = tuple(cons.billing) if cons and cons.billing else (TRAINING_DEFAULT_BILLING if training
                                                                   else SERVING_DEFAULT_BILLING)
@@ -247,6 +248,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     ecs_all = [p for p in plans if p.is_ecs]
     plans = [p for p in plans if p.platform in wanted]
     ranked = rank(plans, objective)
+    # price basis and age, the other billing modes at this duration, availability in the region
+    ranked = annotate(ranked, book, today, frozenset(i.instance_type for i in insts if i.cloud == DEFAULT_CLOUD),
+                      options_top=max(top, DEFAULT_TOP))
     front = {id(p) for p in pareto_front(ranked)}
     ranked = [replace(p, rank=i, pareto=id(p) in front) for i, p in enumerate(ranked, 1)]
     shown = ranked[:top]   # the top N only; the whole Pareto front is the `pareto` list
@@ -449,7 +453,7 @@ def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None
 def _checkpoint_write_s(ctx: _Ctx, c: Candidate) -> float:
     ck = _ckpt_bytes(ctx, c.variant.w.optimizer or "adamw")
     mb_s = 350e6  # one PL1 ESSD at its cap (storage.yaml); the advice may provision more
-    return ck / mb_s
+    return costm.checkpoint_write_s(ck, mb_s, c.nodes, c.layout)
 
 
 def _family(ctx: _Ctx, instance_type: str) -> str:
@@ -509,17 +513,10 @@ def _training_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | Non
             base_time = samples / sps
     factor = 1.0
     if p.billing == "spot":
-        run = costm.spot_run(base_time or 3600.0 * 24, _checkpoint_write_s(ctx, c), ctx.spot)
+        run = costm.spot_run(base_time or 3600.0 * 24, _checkpoint_write_s(ctx, c), ctx.spot, instances=c.nodes)
         factor = 1.0 + run.overhead_fraction
-        p.spot = {"overhead_fraction": round(run.overhead_fraction, 4),
-                  "checkpoint_interval_s": round(run.checkpoint_interval_s, 1),
-                  "checkpoint_write_s": round(run.checkpoint_write_s, 1),
-                  "expected_interruptions": round(run.expected_interruptions, 2) if base_time else None,
-                  "interruptions_per_hour": ctx.spot.interruptions_per_hour}
-        p.why.append(_("spot: checkpoint every {min} min; interruptions add {share} to the run time (Young's "
-                       "interval, assumed {rate} interruptions/h)").format(
-            min=f"{run.checkpoint_interval_s / 60:.0f}", share=f"{run.overhead_fraction:.1%}",
-            rate=f"{ctx.spot.interruptions_per_hour:g}"))
+        p.spot = costm.spot_summary(run, ctx.spot, bool(base_time))
+        p.why.append(costm.spot_why(run, ctx.spot))
         if base_time and base_time * factor / HOUR_S > ctx.spot.long_job_warning_h:
             p.warnings.append(_("long job on spot: expect about {n} interruptions over {hours} h; resume from "
                                 "checkpoints automatically").format(n=f"{run.expected_interruptions:.1f}",
@@ -616,11 +613,12 @@ def _job_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None) ->
     base = items / (group_rate * replicas)
     factor = 1.0
     if p.billing == "spot":
-        run = costm.spot_run(base, 1.0, ctx.spot)   # in-flight items are redone; nothing to checkpoint
+        # in-flight items are redone; nothing to checkpoint; replicas are interrupted independently
+        run = costm.spot_run(base, 1.0, ctx.spot, instances=c.nodes)
         factor = 1.0 + run.overhead_fraction
-        p.spot = {"overhead_fraction": round(run.overhead_fraction, 4), "checkpoint_interval_s": None,
-                  "checkpoint_write_s": None, "expected_interruptions": round(run.expected_interruptions, 2),
-                  "interruptions_per_hour": ctx.spot.interruptions_per_hour}
+        p.spot = {**costm.spot_summary(run, ctx.spot, True), "checkpoint_interval_s": None,
+                  "checkpoint_write_s": None,
+                  "expected_interruptions": round(run.expected_interruptions * replicas, 2)}
     p.time_s = base * factor + fixed_s
     job: dict[str, Any] = {"items": rnd(items, 1), "unit": unit, "items_per_s": rnd(group_rate * replicas),
                            "replicas": replicas}
@@ -731,12 +729,11 @@ def _check_constraints(ctx: _Ctx, p: _Draft) -> fz.Reject | None:
             if p.price_per_hour is None:
                 return fz.Reject("no_price", _("{label}: no price known, cannot check the budget").format(label=label))
             return None
-        if spend > cons.budget:
-            tmpl = (_("{label} x {n} ({billing}): costs {cur} {spend} > budget {budget}") if ctx.training or _is_job(ctx)
-                    else _("{label} x {n} ({billing}): costs {cur} {spend}/month > budget {budget}"))
-            return fz.Reject("budget", tmpl.format(label=label, n=p.instance_count, billing=_(p.billing or "unpriced"),
-                                                   cur=ctx.book.currency, spend=f"{spend:,.0f}",
-                                                   budget=f"{cons.budget:,.0f}"), spend - cons.budget)
+        # checked against the upper bound the ranking uses (cost x (1 + the price's margin))
+        over = costm.budget_reason(label, p.instance_count, p.billing or "unpriced", ctx.book.currency, spend,
+                                   p.price_margin, cons.budget, monthly=not (ctx.training or _is_job(ctx)))
+        if over is not None:
+            return fz.Reject("budget", *over)
     return None
 
 
@@ -909,7 +906,11 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
     for p, r in rejected_plans:
         by_code.setdefault(r.code, []).append((p, r))
     if "budget" in by_code or "deadline" in by_code:
-        spend = (lambda p: p.total_cost) if ctx.training or _is_job(ctx) else (lambda p: p.monthly_cost)
+        point = (lambda p: p.total_cost) if ctx.training or _is_job(ctx) else (lambda p: p.monthly_cost)
+
+        def spend(p):   # the upper bound the budget is checked against (and the ranking compares)
+            x = point(p)
+            return None if x is None else costm.upper_bound(x, p.price_margin)
         priced = [p for p, _r in rejected_plans if spend(p) is not None]
         if cons and cons.budget and priced:
             meets_deadline = [p for p in priced if not (cons.deadline_hours and p.time_s is not None
@@ -1019,7 +1020,7 @@ def _assumptions(ctx: _Ctx, book: costm.PriceBook, headroom: float, spot: costm.
             download=f"{fx.model_download_mb_s:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
     out.append(_("ranking: by pessimistic cost, cost x (1 + the price's margin: 0 official/user, {third} third-party/"
                  "inferred, {rule} rule-based estimates, spot estimates at the top of the spot range); costs within "
-                 "{tie} tie and go to fewer instances and GPUs").format(third="10 %", rule="50 %", tie="0.5 %"))
+                 "{tie} tie and go to fewer instances and GPUs").format(**costm.margin_words(), tie="0.5 %"))
     if not ctx.training and not _is_job(ctx):
         out.append(_("serving: replicas sized so utilisation at the peak stays <= {target} and the Erlang-C queueing "
                      "wait (p95) fits within the TTFT target; a month is 730 h; the budget is read as per month")

@@ -18,7 +18,7 @@ from typing import Any
 
 PLATFORMS = ("ecs", "function-compute", "pai-eas", "ack")
 # Platform-only blocks: every plan's JSON carries these keys (null where the platform has none).
-DETAIL_KEYS = ("cold_start", "traffic", "autoscaling")
+DETAIL_KEYS = ("cold_start", "traffic", "autoscaling", "availability")
 # Platform-only blocks that appear only on the platform that has them.
 OPTIONAL_DETAIL_KEYS = ("gpu_memory_gib", "function", "serverless", "management_fee")
 PRICE_MARKS = {"estimated": "~"}   # only guesses are marked: most bundled prices are third-party quotes
@@ -90,6 +90,13 @@ class PlanCost:
     job: Mapping[str, Any] | None = None
     # non-LLM serving: cost per image / clip / request at the served rate ({unit, cost, basis})
     unit_cost: Mapping[str, Any] | None = None
+    # how the price was obtained (quoted | derived | guessed) and how old it is (this plan's own price
+    # row, never the newest row of the catalog); filled by plan.billing.annotate
+    price_basis: str | None = None
+    price_age_days: int | None = None
+    price_stale: bool | None = None
+    # the same hardware under each billing mode at the workload's duration, with the break-even in words
+    billing_options: Mapping[str, Any] | None = None
 
     @property
     def price_quality(self) -> str:
@@ -219,8 +226,11 @@ class Plan:
             "price_estimated": c.price_estimated,
             "price_kind": c.price_kind,
             "price_rule": c.price_rule,
+            "price_basis": c.price_basis,
             "currency": c.currency,
             "price_as_of": c.price_as_of,
+            "price_age_days": c.price_age_days,
+            "price_stale": c.price_stale,
             "price_source": c.price_source,
             "time_s": rnd(c.time_s),
             "total_cost": rnd(c.total_cost),
@@ -237,6 +247,7 @@ class Plan:
             "utilization": rnd(c.utilization, 4),
             "job": None if c.job is None else dict(c.job),
             "unit_cost": None if c.unit_cost is None else dict(c.unit_cost),
+            "billing_options": None if c.billing_options is None else dict(c.billing_options),
             "storage": dict(a.storage),
             "network": dict(a.network),
             "host": dict(a.host),

@@ -38,7 +38,8 @@ from importlib.resources import files
 from typing import Any
 
 from gpuplan.providers import base
-from gpuplan.providers.base import CatalogSnapshot, ConfigError, RefreshFailed, Row, UnmappedType, fmt_num
+from gpuplan.providers.base import (LIVE_PRICE, CatalogSnapshot, ConfigError, RefreshFailed, Row, UnmappedType,
+                                    fmt_num)
 from gpuplan.providers.retry import THROTTLED, TIMEOUT, call_with_retries, classify, error_code
 from gpuplan.i18n import _
 
@@ -626,7 +627,7 @@ class AlibabaProvider:
         return {"instance_type": p["instance_type"], "region": p["region"], "billing": p["billing"],
                 "price": fmt_num(p["price"], 6), "unit": p["unit"], "currency": p["currency"], "as_of": as_of,
                 "source": source_url(ctx.clients[p["region"]], p["region"], p["action"]),
-                "confidence": "confirmed", "notes": "; ".join(notes)}
+                "confidence": "confirmed", "notes": "; ".join(notes), **LIVE_PRICE}
 
     @staticmethod
     def _instance_row(it: dict[str, Any], match: GpuMatch, by_region: dict[str, Any], clients: dict[str, Any],

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from importlib.resources import files
 from typing import Any
 
-from gpuplan.providers.base import CatalogSnapshot, ConfigError, RefreshFailed, Row, fmt_num
+from gpuplan.providers.base import LIVE_PRICE, CatalogSnapshot, ConfigError, RefreshFailed, Row, fmt_num
 from gpuplan.providers.retry import THROTTLED, TIMEOUT, call_with_retries, classify, error_code
 from gpuplan.i18n import _
 
@@ -125,7 +125,7 @@ class AwsProvider:
                 prices.append({"instance_type": itype, "region": region, "billing": "payg",
                                "price": fmt_num(value, 6), "unit": "hour", "currency": "USD", "as_of": as_of,
                                "source": PRICING_URL, "confidence": "confirmed",
-                               "notes": "on-demand, Linux, shared tenancy; live refresh"})
+                               "notes": "on-demand, Linux, shared tenancy; live refresh", **LIVE_PRICE})
         instances = tuple(bundled_rows()[t] for t in sorted(priced))
         return CatalogSnapshot(cloud=CLOUD, fetched_at=fetched_at.isoformat().replace("+00:00", "Z"),
                                regions=tuple(targets), source=SOURCE, instances=instances, prices=tuple(prices),

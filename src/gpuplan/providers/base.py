@@ -24,8 +24,11 @@ INSTANCE_COLUMNS: tuple[str, ...] = (
 )
 PRICE_COLUMNS: tuple[str, ...] = (
     "instance_type", "region", "billing", "price", "unit", "currency", "as_of", "source", "confidence",
-    "notes",
+    "notes", "kind", "rule", "basis",
 )
+# What a live refresh writes in the last three: the provider's own API, quoted for that very type, region
+# and billing mode on the refresh date (the ``as_of`` column).
+LIVE_PRICE = {"kind": "official", "rule": "", "basis": "quoted"}
 # Extra file the refresh writes next to prices.csv: stock per zone (not read by the catalog loaders).
 STOCK_COLUMNS: tuple[str, ...] = (
     "instance_type", "region", "zone", "billing", "status", "status_category", "as_of", "source",

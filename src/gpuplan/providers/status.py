@@ -14,6 +14,7 @@ import os
 from importlib.resources import files
 from typing import Any
 
+from gpuplan.catalog.prices import STALE_AFTER_DAYS
 from gpuplan.i18n import N_, _
 from gpuplan.providers import cache
 from gpuplan.providers.base import BUNDLED_CLOUDS, REFRESHABLE_CLOUDS
@@ -22,7 +23,7 @@ from gpuplan.providers.base import BUNDLED_CLOUDS, REFRESHABLE_CLOUDS
 def _bundled(cloud: str) -> dict[str, Any]:
     folder = files("gpuplan") / "data" / "clouds" / cloud
     out: dict[str, Any] = {"source": "bundled", "instance_types": 0, "prices": 0, "regions": [],
-                           "as_of_min": None, "as_of_max": None, "currencies": []}
+                           "as_of_min": None, "as_of_max": None, "currencies": [], "by_basis": {}, "dates": []}
     inst = folder / "instances.csv"
     if inst.is_file():
         out["instance_types"] = sum(1 for _row in csv.DictReader(io.StringIO(inst.read_text(encoding="utf-8"))))
@@ -30,9 +31,13 @@ def _bundled(cloud: str) -> dict[str, Any]:
     if prices.is_file():
         rows = list(csv.DictReader(io.StringIO(prices.read_text(encoding="utf-8"))))
         dates = sorted(r["as_of"] for r in rows if r.get("as_of"))
+        basis: dict[str, int] = {}
+        for r in rows:
+            basis[r.get("basis") or "quoted"] = basis.get(r.get("basis") or "quoted", 0) + 1
         out.update(prices=len(rows), regions=sorted({r["region"] for r in rows if r.get("region")}),
                    as_of_min=dates[0] if dates else None, as_of_max=dates[-1] if dates else None,
-                   currencies=sorted({r["currency"] for r in rows if r.get("currency")}))
+                   currencies=sorted({r["currency"] for r in rows if r.get("currency")}), by_basis=basis,
+                   dates=dates)
     return out
 
 
@@ -109,9 +114,13 @@ def render_text(report: dict[str, Any], today: dt.date | None = None) -> str:
         b = info["bundled"]
         if b["as_of_max"]:
             dates = b["as_of_min"] if b["as_of_min"] == b["as_of_max"] else f"{b['as_of_min']}..{b['as_of_max']}"
-            bundled = _("{types} instance types, {prices} prices as of {dates}{age}, regions {regions}").format(
-                types=b["instance_types"], prices=b["prices"], dates=dates, age=_age(b["as_of_max"], today),
-                regions=", ".join(b["regions"]) or "-")
+            # staleness per row (each price's own date), never the newest row's age for all of them
+            stale = sum(1 for d in b["dates"] if (today - dt.date.fromisoformat(d[:10])).days > STALE_AFTER_DAYS)
+            basis = ", ".join(f"{_(k)} {v}" for k, v in sorted(b["by_basis"].items()))
+            bundled = _("{types} instance types, {prices} prices ({basis}) as of {dates}, {stale} of them older than "
+                        "{limit} days, regions {regions}").format(
+                types=b["instance_types"], prices=b["prices"], basis=basis, dates=dates, stale=stale,
+                limit=STALE_AFTER_DAYS, regions=", ".join(b["regions"]) or "-")
         else:
             bundled = _("{types} instance types, no prices").format(types=b["instance_types"])
         lines.append(f"{cloud}:")
