@@ -41,11 +41,8 @@ SHARED_DIR = "/mnt/shared"
 # job loses at most this much work per interruption; on-demand jobs checkpoint less often.
 CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
 
-# vLLM / SGLang flag values for the workload's KV-cache dtype and precision (quantization: serving.py)
-# (https://docs.vllm.ai/en/latest/configuration/engine_args.html ,
-#  https://docs.sglang.ai/backend/server_arguments.html). None = no flag (read from the checkpoint).
-VLLM_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8", "int8": "auto"}
-SGLANG_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e5m2", "int8": "auto"}
+# vLLM / SGLang --dtype for the workload's precision (KV cache and quantization flags: serving.py)
+# (https://docs.vllm.ai/en/latest/configuration/engine_args.html , https://docs.sglang.ai/backend/server_arguments.html).
 TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "auto"}
 
@@ -134,6 +131,19 @@ class Ctx:
     job_time_s: float | None = None   # training: the plan's estimated run time
     sla_ttft_s: float | None = None   # serving SLA (workload.serving.ttft_ms / tpot_ms)
     sla_tpot_s: float | None = None   # non-LLM input (image_size, steps, audio_seconds)
+    # Serving and infrastructure (render/bundle/serving.py, deploy.py, infra.py, transfer.py)
+    platform: str = "ecs"                # ecs | ack | function-compute | pai-eas
+    engine: str = "vllm"                 # the deployed engine: vllm | sglang (others are served by vLLM)
+    engine_planned: str = "vllm"         # the engine the plan named (PLAN.md says when it is not rendered)
+    ep: int = 1                          # expert parallel (vLLM --enable-expert-parallel, SGLang --ep-size)
+    dp_attention: bool = False           # SGLang --enable-dp-attention
+    bf16: bool = True                    # the GPU has BF16 (data/gpus.yaml bf16_dense_tflops, CC >= 8.0)
+    gpu_cc: float | None = None          # compute capability (data/gpus.yaml)
+    hub: str = "huggingface"             # where weights come from: modelscope (mainland regions) | huggingface
+    model_bytes: float | None = None     # bytes each node downloads (the served or trained checkpoint)
+    checkpoint_bytes: float | None = None   # one training checkpoint (the plan's storage advice)
+    plan_fixed_s: float = 0.0            # the plan's own once-per-job seconds (boot, pull, download, tail)
+    online: bool = False                 # serving traffic given (workload.serving): a server, not a batch job
 
     @property
     def spot(self) -> bool:
@@ -155,7 +165,17 @@ class Ctx:
 
     @property
     def serve_port(self) -> int:
-        return self.ports["vllm"]
+        """Port of the deployed server's API (vLLM 8000, SGLang 30000, the image server 8000)."""
+        return self.ports["sglang"] if self.engine == "sglang" and self.model_kind in ("decoder", "encoder-decoder") \
+            else self.ports["vllm"]
+
+    @property
+    def copies_per_node(self) -> int:
+        """Independent model copies (engine processes, Kubernetes pods) per node: DP replicas of a TP x PP
+        group. Expert parallel and SGLang DP attention share one engine across the DP ranks: one copy."""
+        if self.training or self.multi_node or self.ep > 1 or self.dp_attention:
+            return 1
+        return max(1, min(self.dp, self.gpus_per_node // max(1, self.tp * self.pp)))
 
     @property
     def torch_dtype(self) -> str:
@@ -351,17 +371,18 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     cp = _int(par.get("cp"), 1) if training else 1
     launcher = launcher_for(tp, pp, zero, fsdp, offload, cp) if training else None
     deepspeed = launcher == "deepspeed"
+    serving = _serving_fields(plan, workload, estimate, gpu, region, training)
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
         lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
         precision=str(workload.precision or "bf16"), quantization=str(workload.quantization or "none"),
-        kv_cache_dtype=str(workload.kv_cache_dtype or "auto"), optimizer=str(workload.optimizer or "adamw"),
+        kv_cache_dtype=str(_planned(plan, "kv_cache_dtype") or workload.kv_cache_dtype or "auto"), optimizer=str(workload.optimizer or "adamw"),
         instance_type=instance_type, gpu=gpu, nodes=nodes, job_nodes=job_nodes, gpus_per_node=gpus_per_node, gpus_total=gpus_total,
         vcpus=inst.vcpus if inst else None, memory_gib=inst.memory_gib if inst else None,
         rdma=rdma, interconnect=interconnect, tp=tp, pp=pp, dp=dp, zero=zero, fsdp=fsdp, offload=offload,
         micro_batch=micro_batch, grad_accum=grad_accum, checkpointing=checkpointing,
         seq_len=int(workload.seq_len or 2048), prompt_tokens=prompt, output_tokens=output,
-        max_model_len=max(prompt + output, 1), max_num_seqs=_serving_batch(estimate, workload), gpu_mem_util=util,
+        max_model_len=max(prompt + output, 1), max_num_seqs=_int(_planned(plan, "max_num_seqs"), 0) or _serving_batch(estimate, workload), gpu_mem_util=util,
         replicas=replicas,
         lora_rank=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16.0,
         lora_dropout=lora.dropout if lora else 0.05, lora_targets=targets_text,
@@ -377,7 +398,57 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)},
+        **serving,
     )
+
+
+# Engines the bundle renders; a plan naming another (trtllm, lmdeploy) is served with vLLM and PLAN.md says so.
+RENDERED_ENGINES = ("vllm", "sglang")
+# Bytes per parameter of the checkpoint a node downloads, by weight format (16-bit unless pre-quantized;
+# bitsandbytes quantizes a 16-bit checkpoint at load time). Same table as plan/recommend.py _QUANT_BYTES.
+CHECKPOINT_BYTES_PER_PARAM = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5,
+                              "gptq-int4": 0.5, "bnb-nf4": 2.0, "bnb-int8": 2.0}
+
+
+def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
+    """(has BF16, compute capability) from data/gpus.yaml; unknown GPUs are assumed BF16-capable."""
+    try:
+        from gpuplan.catalog.gpus import resolve_gpu
+
+        spec, _unused = resolve_gpu(gpu)
+    except Exception:  # noqa: BLE001 - an unknown GPU id: no catalog facts
+        return True, None
+    cc = _num(spec.compute_capability)
+    return spec.bf16_dense_tflops is not None and (cc is None or cc >= 8.0), cc
+
+
+def _serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: str, training: bool) -> dict:
+    """Platform, engine and its parallel flags (plan.parallel / plan.serving when the plan carries them), the
+    GPU's dtype support, the download hub and the bytes the job moves."""
+    par = plan.get("parallel") or {}
+    srv = plan.get("serving") or {}
+    framework = str(getattr(workload, "framework", None) or "auto")
+    planned = str(par.get("engine") or srv.get("engine") or (framework if framework in RENDERED_ENGINES else "vllm"))
+    engine = planned if planned in RENDERED_ENGINES else "vllm"
+    bf16, cc = _gpu_dtype_support(gpu)
+    params = _num((estimate.get("model") or {}).get("params_total"))
+    quant = str(getattr(workload, "quantization", None) or "none")
+    per_param = 2.0 if training else CHECKPOINT_BYTES_PER_PARAM.get(quant, 2.0)
+    fixed = plan.get("fixed_costs") or {}
+    plan_fixed_s = sum(float(v) for k, v in fixed.items() if k.endswith("_s") and _num(v) is not None)
+    return {
+        "platform": str(plan.get("platform") or "ecs"), "engine": engine, "engine_planned": planned,
+        "ep": _int(par.get("ep") or srv.get("ep"), 1), "dp_attention": bool(par.get("dp_attention") or srv.get("dp_attention")),
+        "bf16": bf16, "gpu_cc": cc, "hub": "modelscope" if region.startswith("cn-") else "huggingface",
+        "model_bytes": params * per_param if params else None,
+        "checkpoint_bytes": _num((plan.get("storage") or {}).get("checkpoint_bytes")),
+        "plan_fixed_s": plan_fixed_s, "online": getattr(workload, "serving", None) is not None,
+    }
+
+
+def _planned(plan: dict, key: str) -> Any:
+    """A serving setting the plan chose (plan.parallel, else plan.serving), or None (then the workload's)."""
+    return (plan.get("parallel") or {}).get(key) or (plan.get("serving") or {}).get(key)
 
 
 def _sla(workload: Any, key: str) -> float | None:
