@@ -504,8 +504,8 @@ def plan(
         from gpuplan.plan.bundle import pin_batch_size, write_plan_bundle
 
         flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens,
-                               pin_batch_size(batch_size, micro_batch), None, gpus, tp, pp, None, budget,
-                               deadline_hours, region, objective, None, instance_type, None)
+                               pin_batch_size(batch_size, micro_batch), None, None, None, None, None, budget,
+                               deadline_hours, region, objective, None, None, None)
         path, summary = write_plan_bundle(_load(workload, flags), out, pick=pick, force=force, lang=lg,
                                           pins={k: v for k, v in pins.items() if v is not None})
         if as_json:

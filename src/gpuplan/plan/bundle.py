@@ -11,8 +11,8 @@ from gpuplan.workload import Workload, resolve_defaults
 
 # `gpuplan plan` pins: the workload fields they fix (hardware.instance_type, hardware.count, parallel.tp/pp,
 # batch_size), as PLAN.md and the error name them.
-PIN_NAMES = {"instance_type": N_("instance type"), "gpus": N_("GPUs"), "tp": "TP", "pp": "PP",
-             "micro_batch": N_("micro-batch")}
+PIN_NAMES = {"instance_type": N_("instance type {value}"), "gpus": N_("{value} GPU(s)"), "tp": N_("TP {value}"),
+             "pp": N_("PP {value}"), "micro_batch": N_("micro-batch {value}")}
 
 
 def pin_batch_size(batch_size: int | None, micro_batch: int | None) -> int | None:
@@ -25,8 +25,27 @@ def pin_batch_size(batch_size: int | None, micro_batch: int | None) -> int | Non
     return micro_batch if micro_batch is not None else batch_size
 
 
+def apply_pins(w: Workload, pins: dict[str, Any]) -> Workload:
+    """The workload with the pinned fields fixed: hardware.instance_type, hardware.count, parallel.tp/pp,
+    batch_size (the micro-batch per GPU; concurrent sequences when serving)."""
+    if not pins:
+        return w
+    hardware = w.hardware.model_dump(exclude_none=True) if w.hardware else {}
+    parallel = w.parallel.model_dump(exclude_unset=True) if w.parallel else {}
+    changes: dict[str, Any] = {}
+    if pins.get("instance_type"):
+        changes["hardware"] = {**hardware, "instance_type": pins["instance_type"]}
+    if pins.get("gpus"):
+        changes["hardware"] = {**changes.get("hardware", hardware), "count": pins["gpus"]}
+    if pins.get("tp") or pins.get("pp"):
+        changes["parallel"] = {**parallel, **{k: pins[k] for k in ("tp", "pp") if pins.get(k)}}
+    if pins.get("micro_batch"):
+        changes["batch_size"] = pins["micro_batch"]   # a pin overrides the workload file
+    return w.with_updates(**changes)
+
+
 def pins_text(pins: dict[str, Any]) -> str:
-    return _(", ").join(f"{_(PIN_NAMES[k]) if k in PIN_NAMES else k} {v}" for k, v in pins.items())
+    return _(", ").join(_(PIN_NAMES[k]).format(value=v) for k, v in pins.items() if k in PIN_NAMES)
 
 
 def _short(instance_type: str | None) -> str:
@@ -97,7 +116,8 @@ def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = Fa
     ``pins`` names the fields the user fixed (already set in ``w``: hardware.instance_type, hardware.count,
     parallel.tp/pp, batch_size): the recommender searched only plans with them, re-estimated on the exact
     hardware; when none fits, one error says why."""
-    pins = dict(pins or {})
+    pins = {k: v for k, v in (pins or {}).items() if v is not None}
+    w = apply_pins(w, pins)
     from gpuplan.i18n import localize, use_lang
     from gpuplan.plan import recommend
     from gpuplan.render.bundle import build_bundle
