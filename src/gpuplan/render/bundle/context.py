@@ -371,7 +371,9 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     cp = _int(par.get("cp"), 1) if training else 1
     launcher = launcher_for(tp, pp, zero, fsdp, offload, cp) if training else None
     deepspeed = launcher == "deepspeed"
-    serving = _serving_fields(plan, workload, estimate, gpu, region, training)
+    from gpuplan.render.bundle.context_serving import serving_fields
+
+    serving = serving_fields(plan, workload, estimate, gpu, region, training)
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
         lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
@@ -400,50 +402,6 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
                      if isinstance(v, (int, float)) and not isinstance(v, bool)},
         **serving,
     )
-
-
-# Engines the bundle renders; a plan naming another (trtllm, lmdeploy) is served with vLLM and PLAN.md says so.
-RENDERED_ENGINES = ("vllm", "sglang")
-# Bytes per parameter of the checkpoint a node downloads, by weight format (16-bit unless pre-quantized;
-# bitsandbytes quantizes a 16-bit checkpoint at load time). Same table as plan/recommend.py _QUANT_BYTES.
-CHECKPOINT_BYTES_PER_PARAM = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5,
-                              "gptq-int4": 0.5, "bnb-nf4": 2.0, "bnb-int8": 2.0}
-
-
-def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
-    """(has BF16, compute capability) from data/gpus.yaml; unknown GPUs are assumed BF16-capable."""
-    try:
-        from gpuplan.catalog.gpus import resolve_gpu
-
-        spec, _unused = resolve_gpu(gpu)
-    except Exception:  # noqa: BLE001 - an unknown GPU id: no catalog facts
-        return True, None
-    cc = _num(spec.compute_capability)
-    return spec.bf16_dense_tflops is not None and (cc is None or cc >= 8.0), cc
-
-
-def _serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: str, training: bool) -> dict:
-    """Platform, engine and its parallel flags (plan.parallel / plan.serving when the plan carries them), the
-    GPU's dtype support, the download hub and the bytes the job moves."""
-    par = plan.get("parallel") or {}
-    srv = plan.get("serving") or {}
-    framework = str(getattr(workload, "framework", None) or "auto")
-    planned = str(par.get("engine") or srv.get("engine") or (framework if framework in RENDERED_ENGINES else "vllm"))
-    engine = planned if planned in RENDERED_ENGINES else "vllm"
-    bf16, cc = _gpu_dtype_support(gpu)
-    params = _num((estimate.get("model") or {}).get("params_total"))
-    quant = str(getattr(workload, "quantization", None) or "none")
-    per_param = 2.0 if training else CHECKPOINT_BYTES_PER_PARAM.get(quant, 2.0)
-    fixed = plan.get("fixed_costs") or {}
-    plan_fixed_s = sum(float(v) for k, v in fixed.items() if k.endswith("_s") and _num(v) is not None)
-    return {
-        "platform": str(plan.get("platform") or "ecs"), "engine": engine, "engine_planned": planned,
-        "ep": _int(par.get("ep") or srv.get("ep"), 1), "dp_attention": bool(par.get("dp_attention") or srv.get("dp_attention")),
-        "bf16": bf16, "gpu_cc": cc, "hub": "modelscope" if region.startswith("cn-") else "huggingface",
-        "model_bytes": params * per_param if params else None,
-        "checkpoint_bytes": _num((plan.get("storage") or {}).get("checkpoint_bytes")),
-        "plan_fixed_s": plan_fixed_s, "online": getattr(workload, "serving", None) is not None,
-    }
 
 
 def _planned(plan: dict, key: str) -> Any:
