@@ -15,14 +15,14 @@ MODEL_OSS="${MODEL_OSS:-}"
 MARKER="$MODEL_DIR/.gpuplan-complete"
 
 case "$MODEL" in
-  /*|./*) echo "fetch-model.sh: MODEL is a local path ($MODEL): nothing to download"; exit 0;;
+  /*|./*) echo "fetch-model.sh：MODEL 是本地路径 $MODEL ，无需下载"; exit 0;;
 esac
 if [ -f "$MARKER" ]; then
-  echo "fetch-model.sh: $MODEL is already in $MODEL_DIR"
+  echo "fetch-model.sh：$MODEL 已在 $MODEL_DIR 中"
   exit 0
 fi
 if [ -d "$MODEL_DIR" ] && [ ! -w "$MODEL_DIR" ] && { [ -f "$MODEL_DIR/config.json" ] || [ -f "$MODEL_DIR/model_index.json" ]; }; then
-  echo "fetch-model.sh: using the read-only copy in $MODEL_DIR"
+  echo "fetch-model.sh：使用 $MODEL_DIR 中的只读副本"
   exit 0
 fi
 mkdir -p "$MODEL_DIR"
@@ -35,7 +35,7 @@ pip_install() {
 }
 
 from_oss() {
-  command -v ossutil >/dev/null 2>&1 || { echo "fetch-model.sh: MODEL_OSS is set but ossutil is not installed (https://www.alibabacloud.com/help/en/oss/developer-reference/ossutil)" >&2; return 1; }
+  command -v ossutil >/dev/null 2>&1 || { echo "fetch-model.sh：已设置 MODEL_OSS，但未安装 ossutil（https://www.alibabacloud.com/help/en/oss/developer-reference/ossutil）" >&2; return 1; }
   ossutil cp -r -f --jobs 16 "${MODEL_OSS%/}/" "$MODEL_DIR/"
 }
 
@@ -58,7 +58,7 @@ if [ -n "$MODEL_OSS" ]; then
   from_oss
 elif [ "$MODEL_HUB" = modelscope ]; then
   if ! from_modelscope; then
-    echo "fetch-model.sh: $MODEL is not on ModelScope under this id (or the download failed); trying Hugging Face. Set MODEL to the ModelScope id, or MODEL_OSS, to avoid the slower route." >&2
+    echo "fetch-model.sh：ModelScope 上没有这个 ID 的 $MODEL ，或下载失败；改从 Hugging Face 下载。把 MODEL 设为 ModelScope 上的 ID，或设置 MODEL_OSS，可避开较慢的线路。" >&2
     from_huggingface
   fi
 else
@@ -68,4 +68,4 @@ fi
 touch "$MARKER"
 seconds=$(( $(date +%s) - start ))
 megabytes=$(( $(du -sk "$MODEL_DIR" | cut -f1) / 1024 ))
-echo "fetch-model.sh: $megabytes MB in $seconds s into $MODEL_DIR"
+echo "fetch-model.sh：$megabytes MB，用时 $seconds 秒，保存在 $MODEL_DIR"
