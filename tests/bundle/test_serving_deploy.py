@@ -138,6 +138,14 @@ def test_expert_parallel_and_dp_attention_flags_when_the_plan_sets_them():
     assert "--enable-dp-attention" in files["serve-sglang.sh"]
 
 
+def test_fp8_weights_chosen_by_the_serving_search_quantize_at_load():
+    plan, workload, est = inputs("vllm_service")
+    plan = {**plan, "serving": {"engine": "vllm", "weight_format": "fp8", "kv_cache_dtype": "fp8", "dp": 1}}
+    files = render_bundle(plan, workload, est)
+    assert "--quantization fp8" in files["serve.sh"] and "--kv-cache-dtype fp8" in files["serve.sh"]
+    assert "--kv-cache-dtype fp8_e4m3" in files["serve-sglang.sh"]     # SGLang has no bare "fp8"
+
+
 # --- dtype per GPU ---------------------------------------------------------------------------------------
 
 def test_every_gpu_without_bf16_gets_float16():

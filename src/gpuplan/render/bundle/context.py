@@ -377,7 +377,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
         lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
-        precision=str(workload.precision or "bf16"), quantization=str(workload.quantization or "none"),
+        precision=str(workload.precision or "bf16"), quantization=_weight_format(plan, workload),
         kv_cache_dtype=str(_planned(plan, "kv_cache_dtype") or workload.kv_cache_dtype or "auto"), optimizer=str(workload.optimizer or "adamw"),
         instance_type=instance_type, gpu=gpu, nodes=nodes, job_nodes=job_nodes, gpus_per_node=gpus_per_node, gpus_total=gpus_total,
         vcpus=inst.vcpus if inst else None, memory_gib=inst.memory_gib if inst else None,
@@ -402,6 +402,18 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
                      if isinstance(v, (int, float)) and not isinstance(v, bool)},
         **serving,
     )
+
+
+# serving.weight_format values (contract) -> the workload's quantization names the scripts understand
+WEIGHT_FORMATS = {"fp8": "fp8", "int8": "int8", "awq": "awq", "gptq-int4": "gptq-int4", "gptq-int8": "gptq-int8"}
+
+
+def _weight_format(plan: dict, workload: Any) -> str:
+    """The workload's quantization, or the weight format the serving search chose (FP8 weights) when the
+    workload left it at none."""
+    quant = str(workload.quantization or "none")
+    chosen = WEIGHT_FORMATS.get(str((plan.get("serving") or {}).get("weight_format") or ""))
+    return chosen if quant == "none" and chosen else quant
 
 
 def _planned(plan: dict, key: str) -> Any:
