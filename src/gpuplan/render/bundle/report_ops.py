@@ -98,8 +98,13 @@ def auto_release_line(c: Ctx) -> Safe | None:
                  "download {download} + the run {job} x {factor} + checkpoint upload {upload}, rounded up (auto_release_time; "
                  "variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off when its GPUs stay idle "
                  "(IDLE_STOP_ENABLED=1).", c.lang).format(
-        hours=t.release_hours, boot=fmt_duration(t.bootstrap_s), download=fmt_duration(t.download_s or 0),
-        job=fmt_duration(t.job_s), factor=f"{1 + t.margin:g}", upload=fmt_duration(t.upload_s or 0)))
+        hours=t.release_hours, boot=_duration(t.bootstrap_s), download=_duration(t.download_s),
+        job=_duration(t.job_s), factor=f"{1 + t.margin:g}", upload=_duration(t.upload_s)))
+
+
+def _duration(seconds: float | None) -> str:
+    """fmt_duration, with nothing to move shown as 0 s (not "0.0 ms")."""
+    return fmt_duration(seconds) if seconds and seconds >= 1 else "0 s"
 
 
 def teardown_line(c: Ctx) -> Safe:
