@@ -90,7 +90,7 @@ def fetch(bundles, tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     log = tmp_path / "calls.log"
-    script = bundles["vllm_service"] / "fetch-model.sh"
+    script = bundles["lora_single"] / "fetch-model.sh"   # an English bundle (vllm_service is Chinese)
 
     def run(hub: str = "modelscope", **env: str) -> subprocess.CompletedProcess:
         full = {"PATH": f"{bindir}:{SYSTEM_PATH}", "MODEL_DIR": str(tmp_path / "models"), "MODEL_HUB": hub,

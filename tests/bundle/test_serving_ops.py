@@ -306,7 +306,7 @@ def test_an_sglang_plan_deploys_and_scrapes_sglang_only():
     assert engines[0]["static_configs"][0]["targets"][0].endswith(":30000")
     exprs = " ".join(r["expr"] for g in yaml.safe_load(files["monitoring/alerts.yml"])["groups"] for r in g["rules"])
     assert "sglang:num_queue_reqs" in exprs and "vllm:" not in exprs
-    assert 'ENTRYPOINT ["bash", "/opt/gpuplan/serve-sglang.sh"]' in files["Dockerfile"]
+    assert 'CMD ["bash", "/opt/gpuplan/serve-sglang.sh"]' in files["Dockerfile"]
     dep = next(d for d in yaml.safe_load_all(files["k8s/deployment.yaml"]) if d["kind"] == "Deployment")
     container = dep["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python3", "-m", "sglang.launch_server"]

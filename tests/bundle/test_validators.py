@@ -217,6 +217,6 @@ def test_systemd_unit_shape(bundles):
     assert "Restart=always" in unit
     dockerfile = (bundles["vllm_service"] / "Dockerfile").read_text()
     assert "COPY serve.sh serve-sglang.sh healthcheck.sh fetch-model.sh /opt/gpuplan/" in dockerfile
-    assert 'ENTRYPOINT ["bash", "/opt/gpuplan/serve.sh"]' in dockerfile
+    assert 'ENTRYPOINT []\nCMD ["bash", "/opt/gpuplan/serve.sh"]' in dockerfile
     train = (bundles["spot_job"] / "gpuplan-qwen14b-qlora-spot.service").read_text()
     assert "ExecStart=/opt/gpuplan/qwen14b-qlora-spot/run-with-resume.sh" in train

@@ -2,7 +2,9 @@
 
 - LLM serving: the engine's image (vLLM or SGLang, context.IMAGES) plus serve.sh, serve-sglang.sh,
   healthcheck.sh and fetch-model.sh under /opt/gpuplan; the entrypoint is the deployed engine's script. Used by
-  Function Compute, PAI-EAS and the ECS systemd unit (ACK runs the engine's own command).
+  Function Compute, PAI-EAS and the ECS systemd unit (ACK runs the engine's own command). The base image's
+  ENTRYPOINT is cleared and the script is the CMD, so a platform that sets its own start command (EAS ``script``,
+  ``docker run --entrypoint``) replaces it instead of appending to it.
 - Diffusion serving: Python + the pinned requirements-serve.txt (diffusers, FastAPI, uvicorn) and
   serve_images.py as the entrypoint.
 - Training: the PyTorch image plus requirements.txt (torch, transformers, peft, DeepSpeed or ms-swift for
@@ -47,7 +49,8 @@ def _llm(c: Ctx) -> str:
             f"python3 -m pip install --no-cache-dir '{MODELSCOPE_PIN}')\n"
             f"WORKDIR {APP_DIR}\n"
             f"EXPOSE {c.serve_port}\n"
-            f'ENTRYPOINT ["bash", "{APP_DIR}/{deployed_script(c)}"]\n')
+            "ENTRYPOINT []\n"
+            f'CMD ["bash", "{APP_DIR}/{deployed_script(c)}"]\n')
 
 
 def _diffusion(c: Ctx) -> str:
@@ -61,7 +64,8 @@ def _diffusion(c: Ctx) -> str:
             f"RUN chmod 0755 {APP_DIR}/fetch-model.sh\n"
             f"WORKDIR {APP_DIR}\n"
             f"EXPOSE {c.serve_port}\n"
-            f'ENTRYPOINT ["python3", "{APP_DIR}/serve_images.py"]\n')
+            "ENTRYPOINT []\n"
+            f'CMD ["python3", "{APP_DIR}/serve_images.py"]\n')
 
 
 def _training(c: Ctx) -> str:

@@ -135,12 +135,13 @@ def pod_layout(c: Ctx) -> tuple[int, int, int]:
 
 def _engine_container(c: Ctx, dp: int, gpus: int) -> dict:
     """The deployed engine's own command (the image contains it); model download settings in the environment.
-    The image server runs the bundle's image (its entrypoint is serve_images.py)."""
+    The image server runs serve_images.py in the bundle's image."""
     from gpuplan.render.bundle.serving import checkpoint, sglang_args, vllm_args
 
     model = k8s_text(checkpoint(c).repo or c.model)
     if c.model_kind == "diffusion":
-        name, image, command, args = "image-server", image_ref(c), None, ["--devices", "cuda:0"]
+        name, image = "image-server", image_ref(c)
+        command, args = ["python3", "/opt/gpuplan/serve_images.py"], ["--devices", "cuda:0"]
     elif c.engine == "sglang":
         name, image = "sglang", c.images["sglang"]
         command = ["python3", "-m", "sglang.launch_server"]
@@ -154,15 +155,12 @@ def _engine_container(c: Ctx, dp: int, gpus: int) -> dict:
     if c.hub == "modelscope":
         env += [{"name": "VLLM_USE_MODELSCOPE", "value": "True"}, {"name": "SGLANG_USE_MODELSCOPE", "value": "true"}]
     probe = {"httpGet": {"path": "/health", "port": c.serve_port}, "periodSeconds": 10, "timeoutSeconds": 5}
-    out = {"name": name, "image": image, "command": command, "args": args, "env": env,
+    return {"name": name, "image": image, "command": command, "args": args, "env": env,
             "ports": [{"name": "http", "containerPort": c.serve_port}],
             "resources": _resources(c, gpus),
             "startupProbe": {**probe, "failureThreshold": 360},
             "readinessProbe": {**probe, "failureThreshold": 3},
             "livenessProbe": {**probe, "failureThreshold": 6}}
-    if command is None:
-        del out["command"]
-    return out
 
 
 def serving_manifests(c: Ctx) -> list[dict]:
