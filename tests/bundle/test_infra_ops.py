@@ -178,3 +178,24 @@ def test_training_unit_fetches_the_model_within_its_start_timeout(bundles):
                if f["path"].endswith(".env"))
     assert "MODEL_DIR=/mnt/data/models/llama8b-full-2node" in env and "HF_TOKEN" not in env
     assert os.environ.get("HF_TOKEN", "hf_") not in env
+
+
+def test_the_data_disk_is_awaited_and_a_missing_one_fails_loudly(bundles, tmp_path):
+    """The kept disk is attached by Terraform after the instance starts: mount-data.sh waits for it (here it
+    never comes: the stubbed lsblk shows only the root disk), then fails with one line instead of going on."""
+    doc = yaml.safe_load((bundles["lora_single"] / "cloud-init.yaml").read_text())
+    script = next(f["content"] for f in doc["write_files"] if f["path"].endswith("mount-data.sh"))
+    data = tmp_path / "data"
+    path = tmp_path / "mount-data.sh"
+    path.write_text(script.replace("/mnt/data", str(data)).replace("/etc/fstab", str(tmp_path / "fstab")))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    sleeps = tmp_path / "sleeps"
+    for name, body in {"mountpoint": "exit 1\n", "findmnt": "echo /dev/vda1\n", "blkid": "exit 2\n",
+                       "lsblk": 'case "$*" in *PKNAME*) echo vda;; *NAME,TYPE*) echo "/dev/vda disk";; esac\n',
+                       "sleep": f"echo x >> {sleeps}\n", "mount": "exit 32\n", "mkfs.ext4": "exit 1\n"}.items():
+        _stub(bindir, name, body)
+    res = subprocess.run(["sh", str(path)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{bindir}:{SYSTEM_PATH}"})
+    assert res.returncode == 1 and "no data disk found" in res.stderr
+    assert len(sleeps.read_text().splitlines()) == 60          # 10 minutes of waiting, in 10 s steps
