@@ -137,7 +137,11 @@ def test_serving_scripts_keep_hostile_strings_inert(index, tmp_path, marker_dir)
     assert sg[sg.index("--model-path") + 1] == model
     dep = [d for d in yaml.safe_load_all((bundle / "k8s/deployment.yaml").read_text()) if d["kind"] == "Deployment"][0]
     c = dep["spec"]["template"]["spec"]["containers"][0]
-    assert c["args"][1].replace("$$", "$") == model
+    assert c["command"] == ["vllm", "serve"] and c["args"][0].replace("$$", "$") == model
+    # fetch-model.sh quotes the model too (a local path: nothing to download).
+    fetched = subprocess.run(["bash", str(bundle / "fetch-model.sh")], capture_output=True, text=True, timeout=30,
+                             env={**env, "MODEL_DIR": str(tmp_path / "models")})
+    assert fetched.returncode == 0 and "local path" in fetched.stdout
     assert list(marker_dir.iterdir()) == []
 
 

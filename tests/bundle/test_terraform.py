@@ -21,6 +21,8 @@ REQUIRED = {
     "alicloud_ecs_network_interface_attachment": {"network_interface_id", "instance_id"},
     "alicloud_nas_file_system": {"protocol_type", "storage_type"},
     "alicloud_nas_mount_target": {"file_system_id"},
+    "alicloud_ecs_disk": {"zone_id", "category", "size"},
+    "alicloud_ecs_disk_attachment": {"disk_id", "instance_id"},
 }
 BUILTIN_ROOTS = {"path", "count", "each", "self", "terraform"}
 REF = re.compile(r"(?<![\w.$])(var|local|data|alicloud_[a-z0-9_]+)\.([a-z0-9_]+)(?:\.([a-z0-9_]+))?")
@@ -172,9 +174,48 @@ def test_data_disk_uses_the_advised_level_and_size(bundles):
     variables = _variables(bundles["two_node"])
     assert variables["data_disk_performance_level"]["default"] == "PL1"
     assert variables["data_disk_gib"]["default"] == 200
-    disk = _instance(bundles["two_node"])["data_disks"][0]
-    assert disk["category"] == "cloud_essd"
+    assert "data_disks" not in _instance(bundles["two_node"])   # not an inline disk: those die with the instance
+    disk = _resource(bundles["two_node"], "alicloud_ecs_disk", "data")
+    assert disk["category"] == "cloud_essd" and disk["size"] == "${var.data_disk_gib}"
     assert _variables(bundles["two_node_tcp"])["data_disk_performance_level"]["default"] == "PL2"
+
+
+def _resource(bundle: Path, typ: str, name: str) -> dict:
+    for doc in _parsed(bundle):
+        for block in doc.get("resource", []):
+            if name in block.get(typ, {}):
+                return block[typ][name]
+    raise AssertionError(f"no {typ}.{name}")
+
+
+def test_checkpoint_disk_survives_the_instance(bundle):
+    """Issue 22: the data disk (model cache, checkpoints without shared storage) is its own resource with
+    delete_with_instance = false, attached per node, so an auto-release or spot reclaim does not delete it."""
+    disk = _resource(bundle, "alicloud_ecs_disk", "data")
+    assert disk["delete_with_instance"] is False
+    assert disk["count"] == "${var.instance_count}" and disk["zone_id"] == "${alicloud_vswitch.this.zone_id}"
+    attach = _resource(bundle, "alicloud_ecs_disk_attachment", "data")
+    assert attach["disk_id"] == "${alicloud_ecs_disk.data[count.index].id}"
+    assert attach["instance_id"] == "${alicloud_instance.gpu[count.index].id}"
+
+
+def test_nodes_get_100_mbit_s_pay_by_traffic(bundle):
+    """Issue 22: at least 100 Mbit/s of public bandwidth (inbound = outbound above 10 Mbit/s), billed by traffic."""
+    inst = _instance(bundle)
+    assert inst["internet_max_bandwidth_out"] == "${var.public_bandwidth_mbit}"
+    assert inst["internet_charge_type"] == "${var.internet_charge_type}"
+    variables = _variables(bundle)
+    assert variables["public_bandwidth_mbit"]["default"] >= 100
+    assert variables["internet_charge_type"]["default"] == "PayByTraffic"
+
+
+def test_subscription_instances_can_be_destroyed(bundles):
+    """Issue 22: PrePaid instances are released by `terraform destroy` only with force_delete = true."""
+    inst = _instance(bundles["two_node_tcp"])     # the subscription scenario
+    assert inst["instance_charge_type"] == "PrePaid" and inst["force_delete"] is True
+    main = (bundles["two_node_tcp"] / "terraform/main.tf").read_text()
+    assert "unused part of the paid period" in main   # the comment says what it costs
+    assert "force_delete" not in (bundles["lora_single"] / "terraform/main.tf").read_text()
 
 
 def test_erdma_only_for_multi_node_rdma(bundles):

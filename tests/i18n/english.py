@@ -24,6 +24,7 @@ ALLOWED = {
     "megatron", "vllm", "sglang", "pytorch", "torchrun", "terraform", "prometheus", "grafana", "kubernetes",
     "docker", "ray", "nccl", "rdma", "erdma", "nvlink", "pcie", "cuda", "flash", "attention", "fsdp", "swift",
     "llama", "factory", "gib", "mib", "gb", "tb", "ms", "min", "h", "s", "x", "per", "the", "and", "of",
+    "hugging", "face", "modelscope", "serverless", "devs", "fastapi", "diffusers",
 }
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 

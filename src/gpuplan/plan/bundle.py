@@ -6,8 +6,65 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 from gpuplan.workload import Workload, resolve_defaults
+
+# `gpuplan plan` pins: the workload fields they fix (hardware.instance_type, hardware.count, parallel.tp/pp,
+# batch_size), as PLAN.md and the error name them.
+PIN_NAMES = {"instance_type": N_("instance type {value}"), "gpus": N_("{value} GPU(s)"), "tp": N_("TP {value}"),
+             "pp": N_("PP {value}"), "micro_batch": N_("micro-batch {value}")}
+
+
+def pin_batch_size(batch_size: int | None, micro_batch: int | None) -> int | None:
+    """--micro-batch pins the workload's batch_size; both given and different is an error."""
+    if batch_size is not None and micro_batch is not None and batch_size != micro_batch:
+        raise GpuplanError(_("--batch-size {batch} and --micro-batch {micro} disagree.").format(
+                               batch=batch_size, micro=micro_batch),
+                           hint=_("Give one of them: both set the micro-batch per GPU (concurrent sequences when "
+                                  "serving)."))
+    return micro_batch if micro_batch is not None else batch_size
+
+
+def apply_pins(w: Workload, pins: dict[str, Any]) -> Workload:
+    """The workload with the pinned fields fixed: hardware.instance_type, hardware.count, parallel.tp/pp,
+    batch_size (the micro-batch per GPU; concurrent sequences when serving)."""
+    if not pins:
+        return w
+    hardware = w.hardware.model_dump(exclude_none=True) if w.hardware else {}
+    parallel = w.parallel.model_dump(exclude_unset=True) if w.parallel else {}
+    changes: dict[str, Any] = {}
+    if pins.get("instance_type"):
+        changes["hardware"] = {**hardware, "instance_type": pins["instance_type"]}
+    if pins.get("gpus"):
+        changes["hardware"] = {**changes.get("hardware", hardware), "count": pins["gpus"]}
+    if pins.get("tp") or pins.get("pp"):
+        changes["parallel"] = {**parallel, **{k: pins[k] for k in ("tp", "pp") if pins.get(k)}}
+    if pins.get("micro_batch"):
+        changes["batch_size"] = pins["micro_batch"]   # a pin overrides the workload file
+    return w.with_updates(**changes)
+
+
+def pins_text(pins: dict[str, Any]) -> str:
+    return _(", ").join(_(PIN_NAMES[k]).format(value=v) for k, v in pins.items() if k in PIN_NAMES)
+
+
+def _short(instance_type: str | None) -> str:
+    return (instance_type or "").lower().removeprefix("ecs.")
+
+
+def pinned_misfit(data: dict[str, Any], pins: dict[str, Any]) -> GpuplanError:
+    """One clear error for pins no plan satisfies: the recommender's own reasons for the pinned candidates."""
+    from gpuplan.i18n import localize
+
+    want = _short(pins.get("instance_type"))
+    reasons = [str(r.get("reason")) for r in data.get("rejected") or []
+               if isinstance(r, dict) and r.get("reason") and (not want or _short(r.get("instance_type")) == want)]
+    if not reasons:
+        reasons = [str(b.get("text", b)) if isinstance(b, dict) else str(b) for b in data.get("binding_constraints") or []]
+    reason = _("; ").join(localize(r) for r in dict.fromkeys(reasons[:2])) or _("no candidate satisfies them")
+    return GpuplanError(_("The pinned plan ({pins}) does not fit: {reason}.").format(pins=pins_text(pins), reason=reason),
+                        hint=_("Change or drop a pin (--instance-type, --gpus, --tp, --pp, --micro-batch); `gpuplan "
+                               "recommend` with the same workload shows every candidate and why it was rejected."))
 
 
 def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
@@ -51,10 +108,16 @@ def bundle_inputs(plan, w: Workload) -> tuple[Workload, dict[str, Any]]:
 
 
 def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = False, lang: str = "en",
-                      top: int = 5) -> tuple[Path, dict[str, Any]]:
+                      top: int = 5, pins: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
     """Recommend, pick a plan and write its bundle. The plan is computed in English whatever ``lang`` is:
     plan.json is the JSON contract (its values never change with the language); PLAN.md and the scripts'
-    messages show that English text translated (:func:`gpuplan.i18n.localize`)."""
+    messages show that English text translated (:func:`gpuplan.i18n.localize`).
+
+    ``pins`` names the fields the user fixed (already set in ``w``: hardware.instance_type, hardware.count,
+    parallel.tp/pp, batch_size): the recommender searched only plans with them, re-estimated on the exact
+    hardware; when none fits, one error says why."""
+    pins = {k: v for k, v in (pins or {}).items() if v is not None}
+    w = apply_pins(w, pins)
     from gpuplan.i18n import localize, use_lang
     from gpuplan.plan import recommend
     from gpuplan.render.bundle import build_bundle
@@ -71,6 +134,9 @@ def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = Fa
     except GpuplanError as err:    # the user's error in the user's language
         raise GpuplanError(localize(err.message, lang), localize(err.hint, lang), field=err.field,
                            web_hint=localize(err.web_hint, lang) if err.web_hint else None, kind=err.kind) from None
+    if not plans and pins:
+        with use_lang(lang):
+            raise pinned_misfit(data, pins)
     if not plans:
         binding = _("; ").join(localize(str(b.get("text", b)) if isinstance(b, dict) else str(b), lang)
                                for b in data.get("binding_constraints", [])) or _("no feasible plan")
@@ -80,8 +146,13 @@ def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = Fa
         raise GpuplanError(_("Only {n} plan(s) were found; --pick {pick} does not exist.").format(n=len(plans), pick=pick),
                            hint=_("Use --pick 1 to {n}.").format(n=len(plans)))
     plan = plans[pick - 1]
+    if pins.get("instance_type") and _short(plan.get("instance_type")) != _short(pins["instance_type"]):
+        raise GpuplanError(_("The pinned instance type {want} has no plan; the recommender returned {got}.").format(
+                               want=pins["instance_type"], got=plan.get("instance_type")),
+                           hint=_("Check the instance type with `gpuplan instances`."))
     path = build_bundle(plan, resolved, est, Path(out), lang=lang, force=force, rejected=data.get("rejected"),
                         pareto=data.get("pareto"))
     files = [p for p in Path(path).rglob("*") if p.is_file()]
     return Path(path), {"instance_type": plan["instance_type"], "instance_count": plan["instance_count"],
-                        "files_count": len(files), "files": sorted(str(p.relative_to(path)) for p in files)}
+                        "pins": pins, "files_count": len(files),
+                        "files": sorted(str(p.relative_to(path)) for p in files)}

@@ -31,6 +31,18 @@ DEFAULT_TTFT_SLACK_S = 2.0
 GPU_UTIL_TARGET = 80
 QUEUE_SOURCE = "vllm:num_requests_waiting"     # the series vLLM exports (launch-notes 7.1)
 QUEUE_METRIC = "vllm_num_requests_waiting"     # its name in the custom metrics API (adapter rule below)
+# The waiting-request series of each deployed server: vLLM (launch-notes 7.1), SGLang (collector.py, with
+# --enable-metrics), the bundle's image server (serve_images.py).
+QUEUE_SOURCES = {"vllm": QUEUE_SOURCE, "sglang": "sglang:num_queue_reqs", "image-server": "gpuplan_image_requests_waiting"}
+
+
+def queue_source(engine: str = "vllm") -> str:
+    return QUEUE_SOURCES.get(engine, QUEUE_SOURCE)
+
+
+def queue_metric(engine: str = "vllm") -> str:
+    """The series' name in the custom metrics API (':' is not allowed there)."""
+    return queue_source(engine).replace(":", "_")
 
 
 def _slug(workload) -> str:
@@ -38,15 +50,18 @@ def _slug(workload) -> str:
     return slugify(workload.name or model.rsplit("/", 1)[-1])
 
 
-def sizing(plan: dict, workload) -> dict:
-    """min/max replicas and the queue target from the plan's traffic and per-replica rate."""
+def sizing(plan: dict, workload, copies: int | None = None) -> dict:
+    """min/max replicas and the queue target from the plan's traffic and per-replica rate. A replica is one
+    instance (its ``parallel.dp`` model copies) unless ``copies`` says how many model copies one scaled unit
+    holds (a Kubernetes pod per copy: 1)."""
     from gpuplan.plan.platforms import replicas_for, traffic_profile
 
     perf = plan.get("performance") or {}
-    dp = (plan.get("parallel") or {}).get("dp") or 1
-    mu = float(perf.get("max_requests_per_s") or 0.0) * dp
+    dp = int((plan.get("parallel") or {}).get("dp") or 1)
+    per_unit = dp if copies is None else max(1, copies)
+    mu = float(perf.get("max_requests_per_s") or 0.0) * per_unit
     traffic = traffic_profile(workload.serving)
-    peak = max(1, int(plan.get("replicas") or 1))
+    peak = max(1, int(plan.get("replicas") or 1)) * max(1, dp // per_unit)
     if traffic is not None and mu > 0:
         lo = replicas_for(traffic.offpeak_rps, mu)
         hi = max(peak, replicas_for(traffic.peak_rps, mu))
@@ -62,8 +77,8 @@ def sizing(plan: dict, workload) -> dict:
             "ttft_slack_s": slack, "nodes_per_replica": int((plan.get("parallel") or {}).get("nodes_per_replica") or 1)}
 
 
-def hpa_manifest(plan: dict, workload) -> dict:
-    s = sizing(plan, workload)
+def hpa_manifest(plan: dict, workload, engine: str = "vllm", copies: int | None = None) -> dict:
+    s = sizing(plan, workload, copies)
     slug = _slug(workload)
     return {
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
@@ -72,7 +87,7 @@ def hpa_manifest(plan: dict, workload) -> dict:
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": slug},
             "minReplicas": s["min_replicas"], "maxReplicas": s["max_replicas"],
             "metrics": [
-                {"type": "Pods", "pods": {"metric": {"name": QUEUE_METRIC},
+                {"type": "Pods", "pods": {"metric": {"name": queue_metric(engine)},
                                           "target": {"type": "AverageValue", "averageValue": str(s["queue_target"])}}},
                 {"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"},
                                           "target": {"type": "AverageValue", "averageValue": str(GPU_UTIL_TARGET)}}},
@@ -87,18 +102,20 @@ def hpa_manifest(plan: dict, workload) -> dict:
     }
 
 
-def adapter_rules() -> dict:
+def adapter_rules(engine: str = "vllm") -> dict:
     """prometheus-adapter rule (https://github.com/kubernetes-sigs/prometheus-adapter/blob/master/docs/config.md):
-    the per-pod series ``vllm:num_requests_waiting`` as the custom metric ``vllm_num_requests_waiting``."""
+    the per-pod waiting-request series (vLLM ``vllm:num_requests_waiting``) as a custom metric
+    (``vllm_num_requests_waiting``)."""
+    source, metric = queue_source(engine), queue_metric(engine)
     return {"rules": [{
-        "seriesQuery": f'{{__name__="{QUEUE_SOURCE}",namespace!="",pod!=""}}',
+        "seriesQuery": f'{{__name__="{source}",namespace!="",pod!=""}}',
         "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-        "name": {"matches": f"^{QUEUE_SOURCE}$", "as": QUEUE_METRIC},
+        "name": {"matches": f"^{source}$", "as": metric},
         "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
     }]}
 
 
-def _ess_tf(plan: dict, workload) -> dict[str, str]:
+def _ess_tf(plan: dict, workload, engine: str = "vllm") -> dict[str, str]:
     s = sizing(plan, workload)
     slug = _slug(workload)
     itype = check_id(plan.get("instance_type") or "", "instance type")
@@ -235,7 +252,7 @@ resource "alicloud_ess_alarm" "queue_high" {{
   scaling_group_id       = alicloud_ess_scaling_group.this.id
   alarm_actions          = [alicloud_ess_scaling_rule.out.ari]
   metric_type            = "custom"
-  metric_name            = "{QUEUE_METRIC}"
+  metric_name            = "{queue_metric(engine)}"
   cloud_monitor_group_id = var.cloud_monitor_group_id
   period                 = 60
   statistics             = "Average"
@@ -250,7 +267,7 @@ resource "alicloud_ess_alarm" "queue_low" {{
   scaling_group_id       = alicloud_ess_scaling_group.this.id
   alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
   metric_type            = "custom"
-  metric_name            = "{QUEUE_METRIC}"
+  metric_name            = "{queue_metric(engine)}"
   cloud_monitor_group_id = var.cloud_monitor_group_id
   period                 = 300
   statistics             = "Average"
@@ -267,11 +284,14 @@ resource "alicloud_ess_alarm" "queue_low" {{
             "autoscale/ess/main.tf": main, "autoscale/ess/outputs.tf": outputs}
 
 
-def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en") -> str:
+def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: str = "vllm",
+            copies: int | None = None) -> str:
     s = sizing(plan, workload)
+    pods = sizing(plan, workload, copies)
     values = dict(rps=f"{s['per_replica_rps']:.2f}", min=s["min_replicas"], max=s["max_replicas"],
-                  queue_source=QUEUE_SOURCE, queue_metric=QUEUE_METRIC, queue_target=s["queue_target"],
+                  queue_source=queue_source(engine), queue_metric=queue_metric(engine), queue_target=s["queue_target"],
                   slack=f"{s['ttft_slack_s']:.1f}", gpu_util=GPU_UTIL_TARGET)
+    pod_values = {**values, "min": pods["min_replicas"], "max": pods["max_replicas"], "queue_target": pods["queue_target"]}
     parts = [
         "# " + tr("Autoscaling", lang) + "\n",
         tr("One replica serves about {rps} requests/s at the SLA; the traffic needs {min} replica(s) off-peak and "
@@ -281,12 +301,12 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en") -> str:
     if k8s:
         bullets.append("- " + tr(
             "`hpa.yaml` (ACK): scales the Deployment in `k8s/deployment.yaml` between {min} and {max} pods. Scale-up "
-            "metric: waiting requests per pod (vLLM's `{queue_source}`, exposed as `{queue_metric}` by the rule in "
+            "metric: waiting requests per pod (the server's `{queue_source}`, exposed as `{queue_metric}` by the rule in "
             "`prometheus-adapter-rules.yaml`) above {queue_target} (= requests/s per replica x {slack} s of TTFT "
             "slack), or GPU utilization above {gpu_util} %. Both need a metrics adapter (ACK: "
-            "ack-alibaba-cloud-metrics-adapter or prometheus-adapter) fed by vLLM's /metrics and the DCGM exporter. "
+            "ack-alibaba-cloud-metrics-adapter or prometheus-adapter) fed by the server's /metrics and the DCGM exporter. "
             "Pair it with the cluster autoscaler on the GPU node pool; a new GPU node takes minutes, so keep "
-            "minReplicas for the off-peak rate.", lang).format(**values))
+            "minReplicas for the off-peak rate.", lang).format(**pod_values))
     bullets.append("- " + tr(
         "`ess/` (ECS without Kubernetes): a scaling group of the same size; alarms on the queue length pushed to "
         "CloudMonitor as the custom metric `{queue_metric}` (push the value of `{queue_source}` from each node's "
@@ -301,20 +321,24 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en") -> str:
     return text
 
 
-def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en") -> dict[str, str]:
+def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en", engine: str = "vllm",
+                    copies: int | None = None) -> dict[str, str]:
     """Autoscaling files for an ECS/ACK serving plan (empty for training and for FC/EAS, which scale
-    natively)."""
+    natively). ``engine``: the deployed server whose queue drives the scaling; ``copies``: model copies per
+    Kubernetes pod (None: one pod per instance)."""
     if (workload.task or "inference") != "inference" or plan.get("platform", "ecs") not in ("ecs", "ack"):
         return {}
     if not k8s:   # multi-node replicas: the ESS group only
-        return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang), **_ess_tf(plan, workload)}
-    hpa = hpa_manifest(plan, workload)
+        return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang, engine=engine),
+                **_ess_tf(plan, workload, engine)}
+    hpa = hpa_manifest(plan, workload, engine, copies)
     head = "# HorizontalPodAutoscaler for the Deployment in k8s/deployment.yaml (gpuplan).\n"
-    adapter_head = (f"# prometheus-adapter rules: expose vLLM's {QUEUE_SOURCE} per pod as {QUEUE_METRIC} for hpa.yaml\n"
-                    "# (helm install prometheus-adapter prometheus-community/prometheus-adapter -f this file).\n")
+    adapter_head = (f"# prometheus-adapter rules: expose {queue_source(engine)} per pod as {queue_metric(engine)} "
+                    "for hpa.yaml\n# (helm install prometheus-adapter prometheus-community/prometheus-adapter -f this "
+                    "file).\n")
     out = {"autoscale/hpa.yaml": head + yaml.safe_dump(hpa, sort_keys=False, allow_unicode=True),
-           "autoscale/prometheus-adapter-rules.yaml": adapter_head + yaml.safe_dump(adapter_rules(), sort_keys=False,
-                                                                                     width=1000),
-           "autoscale/README.md": _readme(plan, workload, lang=lang)}
-    out.update(_ess_tf(plan, workload))
+           "autoscale/prometheus-adapter-rules.yaml": adapter_head + yaml.safe_dump(adapter_rules(engine),
+                                                                                     sort_keys=False, width=1000),
+           "autoscale/README.md": _readme(plan, workload, lang=lang, engine=engine, copies=copies)}
+    out.update(_ess_tf(plan, workload, engine))
     return out

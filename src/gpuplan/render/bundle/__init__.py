@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.render.bundle import infra, k8s, monitoring, report, serving, training
+from gpuplan.render.bundle import deploy, images, infra, k8s, monitoring, report, serving, training
 from gpuplan.render.bundle.context import Ctx, build_context
 
 __all__ = ["build_bundle", "render_bundle", "Ctx"]
@@ -42,21 +42,22 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         files.update(training.files(c))
     else:
         files.update(serving.files(c))
-    platform = str(plan.get("platform") or "ecs")
+    files.update(images.files(c))          # the Dockerfile: an image with every command the platform runs
+    platform = c.platform
     if platform in ("ecs", "ack"):
-        files.update(monitoring.files(c) if platform == "ack" else {})
-    if platform == "ecs":
-        # ECS instances: Terraform, cloud-init bootstrap, GPU check, systemd unit, Prometheus for the nodes.
-        files.update(infra.files(c))
+        # ECS instances: Terraform, cloud-init bootstrap, GPU check, systemd unit; ACK: the node pool runs them.
+        files.update(infra.files(c) if platform == "ecs" else {})
         files.update(monitoring.files(c))
-    if platform in ("ecs", "ack"):
         files.update(k8s.files(c))
-    # Function Compute / PAI-EAS run serve.sh in their own containers; PLAN.md says how to deploy it.
+    # Function Compute / PAI-EAS: their own definition files (s.yaml / Terraform, service JSON) run the image.
+    files.update(deploy.files(c, plan, workload))
     from gpuplan.render.autoscale import autoscale_files
 
-    if serving.is_llm(c):
+    engine = monitoring.served_engine(c)
+    if engine:
         # {} for training and serverless plans; multi-node replicas: no Deployment to scale, ESS only
-        files.update(autoscale_files(plan, workload, k8s=not c.multi_node, lang=c.lang))
+        files.update(autoscale_files(plan, workload, k8s=not c.multi_node, lang=c.lang, engine=engine,
+                                     copies=1 if c.copies_per_node > 1 else None))
     files["memory.svg"] = report.memory_svg(c, estimate)
     chart = report.cost_time_svg(c, plan, pareto)
     if chart is not None:

@@ -41,11 +41,8 @@ SHARED_DIR = "/mnt/shared"
 # job loses at most this much work per interruption; on-demand jobs checkpoint less often.
 CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
 
-# vLLM / SGLang flag values for the workload's KV-cache dtype and precision (quantization: serving.py)
-# (https://docs.vllm.ai/en/latest/configuration/engine_args.html ,
-#  https://docs.sglang.ai/backend/server_arguments.html). None = no flag (read from the checkpoint).
-VLLM_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8", "int8": "auto"}
-SGLANG_KV = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e5m2", "int8": "auto"}
+# vLLM / SGLang --dtype for the workload's precision (KV cache and quantization flags: serving.py)
+# (https://docs.vllm.ai/en/latest/configuration/engine_args.html , https://docs.sglang.ai/backend/server_arguments.html).
 TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "auto"}
 
@@ -136,6 +133,19 @@ class Ctx:
     sla_tpot_s: float | None = None   # non-LLM input (image_size, steps, audio_seconds)
     ckpt_granularity: str = "none"    # training: activation recomputation none | selective | full
     train_tokens: float | None = None  # training: tokens over all epochs (the plan's budget)
+    # Serving and infrastructure (render/bundle/serving.py, deploy.py, infra.py, transfer.py)
+    platform: str = "ecs"                # ecs | ack | function-compute | pai-eas
+    engine: str = "vllm"                 # the deployed engine: vllm | sglang (others are served by vLLM)
+    engine_planned: str = "vllm"         # the engine the plan named (PLAN.md says when it is not rendered)
+    ep: int = 1                          # expert parallel (vLLM --enable-expert-parallel, SGLang --ep-size)
+    dp_attention: bool = False           # SGLang --enable-dp-attention
+    bf16: bool = True                    # the GPU has BF16 (data/gpus.yaml bf16_dense_tflops, CC >= 8.0)
+    gpu_cc: float | None = None          # compute capability (data/gpus.yaml)
+    hub: str = "huggingface"             # where weights come from: modelscope (mainland regions) | huggingface
+    model_bytes: float | None = None     # bytes each node downloads (the served or trained checkpoint)
+    checkpoint_bytes: float | None = None   # one training checkpoint (the plan's storage advice)
+    plan_fixed_s: float = 0.0            # the plan's own once-per-job seconds (boot, pull, download, tail)
+    online: bool = False                 # serving traffic given (workload.serving): a server, not a batch job
 
     @property
     def spot(self) -> bool:
@@ -157,7 +167,17 @@ class Ctx:
 
     @property
     def serve_port(self) -> int:
-        return self.ports["vllm"]
+        """Port of the deployed server's API (vLLM 8000, SGLang 30000, the image server 8000)."""
+        return self.ports["sglang"] if self.engine == "sglang" and self.model_kind in ("decoder", "encoder-decoder") \
+            else self.ports["vllm"]
+
+    @property
+    def copies_per_node(self) -> int:
+        """Independent model copies (engine processes, Kubernetes pods) per node: DP replicas of a TP x PP
+        group. Expert parallel and SGLang DP attention share one engine across the DP ranks: one copy."""
+        if self.training or self.multi_node or self.ep > 1 or self.dp_attention:
+            return 1
+        return max(1, min(self.dp, self.gpus_per_node // max(1, self.tp * self.pp)))
 
     @property
     def torch_dtype(self) -> str:
@@ -355,17 +375,20 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     granularity = str(par.get("checkpointing") or "none") if "checkpointing" in par else \
         ("full" if workload.grad_checkpointing is True else str(workload.grad_checkpointing or "none"))
     deepspeed = launcher == "deepspeed"
+    from gpuplan.render.bundle.context_serving import serving_fields
+
+    serving = serving_fields(plan, workload, estimate, gpu, region, training)
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
         lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
-        precision=str(workload.precision or "bf16"), quantization=str(workload.quantization or "none"),
-        kv_cache_dtype=str(workload.kv_cache_dtype or "auto"), optimizer=str(workload.optimizer or "adamw"),
+        precision=str(workload.precision or "bf16"), quantization=_weight_format(plan, workload),
+        kv_cache_dtype=str(_planned(plan, "kv_cache_dtype") or workload.kv_cache_dtype or "auto"), optimizer=str(workload.optimizer or "adamw"),
         instance_type=instance_type, gpu=gpu, nodes=nodes, job_nodes=job_nodes, gpus_per_node=gpus_per_node, gpus_total=gpus_total,
         vcpus=inst.vcpus if inst else None, memory_gib=inst.memory_gib if inst else None,
         rdma=rdma, interconnect=interconnect, tp=tp, pp=pp, dp=dp, zero=zero, fsdp=fsdp, offload=offload,
         micro_batch=micro_batch, grad_accum=grad_accum, checkpointing=checkpointing,
         seq_len=int(workload.seq_len or 2048), prompt_tokens=prompt, output_tokens=output,
-        max_model_len=max(prompt + output, 1), max_num_seqs=_serving_batch(estimate, workload), gpu_mem_util=util,
+        max_model_len=max(prompt + output, 1), max_num_seqs=_int(_planned(plan, "max_num_seqs"), 0) or _serving_batch(estimate, workload), gpu_mem_util=util,
         replicas=replicas,
         lora_rank=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16.0,
         lora_dropout=lora.dropout if lora else 0.05, lora_targets=targets_text,
@@ -384,6 +407,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         else None,
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)},
+        **serving,
     )
 
 
@@ -392,6 +416,23 @@ def _launcher(plan: dict, tp: int, pp: int, zero: int, fsdp: str, offload: str, 
     without one (hand-written, older JSON) gets the layout's."""
     named = str((plan.get("parallel") or {}).get("launcher") or "")
     return named if named in LAUNCHERS else launcher_for(tp, pp, zero, fsdp, offload, cp)
+
+
+# serving.weight_format values (contract) -> the workload's quantization names the scripts understand
+WEIGHT_FORMATS = {"fp8": "fp8", "int8": "int8", "awq": "awq", "gptq-int4": "gptq-int4", "gptq-int8": "gptq-int8"}
+
+
+def _weight_format(plan: dict, workload: Any) -> str:
+    """The workload's quantization, or the weight format the serving search chose (FP8 weights) when the
+    workload left it at none."""
+    quant = str(workload.quantization or "none")
+    chosen = WEIGHT_FORMATS.get(str((plan.get("serving") or {}).get("weight_format") or ""))
+    return chosen if quant == "none" and chosen else quant
+
+
+def _planned(plan: dict, key: str) -> Any:
+    """A serving setting the plan chose (plan.parallel, else plan.serving), or None (then the workload's)."""
+    return (plan.get("parallel") or {}).get(key) or (plan.get("serving") or {}).get(key)
 
 
 def _sla(workload: Any, key: str) -> float | None:

@@ -47,16 +47,12 @@ def min_driver_major(gpu_id: str) -> int:
 
 
 def auto_release_hours(c: Ctx) -> int:
-    """Hours after `terraform apply` at which ECS releases a pay-as-you-go training node (ops.yaml
-    training.auto_release: the estimated run time x (1 + margin), rounded up); 0 = never (serving,
+    """Hours after `terraform apply` at which ECS releases a pay-as-you-go training node: first boot + model
+    download + run time x (1 + margin) + checkpoint upload (render/bundle/transfer.py); 0 = never (serving,
     subscription)."""
-    if not c.training or c.billing == "subscription" or not c.job_time_s:
-        return 0
-    from gpuplan.plan.ops import load_ops
+    from gpuplan.render.bundle.transfer import transfers
 
-    cfg = load_ops()["training"]["auto_release"]
-    hours = c.job_time_s / 3600 * (1 + float(cfg["margin"]))
-    return max(int(cfg["min_hours"]), int(-(-hours // 1))) if hours else 0
+    return transfers(c).release_hours
 
 
 def unit_name(c: Ctx) -> str:
@@ -100,9 +96,16 @@ def node_ready_unit(c: Ctx) -> str:
             "[Install]\nWantedBy=multi-user.target\n")
 
 
+def model_dir(c: Ctx) -> str:
+    """Where fetch-model.sh keeps the weights on a node: the data disk, which outlives the instance."""
+    return f"{c.data_dir}/models/{c.slug}"
+
+
 def env_file(c: Ctx) -> str:
-    """/etc/gpuplan/<slug>.env: Terraform fills the @@...@@ placeholders per instance (rank, master)."""
-    return ("SHARED_MOUNT='@@SHARED_MOUNT@@'\nCKPT_REMOTE='@@CKPT_REMOTE@@'\n"
+    """/etc/gpuplan/<slug>.env: Terraform fills the @@...@@ placeholders per instance (rank, master). No secret
+    goes here: HF_TOKEN belongs in /etc/gpuplan/secrets.env, which the user creates (PLAN.md)."""
+    return ("SHARED_MOUNT='@@SHARED_MOUNT@@'\nCKPT_REMOTE='@@CKPT_REMOTE@@'\nMODEL_OSS='@@MODEL_OSS@@'\n"
+            f"MODEL_DIR={model_dir(c)}\nMODEL_HUB={c.hub}\n"
             f"NNODES={c.job_nodes}\nNODE_RANK=@@NODE_RANK@@\nMASTER_ADDR=@@MASTER_ADDR@@\n"
             f"MASTER_PORT={c.ports['rdzv']}\n")
 
@@ -153,8 +156,14 @@ def cloud_init(c: Ctx) -> str:
 def terraform(c: Ctx) -> dict[str, str]:
     import math
 
-    values = {"c": c, "instance_count": c.nodes, "tag_name": c.name or c.slug,
-              "auto_release_hours": auto_release_hours(c),
+    from gpuplan.render.bundle.transfer import transfers
+    from gpuplan.units import fmt_duration
+
+    t = transfers(c)
+    values = {"c": c, "instance_count": c.nodes, "tag_name": c.name or c.slug, "t": t,
+              "auto_release_hours": t.release_hours,
+              "download_gb": f"{(t.download_bytes or 0) / 1e9:.0f}",
+              "download_text": fmt_duration(t.download_s).replace(" ", "") if t.download_s else "-",
               "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_tib or 0) * 1024 / 100.0)) * 100)}
     return {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
             for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}
@@ -168,6 +177,20 @@ def files(c: Ctx) -> dict[str, str]:
     out["gpu-check.sh"] = gpu_check(c)
     out["node-bootstrap.sh"] = node_bootstrap(c)
     out["idle-stop.sh"] = render("idle-stop.sh.j2", c=c)
-    if c.training or is_llm(c):   # no long-running chat server for diffusion / speech batch scripts
-        out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c))
+    if c.training:   # the unit fetches the weights before the launcher starts (serving: serving.files)
+        from gpuplan.render.bundle.transfer import fetch_model_script
+
+        out["fetch-model.sh"] = fetch_model_script(c)
+    if c.training or is_llm(c) or (c.model_kind == "diffusion" and c.online):   # not for batch scripts
+        out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c), start_timeout_s=start_timeout_s(c))
     return out
+
+
+def start_timeout_s(c: Ctx) -> int:
+    """systemd's limit for starting the unit: the weights' download (twice PLAN.md's time: pay-by-traffic bandwidth
+    is a cap, not a guarantee) plus, for servers, the image build and pull and 20 minutes of health checks."""
+    from gpuplan.render.bundle.transfer import transfers
+
+    t = transfers(c)
+    base = 600 if c.training else 1300 + t.bootstrap_s
+    return int(base + 2 * (t.download_s or 0))

@@ -23,7 +23,7 @@ import json
 import yaml
 
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.serving import vllm_args
+from gpuplan.render.bundle.images import image_ref
 
 
 def k8s_text(text: str) -> str:
@@ -42,13 +42,21 @@ def _meta(c: Ctx, name: str) -> dict:
     return meta
 
 
+# Share of a node's vCPUs and memory pods may request: the rest is left for the kubelet, the container runtime,
+# system daemons and ACK's node reservations (assumed; ACK reserves more on larger nodes).
+NODE_ALLOCATABLE_SHARE = 0.8
+
+
 def _resources(c: Ctx, gpus: int) -> dict:
+    """GPU limit, and CPU/memory requests in proportion to the pod's share of the node's GPUs, so every pod
+    the node is planned to hold (one per model copy) fits on it."""
     limits: dict = {"nvidia.com/gpu": gpus}
     requests: dict = {}
+    share = NODE_ALLOCATABLE_SHARE * min(1.0, gpus / max(1, c.gpus_per_node))
     if c.vcpus:
-        requests["cpu"] = str(max(1, int(c.vcpus * 0.8)))
+        requests["cpu"] = str(max(1, int(c.vcpus * share)))
     if c.memory_gib:
-        requests["memory"] = f"{max(1, int(c.memory_gib * 0.8))}Gi"
+        requests["memory"] = f"{max(1, int(c.memory_gib * share))}Gi"
     if c.erdma:
         limits["aliyun/erdma"] = 1
     out = {"limits": limits}
@@ -57,16 +65,16 @@ def _resources(c: Ctx, gpus: int) -> dict:
     return out
 
 
-def _shm(c: Ctx) -> tuple[dict, dict]:
-    size = max(1, min(64, int((c.memory_gib or 64) / 4)))
+def _shm(c: Ctx, pods_per_node: int = 1) -> tuple[dict, dict]:
+    size = max(1, min(64, int((c.memory_gib or 64) / 4 / pods_per_node)))
     return ({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size}Gi"}},
             {"name": "dshm", "mountPath": "/dev/shm"})
 
 
-def _pod_extras(c: Ctx, spec: dict, container: dict) -> None:
+def _pod_extras(c: Ctx, spec: dict, container: dict, pods_per_node: int = 1) -> None:
     spec["nodeSelector"] = {"node.kubernetes.io/instance-type": c.instance_type}
     spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    vol, mount = _shm(c)
+    vol, mount = _shm(c, pods_per_node)
     spec["volumes"] = [vol]
     container["volumeMounts"] = [mount]
     if c.erdma:
@@ -88,7 +96,7 @@ def training_manifests(c: Ctx) -> list[dict]:
     if c.multi_node:
         env += [{"name": v.name, "value": v.value} for v in c.nccl_vars]
     container: dict  # mixed values; volumeMounts is appended to below
-    container = {"name": "trainer", "image": c.images["pytorch"], "workingDir": "/workspace",
+    container = {"name": "trainer", "image": image_ref(c), "workingDir": "/workspace",
                  "command": ["bash"], "args": args, "env": env,
                  "ports": [{"name": "rdzv", "containerPort": c.ports["rdzv"]}],
                  "resources": _resources(c, c.gpus_per_node)}
@@ -109,22 +117,59 @@ def training_manifests(c: Ctx) -> list[dict]:
     return [service, job]
 
 
-def serving_manifests(c: Ctx) -> list[dict]:
-    probe = {"httpGet": {"path": "/health", "port": c.serve_port}, "periodSeconds": 10, "timeoutSeconds": 5}
-    from gpuplan.render.bundle.serving import checkpoint
+def pod_layout(c: Ctx) -> tuple[int, int, int]:
+    """(pods, GPUs per pod, engine DP size inside a pod). Independent model copies get a pod each behind the
+    Service (the Service is the router); expert parallel and SGLang DP attention keep their DP ranks in one
+    engine, so one pod holds them all."""
+    from gpuplan.render.bundle.serving import engine_dp
 
-    model = checkpoint(c).repo or c.model
-    container = {"name": "vllm", "image": c.images["vllm"],
-                 "args": ["--model", k8s_text(model)] + vllm_args(c),
-                 "ports": [{"name": "http", "containerPort": c.serve_port}],
-                 "resources": _resources(c, c.tp * c.pp),
-                 "startupProbe": {**probe, "failureThreshold": 120},
-                 "readinessProbe": {**probe, "failureThreshold": 3},
-                 "livenessProbe": {**probe, "failureThreshold": 6}}
+    copies = c.copies_per_node
+    if c.model_kind == "diffusion":   # one pipeline (one GPU) per pod
+        return c.replicas * copies, 1, 1
+    if copies > 1:
+        return c.replicas * copies, c.tp * c.pp, 1
+    dp = engine_dp(c)
+    gpus = c.tp * c.pp if c.dp_attention else c.tp * c.pp * dp
+    return c.replicas, min(gpus, c.gpus_per_node), dp
+
+
+def _engine_container(c: Ctx, dp: int, gpus: int) -> dict:
+    """The deployed engine's own command (the image contains it); model download settings in the environment.
+    The image server runs serve_images.py in the bundle's image."""
+    from gpuplan.render.bundle.serving import checkpoint, sglang_args, vllm_args
+
+    model = k8s_text(checkpoint(c).repo or c.model)
+    if c.model_kind == "diffusion":
+        name, image = "image-server", image_ref(c)
+        command, args = ["python3", "/opt/gpuplan/serve_images.py"], ["--devices", "cuda:0"]
+    elif c.engine == "sglang":
+        name, image = "sglang", c.images["sglang"]
+        command = ["python3", "-m", "sglang.launch_server"]
+        args = ["--model-path", model, *sglang_args(c, dp=dp)]
+    else:
+        name, image = "vllm", c.images["vllm"]
+        command = ["vllm", "serve"]
+        args = [model, *vllm_args(c, dp=dp)]
+    env: list[dict] = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": f"{c.slug}-hf-token", "key": "HF_TOKEN",
+                                                                            "optional": True}}}]
+    if c.hub == "modelscope":
+        env += [{"name": "VLLM_USE_MODELSCOPE", "value": "True"}, {"name": "SGLANG_USE_MODELSCOPE", "value": "true"}]
+    probe = {"httpGet": {"path": "/health", "port": c.serve_port}, "periodSeconds": 10, "timeoutSeconds": 5}
+    return {"name": name, "image": image, "command": command, "args": args, "env": env,
+            "ports": [{"name": "http", "containerPort": c.serve_port}],
+            "resources": _resources(c, gpus),
+            "startupProbe": {**probe, "failureThreshold": 360},
+            "readinessProbe": {**probe, "failureThreshold": 3},
+            "livenessProbe": {**probe, "failureThreshold": 6}}
+
+
+def serving_manifests(c: Ctx) -> list[dict]:
+    pods, gpus, dp = pod_layout(c)
+    container = _engine_container(c, dp, gpus)
     pod_spec: dict = {"containers": [container]}
-    _pod_extras(c, pod_spec, container)
+    _pod_extras(c, pod_spec, container, pods_per_node=max(1, c.gpus_per_node // max(1, gpus)))
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(c, c.slug),
-                  "spec": {"replicas": c.replicas, "selector": {"matchLabels": {"app.kubernetes.io/name": c.slug}},
+                  "spec": {"replicas": pods, "selector": {"matchLabels": {"app.kubernetes.io/name": c.slug}},
                            "template": {"metadata": {"labels": _labels(c)}, "spec": pod_spec}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(c, c.slug),
                "spec": {"type": "ClusterIP", "selector": {"app.kubernetes.io/name": c.slug},
@@ -141,10 +186,10 @@ def pai_dlc(c: Ctx) -> dict:
     return {
         "DisplayName": c.slug,
         "JobType": "PyTorchJob",
-        "JobSpecs": [{"Type": "Worker", "Image": c.images["pytorch"], "PodCount": c.nodes,
+        "JobSpecs": [{"Type": "Worker", "Image": image_ref(c), "PodCount": c.nodes,
                       "EcsSpec": c.instance_type}],
-        "UserCommand": (f"cd {c.data_dir}/gpuplan/{c.slug} && NNODES=$WORLD_SIZE NODE_RANK=$RANK "
-                        "bash launch.sh"),
+        # The image (Dockerfile) holds the bundle in /workspace and everything launch.sh calls.
+        "UserCommand": "cd /workspace && NNODES=$WORLD_SIZE NODE_RANK=$RANK bash launch.sh",
         "Envs": envs,
     }
 
@@ -152,14 +197,20 @@ def pai_dlc(c: Ctx) -> dict:
 def files(c: Ctx) -> dict[str, str]:
     from gpuplan.render.bundle.serving import is_llm
 
-    if not c.training and not is_llm(c):
-        return {}   # diffusion / speech: batch scripts, not a chat server Deployment
+    if not c.training and not is_llm(c) and not (c.model_kind == "diffusion" and c.online):
+        return {}   # speech and batch diffusion: batch scripts, not a server Deployment
     if not c.training and c.multi_node:
         return {}   # one replica spans nodes: a one-pod Deployment cannot hold it (PLAN.md: LeaderWorkerSet)
     docs = training_manifests(c) if c.training else serving_manifests(c)
     name = "k8s/job.yaml" if c.training else "k8s/deployment.yaml"
-    head = (f"# ACK manifests for {c.slug} ({'Indexed Job' if c.training else 'Deployment'} on "
-            f"{c.instance_type}). Replace the image with yours{' (with train.py in /workspace); create the PVC ' + c.slug + '-checkpoints (NAS or CPFS) first' if c.training else ''}.\n")
+    if c.training:
+        head = (f"# ACK manifests for {c.slug} (Indexed Job on {c.instance_type}). The image is the bundle's Dockerfile "
+                f"pushed to ACR (PLAN.md); create the PVC {c.slug}-checkpoints (NAS or CPFS) first.\n")
+    else:
+        pods, gpus, dp = pod_layout(c)
+        head = (f"# ACK manifests for {c.slug}: a Deployment of {pods} pod(s) x {gpus} GPU(s) on {c.instance_type} "
+                f"({c.copies_per_node} per node), the Service spreads requests over them. Optional Secret "
+                f"{c.slug}-hf-token (key HF_TOKEN) for gated models.\n")
     out = {name: head + yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True, width=1000)}
     if c.training:
         out["pai-dlc-job.json"] = json.dumps(pai_dlc(c), indent=2, ensure_ascii=False) + "\n"

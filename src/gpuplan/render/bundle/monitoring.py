@@ -50,6 +50,12 @@ VLLM = {"waiting": "vllm:num_requests_waiting", "running": "vllm:num_requests_ru
 SGLANG = {"waiting": "sglang:num_queue_reqs", "running": "sglang:num_running_reqs",
           "ttft": "sglang:time_to_first_token_seconds", "tpot": "sglang:inter_token_latency_seconds",
           "tpot_old": "sglang:time_per_output_token_seconds", "kv": "sglang:token_usage"}
+# The image server's own series (serve_images.py /metrics).
+IMAGE = {"waiting": "gpuplan_image_requests_waiting", "running": "gpuplan_image_requests_running",
+         "latency": "gpuplan_image_request_seconds", "requests": "gpuplan_image_requests_total"}
+ENGINE_METRICS = {"vllm": VLLM, "sglang": SGLANG}
+ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang", "image-server": "image server"}
+DEFAULT_IMAGE_LATENCY_S = 60.0   # time per image request when the workload states no TTFT target
 # Defaults when the workload states no SLA (the serving section's ttft_ms / tpot_ms).
 DEFAULT_TTFT_S = 2.0
 DEFAULT_TPOT_S = 0.1
@@ -71,36 +77,73 @@ def _p95(metric: str) -> str:
             f"(rate({metric}_bucket[5m])))")
 
 
+def served_engine(c: Ctx) -> str | None:
+    """The one server Prometheus scrapes: the deployed LLM engine, the image server, or None (training, batch)."""
+    from gpuplan.render.bundle.serving import is_llm
+
+    if c.training:
+        return None
+    if is_llm(c):
+        return c.engine
+    return "image-server" if c.model_kind == "diffusion" and c.online else None
+
+
 def serving_rules(c: Ctx) -> list[dict]:
-    """Alerts on TTFT, TPOT (p95 against the SLA) and the waiting queue, for vLLM and SGLang."""
+    """Alerts on TTFT, TPOT (p95 against the SLA) and the waiting queue of the deployed engine only (an alert on
+    an engine that is not running would never clear)."""
+    engine = served_engine(c)
+    if engine == "image-server":
+        return image_rules(c)
+    if engine not in ENGINE_METRICS:
+        return []
+    m = ENGINE_METRICS[engine]
+    prefix = "Vllm" if engine == "vllm" else "Sglang"
     ttft = c.sla_ttft_s or DEFAULT_TTFT_S
     tpot = c.sla_tpot_s or DEFAULT_TPOT_S
     queue = max(1, c.max_num_seqs)
-    rules = []
-    for engine, m in (("Vllm", VLLM), ("Sglang", SGLANG)):
-        rules += [
-            {"alert": f"{engine}TtftP95High",
-             "expr": f"{_p95(m['ttft'])} > {ttft:g}",
-             "for": "5m", "labels": {"severity": "warning"},
-             "annotations": {"summary": say(c, N_("p95 time to first token {duration} on {instance} (SLA {sla} s)"),
-                                            sla=f"{ttft:g}"),
-                             "description": say(c, N_("Add a replica (see autoscale/) or lower max-num-seqs; long prompts "
-                                                      "raise TTFT."))}},
-            {"alert": f"{engine}TpotP95High",
-             "expr": f"({_p95(m['tpot'])} or {_p95(m['tpot_old'])}) > {tpot:g}",
-             "for": "5m", "labels": {"severity": "warning"},
-             "annotations": {"summary": say(c, N_("p95 time per output token {duration} on {instance} (SLA {sla} s)"),
-                                            sla=f"{tpot:g}"),
-                             "description": say(c, N_("The batch is too large for the TPOT target: add a replica or lower "
-                                                      "max-num-seqs."))}},
-            {"alert": f"{engine}QueueLong",
-             "expr": f"max by (instance) ({m['waiting']}) > {queue}",
-             "for": "5m", "labels": {"severity": "warning"},
-             "annotations": {"summary": say(c, N_("{value} requests waiting on {instance}")),
-                             "description": say(c, N_("More than {queue} requests (one full batch) wait for a slot: scale "
-                                                      "out."), queue=queue)}},
-        ]
-    return rules
+    return [
+        {"alert": f"{prefix}TtftP95High",
+         "expr": f"{_p95(m['ttft'])} > {ttft:g}",
+         "for": "5m", "labels": {"severity": "warning"},
+         "annotations": {"summary": say(c, N_("p95 time to first token {duration} on {instance} (SLA {sla} s)"),
+                                        sla=f"{ttft:g}"),
+                         "description": say(c, N_("Add a replica (see autoscale/) or lower max-num-seqs; long prompts "
+                                                  "raise TTFT."))}},
+        {"alert": f"{prefix}TpotP95High",
+         "expr": f"({_p95(m['tpot'])} or {_p95(m['tpot_old'])}) > {tpot:g}",
+         "for": "5m", "labels": {"severity": "warning"},
+         "annotations": {"summary": say(c, N_("p95 time per output token {duration} on {instance} (SLA {sla} s)"),
+                                        sla=f"{tpot:g}"),
+                         "description": say(c, N_("The batch is too large for the TPOT target: add a replica or lower "
+                                                  "max-num-seqs."))}},
+        {"alert": f"{prefix}QueueLong",
+         "expr": f"max by (instance) ({m['waiting']}) > {queue}",
+         "for": "5m", "labels": {"severity": "warning"},
+         "annotations": {"summary": say(c, N_("{value} requests waiting on {instance}")),
+                         "description": say(c, N_("More than {queue} requests (one full batch) wait for a slot: scale "
+                                                  "out."), queue=queue)}},
+    ]
+
+
+def image_rules(c: Ctx) -> list[dict]:
+    """The image server's p95 request time against the TTFT target (an image arrives whole) and its queue."""
+    target = c.sla_ttft_s or DEFAULT_IMAGE_LATENCY_S
+    queue = max(1, c.copies_per_node)
+    return [
+        {"alert": "ImageLatencyP95High",
+         "expr": f"{_p95(IMAGE['latency'])} > {target:g}",
+         "for": "5m", "labels": {"severity": "warning"},
+         "annotations": {"summary": say(c, N_("p95 image request time {duration} on {instance} (target {sla} s)"),
+                                        sla=f"{target:g}"),
+                         "description": say(c, N_("Requests wait for a free pipeline: add a replica or lower the "
+                                                  "steps or image size."))}},
+        {"alert": "ImageQueueLong",
+         "expr": f"max by (instance) ({IMAGE['waiting']}) > {queue}",
+         "for": "5m", "labels": {"severity": "warning"},
+         "annotations": {"summary": say(c, N_("{value} requests waiting on {instance}")),
+                         "description": say(c, N_("More than {queue} requests (one full batch) wait for a slot: scale "
+                                                  "out."), queue=queue)}},
+    ]
 
 
 def memory_alert_ratio(c: Ctx) -> float:
@@ -117,16 +160,13 @@ def targets(c: Ctx, port: int, ranks0: bool = False) -> list[str]:
 
 
 def prometheus_config(c: Ctx) -> dict:
-    from gpuplan.render.bundle.serving import is_llm
-
+    engine = served_engine(c)
     engines = []
-    if not c.training and is_llm(c):
-        # vLLM serves /metrics on its API port; SGLang on its port with --enable-metrics (serve-sglang.sh).
-        engines = [{"job_name": "vllm", "metrics_path": "/metrics",
-                    "static_configs": [{"targets": targets(c, c.ports["vllm"], ranks0=True),
-                                        "labels": {"instance_type": c.instance_type}}]},
-                   {"job_name": "sglang", "metrics_path": "/metrics",
-                    "static_configs": [{"targets": targets(c, c.ports["sglang"], ranks0=True),
+    if engine:
+        # The deployed server only: vLLM serves /metrics on its API port, SGLang with --enable-metrics
+        # (serve-sglang.sh), the image server on its port. One endpoint per replica's rank-0 node.
+        engines = [{"job_name": engine, "metrics_path": "/metrics",
+                    "static_configs": [{"targets": targets(c, c.serve_port, ranks0=True),
                                         "labels": {"instance_type": c.instance_type}}]}]
     return {
         "global": {"scrape_interval": "15s", "evaluation_interval": "30s",
@@ -196,10 +236,8 @@ def alert_rules(c: Ctx) -> dict:
          "labels": {"severity": "warning"},
          "annotations": {"summary": say(c, N_("{job} on {instance} is not answering"))}},
     ]
-    from gpuplan.render.bundle.serving import is_llm
-
     groups = [{"name": f"gpuplan-{c.slug}", "rules": rules}]
-    if not c.training and is_llm(c):
+    if serving_rules(c):
         groups.append({"name": f"gpuplan-{c.slug}-serving", "rules": serving_rules(c)})
     return {"groups": groups}
 
@@ -213,6 +251,34 @@ def _panel(pid: int, title: str, expr: str, unit: str, x: int, y: int) -> dict:
             "targets": [{"refId": "A", "expr": expr, "legendFormat": "{{instance}} GPU {{gpu}}"}]}
 
 
+def serving_panels(c: Ctx) -> list[dict]:
+    """Latency, queue and cache panels of the deployed server."""
+    engine = served_engine(c)
+    if engine == "image-server":
+        name = ENGINE_TITLES[engine]
+        panels = [
+            _panel(7, say(c, N_("p95 request time ({engine})"), engine=name), _p95(IMAGE["latency"]), "s", 0, 24),
+            _panel(8, say(c, N_("Requests waiting / running ({engine})"), engine=name),
+                   f"{IMAGE['waiting']} or {IMAGE['running']}", "short", 12, 24),
+        ]
+    elif engine in ENGINE_METRICS:
+        m, name = ENGINE_METRICS[engine], ENGINE_TITLES[engine]
+        kv = f"{m['kv']} or {m['kv_old']}" if "kv_old" in m else m["kv"]
+        panels = [
+            _panel(7, say(c, N_("p95 time to first token ({engine})"), engine=name), _p95(m["ttft"]), "s", 0, 24),
+            _panel(8, say(c, N_("p95 time per output token ({engine})"), engine=name),
+                   f"{_p95(m['tpot'])} or {_p95(m['tpot_old'])}", "s", 12, 24),
+            _panel(9, say(c, N_("Requests waiting / running ({engine})"), engine=name),
+                   f"{m['waiting']} or {m['running']}", "short", 0, 32),
+            _panel(10, say(c, N_("KV cache usage ({engine})"), engine=name), kv, "percentunit", 12, 32),
+        ]
+    else:
+        return []
+    for p in panels:
+        p["targets"][0]["legendFormat"] = "{{instance}}"
+    return panels
+
+
 def grafana_dashboard(c: Ctx) -> dict:
     panels = [
         _panel(1, say(c, N_("GPU utilisation")), "DCGM_FI_DEV_GPU_UTIL", "percent", 0, 0),
@@ -224,18 +290,7 @@ def grafana_dashboard(c: Ctx) -> dict:
         _panel(6, say(c, N_("Disk free")), 'node_filesystem_avail_bytes{fstype!~"tmpfs|overlay"}', "bytes", 12, 16),
     ]
     panels[5]["targets"][0]["legendFormat"] = "{{instance}} {{mountpoint}}"
-    from gpuplan.render.bundle.serving import is_llm
-
-    if not c.training and is_llm(c):
-        serving = [
-            _panel(7, say(c, N_("p95 time to first token (vLLM)")), _p95(VLLM["ttft"]), "s", 0, 24),
-            _panel(8, say(c, N_("p95 time per output token (vLLM)")), f"{_p95(VLLM['tpot'])} or {_p95(VLLM['tpot_old'])}", "s", 12, 24),
-            _panel(9, say(c, N_("Requests waiting / running (vLLM)")), f"{VLLM['waiting']} or {VLLM['running']}", "short", 0, 32),
-            _panel(10, say(c, N_("KV cache usage (vLLM)")), f"{VLLM['kv']} or {VLLM['kv_old']}", "percentunit", 12, 32),
-        ]
-        for p in serving:
-            p["targets"][0]["legendFormat"] = "{{instance}}"
-        panels += serving
+    panels += serving_panels(c)
     return {
         "title": f"gpuplan {c.slug}",
         "uid": f"gpuplan-{c.slug}"[:40],

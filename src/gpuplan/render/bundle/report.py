@@ -23,10 +23,10 @@ from gpuplan.units import GIB, fmt_duration
 
 SCHEMA_VERSION = 1
 
-SPOT_NOTE = N_("Spot: a reclaimed instance takes its disks with it. Set the Terraform variable "
-               "`oss_checkpoint_prefix` (oss://bucket/prefix) so `run-with-resume.sh` copies each checkpoint to "
-               "OSS; after a reclaim, `terraform apply` creates a new instance and the wrapper resumes from the "
-               "newest checkpoint.")
+SPOT_NOTE = N_("Spot: a reclaimed instance is released, its data disk is kept (a separate disk, not deleted with "
+               "the instance); after a reclaim, `terraform apply` creates a new instance, attaches the disk and "
+               "`run-with-resume.sh` resumes from the newest checkpoint. Set the Terraform variable "
+               "`oss_checkpoint_prefix` (oss://bucket/prefix) to copy each checkpoint to OSS as well.")
 
 FILE_PURPOSES: dict[str, str] = {
     "PLAN.md": N_("this report"),
@@ -46,6 +46,11 @@ FILE_PURPOSES: dict[str, str] = {
     "swift-sft.sh": N_("ms-swift LoRA alternative"),
     "nccl.env": N_("NCCL variables for the multi-node fabric, with sources"),
     "serve.sh": N_("vLLM server with the estimate's engine settings"),
+    "Dockerfile": N_("the container image: every command the platform runs is inside"),
+    "fetch-model.sh": N_("downloads the weights once (OSS, ModelScope or Hugging Face) and times it"),
+    "serve_images.py": N_("online image server: FastAPI + diffusers, /v1/images/generations, /health, /metrics"),
+    "function-compute/": N_("Function Compute definition: Serverless Devs s.yaml and Terraform"),
+    "pai-eas/": N_("PAI-EAS service JSON with the autoscaler"),
     "serve-sglang.sh": N_("SGLang equivalent"),
     "healthcheck.sh": N_("health check for the server"),
     "cloud-init.yaml": N_("first boot: mounts, GPU check, monitoring agents"),
@@ -68,7 +73,6 @@ FILE_PURPOSES: dict[str, str] = {
 COMPONENTS = {"weights": N_("weights"), "gradients": N_("gradients"), "optimizer": N_("optimizer"),
               "activations": N_("activations"), "kv_cache": N_("kv_cache"), "adapters": N_("adapters"),
               "logits": N_("logits"), "overhead": N_("overhead")}
-PLATFORM_NAMES = {"function-compute": N_("Function Compute"), "pai-eas": N_("PAI-EAS")}
 
 
 def tr(text: str, lang: str) -> Safe:
@@ -186,8 +190,12 @@ def memory_rows(c: Ctx, estimate: dict) -> list[tuple[Safe, Safe]]:
 
 
 def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
+    from gpuplan.render.bundle import report_ops
+
     lang = c.lang
     out: list[Safe] = []
+    if c.platform in ("function-compute", "pai-eas"):   # no disks or nodes of ours: the platform runs the image
+        return report_ops.platform_storage_lines(c)
     disk = ((plan.get("storage") or {}).get("disk") or {})
     details = [f"ESSD {c.data_disk_level}", f"{c.data_disk_gib} GiB"]
     if isinstance(disk.get("iops"), int):
@@ -203,6 +211,11 @@ def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
             details=md(shared), path=md(c.shared_dir))))
     for note in (plan.get("storage") or {}).get("notes") or []:
         out.append(say(note, lang))
+    if c.platform == "ecs":
+        out += report_ops.download_lines(c, plan)
+        ckpt = report_ops.checkpoint_line(c)
+        if ckpt:
+            out.append(ckpt)
     if c.spot and c.training and not c.shared_kind:
         out.append(tr(SPOT_NOTE, lang))
     net = plan.get("network") or {}
@@ -242,9 +255,11 @@ def _code(text: str) -> Safe:
 def platform_steps(c: Ctx, platform: str) -> list[Safe]:
     """How to launch a serving plan on ACK, Function Compute or PAI-EAS (no ECS Terraform)."""
     lang = c.lang
-    image = c.images["vllm"]
     if platform == "ack":
-        return [Safe(tr("Create an ACK Pro cluster with a GPU node pool of {instance_type} (pin the driver with the "
+        from gpuplan.render.bundle import report_ops
+
+        build = report_ops.image_steps(c) if c.model_kind == "diffusion" else []   # LLMs run the engine's image
+        return build + [Safe(tr("Create an ACK Pro cluster with a GPU node pool of {instance_type} (pin the driver with the "
                         "node-pool label {label})", lang).format(
                     instance_type=md(c.instance_type), label="ack.aliyun.com/nvidia-driver-version")),
                 _code("kubectl apply -f k8s/deployment.yaml"),
@@ -254,13 +269,9 @@ def platform_steps(c: Ctx, platform: str) -> list[Safe]:
                     then=_code("kubectl apply -f autoscale/hpa.yaml"))),
                 Safe(tr("{cmd} and delete the node pool when you are done (the ACK Pro fee runs while the cluster "
                         "exists)", lang).format(cmd=_code("kubectl delete -f k8s/deployment.yaml -f autoscale/hpa.yaml")))]
-    name = tr(PLATFORM_NAMES.get(platform, "PAI-EAS"), lang)
-    return [Safe(tr("{cmd} (checks the arguments and the model)", lang).format(cmd=_code("./serve.sh --dry-run"))),
-            Safe(tr("Create a {platform} GPU service from the custom container image {image} with serve.sh as its "
-                    "command, listening on port {port}, GPU type {gpu}", lang).format(
-                platform=name, image=md(image), port=c.serve_port, gpu=md(c.instance_type))),
-            Safe(tr("Delete the {platform} service when you are done (billing follows the instances it keeps)",
-                    lang).format(platform=name))]
+    from gpuplan.render.bundle import report_ops
+
+    return report_ops.platform_steps(c, platform)
 
 
 def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
@@ -282,13 +293,14 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
             s.append(step(N_("{cmd} on every node"), "NODE_RANK=<i> MASTER_ADDR=<node 0 private IP> ./run-with-resume.sh"))
         else:
             s.append(step(N_("{cmd} (or {alt})"), "./run-with-resume.sh", alt="./launch.sh"))
-    elif c.model_kind == "diffusion":
+    elif c.model_kind == "diffusion" and not c.online:
         s.append(_code("pip install -r requirements-serve.txt && python3 generate_images.py --prompts prompts.txt "
                        "--out images/"))
     elif c.model_kind == "speech":
         s.append(_code("pip install -r requirements-serve.txt && python3 transcribe.py --out transcripts/ audio/*.mp3"))
     else:
-        s.append(step(N_("{cmd} (checks the arguments and the model)"), "./serve.sh --dry-run"))
+        if c.model_kind != "diffusion":
+            s.append(step(N_("{cmd} (checks the arguments and the model)"), "./serve.sh --dry-run"))
         unit = (f"cp gpuplan-{c.slug}.service /etc/systemd/system/ && "
                 f"systemctl enable --now gpuplan-{c.slug}.service")
         s.append(step(N_("{cmd} on every node"), unit) if c.multi_node else _code(unit))
@@ -362,6 +374,17 @@ def serving_notes(c: Ctx) -> list[Safe]:
 
     lang = c.lang
     out: list[Safe] = []
+    if c.model_kind == "diffusion" and c.online:
+        from gpuplan.render.bundle import report_ops
+
+        out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `serve_images.py` serves it "
+                           "online: FastAPI + the diffusers `StableDiffusionXLPipeline`, one pipeline per GPU, "
+                           "OpenAI-style {endpoint} (PNG as b64_json), {health} and {metrics}; the systemd unit and the "
+                           "Deployment run it in the bundle's image (Dockerfile). `generate_images.py` stays for batch "
+                           "jobs.", lang).format(model=md(c.model), endpoint="`POST /v1/images/generations`",
+                                                 health="`/health`", metrics="`/metrics`")))
+        out += report_ops.serving_layout_lines(c)
+        return out
     if c.model_kind == "diffusion":
         out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `generate_images.py` runs the "
                            "diffusers `StableDiffusionXLPipeline` as a batch job (prompts file in, PNG files out): "
@@ -401,10 +424,9 @@ def serving_notes(c: Ctx) -> list[Safe]:
                          "Kubernetes Deployment or HPA is generated: a one-pod Deployment cannot span nodes (on ACK "
                          "use LeaderWorkerSet with the same serve.sh).", lang).format(
             nodes=c.job_nodes, tp=c.tp, pp=c.pp, gpus=c.gpus_per_node)))
-    out.append(md(tr("Monitoring: Prometheus scrapes vLLM (vllm:num_requests_waiting, "
-                     "vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds) and SGLang "
-                     "(sglang:num_queue_reqs, sglang:time_to_first_token_seconds); alerts fire on p95 TTFT/TPOT "
-                     "above the SLA and on long queues.", lang)))
+    from gpuplan.render.bundle import report_ops
+
+    out += report_ops.serving_layout_lines(c)
     return out
 
 
@@ -420,8 +442,9 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
                 md(tr("Teardown: delete the Deployment and HPA, then the node pool (or the cluster); the ACK Pro "
                       "management fee is billed while the cluster exists.", lang))]
     if platform != "ecs":
-        return [md(tr("No nodes to manage: the platform provides the GPU, driver and container runtime; it runs "
-                      "serve.sh inside the vLLM container image. Teardown: delete the service.", lang))]
+        return [md(tr("No nodes to manage: the platform provides the GPU, driver and container runtime; it runs the "
+                      "bundle's image (Dockerfile: the engine's image plus serve.sh). Teardown: delete the service.",
+                      lang))]
 
     b = bootstrap_pins()
     d = b["driver"]
@@ -450,23 +473,19 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
                          "and its mount target; set cpfs_mount to mount an existing one instead.", lang)))
     elif c.shared_kind == "nas":
         out.append(md(tr("Terraform creates the advised NAS file system and its mount target.", lang)))
+    from gpuplan.render.bundle import report_ops
+
     hours = auto_release_hours(c)
-    if hours:
-        out.append(md(tr("Auto-release: ECS releases the instances {hours} h after terraform apply "
-                         "(auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a "
-                         "node off when its GPUs stay idle (IDLE_STOP_ENABLED=1).", lang).format(hours=hours)))
+    release = report_ops.auto_release_line(c)
+    if hours and release:
+        out.append(release)
     elif c.billing != "subscription":
         out.append(md(tr("Auto-release: off for a long-running service (set auto_release_hours to release the "
                          "instances that many hours after apply); idle-stop.sh powers a node off when its GPUs idle "
                          "(IDLE_STOP_ENABLED=1).", lang)))
     else:
         out.append(md(tr("Subscription instances are not auto-released: they run until the period ends.", lang)))
-    teardown = (N_("Teardown: terraform destroy (in terraform/) releases the instances, disks, the shared file "
-                   "system and the network; copy checkpoints or outputs you need to OSS first (the data disks are "
-                   "deleted with the instances).") if c.shared_kind else
-                N_("Teardown: terraform destroy (in terraform/) releases the instances, disks and the network; copy "
-                   "checkpoints or outputs you need to OSS first (the data disks are deleted with the instances)."))
-    out.append(md(tr(teardown, lang)))
+    out.append(report_ops.teardown_line(c))
     return out
 
 

@@ -25,7 +25,7 @@ from importlib.resources import files as _pkg_files
 
 import yaml
 
-from gpuplan.render.bundle.context import SGLANG_KV, VLLM_DTYPE, VLLM_KV, Ctx
+from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
 from gpuplan.render.bundle.safe import Safe, check_argument
 from gpuplan.render.bundle.templates import render
 
@@ -109,27 +109,101 @@ def engine_values(c: Ctx) -> dict:
     online = ONLINE_QUANT.get(c.quantization) if ck.repo == c.model and not ck.quantized_from else None
     if online == "fp8" and any(m in c.model.lower() for m in QUANT_MARKERS):
         online = None
+    vllm_kv, sglang_kv, kv_gpu_note = kv_cache_flags(c)
+    dtype, dtype_note = engine_dtype(c)
     return {
         "serve_model": ck.repo,
         "base_model": c.model,
         "vllm_quant": online,
-        "vllm_kv": VLLM_KV.get(c.kv_cache_dtype, "auto"),
-        "sglang_kv": SGLANG_KV.get(c.kv_cache_dtype, "auto"),
-        "vllm_dtype": VLLM_DTYPE.get(c.precision, "auto"),
+        "vllm_kv": vllm_kv,
+        "sglang_kv": sglang_kv,
+        "vllm_dtype": dtype,
+        "dtype_note": Safe(dtype_note) if dtype_note else None,
         "quant_note": Safe(quant_note.replace("\n", " ")) if quant_note else None,
-        "kv_note": Safe(kv_note) if kv_note else None,
+        "kv_note": Safe(kv_gpu_note or kv_note) if (kv_gpu_note or kv_note) else None,
+        "engine_dp": engine_dp(c),
         "ray_port": RAY_PORT,
         "sglang_dist_port": SGLANG_DIST_PORT,
     }
 
 
-def vllm_args(c: Ctx) -> list[str]:
-    """`vllm serve` arguments after the model (for the Kubernetes Deployment)."""
+def engine_dp(c: Ctx) -> int:
+    """The engine's data-parallel size on one node: DP copies of a TP x PP group started by ONE engine
+    (vLLM --data-parallel-size, SGLang --dp-size), so a node serves all of its planned copies behind one
+    endpoint. 1 for multi-node replicas (DP runs across replicas there)."""
+    if c.training or c.multi_node:
+        return 1
+    return max(1, c.dp)
+
+
+# vLLM / SGLang names for the KV-cache dtype (vllm/engine/arg_utils.py; SGLang server_arguments.md has no bare
+# "fp8"). FP8 KV needs compute capability 8.9+ in vLLM's attention backends (FlashAttention FP8 KV only via FA3
+# on SM90; Triton refuses FP8 KV below SM89; Ampere fails "type fp8e4nv not supported": vLLM issue #26431).
+VLLM_KV = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "int8": "fp8"}
+SGLANG_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "int8": "fp8_e4m3"}
+FP8_KV_MIN_CC = 8.9
+
+
+def kv_cache_flags(c: Ctx) -> tuple[str, str, str | None]:
+    """(vLLM --kv-cache-dtype, SGLang --kv-cache-dtype, a note when the GPU cannot use the planned FP8 cache)."""
+    vllm, sglang = VLLM_KV.get(c.kv_cache_dtype, "auto"), SGLANG_KV.get(c.kv_cache_dtype, "auto")
+    if vllm != "auto" and c.gpu_cc is not None and c.gpu_cc < FP8_KV_MIN_CC:
+        note = (f"The plan counted an FP8 KV cache, but {c.gpu} (compute capability {c.gpu_cc:g}) cannot run one in "
+                f"vLLM or SGLang (needs {FP8_KV_MIN_CC:g}+): the engines keep a 16-bit KV cache, which holds half as "
+                "many tokens; requests above that queue.")
+        return "auto", "auto", note
+    return vllm, sglang, None
+
+
+def engine_dtype(c: Ctx) -> tuple[str, str | None]:
+    """vLLM/SGLang --dtype for the plan's precision on this GPU: float16 where the GPU has no BF16 (T4, V100:
+    vLLM accepts only float16/float32 below compute capability 8.0 and refuses an explicit bfloat16,
+    vllm/platforms/cuda.py), else the plan's precision."""
+    dtype = VLLM_DTYPE.get(c.precision, "auto")
+    if not c.bf16 and dtype in ("bfloat16", "auto"):
+        return "float16", f"{c.gpu} has no BF16: weights and activations run in float16."
+    return dtype, None
+
+
+def deployed_script(c: Ctx) -> str:
+    """The serving script the platform runs: serve.sh (vLLM), serve-sglang.sh, or the image server."""
+    if c.model_kind == "diffusion":
+        return "serve_images.py"
+    return "serve-sglang.sh" if c.engine == "sglang" else "serve.sh"
+
+
+def vllm_args(c: Ctx, *, dp: int | None = None) -> list[str]:
+    """`vllm serve` arguments after the model (for the Kubernetes Deployment); ``dp`` overrides the engine's
+    data-parallel size (1 = one pod per model copy behind the Service)."""
     v = engine_values(c)
-    args = ["--served-model-name", c.slug, "--host", "0.0.0.0", "--port", str(c.serve_port),
+    dp = v["engine_dp"] if dp is None else dp
+    args = ["--served-model-name", c.slug, "--host", "0.0.0.0", "--port", str(c.ports["vllm"]),
             "--tensor-parallel-size", str(c.tp), "--pipeline-parallel-size", str(c.pp),
             "--max-model-len", str(c.max_model_len), "--gpu-memory-utilization", str(c.gpu_mem_util),
             "--max-num-seqs", str(c.max_num_seqs), "--dtype", v["vllm_dtype"], "--kv-cache-dtype", v["vllm_kv"]]
+    if dp > 1:
+        args += ["--data-parallel-size", str(dp)]
+    if c.ep > 1:
+        args += ["--enable-expert-parallel"]
+    if v["vllm_quant"]:
+        args += ["--quantization", v["vllm_quant"]]
+    return args
+
+
+def sglang_args(c: Ctx, *, dp: int | None = None) -> list[str]:
+    """`python3 -m sglang.launch_server` arguments after --model-path (for the Kubernetes Deployment)."""
+    v = engine_values(c)
+    dp = v["engine_dp"] if dp is None else dp
+    args = ["--served-model-name", c.slug, "--host", "0.0.0.0", "--port", str(c.ports["sglang"]),
+            "--tp-size", str(c.tp * c.pp), "--context-length", str(c.max_model_len),
+            "--mem-fraction-static", str(c.gpu_mem_util), "--max-running-requests", str(c.max_num_seqs),
+            "--dtype", v["vllm_dtype"], "--kv-cache-dtype", v["sglang_kv"], "--enable-metrics"]
+    if c.dp_attention:   # DP attention: dp size = tp size (SGLang server_arguments.md)
+        args += ["--dp-size", str(max(dp, c.tp)), "--enable-dp-attention"]
+    elif dp > 1:
+        args += ["--dp-size", str(dp)]
+    if c.ep > 1:
+        args += ["--ep-size", str(c.ep)]
     if v["vllm_quant"]:
         args += ["--quantization", v["vllm_quant"]]
     return args
@@ -145,13 +219,21 @@ def _py(text: str) -> Safe:
 
 
 def files(c: Ctx) -> dict[str, str]:
+    from gpuplan.render.bundle.transfer import fetch_model_script
+
     batch = max(1, min(c.max_num_seqs, 16))
     if c.model_kind == "diffusion":
         steps = int(c.model_input.get("steps") or 30)
         size = int(c.model_input.get("image_size") or 1024)
-        return {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model), steps=steps,
-                                             image_size=size, batch=batch),
-                "requirements-serve.txt": render("requirements-diffusers.txt.j2", c=c)}
+        out = {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model), steps=steps,
+                                            image_size=size, batch=batch),
+               "requirements-serve.txt": render("requirements-diffusers.txt.j2", c=c)}
+        if c.online:   # a service: the online image server too
+            out["serve_images.py"] = render("serve_images.py.j2", c=c, model_py=_py(c.model), steps=steps,
+                                            image_size=size, copies=max(1, c.dp), port=c.serve_port)
+            out["fetch-model.sh"] = fetch_model_script(c)
+            out["healthcheck.sh"] = render("healthcheck.sh.j2", c=c)
+        return out
     if c.model_kind == "speech":
         name = whisper_name(c.model)
         return {"transcribe.py": render("transcribe.py.j2", c=c, model_py=_py(name), batch=batch,
@@ -163,4 +245,5 @@ def files(c: Ctx) -> dict[str, str]:
         "serve.sh": render("serve.sh.j2", c=c, **v),
         "serve-sglang.sh": render("serve-sglang.sh.j2", c=c, **v),
         "healthcheck.sh": render("healthcheck.sh.j2", c=c),
+        "fetch-model.sh": fetch_model_script(c),
     }

@@ -20,6 +20,8 @@ if [ "${1:-}" = "--smoke" ]; then SMOKE=1; shift; fi
 # shellcheck disable=SC2016,SC2089
 JOB_NAME=qwen14b-qlora-spot
 MODEL=Qwen/Qwen2.5-14B-Instruct
+# A local copy of the weights (fetch-model.sh, run by the systemd unit on ECS nodes) replaces the download.
+if [ -n "${MODEL_DIR:-}" ] && [ -f "$MODEL_DIR/config.json" ]; then MODEL="$MODEL_DIR"; fi
 DATA="${DATA:-data/train.jsonl}"
 NNODES="${NNODES:-1}"
 NPROC_PER_NODE="${NPROC_PER_NODE:-1}"

@@ -21,6 +21,8 @@ if [ "${1:-}" = "--smoke" ]; then SMOKE=1; shift; fi
 # shellcheck disable=SC2016,SC2089
 JOB_NAME=llama8b-full-2node
 MODEL=meta-llama/Llama-3.1-8B
+# A local copy of the weights (fetch-model.sh, run by the systemd unit on ECS nodes) replaces the download.
+if [ -n "${MODEL_DIR:-}" ] && [ -f "$MODEL_DIR/config.json" ]; then MODEL="$MODEL_DIR"; fi
 DATA="${DATA:-data/train.jsonl}"
 NNODES="${NNODES:-2}"
 NPROC_PER_NODE="${NPROC_PER_NODE:-8}"

@@ -11,7 +11,9 @@ if ! curl -fsS --max-time 5 "$BASE/health" >/dev/null; then
   echo "不健康：$BASE/health 无响应" >&2
   exit 1
 fi
-if ! curl -fsS --max-time 5 "$BASE/v1/models" | grep -q "\"$SERVED_MODEL_NAME\""; then
+AUTH=()
+if [ -n "${API_KEY:-}" ]; then AUTH=(-H "Authorization: Bearer $API_KEY"); fi
+if ! curl -fsS --max-time 5 ${AUTH[@]+"${AUTH[@]}"} "$BASE/v1/models" | grep -q "\"$SERVED_MODEL_NAME\""; then
   echo "不健康：$BASE/v1/models 未列出 $SERVED_MODEL_NAME" >&2
   exit 1
 fi

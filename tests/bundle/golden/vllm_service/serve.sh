@@ -12,6 +12,17 @@ MODEL="${MODEL:-$DEFAULT_MODEL}"
 SERVED_MODEL_NAME="${SERVED_MODEL_NAME:-qwen7b-chat-api}"
 HOST="${HOST:-0.0.0.0}"
 PORT="${PORT:-8000}"
+# Where the weights come from: MODEL_DIR (a local copy fetch-model.sh makes once: OSS, ModelScope or Hugging Face)
+# or, without it, the engine's own download from ModelScope (the default in mainland regions; MODEL_HUB=huggingface
+# to use Hugging Face). HF_TOKEN is read from the environment, never written.
+MODEL_HUB="${MODEL_HUB:-modelscope}"
+if [ "$MODEL_HUB" = modelscope ]; then
+  export VLLM_USE_MODELSCOPE=True SGLANG_USE_MODELSCOPE=true
+fi
+if [ "$DRY_RUN" = 0 ] && [ -n "${MODEL_DIR:-}" ] && [ ! -e "$MODEL" ]; then
+  MODEL="$MODEL" MODEL_DIR="$MODEL_DIR" MODEL_HUB="$MODEL_HUB" "$(dirname "$0")/fetch-model.sh"
+  MODEL="$MODEL_DIR"
+fi
 ARGS=(
   --served-model-name "$SERVED_MODEL_NAME"
   --host "$HOST"
@@ -28,4 +39,6 @@ if [ "$DRY_RUN" = 1 ]; then
   printf '%q ' vllm serve "$MODEL" "${ARGS[@]}" "$@"; echo
   exit 0
 fi
+# API_KEY (optional): vLLM then answers only requests with "Authorization: Bearer $API_KEY".
+if [ -n "${API_KEY:-}" ]; then export VLLM_API_KEY="$API_KEY"; fi
 exec vllm serve "$MODEL" "${ARGS[@]}" "$@"

@@ -5,10 +5,10 @@ locals {
     "gpuplan-slug" = "qwen7b-lora-demo"
   }
   shared_mount = ""
-  # cloud-init.yaml carries placeholders filled here: the mount address and checkpoint prefix (all nodes),
+  # cloud-init.yaml carries placeholders filled here: the mount address, checkpoint and weights prefixes (all nodes),
   # then NODE_RANK and MASTER_ADDR per node (below). Nodes get fixed private IPs so every node knows the
   # address of its job's rank-0 node before any node exists.
-  user_data = replace(replace(file("${path.module}/../cloud-init.yaml"), "@@SHARED_MOUNT@@", local.shared_mount), "@@CKPT_REMOTE@@", var.oss_checkpoint_prefix)
+  user_data = replace(replace(replace(file("${path.module}/../cloud-init.yaml"), "@@SHARED_MOUNT@@", local.shared_mount), "@@CKPT_REMOTE@@", var.oss_checkpoint_prefix), "@@MODEL_OSS@@", var.model_oss_prefix)
   # (Written with functions only: element() wraps around, so rank = index mod 1.)
   private_ips  = [for i in range(var.instance_count) : cidrhost(var.vswitch_cidr, sum([var.first_host_index, i]))]
   node_ranks   = range(1)
@@ -81,6 +81,9 @@ resource "alicloud_security_group_rule" "dcgm_exporter" {
   cidr_ip           = var.monitoring_cidr
 }
 
+# Public bandwidth for the model download: inbound = outbound above 10 Mbit/s, and pay-by-traffic bills only
+# outbound GB, so the cap costs nothing while idle. 100 Mbit/s moves the 15 GB model in about 20.3min
+# per node (PLAN.md); set model_oss_prefix to copy staged weights over the VPC-internal OSS endpoint instead.
 resource "alicloud_instance" "gpu" {
   count                      = var.instance_count
   instance_name              = "${local.name}-${count.index}"
@@ -90,6 +93,7 @@ resource "alicloud_instance" "gpu" {
   vswitch_id                 = alicloud_vswitch.this.id
   security_groups            = [alicloud_security_group.this.id]
   key_name                   = var.key_name
+  internet_charge_type       = var.internet_charge_type
   internet_max_bandwidth_out = var.public_bandwidth_mbit
   private_ip                 = local.private_ips[count.index]
   system_disk_category       = "cloud_essd"
@@ -105,15 +109,27 @@ resource "alicloud_instance" "gpu" {
   # Auto-release: ECS releases the instance at this UTC time, auto_release_hours after apply.
   auto_release_time = formatdate("YYYY-MM-DD'T'hh:mm:ss'Z'", timeadd(timestamp(), "${var.auto_release_hours}h"))
 
-  data_disks {
-    name                 = "${local.name}-data"
-    category             = "cloud_essd"
-    performance_level    = var.data_disk_performance_level
-    size                 = var.data_disk_gib
-    delete_with_instance = true
-  }
-
   lifecycle {
     ignore_changes = [auto_release_time]
   }
+}
+
+# The data disk (/mnt/data: model cache, checkpoints) is its own resource and is NOT deleted with the
+# instance: it survives an auto-release or a spot reclaim, and the next `terraform apply` attaches it to the new
+# instance (mount-data.sh finds it by its label). `terraform destroy` deletes it: copy what you need first.
+resource "alicloud_ecs_disk" "data" {
+  count                = var.instance_count
+  disk_name            = "${local.name}-data-${count.index}"
+  zone_id              = alicloud_vswitch.this.zone_id
+  category             = "cloud_essd"
+  performance_level    = var.data_disk_performance_level
+  size                 = var.data_disk_gib
+  delete_with_instance = false
+  tags                 = local.tags
+}
+
+resource "alicloud_ecs_disk_attachment" "data" {
+  count       = var.instance_count
+  disk_id     = alicloud_ecs_disk.data[count.index].id
+  instance_id = alicloud_instance.gpu[count.index].id
 }

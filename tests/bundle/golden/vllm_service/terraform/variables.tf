@@ -87,13 +87,24 @@ variable "system_disk_gib" {
 }
 
 variable "public_bandwidth_mbit" {
-  description = "Public bandwidth per instance in Mbit/s (0 = no public IP; then reach the nodes through a bastion)."
+  description = "Public bandwidth per instance in Mbit/s, 0-100 (inbound = outbound above 10 Mbit/s; PLAN.md's download time assumes 100). 0 = no public IP: then stage the weights in OSS (MODEL_OSS) or add a NAT gateway."
   type        = number
-  default     = 10
+  default     = 100
+}
+
+variable "internet_charge_type" {
+  description = "PayByTraffic (bills outbound GB only; inbound downloads are free) or PayByBandwidth (bills the cap per hour)."
+  type        = string
+  default     = "PayByTraffic"
+
+  validation {
+    condition     = contains(["PayByTraffic", "PayByBandwidth"], var.internet_charge_type)
+    error_message = "internet_charge_type is PayByTraffic or PayByBandwidth."
+  }
 }
 
 variable "data_disk_gib" {
-  description = "Data disk size advised by gpuplan (GiB)."
+  description = "Data disk size advised by gpuplan (GiB); the disk outlives the instance (alicloud_ecs_disk, delete_with_instance = false)."
   type        = number
   default     = 100
 }
@@ -111,6 +122,17 @@ variable "oss_checkpoint_prefix" {
 
   validation {
     condition     = can(regex("^(oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](/[A-Za-z0-9._/-]*)?)?$", var.oss_checkpoint_prefix))
+    error_message = "Use oss://bucket/prefix (letters, digits, . _ / - only) or leave it empty."
+  }
+}
+
+variable "model_oss_prefix" {
+  description = "Optional oss://bucket/prefix holding the model's files: fetch-model.sh copies them over the VPC-internal OSS endpoint (faster than the public download PLAN.md times) instead of downloading from ModelScope."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^(oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](/[A-Za-z0-9._/-]*)?)?$", var.model_oss_prefix))
     error_message = "Use oss://bucket/prefix (letters, digits, . _ / - only) or leave it empty."
   }
 }

@@ -1,0 +1,67 @@
+"""The serving and infrastructure facts of a bundle's context (render/bundle/context.py): platform, the deployed
+engine and its parallel flags (plan.parallel / plan.serving when the plan carries them, today's behaviour
+otherwise), the GPU's dtype support (data/gpus.yaml), the download hub by region and the bytes the job moves."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _num(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _int(value: Any, default: int) -> int:
+    number = _num(value)
+    return int(number) if number and number > 0 else default
+
+
+# Engines the bundle renders; a plan naming another (trtllm, lmdeploy) is served with vLLM and PLAN.md says so.
+RENDERED_ENGINES = ("vllm", "sglang")
+# Bytes per parameter of the checkpoint a node downloads, by weight format (16-bit unless pre-quantized;
+# bitsandbytes quantizes a 16-bit checkpoint at load time). Same table as plan/recommend.py _QUANT_BYTES.
+CHECKPOINT_BYTES_PER_PARAM = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5,
+                              "gptq-int4": 0.5, "bnb-nf4": 2.0, "bnb-int8": 2.0}
+
+
+def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
+    """(has BF16, compute capability) from data/gpus.yaml; unknown GPUs are assumed BF16-capable."""
+    try:
+        from gpuplan.catalog.gpus import resolve_gpu
+
+        spec, _unused = resolve_gpu(gpu)
+    except Exception:  # noqa: BLE001 - an unknown GPU id: no catalog facts
+        return True, None
+    cc = _num(spec.compute_capability)
+    return spec.bf16_dense_tflops is not None and (cc is None or cc >= 8.0), cc
+
+
+def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: str, training: bool) -> dict:
+    """Platform, engine and its parallel flags (plan.parallel / plan.serving when the plan carries them), the
+    GPU's dtype support, the download hub and the bytes the job moves."""
+    par = plan.get("parallel") or {}
+    srv = plan.get("serving") or {}
+    framework = str(getattr(workload, "framework", None) or "auto")
+    planned = str(par.get("engine") or srv.get("engine") or (framework if framework in RENDERED_ENGINES else "vllm"))
+    engine = planned if planned in RENDERED_ENGINES else "vllm"
+    bf16, cc = _gpu_dtype_support(gpu)
+    params = _num((estimate.get("model") or {}).get("params_total"))
+    quant = str(getattr(workload, "quantization", None) or "none")
+    per_param = 2.0 if training else CHECKPOINT_BYTES_PER_PARAM.get(quant, 2.0)
+    fixed = plan.get("fixed_costs") or {}
+    plan_fixed_s = sum(float(v) for k, v in fixed.items() if k.endswith("_s") and _num(v) is not None)
+    return {
+        "platform": str(plan.get("platform") or "ecs"), "engine": engine, "engine_planned": planned,
+        "ep": _int(par.get("ep") or srv.get("ep"), 1), "dp_attention": bool(par.get("dp_attention") or srv.get("dp_attention")),
+        "bf16": bf16, "gpu_cc": cc, "hub": "modelscope" if region.startswith("cn-") else "huggingface",
+        "model_bytes": params * per_param if params else None,
+        "checkpoint_bytes": _num((plan.get("storage") or {}).get("checkpoint_bytes")),
+        "plan_fixed_s": plan_fixed_s, "online": getattr(workload, "serving", None) is not None,
+    }

@@ -1,0 +1,196 @@
+"""PLAN.md's operational sentences: downloads, checkpoints, auto-release, teardown, the serving layout and the
+platform deployment steps. Fixed sentences are msgids (translated with :func:`tr`), values escaped with ``md``.
+"""
+
+from __future__ import annotations
+
+from gpuplan.i18n import N_
+from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.safe import Safe, md
+from gpuplan.units import fmt_duration
+
+PLATFORM_NAMES = {"function-compute": N_("Function Compute"), "pai-eas": N_("PAI-EAS")}
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "image-server": "serve_images.py"}
+
+
+def tr(text: str, lang: str) -> Safe:
+    from gpuplan import i18n
+
+    return Safe(i18n.tr(text, lang))
+
+
+def _code(text: str) -> Safe:
+    return Safe(f"`{text}`")
+
+
+def _gb(n_bytes: float | None) -> str:
+    return f"{(n_bytes or 0) / 1e9:,.0f}"
+
+
+def download_lines(c: Ctx, plan: dict) -> list[Safe]:
+    """Where the weights come from and how long the download takes on this plan's nodes (ECS)."""
+    from gpuplan.render.bundle.transfer import MB, transfer_s, transfers
+
+    t = transfers(c)
+    lang = c.lang
+    out: list[Safe] = []
+    if t.download_bytes and t.download_s:
+        oss_s = transfer_s(t.download_bytes, t.oss_mb_s * MB)
+        out.append(md(tr("Model download: {gb} GB per node at {mbit} Mbit/s of public bandwidth (pay-by-traffic; inbound "
+                         "traffic is free): about {time}. With the weights staged in OSS (Terraform variable "
+                         "model_oss_prefix), fetch-model.sh copies them over the VPC at about {oss} MB/s ({oss_time}).",
+                         lang).format(gb=_gb(t.download_bytes), mbit=t.bandwidth_mbit, time=fmt_duration(t.download_s),
+                                      oss=f"{t.oss_mb_s:g}", oss_time=fmt_duration(oss_s))))
+        planned = (plan.get("fixed_costs") or {}).get("model_download_s")
+        if isinstance(planned, (int, float)) and planned > 0 and t.download_s > 1.5 * planned:
+            out.append(md(tr("The plan's time and cost counted {planned} for the download (weights from OSS or a "
+                             "mirror inside the region); over the public bandwidth it takes {time}: stage the weights "
+                             "in OSS to match the plan.", lang).format(planned=fmt_duration(planned),
+                                                                       time=fmt_duration(t.download_s))))
+    hub = (N_("Weights come from ModelScope (the default in mainland regions; MODEL_HUB=huggingface switches to "
+              "Hugging Face).") if c.hub == "modelscope" else
+           N_("Weights come from Hugging Face (MODEL_HUB=modelscope switches to ModelScope)."))
+    out.append(md(tr(hub, lang)))
+    out.append(md(tr("Gated models: put HF_TOKEN=... in /etc/gpuplan/secrets.env on each node (root, mode 0600); "
+                     "fetch-model.sh and the server read it from the environment. No file of this bundle holds it.",
+                     lang)))
+    return out
+
+
+def platform_storage_lines(c: Ctx) -> list[Safe]:
+    """Function Compute / PAI-EAS: where the weights come from at each start."""
+    from gpuplan.render.bundle.deploy import FC_DISK_MB, FC_DISK_MODEL_BYTES
+
+    lang = c.lang
+    hub = "ModelScope" if c.hub == "modelscope" else "Hugging Face"
+    out = [md(tr("Each new instance downloads the weights ({gb} GB) from {hub} when it starts (cold start); HF_TOKEN "
+                 "for gated models comes from your environment at deploy time, never from these files.", lang).format(
+        gb=_gb(c.model_bytes), hub=hub))]
+    if c.platform == "function-compute" and c.model_bytes and c.model_bytes > FC_DISK_MODEL_BYTES:
+        out.append(md(tr("The weights exceed Function Compute's {disk} MB instance disk: upload them to OSS; s.yaml and "
+                         "the Terraform mount the bucket read-only and serve.sh reads them from there.", lang).format(
+            disk=FC_DISK_MB)))
+    return out
+
+
+def checkpoint_line(c: Ctx) -> Safe | None:
+    """Where a training run's checkpoints live, and why they outlive the instance."""
+    if not c.training:
+        return None
+    lang = c.lang
+    if c.shared_kind:
+        text = tr("Checkpoints: {path} on the shared {kind} file system, which outlives the instances; set the "
+                  "Terraform variable oss_checkpoint_prefix to copy each one to OSS as well.", lang)
+        return md(text.format(path=c.checkpoint_dir, kind=c.shared_kind.upper()))
+    text = tr("Checkpoints: {path} on the data disk, a separate ESSD (alicloud_ecs_disk, delete_with_instance = false) "
+              "that survives an auto-release or a spot reclaim and is attached again by the next terraform apply; set "
+              "oss_checkpoint_prefix to copy each one to OSS as well.", lang)
+    return md(text.format(path=c.checkpoint_dir))
+
+
+def auto_release_line(c: Ctx) -> Safe | None:
+    from gpuplan.render.bundle.transfer import transfers
+
+    t = transfers(c)
+    if not t.release_hours:
+        return None
+    return md(tr("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} + model "
+                 "download {download} + the run {job} x {factor} + checkpoint upload {upload}, rounded up (auto_release_time; "
+                 "variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off when its GPUs stay idle "
+                 "(IDLE_STOP_ENABLED=1).", c.lang).format(
+        hours=t.release_hours, boot=_duration(t.bootstrap_s), download=_duration(t.download_s),
+        job=_duration(t.job_s), factor=f"{1 + t.margin:g}", upload=_duration(t.upload_s)))
+
+
+def _duration(seconds: float | None) -> str:
+    """fmt_duration, with nothing to move shown as 0 s (not "0.0 ms")."""
+    return fmt_duration(seconds) if seconds and seconds >= 1 else "0 s"
+
+
+def teardown_line(c: Ctx) -> Safe:
+    lang = c.lang
+    text = (N_("Teardown: terraform destroy (in terraform/) releases the instances, the data disks, the shared file "
+               "system and the network. The data disks survive an auto-release or a spot reclaim, not a destroy: copy "
+               "checkpoints or outputs you need to OSS first.") if c.shared_kind else
+            N_("Teardown: terraform destroy (in terraform/) releases the instances, the data disks and the network. The "
+               "data disks survive an auto-release or a spot reclaim, not a destroy: copy checkpoints or outputs you "
+               "need to OSS first."))
+    out = tr(text, lang)
+    if c.billing == "subscription":
+        out = Safe(out + " " + tr("Subscription instances are destroyed with force_delete = true: the unused part of "
+                                  "the paid period is refunded only under Alibaba Cloud's unsubscription rules "
+                                  "(assume it is not).", lang))
+    return md(out)
+
+
+def serving_layout_lines(c: Ctx) -> list[Safe]:
+    """How the planned model copies are started: one engine with its DP flag per node, one pod per copy on ACK."""
+    from gpuplan.render.bundle.k8s import pod_layout
+    from gpuplan.render.bundle.monitoring import served_engine
+    from gpuplan.render.bundle.serving import engine_dp, engine_values
+
+    lang = c.lang
+    engine = served_engine(c)
+    if not engine:
+        return []
+    out: list[Safe] = []
+    if c.engine_planned != c.engine and engine != "image-server":
+        out.append(md(tr("The plan names the {planned} engine; the bundle renders vLLM and SGLang only, so it serves "
+                         "with vLLM (same layout and limits).", lang).format(planned=c.engine_planned)))
+    dp = engine_dp(c)
+    if engine != "image-server" and dp > 1:
+        flag = "--dp-size" if c.engine == "sglang" else "--data-parallel-size"
+        out.append(md(tr("Each node serves {dp} data-parallel copies of TP {tp} x PP {pp} ({gpus} GPUs) from one engine "
+                         "behind one endpoint ({flag} {dp}).", lang).format(
+            dp=dp, tp=c.tp, pp=c.pp, gpus=dp * c.tp * c.pp, flag=flag)))
+    if c.platform in ("ecs", "ack") and not c.multi_node:
+        pods, gpus, _dp = pod_layout(c)
+        if c.copies_per_node > 1:
+            out.append(md(tr("On ACK each model copy is a pod ({gpus} GPU(s), {cpu} vCPUs and {mem} GiB requested: "
+                             "the node's share for one of its {copies} copies) and the Service spreads requests over "
+                             "the {pods} pods.", lang).format(
+                gpus=gpus, cpu=_share(c.vcpus, gpus, c), mem=_share(c.memory_gib, gpus, c), copies=c.copies_per_node,
+                pods=pods)))
+    note = engine_values(c)["dtype_note"] if engine != "image-server" else None
+    if note:
+        out.append(md(str(note)))
+    name = ENGINE_NAMES.get(engine, engine)
+    out.append(md(tr("Monitoring: Prometheus scrapes the deployed server only ({engine} on port {port}, /metrics); "
+                     "alerts fire on p95 latency above the SLA and on long queues.", lang).format(
+        engine=name, port=c.serve_port)))
+    return out
+
+
+def _share(total: float | int | None, gpus: int, c: Ctx) -> str:
+    from gpuplan.render.bundle.k8s import NODE_ALLOCATABLE_SHARE
+
+    if not total:
+        return "-"
+    return str(max(1, int(total * NODE_ALLOCATABLE_SHARE * min(1.0, gpus / max(1, c.gpus_per_node)))))
+
+
+def image_steps(c: Ctx) -> list[Safe]:
+    from gpuplan.render.bundle.images import image_ref
+
+    ref = image_ref(c)
+    return [Safe(tr("{cmd} (replace your-namespace with your Container Registry namespace in {region})", c.lang).format(
+        cmd=_code(f"docker build -t {ref} . && docker push {ref}"), region=md(c.region)))]
+
+
+def platform_steps(c: Ctx, platform: str) -> list[Safe]:
+    """How to deploy a serving plan on Function Compute or PAI-EAS from the bundle's definition files."""
+    lang = c.lang
+    name = tr(PLATFORM_NAMES.get(platform, "PAI-EAS"), lang)
+    steps = [Safe(tr("{cmd} (checks the arguments and the model)", lang).format(cmd=_code("./serve.sh --dry-run")))]
+    steps += image_steps(c)
+    if platform == "function-compute":
+        steps.append(Safe(tr("{cmd} (Serverless Devs; IMAGE=<the pushed image>, optional API_KEY and HF_TOKEN in your "
+                             "environment) or {alt}", lang).format(
+            cmd=_code("cd function-compute && s deploy"),
+            alt=_code("cd function-compute/terraform && terraform init && terraform apply"))))
+    else:
+        steps.append(Safe(tr("{cmd} (the service JSON with the instance type, replicas and the QPS autoscaler)",
+                             lang).format(cmd=_code("eascmd create pai-eas/service.json"))))
+    steps.append(Safe(tr("Delete the {platform} service when you are done (billing follows the instances it keeps)",
+                         lang).format(platform=name)))
+    return steps
