@@ -38,6 +38,10 @@ _LABELS = (N_("file"), N_("JSON file"), N_("workload file"), N_("price file"), N
            N_("model config"), N_("input"))
 
 MAX_BYTES = 20_000_000  # any user file; the REST API has its own, smaller request limit
+# A YAML workload file: a workload is < 2 KiB, one with an inline config.json < 16 KiB. PyYAML parses
+# a few hundred KB a second, so this bound keeps the worst file under a second (JSON Lines batches of
+# many workloads are parsed as JSON and may be up to MAX_BYTES).
+MAX_YAML_WORKLOAD_BYTES = 256 * 1024
 MAX_DEPTH = 64  # a workload is 3 levels deep, a Hugging Face config.json about 4
 MAX_NODES = 200_000  # expanded YAML nodes (scalars + collections), aliases counted every time they are used
 MAX_INT_DIGITS = 100  # far above any count gpuplan reads (tokens, bytes, parameters)
@@ -47,6 +51,13 @@ _CHUNK = 1 << 16
 def _display(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def size_text(n_bytes: int) -> str:
+    """A byte limit as people read it: '256 KiB', '20 MB'."""
+    if n_bytes % 1_000_000 == 0:
+        return f"{n_bytes // 1_000_000} MB"
+    return f"{n_bytes // 1024} KiB" if n_bytes >= 1024 else f"{n_bytes} B"
 
 
 def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES) -> bytes:
@@ -70,7 +81,7 @@ def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_byt
             raise GpuplanError(_("The {what} {shown!r} is not a regular file (a device, pipe or socket).").format(what=_(what), shown=shown),
                                hint=_("Give the path of an ordinary file."))
         if st.st_size > max_bytes:
-            raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(what=_(what), shown=shown, max_bytes=max_bytes // 1_000_000),
+            raise GpuplanError(_("The {what} {shown!r} is larger than {limit}.").format(what=_(what), shown=shown, limit=size_text(max_bytes)),
                                hint=_("Split it into several files."))
         chunks: list[bytes] = []
         total = 0
@@ -83,7 +94,7 @@ def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_byt
                 break
             total += len(chunk)
             if total > max_bytes:  # it grew while we read it
-                raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(what=_(what), shown=shown, max_bytes=max_bytes // 1_000_000),
+                raise GpuplanError(_("The {what} {shown!r} is larger than {limit}.").format(what=_(what), shown=shown, limit=size_text(max_bytes)),
                                    hint=_("Split it into several files."))
             chunks.append(chunk)
         return b"".join(chunks)
@@ -129,8 +140,8 @@ def read_stdin_bounded(what: str = "input", max_bytes: int = MAX_BYTES) -> str:
             raise GpuplanError(_("Cannot read the {what} {shown!r}: {strerror}.").format(
                 what=_(what), shown="-", strerror=reason), hint=_("Check the path and its permissions.")) from None
         if len(data) > max_bytes:
-            raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(
-                what=_(what), shown="-", max_bytes=max_bytes // 1_000_000), hint=_("Split it into several files."))
+            raise GpuplanError(_("The {what} {shown!r} is larger than {limit}.").format(
+                what=_(what), shown="-", limit=size_text(max_bytes)), hint=_("Split it into several files."))
         try:
             _STDIN.append((sys.stdin, data.decode("utf-8-sig")))
         except UnicodeDecodeError as exc:
