@@ -20,6 +20,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from i18n.english import english_sentences  # tests/ is on sys.path (rootdir of the test packages)
+
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 if CHROMIUM is None:
     pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
@@ -64,6 +66,11 @@ def page(browser, live_server):
     ctx.close()
 
 
+def _settled(pg) -> None:
+    """Wait until the page has the answer of its latest search (the language switch asks the API again)."""
+    pg.wait_for_selector("body[data-ready=true]:not([data-busy])")
+
+
 def _save(pg, tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     pg.screenshot(path=str(path), full_page=True)
@@ -91,8 +98,9 @@ def test_fill_form_get_plans_charts_language_and_bundle(page, live_server, tmp_p
     pg.fill("#dataset_tokens", "1e8")
     pg.fill("#deadline_hours", "72")
     pg.click("#submit")
-    rows = pg.locator("#plans tbody tr")
+    rows = pg.locator("#plans tbody tr[data-rank]")
     rows.first.wait_for()
+    _settled(pg)
     assert rows.count() >= 3
     assert pg.locator("#plans tbody tr.selected").count() == 1
     first_instance = rows.first.locator("td").nth(1).inner_text()
@@ -111,20 +119,24 @@ def test_fill_form_get_plans_charts_language_and_bundle(page, live_server, tmp_p
     shared_url = pg.url
     _save(pg, tmp_path, "web-plans-en.png")
 
-    # Chinese and back: static labels, column heads and the chart legend change; the plans stay.
+    # Chinese and back: static labels, column heads, the chart legend and the server's sentences change.
     pg.click("#lang-toggle")
+    _settled(pg)
     assert pg.inner_text("#submit") == "查找方案"
     assert pg.locator("#plans thead th").nth(1).inner_text() == "实例规格"
     assert "权重" in pg.inner_text("#memory-chart")
     assert pg.evaluate("document.documentElement.lang") == "zh-CN"
     assert "lang=zh" in pg.url
+    assert english_sentences(pg.inner_text("#results")) == [], english_sentences(pg.inner_text("#results"))
     _save(pg, tmp_path, "web-plans-zh.png")
     pg.click("#lang-toggle")
+    _settled(pg)
     assert pg.inner_text("#submit") == "Find plans"
     assert pg.locator("#plans thead th").nth(1).inner_text() == "Instance"
     assert "lang=zh" not in pg.url
 
     # Selecting another plan redraws the memory chart; the bundle of that plan downloads as a zip.
+    rows = pg.locator("#plans tbody tr[data-rank]")
     rows.nth(1).click()
     assert "selected" in (rows.nth(1).get_attribute("class") or "")
     with pg.expect_download() as dl:
@@ -138,8 +150,8 @@ def test_fill_form_get_plans_charts_language_and_bundle(page, live_server, tmp_p
 
     # The shared URL alone reproduces the result.
     pg.goto(shared_url)
-    pg.locator("#plans tbody tr").first.wait_for()
-    assert pg.locator("#plans tbody tr").first.locator("td").nth(1).inner_text() == first_instance
+    pg.locator("#plans tbody tr[data-rank]").first.wait_for()
+    assert pg.locator("#plans tbody tr[data-rank]").first.locator("td").nth(1).inner_text() == first_instance
     assert pg.input_value("#dataset_tokens") == "1e8"
 
     assert pg.foreign == [], f"the page tried to load {pg.foreign}"
@@ -171,10 +183,10 @@ def test_invalid_input_names_the_field(page, live_server, tmp_path):
 def test_serving_workload_and_offline_docs(page, live_server):
     pg = page
     pg.goto(live_server + "/?model=Qwen%2FQwen2.5-7B-Instruct&task=inference&requests_per_s=10&billing=payg")
-    pg.locator("#plans tbody tr").first.wait_for()
+    pg.locator("#plans tbody tr[data-rank]").first.wait_for()
     assert pg.locator("#memory-svg rect[data-component=kv_cache]").count() == 1
     assert pg.is_visible("#requests_per_s") and not pg.is_visible("#dataset_tokens")
-    billing = pg.locator("#plans tbody tr td:nth-child(4)").all_inner_texts()
+    billing = pg.locator("#plans tbody tr[data-rank] td:nth-child(4)").all_inner_texts()
     assert billing and set(billing) == {"pay-as-you-go"}
     pg.goto(live_server + "/docs")
     pg.locator(".op h2").first.wait_for()
@@ -200,7 +212,8 @@ def test_results_fit_the_screen_in_both_languages(browser, live_server, tmp_path
         for query in (TRAINING_Q, SERVING_Q):
             for lang in ("en", "zh"):
                 pg.goto(live_server + "/" + query + ("&lang=zh" if lang == "zh" else ""))
-                pg.locator("#plans tbody tr").first.wait_for()
+                pg.locator("#plans tbody tr[data-rank]").first.wait_for()
+                _settled(pg)
                 sizes = pg.evaluate("""() => {
                     const d = document.documentElement, w = document.querySelector('.table-wrap');
                     return [d.scrollWidth, d.clientWidth, w.scrollWidth, w.clientWidth];

@@ -51,6 +51,8 @@ from gpuplan.i18n import _
 from gpuplan.workload import Workload, parse_workload
 
 STATIC_FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
+                "util.js": "text/javascript; charset=utf-8", "charts.js": "text/javascript; charset=utf-8",
+                "form.js": "text/javascript; charset=utf-8", "facts.js": "text/javascript; charset=utf-8",
                 "app.css": "text/css; charset=utf-8", "docs.html": "text/html; charset=utf-8",
                 "docs.js": "text/javascript; charset=utf-8"}
 
