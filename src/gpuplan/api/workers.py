@@ -22,11 +22,14 @@ functions (pickled by reference) with picklable arguments: :mod:`gpuplan.api.wor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import pickle
 import shutil
 import signal
+import sys
 import tempfile
+import types
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -78,12 +81,27 @@ def _serve(conn: Any, tmpdir: str) -> None:
             return
 
 
+@contextlib.contextmanager
+def _without_main() -> Any:
+    """Start a worker without making it import the parent's ``__main__`` (multiprocessing re-imports the
+    main script in each child, which breaks a script that calls ``serve()`` without a ``__main__`` guard);
+    workers run gpuplan's functions only."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
 class _Worker:
     def __init__(self, ctx: Any):
         self.tmpdir = tempfile.mkdtemp(prefix="gpuplan-worker-")
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=_serve, args=(child, self.tmpdir), daemon=True, name="gpuplan-api-worker")
-        self.proc.start()
+        with _without_main():
+            self.proc.start()
         child.close()
 
     def stop(self) -> None:

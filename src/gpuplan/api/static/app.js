@@ -301,8 +301,9 @@ function render() {
   tbody.replaceChildren();
   plans.forEach((p, i) => {
     const open = i === state.selected;
-    const tr = el("tr", { "data-rank": p.rank, "data-index": i, tabindex: "0", "aria-expanded": String(open),
-                          "aria-controls": "plan-details-" + p.rank });
+    // The row is focusable (Tab, arrows; Enter or Space opens it); its state is told by the rank cell's
+    // button (aria-expanded on a row is for tree grids only), which a screen reader can also press.
+    const tr = el("tr", { "data-rank": p.rank, "data-index": i, tabindex: "0" });
     if (open) tr.classList.add("selected");
     if (p.pareto) tr.classList.add("pareto");
     const est = priceIsEstimate(p);
@@ -319,7 +320,10 @@ function render() {
                    ["col_memory", fmtNum((p.memory_per_gpu_bytes ?? NaN) / GIB, 1) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "", "num"]];
     for (const [key, text, sub, cls] of cells) {
       const td = el("td", cls ? { class: cls, "data-label": t(key) } : { "data-label": t(key) });
-      const val = el("span", { class: "val" }, text);
+      const val = key === "col_rank"
+        ? el("button", { type: "button", class: "val expand", tabindex: "-1", "aria-expanded": String(open),
+                         "aria-controls": "plan-details-" + p.rank, "aria-label": t("details") + " " + text }, text)
+        : el("span", { class: "val" }, text);
       if (sub) val.appendChild(el("small", key === "col_price" ? { class: "est" } : null, sub));
       td.appendChild(val);
       tr.appendChild(td);

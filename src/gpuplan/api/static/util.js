@@ -204,12 +204,12 @@ export function fmtNum(x, digits) {
   return Number(x).toLocaleString(state.lang === "zh" ? "zh-CN" : "en-US",
                                   { maximumFractionDigits: digits === undefined ? 2 : digits });
 }
-export function fmtPct(x) { return x === null || x === undefined || !isFinite(x) ? "–" : fmtNum(100 * x, 0) + "%"; }
+export function fmtPct(x) { return x === null || x === undefined || !isFinite(x) ? "–" : fmtNum(100 * x, 1) + "%"; }
 export function fmtMoney(x, cur) { return x === null || x === undefined ? "–" : (cur || "") + " " + fmtNum(x, x < 100 ? 2 : 0); }
 export function fmtGiB(b) { return b === null || b === undefined ? "–" : fmtNum(b / GIB, 1) + " GiB"; }
 export function fmtDuration(s) {
   if (s === null || s === undefined || !isFinite(s)) return "–";
-  if (s < 1) return t("u_ms", { n: fmtNum(s * 1000, s < 0.01 ? 1 : 0) });
+  if (s < 1) return t("u_ms", { n: fmtNum(s * 1000, s < 0.1 ? 1 : 0) });
   if (s < 120) return t("u_s", { n: fmtNum(s, 1) });
   if (s < 3 * 3600) return t("u_min", { n: fmtNum(s / 60, 0) });
   if (s < 72 * 3600) return t("u_h", { n: fmtNum(s / 3600, 1) });
