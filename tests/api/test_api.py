@@ -287,8 +287,8 @@ def test_host_header_check_and_security_headers():
 def test_page_and_static_files_are_served_and_offline(client):
     r = client.get("/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-    assert '<script src="/static/app.js"' in r.text
-    for name in ("app.js", "app.css", "docs.js"):
+    assert '<script type="module" src="/static/app.js"' in r.text
+    for name in ("app.js", "util.js", "form.js", "facts.js", "charts.js", "app.css", "docs.js"):
         assert client.get(f"/static/{name}").status_code == 200
     assert client.get("/static/../app.py").status_code == 404
     assert client.get("/static/secret.txt").status_code == 404
