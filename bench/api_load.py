@@ -95,7 +95,7 @@ HUGE_JSON = b'{"model": "Qwen/Qwen2.5-7B-Instruct", "name": "' + b" " * 10_000_0
 
 def _summary(lat: list[float], statuses: dict[int, int]) -> dict:
     lat = sorted(lat)
-    q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else lat * 100
+    q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) >= 2 else lat * 100
     return {"requests": len(lat), "statuses": dict(sorted(statuses.items())),
             "p50_ms": 1000 * statistics.median(lat) if lat else None, "p95_ms": 1000 * q[94] if lat else None,
             "p99_ms": 1000 * q[98] if lat else None, "max_ms": 1000 * lat[-1] if lat else None}
@@ -183,7 +183,7 @@ def run_load(base: str, clients: int, seconds: float, max_requests: int) -> dict
         th.join()
     wall = time.perf_counter() - t0
     lat = sorted(latencies)
-    q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else lat * 100
+    q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) >= 2 else lat * 100
     return {"clients": clients, "requests": len(lat), "wall_s": wall, "rps": len(lat) / wall if wall else 0.0,
             "p50_ms": 1000 * statistics.median(lat) if lat else None, "p95_ms": 1000 * q[94] if lat else None,
             "max_ms": 1000 * lat[-1] if lat else None, "statuses": dict(sorted(statuses.items()))}
@@ -279,13 +279,13 @@ def write_report(rows: list[dict], mixed: dict[str, dict], args, base_ms: dict[s
         "# REST API load: POST /api/recommend, normal and hostile",
         "",
         f"Machine: {os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.machine()}, "
-        f"Python {platform.python_version()}; date {time.strftime('%Y-%m-%d')}.",
+        f"Python {platform.python_version()}; date {time.strftime('%Y-%m-%d')}; 1-minute load average when the "
+        f"report was written {os.getloadavg()[0]:.1f} (other jobs share the machine: see the reference line).",
         "Server: `gpuplan.api.serve` (uvicorn) on 127.0.0.1, access log off; clients: keep-alive httpx "
         "threads in one process on the same machine (they share the CPUs with the server).",
         f"Bounds: {args.seconds:g} s or {args.max_requests} requests per run, whichever comes first; "
         f"after a warm-up of 3 requests per workload per worker.",
         "Workloads, in rotation: " + "; ".join(name for name, _ in WORKLOADS) + " (`?top=5`, whole bundled catalog).",
-        "",
         "",
         "## Throughput (normal requests only)",
         "",

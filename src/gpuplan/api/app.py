@@ -6,12 +6,15 @@ response is the CLI's ``--json`` document; docs/web.md has examples):
 - ``POST /api/estimate``   -> ``gpuplan estimate --json``
 - ``POST /api/recommend``  -> ``gpuplan recommend --json`` (``?top=5``)
 - ``POST /api/plan``       -> the plan bundle of one plan as a zip (``?rank=1&lang=en``)
+- ``POST /api/workload/yaml``, ``POST /api/workload/parse`` -> the workload as a YAML file, and back
 - ``GET /api/gpus``, ``/api/instances``, ``/api/models``, ``/api/options`` -> catalog listings
 - ``GET /healthz``, ``GET /openapi.json``, ``GET /docs`` (an offline endpoint list), ``GET /`` (the page)
 
 Errors are JSON ``{"error", "hint", "field"}``: 422 for invalid input (the field and the reason),
-413 for an oversized body, 415 for a body that is not JSON, 503 when busy or past the time budget;
-nothing a client sends should produce a 500. Request bodies are never logged.
+413 for an oversized body, 415 for a body that is not JSON, 429 when one client has too much in
+flight, 503 when busy or past the time budget (the computation's worker process is then killed:
+:mod:`gpuplan.api.workers`); nothing a client sends should produce a 500. Request bodies are never
+logged.
 """
 
 

@@ -83,7 +83,7 @@ LIST_RESPONSES: dict[int | str, dict[str, Any]] = {400: ERROR_RESPONSES[400], 42
 
 YAML_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "The workload file (YAML), as `gpuplan recommend FILE` reads it",
-          "content": {"application/yaml": {"schema": {"type": "string"},
+          "content": {"application/yaml": {"schema": {"description": "YAML text of a workload mapping"},
                                            "example": "model: Qwen/Qwen2.5-7B-Instruct\ntask: lora\ndataset:\n"
                                                       "  tokens: 100000000.0\n"}}},
     **ERROR_RESPONSES,
