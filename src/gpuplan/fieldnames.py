@@ -77,6 +77,8 @@ FIELD_LABELS: dict[str, str] = {
 
 # Values that are words, not ids (shown translated in text; JSON keeps them).
 VALUE_WORDS = (N_("True"), N_("False"))
+_ENUM_WORDS = {("objective", "cost"): N_("lowest cost"), ("objective", "time"): N_("fastest"),
+               ("objective", "balanced"): N_("balanced")}
 
 
 def field_label(key: str, lang: str | None = None, *, with_key: bool = False) -> str:
@@ -90,8 +92,12 @@ def field_label(key: str, lang: str | None = None, *, with_key: bool = False) ->
     return tr("{label} ({key})", lang).format(label=text, key=key) if with_key else text
 
 
-def value_text(value: object, lang: str | None = None) -> str:
-    """A value in text: booleans as words of the language, anything else as it is."""
+def value_text(value: object, lang: str | None = None, key: str | None = None) -> str:
+    """A value in text: booleans and enum words (``objective: cost``) in the language, anything else as it is.
+    English keeps the value itself."""
     if isinstance(value, bool):
         return tr(str(value), lang)
+    word = _ENUM_WORDS.get((key or "", str(value)))
+    if word is not None and (lang or current_lang()) != "en":
+        return tr(word, lang)
     return str(value)

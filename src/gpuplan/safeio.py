@@ -264,6 +264,28 @@ def _check_expanded_size(root: Node) -> None:
 
 _OWN_PROBLEMS = ("nested more than", "expands to more than", "invalid recursive alias", "an integer with",
                  "a number longer", "invalid ")
+# The parser's details above, read back into catalog templates (the loader makes them in English).
+_DETAILS = (
+    (re.compile(r"nested more than (?P<n>\d+) levels deep"), N_("nested more than {n} levels deep")),
+    (re.compile(r"expands to more than (?P<n>[\d,]+) values \(too many aliases\)"),
+     N_("expands to more than {n} values (too many aliases)")),
+    (re.compile(r"invalid recursive alias \(a value that contains itself\)"),
+     N_("invalid recursive alias (a value that contains itself)")),
+    (re.compile(r"an integer with more than (?P<n>\d+) digits"), N_("an integer with more than {n} digits")),
+    (re.compile(r"a number longer than (?P<n>\d+) characters"), N_("a number longer than {n} characters")),
+    (re.compile(r"invalid integer (?P<text>.*)"), N_("invalid integer {text}")),
+    (re.compile(r"invalid number (?P<text>.*)"), N_("invalid number {text}")),
+    (re.compile(r"invalid (?P<tag>\w+) value \((?P<error>\w+)\)"), N_("invalid {tag} value ({error})")),
+)
+
+
+def _detail_text(problem: str) -> str:
+    """One of the loader's own problems in the current language."""
+    for pattern, msgid in _DETAILS:
+        m = pattern.fullmatch(problem)
+        if m:
+            return _(msgid).format(**m.groupdict())
+    return problem
 
 
 def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
@@ -273,7 +295,7 @@ def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None)
-        detail = problem if problem and problem.startswith(_OWN_PROBLEMS) else ""
+        detail = _detail_text(problem) if problem and problem.startswith(_OWN_PROBLEMS) else ""
         if mark and detail:
             message = _("{origin} is not valid YAML/JSON at line {line}, column {column}: {detail}.")
         elif mark:

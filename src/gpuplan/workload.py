@@ -331,7 +331,7 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
         if key == "optimizer" and _torchtune_single_device_full(data, task):
             value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
         data[key] = value
-        notes.append(_("assumed {key} {value}").format(key=field_label(key, with_key=True), value=value_text(value)))
+        notes.append(_("assumed {key} {value}").format(key=field_label(key, with_key=True), value=value_text(value, key=key)))
     if task != "inference" and "optimizer_in_backward" not in searched and data.get("optimizer_in_backward") is None:
         if _torchtune_single_device_full(data, task):  # unset otherwise (= false), so outputs stay as they were
             data["optimizer_in_backward"] = True

@@ -65,3 +65,21 @@ def test_schema_json_and_lang(monkeypatch, capsys):
     assert zh["$defs"]["ServingSpec"]["properties"]["ttft_ms"]["title"].startswith("首字延迟目标")
     code, out = run_cli(["schema", "nope", "--lang", "zh"], monkeypatch, capsys)
     assert code == 2 and "未知" in out
+
+
+@pytest.mark.parametrize("text, zh", [("a: " + "[" * 70 + "]" * 70 + "\n", "嵌套超过 64 层"),
+                                      ("model: qwen2.5-7b\nx: !!int abc\n", "无效的整数 'abc'")])
+def test_the_parsers_details_are_chinese(tmp_path, text, zh, monkeypatch, capsys):
+    path = tmp_path / "w.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, out = run_cli(["recommend", str(path), "--lang", "zh"], monkeypatch, capsys)
+    assert code == 2 and zh in out, out
+    code, out = run_cli(["recommend", str(path)], monkeypatch, capsys)
+    assert code == 2 and ("nested more than 64 levels deep" in out or "invalid integer 'abc'" in out)
+
+
+def test_assumed_enum_values_are_words_of_the_language(monkeypatch, capsys):
+    code, out = run_cli(["recommend", "--model", "qwen2.5-7b", "--task", "lora", "--lang", "zh"], monkeypatch, capsys)
+    assert "优化目标（objective） 为 成本最低" in out and "为 是" in out, out
+    code, out = run_cli(["recommend", "--model", "qwen2.5-7b", "--task", "lora", "--json"], monkeypatch, capsys)
+    assert "assumed objective cost" in out and "assumed flash_attention True" in out   # JSON unchanged
