@@ -240,8 +240,26 @@ def test_an_oversized_file_is_refused_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "big.yaml"
     with big.open("wb") as fh:  # sparse: 21 MB on paper, nothing on disk
         fh.truncate(21_000_000)
-    with pytest.raises(GpuplanError, match="larger than 20 MB"):
+    t0 = time.perf_counter()
+    with pytest.raises(GpuplanError, match="larger than 256 KiB"):   # a YAML workload (issue 24)
         gpuplan.load_workload(big)
+    assert time.perf_counter() - t0 < HANG_S
+    lines = tmp_path / "big.jsonl"                                   # JSON Lines batches may be larger
+    with lines.open("wb") as fh:
+        fh.truncate(21_000_000)
+    with pytest.raises(GpuplanError, match="larger than 20 MB"):
+        gpuplan.load_workload(lines)
+
+
+def test_a_10_mb_whitespace_yaml_is_refused_within_5_s(tmp_path: Path) -> None:
+    """Issue 24: 10 MB of whitespace took 44 s and 242 MB before it was refused; now the size, checked
+    before parsing, refuses it at once."""
+    ws = tmp_path / "ws.yaml"
+    ws.write_bytes(b"model: Qwen/Qwen2.5-7B-Instruct\n" + b" \n" * 5_000_000 + b"task: lora\n")
+    t0 = time.perf_counter()
+    with pytest.raises(GpuplanError, match="larger than 256 KiB"):
+        gpuplan.load_workload(ws)
+    assert time.perf_counter() - t0 < 5.0
 
 
 def test_a_folder_is_refused(tmp_path: Path) -> None:

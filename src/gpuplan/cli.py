@@ -210,13 +210,18 @@ def show(name: Annotated[str, typer.Argument(help="A GPU, instance type, family 
 
 
 @app.command()
-def schema(which: Annotated[str, typer.Argument(help="workload, estimate or recommend")] = "workload") -> None:
-    """Print the JSON Schema of the workload (or of an output)."""
-    def body(lg: str) -> None:
-        from gpuplan.schemas import schema_for
+def schema(which: Annotated[str, typer.Argument(help="workload, estimate or recommend")] = "workload",
+           as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """Print the JSON Schema of the workload (or of an output).
 
-        _emit_json(schema_for(which))
-    run_guarded(body, False, "en")
+    The output is always JSON (``--json`` is accepted like on every command). Keys and structure never
+    change; ``--lang zh`` gives the properties Chinese titles and Chinese error messages.
+    """
+    def body(lg: str) -> None:
+        from gpuplan.schemas import localized_schema, schema_for
+
+        _emit_json(localized_schema(schema_for(which), lg if lang else "en"))   # the locale alone keeps English
+    run_guarded(body, as_json, lang)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -580,18 +585,20 @@ def ask(
 ) -> None:
     """Answer the guides' questions (task, model, data or traffic, deadline or SLA, budget) and get a plan.
 
-    On a terminal it asks one question at a time. Otherwise it reads one answer per line: task, model,
-    dataset samples (requests/s for serving), tokens per sample (prompt tokens), epochs (output tokens),
-    deadline hours (TTFT target in ms), budget. An empty line takes the default.
+    On a terminal it asks one question at a time and asks again after a bad answer. Otherwise it reads
+    one answer per line: task, model, then for training: dataset samples, tokens per sample, epochs,
+    deadline hours, budget; for inference: quantization, online or batch, then (online) requests/s,
+    concurrent requests, prompt tokens, output tokens, TTFT target in ms, budget, or (batch) requests
+    to process, prompt tokens, output tokens, deadline hours, budget. An empty line takes the default.
+    Every answer is checked as it is given (the model must exist); the workload file is written only
+    at the end, once the whole workload has been checked and planned.
     """
 
     def body(lg: str) -> int:
-        import yaml
-
         from gpuplan.ask import ask_lines, ask_terminal, build_workload
         from gpuplan.i18n import tr
         from gpuplan.plan import recommend as run_recommend
-        from gpuplan.workload import load_workload
+        from gpuplan.workload import dump_workload_yaml, load_workload
 
         if not (1 <= top <= 100):
             raise GpuplanError(_("--top {top} is out of range.").format(top=top), hint=_("Use 1 to 100."))
@@ -599,21 +606,22 @@ def ask(
         answers = ask_terminal(lg, Console()) if interactive else ask_lines(sys.stdin, lg)
         data = build_workload(answers)
         w = load_workload(data)
+        rec = run_recommend(w, top=top)
         path = out or _free_path(Path("workload.yaml"))
         try:
-            path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+            path.write_text(dump_workload_yaml(data), encoding="utf-8")
         except OSError as err:
             raise GpuplanError(_("Cannot write {path!r}: {strerror}.").format(path=str(path), strerror=err.strerror), hint=_("Pass --out with a writable path.")) from None
-        rec = run_recommend(w, top=top)
         if as_json:
             _emit_json({**rec.to_dict(), "workload_file": str(path)})
         else:
             c = _console()
-            c.print(tr("Wrote the workload to {path}.", lg).format(path=path), highlight=False)
+            c.print(tr("Wrote the workload to {path}.", lg).format(path=path), highlight=False, markup=False)
             from gpuplan.render.recommend import render_recommendation
 
             render_recommendation(rec, c, lg)
-            c.print(tr("Plan it again with: gpuplan recommend {path}", lg).format(path=path), highlight=False)
+            c.print(tr("Plan it again with: gpuplan recommend {path}", lg).format(path=path), highlight=False,
+                    markup=False)
         return 0 if rec.plans else 1
 
     raise _Exit(run_guarded(body, as_json, lang) or 0)

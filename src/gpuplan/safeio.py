@@ -38,6 +38,10 @@ _LABELS = (N_("file"), N_("JSON file"), N_("workload file"), N_("price file"), N
            N_("model config"), N_("input"))
 
 MAX_BYTES = 20_000_000  # any user file; the REST API has its own, smaller request limit
+# A YAML workload file: a workload is < 2 KiB, one with an inline config.json < 16 KiB. PyYAML parses
+# a few hundred KB a second, so this bound keeps the worst file under a second (JSON Lines batches of
+# many workloads are parsed as JSON and may be up to MAX_BYTES).
+MAX_YAML_WORKLOAD_BYTES = 256 * 1024
 MAX_DEPTH = 64  # a workload is 3 levels deep, a Hugging Face config.json about 4
 MAX_NODES = 200_000  # expanded YAML nodes (scalars + collections), aliases counted every time they are used
 MAX_INT_DIGITS = 100  # far above any count gpuplan reads (tokens, bytes, parameters)
@@ -47,6 +51,13 @@ _CHUNK = 1 << 16
 def _display(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def size_text(n_bytes: int) -> str:
+    """A byte limit as people read it: '256 KiB', '20 MB'."""
+    if n_bytes % 1_000_000 == 0:
+        return f"{n_bytes // 1_000_000} MB"
+    return f"{n_bytes // 1024} KiB" if n_bytes >= 1024 else f"{n_bytes} B"
 
 
 def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES) -> bytes:
@@ -70,7 +81,7 @@ def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_byt
             raise GpuplanError(_("The {what} {shown!r} is not a regular file (a device, pipe or socket).").format(what=_(what), shown=shown),
                                hint=_("Give the path of an ordinary file."))
         if st.st_size > max_bytes:
-            raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(what=_(what), shown=shown, max_bytes=max_bytes // 1_000_000),
+            raise GpuplanError(_("The {what} {shown!r} is larger than {limit}.").format(what=_(what), shown=shown, limit=size_text(max_bytes)),
                                hint=_("Split it into several files."))
         chunks: list[bytes] = []
         total = 0
@@ -83,7 +94,7 @@ def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_byt
                 break
             total += len(chunk)
             if total > max_bytes:  # it grew while we read it
-                raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(what=_(what), shown=shown, max_bytes=max_bytes // 1_000_000),
+                raise GpuplanError(_("The {what} {shown!r} is larger than {limit}.").format(what=_(what), shown=shown, limit=size_text(max_bytes)),
                                    hint=_("Split it into several files."))
             chunks.append(chunk)
         return b"".join(chunks)
@@ -129,8 +140,8 @@ def read_stdin_bounded(what: str = "input", max_bytes: int = MAX_BYTES) -> str:
             raise GpuplanError(_("Cannot read the {what} {shown!r}: {strerror}.").format(
                 what=_(what), shown="-", strerror=reason), hint=_("Check the path and its permissions.")) from None
         if len(data) > max_bytes:
-            raise GpuplanError(_("The {what} {shown!r} is larger than {max_bytes} MB.").format(
-                what=_(what), shown="-", max_bytes=max_bytes // 1_000_000), hint=_("Split it into several files."))
+            raise GpuplanError(_("The {what} {shown!r} is larger than {limit}.").format(
+                what=_(what), shown="-", limit=size_text(max_bytes)), hint=_("Split it into several files."))
         try:
             _STDIN.append((sys.stdin, data.decode("utf-8-sig")))
         except UnicodeDecodeError as exc:
@@ -253,6 +264,28 @@ def _check_expanded_size(root: Node) -> None:
 
 _OWN_PROBLEMS = ("nested more than", "expands to more than", "invalid recursive alias", "an integer with",
                  "a number longer", "invalid ")
+# The parser's details above, read back into catalog templates (the loader makes them in English).
+_DETAILS = (
+    (re.compile(r"nested more than (?P<n>\d+) levels deep"), N_("nested more than {n} levels deep")),
+    (re.compile(r"expands to more than (?P<n>[\d,]+) values \(too many aliases\)"),
+     N_("expands to more than {n} values (too many aliases)")),
+    (re.compile(r"invalid recursive alias \(a value that contains itself\)"),
+     N_("invalid recursive alias (a value that contains itself)")),
+    (re.compile(r"an integer with more than (?P<n>\d+) digits"), N_("an integer with more than {n} digits")),
+    (re.compile(r"a number longer than (?P<n>\d+) characters"), N_("a number longer than {n} characters")),
+    (re.compile(r"invalid integer (?P<text>.*)"), N_("invalid integer {text}")),
+    (re.compile(r"invalid number (?P<text>.*)"), N_("invalid number {text}")),
+    (re.compile(r"invalid (?P<tag>\w+) value \((?P<error>\w+)\)"), N_("invalid {tag} value ({error})")),
+)
+
+
+def _detail_text(problem: str) -> str:
+    """One of the loader's own problems in the current language."""
+    for pattern, msgid in _DETAILS:
+        m = pattern.fullmatch(problem)
+        if m:
+            return _(msgid).format(**m.groupdict())
+    return problem
 
 
 def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
@@ -262,7 +295,7 @@ def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None)
-        detail = problem if problem and problem.startswith(_OWN_PROBLEMS) else ""
+        detail = _detail_text(problem) if problem and problem.startswith(_OWN_PROBLEMS) else ""
         if mark and detail:
             message = _("{origin} is not valid YAML/JSON at line {line}, column {column}: {detail}.")
         elif mark:

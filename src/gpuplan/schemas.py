@@ -84,6 +84,31 @@ def schema_for(which: str) -> dict[str, Any]:
     raise GpuplanError(_("Unknown schema {which!r}.").format(which=which), hint=_("Use `gpuplan schema workload|estimate|recommend`."))
 
 
+def localized_schema(schema: dict[str, Any], lang: str) -> dict[str, Any]:
+    """The schema with each property's ``title`` as the field's label in ``lang`` (English: unchanged).
+    Keys, types and structure are never touched."""
+    if lang == "en":
+        return schema
+    import copy
+
+    from gpuplan.fieldnames import FIELD_LABELS, field_label
+
+    out = copy.deepcopy(schema)
+    stack: list[Any] = [out]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                for key, sub in props.items():
+                    if isinstance(sub, dict) and key in FIELD_LABELS:
+                        sub["title"] = field_label(key, lang, with_key=True)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
+
+
 def json_default(o: Any) -> Any:
     """`json.dumps(default=...)` for the CLI and the API: dates, dataclasses, sets, paths."""
     import dataclasses

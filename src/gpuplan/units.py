@@ -40,14 +40,17 @@ def fmt_bytes(n_bytes: float | None) -> str:
 
 
 def fmt_duration(seconds: float | None) -> str:
+    """A duration with its unit, in the current language (``--lang zh``: 毫秒, 秒, 分钟, 小时, 天)."""
+    from gpuplan.i18n import _
+
     if seconds is None:
         return "-"
     if seconds < 1:
-        return f"{seconds * 1000:.1f} ms"
+        return _("{n} ms").format(n=f"{seconds * 1000:.1f}")
     if seconds < 120:
-        return f"{seconds:.1f} s"
+        return _("{n} s").format(n=f"{seconds:.1f}")
     if seconds < 2 * 3600:
-        return f"{seconds / 60:.1f} min"
+        return _("{n} min").format(n=f"{seconds / 60:.1f}")
     if seconds < 3 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+        return _("{n} h").format(n=f"{seconds / 3600:.1f}")
+    return _("{n} days").format(n=f"{seconds / 86400:.1f}")

@@ -12,7 +12,7 @@ list of assumptions it made, which every result reports.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     BaseModel,
@@ -25,7 +25,17 @@ from pydantic import (
 )
 
 from gpuplan.errors import GpuplanError, did_you_mean
-from gpuplan.safeio import check_nesting, load_json, load_yaml, read_stdin_bounded, read_text_bounded
+from gpuplan.fieldnames import field_label, value_text
+from gpuplan.safeio import (
+    MAX_BYTES,
+    MAX_YAML_WORKLOAD_BYTES,
+    check_nesting,
+    load_json,
+    load_yaml,
+    read_stdin_bounded,
+    read_text_bounded,
+    size_text,
+)
 from gpuplan.i18n import N_, _, current_lang
 
 Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
@@ -160,7 +170,9 @@ class Constraints(_Strict):
         return v
 
 
-ModelRef = Union[str, dict[str, Any]]
+# A name (id, alias, ModelScope id, config.json path) or an inline config mapping; never empty.
+ModelName = Annotated[str, Field(min_length=1, max_length=500)]
+ModelRef = Union[ModelName, dict[str, Any]]
 
 
 # Per field: the other names users and frameworks give the same value.
@@ -320,7 +332,7 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
         if key == "optimizer" and _torchtune_single_device_full(data, task):
             value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
         data[key] = value
-        notes.append(_("assumed {key} {value}").format(key=key, value=value))
+        notes.append(_("assumed {key} {value}").format(key=field_label(key, with_key=True), value=value_text(value, key=key)))
     if task != "inference" and "optimizer_in_backward" not in searched and data.get("optimizer_in_backward") is None:
         if _torchtune_single_device_full(data, task):  # unset otherwise (= false), so outputs stay as they were
             data["optimizer_in_backward"] = True
@@ -393,6 +405,23 @@ def load_yaml_text(text: str, origin: str = "input") -> Any:
     return load_yaml(text, origin)
 
 
+def dump_workload_yaml(data: dict[str, Any]) -> str:
+    """A workload mapping as the YAML file the CLI reads (keys in the given order, UTF-8 text kept)."""
+    import yaml
+
+    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False, default_flow_style=False)
+
+
+def _yaml_size_check(text: str, p: Path) -> None:
+    """Refuse a YAML workload larger than safeio.MAX_YAML_WORKLOAD_BYTES before parsing it."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_YAML_WORKLOAD_BYTES:
+        raise GpuplanError(_("The workload file {p!r} is larger than {limit} ({size}).").format(
+                               p=str(p), limit=size_text(MAX_YAML_WORKLOAD_BYTES), size=size_text(size)),
+                           hint=_("A workload is a few hundred bytes: keep only the workload keys (JSON Lines "
+                                  "files of many workloads may be larger)."))
+
+
 def read_workload_documents(path: str | Path) -> Any:
     """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.safeio).
     ``-`` reads standard input (once per process: a command that reads its workload twice gets the same text)."""
@@ -410,7 +439,9 @@ def read_workload_documents(path: str | Path) -> Any:
                            hint=_("Give a YAML or JSON workload file; `gpuplan schema` shows the format."))
     if p.is_dir():
         raise GpuplanError(_("{p!r} is a folder, not a workload file.").format(p=str(p)), hint=_("Give a .yaml or .json file."))
-    return _parse_documents(read_text_bounded(p, "workload file"), p)
+    json_lines = p.suffix.lower() in (".jsonl", ".ndjson")
+    limit = MAX_BYTES if json_lines else MAX_YAML_WORKLOAD_BYTES    # checked with stat, before reading
+    return _parse_documents(read_text_bounded(p, "workload file", max_bytes=limit), p)
 
 
 def _parse_documents(text: str, p: Path) -> Any:
@@ -430,6 +461,7 @@ def _parse_documents(text: str, p: Path) -> Any:
                 docs.append(_BadLine(i))
         else:
             return docs if len(docs) > 1 else docs[0]
+    _yaml_size_check(text, p)
     return load_yaml_text(text, origin=str(p))
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -32,21 +34,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def live_server():
-    """uvicorn serving the app on 127.0.0.1:<free port> in a thread; yields the base URL."""
+@contextlib.contextmanager
+def start_uvicorn(app) -> Iterator[str]:
+    """uvicorn serving ``app`` on 127.0.0.1:<free port> in a thread; yields the base URL."""
     uvicorn = pytest.importorskip("uvicorn")
     port = free_port()
-    config = uvicorn.Config(create_app(Limits()), host="127.0.0.1", port=port, log_level="warning",
-                            access_log=False)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             pytest.fail("uvicorn did not start")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+@pytest.fixture(scope="session")
+def live_server():
+    """The default app served by uvicorn on a free loopback port; yields the base URL."""
+    with start_uvicorn(create_app(Limits())) as base:
+        yield base

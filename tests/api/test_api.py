@@ -179,9 +179,11 @@ def test_search_size_limits(client):
 def test_time_budget_answers_503(monkeypatch):
     from fastapi.testclient import TestClient
 
-    import gpuplan.api.app as appmod
+    import gpuplan.api.work as work
 
-    monkeypatch.setattr(appmod, "do_estimate", lambda w, lim: time.sleep(0.5) or {})
+    from .slow_work import sleep_half_second
+
+    monkeypatch.setattr(work, "do_estimate", sleep_half_second)
     with TestClient(create_app(Limits(time_budget_s=0.05)), base_url="http://localhost") as c:
         t0 = time.perf_counter()
         r = c.post("/api/estimate", json={"model": "Qwen/Qwen2.5-7B-Instruct"})
@@ -189,30 +191,83 @@ def test_time_budget_answers_503(monkeypatch):
     assert r.status_code == 503 and r.headers["retry-after"] == "5" and "budget" in r.json()["error"]
 
 
-def test_queue_limit_answers_503_at_once(monkeypatch):
+def test_a_runaway_computation_is_killed_and_its_worker_replaced(monkeypatch):
     from fastapi.testclient import TestClient
 
-    import gpuplan.api.app as appmod
+    import gpuplan.api.work as work
 
-    release = threading.Event()
-    started = threading.Event()
+    from .slow_work import spin_forever
 
-    def slow(w, lim):
-        started.set()
-        release.wait(5)
-        return {"ok": True}
+    app = create_app(Limits(time_budget_s=0.5, max_workers=2))
+    with TestClient(app, base_url="http://localhost") as c:
+        runner = app.state.runner
+        before = {w.proc.pid for w in runner._idle}
+        monkeypatch.setattr(work, "do_estimate", spin_forever)
+        r = c.post("/api/estimate", json={"model": "Qwen/Qwen2.5-7B-Instruct"})
+        assert r.status_code == 503 and "budget" in r.json()["error"]
+        after = {w.proc.pid for w in runner._idle}
+        assert len(after) == 2 and runner.alive == 2 and after != before   # the spinning one is gone
+        monkeypatch.undo()
+        r = c.post("/api/estimate", json={"model": "Qwen/Qwen2.5-7B-Instruct", "hardware": {"gpu": "A10"}})
+        assert r.status_code == 200
 
-    monkeypatch.setattr(appmod, "do_estimate", slow)
+
+def _in_thread(c, results: list, body: dict) -> threading.Thread:
+    th = threading.Thread(target=lambda: results.append(c.post("/api/estimate", json=body)))
+    th.start()
+    return th
+
+
+def _wait_started(flag: Path, n: int = 1) -> None:
+    for _ in range(1000):
+        if Path(str(flag) + ".started").exists():
+            return
+        time.sleep(0.01)
+    raise AssertionError("the work did not start")
+
+
+def test_queue_limit_answers_503_at_once(monkeypatch, tmp_path):
+    from fastapi.testclient import TestClient
+
+    import gpuplan.api.work as work
+
+    from .slow_work import wait_for_file
+
+    flag = tmp_path / "release"
+    monkeypatch.setattr(work, "do_estimate", wait_for_file)
     with TestClient(create_app(Limits(max_workers=1, max_queue=1)), base_url="http://localhost") as c:
-        first: dict = {}
-        th = threading.Thread(target=lambda: first.update(r=c.post("/api/estimate", json={"model": "x"})))
-        th.start()
-        assert started.wait(5)
-        second = c.post("/api/estimate", json={"model": "x"})
-        release.set()
-        th.join(5)
-    assert second.status_code == 503 and "busy" in second.json()["error"]
-    assert first["r"].status_code == 200
+        first: list = []
+        th = _in_thread(c, first, {"model": "x", "name": str(flag)})
+        _wait_started(flag)
+        second = c.post("/api/estimate", json={"model": "x", "name": str(flag)})
+        flag.write_text("go")
+        th.join(10)
+    assert second.status_code == 503 and "busy" in second.json()["error"] and second.headers["retry-after"] == "5"
+    assert first[0].status_code == 200
+
+
+def test_one_client_gets_429_beyond_its_share(monkeypatch, tmp_path):
+    from fastapi.testclient import TestClient
+
+    import gpuplan.api.work as work
+
+    from .slow_work import wait_for_file
+
+    flag = tmp_path / "release"
+    monkeypatch.setattr(work, "do_estimate", wait_for_file)
+    limits = Limits(max_workers=2, per_client_active=1, per_client_queue=2)
+    with TestClient(create_app(limits), base_url="http://localhost") as c:
+        results: list = []
+        threads = [_in_thread(c, results, {"model": "x", "name": str(flag)}) for _ in range(2)]
+        _wait_started(flag)
+        time.sleep(0.2)   # the second request waits for this client's one active slot
+        third = c.post("/api/estimate", json={"model": "x", "name": str(flag)})
+        flag.write_text("go")
+        for th in threads:
+            th.join(10)
+    assert third.status_code == 429 and int(third.headers["retry-after"]) >= 1
+    assert "Too many requests" in third.json()["error"]
+    assert [r.status_code for r in results] == [200, 200]
 
 
 def test_host_header_check_and_security_headers():
@@ -232,8 +287,8 @@ def test_host_header_check_and_security_headers():
 def test_page_and_static_files_are_served_and_offline(client):
     r = client.get("/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-    assert '<script src="/static/app.js"' in r.text
-    for name in ("app.js", "app.css", "docs.js"):
+    assert '<script type="module" src="/static/app.js"' in r.text
+    for name in ("app.js", "util.js", "form.js", "facts.js", "charts.js", "app.css", "docs.js"):
         assert client.get(f"/static/{name}").status_code == 200
     assert client.get("/static/../app.py").status_code == 404
     assert client.get("/static/secret.txt").status_code == 404

@@ -20,6 +20,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from i18n.english import english_sentences  # tests/ is on sys.path (rootdir of the test packages)
+
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 if CHROMIUM is None:
     pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
@@ -64,6 +66,11 @@ def page(browser, live_server):
     ctx.close()
 
 
+def _settled(pg) -> None:
+    """Wait until the page has the answer of its latest search (the language switch asks the API again)."""
+    pg.wait_for_selector("body[data-ready=true]:not([data-busy])")
+
+
 def _save(pg, tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     pg.screenshot(path=str(path), full_page=True)
@@ -91,8 +98,9 @@ def test_fill_form_get_plans_charts_language_and_bundle(page, live_server, tmp_p
     pg.fill("#dataset_tokens", "1e8")
     pg.fill("#deadline_hours", "72")
     pg.click("#submit")
-    rows = pg.locator("#plans tbody tr")
+    rows = pg.locator("#plans tbody tr[data-rank]")
     rows.first.wait_for()
+    _settled(pg)
     assert rows.count() >= 3
     assert pg.locator("#plans tbody tr.selected").count() == 1
     first_instance = rows.first.locator("td").nth(1).inner_text()
@@ -111,20 +119,24 @@ def test_fill_form_get_plans_charts_language_and_bundle(page, live_server, tmp_p
     shared_url = pg.url
     _save(pg, tmp_path, "web-plans-en.png")
 
-    # Chinese and back: static labels, column heads and the chart legend change; the plans stay.
+    # Chinese and back: static labels, column heads, the chart legend and the server's sentences change.
     pg.click("#lang-toggle")
+    _settled(pg)
     assert pg.inner_text("#submit") == "查找方案"
     assert pg.locator("#plans thead th").nth(1).inner_text() == "实例规格"
     assert "权重" in pg.inner_text("#memory-chart")
     assert pg.evaluate("document.documentElement.lang") == "zh-CN"
     assert "lang=zh" in pg.url
+    assert english_sentences(pg.inner_text("#results")) == [], english_sentences(pg.inner_text("#results"))
     _save(pg, tmp_path, "web-plans-zh.png")
     pg.click("#lang-toggle")
+    _settled(pg)
     assert pg.inner_text("#submit") == "Find plans"
     assert pg.locator("#plans thead th").nth(1).inner_text() == "Instance"
     assert "lang=zh" not in pg.url
 
     # Selecting another plan redraws the memory chart; the bundle of that plan downloads as a zip.
+    rows = pg.locator("#plans tbody tr[data-rank]")
     rows.nth(1).click()
     assert "selected" in (rows.nth(1).get_attribute("class") or "")
     with pg.expect_download() as dl:
@@ -138,8 +150,8 @@ def test_fill_form_get_plans_charts_language_and_bundle(page, live_server, tmp_p
 
     # The shared URL alone reproduces the result.
     pg.goto(shared_url)
-    pg.locator("#plans tbody tr").first.wait_for()
-    assert pg.locator("#plans tbody tr").first.locator("td").nth(1).inner_text() == first_instance
+    pg.locator("#plans tbody tr[data-rank]").first.wait_for()
+    assert pg.locator("#plans tbody tr[data-rank]").first.locator("td").nth(1).inner_text() == first_instance
     assert pg.input_value("#dataset_tokens") == "1e8"
 
     assert pg.foreign == [], f"the page tried to load {pg.foreign}"
@@ -171,10 +183,10 @@ def test_invalid_input_names_the_field(page, live_server, tmp_path):
 def test_serving_workload_and_offline_docs(page, live_server):
     pg = page
     pg.goto(live_server + "/?model=Qwen%2FQwen2.5-7B-Instruct&task=inference&requests_per_s=10&billing=payg")
-    pg.locator("#plans tbody tr").first.wait_for()
+    pg.locator("#plans tbody tr[data-rank]").first.wait_for()
     assert pg.locator("#memory-svg rect[data-component=kv_cache]").count() == 1
     assert pg.is_visible("#requests_per_s") and not pg.is_visible("#dataset_tokens")
-    billing = pg.locator("#plans tbody tr td:nth-child(4)").all_inner_texts()
+    billing = pg.locator("#plans tbody tr[data-rank] td:nth-child(4)").all_inner_texts()
     assert billing and set(billing) == {"pay-as-you-go"}
     pg.goto(live_server + "/docs")
     pg.locator(".op h2").first.wait_for()
@@ -200,7 +212,8 @@ def test_results_fit_the_screen_in_both_languages(browser, live_server, tmp_path
         for query in (TRAINING_Q, SERVING_Q):
             for lang in ("en", "zh"):
                 pg.goto(live_server + "/" + query + ("&lang=zh" if lang == "zh" else ""))
-                pg.locator("#plans tbody tr").first.wait_for()
+                pg.locator("#plans tbody tr[data-rank]").first.wait_for()
+                _settled(pg)
                 sizes = pg.evaluate("""() => {
                     const d = document.documentElement, w = document.querySelector('.table-wrap');
                     return [d.scrollWidth, d.clientWidth, w.scrollWidth, w.clientWidth];
@@ -230,3 +243,199 @@ def _assert_round_ticks(ticks: list[str]) -> None:
     step = values[1] - values[0]
     mantissa = step / 10 ** math.floor(math.log10(step))
     assert any(abs(mantissa - m) < 1e-6 for m in (1, 2, 2.5, 5)), values
+
+
+# ----------------------------------------------------------------------------------------- issue 24
+
+FIXTURES = Path(__file__).with_name("fixtures")
+SERVING_SLA_Q = SERVING_Q + "&ttft_ms=1500&tpot_ms=80"
+
+
+def _goto(pg, url: str) -> None:
+    pg.goto(url)
+    pg.wait_for_selector("body[data-ready=true]")
+    _settled(pg)
+
+
+def test_serving_result_shows_ttft_tpot_load_and_all_chinese(page, live_server, tmp_path):
+    pg = page
+    _goto(pg, live_server + "/" + SERVING_SLA_Q)
+    assert pg.is_visible("#ttft_ms") and pg.is_visible("#tpot_ms")
+    assert pg.input_value("#ttft_ms") == "1500" and pg.input_value("#tpot_ms") == "80"
+    assert pg.inner_text("#col-time") == "Latency"
+    first = pg.locator("#plans tbody tr[data-rank]").first
+    assert "TTFT" in first.inner_text() and "TPOT" in first.inner_text()
+    details = pg.inner_text("#plans tr.details")
+    for label in ("TTFT (time to first token)", "TPOT (time per output token)", "Load at the peak", "Headroom",
+                  "target 1.5 s"):
+        assert label in details, details
+    pg.click("#lang-toggle")
+    _settled(pg)
+    text = pg.inner_text("#results")
+    assert "首字延迟" in text and "余量" in text
+    assert english_sentences(text) == [], english_sentences(text)
+    assert not re.search(r"\d (ms|s|min|h|days)\b|req/s|images/s", text), text
+    assert pg.errors == [] and pg.foreign == []
+
+
+def test_a_failed_search_clears_the_previous_answer(page, live_server):
+    pg = page
+    _goto(pg, live_server + "/" + TRAINING_Q)
+    assert pg.locator("#plans tbody tr[data-rank]").count() >= 1 and pg.is_visible("#download")
+    pg.fill("#model", "qwen-7")
+    pg.keyboard.press("Escape")
+    pg.click("#submit")
+    pg.locator("#form-error").wait_for()
+    _settled(pg)
+    assert pg.locator("#plans tbody tr").count() == 0
+    assert not pg.is_visible("#download") and not pg.is_visible("#output")
+    assert pg.inner_text("#download-status") == ""
+    assert "failed" in pg.inner_text("#status")
+
+
+def test_deadline_without_dataset_is_flagged_next_to_the_field(page, live_server):
+    pg = page
+    _goto(pg, live_server + "/")
+    pg.select_option("#task", "lora")
+    pg.fill("#deadline_hours", "48")
+    note = pg.locator("#deadline_hours-note")
+    assert note.is_visible() and "dataset" in note.inner_text()
+    pg.fill("#dataset_tokens", "1e8")
+    assert not note.is_visible()
+
+
+def _axe(pg) -> list[dict]:
+    axe = pytest.importorskip("axe_playwright_python", reason="axe-playwright-python (ships axe-core) is not installed")
+    script = (Path(axe.__file__).parent / "axe.min.js").read_text(encoding="utf-8")
+    pg.evaluate(script)     # through the DevTools protocol: the page's CSP does not apply
+    result = pg.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("query", [TRAINING_Q, SERVING_SLA_Q])
+def test_axe_finds_no_serious_violation_and_rows_work_by_keyboard(page, live_server, query):
+    pg = page
+    _goto(pg, live_server + "/" + query)
+    bad = _axe(pg)
+    assert bad == [], [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3]) for v in bad]
+    rows = pg.locator("#plans tbody tr[data-rank]")
+    assert rows.count() >= 2
+    assert all(rows.nth(i).get_attribute("tabindex") == "0" for i in range(rows.count()))
+    # Tab reaches the first row; ArrowDown moves to the next; Enter opens it (its details row appears).
+    rows.first.focus()
+    assert pg.evaluate("document.activeElement.dataset.index") == "0"
+    pg.keyboard.press("ArrowDown")
+    assert pg.evaluate("document.activeElement.dataset.index") == "1"
+    pg.keyboard.press("Enter")
+    expanded = lambda i: rows.nth(i).locator("button.expand").get_attribute("aria-expanded")  # noqa: E731
+    assert expanded(1) == "true"
+    assert pg.locator(f"#plan-details-{rows.nth(1).get_attribute('data-rank')}").is_visible()
+    assert pg.evaluate("document.activeElement.dataset.index") == "1"
+    pg.keyboard.press(" ")
+    assert expanded(1) == "true" and expanded(0) == "false"
+    # the model combobox
+    assert pg.get_attribute("#model", "role") == "combobox"
+    pg.focus("#model")
+    pg.fill("#model", "qwen2.5")
+    pg.keyboard.press("ArrowDown")
+    active = pg.get_attribute("#model", "aria-activedescendant")
+    assert active and pg.get_attribute(f"#{active}", "role") == "option"
+    assert pg.get_attribute(f"#{active}", "aria-selected") == "true"
+    assert pg.errors == []
+
+
+@pytest.mark.parametrize("fixture, want", [
+    ("recommend-serving-blocks.json", ["vllm", "231 ms median, 412 ms p90", "target 1 s", "18.3 ms", "71%", "29%",
+                                       "met", "Engine copies"]),
+    ("recommend-training-blocks.json", ["Micro-batch", "4 (chosen by the search)", "8 (set by you)",
+                                        "12.5%", "46.3%", "selective", "micro-batch 4: 71 of 78 GiB"]),
+])
+def test_the_serving_and_recipe_blocks_are_shown(page, live_server, fixture, want):
+    """The contract's new blocks (branches serving and recipe), from a fixture answer."""
+    pg = page
+    body = (FIXTURES / fixture).read_text(encoding="utf-8")
+    pg.route("**/api/recommend*", lambda route: route.fulfill(status=200, body=body,
+                                                              headers={"content-type": "application/json"}))
+    task = "inference" if "serving" in fixture else "lora"
+    _goto(pg, live_server + f"/?model=Qwen%2FQwen2.5-7B-Instruct&task={task}")
+    details = pg.inner_text("#plans tr.details") + "\n" + pg.inner_text("#why")
+    for w in want:
+        assert w in details, (w, details)
+    assert "Ranked by: lowest expected cost" in pg.inner_text("#ranking-basis")
+
+
+def _text_boxes(pg, selector: str) -> list[dict]:
+    return pg.eval_on_selector_all(selector + " text", """els => els.map(e => {
+        const r = e.getBoundingClientRect(), svg = e.ownerSVGElement.getBoundingClientRect();
+        const size = parseFloat(getComputedStyle(e).fontSize) * e.ownerSVGElement.getScreenCTM().a;
+        return {text: e.textContent, x: r.left, y: r.top, w: r.width, h: r.height, size,
+                inside: r.left >= svg.left - 0.5 && r.right <= svg.right + 0.5 && r.top >= svg.top - 0.5
+                        && r.bottom <= svg.bottom + 0.5};
+    })""")
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["w"] - 0.5 and b["x"] < a["x"] + a["w"] - 0.5 and \
+        a["y"] < b["y"] + b["h"] - 0.5 and b["y"] < a["y"] + a["h"] - 0.5
+
+
+@pytest.mark.parametrize("query", [TRAINING_Q, SERVING_SLA_Q])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_charts_and_cards_are_readable_on_a_phone(browser, live_server, query, lang):
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    try:
+        _goto(pg, live_server + "/" + query + ("&lang=zh" if lang == "zh" else ""))
+        for chart in ("#memory-svg", "#pareto-svg"):
+            boxes = _text_boxes(pg, chart)
+            assert boxes, chart
+            small = [b["text"] for b in boxes if b["size"] < 11]
+            assert small == [], f"text under 11 px in {chart}: {small}"
+            clipped = [b["text"] for b in boxes if not b["inside"]]
+            assert clipped == [], f"clipped labels in {chart}: {clipped}"
+            hits = [(a["text"], b["text"]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if _overlap(a, b)]
+            assert hits == [], f"overlapping labels in {chart}: {hits}"
+        over = pg.eval_on_selector_all("#plans td", "els => els.filter(e => e.scrollWidth > e.clientWidth + 1)"
+                                                    ".map(e => e.textContent)")
+        assert over == [], f"table cells overflow on a phone: {over}"
+    finally:
+        ctx.close()
+
+
+def test_workload_downloads_as_yaml_and_loads_back(page, live_server, tmp_path):
+    import yaml
+
+    pg = page
+    _goto(pg, live_server + "/" + SERVING_SLA_Q)
+    with pg.expect_download() as dl:
+        pg.click("#save-workload")
+    path = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(str(path))
+    assert path.suffix == ".yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert data["serving"] == {"requests_per_s": 10, "ttft_ms": 1500, "tpot_ms": 80}
+    from gpuplan.workload import load_workload
+
+    assert load_workload(path).serving.ttft_ms == 1500          # the file the CLI reads
+    # Load a file with a key the form does not show: the form fills, the key is kept and named.
+    other = tmp_path / "mine.yaml"
+    other.write_text("model: Qwen/Qwen2.5-7B-Instruct\ntask: lora\nseq_len: 4096\ndataset: {tokens: 2e8}\n"
+                     "lora: {rank: 64}\nconstraints: {deadline_hours: 24}\n", encoding="utf-8")
+    _goto(pg, live_server + "/")
+    pg.set_input_files("#load-workload", str(other))
+    pg.locator("#file-status", has_text="mine.yaml").wait_for()
+    assert pg.input_value("#task") == "lora" and pg.input_value("#seq_len") == "4096"
+    assert pg.input_value("#dataset_tokens") == "200000000" and pg.input_value("#deadline_hours") == "24"
+    assert "lora.rank" in pg.inner_text("#file-status")
+    sent = []
+    pg.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/api/recommend?top=8") else None)
+    pg.click("#submit")
+    _settled(pg)
+    assert sent and sent[-1]["lora"] == {"rank": 64} and sent[-1]["seq_len"] == 4096
+    # A file that is not a workload: the error names the key, nothing is filled in.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: Qwen/Qwen2.5-7B-Instruct\ntsk: lora\n", encoding="utf-8")
+    pg.set_input_files("#load-workload", str(bad))
+    pg.locator("#form-error").wait_for()
+    assert "tsk" in pg.inner_text("#form-error")

@@ -51,7 +51,8 @@ def test_empty_lines_take_the_defaults_and_a_second_run_does_not_overwrite(tmp_p
 
 
 def test_serving_answers_build_a_serving_workload(tmp_path):
-    p = run_ask(tmp_path, "inference\nQwen/Qwen2.5-7B-Instruct\n4\n2048\n256\n1500\n\n", "--json")
+    # task, model, quantization, online/batch, requests/s, concurrency, prompt, output, TTFT ms, budget
+    p = run_ask(tmp_path, "inference\nQwen/Qwen2.5-7B-Instruct\nnone\nonline\n4\n\n2048\n256\n1500\n\n", "--json")
     assert p.returncode in (0, 1), p.stderr
     data = yaml.safe_load((tmp_path / "workload.yaml").read_text())
     assert data["task"] == "inference"
@@ -82,3 +83,57 @@ def test_task_aliases_in_both_languages():
         assert ask_lines(io.StringIO(f"{raw}\n"), "en")["task"] == task
     with pytest.raises(GpuplanError):
         ask_lines(io.StringIO("dance\n"), "en")
+
+
+def test_a_batch_job_with_quantization(tmp_path):
+    # task, model, quantization, online/batch, requests to process, prompt, output, deadline h, budget
+    p = run_ask(tmp_path, "inference\nQwen/Qwen2.5-7B-Instruct\nawq\nbatch\n200000\n512\n128\n24\n\n", "--json")
+    assert p.returncode in (0, 1), p.stderr
+    data = yaml.safe_load((tmp_path / "workload.yaml").read_text())
+    assert data["quantization"] == "awq" and data["dataset"] == {"items": 200000}
+    assert data["constraints"]["deadline_hours"] == 24.0 and "serving" not in data
+    doc = json.loads(p.stdout)
+    assert doc["workload"]["dataset"]["items"] == 200000
+    assert all(plan.get("job") for plan in doc["plans"])    # priced as a job, not a service
+
+
+def test_online_concurrency_becomes_the_batch_size():
+    import io
+
+    answers = ask_lines(io.StringIO("inference\nqwen2.5-7b\nint4\nonline\n3\n32\n\n\n\n\n"), "en")
+    w = build_workload(answers)
+    assert w["batch_size"] == 32 and w["quantization"] == "int4" and w["serving"]["requests_per_s"] == 3.0
+
+
+@pytest.mark.parametrize("lines, key", [("inference\nqwen2.5-7b\nq9\n", "Weight quantization"),
+                                        ("inference\nqwen2.5-7b\nnone\nsometimes\n", "Online service")])
+def test_bad_quantization_or_mode_names_the_question(lines, key):
+    import io
+
+    with pytest.raises(GpuplanError) as exc:
+        ask_lines(io.StringIO(lines), "en")
+    assert key in exc.value.message
+
+
+def test_the_model_is_checked_when_it_is_given_and_nothing_is_written(tmp_path):
+    import io
+
+    with pytest.raises(GpuplanError) as exc:
+        ask_lines(io.StringIO("lora\nqwen7\n50000\n"), "en")
+    assert "Answer 2" in exc.value.message and "qwen7" in exc.value.message
+    assert "Did you mean" in exc.value.hint
+    p = run_ask(tmp_path, "lora\nqwen7\n50000\n1024\n1\n\n\n")
+    assert p.returncode == 2 and "Answer 2" in p.stderr
+    assert list(tmp_path.iterdir()) == []        # no workload file for a wizard that did not finish
+
+
+def test_the_example_in_the_prompt_survives_rich_markup():
+    import io
+
+    from rich.console import Console
+
+    from gpuplan.ask import _prompt_text
+
+    out = io.StringIO()
+    Console(file=out, width=200).print(_prompt_text(questions()[0], "en"))
+    assert "[e.g. lora]" in out.getvalue()

@@ -6,43 +6,41 @@ response is the CLI's ``--json`` document; docs/web.md has examples):
 - ``POST /api/estimate``   -> ``gpuplan estimate --json``
 - ``POST /api/recommend``  -> ``gpuplan recommend --json`` (``?top=5``)
 - ``POST /api/plan``       -> the plan bundle of one plan as a zip (``?rank=1&lang=en``)
+- ``POST /api/workload/yaml``, ``POST /api/workload/parse`` -> the workload as a YAML file, and back
 - ``GET /api/gpus``, ``/api/instances``, ``/api/models``, ``/api/options`` -> catalog listings
 - ``GET /healthz``, ``GET /openapi.json``, ``GET /docs`` (an offline endpoint list), ``GET /`` (the page)
 
 Errors are JSON ``{"error", "hint", "field"}``: 422 for invalid input (the field and the reason),
-413 for an oversized body, 415 for a body that is not JSON, 503 when busy or past the time budget;
-nothing a client sends should produce a 500. Request bodies are never logged.
+413 for an oversized body, 415 for a body that is not JSON, 429 when one client has too much in
+flight, 503 when busy or past the time budget (the computation's worker process is then killed:
+:mod:`gpuplan.api.workers`); nothing a client sends should produce a 500. Request bodies are never
+logged.
 """
 
 
 import asyncio
-import contextvars
-import functools
-import io
 import json
 import math
-import shutil
-import tempfile
-import zipfile
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from functools import cache
 from importlib import resources
-from pathlib import Path
-from typing import Annotated, Any, Callable, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gpuplan import __version__
-from gpuplan.api.limits import Limits, check_workload
+from gpuplan.api import work
+from gpuplan.api.limits import Limits
 from gpuplan.api.middleware import GuardMiddleware, LOOPBACK_HOSTS
 from gpuplan.api.models import (
     ERROR_RESPONSES,
+    PARSE_REQUEST,
+    PARSE_RESPONSES,
+    WORKLOAD_EXAMPLES,
+    YAML_RESPONSES,
     ESTIMATE_RESPONSES,
     LIST_RESPONSES,
     PLAN_RESPONSES,
@@ -50,33 +48,19 @@ from gpuplan.api.models import (
     ErrorResponse,
     Health,
 )
+from gpuplan.api.workers import Busy, Runner
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.workload import Workload, parse_workload
 
 STATIC_FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
+                "util.js": "text/javascript; charset=utf-8", "charts.js": "text/javascript; charset=utf-8",
+                "form.js": "text/javascript; charset=utf-8", "facts.js": "text/javascript; charset=utf-8",
                 "app.css": "text/css; charset=utf-8", "docs.html": "text/html; charset=utf-8",
                 "docs.js": "text/javascript; charset=utf-8"}
 
-# Messages of catalog lookups -> the workload field they are about (lookups raise without a field).
-_FIELD_BY_MESSAGE = (("Unknown model", "model"), ("Model config", "model"), ("Unknown GPU", "hardware.gpu"),
-                     ("Unknown instance type", "hardware.instance_type"),
-                     ("Unknown instance family", "constraints.families"), ("Unknown cloud", "constraints.clouds"),
-                     ("TP ", "parallel"), ("PP ", "parallel"))
-_FIELD_BY_KIND = {"model": "model", "GPU": "hardware.gpu", "instance type": "hardware.instance_type",
-                  "instance family": "constraints.families", "cloud": "constraints.clouds"}
-_TOP_LEVEL = set(Workload.model_fields) | {"rank", "top", "lang"}   # workload keys and query parameters
-
-
-WorkloadBody = Annotated[Workload, Body(description="A gpuplan workload (the same keys as a workload file).")]
-
-
-class Busy(Exception):
-    """Too much queued work, or the time budget ran out."""
-
-    def __init__(self, message: str, hint: str):
-        super().__init__(message)
-        self.message, self.hint = message, hint
+WorkloadBody = Annotated[Workload, Body(description="A gpuplan workload (the same keys as a workload file).",
+                                         openapi_examples=WORKLOAD_EXAMPLES)]
 
 
 # ------------------------------------------------------------------------------------------------ JSON out
@@ -111,160 +95,6 @@ def error_response(status: int, message: str, hint: str = "", field: str | None 
     return json_response(ErrorResponse(error=message, hint=hint, field=field).model_dump(), status)
 
 
-def _compute_field(err: GpuplanError) -> str | None:
-    """The workload field an error raised while computing is about: model config keys live under
-    ``model.``; catalog lookups (unknown GPU, instance type...) carry no field, so their message tells."""
-    field = err.field
-    if field:
-        head = field.split(".", 1)[0]
-        return field if head in _TOP_LEVEL else f"model.{field}"
-    if err.kind in _FIELD_BY_KIND:
-        return _FIELD_BY_KIND[err.kind]
-    for prefix, name in _FIELD_BY_MESSAGE:
-        if err.message.startswith(prefix):
-            return name
-    return None
-
-
-def _with_field(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run ``fn``; re-raise its GpuplanError with the workload field filled in."""
-    def wrapped(*args: Any, **kw: Any) -> Any:
-        try:
-            return fn(*args, **kw)
-        except GpuplanError as err:
-            raise err.with_field(_compute_field(err)) from None
-        except ValidationError as exc:
-            # A combination the workload model accepts but a derived variant does not (e.g. task qlora
-            # with constraints.quantization [none]): still the input's fault, so a 422 with the reason.
-            first: Mapping[str, Any] = exc.errors()[0] if exc.errors() else {}
-            msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
-            raise GpuplanError(_("This combination of workload settings is not possible: {msg}.").format(msg=msg),
-                               hint=_("Change the conflicting settings (see the message)."),
-                               field=".".join(str(p) for p in first.get("loc", ())) or None) from None
-    wrapped.__name__ = fn.__name__
-    return wrapped
-
-
-# ------------------------------------------------------------------------------------------------ work
-
-def _check_model_ref(w: Workload) -> None:
-    """The web API takes bundled names and inline mappings only: it never reads files named by a client."""
-    if isinstance(w.model, str):
-        from gpuplan.catalog.models import get_model
-
-        try:
-            get_model(w.model)
-        except GpuplanError as err:
-            name = w.model.strip()
-            pathlike = name.endswith(".json") or name.startswith((".", "~", "/", "\\")) or ":\\" in name
-            extra = _("The web API does not read config.json paths: paste the config as an inline mapping instead.")
-            hint = err.hint_for("web")
-            if pathlike:
-                hint = (hint + " " + extra).strip()
-            raise GpuplanError(err.message, hint=hint, web_hint=hint, field="model", kind=err.kind) from None
-
-
-@_with_field
-def do_estimate(w: Workload, limits: Limits) -> dict:
-    from gpuplan.estimate.core import estimate
-
-    check_workload(w, limits, search=False)
-    _check_model_ref(w)
-    return estimate(w).to_dict()
-
-
-@_with_field
-def do_recommend(w: Workload, limits: Limits, top: int):
-    from gpuplan.plan import recommend
-
-    check_workload(w, limits, search=True)
-    _check_model_ref(w)
-    return recommend(w, top=top)
-
-
-@_with_field
-def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[bytes, str]:
-    """Recommend, pick the plan of that rank, render its bundle and zip it: (zip bytes, file name)."""
-    try:
-        from gpuplan.render.bundle import build_bundle
-        from gpuplan.render.bundle.safe import slugify
-    except ImportError:  # pragma: no cover - the bundle renderer ships with gpuplan
-        raise GpuplanError(_("Plan bundles are not available in this build."), hint=_("Upgrade gpuplan.")) from None
-    rec = do_recommend(w, limits, top=rank)
-    doc = rec.to_dict()
-    chosen = next((p for p in rec.plans if p.rank == rank), None)
-    if chosen is None:
-        if not rec.plans:
-            raise GpuplanError(_("No plan satisfies this workload, so there is no bundle to build."),
-                               hint=_("See binding_constraints in /api/recommend and relax that constraint."),
-                               web_hint=_("Relax the binding constraint shown with the result."),
-                               field="constraints")
-        raise GpuplanError(_("There is no plan ranked {rank} (the search found {count}).").format(
-                               rank=rank, count=len(rec.all_plans)),
-                           hint=_("Use a rank listed by /api/recommend."), field="rank")
-    from gpuplan.plan.bundle import bundle_inputs
-
-    resolved, est = bundle_inputs(chosen, w)
-    plan = next(p for p in doc["plans"] if p["rank"] == rank)   # the contract dict, with the ops advice
-    slug = slugify(w.name or (w.model if isinstance(w.model, str) else None))
-    tmp = Path(tempfile.mkdtemp(prefix="gpuplan-api-"))
-    try:
-        folder = build_bundle(plan, resolved, est, tmp / slug, lang=lang,
-                              rejected=doc["rejected"], pareto=doc["pareto"])
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            for path in sorted(folder.rglob("*")):
-                if not path.is_file():
-                    continue
-                info = zipfile.ZipInfo(f"{slug}/{path.relative_to(folder).as_posix()}", date_time=(2020, 1, 1, 0, 0, 0))
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = (path.stat().st_mode & 0o777 | 0o100000) << 16
-                zf.writestr(info, path.read_bytes())
-        return buf.getvalue(), f"{slug}-plan.zip"
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-class Runner:
-    """Runs CPU-bound work in a bounded thread pool under a per-request time budget."""
-
-    def __init__(self, limits: Limits):
-        self.limits = limits
-        self.pool: ThreadPoolExecutor | None = None
-        self.pending = 0
-
-    def start(self) -> None:
-        if self.pool is None:
-            self.pool = ThreadPoolExecutor(max_workers=self.limits.workers, thread_name_prefix="gpuplan-api")
-
-    def stop(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
-
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        self.start()
-        if self.pending >= self.limits.max_queue:
-            raise Busy(_("The server is busy."), _("Retry in a few seconds."))
-        loop = asyncio.get_running_loop()
-        self.pending += 1
-        # The request's language and surface travel with the work into the pool's thread.
-        fut = loop.run_in_executor(self.pool, functools.partial(contextvars.copy_context().run, fn, *args))
-
-        def _done(_f: asyncio.Future) -> None:
-            self.pending -= 1
-            if not _f.cancelled():
-                _f.exception()  # mark a late exception as retrieved
-        fut.add_done_callback(_done)
-        try:
-            return await asyncio.wait_for(asyncio.shield(fut), timeout=self.limits.time_budget_s)
-        except asyncio.TimeoutError:
-            fut.cancel()
-            raise Busy(_("The request took longer than this server's {budget:g} s budget.").format(
-                           budget=self.limits.time_budget_s),
-                       _("Narrow the search: set constraints.regions, constraints.max_gpus or a fixed hardware.gpu.")) from None
-
-
 # ------------------------------------------------------------------------------------------------ static
 
 @cache
@@ -296,11 +126,11 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        runner.start()
+        await asyncio.to_thread(runner.start)
         try:
             yield
         finally:
-            runner.stop()
+            await asyncio.to_thread(runner.stop)
 
     app = FastAPI(title="gpuplan", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Plan cloud GPU instances for training and serving models. The request body of every "
@@ -317,8 +147,8 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
 
     @app.exception_handler(Busy)
     async def _busy(_req: Request, err: Busy) -> Response:
-        resp = error_response(503, err.message, err.hint)
-        resp.headers["Retry-After"] = "5"
+        resp = error_response(err.status, err.message, err.hint)
+        resp.headers["Retry-After"] = str(err.retry_after_s)
         return resp
 
     @app.exception_handler(RequestValidationError)
@@ -343,27 +173,51 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
     # ---------------------------------------------------------------- compute
     @app.post("/api/estimate", tags=["compute"], responses=ESTIMATE_RESPONSES, response_class=Response,
               summary="Memory, time and throughput on fixed hardware (gpuplan estimate --json)")
-    async def api_estimate(workload: WorkloadBody) -> Response:
-        return json_response(await runner.run(do_estimate, workload, lim))
+    async def api_estimate(request: Request, workload: WorkloadBody) -> Response:
+        return json_response(await runner.run(_client(request), work.do_estimate, workload, lim))
 
     @app.post("/api/recommend", tags=["compute"], responses=RECOMMEND_RESPONSES, response_class=Response,
               summary="Ranked instance plans (gpuplan recommend --json)")
-    async def api_recommend(workload: WorkloadBody,
+    async def api_recommend(request: Request, workload: WorkloadBody,
                             top: Annotated[int, Query(ge=1, le=lim.max_top, description="plans to return")] = 5
                             ) -> Response:
-        rec = await runner.run(do_recommend, workload, lim, top)
-        return json_response(rec.to_dict())
+        return json_response(await runner.run(_client(request), work.do_recommend, workload, lim, top))
 
     @app.post("/api/plan", tags=["compute"], responses=PLAN_RESPONSES, response_class=Response,
               summary="The plan bundle of one recommended plan, as a zip")
-    async def api_plan(workload: WorkloadBody,
+    async def api_plan(request: Request, workload: WorkloadBody,
                        rank: Annotated[int, Query(ge=1, le=lim.max_top, description="rank of the plan in "
                                                                                      "/api/recommend")] = 1,
                        lang: Annotated[Literal["en", "zh"], Query(description="language of PLAN.md")] = "en"
                        ) -> Response:
-        data, filename = await runner.run(do_plan_zip, workload, lim, rank, lang)
+        data, filename = await runner.run(_client(request), work.do_plan_zip, workload, lim, rank, lang)
         return Response(data, media_type="application/zip",
                         headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+    # ---------------------------------------------------------------- workload files
+    @app.post("/api/workload/yaml", tags=["workload"], responses=YAML_RESPONSES, response_class=Response,
+              summary="The workload as the YAML file the CLI reads (to download and continue in the CLI)")
+    async def api_workload_yaml(workload: WorkloadBody) -> Response:
+        from gpuplan.render.bundle.safe import slugify
+        from gpuplan.workload import dump_workload_yaml
+
+        slug = slugify(workload.name or (workload.model if isinstance(workload.model, str) else None))
+        return Response(dump_workload_yaml(work.workload_keys(workload)).encode("utf-8"),
+                        media_type="application/yaml; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{slug}.yaml"'})
+
+    @app.post("/api/workload/parse", tags=["workload"], responses=PARSE_RESPONSES, response_class=Response,
+              openapi_extra=PARSE_REQUEST,
+              summary="Read a workload file (YAML or JSON text, at most the body limit) into workload keys")
+    async def api_workload_parse(request: Request) -> Response:
+        raw = await request.body()
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise GpuplanError(_("The uploaded file is not UTF-8 text (byte {start}).").format(start=exc.start),
+                               hint=_("Save it as UTF-8.")) from None
+        doc = await runner.run(_client(request), work.parse_workload_text, text)
+        return json_response({"schema_version": 1, "workload": doc})
 
     # ---------------------------------------------------------------- catalog
     @app.get("/api/gpus", tags=["catalog"], responses=LIST_RESPONSES, response_class=Response,
@@ -427,6 +281,12 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
     app.openapi_schema = None
     _add_error_schema(app)
     return app
+
+
+def _client(request: Request) -> str:
+    """Who is asking, for the per-client limits: the peer address (uvicorn replaces it by the
+    X-Forwarded-For address when the peer is a trusted proxy, by default 127.0.0.1 only)."""
+    return request.client.host if request.client else "unknown"
 
 
 def _add_error_schema(app: FastAPI) -> None:

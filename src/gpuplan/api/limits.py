@@ -6,13 +6,14 @@ and every breach is answered with a JSON error naming the field, never with a 50
 - a body larger than ``max_body_bytes`` -> 413 (checked before the body is parsed);
 - a workload that would make the search too large (``constraints.max_gpus``, ``hardware.count``,
   long lists) -> 422 with the field, checked before any work starts;
-- more queued work than ``max_queue`` -> 503 at once; work that has not finished within
-  ``time_budget_s`` (queue wait included) -> 503 with a hint to narrow the search.
+- more queued work than ``max_queue`` -> 503 at once; more than ``per_client_queue`` requests of one
+  client waiting or running -> 429 at once (both with ``Retry-After``);
+- work that has not finished within ``time_budget_s`` (queue wait included) -> 503 with a hint to
+  narrow the search, and the worker process computing it is killed and replaced
+  (:mod:`gpuplan.api.workers`), so nothing runs on after the answer.
 
-Python threads cannot be stopped, so the time budget answers the client but the computation
-finishes in the background; the worker pool (``max_workers``) bounds how much of that can run
-at once. The CPU figures in bench/results/api_load.md show the typical costs (tens to a few
-hundred milliseconds per recommend).
+The figures in bench/results/api_load.md show the typical costs (tens to a few hundred
+milliseconds per recommend) and what hostile requests do to the latency of the others.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from gpuplan.i18n import _
 
 
 def _default_workers() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+    """At least 4 worker processes (so that one client's two runaway requests leave two for the others),
+    at most 8, else one per CPU."""
+    return max(4, min(8, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
@@ -39,13 +42,20 @@ class Limits:
     max_search_gpus: int = 256             # constraints.max_gpus and hardware.count for a search
     max_estimate_gpus: int = 100_000       # hardware.count for a fixed-hardware estimate
     max_list_items: int = 32               # regions, families, clouds, quantization, ...
-    time_budget_s: float = 20.0            # wall time per request, queue wait included
-    max_workers: int = 0                   # concurrent computations; 0 = min(4, CPUs)
+    time_budget_s: float = 20.0            # wall time per request, queue wait included; then the worker is killed
+    max_workers: int = 0                   # worker processes; 0 = one per CPU, at least 4, at most 8
     max_queue: int = 16                    # computations waiting or running before 503
+    per_client_active: int = 0             # computations of one client at once; 0 = half the workers
+    per_client_queue: int = 8              # requests of one client waiting or running before 429
+    retry_after_s: int = 2                 # Retry-After of a 429
 
     @property
     def workers(self) -> int:
         return self.max_workers or _default_workers()
+
+    @property
+    def client_active(self) -> int:
+        return self.per_client_active or max(1, self.workers // 2)
 
 
 def check_workload(w: Workload, limits: Limits, *, search: bool) -> None:

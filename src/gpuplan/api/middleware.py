@@ -3,8 +3,9 @@
 - **Host check**: on a loopback-bound server only ``localhost``/``127.0.0.1``/``[::1]`` Host headers
   are served (a web page on another site cannot reach the API through DNS rebinding).
 - **Body limits** for POST/PUT/PATCH: the body is read up to ``max_body_bytes`` (413 beyond, before
-  any parsing), must be JSON (415 otherwise: this also stops cross-site form posts) and may nest
-  at most ``max_json_depth`` levels (422).
+  any parsing: a declared Content-Length is refused before a byte is read), must be JSON (415
+  otherwise: this also stops cross-site form posts; ``/api/workload/parse`` also takes YAML text)
+  and may nest at most ``max_json_depth`` levels (422).
 - **Security headers** on every response: a strict Content-Security-Policy (the page loads only
   its own script and style: nothing from a CDN), no sniffing, no framing, no referrer.
 
@@ -30,6 +31,9 @@ SECURITY_HEADERS = (
 )
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
+# Paths that also take a workload file's text (YAML); every other body must be JSON.
+YAML_PATHS = frozenset({"/api/workload/parse"})
+YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
 
 
 def _host_name(raw: str) -> str:
@@ -130,11 +134,12 @@ class GuardMiddleware:
                 break
         body = b"".join(chunks)
         ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if body and ctype != "application/json" and not ctype.endswith("+json"):
+        yaml_ok = scope.get("path") in YAML_PATHS and ctype in YAML_TYPES
+        if body and ctype != "application/json" and not ctype.endswith("+json") and not yaml_ok:
             await _reply(send_secure, 415, _("The request body must be JSON."),
                          _("Send Content-Type: application/json with one JSON object of workload keys."))
             return
-        if max_nesting(body, self.max_json_depth) > self.max_json_depth:
+        if not yaml_ok and max_nesting(body, self.max_json_depth) > self.max_json_depth:
             await _reply(send_secure, 422, _("The request body nests deeper than {depth} levels.").format(
                 depth=self.max_json_depth), _("A workload nests three or four levels deep."), field=None)
             return

@@ -19,7 +19,9 @@ from gpuplan.schemas import ESTIMATE_SCHEMA, RECOMMEND_SCHEMA
 class ErrorResponse(BaseModel):
     """Every error: one line, a hint on how to fix it, and the workload field at fault (or null)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"error": "Unknown model 'qwen7'.", "hint": "Did you mean 'qwen-7b', 'qwen2-7b', 'qwen-72b'? Pick one from the list on the page.",
+         "field": "model"}]})
 
     error: str = Field(description="what is wrong, in one line")
     hint: str = Field("", description="how to fix it")
@@ -55,7 +57,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: {"description": "Request body too large", "content": ERROR_CONTENT},
     415: {"description": "Body must be JSON (Content-Type: application/json)", "content": ERROR_CONTENT},
     422: {"description": "Invalid workload or parameter: the field and the reason", "content": ERROR_CONTENT},
-    503: {"description": "Busy, or the request ran past the time budget", "content": ERROR_CONTENT},
+    429: {"description": "Too many requests from this client at once (see Retry-After)", "content": ERROR_CONTENT},
+    503: {"description": "Busy, or the request ran past the time budget (see Retry-After)", "content": ERROR_CONTENT},
 }
 
 ESTIMATE_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -77,3 +80,43 @@ PLAN_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 LIST_RESPONSES: dict[int | str, dict[str, Any]] = {400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]}
+
+YAML_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The workload file (YAML), as `gpuplan recommend FILE` reads it",
+          "content": {"application/yaml": {"schema": {"description": "YAML text of a workload mapping"},
+                                           "example": "model: Qwen/Qwen2.5-7B-Instruct\ntask: lora\ndataset:\n"
+                                                      "  tokens: 100000000.0\n"}}},
+    **ERROR_RESPONSES,
+}
+
+PARSE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The workload keys of the file (validated; defaults left out)",
+          "content": {"application/json": {"schema": {
+              "type": "object", "required": ["schema_version", "workload"],
+              "properties": {"schema_version": {"type": "integer"}, "workload": {"type": "object"}}},
+              "example": {"schema_version": 1, "workload": {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora",
+                                                            "dataset": {"tokens": 1e8}}}}}},
+    **ERROR_RESPONSES,
+}
+
+PARSE_REQUEST: dict[str, Any] = {"requestBody": {"required": True, "content": {
+    "application/yaml": {"schema": {"type": "string"},
+                         "example": "model: Qwen/Qwen2.5-7B-Instruct\ntask: lora\ndataset: {tokens: 1e8}\n"},
+    "application/json": {"schema": {"type": "object"},
+                         "example": {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora"}}}}}
+
+# Named request examples of every POST that takes a workload (shown by OpenAPI tools).
+WORKLOAD_EXAMPLES: dict[str, dict[str, Any]] = {
+    "lora": {"summary": "LoRA fine-tune of a 7B model on 100M tokens within 3 days",
+             "value": {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048,
+                       "dataset": {"tokens": 1e8}, "constraints": {"deadline_hours": 72}}},
+    "serving": {"summary": "Serve a 7B chat model at 10 requests/s with TTFT and TPOT targets",
+                "value": {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "prompt_tokens": 1024,
+                          "output_tokens": 256,
+                          "serving": {"requests_per_s": 10, "ttft_ms": 1000, "tpot_ms": 50}}},
+    "fixed_hardware": {"summary": "One estimate on fixed hardware (for /api/estimate)",
+                       "value": {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "hardware": {"gpu": "A10"}}},
+    "diffusion": {"summary": "Serve SDXL images",
+                  "value": {"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
+                            "serving": {"requests_per_s": 1}}},
+}

@@ -20,12 +20,21 @@ import yaml
 
 from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.units import GIB, MIB
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 # When nvidia-smi's memory.total is unknown, usable capacity = nominal GiB x this factor.
 # 15/16 is the conservative end of what drivers report: GDDR6 parts with ECC expose ~93.7 %
 # (A10 23028/24576, L40S 46068/49152, T4 15360/16384) while HBM parts expose 99.5-100 %
 # (H100 81559/81920, A100 81920/81920).
+# The 'assumed' notes of partial GPU names in data/gpus.yaml (msgids: shown translated under --lang zh).
+_ASSUMED_NOTES = (
+    N_("form factor and memory not given; SXM2 16GB assumed (the smaller part, so a plan never overestimates memory)"),
+    N_("form factor and memory not given; SXM4 80GB assumed"), N_("form factor not given; PCIe assumed"),
+    N_("form factor not given; SXM2 assumed"), N_("form factor not given; SXM4 assumed"),
+    N_("form factor not given; SXM5 assumed"), N_("generation not given; RTX 6000 Ada Generation assumed"),
+    N_("memory not given; 16GB assumed (the smaller part)"), N_("memory not given; 80GB assumed"),
+    N_("memory not given; Alibaba's 72GB Blackwell part assumed"),
+)
 UNKNOWN_DRIVER_MEMORY_FACTOR = 15 / 16
 
 # dtype -> GpuSpec field holding its dense peak (TFLOPS, or TOPS for integers).
@@ -322,7 +331,7 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
     if short in cat.partial:
         default = cat.partial[short]
         return cat.gpus[default.gpu], _("{name!r} resolved to {gpu} ({assumed})").format(
-            name=name.strip(), gpu=default.gpu, assumed=default.assumed)
+            name=name.strip(), gpu=default.gpu, assumed=_(default.assumed))
     if short in cat.stripped:
         return cat.gpus[cat.stripped[short]], None
     raise unknown_name_error("GPU", name, gpu_names(), "gpuplan gpus")

@@ -687,7 +687,7 @@ def _serving_costs(ctx: _Ctx, c: Candidate, p: _Draft, price: costm.Price | None
             p.unit_cost = {"unit": unit, "cost": rnd(p.monthly_cost / HOURS_PER_MONTH / (served * HOUR_S)),
                            "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
     if group_rate > 0:
-        unit = "req/s" if ctx.llm else "images/s" if getattr(ctx.model, "kind", "") == "diffusion" else "req/s"
+        unit = _("images/s") if not ctx.llm and getattr(ctx.model, "kind", "") == "diffusion" else _("req/s")
         args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": localize(c.layout.describe().split(", ckpt")[0]),
                 "rate": f"{group_rate:.2f}", "unit": unit}
         if sizing is None:

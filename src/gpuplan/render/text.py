@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuplan.i18n import N_, localize, tr
+from gpuplan.fieldnames import field_label
 from gpuplan.units import GIB, fmt_bytes, fmt_duration
 
 
@@ -96,7 +97,7 @@ def record_table(title: str, record: dict, lang: str) -> Table:
             v = "\n".join(str(x) for x in v) if v else "-"
         elif isinstance(v, dict):
             v = ", ".join(f"{a}={b}" for a, b in v.items()) if v else "-"
-        t.add_row(tr(k, lang) if lang == "zh" else k, _num(v))
+        t.add_row(field_label(k, lang), _num(v))
     return t
 
 
