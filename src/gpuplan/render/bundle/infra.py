@@ -157,13 +157,13 @@ def terraform(c: Ctx) -> dict[str, str]:
     import math
 
     from gpuplan.render.bundle.transfer import transfers
-    from gpuplan.units import fmt_duration
+    from gpuplan.render.bundle.transfer import script_duration
 
     t = transfers(c)
     values = {"c": c, "instance_count": c.nodes, "tag_name": c.name or c.slug, "t": t,
               "auto_release_hours": t.release_hours,
               "download_gb": f"{(t.download_bytes or 0) / 1e9:.0f}",
-              "download_text": fmt_duration(t.download_s).replace(" ", "") if t.download_s else "-",
+              "download_text": script_duration(t.download_s),
               "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_tib or 0) * 1024 / 100.0)) * 100)}
     return {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
             for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}

@@ -82,11 +82,22 @@ def fetch_model_script(c: Ctx) -> str:
     from gpuplan.render.bundle.infra import model_dir
     from gpuplan.render.bundle.serving import checkpoint, is_llm
     from gpuplan.render.bundle.templates import render
-    from gpuplan.units import fmt_duration
 
     t = transfers(c)
     model = (checkpoint(c).repo or c.model) if (not c.training and is_llm(c)) else c.model
     return render("fetch-model.sh.j2", c=c, model=model, model_dir=model_dir(c), bandwidth_mbit=t.bandwidth_mbit,
-                  download_text=fmt_duration(t.download_s).replace(" ", "") if t.download_s else "-",
+                  download_text=script_duration(t.download_s),
                   download_gb=f"{t.download_bytes / 1e9:.0f}" if t.download_bytes else "",
                   modelscope_pin=MODELSCOPE_PIN)
+
+
+def script_duration(seconds: float | None) -> str:
+    """A duration for a comment in a generated script or Terraform file: always English and inert
+    ("3.1h"), whatever the bundle's language (scripts stay English; PLAN.md carries the translation)."""
+    from gpuplan.i18n import use_lang
+    from gpuplan.units import fmt_duration
+
+    if not seconds:
+        return "-"
+    with use_lang("en"):
+        return fmt_duration(seconds).replace(" ", "")
