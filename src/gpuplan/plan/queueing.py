@@ -22,9 +22,9 @@ Replicas are the smallest r such that
   B(c, a) = P(N = c) / P(N <= c) for N ~ Poisson(a): the numerator in log space (``lgamma``), the
   denominator P(Gamma(c + 1) > a) by the Wilson-Hilferty cube-root normal approximation
   ((G/k)^(1/3) ~ N(1 - 1/(9k), 1/(9k)) for G ~ Gamma(k): Wilson and Hilferty, "The distribution of
-  chi-square", PNAS 17, 1931, 684-688, with chi-square(2k) = 2 Gamma(k)). Against the recursion its relative error in B is 3e-3 at c = 2,
-  7e-5 at c = 100, 2.5e-5 at c = 256, at loads 0.1-0.995 (tests/plan/test_queueing.py), so the switch
-  at 256 servers keeps C monotone.
+  chi-square", PNAS 17, 1931, 684-688, with chi-square(2k) = 2 Gamma(k)). Against the recursion
+  its relative error in B is 3e-3 at c = 2, 7e-5 at c = 100 and 2.5e-5 at c = 256 for loads
+  0.1-0.995 (tests/plan/test_queueing.py), so the switch at 256 servers keeps C monotone.
 - Erlang C from B: C = B / (1 - rho (1 - B)).
 - The replica count with the TTFT condition is found by exponential then binary search over r (the
   wait only falls as r grows): O(log r) evaluations, never one per replica.
