@@ -164,6 +164,10 @@ class ModelSpec:
     num_decoder_layers: int = 0  # encoder-decoder only
     relative_attention_num_buckets: int = 0  # T5 relative position bias (per stack)
     sliding_window: int | None = None
+    # The weights as published when they are not 16-bit: "fp8" for a checkpoint whose config.json carries
+    # quantization_config {quant_method: fp8} (DeepSeek-V3/R1: block-wise e4m3, 128 x 128 blocks). None =
+    # the 16-bit torch_dtype. Serving plans use this format where the GPU runs it (plan/serving_config.py).
+    native_weight_format: str | None = None
     profile: NonLLMProfile | None = None
     synthetic: bool = False
     assumptions: tuple[str, ...] = ()
@@ -1061,12 +1065,21 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         relative_attention_num_buckets=(c.int("relative_attention_num_buckets", default=32) or 0)
         if kind == "encoder-decoder" else 0,
         sliding_window=sliding,
+        native_weight_format=_native_weight_format(c.raw),
         assumptions=tuple(assumptions),
     )
     if position == "learned" and not spec.max_position_embeddings:
         raise GpuplanError(_("Model config {name!r} lacks max_position_embeddings (learned positions).").format(name=name),
                            hint=_MIN_KEYS_HINT, field="max_position_embeddings")
     return validate_spec(spec)
+
+
+def _native_weight_format(raw: Mapping[str, Any]) -> str | None:
+    """"fp8" when config.json says the published weights are FP8 (``quantization_config.quant_method``)."""
+    qc = raw.get("quantization_config")
+    if isinstance(qc, Mapping) and str(qc.get("quant_method", "")).lower() == "fp8":
+        return "fp8"
+    return None
 
 
 def _moe_from_config(c: _Cfg, t: str, ffn: int) -> MoESpec | None:
