@@ -11,7 +11,9 @@ from gpuplan.i18n import N_, _, localize
 from gpuplan.plan import cost as costm
 from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, item_unit, job_items, model_bytes, target_util
 from gpuplan.plan.record import rnd
+from gpuplan.plan.rank import SLACK_MIN
 from gpuplan.plan.search import Candidate
+from gpuplan.plan.serving_config import describe
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -198,7 +200,8 @@ def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price |
                            "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
     if group_rate > 0:
         unit = "req/s" if ctx.llm else "images/s" if getattr(ctx.model, "kind", "") == "diffusion" else "req/s"
-        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": localize(c.layout.describe().split(", ckpt")[0]),
+        layout = describe(c) if c.variant.config is not None else c.layout.describe().split(", ckpt")[0]
+        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": localize(layout),
                 "rate": f"{group_rate:.2f}", "unit": unit}
         if sizing is None:
             text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit} (no request rate given: "
@@ -218,4 +221,19 @@ def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price |
     p.cost_key = p.monthly_cost
     p.time_key = c.latency_s()
 
+
+def deadline_margin(ctx: PlanContext, p: Draft) -> None:
+    """``deadline_slack`` = (deadline - time) / deadline for a job with a deadline; a spot plan that keeps
+    less than SLACK_MIN of it gets a warning (and ranks after the plans that keep it: rank.thin_margin)."""
+    cons = ctx.w.constraints
+    if not (cons and cons.deadline_hours) or p.time_s is None:
+        return
+    deadline_s = cons.deadline_hours * HOUR_S
+    p.deadline_slack = (deadline_s - p.time_s) / deadline_s
+    if p.billing == "spot" and 0.0 <= p.deadline_slack < SLACK_MIN:
+        p.warnings.append(_("{instance} x {n} on spot is expected to finish with only {share} of the {deadline} h "
+                            "deadline to spare; interruptions are random, so it may miss it: ranked after the plans "
+                            "that keep {min}").format(instance=p.cand.inst.short_name, n=p.instance_count,
+                                                      share=f"{p.deadline_slack:.1%}",
+                                                      deadline=f"{cons.deadline_hours:g}", min=f"{SLACK_MIN:.0%}"))
 

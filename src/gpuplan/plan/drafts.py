@@ -10,9 +10,10 @@ from gpuplan.i18n import _
 from gpuplan.plan import cost as costm
 from gpuplan.plan.candidates import TRAIN_TASKS, launcher_for
 from gpuplan.plan.context import PlanContext
-from gpuplan.plan.costing import serving_costs, training_costs
+from gpuplan.plan.costing import deadline_margin, serving_costs, training_costs
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory
 from gpuplan.plan.search import Candidate
+from gpuplan.plan.serving_config import describe
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Draft:
     utilization: float | None = None
     job: dict | None = None
     unit_cost: dict | None = None
+    deadline_slack: float | None = None
 
     def record(self) -> Plan:
         """The frozen plan record (advice is added later, for the plans that are shown)."""
@@ -65,6 +67,13 @@ class Draft:
                     "nodes_per_replica": c.nodes,
                     "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp)
                     if c.variant.w.task in TRAIN_TASKS else None}
+        layout = re.sub(r", mb 1 x ga 1$", "", lay.describe())
+        cfg = c.variant.config
+        if cfg is not None:     # LLM serving: the engine's settings, not training fields, in words
+            parallel.update(engine=cfg.engine, ep=cfg.ep, dp_attention=cfg.dp_attention,
+                            kv_cache_dtype=cfg.kv_cache_dtype, weight_format=cfg.weight_format,
+                            max_num_seqs=c.est.performance.get("serving_batch"))
+            layout = describe(c)
         cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
                         price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,
                         price_per_hour=self.price_per_hour, price_estimated=self.price_estimated,
@@ -78,10 +87,10 @@ class Draft:
                         utilization=self.utilization, job=self.job, unit_cost=self.unit_cost)
         return Plan(platform="ecs", instance_type=c.inst.instance_type, instance_count=self.instance_count,
                     gpu=c.inst.gpu, gpus_total=self.gpus_total, parallel=parallel,
-                    layout=re.sub(r", mb 1 x ga 1$", "", lay.describe()), memory=PlanMemory.of(c.est),
+                    layout=layout, memory=PlanMemory.of(c.est),
                     performance={k: v for k, v in c.est.performance.items() if v is not None}, cost=cost,
                     advice=PlanAdvice(why=tuple(self.why), warnings=tuple(self.warnings)),
-                    cost_key=self.cost_key, time_key=self.time_key, estimate=c.est)
+                    cost_key=self.cost_key, time_key=self.time_key, estimate=c.est, deadline_slack=self.deadline_slack)
 
 
 
@@ -133,6 +142,7 @@ def draft(ctx: PlanContext, c: Candidate, price: costm.Price | None, region: str
         training_costs(ctx, c, p, price)
     else:
         serving_costs(ctx, c, p, price)
+    deadline_margin(ctx, p)
     return p
 
 

@@ -9,14 +9,15 @@ from dataclasses import replace
 
 from gpuplan.catalog.instances import InstanceType
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.context import PlanContext, ckpt_bytes
 from gpuplan.plan.network import network_advice
+from gpuplan.plan.rank import thin_margin
 from gpuplan.plan.record import Plan
 from gpuplan.plan.search import Searcher, Variant
 from gpuplan.plan.storage import data_read_bytes_s, storage_advice
-from gpuplan.units import GIB
+from gpuplan.units import GIB, fmt_duration
 
 
 def advise(ctx: PlanContext, p: Plan) -> Plan:
@@ -65,27 +66,72 @@ def advise(ctx: PlanContext, p: Plan) -> Plan:
 PLATFORM_NAMES = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas": "PAI-EAS", "ack": "ACK"}
 
 
-def headline(ctx: PlanContext, p: Plan, objective: str) -> str:
+LABELS = {  # (objective, superlative true on the figures shown): label; {where} is "" or " on {platform}"
+    ("cost", True): N_("cheapest feasible plan{where}: {n} x {instance} ({gpus} per {copy}), {billing}, {cost}"),
+    ("cost", False): N_("lowest expected cost{where} (estimated prices at their upper bound): {n} x {instance} "
+                        "({gpus} per {copy}), {billing}, {cost}"),
+    ("time", True): N_("fastest feasible plan{where}: {n} x {instance} ({gpus} per {copy}), {billing}, {cost}"),
+    ("time", False): N_("fastest within 0.5 %, then lowest expected cost{where}: {n} x {instance} ({gpus} per "
+                        "{copy}), {billing}, {cost}"),
+    ("balanced", True): N_("best cost x time feasible plan{where}: {n} x {instance} ({gpus} per {copy}), {billing}, "
+                           "{cost}"),
+}
+
+
+def headline(ctx: PlanContext, ranked: list[Plan], objective: str) -> tuple[str, ...]:
+    """The top plan's label, true on the figures the tables show: "cheapest" only when no lower-ranked plan
+    shows a lower cost, "fastest" only when none shows a shorter time; otherwise the ranking basis in short,
+    and which plan shows less and why it ranks lower."""
+    p = ranked[0]
     cost, unit = p.cost.headline
+    lower = _shows_less(p, ranked[1:], objective)
+    tmpl = LABELS[(objective, True)] if objective == "balanced" else LABELS[(objective, lower is None)]
+    where = (_(" on {platform}").format(platform=_(PLATFORM_NAMES.get(p.platform, p.platform)))
+             if not p.is_ecs else "")
+    copy, gpus = (N_("model copy"), p.serving["tp"] * p.serving["pp"]) if p.serving else (N_("replica"),
+                                                                                          p.gpus_per_replica)
+    args = {"n": p.instance_count, "instance": p.short_name, "gpus": f"{gpus} x {p.gpu}", "copy": _(copy),
+            "billing": _(p.cost.billing or "unpriced"), "cost": _money(p.cost.currency, cost, unit), "where": where}
+    out = [_(tmpl).format(**args)]
+    if lower is not None:
+        out.append(_why_lower(p, lower, objective))
+    return tuple(out)
+
+
+def _money(cur: str, amount: float | None, unit: str) -> str:
     units = {"/month": _("{cur} {amount}/month"), " per 1B tokens": _("{cur} {amount} per 1B tokens")}
-    money = (units.get(unit, "{cur} {amount}" + unit).format(cur=p.cost.currency, amount=f"{cost:,.2f}")
-             if cost is not None else _("no price known"))
-    args = {"n": p.instance_count, "instance": p.short_name, "gpus": f"{p.gpus_per_replica} x {p.gpu}",
-            "billing": _(p.cost.billing or "unpriced"), "cost": money,
-            "platform": _(PLATFORM_NAMES.get(p.platform, p.platform))}
-    if p.is_ecs:
-        tmpl = {"cost": _("cheapest feasible plan: {n} x {instance} ({gpus} per replica), {billing}, {cost}"),
-                "time": _("fastest feasible plan: {n} x {instance} ({gpus} per replica), {billing}, {cost}"),
-                "balanced": _("best cost x time feasible plan: {n} x {instance} ({gpus} per replica), {billing}, "
-                              "{cost}")}[objective]
+    return (units.get(unit, "{cur} {amount}" + unit).format(cur=cur, amount=f"{amount:,.2f}")
+            if amount is not None else _("no price known"))
+
+
+def _shows_less(p: Plan, rest: list[Plan], objective: str) -> Plan | None:
+    """The first lower-ranked plan whose shown cost (cost objective) or time (time objective) is lower."""
+    if objective == "cost":
+        mine = p.cost.headline[0]
+        return next((q for q in rest if mine is not None and q.cost.headline[0] is not None
+                     and q.cost.headline[0] < mine * (1 - 1e-9)), None)
+    if objective == "time":
+        return next((q for q in rest if p.time_key is not None and q.time_key is not None
+                     and q.time_key < p.time_key * (1 - 1e-9)), None)
+    return None
+
+
+def _why_lower(p: Plan, q: Plan, objective: str) -> str:
+    """Why a plan that shows less ranks lower (one sentence)."""
+    if thin_margin(q) and not thin_margin(p):
+        reason = _("it would finish with only {share} of the deadline to spare on spot").format(
+            share=f"{max(0.0, q.deadline_slack or 0.0):.1%}")
+    elif objective == "cost" and q.cost_margin > p.cost_margin + 1e-9:
+        reason = _("its price is an estimate that may be up to {margin} higher").format(margin=f"{q.cost_margin:.0%}")
     else:
-        tmpl = {"cost": _("cheapest feasible plan on {platform}: {n} x {instance} ({gpus} per replica), {billing}, "
-                          "{cost}"),
-                "time": _("fastest feasible plan on {platform}: {n} x {instance} ({gpus} per replica), {billing}, "
-                          "{cost}"),
-                "balanced": _("best cost x time feasible plan on {platform}: {n} x {instance} ({gpus} per replica), "
-                              "{billing}, {cost}")}[objective]
-    return tmpl.format(**args)
+        reason = _("within the 0.5 % tie the plan with fewer instances ranks first")
+    if objective == "time":
+        shown = fmt_duration(q.time_key or 0.0)
+    else:
+        amount, unit = q.cost.headline
+        shown = _money(q.cost.currency, amount, unit)
+    return _("plan {rank} ({instance}) shows less, {shown}, but ranks lower: {reason}").format(
+        rank=q.rank, instance=q.short_name, shown=shown, reason=reason)
 
 
 def why_not(ctx: PlanContext, top: Plan | None, res, searcher: Searcher) -> list[str]:

@@ -54,13 +54,15 @@ def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: 
                      "model at {download} MB/s, {tail} min idle tail (assumed); per-second billing (Alibaba)").format(
             boot=f"{fx.boot_s / 60:.0f}", image=f"{fx.image_gib:g}", pull=f"{fx.image_pull_mb_s:g}",
             download=f"{fx.model_download_mb_s:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
-    out.append(_("ranking: by pessimistic cost, cost x (1 + the price's margin: 0 official/user, {third} third-party/"
-                 "inferred, {rule} rule-based estimates, spot estimates at the top of the spot range); costs within "
-                 "{tie} tie and go to fewer instances and GPUs").format(third="10 %", rule="50 %", tie="0.5 %"))
-    if not ctx.training and not ctx.job:
-        out.append(_("serving: replicas sized so utilisation at the peak stays <= {target} and the Erlang-C queueing "
-                     "wait (p95) fits within the TTFT target; a month is 730 h; the budget is read as per month")
-                   .format(target=f"{target_util(ctx):.0%}"))
+    if ctx.service:
+        s = ctx.w.serving
+        if ctx.llm and s and s.ttft_ms:
+            out.append(_("serving: replicas sized so utilisation at the peak stays <= {target} and the Erlang-C "
+                         "queueing wait (p95) fits within the TTFT target; a month is 730 h; the budget is read as "
+                         "per month").format(target=f"{target_util(ctx):.0%}"))
+        else:
+            out.append(_("serving: replicas sized so utilisation at the peak stays <= {target}; a month is 730 h; the "
+                         "budget is read as per month").format(target=f"{target_util(ctx):.0%}"))
     out.append(_("subscription: monthly price x whole months; 1- and 3-year discounts are not bundled"))
     from gpuplan.providers import freshness
 
@@ -77,3 +79,23 @@ def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: 
 
 def dedupe(xs: list[str]) -> list[str]:
     return list(dict.fromkeys(xs))
+
+
+# Workload fields that mean nothing for a model without a transformer decoder (diffusion, speech, vision
+# profiles): their defaults are filled in the resolved workload but not stated as assumptions.
+LLM_ONLY_FIELDS = ("kv_cache_dtype", "prompt_tokens", "output_tokens", "flash_attention", "seq_len")
+NON_LLM_SERVING_SKIP = ("framework", "quantization")   # the vLLM default is an LLM engine; no weight quantization
+
+
+def applicable(notes: list[str], resolved, model) -> list[str]:
+    """The resolver's "assumed ..." notes that apply to this model: none about KV caches, tokens or LLM
+    engines for diffusion, speech and vision models."""
+    from gpuplan.plan.candidates import is_llm
+
+    if is_llm(model):
+        return list(notes)
+    keys = LLM_ONLY_FIELDS + (NON_LLM_SERVING_SKIP if (resolved.task or "inference") == "inference" else ())
+    drop = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in keys
+            if getattr(resolved, k, None) is not None}
+    return [n for n in notes if n not in drop]
+

@@ -22,15 +22,18 @@ from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
 from gpuplan.plan.constraints import binding, check_constraints
+from gpuplan.plan.aliases import merge_aliases
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.drafts import Draft, plans_for, unpriced
 from gpuplan.plan.explain import advise, headline, why_not
 from gpuplan.plan.notes import assumptions as stated_assumptions
-from gpuplan.plan.notes import dedupe, global_warnings
-from gpuplan.plan.rank import pareto_front, rank
+from gpuplan.plan.notes import applicable, dedupe, global_warnings
+from gpuplan.plan.rank import pareto_front, rank, ranking_basis
 from gpuplan.plan.record import PLATFORMS, Plan
 from gpuplan.plan.scope import default_regions, instances as scoped_instances, platforms_wanted, variants as scoped_variants
 from gpuplan.plan.search import Candidate, Searcher, SearchResult, best_per_group
+from gpuplan.plan.serving_config import ServingSpace
+from gpuplan.plan.serving_report import serving_block
 from gpuplan.workload import Workload, load_workload, resolve_defaults
 
 SCHEMA_VERSION = 1
@@ -55,7 +58,8 @@ class Recommendation:
     warnings: list[str]
     all_plans: list[Plan] = field(default_factory=list, repr=False)
     stats: dict = field(default_factory=dict)
-    unpriced: list[dict] = field(default_factory=list)   # feasible types with no known price (see _unpriced)
+    unpriced: list[dict] = field(default_factory=list)   # feasible types with no known price (see drafts.unpriced)
+    ranking_basis: str = ""                               # what "best" means (rank.ranking_basis), stated once
 
     @property
     def best(self) -> Plan | None:
@@ -70,6 +74,7 @@ class Recommendation:
             "schema_version": SCHEMA_VERSION,
             "workload": self.workload.model_dump(mode="json"),
             "objective": self.objective,
+            "ranking_basis": self.ranking_basis,
             "currency": self.currency,
             "plans": [_with_ops(p.to_dict(), self.workload) for p in self.plans],
             "pareto": [p.brief() for p in self.all_plans if p.pareto],
@@ -122,15 +127,16 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     max_gpus = (cons.max_gpus if cons and cons.max_gpus else None)
     search_gpus = max(max_gpus or DEFAULT_MAX_GPUS, fixed.gpus or 0)
     allowed_status = frozenset(cons.include_status if cons and cons.include_status else ("ga",))
-    assumptions = list(notes) + list(getattr(model, "assumptions", ()) or ())
+    assumptions = applicable(notes, resolved, model) + list(getattr(model, "assumptions", ()) or ())
     warnings: list[str] = []
 
     variants = scoped_variants(resolved, cons)
     insts = scoped_instances(resolved, instances, cache_dir)
+    space = ServingSpace.for_workload(w, resolved, model)
     searcher = Searcher(resolved, model, shape, fixed, variants, max_gpus=search_gpus,
-                        allowed_status=allowed_status, headroom=memory_headroom)
+                        allowed_status=allowed_status, headroom=memory_headroom, serving=space)
     res = searcher.run(insts)
-    groups = best_per_group(res.candidates, training)
+    groups = space.pick(res.candidates, searcher) if space else best_per_group(res.candidates, training)
 
     clouds = sorted({i.cloud for i in insts}) or [DEFAULT_CLOUD]
     offers = [o for cloud in clouds for o in load_offers(cloud, cache_dir, price_files)]
@@ -149,13 +155,16 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     feasible = plans
     ecs_all = [p for p in plans if p.is_ecs]
     plans = [p for p in plans if p.platform in wanted]
-    ranked = rank(plans, objective)
+    if ctx.service and ctx.llm:
+        rate = ctx.request_rate()
+        plans = [replace(p, serving=serving_block(p, resolved, rate)) for p in plans]
+    ranked = merge_aliases(rank(plans, objective))
     front = {id(p) for p in pareto_front(ranked)}
     ranked = [replace(p, rank=i, pareto=id(p) in front) for i, p in enumerate(ranked, 1)]
     shown = ranked[:top]   # the top N only; the whole Pareto front is the `pareto` list
     shown = [advise(ctx, p) if p.is_ecs else p for p in shown]
     if shown:
-        shown[0] = shown[0].with_advice(why=(headline(ctx, shown[0], objective),) + shown[0].advice.why)
+        shown[0] = shown[0].with_advice(why=headline(ctx, ranked, objective) + shown[0].advice.why)
     final = {p.rank: p for p in shown}
     ranked = [final.get(p.rank, p) for p in ranked]
     ecs_ranked = rank(ecs_all, objective)
@@ -172,8 +181,10 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
     stats = {"instance_types": len(insts), "candidates": len(res.candidates), "estimates": res.estimates,
              "plans": len(drafts), "elapsed_s": round(time.perf_counter() - t0, 4)}
+    basis = ranking_basis(objective, spot="spot" in ctx.billings and not ctx.service,
+                          deadline=bool(cons and cons.deadline_hours))
     return Recommendation(resolved, objective, currency, shown, rejected, binds, not_chosen, assumptions,
-                          dedupe(warnings), ranked, stats, no_price)
+                          dedupe(warnings), ranked, stats, no_price, basis)
 
 
 def _costed_drafts(ctx: PlanContext, groups: list[Candidate], res: SearchResult
