@@ -42,4 +42,5 @@ def merge_aliases(ranked: Sequence[Plan]) -> list[Plan]:
             names.append([])
         elif p.instance_type != out[at].instance_type and p.instance_type not in names[at]:
             names[at].append(p.instance_type)
-    return [replace(p, aliases=tuple(n)) if n else p for p, n in zip(out, names, strict=True)]
+    return [replace(p, aliases=tuple(dict.fromkeys((*p.aliases, *n)))) if n else p
+            for p, n in zip(out, names, strict=True)]

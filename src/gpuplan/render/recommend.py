@@ -23,7 +23,8 @@ _LABELS = (
     N_("per request"), N_("Parameters (B)"), N_("Task"), N_("Plan"), N_("Memory/GPU"), N_("Layout"),
     N_("unpriced"), N_("Platform"), N_("(and {n} more like it)"), N_("TTFT p50/p90"), N_("Load"), N_("SLA"),
     N_("tokens/s per replica"), N_("met"), N_("missed"), N_("Ranked by"),
-    N_("#{rank} {instance} is also sold as {aliases}: the same machine at the same price"),
+    N_("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price"),
+    N_("{value} ms"), N_("{value} s"), N_("TPOT"),
 )
 
 
@@ -86,14 +87,24 @@ def serving_columns(t) -> list[tuple[Column, Callable[[Plan], str]]]:
     """What an LLM serving plan gives: TTFT p50/p90 under the planned load, TPOT, output tokens/s per
     model copy, load, and whether the SLA is met (plan.serving, plan/serving_report.py)."""
     return [
-        (Column(t("TTFT p50/p90"), 1, "right"), lambda p: _ttft(p.serving)),
-        (Column("TPOT", 1, "right"), lambda p: _ms(p.serving.get("tpot_s")) if p.serving else "-"),
+        (Column(t("TTFT p50/p90"), 1, "right"), lambda p: _ttft(p.serving, t)),
+        (Column(t("TPOT"), 1, "right"), lambda p: _ms(p.serving.get("tpot_s"), t) if p.serving else "-"),
         (Column(t("Load"), 2, "right"), lambda p: _share(p.serving.get("utilization")) if p.serving else "-"),
         (Column(t("SLA"), 2), lambda p: _sla(p.serving, t)),
         (Column(t("tokens/s per replica"), 4, "right"),
          lambda p: f"{p.serving['output_tokens_per_s_per_replica']:,.0f}"
          if p.serving and p.serving.get("output_tokens_per_s_per_replica") is not None else "-"),
     ]
+
+
+def _aliases(plans) -> dict[tuple[str, tuple[str, ...]], list[str]]:
+    """(instance type, its other names) -> the ranks of the plans shown under that name."""
+    out: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for p in plans:
+        if p.aliases:
+            key = (p.short_name, tuple(a.removeprefix("ecs.") for a in p.aliases))
+            out.setdefault(key, []).append(str(p.rank))
+    return out
 
 
 def _replicas(p) -> str:
@@ -103,17 +114,19 @@ def _replicas(p) -> str:
     return str(p.cost.replicas) if p.cost.replicas else "-"
 
 
-def _ms(x) -> str:
-    return "-" if x is None else f"{x * 1000:,.0f} ms" if x < 10 else f"{x:,.1f} s"
+def _ms(x, t) -> str:
+    if x is None:
+        return "-"
+    return t("{value} ms").format(value=f"{x * 1000:,.0f}") if x < 10 else t("{value} s").format(value=f"{x:,.1f}")
 
 
-def _ttft(sv) -> str:
+def _ttft(sv, t) -> str:
     if not sv:
         return "-"
     a, b = sv.get("ttft_p50_s"), sv.get("ttft_p90_s")
     if a is None or b is None:
         return "∞"
-    return f"{a:.2f}/{b:.2f} s"
+    return t("{value} s").format(value=f"{a:.2f}/{b:.2f}")
 
 
 def _share(x) -> str:
@@ -153,11 +166,9 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
     print_fitted(console, plans_table(rec, lang, console.width, wide), wide)
     if getattr(rec, "ranking_basis", ""):
         console.print(f"[bold]{t('Ranked by')}[/]{colon}{localize(rec.ranking_basis, lang)}")
-    for p in rec.plans:
-        if p.aliases:
-            console.print(t("#{rank} {instance} is also sold as {aliases}: the same machine at the same price")
-                          .format(rank=p.rank, instance=p.short_name,
-                                  aliases=", ".join(a.removeprefix("ecs.") for a in p.aliases)))
+    for (name, aliases), ranks in _aliases(rec.plans).items():
+        console.print(t("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price")
+                      .format(instance=name, ranks=", ".join(ranks), aliases=", ".join(aliases)))
     best = rec.plans[0]
     console.print(f"[bold]{t('Why')}[/]")
     for line in best.advice.why:

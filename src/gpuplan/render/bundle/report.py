@@ -153,6 +153,9 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     return [(tr(k, lang), md(v)) for k, v in rows]
 
 
+SLA_WORDS = {True: N_("met ({targets})"), False: N_("missed ({targets})")}
+
+
 def serving_items(sv: dict, lang: str) -> list[tuple[str, str | None]]:
     """What an LLM serving plan gives under its planned load (plan["serving"], plan/serving_report.py)."""
     def sec(x: Any) -> str | None:
@@ -165,7 +168,7 @@ def serving_items(sv: dict, lang: str) -> list[tuple[str, str | None]]:
               f"TPOT {sv['tpot_target_s'] * 1000:g} ms" if sv.get("tpot_target_s") else ""]
     sla = None
     if sv.get("sla_met") is not None:
-        sla = tr("met ({targets})" if sv["sla_met"] else "missed ({targets})", lang).format(
+        sla = tr(SLA_WORDS[bool(sv["sla_met"])], lang).format(
             targets=", ".join(x for x in target if x))
     tpot = sv.get("tpot_s")
     return [(N_("TTFT"), ttft),
