@@ -139,7 +139,7 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
         rows.append((N_("Total cost"), _money(plan.get("total_cost"), cur) or "-"))
     elif plan.get("serving"):
         sv = plan["serving"]
-        rows.append((N_("Replicas"), tr("{copies} engine copies on {instances} instances", lang).format(
+        rows.append((N_("Replicas"), tr("engine copies {copies}, instances {instances}", lang).format(
             copies=sv.get("engine_copies"), instances=sv.get("instances"))))
     else:
         rows.append((N_("Replicas"), str(c.replicas)))
@@ -159,17 +159,20 @@ SLA_WORDS = {True: N_("met ({targets})"), False: N_("missed ({targets})")}
 def serving_items(sv: dict, lang: str) -> list[tuple[str, str | None]]:
     """What an LLM serving plan gives under its planned load (plan["serving"], plan/serving_report.py)."""
     def sec(x: Any) -> str | None:
-        return f"{x:.2f} s" if isinstance(x, (int, float)) else None
+        return tr("{value} s", lang).format(value=f"{x:.2f}") if isinstance(x, (int, float)) else None
+
+    def ms(x: float) -> str:
+        return tr("{value} ms", lang).format(value=f"{x * 1000:g}")
 
     ttft = (tr("{p50} (p50), {p90} (p90) under the planned load", lang).format(p50=sec(sv.get("ttft_p50_s")),
                                                                              p90=sec(sv.get("ttft_p90_s")))
             if sv.get("ttft_p90_s") is not None else None)
-    target = [f"TTFT {sv['ttft_target_s'] * 1000:g} ms" if sv.get("ttft_target_s") else "",
-              f"TPOT {sv['tpot_target_s'] * 1000:g} ms" if sv.get("tpot_target_s") else ""]
+    target = [f"{tr('TTFT', lang)} {ms(sv['ttft_target_s'])}" if sv.get("ttft_target_s") else "",
+              f"{tr('TPOT', lang)} {ms(sv['tpot_target_s'])}" if sv.get("tpot_target_s") else ""]
     sla = None
     if sv.get("sla_met") is not None:
         sla = tr(SLA_WORDS[bool(sv["sla_met"])], lang).format(
-            targets=", ".join(x for x in target if x))
+            targets=("，" if lang == "zh" else ", ").join(x for x in target if x))
     tpot = sv.get("tpot_s")
     return [(N_("TTFT"), ttft),
             (N_("TPOT"), tr("{ms} ms with the batch full", lang).format(ms=f"{tpot * 1000:.0f}") if tpot else None),
