@@ -222,8 +222,8 @@ def _rank_key(c: Candidate) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------------ sentences
-ENGINE_FLAGS = {"vllm": N_("vLLM --kv-cache-dtype fp8"), "sglang": N_("SGLang --kv-cache-dtype fp8_e4m3"),
-                "trtllm": N_("TensorRT-LLM FP8 KV cache")}
+ENGINE_FLAGS = {"vllm": "vLLM --kv-cache-dtype fp8", "sglang": "SGLang --kv-cache-dtype fp8_e4m3",
+                "trtllm": "TensorRT-LLM --kv_cache_dtype fp8"}     # command-line flags: not translated
 
 
 def _gain(a: Candidate, b: Candidate) -> str:
@@ -235,7 +235,7 @@ def _gain_why(best: Candidate, plain: Candidate) -> str:
     cfg = best.variant.config
     if "kv" in cfg.extras:
         return _("FP8 KV cache ({flag}): {gain} more requests/s than a 16-bit cache on this hardware").format(
-            flag=_(ENGINE_FLAGS.get(cfg.engine, "FP8")), gain=_gain(best, plain))
+            flag=ENGINE_FLAGS.get(cfg.engine, cfg.engine), gain=_gain(best, plain))
     return _("{engine}: {gain} more requests/s than {default} on this hardware").format(
         engine=ENGINE_NAMES.get(cfg.engine, cfg.engine), gain=_gain(best, plain),
         default=ENGINE_NAMES[DEFAULT_ENGINE])
@@ -245,7 +245,7 @@ def _needed_why(c: Candidate) -> str:
     cfg = c.variant.config
     if "kv" in cfg.extras:
         return _("FP8 KV cache ({flag}): a 16-bit cache leaves no room on this hardware").format(
-            flag=_(ENGINE_FLAGS.get(cfg.engine, "FP8")))
+            flag=ENGINE_FLAGS.get(cfg.engine, cfg.engine))
     return _("{engine}: {default} cannot serve this configuration").format(
         engine=ENGINE_NAMES.get(cfg.engine, cfg.engine), default=ENGINE_NAMES[DEFAULT_ENGINE])
 
