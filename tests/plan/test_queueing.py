@@ -66,6 +66,7 @@ def test_constant_work_for_any_pool(monkeypatch):
         return real(c, a)
 
     monkeypatch.setattr(q, "_erlang_b_exact", counted)
+    q.erlang_c.cache_clear()
     for c in (257, 10**4, 10**7, 10**12):
         q.erlang_c(c, 0.9 * c)
     assert calls == []

@@ -292,3 +292,13 @@ def test_huge_rates_recommend_with_bounded_replicas():
         assert p.serving["utilization"] <= 1 / 1.15 + 1e-4      # rounded to 4 digits in the block
         assert p.serving["engine_copies"] * p.serving["output_tokens_per_s_per_replica"] / 512 >= rate
         assert math.isfinite(p.serving["ttft_p90_s"])
+
+
+def test_engines_are_estimated_only_where_their_constants_allow_the_gain():
+    from gpuplan.estimate.inference import engine_speedup_bound
+    from gpuplan.plan.serving_config import SWITCH_GAIN
+
+    # SGLang differs from vLLM by a 1.4 vs 1.5 ms step and less reserved memory: at most 7 % more
+    assert engine_speedup_bound("vllm", "sglang") == pytest.approx(1.5 / 1.4)
+    assert engine_speedup_bound("vllm", "sglang") < 1 + SWITCH_GAIN
+    assert engine_speedup_bound("sglang", "vllm") == math.inf      # vLLM reserves more: a larger batch may fit

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from gpuplan.estimate.memory import ENGINES, MemoryEstimate, kv_shard_fraction
@@ -260,6 +261,29 @@ def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System
                      context_tokens: float, notes: list[str]) -> float:
     """Seconds per generated token for ``batch`` sequences at ``context_tokens`` of context."""
     return _decode_step(_decode_consts(s, case, layout, system, notes), batch, context_tokens)
+
+
+def engine_speedup_bound(base: str, other: str) -> float:
+    """The most requests/s engine ``other`` can gain over ``base`` on the same model, layout and GPUs in
+    this model of serving (the recommender skips engines that cannot gain what it asks for). The engines
+    differ only in their per-step overhead, the memory they reserve and a batch cap; prefill, GEMM,
+    attention and all-reduce times are the same. Each request costs prefill + output x step / batch, so
+    with no more memory and no higher cap the ratio is at most the ratio of step overheads; otherwise a
+    larger batch may fit and no bound is given (inf)."""
+    inf = table("inference")
+    steps = inf["engine_step_overhead_s"]
+    caps = inf["engine_max_batch"]
+
+    def reserve(f: str) -> float:
+        return float(inf["sglang_mem_fraction_static"] if f == "sglang" else inf["vllm_gpu_memory_utilization"])
+
+    if base not in ENGINES or other not in ENGINES or reserve(other) > reserve(base):
+        return math.inf
+    cap_base, cap_other = caps.get(base), caps.get(other)
+    if cap_base is not None and (cap_other is None or float(cap_other) > float(cap_base)):
+        return math.inf
+    step = lambda f: float(steps.get(f, steps["default"]))  # noqa: E731
+    return max(1.0, step(base) / step(other))
 
 
 def max_concurrency(mem: MemoryEstimate) -> int:

@@ -75,6 +75,7 @@ def erlang_b(servers: int, offered: float) -> float:
     return _erlang_b_closed(servers, offered)
 
 
+@functools.lru_cache(maxsize=8192)
 def erlang_c(servers: int, offered: float) -> float:
     """Probability that an arrival waits in an M/M/c queue with ``servers`` and offered load
     ``offered`` = lambda / mu (1.0 when the queue is unstable). Constant work for any ``servers``."""

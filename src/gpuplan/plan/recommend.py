@@ -179,7 +179,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     assumptions.extend(stated_assumptions(ctx, book, memory_headroom, spot_model))
     rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
-    stats = {"instance_types": len(insts), "candidates": len(res.candidates), "estimates": res.estimates,
+    stats = {"instance_types": len(insts), "candidates": len(res.candidates), "estimates": searcher.calls,
              "plans": len(drafts), "elapsed_s": round(time.perf_counter() - t0, 4)}
     basis = ranking_basis(objective, spot="spot" in ctx.billings and not ctx.service,
                           deadline=bool(cons and cons.deadline_hours))

@@ -18,8 +18,11 @@ The space is small and declared (tables, not if-chains); the estimator times eac
   ``--enable-dp-attention``, or vLLM's DP + EP for MoE (``-tp 1 -dp N --enable-expert-parallel``).
 - **Expert parallelism** for MoE models with data-parallel attention: the routed experts spread over
   the GPUs of the group (each GPU holds 1/EP of them; the same bytes as TP-sharded experts).
-- **Engine.** vLLM by default; SGLang where it changes the answer. TensorRT-LLM, LMDeploy and TGI
-  run when the workload names them (``framework``), then fixed: the bundle launches vLLM and SGLang.
+- **Engine.** vLLM by default; SGLang where it changes the answer. It is estimated on the chosen layout
+  only where the estimator's engine constants allow the gain asked for
+  (``estimate.inference.engine_speedup_bound``: per-step overhead, reserved memory, batch cap).
+  TensorRT-LLM, LMDeploy and TGI run when the workload names them (``framework``), then fixed: the
+  bundle launches vLLM and SGLang.
 - **Batch limit** (``max_num_seqs``): the estimator's serving batch, the batch that serves the most
   requests within the SLA and the KV cache.
 
@@ -34,6 +37,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpuplan.estimate.inference import engine_speedup_bound
 from gpuplan.i18n import N_, _
 from gpuplan.plan.search import Candidate, Variant
 
@@ -187,11 +191,11 @@ class ServingSpace:
         plain = [c for c in cs if not c.variant.config.extras]
         best_any = max(cs, key=_rank_key)
         if not plain:
-            best_any.why.append(_needed_why(best_any))
+            best_any.why.extend(_needed_why(best_any))
             return best_any
         best_plain = max(plain, key=_rank_key)
         if best_any is not best_plain and _speed(best_any) >= _speed(best_plain) * (1.0 + SWITCH_GAIN):
-            best_any.why.append(_gain_why(best_any, best_plain))
+            best_any.why.extend(_gain_why(best_any, best_plain))
             return best_any
         return best_plain
 
@@ -204,6 +208,8 @@ class ServingSpace:
                 continue
             if cfg.kv_cache_dtype != "auto" and engine not in FP8_KV_ENGINES:
                 continue
+            if engine_speedup_bound(cfg.engine, engine) < 1.0 + SWITCH_GAIN:
+                continue        # the engines' constants cannot give the gain asked for: nothing to estimate
             v = self.variant(base, c.est.system.gpu, engine, cfg.kv_cache_dtype, cfg.dp_attention, c.tp)
             other = searcher.evaluate(c.inst, c.nodes, c.tp, c.pp, c.dp, v)
             if other is not None and _speed(other) >= _speed(best) * (1.0 + SWITCH_GAIN):
@@ -231,23 +237,31 @@ def _gain(a: Candidate, b: Candidate) -> str:
     return f"{_speed(a) / sb - 1:.0%}" if sb > 0 else "-"
 
 
-def _gain_why(best: Candidate, plain: Candidate) -> str:
+def _gain_why(best: Candidate, plain: Candidate) -> list[str]:
+    """One sentence per choice that earned its place (FP8 KV cache, another engine) against the plain one."""
     cfg = best.variant.config
+    out = []
     if "kv" in cfg.extras:
-        return _("FP8 KV cache ({flag}): {gain} more requests/s than a 16-bit cache on this hardware").format(
-            flag=ENGINE_FLAGS.get(cfg.engine, cfg.engine), gain=_gain(best, plain))
-    return _("{engine}: {gain} more requests/s than {default} on this hardware").format(
-        engine=ENGINE_NAMES.get(cfg.engine, cfg.engine), gain=_gain(best, plain),
-        default=ENGINE_NAMES[DEFAULT_ENGINE])
+        out.append(_("FP8 KV cache ({flag}): {gain} more requests/s than a 16-bit cache on this hardware").format(
+            flag=ENGINE_FLAGS.get(cfg.engine, cfg.engine), gain=_gain(best, plain)))
+    if "engine" in cfg.extras:
+        out.append(_("{engine}: {gain} more requests/s than {default} on this hardware").format(
+            engine=ENGINE_NAMES.get(cfg.engine, cfg.engine), gain=_gain(best, plain),
+            default=ENGINE_NAMES[DEFAULT_ENGINE]))
+    return out
 
 
-def _needed_why(c: Candidate) -> str:
+def _needed_why(c: Candidate) -> list[str]:
+    """Why a choice that changes numerics or the engine was needed: nothing plain fits or serves."""
     cfg = c.variant.config
+    out = []
     if "kv" in cfg.extras:
-        return _("FP8 KV cache ({flag}): a 16-bit cache leaves no room on this hardware").format(
-            flag=ENGINE_FLAGS.get(cfg.engine, cfg.engine))
-    return _("{engine}: {default} cannot serve this configuration").format(
-        engine=ENGINE_NAMES.get(cfg.engine, cfg.engine), default=ENGINE_NAMES[DEFAULT_ENGINE])
+        out.append(_("FP8 KV cache ({flag}): a 16-bit cache leaves no room on this hardware").format(
+            flag=ENGINE_FLAGS.get(cfg.engine, cfg.engine)))
+    if "engine" in cfg.extras:
+        out.append(_("{engine}: {default} cannot serve this configuration").format(
+            engine=ENGINE_NAMES.get(cfg.engine, cfg.engine), default=ENGINE_NAMES[DEFAULT_ENGINE]))
+    return out
 
 
 def _engine_why(c: Candidate, other: Candidate) -> str:
