@@ -302,3 +302,14 @@ def test_engines_are_estimated_only_where_their_constants_allow_the_gain():
     assert engine_speedup_bound("vllm", "sglang") == pytest.approx(1.5 / 1.4)
     assert engine_speedup_bound("vllm", "sglang") < 1 + SWITCH_GAIN
     assert engine_speedup_bound("sglang", "vllm") == math.inf      # vLLM reserves more: a larger batch may fit
+
+
+@pytest.mark.parametrize("w", ["examples/sdxl-inference.yaml", "examples/llama-70b-int4-serving.yaml",
+                               {"model": "bert-base-uncased", "task": "inference", "serving": {"requests_per_s": 50}}])
+def test_serving_layouts_carry_no_training_fields(w):
+    rec = recommend(w)
+    assert rec.plans
+    for p in rec.all_plans:
+        assert "ckpt" not in p.layout and "mb " not in p.layout, p.layout
+    llm = rec.plans[0].serving is not None
+    assert llm == (isinstance(w, str) and "llama" in w)      # the serving block is for LLM serving only

@@ -68,6 +68,8 @@ class Draft:
                     "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp)
                     if c.variant.w.task in TRAIN_TASKS else None}
         layout = re.sub(r", mb 1 x ga 1$", "", lay.describe())
+        if c.variant.w.task not in TRAIN_TASKS:
+            layout = layout.split(", ckpt")[0]     # serving: no training fields
         cfg = c.variant.config
         if cfg is not None:     # LLM serving: the engine's settings, not training fields, in words
             parallel.update(engine=cfg.engine, ep=cfg.ep, dp_attention=cfg.dp_attention,

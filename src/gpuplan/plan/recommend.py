@@ -155,7 +155,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     feasible = plans
     ecs_all = [p for p in plans if p.is_ecs]
     plans = [p for p in plans if p.platform in wanted]
-    if ctx.service and ctx.llm:
+    if ctx.service and space is not None:      # LLM serving (decoder / encoder-decoder models)
         rate = ctx.request_rate()
         plans = [replace(p, serving=serving_block(p, resolved, rate)) for p in plans]
     ranked = merge_aliases(rank(plans, objective))

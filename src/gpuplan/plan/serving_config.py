@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpuplan.errors import GpuplanError
 from gpuplan.estimate.inference import engine_speedup_bound
 from gpuplan.i18n import N_, _
 from gpuplan.plan.search import Candidate, Variant
@@ -109,7 +110,7 @@ class ServingSpace:
         self.fixed_ep = par.ep if par is not None else None
         self.moe = getattr(model, "moe", None) is not None
         self.mla = getattr(model, "mla", None) is not None
-        self._cache: dict[tuple, Variant] = {}
+        self._cache: dict[tuple, Variant | None] = {}
         self._base_of: dict[int, Variant] = {}     # id(variant) -> the workload variant it was made from
 
     @classmethod
@@ -133,7 +134,9 @@ class ServingSpace:
             for dpa in self._dp_attention_options(system, tp, engine):
                 eng = engine if self.engine or not dpa or DP_ATTENTION_ENGINES[engine](self.moe) else "sglang"
                 for kv in self._kv_options(system.gpu, eng):
-                    out.append(self.variant(v, system.gpu, eng, kv, dpa, tp))
+                    got = self.variant(v, system.gpu, eng, kv, dpa, tp)
+                    if got is not None:
+                        out.append(got)
         return out
 
     def _dp_attention_options(self, system: System, tp: int, engine: str) -> tuple[bool, ...]:
@@ -152,7 +155,8 @@ class ServingSpace:
             return ("auto", "fp8")
         return ("auto",)
 
-    def variant(self, base: Variant, gpu, engine: str, kv: str, dp_attention: bool, tp: int) -> Variant:
+    def variant(self, base: Variant, gpu, engine: str, kv: str, dp_attention: bool, tp: int) -> Variant | None:
+        """The workload variant of one configuration (None when the workload rejects it: cached too)."""
         precision = base.w.precision or "bf16"
         q, shown, path = weight_format(self.model, gpu, base.quantization, precision, engine)
         ep = self.fixed_ep if self.fixed_ep and self.fixed_ep > 1 else (tp if dp_attention and self.moe else 1)
@@ -160,13 +164,17 @@ class ServingSpace:
                                        ("kv", self.kv is None and kv != "auto")) if on)
         config = ServingConfig(engine, shown, path, kv, dp_attention, ep, extras)
         key = (base.quantization, base.optimizer, config)
-        got = self._cache.get(key)
-        if got is None:
-            w = base.w
+        if key in self._cache:
+            return self._cache[key]
+        w = base.w
+        try:
             if (q, engine, kv) != (w.quantization, w.framework, w.kv_cache_dtype):
                 w = w.with_updates(quantization=q, framework=engine, kv_cache_dtype=kv)
-            got = self._cache[key] = Variant(q, base.optimizer, w, config)
-            self._base_of[id(got)] = base
+        except GpuplanError:
+            self._cache[key] = None
+            return None
+        got = self._cache[key] = Variant(q, base.optimizer, w, config)
+        self._base_of[id(got)] = base
         return got
 
     # ------------------------------------------------------------------ the choice
@@ -211,7 +219,7 @@ class ServingSpace:
             if engine_speedup_bound(cfg.engine, engine) < 1.0 + SWITCH_GAIN:
                 continue        # the engines' constants cannot give the gain asked for: nothing to estimate
             v = self.variant(base, c.est.system.gpu, engine, cfg.kv_cache_dtype, cfg.dp_attention, c.tp)
-            other = searcher.evaluate(c.inst, c.nodes, c.tp, c.pp, c.dp, v)
+            other = searcher.evaluate(c.inst, c.nodes, c.tp, c.pp, c.dp, v) if v is not None else None
             if other is not None and _speed(other) >= _speed(best) * (1.0 + SWITCH_GAIN):
                 other.why.extend(c.why)
                 other.why.append(_engine_why(other, best))
