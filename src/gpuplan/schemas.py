@@ -51,6 +51,22 @@ PLAN_KEYS = ["platform", "instance_type", "instance_count", "gpu", "gpus_total",
              "price_per_hour", "currency", "price_as_of", "price_source", "time_s", "total_cost", "replicas",
              "monthly_cost", "cost_per_million_output_tokens", "storage", "network", "host", "pareto", "why"]
 
+# LLM serving plans: what the configuration is and what the user gets (plan/serving_report.py)
+SERVING_KEYS = ["engine", "engine_copies", "instances", "tp", "pp", "dp", "ep", "dp_attention", "weight_format",
+                "kv_cache_dtype", "max_num_seqs", "ttft_p50_s", "ttft_p90_s", "tpot_s",
+                "output_tokens_per_s_per_replica", "utilization", "ttft_target_s", "tpot_target_s", "sla_met"]
+_NUM_OR_NULL = {"type": ["number", "null"]}
+PLAN_PROPERTIES = {
+    "serving": {"oneOf": [{"type": "null"}, {"type": "object", "required": SERVING_KEYS, "properties": {
+        "engine": {"type": "string"}, "engine_copies": {"type": "integer", "minimum": 1},
+        "dp_attention": {"type": "boolean"}, "weight_format": {"type": "string"},
+        "kv_cache_dtype": {"type": "string"}, "sla_met": {"type": ["boolean", "null"]},
+        **{k: _NUM_OR_NULL for k in ("ttft_p50_s", "ttft_p90_s", "tpot_s", "output_tokens_per_s_per_replica",
+                                     "utilization", "ttft_target_s", "tpot_target_s")}}}]},
+    "aliases": {"type": "array", "items": {"type": "string"}},
+    "deadline_slack": _NUM_OR_NULL,
+}
+
 RECOMMEND_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "gpuplan recommend --json",
@@ -59,7 +75,9 @@ RECOMMEND_SCHEMA = {
     "properties": {
         "schema_version": {"const": 1},
         "workload": {"type": "object"},
-        "plans": {"type": "array", "items": {"type": "object", "required": PLAN_KEYS}},
+        "plans": {"type": "array", "items": {"type": "object", "required": PLAN_KEYS,
+                                             "properties": PLAN_PROPERTIES}},
+        "ranking_basis": {"type": "string"},
         "rejected": {"type": "array", "items": {"type": "object", "required": ["instance_type", "code", "reason"],
                                                 "properties": {"code": {"enum": [
                                                     "memory", "host_memory", "network", "budget", "deadline", "status",

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from gpuplan.estimate.memory import ENGINES, MemoryEstimate, kv_shard_fraction
@@ -41,10 +42,11 @@ class InferencePerf:
     notes: list[str] = field(default_factory=list)
     serving_batch: int = 1
     output_tokens: int = 0
+    serving_tpot_s: float | None = None   # TPOT with the serving batch full (the replica at capacity)
 
     def to_dict(self) -> dict:
         return {
-            "serving_batch": self.serving_batch,
+            "serving_batch": self.serving_batch, "serving_tpot_s": self.serving_tpot_s,
             "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "output_tokens_per_s": self.output_tokens_per_s,
             "max_concurrency": self.max_concurrency, "max_requests_per_s": self.max_requests_per_s,
             "prefill_s": self.prefill_s, "batch": self.batch,
@@ -261,6 +263,29 @@ def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System
     return _decode_step(_decode_consts(s, case, layout, system, notes), batch, context_tokens)
 
 
+def engine_speedup_bound(base: str, other: str) -> float:
+    """The most requests/s engine ``other`` can gain over ``base`` on the same model, layout and GPUs in
+    this model of serving (the recommender skips engines that cannot gain what it asks for). The engines
+    differ only in their per-step overhead, the memory they reserve and a batch cap; prefill, GEMM,
+    attention and all-reduce times are the same. Each request costs prefill + output x step / batch, so
+    with no more memory and no higher cap the ratio is at most the ratio of step overheads; otherwise a
+    larger batch may fit and no bound is given (inf)."""
+    inf = table("inference")
+    steps = inf["engine_step_overhead_s"]
+    caps = inf["engine_max_batch"]
+
+    def reserve(f: str) -> float:
+        return float(inf["sglang_mem_fraction_static"] if f == "sglang" else inf["vllm_gpu_memory_utilization"])
+
+    if base not in ENGINES or other not in ENGINES or reserve(other) > reserve(base):
+        return math.inf
+    cap_base, cap_other = caps.get(base), caps.get(other)
+    if cap_base is not None and (cap_other is None or float(cap_other) > float(cap_base)):
+        return math.inf
+    step = lambda f: float(steps.get(f, steps["default"]))  # noqa: E731
+    return max(1.0, step(base) / step(other))
+
+
 def max_concurrency(mem: MemoryEstimate) -> int:
     if mem.kv_budget_bytes is None or not mem.kv_bytes_per_sequence:
         return 0
@@ -282,27 +307,29 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
     total = prefill + case.output_tokens * tpot
     out_tps = batch * case.output_tokens / total
     conc = max_concurrency(mem)
-    rate, serving_batch = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
+    rate, serving_batch, serving_tpot = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
     return InferencePerf(ttft_s=ttft, tpot_s=tpot, output_tokens_per_s=out_tps, max_concurrency=conc,
                          max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes,
-                         serving_batch=serving_batch, output_tokens=case.output_tokens)
+                         serving_batch=serving_batch, output_tokens=case.output_tokens, serving_tpot_s=serving_tpot)
 
 
 def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: System, conc: int,
-                      ttft_sla_s: float | None, tpot_sla_s: float | None, notes: list[str]) -> tuple[float, int]:
+                      ttft_sla_s: float | None, tpot_sla_s: float | None, notes: list[str]
+                      ) -> tuple[float, int, float | None]:
     """Requests/s one replica sustains: the best batch B <= max concurrency within the SLA, each request
-    costing its prefill plus its share of B-wide decode steps (continuous batching)."""
+    costing its prefill plus its share of B-wide decode steps (continuous batching); with that B and
+    its TPOT."""
     if conc <= 0:
-        return 0.0, 1
+        return 0.0, 1, None
     prefill_one = prefill_time(s, case, layout, system, 1, notes)
     # engines batch prompts into running decode steps; eager generate stalls the batch for each prompt
     prefill_cost = prefill_time(s, case, layout, system, 1, notes, marginal=True) if case.framework in ENGINES \
         else prefill_one
     if ttft_sla_s is not None and prefill_one > ttft_sla_s:
         notes.append(_("TTFT {prefill_one:.2f} s exceeds the SLA of {ttft_sla_s:.2f} s even alone").format(prefill_one=prefill_one, ttft_sla_s=ttft_sla_s))
-        return 0.0, 1
+        return 0.0, 1, None
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
-    best, best_b = 0.0, 1
+    best, best_b, best_tpot = 0.0, 1, None
     cap = table("inference", "engine_max_batch").get(case.framework)
     if cap and conc > cap:
         conc = int(cap)
@@ -320,6 +347,6 @@ def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: Syste
             if prefill_one * max(1, b // 4) > ttft_sla_s:
                 break
         if 1.0 / per_req > best:
-            best, best_b = 1.0 / per_req, b
+            best, best_b, best_tpot = 1.0 / per_req, b, tpot
     notes.append(_("serving batch {best_b}: the number of concurrent sequences that serves the most requests within the SLA and the KV budget").format(best_b=best_b))
-    return best, best_b
+    return best, best_b, best_tpot

@@ -86,6 +86,10 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
         changes["batch_size"] = par["micro_batch"]
     if par.get("gradient_accumulation"):
         changes["gradient_accumulation"] = par["gradient_accumulation"]
+    if par.get("engine"):    # serving: the configuration the search chose (plan/serving_config.py)
+        changes["framework"] = par["engine"]
+        changes["kv_cache_dtype"] = par.get("kv_cache_dtype") or "auto"
+        changes["parallel"].update(dp_attention=bool(par.get("dp_attention")), ep=int(par.get("ep") or 1))
     fixed = w.with_updates(**changes)
     resolved, _notes = resolve_defaults(fixed)
     return resolved
@@ -130,6 +134,8 @@ def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = Fa
             data = rec.to_dict()
             plans = data["plans"]
             if plans and pick <= len(plans):
+                # PLAN.md states the ranking basis once (a field beside the plan's contract keys)
+                plans[pick - 1]["ranking_basis"] = data.get("ranking_basis")
                 resolved, est = bundle_inputs(rec.plans[pick - 1], w)
     except GpuplanError as err:    # the user's error in the user's language
         raise GpuplanError(localize(err.message, lang), localize(err.hint, lang), field=err.field,

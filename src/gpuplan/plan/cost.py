@@ -373,5 +373,5 @@ def margin_words() -> dict[str, str]:
     (derived and guessed prices), from data/plan_costs.yaml."""
     m = price_margins()
     return {"third": f"{m['third-party']:.0%}",
-            "rule": _("{derived} derived, {guessed} guessed").format(derived=f"{m['derived']:.0%}",
+            "rule": _("derived +{derived}, guessed +{guessed}").format(derived=f"{m['derived']:.0%}",
                                                                       guessed=f"{m['guessed']:.0%}")}

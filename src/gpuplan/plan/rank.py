@@ -12,6 +12,12 @@ plan's own figures (and the table) keep the point estimate, marked as a guess.
 
 Ties: costs within ``TIE_TOLERANCE`` (0.5 %) of each other count as equal, and the plan with fewer
 instances, then fewer GPUs, ranks first.
+
+Deadline margin: a spot plan whose expected finish (interruptions included) leaves less than
+``SLACK_MIN`` (10 %) of the deadline to spare ranks after every plan that keeps the margin: its finish
+time is an expectation over random interruptions, and the estimator's own time error is of that size.
+
+``ranking_basis`` states all of this in one sentence; every output shows it once.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
+
+from gpuplan.i18n import _
 
 
 class Rankable(Protocol):
@@ -34,6 +42,33 @@ R = TypeVar("R", bound=Rankable)
 
 OBJECTIVES = ("cost", "time", "balanced")
 TIE_TOLERANCE = 0.005
+SLACK_MIN = 0.10        # a spot plan must finish with at least 10 % of the deadline to spare
+
+
+def thin_margin(p) -> bool:
+    """A spot plan whose expected finish leaves less than SLACK_MIN of the deadline (ranks last)."""
+    slack = getattr(p, "deadline_slack", None)
+    billing = getattr(getattr(p, "cost", None), "billing", None)
+    return slack is not None and slack < SLACK_MIN and billing == "spot"
+
+
+def ranking_basis(objective: str, *, spot: bool = False, deadline: bool = False) -> str:
+    """What "best" means for this ranking, in one sentence (the ``ranking_basis`` of the recommendation)."""
+    from gpuplan.plan.cost import margin_words
+
+    risk = _(", spot interruptions included") if spot else ""
+    margin = (_("; spot plans that would finish with less than {share} of the deadline to spare rank after the "
+                "others").format(share=f"{SLACK_MIN:.0%}") if spot and deadline else "")
+    text = {
+        "cost": _("lowest expected cost: estimated prices counted at their upper bound (third-party copies "
+                  "+{third}, {rule}, spot prices up to pay-as-you-go){risk}; costs within 0.5 % tie "
+                  "and go to fewer instances{margin}"),
+        "time": _("shortest time (within 0.5 %), then lowest expected cost with estimated prices counted at their "
+                  "upper bound{risk}{margin}"),
+        "balanced": _("best balance of time and expected cost (geometric mean of each over its best value), "
+                      "estimated prices counted at their upper bound{risk}{margin}"),
+    }[objective]
+    return text.format(risk=risk, margin=margin, **margin_words())
 
 
 def _inf(x: float | None) -> float:
@@ -63,14 +98,15 @@ def sort_key(objective: str, cmin: float, tmin: float):
     first), or the geometric mean of the two ratios to the best value (balanced)."""
     def key(p: Rankable):
         unpriced = p.cost_key is None
+        thin = thin_margin(p)
         c, t = _inf(pessimistic_cost(p)), _inf(p.time_key)
         size = _size(p)
         if objective == "time":
-            return (_bucket(t), unpriced, c, size, t)
+            return (thin, _bucket(t), unpriced, c, size, t)
         if objective == "balanced":
             score = math.sqrt((c / cmin if cmin > 0 else c) * (t / tmin if tmin > 0 else t)) if not unpriced else math.inf
-            return (unpriced, _bucket(score), size, score, c, t)
-        return (unpriced, _bucket(c), size, c, t)
+            return (thin, unpriced, _bucket(score), size, score, c, t)
+        return (thin, unpriced, _bucket(c), size, c, t)
     return key
 
 

@@ -161,6 +161,13 @@ class Plan:
     time_key: float | None = None              # ranking: job time / time per 1B tokens / request latency
     rank: int = 0
     pareto: bool = False
+    # LLM serving: engine, parallelism, formats and what the user gets (TTFT p50/p90, TPOT, load, SLA);
+    # None for training, batch jobs and non-LLM models (plan/serving_report.py)
+    serving: Mapping[str, Any] | None = None
+    # other instance types that are the same machine at the same price (shown once: plan/aliases.py)
+    aliases: tuple[str, ...] = ()
+    # (deadline - time) / deadline for jobs with a deadline, else None
+    deadline_slack: float | None = None
     # The estimate the memory and performance come from (the exact ECS hardware and layout, or one
     # Function Compute GPU slice); the bundle renders its launch files from it. Not part of the JSON.
     estimate: Any = field(default=None, compare=False, repr=False)
@@ -253,6 +260,9 @@ class Plan:
             "host": dict(a.host),
             "pareto": self.pareto,
             "rank": self.rank,
+            "serving": None if self.serving is None else dict(self.serving),
+            "aliases": list(self.aliases),
+            "deadline_slack": rnd(self.deadline_slack, 4),
             "why": list(a.why),
             "warnings": list(a.warnings),
         }

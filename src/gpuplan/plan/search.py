@@ -80,6 +80,7 @@ class Variant:
     quantization: str
     optimizer: str | None
     w: Workload
+    config: Any = None    # serving: the engine / weight / KV / DP-attention point (plan/serving_config.py)
 
 
 @dataclass
@@ -95,7 +96,8 @@ class Searcher:
     """Runs the search for one resolved workload."""
 
     def __init__(self, w: Workload, model, shape, fixed: Fixed, variants: list[Variant], *,
-                 max_gpus: int, allowed_status: frozenset[str], headroom: float = fz.MEMORY_HEADROOM):
+                 max_gpus: int, allowed_status: frozenset[str], headroom: float = fz.MEMORY_HEADROOM,
+                 serving=None):
         self.w = w
         self.model = model
         self.shape = shape
@@ -106,6 +108,7 @@ class Searcher:
         self.max_gpus = max_gpus
         self.allowed_status = allowed_status
         self.headroom = headroom
+        self.serving = serving     # serving_config.ServingSpace for LLM serving, else None
         self._est: dict[tuple, Estimate | None] = {}  # None: the estimate failed (cached too)
         self._sys: dict[tuple, System] = {}
         self._mem_eval: dict[tuple, tuple[Estimate | None, Layout]] = {}
@@ -151,11 +154,13 @@ class Searcher:
                       grad_accum=ga, microbatches=ga if pp > 1 else 1,
                       naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
                       tp_comm_overlap=bool(overlap and tp > 1 and self.training),
-                      dp_attention=bool(par and par.dp_attention) and not self.training)
+                      dp_attention=(v.config.dp_attention if v.config is not None
+                                    else bool(par and par.dp_attention) and not self.training),
+                      ep=v.config.ep if v.config is not None else 1)
 
     def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True) -> Estimate | None:
         """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model)."""
-        key = (v.quantization, v.optimizer, self.sys_key(system), layout, full)
+        key = (v.quantization, v.optimizer, v.config, self.sys_key(system), layout, full)
         if key in self._est:
             return self._est[key]
         self.calls += 1
@@ -216,7 +221,7 @@ class Searcher:
                         "parallel settings)").format(label=fz.gpu_label(inst), nodes=nodes, gpus=system.total_gpus)))
                     continue
                 for tp, pp, dp in shapes:
-                    for v in self.variants:
+                    for v in (self.serving.variants(self.variants, system, tp) if self.serving else self.variants):
                         self._search_layout(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem)
         return SearchResult(cands, rejects, best_mem, self.calls, warnings)
 
@@ -232,7 +237,7 @@ class Searcher:
         evaluated: dict[Knobs, tuple[Estimate | None, Layout, fz.Reject | None]] = {}
         # the memory-only pass of a knob setting is the same for every type with this GPU, node shape and
         # variant: look it up by small keys (no Layout to build or hash again)
-        group = (v.quantization, v.optimizer, self.memory_sys_key(system), tp, pp, dp)
+        group = (v.quantization, v.optimizer, v.config, self.memory_sys_key(system), tp, pp, dp)
 
         def evaluate(k: Knobs):
             if k in evaluated:
@@ -283,6 +288,18 @@ class Searcher:
                 c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
             cands.append(c)
         return bool(found)
+
+    def evaluate(self, inst: InstanceType, nodes: int, tp: int, pp: int, dp: int, v: Variant) -> Candidate | None:
+        """One serving point on one layout (no memory-saving knobs): the candidate when it fits and passes
+        the network and SLA checks, else None (used to try another engine on a chosen layout)."""
+        system = self.system(inst, nodes)
+        lay = self.layout(v, tp, pp, dp, Knobs())
+        e = self.estimate(v, system, lay, full=True)
+        if e is None or not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom) \
+                or fz.check_host(inst, e.memory.host_bytes) is not None:
+            return None
+        c = Candidate(inst, nodes, tp, pp, dp, Knobs(), v, e, lay)
+        return c if self._post_checks(c, lambda *_args: None) else None
 
     def _what(self, lay: Layout, v: Variant, system: System) -> str:
         bits = []

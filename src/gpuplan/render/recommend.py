@@ -21,7 +21,10 @@ _LABELS = (
     N_("Folklore"), N_("Verdict"), N_("holds"), N_("wrong"), N_("overkill"), N_("works but slow"),
     N_("works but expensive"), N_("per 1B tokens"), N_("per image"), N_("per audio hour"), N_("per clip"),
     N_("per request"), N_("Parameters (B)"), N_("Task"), N_("Plan"), N_("Memory/GPU"), N_("Layout"),
-    N_("unpriced"), N_("Platform"), N_("(and {n} more like it)"),
+    N_("unpriced"), N_("Platform"), N_("(and {n} more like it)"), N_("TTFT p50/p90"), N_("Load"), N_("SLA"),
+    N_("tokens/s per replica"), N_("met"), N_("missed"), N_("Ranked by"),
+    N_("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price"),
+    N_("{value} ms"), N_("{value} s"), N_("TPOT"),
 )
 
 
@@ -64,18 +67,76 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
                          lambda p: _small_money(_unit_cost(p.cost), cur)))
     else:
         cols += [
-            (Column(t("Replicas"), 3, "right"), lambda p: str(p.cost.replicas) if p.cost.replicas else "-"),
+            (Column(t("Replicas"), 3, "right"), _replicas),
             (Column(t("Monthly"), 0, "right"), lambda p: _price(p, p.cost.monthly_cost, cur)),
             (Column(t(per_unit or "per 1M output tokens"), 4, "right"),
              lambda p: _small_money(_unit_cost(p.cost), cur) if per_unit else
              _price(p, p.cost.cost_per_million_output_tokens, cur)),
         ]
+        if any(p.serving for p in rec.plans):
+            cols += serving_columns(t)
     cols.append((Column(t("Pareto"), 2), lambda p: "*" if p.pareto else ""))
     rows = [[fn(p) for _, fn in cols] for p in rec.plans]
     marks = [p.cost.price_mark for p in rec.plans]
     title = t("Recommended plans") + ("" if platforms != {"ecs"} else f" ({PLATFORM_LABELS['ecs']})")
     return fitted_table(title, [c for c, _ in cols], rows, width=width, wide=wide,
                         legend=price_legend(marks, lang))
+
+
+def serving_columns(t) -> list[tuple[Column, Callable[[Plan], str]]]:
+    """What an LLM serving plan gives: TTFT p50/p90 under the planned load, TPOT, output tokens/s per
+    model copy, load, and whether the SLA is met (plan.serving, plan/serving_report.py)."""
+    return [
+        (Column(t("TTFT p50/p90"), 1, "right"), lambda p: _ttft(p.serving, t)),
+        (Column(t("TPOT"), 1, "right"), lambda p: _ms(p.serving.get("tpot_s"), t) if p.serving else "-"),
+        (Column(t("Load"), 2, "right"), lambda p: _share(p.serving.get("utilization")) if p.serving else "-"),
+        (Column(t("SLA"), 2), lambda p: _sla(p.serving, t)),
+        (Column(t("tokens/s per replica"), 4, "right"),
+         lambda p: f"{p.serving['output_tokens_per_s_per_replica']:,.0f}"
+         if p.serving and p.serving.get("output_tokens_per_s_per_replica") is not None else "-"),
+    ]
+
+
+def _aliases(plans) -> dict[tuple[str, tuple[str, ...]], list[str]]:
+    """(instance type, its other names) -> the ranks of the plans shown under that name."""
+    out: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for p in plans:
+        if p.aliases:
+            key = (p.short_name, tuple(a.removeprefix("ecs.") for a in p.aliases))
+            out.setdefault(key, []).append(str(p.rank))
+    return out
+
+
+def _replicas(p) -> str:
+    """Engine copies (model copies) for LLM serving plans, with the instances in their own column."""
+    if p.serving:
+        return str(p.serving["engine_copies"])
+    return str(p.cost.replicas) if p.cost.replicas else "-"
+
+
+def _ms(x, t) -> str:
+    if x is None:
+        return "-"
+    return t("{value} ms").format(value=f"{x * 1000:,.0f}") if x < 10 else t("{value} s").format(value=f"{x:,.1f}")
+
+
+def _ttft(sv, t) -> str:
+    if not sv:
+        return "-"
+    a, b = sv.get("ttft_p50_s"), sv.get("ttft_p90_s")
+    if a is None or b is None:
+        return "∞"
+    return t("{value} s").format(value=f"{a:.2f}/{b:.2f}")
+
+
+def _share(x) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _sla(sv, t) -> str:
+    if not sv or sv.get("sla_met") is None:
+        return "-"
+    return t("met") if sv["sla_met"] else t("missed")
 
 
 def _memory(p) -> str:
@@ -103,6 +164,11 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
         _rejected(rec, console, t, limit=8)
         return
     print_fitted(console, plans_table(rec, lang, console.width, wide), wide)
+    if getattr(rec, "ranking_basis", ""):
+        console.print(f"[bold]{t('Ranked by')}[/]{colon}{localize(rec.ranking_basis, lang)}")
+    for (name, aliases), ranks in _aliases(rec.plans).items():
+        console.print(t("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price")
+                      .format(instance=name, ranks=", ".join(ranks), aliases=", ".join(aliases)))
     best = rec.plans[0]
     console.print(f"[bold]{t('Why')}[/]")
     for line in best.advice.why:

@@ -141,15 +141,57 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
         rows.append((N_("Job time"),
                      fmt_duration(plan.get("time_s") or (estimate.get("performance") or {}).get("total_time_s"))))
         rows.append((N_("Total cost"), _money(plan.get("total_cost"), cur) or "-"))
+    elif plan.get("serving"):
+        sv = plan["serving"]
+        rows.append((N_("Replicas"), tr("engine copies {copies}, instances {instances}", lang).format(
+            copies=sv.get("engine_copies"), instances=sv.get("instances"))))
     else:
         rows.append((N_("Replicas"), str(c.replicas)))
+    if not c.training:
         rows.append((N_("Monthly cost"), _money(plan.get("monthly_cost"), cur) or "-"))
         rows.append((N_("Cost per million output tokens"), _money(plan.get("cost_per_million_output_tokens"), cur) or "-"))
+    if plan.get("aliases"):
+        rows.append((N_("Also sold as"), ", ".join(str(a) for a in plan["aliases"])))
+    if plan.get("ranking_basis"):
+        rows.append((N_("Ranked by"), i18n.localize(str(plan["ranking_basis"]), lang)))
     return [(tr(k, lang), md(v)) for k, v in rows]
 
 
-def perf_rows(c: Ctx, estimate: dict) -> list[tuple[Safe, Safe]]:
+SLA_WORDS = {True: N_("met ({targets})"), False: N_("missed ({targets})")}
+
+
+def serving_items(sv: dict, lang: str) -> list[tuple[str, str | None]]:
+    """What an LLM serving plan gives under its planned load (plan["serving"], plan/serving_report.py)."""
+    def sec(x: Any) -> str | None:
+        return tr("{value} s", lang).format(value=f"{x:.2f}") if isinstance(x, (int, float)) else None
+
+    def ms(x: float) -> str:
+        return tr("{value} ms", lang).format(value=f"{x * 1000:g}")
+
+    ttft = (tr("{p50} (p50), {p90} (p90) under the planned load", lang).format(p50=sec(sv.get("ttft_p50_s")),
+                                                                             p90=sec(sv.get("ttft_p90_s")))
+            if sv.get("ttft_p90_s") is not None else None)
+    target = [f"{tr('TTFT', lang)} {ms(sv['ttft_target_s'])}" if sv.get("ttft_target_s") else "",
+              f"{tr('TPOT', lang)} {ms(sv['tpot_target_s'])}" if sv.get("tpot_target_s") else ""]
+    sla = None
+    if sv.get("sla_met") is not None:
+        sla = tr(SLA_WORDS[bool(sv["sla_met"])], lang).format(
+            targets=("，" if lang == "zh" else ", ").join(x for x in target if x))
+    tpot = sv.get("tpot_s")
+    return [(N_("TTFT"), ttft),
+            (N_("TPOT"), tr("{ms} ms with the batch full", lang).format(ms=f"{tpot * 1000:.0f}") if tpot else None),
+            (N_("Output tokens/s per replica"), f"{sv['output_tokens_per_s_per_replica']:,.0f}"
+             if sv.get("output_tokens_per_s_per_replica") is not None else None),
+            (N_("Load"), f"{sv['utilization']:.0%}" if sv.get("utilization") is not None else None),
+            (N_("SLA"), sla),
+            (N_("Engine"), tr("{engine}, {weights} weights, KV cache {kv}, batch limit {seqs}", lang).format(
+                engine=sv.get("engine"), weights=str(sv.get("weight_format", "")).upper(),
+                kv=sv.get("kv_cache_dtype"), seqs=sv.get("max_num_seqs")))]
+
+
+def perf_rows(c: Ctx, estimate: dict, plan: dict | None = None) -> list[tuple[Safe, Safe]]:
     p = estimate.get("performance") or {}
+    sv = (plan or {}).get("serving")
 
     def num(key: str, fmt: str) -> str | None:
         v = p.get(key)
@@ -163,6 +205,8 @@ def perf_rows(c: Ctx, estimate: dict) -> list[tuple[Safe, Safe]]:
                  (N_("GPU-hours"), num("gpu_hours", "{:,.1f}")),
                  (N_("Checkpoints"), tr("every {steps} steps (~{minutes} min) to {path}", c.lang).format(
                      steps=c.save_steps, minutes=c.checkpoint_minutes, path=c.checkpoint_dir))]
+    elif sv:
+        items = serving_items(sv, c.lang)
     else:
         items = [(N_("TTFT"), fmt_duration(p.get("ttft_s")) if p.get("ttft_s") else None),
                  (N_("TPOT"), fmt_duration(p.get("tpot_s")) if p.get("tpot_s") else None),
@@ -498,9 +542,10 @@ def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | Non
     rows, total = cost_rows(c, breakdown)
     return render("PLAN.md.j2", _=lambda s: tr(s, c.lang), title=title, summary=summary_rows(c, plan, estimate),
                   why=[say(w, c.lang) for w in (plan.get("why") or [])], rejected=rej, memory_rows=memory_rows(c, estimate),
-                  chart=chart, perf_rows=perf_rows(c, estimate), advice=advice_lines(c, plan),
+                  chart=chart, perf_rows=perf_rows(c, estimate, plan), advice=advice_lines(c, plan),
                   assumptions=[say(a, c.lang) for a in (estimate.get("assumptions") or [])],
-                  warnings=[say(w, c.lang) for w in (estimate.get("warnings") or [])],
+                  warnings=[say(w, c.lang) for w in dict.fromkeys(list(plan.get("warnings") or []) +
+                                                                  list(estimate.get("warnings") or []))],
                   files=file_rows(paths, c.lang), steps=steps(c, platform), cost_rows=rows,
                   cost_total=total, serving_notes=serving_notes(c),
                   node_notes=node_notes(c, platform), training=_training_rows(c))

@@ -1,0 +1,129 @@
+"""What one recommendation works from: the resolved workload, the model, prices, regions and billing
+modes in play (``PlanContext``), and the small facts read from them (request rate, batch job items,
+checkpoint and model bytes). Shared by the costing, checks and explanations of plan drafts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.catalog.instances import InstanceType
+from gpuplan.i18n import N_
+from gpuplan.plan import cost as costm
+from gpuplan.plan.candidates import is_llm
+from gpuplan.plan.storage import checkpoint_bytes
+from gpuplan.units import HOUR_S
+from gpuplan.workload import Workload
+
+
+@dataclass
+class PlanContext:
+    w: Workload
+    model: Any
+    task: str
+    training: bool
+    book: costm.PriceBook
+    regions: list[str]
+    billings: tuple[str, ...]
+    max_gpus: int | None
+    spot: costm.SpotModel
+    today: dt.date | None
+    insts: list[InstanceType]
+    fixed: costm.FixedCosts = field(default_factory=costm.load_fixed_costs)
+    framework: str | None = None     # named by the workload (Fixed.framework): its launcher wins
+
+    @property
+    def llm(self) -> bool:
+        return bool(is_llm(self.model))
+
+    @property
+    def job(self) -> bool:
+        """An inference workload with a dataset is a batch job (time, total cost, cost per item), not a service."""
+        return not self.training and job_items(self) is not None
+
+    @property
+    def service(self) -> bool:
+        """An online service (replicas up for months), not a training or batch job."""
+        return not self.training and not self.job
+
+    def dataset_tokens(self) -> float | None:
+        ds = self.w.dataset
+        return ds.total_tokens(self.w.seq_len or 2048) if ds else None
+
+    def dataset_samples(self) -> float | None:
+        ds = self.w.dataset
+        if ds and ds.samples:
+            return ds.samples * ds.epochs
+        return None
+
+    def request_rate(self) -> float | None:
+        s = self.w.serving
+        if not s:
+            return None
+        if s.peak_requests_per_s:
+            return s.peak_requests_per_s
+        if s.requests_per_s:
+            return s.requests_per_s
+        if s.requests_per_day:
+            avg = s.requests_per_day / 86400.0
+            return avg * (24.0 / s.peak_hours_per_day) if s.peak_hours_per_day else avg
+        return None
+
+    def family(self, instance_type: str) -> str:
+        return next((i.family for i in self.insts if i.instance_type == instance_type), instance_type)
+
+
+def job_items(ctx: PlanContext) -> tuple[float, str] | None:
+    """(items to process, unit) of a batch inference job, or None (a service)."""
+    ds = ctx.w.dataset
+    if ds is None:
+        return None
+    if ds.audio_hours:
+        clip = (ctx.w.input.audio_seconds if ctx.w.input and ctx.w.input.audio_seconds else None) or 30.0
+        return ds.audio_hours * HOUR_S / clip * ds.epochs, "clip"
+    unit = item_unit(ctx)
+    if ds.items:
+        return ds.items * ds.epochs, unit
+    if ds.samples:
+        return ds.samples * ds.epochs, unit
+    if ds.tokens and ctx.llm:
+        per = (ctx.w.prompt_tokens or 0) + (ctx.w.output_tokens or 0)
+        return (ds.tokens * ds.epochs / per, "request") if per > 0 else None
+    return None
+
+
+def item_unit(ctx: PlanContext) -> str:
+    kind = getattr(ctx.model, "kind", "")
+    return "image" if kind == "diffusion" else "clip" if kind in ("speech", "asr", "whisper", "audio") else "request"
+
+
+ITEM_UNITS = {"image": N_("images"), "clip": N_("clips"), "request": N_("requests")}
+
+
+def target_util(ctx: PlanContext) -> float:
+    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+
+    s = ctx.w.serving
+    return s.target_utilization if s and s.target_utilization else DEFAULT_TARGET_UTILIZATION
+
+
+def ckpt_bytes(ctx: PlanContext, optimizer: str) -> float:
+    from gpuplan.estimate.memory import lora_param_count
+
+    params = float(ctx.model.params_total)
+    trainable = params
+    if ctx.task in ("lora", "qlora") and ctx.llm:
+        lo = ctx.w.lora
+        trainable, _unused = lora_param_count(ctx.model, lo.targets if lo else "all-linear", lo.rank if lo else 8)
+    return checkpoint_bytes(params, trainable, ctx.task, optimizer or "adamw")
+
+
+_QUANT_BYTES = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5, "gptq-int4": 0.5,
+                "bnb-nf4": 0.5}
+
+
+def model_bytes(ctx: PlanContext) -> float:
+    """Bytes of the model checkpoint each node downloads (16-bit, or the quantized size)."""
+    params = float(getattr(ctx.model, "params_total", 0.0) or 0.0)
+    return params * _QUANT_BYTES.get(ctx.w.quantization or "none", 2.0)

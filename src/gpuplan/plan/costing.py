@@ -1,0 +1,233 @@
+"""Costing of plan drafts: training (time, spot interruptions, fixed costs), batch inference jobs
+(replicas to meet the deadline, cost per item) and online serving (replicas for the request rate
+with queueing headroom, monthly cost, cost per million output tokens)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from gpuplan.i18n import N_, _, localize
+from gpuplan.plan import cost as costm
+from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, item_unit, job_items, model_bytes, target_util
+from gpuplan.plan.record import rnd
+from gpuplan.plan.rank import SLACK_MIN
+from gpuplan.plan.search import Candidate
+from gpuplan.plan.serving_config import describe
+from gpuplan.units import HOUR_S, HOURS_PER_MONTH
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpuplan.plan.drafts import Draft
+
+
+def checkpoint_write_s(ctx: PlanContext, c: Candidate) -> float:
+    ck = ckpt_bytes(ctx, c.variant.w.optimizer or "adamw")
+    mb_s = 350e6  # one PL1 ESSD at its cap (storage.yaml); the advice may provision more
+    return costm.checkpoint_write_s(ck, mb_s, c.nodes, c.layout)
+
+
+_FIXED_PARTS = {"boot_s": N_("boot"), "image_pull_s": N_("image pull"), "model_download_s": N_("model download"),
+                "idle_tail_s": N_("idle tail")}
+
+
+def fixed_why(fixed: dict, nodes: int) -> str:
+    mins = sum(fixed.values()) / 60.0
+    parts = _(", ").join(_("{part} {min} min").format(part=_(_FIXED_PARTS.get(k, k)), min=f"{v / 60:.0f}")
+                         for k, v in fixed.items())
+    if nodes > 1:
+        return _("fixed: {min} min per instance ({parts}; assumed, data/plan_costs.yaml), paid by each of {nodes} "
+                 "instances").format(min=f"{mins:.0f}", parts=parts, nodes=nodes)
+    return _("fixed: {min} min per instance ({parts}; assumed, data/plan_costs.yaml)").format(
+        min=f"{mins:.0f}", parts=parts)
+
+
+def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | None) -> None:
+    perf = c.est.performance
+    tps = float(perf.get("tokens_per_s") or 0.0)
+    sps = float(perf.get("samples_per_s") or 0.0)
+    base_time = None
+    if ctx.llm:
+        tokens = ctx.dataset_tokens()
+        if tokens and tps > 0:
+            base_time = tokens / tps
+        if tps > 0:
+            p.time_per_billion_tokens_s = 1e9 / tps
+    else:
+        samples = ctx.dataset_samples()
+        if samples and sps > 0:
+            base_time = samples / sps
+    factor = 1.0
+    if p.billing == "spot":
+        run = costm.spot_run(base_time or 3600.0 * 24, checkpoint_write_s(ctx, c), ctx.spot, instances=c.nodes)
+        factor = 1.0 + run.overhead_fraction
+        p.spot = costm.spot_summary(run, ctx.spot, bool(base_time))
+        p.why.append(costm.spot_why(run, ctx.spot))
+        if base_time and base_time * factor / HOUR_S > ctx.spot.long_job_warning_h:
+            p.warnings.append(_("long job on spot: expect about {n} interruptions over {hours} h; resume from "
+                                "checkpoints automatically").format(n=f"{run.expected_interruptions:.1f}",
+                                                                    hours=f"{base_time * factor / HOUR_S:.0f}"))
+    fixed_s = 0.0
+    if base_time is not None:
+        fixed = ctx.fixed.breakdown(model_bytes(ctx))
+        fixed_s = sum(fixed.values())
+        p.fixed = fixed
+        p.time_s = base_time * factor + fixed_s
+        p.why.append(fixed_why(fixed, c.nodes))
+    if price is not None:
+        hourly = price.per_hour * c.nodes
+        p.price_per_hour = hourly
+        if p.time_s is not None:
+            p.total_cost = costm.training_cost(price, c.nodes, ctx.fixed.billed_s(price.billing, p.time_s))
+            if price.billing != "subscription":
+                p.fixed_cost = fixed_s / HOUR_S * hourly
+            if price.billing == "subscription":
+                months = costm.months_needed(p.time_s)
+                p.why.append(_("subscription: {months} month(s) x {monthly} x {nodes} instance(s)").format(
+                    months=months, monthly=f"{price.per_month:,.0f}", nodes=c.nodes))
+        if p.time_per_billion_tokens_s is not None:
+            p.cost_per_billion_tokens = p.time_per_billion_tokens_s * factor / HOUR_S * hourly
+    p.cost_key = p.total_cost if p.time_s is not None else p.cost_per_billion_tokens
+    p.time_key = p.time_s if p.time_s is not None else (
+        p.time_per_billion_tokens_s * factor if p.time_per_billion_tokens_s else None)
+
+
+def slots(c: Candidate) -> int:
+    """Requests in flight in one replica group: its serving batch (LLM) or concurrency, per DP group."""
+    perf = c.est.performance
+    per = perf.get("serving_batch") or perf.get("max_concurrency") or 1
+    return max(1, int(per)) * max(1, c.dp)
+
+
+def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | None) -> None:
+    """A batch inference job: replicas to meet the deadline, time, total cost and cost per item."""
+    got = job_items(ctx)
+    assert got is not None  # called only when ctx.job
+    items, unit = got
+    group_rate = c.speed(False)
+    cons = ctx.w.constraints
+    fixed = ctx.fixed.breakdown(model_bytes(ctx))
+    fixed_s = sum(fixed.values())
+    replicas = 1
+    if group_rate > 0 and cons and cons.deadline_hours:
+        room = cons.deadline_hours * HOUR_S - fixed_s
+        replicas = max(1, math.ceil(items / (group_rate * room) - 1e-9)) if room > 0 else 1
+        cap = max(1, (ctx.max_gpus or 10 ** 6) // max(1, c.gpus))
+        replicas = min(replicas, cap, 10_000)
+    p.replicas = replicas
+    p.instance_count = c.nodes * replicas
+    p.gpus_total = c.gpus * replicas
+    p.fixed = fixed
+    if group_rate <= 0:
+        return
+    base = items / (group_rate * replicas)
+    factor = 1.0
+    if p.billing == "spot":
+        # in-flight items are redone; nothing to checkpoint; replicas are interrupted independently
+        run = costm.spot_run(base, 1.0, ctx.spot, instances=c.nodes)
+        factor = 1.0 + run.overhead_fraction
+        p.spot = {**costm.spot_summary(run, ctx.spot, True), "checkpoint_interval_s": None,
+                  "checkpoint_write_s": None,
+                  "expected_interruptions": round(run.expected_interruptions * replicas, 2)}
+    p.time_s = base * factor + fixed_s
+    job: dict[str, Any] = {"items": rnd(items, 1), "unit": unit, "items_per_s": rnd(group_rate * replicas),
+                           "replicas": replicas}
+    ds = ctx.w.dataset
+    if ds and ds.audio_hours:
+        job["audio_hours"] = ds.audio_hours * ds.epochs
+    if price is not None:
+        p.price_per_hour = price.per_hour * p.instance_count
+        p.total_cost = costm.training_cost(price, p.instance_count, ctx.fixed.billed_s(price.billing, p.time_s))
+        if price.billing != "subscription":
+            p.fixed_cost = fixed_s / HOUR_S * p.price_per_hour
+        job[f"cost_per_{unit}"] = rnd(p.total_cost / items)
+        job["cost_per_item"] = rnd(p.total_cost / items)
+        if "audio_hours" in job:
+            job["cost_per_audio_hour"] = rnd(p.total_cost / job["audio_hours"])
+    p.job = job
+    args = {"items": f"{items:,.0f}", "unit": _(ITEM_UNITS.get(unit, unit)), "rate": f"{group_rate:.2f}",
+            "replicas": replicas, "hours": f"{base / HOUR_S:,.1f}", "share": f"{factor - 1:.1%}"}
+    if factor > 1:
+        p.why.append(_("batch job: {items} {unit} at {rate}/s per replica x {replicas} replica(s) = {hours} h "
+                       "(+{share} spot interruptions)").format(**args))
+    else:
+        p.why.append(_("batch job: {items} {unit} at {rate}/s per replica x {replicas} replica(s) = {hours} h")
+                     .format(**args))
+    p.why.append(fixed_why(fixed, p.instance_count))
+    p.cost_key = p.total_cost
+    p.time_key = p.time_s
+
+
+def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | None) -> None:
+    from gpuplan.plan.queueing import size_replicas
+
+    if ctx.job:
+        job_costs(ctx, c, p, price)
+        return
+    group_rate = c.speed(False)
+    rate = ctx.request_rate()
+    s = ctx.w.serving
+    target = target_util(ctx)
+    sizing = None
+    if rate and group_rate > 0:
+        slack = None
+        if s and s.ttft_ms and c.est.performance.get("ttft_s") is not None:
+            slack = s.ttft_ms / 1000.0 - float(c.est.performance["ttft_s"])
+        sizing = size_replicas(rate, group_rate, slots(c), target, slack)
+        replicas = sizing.replicas
+        p.utilization = sizing.utilization
+    else:
+        replicas = 1
+    p.replicas = replicas
+    p.instance_count = c.nodes * replicas
+    p.gpus_total = c.gpus * replicas
+    served = rate if rate else group_rate * replicas
+    if price is not None:
+        p.price_per_hour = price.per_hour * p.instance_count
+        p.monthly_cost = costm.serving_monthly_cost(price, p.instance_count)
+        if ctx.llm and served:
+            out_tps = served * (c.variant.w.output_tokens or 1)
+            hourly = p.monthly_cost / HOURS_PER_MONTH
+            p.cost_per_million_output_tokens = costm.cost_per_million_tokens(hourly, out_tps)
+        if not ctx.llm and served:
+            unit = item_unit(ctx)
+            p.unit_cost = {"unit": unit, "cost": rnd(p.monthly_cost / HOURS_PER_MONTH / (served * HOUR_S)),
+                           "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
+    if group_rate > 0:
+        unit = _("images/s") if not ctx.llm and getattr(ctx.model, "kind", "") == "diffusion" else _("req/s")
+        layout = describe(c) if c.variant.config is not None else c.layout.describe().split(", ckpt")[0]
+        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": localize(layout),
+                "rate": f"{group_rate:.2f}", "unit": unit}
+        if sizing is None:
+            text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit} (no request rate given: "
+                     "1 replica)").format(**args)
+        else:
+            args.update(replicas=replicas, req=f"{rate:g}", util=f"{sizing.utilization:.0%}",
+                        target=f"{target:.0%}", wait=f"{sizing.wait_p95_s * 1000:.0f}")
+            if sizing.binding == "ttft":
+                text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit}; {replicas} replica(s) for "
+                         "{req} req/s: {util} utilised (target <= {target}), p95 queueing wait {wait} ms "
+                         "(Erlang C); the TTFT target sets the count").format(**args)
+            else:
+                text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit}; {replicas} replica(s) for "
+                         "{req} req/s: {util} utilised (target <= {target}), p95 queueing wait {wait} ms "
+                         "(Erlang C)").format(**args)
+        p.why.append(text)
+    p.cost_key = p.monthly_cost
+    p.time_key = c.latency_s()
+
+
+def deadline_margin(ctx: PlanContext, p: Draft) -> None:
+    """``deadline_slack`` = (deadline - time) / deadline for a job with a deadline; a spot plan that keeps
+    less than SLACK_MIN of it gets a warning (and ranks after the plans that keep it: rank.thin_margin)."""
+    cons = ctx.w.constraints
+    if not (cons and cons.deadline_hours) or p.time_s is None:
+        return
+    deadline_s = cons.deadline_hours * HOUR_S
+    p.deadline_slack = (deadline_s - p.time_s) / deadline_s
+    if p.billing == "spot" and 0.0 <= p.deadline_slack < SLACK_MIN:
+        p.warnings.append(_("{instance} x {n} on spot is expected to finish with only {share} of the {deadline} h "
+                            "deadline to spare; interruptions are random, so it may miss it: ranked after the plans "
+                            "that keep {min}").format(instance=p.cand.inst.short_name, n=p.instance_count,
+                                                      share=f"{p.deadline_slack:.1%}",
+                                                      deadline=f"{cons.deadline_hours:g}", min=f"{SLACK_MIN:.0%}"))
+

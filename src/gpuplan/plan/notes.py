@@ -1,0 +1,101 @@
+"""The recommendation's global warnings (price age, currency conversion, missing dataset) and the
+assumptions it states (memory headroom, spot model, fixed costs, ranking, serving sizing)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
+from gpuplan.plan import cost as costm
+from gpuplan.plan import feasibility as fz
+from gpuplan.plan.context import PlanContext, target_util
+from gpuplan.plan.record import Plan
+
+
+def global_warnings(ctx: PlanContext, shown: list[Plan], book: costm.PriceBook) -> list[str]:
+    out: list[str] = []
+    today = ctx.today or dt.date.today()
+    for p in shown:
+        out.extend(p.advice.warnings)
+        as_of = p.cost.price_as_of
+        if as_of:
+            age = (today - dt.date.fromisoformat(as_of)).days
+            if age > 180:
+                out.append(_("prices date from {date} ({age} days old): refresh them (`gpuplan catalog refresh`) "
+                             "or pass --prices with your quotes").format(date=as_of, age=age))
+    if ctx.training and not ctx.w.dataset:
+        out.append(_("no dataset size given: plans show time and cost per 1B tokens; total_cost is null"))
+    if ctx.training and ctx.w.constraints and ctx.w.constraints.budget and not ctx.w.dataset:
+        out.append(_("the budget cannot be checked without a dataset size"))
+    if book.converted:
+        out.append(_("prices converted to {cur} at {rate} CNY/USD ({date})").format(
+            cur=book.currency, rate=book.fx.usd_cny, date=book.fx.as_of))
+        stale = book.fx.staleness_warning(today)
+        if stale:
+            out.append(stale)
+    return out
+
+
+def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: costm.SpotModel) -> list[str]:
+    out = [_("a plan must leave {share} of each GPU's usable memory free").format(share=f"{headroom:.0%}"),
+           _("host RAM: {share} of each instance's memory is kept for the OS").format(share=f"{fz.HOST_RESERVE:.0%}")]
+    if "spot" in ctx.billings and (ctx.training or ctx.job):
+        fractions = sorted({f"{f:.0%}" for f, _r, _s in (book.spot_fraction(c) for c in {i.cloud for i in ctx.insts})
+                            if f})
+        out.append(_("spot: {fraction} of pay-as-you-go when no spot price is known (estimated from one observed "
+                     "level; range {low}-{high}), {rate} interruptions per hour, {min} min to restart (assumptions)")
+                   .format(fraction="/".join(fractions) or _("no estimate"), low=f"{spot.fraction_range[0]:.0%}",
+                           high=f"{spot.fraction_range[1]:.0%}", rate=f"{spot.interruptions_per_hour:g}",
+                           min=f"{spot.restart_s / 60:.0f}"))
+    fx = ctx.fixed
+    if (ctx.training and ctx.w.dataset) or ctx.job:   # per-1B-token figures carry no fixed costs
+        out.append(_("fixed costs per instance and job: {boot} min start-up, a {image} GiB image at {pull} MB/s, the "
+                     "model at {download} MB/s, {tail} min idle tail (assumed); per-second billing (Alibaba)").format(
+            boot=f"{fx.boot_s / 60:.0f}", image=f"{fx.image_gib:g}", pull=f"{fx.image_pull_mb_s:g}",
+            download=f"{fx.model_download_mb_s:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
+    if ctx.service:
+        s = ctx.w.serving
+        if ctx.llm and s and s.ttft_ms:
+            out.append(_("serving: replicas sized so utilisation at the peak stays <= {target} and the Erlang-C "
+                         "queueing wait (p95) fits within the TTFT target; a month is 730 h; the budget is read as "
+                         "per month").format(target=f"{target_util(ctx):.0%}"))
+        else:
+            out.append(_("serving: replicas sized so utilisation at the peak stays <= {target}; a month is 730 h; the "
+                         "budget is read as per month").format(target=f"{target_util(ctx):.0%}"))
+    out.append(_("subscription: monthly price x whole months; 1- and 3-year discounts are not bundled"))
+    from gpuplan.providers import freshness
+
+    for cloud in sorted({i.cloud for i in ctx.insts}):
+        try:
+            out.append(freshness(cloud))   # which price data (bundled snapshot or refreshed cache) and its date
+        except GpuplanError:
+            pass
+    if book.currency != "CNY" or book.converted:
+        out.append(_("exchange rate {rate} CNY/USD as of {date} ({source})").format(
+            rate=book.fx.usd_cny, date=book.fx.as_of, source=book.fx.source))
+    return out
+
+
+def dedupe(xs: list[str]) -> list[str]:
+    return list(dict.fromkeys(xs))
+
+
+# Workload fields that mean nothing for a model without a transformer decoder (diffusion, speech, vision
+# profiles): their defaults are filled in the resolved workload but not stated as assumptions.
+LLM_ONLY_FIELDS = ("kv_cache_dtype", "prompt_tokens", "output_tokens", "flash_attention", "seq_len")
+NON_LLM_SERVING_SKIP = ("framework", "quantization")   # the vLLM default is an LLM engine; no weight quantization
+
+
+def applicable(notes: list[str], resolved, model) -> list[str]:
+    """The resolver's "assumed ..." notes that apply to this model: none about KV caches, tokens or LLM
+    engines for diffusion, speech and vision models."""
+    from gpuplan.plan.candidates import is_llm
+
+    if is_llm(model):
+        return list(notes)
+    keys = LLM_ONLY_FIELDS + (NON_LLM_SERVING_SKIP if (resolved.task or "inference") == "inference" else ())
+    drop = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in keys
+            if getattr(resolved, k, None) is not None}
+    return [n for n in notes if n not in drop]
+

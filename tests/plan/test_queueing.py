@@ -1,0 +1,117 @@
+"""The queueing model does bounded work whatever the request rate (issue 24), and stays exact where
+it can: Erlang B/C against the textbook recursion, the closed form beyond it, monotone across the
+switch, and the replica search in O(log r) evaluations."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan.plan import queueing as q
+
+
+def reference_erlang_c(c: int, a: float) -> float:
+    """The textbook recursion over every server (the slow reference)."""
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    rho = a / c
+    return b / (1 - rho * (1 - b))
+
+
+LOADS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995)
+
+
+@pytest.mark.parametrize("c", [1, 2, 5, 16, 64, 200, 256])
+def test_small_pools_are_the_exact_recursion(c):
+    for rho in LOADS:
+        assert q.erlang_c(c, rho * c) == pytest.approx(reference_erlang_c(c, rho * c), rel=1e-12)
+
+
+@pytest.mark.parametrize("c", [2, 10, 30, 100, 256])
+def test_closed_form_agrees_with_the_recursion_where_both_run(c):
+    for rho in LOADS:
+        a = rho * c
+        exact = q._erlang_b_exact(c, a)
+        if exact > 1e-12:
+            tol = 4e-3 if c < 100 else 1e-4     # the Wilson-Hilferty error falls with c
+            assert q._erlang_b_closed(c, a) == pytest.approx(exact, rel=tol)
+
+
+@pytest.mark.parametrize("c", [300, 1000, 5000])
+def test_large_pools_match_the_reference(c):
+    for rho in LOADS:
+        ref = reference_erlang_c(c, rho * c)
+        if ref > 1e-12:
+            assert q.erlang_c(c, rho * c) == pytest.approx(ref, rel=1e-4)
+
+
+def test_textbook_values_and_limits():
+    assert q.erlang_c(1, 0.7) == pytest.approx(0.7)                 # M/M/1: P(wait) = rho
+    assert q.erlang_c(2, 1.0) == pytest.approx(1 / 3)
+    assert q.erlang_c(3, 3.0) == 1.0                                # unstable
+    assert q.erlang_c(10**12, 0.5e12) == 0.0                        # light load on a huge pool: nobody waits
+    huge = q.erlang_c(10**12, 10**12 - 10**6)                       # beta = 1 (Halfin-Whitt regime)
+    assert 0.1 < huge < 0.3
+
+
+def test_constant_work_for_any_pool(monkeypatch):
+    """Structural: beyond EXACT_MAX_SERVERS the per-server recursion is never run."""
+    calls = []
+    real = q._erlang_b_exact
+
+    def counted(c, a):
+        calls.append(c)
+        return real(c, a)
+
+    monkeypatch.setattr(q, "_erlang_b_exact", counted)
+    q.erlang_c.cache_clear()
+    for c in (257, 10**4, 10**7, 10**12):
+        q.erlang_c(c, 0.9 * c)
+    assert calls == []
+    q.erlang_c(100, 90.0)
+    assert calls == [100]
+    with pytest.raises(ValueError):
+        real(q.EXACT_MAX_SERVERS + 1, 1.0)
+
+
+def test_monotone_in_servers_across_the_switch_and_in_load():
+    for a in (150.0, 240.0, 250.0, 255.0):
+        cs = [q.erlang_c(c, a) for c in range(int(a) + 1, 400)]
+        assert all(x >= y for x, y in zip(cs[:-1], cs[1:], strict=True)), a
+    for c in (50, 256, 257, 1000, 10**6):
+        vals = [q.erlang_c(c, rho * c) for rho in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999)]
+        assert vals == sorted(vals), c
+
+
+def test_replica_search_is_logarithmic(monkeypatch):
+    """Sizing 1e7 requests/s with a tight TTFT slack: O(log r) wait evaluations, not one per replica."""
+    calls = []
+    real = q.wait_quantile_s
+
+    def counted(*args, **kw):
+        calls.append(args)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(q, "wait_quantile_s", counted)
+    q.size_replicas.cache_clear()
+    s = q.size_replicas(1e7, 2.0, 64, ttft_slack_s=0.0)
+    assert s.replicas >= math.ceil(1e7 / (2.0 * q.DEFAULT_TARGET_UTILIZATION))
+    assert len(calls) <= 2 * math.ceil(math.log2(q.MAX_REPLICAS)) + 6
+    # the answer is the smallest count that meets the slack
+    mu = 2.0 / 64
+    assert real(s.replicas * 64, 1e7, mu) <= 0.0 or s.binding != "ttft"
+
+
+def test_smallest_count_meeting_the_ttft_slack():
+    q.size_replicas.cache_clear()
+    s = q.size_replicas(0.9, 1.0, 1, target_utilization=1.0, ttft_slack_s=0.5)
+    assert s.binding == "ttft"
+    assert q.wait_quantile_s(s.replicas, 0.9, 1.0) <= 0.5 < q.wait_quantile_s(s.replicas - 1, 0.9, 1.0)
+
+
+def test_wait_percentiles_are_ordered():
+    s = q.size_replicas(40.0, 2.0, 16, target_utilization=0.95)
+    assert 0.0 <= s.wait_p50_s <= s.wait_p90_s <= s.wait_p95_s
+    assert s.wait_p90_s == pytest.approx(q.wait_quantile_s(s.replicas * 16, 40.0, 2.0 / 16, 0.9))
