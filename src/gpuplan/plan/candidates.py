@@ -177,6 +177,9 @@ def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None
             continue            # DeepSpeed offloads optimizer states from ZeRO stage 2 up
         if lora and fixed.zero is None and z in (1, 2):
             continue            # LoRA: plain DDP or full sharding of the frozen base (ZeRO-3 / FSDP)
+        if fixed.zero is None and not model_parallel and z == 1:
+            continue            # DeepSpeed: ZeRO-2 moves the same bytes as ZeRO-1 (Rajbhandari et al. 2020 section
+            #                     7.2.1: P_os and P_os+g add no communication) and holds less; Megatron keeps 1
         if model_parallel and not launchable(task, 2, 1, max(z, 0), OFFLOAD_ORDER[max(o, 0)]):
             continue            # TP/PP run under Megatron: distributed optimizer (ZeRO-1) at most, no offload
         out.append(Knobs(max(z, 0), max(o, 0), max(c, 0), max(p, 0)))

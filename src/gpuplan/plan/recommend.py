@@ -29,6 +29,7 @@ from gpuplan.workload import Workload, load_workload, resolve_defaults
 
 SCHEMA_VERSION = 1
 SEARCHED_FIELDS = ("parallel", "hardware", "grad_checkpointing", "optimizer")
+RECIPE_FIELDS = ("batch_size", "gradient_accumulation")   # searched too for transformer training (plan/recipe.py)
 DEFAULT_TOP = 5
 SERVING_DEFAULT_BILLING = ("payg", "subscription")   # spot for online serving only when asked
 TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
@@ -81,6 +82,8 @@ class _Draft:
                     "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                     "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
+                    "vp": lay.vp if c.recipe else None,
+                    "global_batch": c.recipe.global_batch_sequences if c.recipe else None,
                     "nodes_per_replica": c.nodes,
                     "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp)
                     if c.variant.w.task in TRAIN_TASKS else None}
@@ -97,10 +100,11 @@ class _Draft:
                         utilization=self.utilization, job=self.job, unit_cost=self.unit_cost)
         return Plan(platform="ecs", instance_type=c.inst.instance_type, instance_count=self.instance_count,
                     gpu=c.inst.gpu, gpus_total=self.gpus_total, parallel=parallel,
-                    layout=re.sub(r", mb 1 x ga 1$", "", lay.describe()), memory=PlanMemory.of(c.est),
+                    layout=re.sub(r", mb \d+ x ga \d+$", "", lay.describe()) if c.recipe else
+                    re.sub(r", mb 1 x ga 1$", "", lay.describe()), memory=PlanMemory.of(c.est),
                     performance={k: v for k, v in c.est.performance.items() if v is not None}, cost=cost,
                     advice=PlanAdvice(why=tuple(self.why), warnings=tuple(self.warnings)),
-                    cost_key=self.cost_key, time_key=self.time_key, estimate=c.est)
+                    cost_key=self.cost_key, time_key=self.time_key, estimate=c.est, recipe=c.recipe)
 
 
 
@@ -173,9 +177,10 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
 
     t0 = time.perf_counter()
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
-    searched = frozenset(f for f in SEARCHED_FIELDS if getattr(w, f) is None)
+    model = resolve_model(w.model)
+    recipe = RECIPE_FIELDS if w.is_training and is_llm(model) else ()
+    searched = frozenset(f for f in SEARCHED_FIELDS + recipe if getattr(w, f) is None)
     resolved, notes = resolve_defaults(w, searched=searched)
-    model = resolve_model(resolved.model)
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
     training = task in TRAIN_TASKS
@@ -420,6 +425,7 @@ def _plan(ctx: _Ctx, c: Candidate, price: costm.Price | None, region: str | None
              price_margin=price.margin if price else None)
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
+    p.why.extend(c.recipe.why if c.recipe else ())
     if price and price.note:
         cur = ctx.book.currency
         if price.per_month:
@@ -965,6 +971,9 @@ def _binding(ctx: _Ctx, rejected_plans: list[tuple[_Draft, fz.Reject]], res,
                                    "preview/by-ticket types were not searched (constraints.include_status)") if status
                                  else _("no searched configuration fits in GPU memory (up to {n} GPUs); closest: "
                                         "{reason}")).format(n=max(ctx.max_gpus or 0, 64), reason=best.reason)})
+        if not out and getattr(res, "batch_reason", None):
+            out.append({"constraint": "global_batch", "limit": None, "needed": None, "short_by": None, "unit": None,
+                        "text": _("no searched layout runs the global batch: {reason}").format(reason=res.batch_reason)})
         if not out:
             out.append({"constraint": "catalog", "limit": None, "needed": None, "short_by": None, "unit": None,
                         "text": _("no instance type matches the hardware/family/status constraints")})

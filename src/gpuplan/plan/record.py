@@ -154,6 +154,9 @@ class Plan:
     time_key: float | None = None              # ranking: job time / time per 1B tokens / request latency
     rank: int = 0
     pareto: bool = False
+    # Training: the recipe the search chose (plan/recipe.py Recipe: micro-batch, accumulation, global batch,
+    # checkpointing, parallel sizes, bubble, MFU, chosen/pinned fields and why); None for serving.
+    recipe: Any = None
     # The estimate the memory and performance come from (the exact ECS hardware and layout, or one
     # Function Compute GPU slice); the bundle renders its launch files from it. Not part of the JSON.
     estimate: Any = field(default=None, compare=False, repr=False)
@@ -244,6 +247,7 @@ class Plan:
             "rank": self.rank,
             "why": list(a.why),
             "warnings": list(a.warnings),
+            "recipe": self.recipe.to_dict() if self.recipe is not None else None,
         }
         for k in DETAIL_KEYS:
             d[k] = self.details.get(k)

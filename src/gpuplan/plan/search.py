@@ -5,9 +5,10 @@ lazily loaded catalog; no prices here (see cost.py)."""
 from __future__ import annotations
 
 import functools
+import gc
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
 from gpuplan.catalog.instances import InstanceType
@@ -31,11 +32,16 @@ from gpuplan.plan.candidates import (
     Fixed,
     Knobs,
     is_llm,
+    _structure,
     lattice,
     node_options,
     parallel_shapes,
-    walk_lattice,
 )
+from gpuplan.plan.recipe import BatchOption, BatchTarget, Recipe, batch_options, batch_target, no_batch_reason, \
+    search_setting
+from gpuplan.plan.recipe_search import walk_recipes
+from gpuplan.plan.search_explain import knob_why, recipe_of, what
+from gpuplan.units import GIB
 from gpuplan.workload import Workload
 
 
@@ -54,6 +60,18 @@ class Candidate:
     layout: Layout
     why: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    batch: BatchOption | None = None          # the split of the global batch the search chose (training)
+    largest_fit: int | None = None            # the largest micro-batch this knob setting fits
+    next_need: tuple[int, float | None] | None = None   # the next micro-batch and its GiB per GPU
+    recipe: Recipe | None = None              # the plan's recipe block (training)
+    explain: Callable[["Candidate"], None] | None = field(default=None, repr=False)   # writes why and recipe
+
+    def finish(self) -> "Candidate":
+        """Write the reasons and the recipe (the search does it only for the candidates that win a group)."""
+        if self.explain is not None:
+            explain, self.explain = self.explain, None
+            explain(self)
+        return self
 
     @property
     def gpus(self) -> int:
@@ -89,6 +107,7 @@ class SearchResult:
     best_memory: dict[str, tuple[Candidate | None, Any]]  # per type: smallest-shortfall estimate (for why-not)
     estimates: int
     warnings: list[str]
+    batch_reason: str | None = None        # a layout whose DP cannot run the global batch (training recipes)
 
 
 class Searcher:
@@ -110,6 +129,14 @@ class Searcher:
         self._sys: dict[tuple, System] = {}
         self._mem_eval: dict[tuple, tuple[Estimate | None, Layout]] = {}
         self.calls = 0
+        # the global batch of a training recipe (transformer models; others keep their batch_size)
+        self.target: BatchTarget | None = batch_target(w, model) if self.training and shape is not None else None
+        self.batch_reason: str | None = None
+        self.best = 0.0        # the fastest candidate of the (instance, nodes) being searched (pruning bound)
+        self._layouts: dict[tuple, Layout] = {}
+        self._keys: dict[int, tuple[System, tuple, tuple]] = {}
+        self._shared: dict[tuple, tuple[list[Candidate], float]] = {}   # sys_key -> (candidates, host RAM they need)
+        self._host_need, self._host_failed = 0.0, False
 
     # ------------------------------------------------------------------ systems, layouts, estimates
     def system(self, inst: InstanceType, nodes: int) -> System:
@@ -131,37 +158,60 @@ class Searcher:
         network share one memory-only estimate."""
         return (s.gpu.id, s.gpus_per_node, s.nodes, s.gpu_fraction, s.capacity_override_bytes)
 
-    def layout(self, v: Variant, tp: int, pp: int, dp: int, k: Knobs) -> Layout:
+    def _key(self, s: System, memory: bool = False) -> tuple:
+        """sys_key (or memory_sys_key) of a system, computed once per system object."""
+        got = self._keys.get(id(s))
+        if got is None or got[0] is not s:
+            got = self._keys[id(s)] = (s, self.sys_key(s), self.memory_sys_key(s))
+        return got[2] if memory else got[1]
+
+    def layout(self, v: Variant, tp: int, pp: int, dp: int, k: Knobs, batch: BatchOption | None = None, *,
+               cp: int | None = None) -> Layout:
+        """The layout of one search point; ``batch`` is the split of the global batch (default: the workload's).
+        Built once per point (the search asks for the same points on every instance type)."""
         w = v.w
-        ga = w.gradient_accumulation or 1
+        mb, ga = batch if batch is not None else (w.batch_size or 1, w.gradient_accumulation or 1)
+        key = (v.quantization, v.optimizer, tp, pp, dp, k, mb, ga, cp)
+        got = self._layouts.get(key)
+        if got is None:
+            got = self._layouts[key] = self._layout(w, tp, pp, dp, k, mb, ga, cp)
+        return got
+
+    def _layout(self, w: Workload, tp: int, pp: int, dp: int, k: Knobs, mb: int, ga: int, cp: int | None) -> Layout:
         offload = self.fixed.offload if self.fixed.offload not in (None, *OFFLOAD_ORDER) else k.offload_name
         framework = w.framework or "auto"
         par = w.parallel
         # the user's FSDP strategy and serving DP-attention travel into the layout (memory: FSDP's root
         # unit and HSDP groups; the MLA cache split by DP-attention); the framework's own pipeline schedule
         # and TP overlap (NeMo interleaves and overlaps by default; Megatron-LM and the Trainer stacks only
-        # when the workload says so), as layout_from_workload does
+        # when the workload says so), as layout_from_workload does; a searched layout starts at 1F1B
+        # (the search times the virtual stages: vp_options)
         fsdp = par.fsdp if (par and self.training and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
         vp, schedule = pipeline_schedule(w, pp, framework, self.shape.layers) if self.training else (1, "1f1b")
+        if self.training and par is None and self.target is not None and pp > 1:
+            vp, schedule = 1, "1f1b"
         overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS
-        cp = par.cp if (par and self.training) else 1
+        if cp is None:
+            cp = par.cp if (par and self.training) else 1
         return Layout(tp=tp, pp=pp, dp=dp, sp=sequence_parallel(par, framework, tp) if self.training else False,
                       cp=cp, zero=k.zero if self.training else 0, fsdp=fsdp, offload=offload,
-                      checkpointing=k.ckpt_name if self.training else "none", micro_batch=w.batch_size or 1,
+                      checkpointing=k.ckpt_name if self.training else "none", micro_batch=mb,
                       grad_accum=ga, microbatches=ga if pp > 1 else 1,
                       naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
                       tp_comm_overlap=bool(overlap and tp > 1 and self.training),
                       dp_attention=bool(par and par.dp_attention) and not self.training)
 
-    def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True) -> Estimate | None:
-        """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model)."""
-        key = (v.quantization, v.optimizer, self.sys_key(system), layout, full)
+    def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True,
+                 explain: bool = True) -> Estimate | None:
+        """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model); ``explain=False``
+        the same numbers without warnings and notes (the recipe search; winners are explained later)."""
+        key = (v.quantization, v.optimizer, self._key(system), layout, full and (explain or "quiet"))
         if key in self._est:
             return self._est[key]
         self.calls += 1
         try:
             e = estimate_resolved(v.w, self.model, system, layout, shape=self.shape, with_suggestions=False,
-                                  memory_only=not full)
+                                  memory_only=not full, explain=explain)
         except GpuplanError:
             e = None
         self._est[key] = e
@@ -182,6 +232,17 @@ class Searcher:
 
     # ------------------------------------------------------------------ the search
     def run(self, instances: list[InstanceType]) -> SearchResult:
+        """Search every instance type (the cyclic garbage collector paused: the search allocates thousands of
+        estimates it keeps in its caches, and full collections over them cost a quarter of its time)."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(instances)
+        finally:
+            if was:
+                gc.enable()
+
+    def _run(self, instances: list[InstanceType]) -> SearchResult:
         cands: list[Candidate] = []
         rejects: dict[str, fz.Reject] = {}
         best_mem: dict[str, tuple] = {}
@@ -207,102 +268,276 @@ class Searcher:
                     reject(inst, r)
                     continue
                 system = self.system(inst, nodes)
-                cp = (self.w.parallel.cp if self.training and self.w.parallel else 1)
-                shapes = parallel_shapes(self.model, system.total_gpus // cp, system.gpus_per_node, self.task,
-                                         self.fixed) if system.total_gpus % cp == 0 else []
-                if not shapes:
-                    reject(inst, fz.Reject("layout", _(
-                        "{label} x {nodes}: no TP/PP split of {gpus} GPUs fits the model's heads and layers (or your "
-                        "parallel settings)").format(label=fz.gpu_label(inst), nodes=nodes, gpus=system.total_gpus)))
+                if self._reuse(inst, system, cands, reject):
                     continue
-                for tp, pp, dp in shapes:
-                    for v in self.variants:
-                        self._search_layout(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem)
-        return SearchResult(cands, rejects, best_mem, self.calls, warnings)
+                before = len(cands)
+                self.best = 0.0        # the fastest candidate of this (instance, nodes) so far
+                self._host_need, self._host_failed = 0.0, False
+                for cp in self.cp_options():
+                    if cp > 1 and len(cands) > before:
+                        break          # context parallelism only where nothing without it fits
+                    self._search_shapes(inst, nodes, system, cp, cands, reject, best_mem)
+                if len(cands) > before and not self._host_failed:
+                    self._shared[self._key(system)] = (cands[before:], self._host_need)
+        return SearchResult(cands, rejects, best_mem, self.calls, warnings, self.batch_reason)
 
-    def _search_layout(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem) -> None:
-        levels = (0, 1) if (self.training and self.task not in ("lora", "qlora") and self.fixed.optimizer is None) \
+    def _reuse(self, inst: InstanceType, system: System, cands: list[Candidate], reject) -> bool:
+        """Types that differ only in vCPUs and host RAM run the same search on the GPUs: when an earlier one
+        found plans without any host-RAM limit and this one has the RAM they need, take its candidates."""
+        got = self._shared.get(self._key(system))
+        if got is None or fz.check_host(inst, got[1]) is not None:
+            return False
+        for c0 in got[0]:
+            c = replace(c0, inst=inst, why=[], warnings=[])
+            if self._post_checks(c, reject):
+                cands.append(c)
+        return True
+
+    def cp_options(self) -> tuple[int, ...]:
+        """The workload's context parallelism, or 1 then 2, 4, 8 for long sequences when the layout is searched
+        (data/recipes.yaml ``context_parallel_min_seq_len``)."""
+        par = self.w.parallel
+        if not self.training:
+            return (1,)
+        if par is not None:
+            return (par.cp,)
+        if self.target is None or self.task == "qlora" or (self.w.seq_len or 0) < int(search_setting(
+                "context_parallel_min_seq_len")):
+            return (1,)
+        return (1, 2, 4, 8)
+
+    def _search_shapes(self, inst, nodes, system, cp, cands, reject, best_mem) -> None:
+        shapes = parallel_shapes(self.model, system.total_gpus // cp, system.gpus_per_node, self.task,
+                                 self.fixed) if system.total_gpus % cp == 0 else []
+        if not shapes:
+            if cp == 1 or self.w.parallel is not None:
+                reject(inst, fz.Reject("layout", _(
+                    "{label} x {nodes}: no TP/PP split of {gpus} GPUs fits the model's heads and layers (or your "
+                    "parallel settings)").format(label=fz.gpu_label(inst), nodes=nodes, gpus=system.total_gpus)))
+            return
+        todo = []
+        for tp, pp, dp in shapes:
+            if not self.batch_options(dp):
+                assert self.target is not None
+                self.batch_reason = self.batch_reason or no_batch_reason(self.target, dp)
+                reject(inst, fz.Reject("layout", no_batch_reason(self.target, dp), shortfall=float(dp)))
+                continue
+            for v in self.variants:
+                todo.append(((tp, pp, dp, cp), v))
+        # Only the fastest layout of an (instance, nodes) pair is kept (best_per_group): once one layout is
+        # feasible, a layout whose fastest conceivable recipe is slower cannot win; skip its search. Plain data
+        # parallelism first (usually the fastest where it fits), pipelines last.
+        for shape, v in sorted(todo, key=lambda t: (t[0][1] > 1, t[0][0])):
+            if self.best > 0 and self._speed_bound(system, shape, v) < self.best * (1 - 1e-9):
+                continue
+            self._search_layout(inst, nodes, system, shape, v, cands, reject, best_mem)
+
+    def _speed_bound(self, system, shape, v) -> float:
+        """The speed no recipe of this layout beats, memory ignored: the least memory-saving knobs (speed never
+        improves up the lattice) at the largest micro-batch (:meth:`_bound_at`). Infinity where no recipe is
+        searched."""
+        tp, pp, dp, cp = shape
+        if not self.training or self.target is None:
+            return math.inf
+        configs = lattice(self.task, dp, self.fixed, 0 if self._levels() != (None,) else None, tp * pp * cp > 1)
+        return max([0.0] + [self._bound_at(system, shape, self.variant_for(v, k), k) for k in _structure(configs)[0]])
+
+    def _bound_at(self, system, shape, vk: Variant, k: Knobs) -> float:
+        """The speed no recipe with knobs ``k`` (or more saving ones) beats: its speed at the largest micro-batch
+        (without a pipeline a smaller one is never faster). With a pipeline, that speed with the bubble taken
+        out: the estimator stretches a pipelined step's compute by 1 + bubble ((p-1)/(v m), Narayanan et al.
+        2021 section 2.2) and nothing else in it shrinks with more micro-batches or virtual stages, so speed x
+        (1 + bubble) bounds every split and every number of virtual stages, and grows with the micro-batch."""
+        tp, pp, dp, cp = shape
+        e = self.estimate(vk, system, self.layout(vk, tp, pp, dp, k, self.batch_options(dp, pp)[-1], cp=cp),
+                          explain=False)
+        if e is None:
+            return 0.0
+        perf = e.performance
+        return float(perf.get("tokens_per_s") or 0.0) * (1.0 + float(perf.get("pipeline_bubble") or 0.0))
+
+    def _levels(self) -> tuple[int | None, ...]:
+        """The optimizer levels tried in turn: AdamW, then 8-bit AdamW only where AdamW fits nowhere."""
+        return (0, 1) if (self.training and self.task not in ("lora", "qlora") and self.fixed.optimizer is None) \
             else (None,)
-        for level in levels:
-            if self._search_lattice(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem,
-                                    lattice(self.task, dp, self.fixed, level, tp * pp > 1)):
+
+    def batch_options(self, dp: int, pp: int = 1) -> tuple[BatchOption, ...]:
+        """The splits of the global batch on ``dp`` ranks (plan/recipe.py); one fixed split when no recipe is
+        searched (serving, non-transformer models). With a pipeline of ``pp`` stages only splits with at least
+        ``pp`` micro-batches per step, where there are any: fewer leave at least half of each step idle (bubble
+        (p-1)/m >= 1), and the next smaller micro-batch, which fits whenever they do, halves that."""
+        if self.target is None:
+            return (BatchOption(self.w.batch_size or 1, self.w.gradient_accumulation or 1),)
+        opts = batch_options(self.target, dp)
+        if pp > 1 and (self.w.framework or "auto") not in NAIVE_PP_FRAMEWORKS:
+            return tuple(o for o in opts if o.grad_accum >= pp) or opts
+        return opts
+
+    def vp_options(self, pp: int, opt: BatchOption, naive: bool) -> tuple[int | None, ...]:
+        """Virtual pipeline stages to time (None: the workload's or the framework's schedule)."""
+        if pp <= 1 or naive or self.w.parallel is not None or self.target is None:
+            return (None,)
+        layers = int(self.shape.layers) if self.shape is not None else 0
+        more = tuple(v for v in search_setting("virtual_stages") if layers and layers % (pp * v) == 0
+                     and opt.grad_accum >= pp)
+        return (1,) + more
+
+    def _search_layout(self, inst, nodes, system, shape, v, cands, reject, best_mem) -> None:
+        tp, pp, dp, cp = shape
+        for level in self._levels():
+            if self._search_group(inst, nodes, system, shape, v, cands, reject, best_mem,
+                                  lattice(self.task, dp, self.fixed, level, tp * pp * cp > 1)):
                 return
 
-    def _search_lattice(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem, configs) -> bool:
-        evaluated: dict[Knobs, tuple[Estimate | None, Layout, fz.Reject | None]] = {}
+    def _search_group(self, inst, nodes, system, shape, v, cands, reject, best_mem, configs) -> bool:
+        tp, pp, dp, cp = shape
+        opts = self.batch_options(dp, pp)
+        evaluated: dict[tuple[Knobs, int], tuple[Estimate | None, Layout, fz.Reject | None]] = {}
         # the memory-only pass of a knob setting is the same for every type with this GPU, node shape and
         # variant: look it up by small keys (no Layout to build or hash again)
-        group = (v.quantization, v.optimizer, self.memory_sys_key(system), tp, pp, dp)
+        naive = pp > 1 and (self.w.framework or "auto") in NAIVE_PP_FRAMEWORKS
+        pipelined = pp > 1 and not naive and self.target is not None
+        group = (v.quantization, v.optimizer, self._key(system, memory=True), shape)
 
-        def evaluate(k: Knobs):
-            if k in evaluated:
-                return evaluated[k]
-            mkey = (group, k)
-            got = self._mem_eval.get(mkey)
-            if got is None:
+        def evaluate(k: Knobs, i: int):
+            got = evaluated.get((k, i))
+            if got is not None:
+                return got
+            mkey = (group, k, i)
+            mem = self._mem_eval.get(mkey)
+            if mem is None:
                 vk = self.variant_for(v, k)
-                lay = self.layout(vk, tp, pp, dp, k)
-                got = self._mem_eval[mkey] = (self.estimate(vk, system, lay, full=False), lay)
-            e, lay = got
-            r = None
+                lay = self.layout(vk, tp, pp, dp, k, opts[i], cp=cp)
+                # a quiet time estimate of this point (a speed bound) holds its memory too
+                # (a climbing pipeline times every split that fits: probe those with the quiet time model)
+                e = self._est.get((vk.quantization, vk.optimizer, self._key(system), lay, "quiet")) or \
+                    self.estimate(vk, system, lay, full=pipelined and i > 0, explain=False)
+                mem = self._mem_eval[mkey] = (e, lay)
+            e, lay = mem
+            r = self._check(inst, e, lay, v, system, nodes, best_mem if i == 0 else None)
+            evaluated[(k, i)] = (e, lay, r)
+            if r is not None and i == 0:
+                reject(inst, r)    # larger micro-batches are choices, not the type's reason
+            return evaluated[(k, i)]
+
+        def gpu_fits(k: Knobs, i: int) -> bool:
+            e, _lay, r = evaluate(k, i)
+            return e is not None and (r is None or r.code != "memory")
+
+        def fits(k: Knobs, i: int) -> bool:
+            return evaluate(k, i)[2] is None
+
+
+        def prune(k: Knobs) -> bool:   # k's bound holds for k and every config above it
+            return self.best > 0 and self._bound_at(system, shape, self.variant_for(v, k), k) < self.best * (1 - 1e-9)
+
+        timed: dict[tuple[Knobs, int], Candidate | None] = {}
+
+        def faster(k: Knobs, i: int) -> bool:   # with a pipeline: did option i beat option i - 1?
+            a, b = timed.get((k, i)), timed.get((k, i - 1))
+            return a is not None and (b is None or a.speed(self.training) > b.speed(self.training))
+
+        def time(k: Knobs, i: int, vp: int | None) -> Candidate | None:
+            c = self._timed(inst, nodes, system, shape, v, k, i, vp, opts, evaluated, evaluate, reject)
+            if c is not None:
+                self.best = max(self.best, c.speed(self.training))
+                cands.append(c)
+            return c
+
+        def guess(k: Knobs, i: int) -> int | None:
+            """The largest option predicted to fit from the estimate at option i: its activations and logits
+            scaled by the micro-batch (a guess where to probe next; the estimator decides)."""
+            e = evaluated[(k, i)][0]
             if e is None:
-                r = fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
-                    label=fz.gpu_label(inst), layout=localize(lay.describe())))
-            elif not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
-                r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes,
-                                     functools.partial(self._what, lay, v, system), self.headroom)
+                return None
+            comp = e.memory.components
+            var = float(comp.get("activations", 0.0)) + float(comp.get("logits", 0.0))
+            rest = e.memory.per_gpu_bytes - var
+            limit = e.memory.capacity_bytes * (1 - self.headroom)
+            per_mb = var / opts[i].micro_batch
+            return max((j for j, o in enumerate(opts) if rest + per_mb * o.micro_batch <= limit), default=-1)
+
+        climbed: list[Knobs] = []
+        for k, i, largest in walk_recipes(configs, len(opts), fits, gpu_fits, pipelined=pipelined,
+                                          prune=prune if self.target is not None else None,
+                                          faster=faster, guess=guess):
+            timed[(k, i)] = c = time(k, i, None)
+            if c is not None:
+                c.largest_fit = opts[largest].micro_batch
+            if pipelined and k not in climbed:
+                climbed.append(k)
+        for k in climbed:     # then the virtual stages at each config's best micro-batch, upward while faster
+            mine = [(c.speed(self.training), i, c) for (j, i), c in timed.items() if j == k and c is not None]
+            if not mine:
+                continue
+            speed, i, best = max(mine, key=lambda t: (t[0], -t[1]))
+            best.largest_fit = opts[max(j for _s, j, _c in mine)].micro_batch
+            for vp in self.vp_options(pp, opts[i], naive)[1:]:
+                c = time(k, i, vp)
+                if c is None:
+                    continue       # (fewer in-flight micro-batches with more virtual stages: the next may fit)
+                c.largest_fit = best.largest_fit
+                if c.speed(self.training) < speed:
+                    break          # more virtual stages only get slower (bubble / v against v x the p2p traffic)
+                speed = c.speed(self.training)
+        return bool(timed)
+
+    def _timed(self, inst, nodes, system, shape, v, k, i, vp, opts, evaluated, evaluate, reject) -> Candidate | None:
+        """The time model for one feasible (knobs, batch option, virtual stages): a candidate, or None. Its
+        reasons and recipe are written only if it wins its group (:meth:`Candidate.finish`)."""
+        tp, pp, dp, cp = shape
+        vk = self.variant_for(v, k)
+        known = evaluated.get((k, i))     # options between two probes fit too (monotone): not estimated
+        base = known[1] if known else self.layout(vk, tp, pp, dp, k, opts[i], cp=cp)
+        lay = base if vp in (None, 1) else replace(base, vp=vp, schedule="interleaved")
+        # the time model only for feasible layouts (quietly with a recipe: only the winners are explained)
+        e = self.estimate(vk, system, lay, explain=self.target is None)
+        if e is None or ((lay is not base or not known) and self._check(inst, e, lay, v, system, nodes, None)):
+            return None
+        c = Candidate(inst, nodes, tp, pp, dp, k, vk, e, lay, batch=opts[i] if self.target else None)
+        if not self._post_checks(c, reject):
+            return None
+        c.explain = functools.partial(self._explain, k=k, i=i, opts=opts, evaluated=evaluated, evaluate=evaluate)
+        return c
+
+    def _explain(self, c: Candidate, k: Knobs, i: int, opts, evaluated, evaluate) -> None:
+        if self.target is not None:      # the estimate with its warnings and notes (the search's was quiet)
+            c.est = self.estimate(c.variant, c.est.system, c.layout) or c.est
+            c.warnings.extend(c.est.warnings)
+        c.why.extend(knob_why(k, {d: r for (d, j), (_e, _l, r) in evaluated.items() if j == i}))
+        if k.optimizer:
+            c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
+        if self.training:
+            c.next_need = self._next_need(evaluate, k, i, opts)
+            c.recipe = recipe_of(c, self.w, self.target, llm=self.target is not None)
+
+    def _check(self, inst, e, lay, v, system, nodes, best_mem) -> fz.Reject | None:
+        """The rejection of one estimate (None: it fits); GPU misses feed the why-not notes."""
+        if e is None:
+            return fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
+                label=fz.gpu_label(inst), layout=localize(lay.describe())))
+        if not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
+            r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes, functools.partial(
+                what, lay, v.w, self.model, self.training, v.quantization, system), self.headroom)
+            if best_mem is not None:
                 cur = best_mem.get(inst.instance_type)
                 if cur is None or r.shortfall < cur[1].shortfall:
                     best_mem[inst.instance_type] = (e, r, nodes, lay)
-            else:
-                r = fz.check_host(inst, e.memory.host_bytes)
-            evaluated[k] = (e, lay, r)
-            if r is not None:
-                reject(inst, r)
-            return evaluated[k]
+            return r
+        self._host_need = max(self._host_need, e.memory.host_bytes)
+        r = fz.check_host(inst, e.memory.host_bytes)
+        self._host_failed = self._host_failed or r is not None
+        return r
 
-        def gpu_fits(k: Knobs) -> bool:
-            e, _lay, r = evaluate(k)
-            return e is not None and (r is None or r.code != "memory")
-
-        def fits(k: Knobs) -> bool:
-            return evaluate(k)[2] is None
-
-        found = walk_lattice(configs, fits, gpu_fits)
-        for k in found:
-            _e, lay, _r = evaluated[k]
-            vk = self.variant_for(v, k)
-            e = self.estimate(vk, system, lay, full=True)   # the time model only for feasible layouts
-            if e is None:
-                continue
-            c = Candidate(inst, nodes, tp, pp, dp, k, vk, e, lay)
-            if not self._post_checks(c, reject):
-                continue
-            c.why.extend(self._knob_why(k, evaluated))
-            if k.optimizer:
-                c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
-            cands.append(c)
-        return bool(found)
-
-    def _what(self, lay: Layout, v: Variant, system: System) -> str:
-        bits = []
-        if self.training:
-            bits.append(_("at seq {n}").format(n=v.w.seq_len))
-            bits.append(_("ckpt {mode}").format(mode=_(lay.checkpointing)))
-            if lay.zero:
-                bits.append(f"ZeRO-{lay.zero}")
-            if lay.offload != "none":
-                bits.append(_("offload {target}").format(target=lay.offload))
-        else:
-            if is_llm(self.model):
-                bits.append(_("at {prompt}+{output} tokens").format(prompt=v.w.prompt_tokens, output=v.w.output_tokens))
-            if v.quantization != "none":
-                bits.append(v.quantization)
-        if lay.tp > 1 or lay.pp > 1:
-            bits.append(f"TP{lay.tp} PP{lay.pp}")
-        n = system.total_gpus
-        bits.append(_("{n} GPUs").format(n=n) if n > 1 else _("1 GPU") if n == 1 else _("{n} GPU").format(n=n))
-        return _("({items})").format(items=_(", ").join(bits))
+    def _next_need(self, evaluate, k: Knobs, i: int, opts) -> tuple[int, float | None] | None:
+        """(the next micro-batch, its GiB per GPU, or None when only the host RAM stops it); None when the
+        chosen one is the largest the global batch allows."""
+        if self.target is None or self.target.micro_batch is not None or i + 1 >= len(opts):
+            return None
+        e, _lay, r = evaluate(k, i + 1)
+        if e is None or r is None:
+            return None
+        return (opts[i + 1].micro_batch, e.memory.per_gpu_bytes / GIB if r.code == "memory" else None)
 
     def _post_checks(self, c: Candidate, reject) -> bool:
         p = c.est.performance
@@ -322,20 +557,6 @@ class Searcher:
             c.warnings.extend(c.est.warnings)
         return True
 
-    @staticmethod
-    def _knob_why(k: Knobs, evaluated) -> list[str]:
-        out = []
-        for feature, down in k.steps_down():
-            got = evaluated.get(down)
-            if got and got[2] is not None and got[2].code in ("memory", "host_memory"):
-                if feature.endswith(" checkpointing"):
-                    feature = _("{mode} checkpointing").format(mode=_(feature.removesuffix(" checkpointing")))
-                elif feature == "CPU offload":
-                    feature = _("CPU offload")
-                reason = re.split(r": |：", got[2].reason, maxsplit=1)[-1]
-                out.append(_("{feature} needed: without it {reason}").format(feature=feature, reason=reason))
-        return out
-
 
 def best_per_group(cands: list[Candidate], training: bool) -> list[Candidate]:
     """Keep the fastest layout per (instance type, nodes): the price per hour is the same, so the
@@ -346,7 +567,7 @@ def best_per_group(cands: list[Candidate], training: bool) -> list[Candidate]:
         cur = best.get(key)
         if cur is None or _better(c, cur, training):
             best[key] = c
-    return list(best.values())
+    return [c.finish() for c in best.values()]
 
 
 def _better(a: Candidate, b: Candidate, training: bool) -> bool:
