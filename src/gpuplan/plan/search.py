@@ -7,8 +7,8 @@ from __future__ import annotations
 import functools
 import gc
 import math
-from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.catalog.instances import InstanceType
@@ -32,16 +32,14 @@ from gpuplan.plan.candidates import (
     Fixed,
     Knobs,
     is_llm,
-    _structure,
     lattice,
     node_options,
     parallel_shapes,
 )
 from gpuplan.plan.recipe import BatchOption, BatchTarget, Recipe, batch_options, batch_target, no_batch_reason, \
     search_setting
-from gpuplan.plan.recipe_search import walk_recipes
-from gpuplan.plan.search_explain import knob_why, recipe_of, what
-from gpuplan.units import GIB
+from gpuplan.plan.search_explain import what
+from gpuplan.plan.search_group import GroupSearch, shape_bound
 from gpuplan.workload import Workload
 
 
@@ -328,33 +326,9 @@ class Searcher:
         # feasible, a layout whose fastest conceivable recipe is slower cannot win; skip its search. Plain data
         # parallelism first (usually the fastest where it fits), pipelines last.
         for shape, v in sorted(todo, key=lambda t: (t[0][1] > 1, t[0][0])):
-            if self.best > 0 and self._speed_bound(system, shape, v) < self.best * (1 - 1e-9):
+            if self.best > 0 and shape_bound(self, system, shape, v) < self.best * (1 - 1e-9):
                 continue
             self._search_layout(inst, nodes, system, shape, v, cands, reject, best_mem)
-
-    def _speed_bound(self, system, shape, v) -> float:
-        """The speed no recipe of this layout beats, memory ignored: the least memory-saving knobs (speed never
-        improves up the lattice) at the largest micro-batch (:meth:`_bound_at`). Infinity where no recipe is
-        searched."""
-        tp, pp, dp, cp = shape
-        if not self.training or self.target is None:
-            return math.inf
-        configs = lattice(self.task, dp, self.fixed, 0 if self._levels() != (None,) else None, tp * pp * cp > 1)
-        return max([0.0] + [self._bound_at(system, shape, self.variant_for(v, k), k) for k in _structure(configs)[0]])
-
-    def _bound_at(self, system, shape, vk: Variant, k: Knobs) -> float:
-        """The speed no recipe with knobs ``k`` (or more saving ones) beats: its speed at the largest micro-batch
-        (without a pipeline a smaller one is never faster). With a pipeline, that speed with the bubble taken
-        out: the estimator stretches a pipelined step's compute by 1 + bubble ((p-1)/(v m), Narayanan et al.
-        2021 section 2.2) and nothing else in it shrinks with more micro-batches or virtual stages, so speed x
-        (1 + bubble) bounds every split and every number of virtual stages, and grows with the micro-batch."""
-        tp, pp, dp, cp = shape
-        e = self.estimate(vk, system, self.layout(vk, tp, pp, dp, k, self.batch_options(dp, pp)[-1], cp=cp),
-                          explain=False)
-        if e is None:
-            return 0.0
-        perf = e.performance
-        return float(perf.get("tokens_per_s") or 0.0) * (1.0 + float(perf.get("pipeline_bubble") or 0.0))
 
     def _levels(self) -> tuple[int | None, ...]:
         """The optimizer levels tried in turn: AdamW, then 8-bit AdamW only where AdamW fits nowhere."""
@@ -385,131 +359,9 @@ class Searcher:
     def _search_layout(self, inst, nodes, system, shape, v, cands, reject, best_mem) -> None:
         tp, pp, dp, cp = shape
         for level in self._levels():
-            if self._search_group(inst, nodes, system, shape, v, cands, reject, best_mem,
-                                  lattice(self.task, dp, self.fixed, level, tp * pp * cp > 1)):
+            group = GroupSearch(self, inst, nodes, system, shape, v, cands, reject, best_mem)
+            if group.run(lattice(self.task, dp, self.fixed, level, tp * pp * cp > 1)):
                 return
-
-    def _search_group(self, inst, nodes, system, shape, v, cands, reject, best_mem, configs) -> bool:
-        tp, pp, dp, cp = shape
-        opts = self.batch_options(dp, pp)
-        evaluated: dict[tuple[Knobs, int], tuple[Estimate | None, Layout, fz.Reject | None]] = {}
-        # the memory-only pass of a knob setting is the same for every type with this GPU, node shape and
-        # variant: look it up by small keys (no Layout to build or hash again)
-        naive = pp > 1 and (self.w.framework or "auto") in NAIVE_PP_FRAMEWORKS
-        pipelined = pp > 1 and not naive and self.target is not None
-        group = (v.quantization, v.optimizer, self._key(system, memory=True), shape)
-
-        def evaluate(k: Knobs, i: int):
-            got = evaluated.get((k, i))
-            if got is not None:
-                return got
-            mkey = (group, k, i)
-            mem = self._mem_eval.get(mkey)
-            if mem is None:
-                vk = self.variant_for(v, k)
-                lay = self.layout(vk, tp, pp, dp, k, opts[i], cp=cp)
-                # a quiet time estimate of this point (a speed bound) holds its memory too
-                # (a climbing pipeline times every split that fits: probe those with the quiet time model)
-                e = self._est.get((vk.quantization, vk.optimizer, self._key(system), lay, "quiet")) or \
-                    self.estimate(vk, system, lay, full=pipelined and i > 0, explain=False)
-                mem = self._mem_eval[mkey] = (e, lay)
-            e, lay = mem
-            r = self._check(inst, e, lay, v, system, nodes, best_mem if i == 0 else None)
-            evaluated[(k, i)] = (e, lay, r)
-            if r is not None and i == 0:
-                reject(inst, r)    # larger micro-batches are choices, not the type's reason
-            return evaluated[(k, i)]
-
-        def gpu_fits(k: Knobs, i: int) -> bool:
-            e, _lay, r = evaluate(k, i)
-            return e is not None and (r is None or r.code != "memory")
-
-        def fits(k: Knobs, i: int) -> bool:
-            return evaluate(k, i)[2] is None
-
-
-        def prune(k: Knobs) -> bool:   # k's bound holds for k and every config above it
-            return self.best > 0 and self._bound_at(system, shape, self.variant_for(v, k), k) < self.best * (1 - 1e-9)
-
-        timed: dict[tuple[Knobs, int], Candidate | None] = {}
-
-        def faster(k: Knobs, i: int) -> bool:   # with a pipeline: did option i beat option i - 1?
-            a, b = timed.get((k, i)), timed.get((k, i - 1))
-            return a is not None and (b is None or a.speed(self.training) > b.speed(self.training))
-
-        def time(k: Knobs, i: int, vp: int | None) -> Candidate | None:
-            c = self._timed(inst, nodes, system, shape, v, k, i, vp, opts, evaluated, evaluate, reject)
-            if c is not None:
-                self.best = max(self.best, c.speed(self.training))
-                cands.append(c)
-            return c
-
-        def guess(k: Knobs, i: int) -> int | None:
-            """The largest option predicted to fit from the estimate at option i: its activations and logits
-            scaled by the micro-batch (a guess where to probe next; the estimator decides)."""
-            e = evaluated[(k, i)][0]
-            if e is None:
-                return None
-            comp = e.memory.components
-            var = float(comp.get("activations", 0.0)) + float(comp.get("logits", 0.0))
-            rest = e.memory.per_gpu_bytes - var
-            limit = e.memory.capacity_bytes * (1 - self.headroom)
-            per_mb = var / opts[i].micro_batch
-            return max((j for j, o in enumerate(opts) if rest + per_mb * o.micro_batch <= limit), default=-1)
-
-        climbed: list[Knobs] = []
-        for k, i, largest in walk_recipes(configs, len(opts), fits, gpu_fits, pipelined=pipelined,
-                                          prune=prune if self.target is not None else None,
-                                          faster=faster, guess=guess):
-            timed[(k, i)] = c = time(k, i, None)
-            if c is not None:
-                c.largest_fit = opts[largest].micro_batch
-            if pipelined and k not in climbed:
-                climbed.append(k)
-        for k in climbed:     # then the virtual stages at each config's best micro-batch, upward while faster
-            mine = [(c.speed(self.training), i, c) for (j, i), c in timed.items() if j == k and c is not None]
-            if not mine:
-                continue
-            speed, i, best = max(mine, key=lambda t: (t[0], -t[1]))
-            best.largest_fit = opts[max(j for _s, j, _c in mine)].micro_batch
-            for vp in self.vp_options(pp, opts[i], naive)[1:]:
-                c = time(k, i, vp)
-                if c is None:
-                    continue       # (fewer in-flight micro-batches with more virtual stages: the next may fit)
-                c.largest_fit = best.largest_fit
-                if c.speed(self.training) < speed:
-                    break          # more virtual stages only get slower (bubble / v against v x the p2p traffic)
-                speed = c.speed(self.training)
-        return bool(timed)
-
-    def _timed(self, inst, nodes, system, shape, v, k, i, vp, opts, evaluated, evaluate, reject) -> Candidate | None:
-        """The time model for one feasible (knobs, batch option, virtual stages): a candidate, or None. Its
-        reasons and recipe are written only if it wins its group (:meth:`Candidate.finish`)."""
-        tp, pp, dp, cp = shape
-        vk = self.variant_for(v, k)
-        known = evaluated.get((k, i))     # options between two probes fit too (monotone): not estimated
-        base = known[1] if known else self.layout(vk, tp, pp, dp, k, opts[i], cp=cp)
-        lay = base if vp in (None, 1) else replace(base, vp=vp, schedule="interleaved")
-        # the time model only for feasible layouts (quietly with a recipe: only the winners are explained)
-        e = self.estimate(vk, system, lay, explain=self.target is None)
-        if e is None or ((lay is not base or not known) and self._check(inst, e, lay, v, system, nodes, None)):
-            return None
-        c = Candidate(inst, nodes, tp, pp, dp, k, vk, e, lay, batch=opts[i] if self.target else None)
-        if not self._post_checks(c, reject):
-            return None
-        c.explain = functools.partial(self._explain, k=k, i=i, opts=opts, evaluated=evaluated, evaluate=evaluate)
-        return c
-
-    def _explain(self, c: Candidate, k: Knobs, i: int, opts, evaluated, evaluate) -> None:
-        if self.target is not None:      # the estimate with its warnings and notes (the search's was quiet)
-            c.est = self.estimate(c.variant, c.est.system, c.layout) or c.est
-            c.warnings.extend(c.est.warnings)
-        c.why.extend(knob_why(k, {d: r for (d, j), (_e, _l, r) in evaluated.items() if j == i}))
-        if k.optimizer:
-            c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
-        if self.training:
-            c.next_need = self._next_need(evaluate, k, i, opts)
-            c.recipe = recipe_of(c, self.w, self.target, llm=self.target is not None)
 
     def _check(self, inst, e, lay, v, system, nodes, best_mem) -> fz.Reject | None:
         """The rejection of one estimate (None: it fits); GPU misses feed the why-not notes."""
@@ -525,19 +377,9 @@ class Searcher:
                     best_mem[inst.instance_type] = (e, r, nodes, lay)
             return r
         self._host_need = max(self._host_need, e.memory.host_bytes)
-        r = fz.check_host(inst, e.memory.host_bytes)
-        self._host_failed = self._host_failed or r is not None
-        return r
-
-    def _next_need(self, evaluate, k: Knobs, i: int, opts) -> tuple[int, float | None] | None:
-        """(the next micro-batch, its GiB per GPU, or None when only the host RAM stops it); None when the
-        chosen one is the largest the global batch allows."""
-        if self.target is None or self.target.micro_batch is not None or i + 1 >= len(opts):
-            return None
-        e, _lay, r = evaluate(k, i + 1)
-        if e is None or r is None:
-            return None
-        return (opts[i + 1].micro_batch, e.memory.per_gpu_bytes / GIB if r.code == "memory" else None)
+        host = fz.check_host(inst, e.memory.host_bytes)
+        self._host_failed = self._host_failed or host is not None
+        return host
 
     def _post_checks(self, c: Candidate, reject) -> bool:
         p = c.est.performance

@@ -64,7 +64,10 @@ def recipe_of(c: "Candidate", w: "Workload", target: BatchTarget | None, *, llm:
     """The recipe block of a training candidate: the numbers it runs, what was chosen and pinned, and why."""
     lay = c.layout
     perf = c.est.performance
-    bubble = float(perf.get("pipeline_bubble") or 0.0)
+    # the estimator's bubble is idle time over the ideal step ((p-1)/(v m)); the recipe states the share of the
+    # pipelined step that is idle, b / (1 + b) (GPipe's (K-1)/(M+K-1), Huang et al. 2019)
+    ratio = float(perf.get("pipeline_bubble") or 0.0)
+    bubble = ratio / (1.0 + ratio)
     glob = lay.micro_batch * lay.grad_accum * lay.dp
     why: list[str] = []
     if target is not None and c.batch is not None:

@@ -22,6 +22,7 @@ _LABELS = (
     N_("works but expensive"), N_("per 1B tokens"), N_("per image"), N_("per audio hour"), N_("per clip"),
     N_("per request"), N_("Parameters (B)"), N_("Task"), N_("Plan"), N_("Memory/GPU"), N_("Layout"),
     N_("unpriced"), N_("Platform"), N_("(and {n} more like it)"),
+    N_("Micro-batch"), N_("Accum."), N_("Global batch"), N_("Bubble"), N_("MFU"),
 )
 
 
@@ -62,6 +63,8 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
         if job:
             cols.append((Column(t(per_unit or "per request"), 3, "right"),
                          lambda p: _small_money(_unit_cost(p.cost), cur)))
+        if training and any(p.recipe is not None for p in rec.plans):
+            cols += _recipe_columns(t)
     else:
         cols += [
             (Column(t("Replicas"), 3, "right"), lambda p: str(p.cost.replicas) if p.cost.replicas else "-"),
@@ -76,6 +79,21 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
     title = t("Recommended plans") + ("" if platforms != {"ecs"} else f" ({PLATFORM_LABELS['ecs']})")
     return fitted_table(title, [c for c, _ in cols], rows, width=width, wide=wide,
                         legend=price_legend(marks, lang))
+
+
+def _recipe_columns(t) -> list[tuple[Column, Callable[[Plan], str]]]:
+    """Training plans: the recipe the search chose (micro-batch, accumulation, global batch in sequences,
+    the idle share of a pipelined step, MFU)."""
+    def get(fmt: Callable[..., str]) -> Callable[[Plan], str]:
+        return lambda p: fmt(p.recipe) if p.recipe is not None else "-"
+
+    return [
+        (Column(t("Micro-batch"), 3, "right"), get(lambda r: str(r.micro_batch))),
+        (Column(t("Accum."), 3, "right"), get(lambda r: str(r.gradient_accumulation))),
+        (Column(t("Global batch"), 2, "right"), get(lambda r: str(r.global_batch_sequences))),
+        (Column(t("Bubble"), 4, "right"), get(lambda r: f"{r.pipeline_bubble:.0%}" if r.pp > 1 else "-")),
+        (Column(t("MFU"), 2, "right"), get(lambda r: f"{r.mfu:.0%}" if r.mfu is not None else "-")),
+    ]
 
 
 def _memory(p) -> str:
