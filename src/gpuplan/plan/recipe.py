@@ -225,8 +225,8 @@ def batch_why(target: BatchTarget, opt: BatchOption, dp: int, *, mem_gib: tuple[
     glob = opt.micro_batch * opt.grad_accum * dp
     if target.micro_batch is None:
         if pipelined and max_mb is not None and max_mb > opt.micro_batch:
-            out.append(_("micro-batch {micro} ({largest} fits): {m} micro-batches per step keep the pipeline bubble "
-                         "at {bubble}").format(micro=opt.micro_batch, largest=max_mb, m=opt.grad_accum,
+            out.append(_("micro-batch {micro} ({largest} fits but is slower): {m} micro-batches per step keep the "
+                         "pipeline bubble at {bubble}").format(micro=opt.micro_batch, largest=max_mb, m=opt.grad_accum,
                                                bubble=f"{bubble:.1%}"))
         elif next_mb is None:
             out.append(_("micro-batch {micro}: {need} of {cap} GiB; the global batch of {glob} sequences over DP {dp} "
