@@ -133,6 +133,7 @@ class Searcher:
         self.best = 0.0        # the fastest candidate of the (instance, nodes) being searched (pruning bound)
         self._layouts: dict[tuple, Layout] = {}
         self._keys: dict[int, tuple[System, tuple, tuple]] = {}
+        self._warnings: dict[tuple, list[str]] = {}
         self._shared: dict[tuple, tuple[list[Candidate], float]] = {}   # sys_key -> (candidates, host RAM they need)
         self._host_need, self._host_failed = 0.0, False
 
@@ -214,6 +215,16 @@ class Searcher:
             e = None
         self._est[key] = e
         return e
+
+    def warnings_for(self, v: Variant, system: System, layout: Layout) -> list[str]:
+        """The estimator's warnings for this workload on this system (they do not depend on the layout): one
+        explained estimate per variant and system."""
+        key = (v.quantization, v.optimizer, self._key(system))
+        got = self._warnings.get(key)
+        if got is None:
+            e = self.estimate(v, system, layout)
+            got = self._warnings[key] = list(e.warnings) if e is not None else []
+        return got
 
     def variant_for(self, v: Variant, k: Knobs) -> Variant:
         """The optimizer knob changes the workload (the estimator reads w.optimizer)."""

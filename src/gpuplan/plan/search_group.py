@@ -155,9 +155,8 @@ class GroupSearch:
     # ------------------------------------------------------------------ reasons (winners only)
     def explain(self, c: "Candidate", *, k: Knobs, i: int) -> None:
         s = self.s
-        if s.target is not None:      # the estimate with its warnings and notes (the search's was quiet)
-            c.est = s.estimate(c.variant, c.est.system, c.layout) or c.est
-            c.warnings.extend(c.est.warnings)
+        if s.target is not None:      # the search's estimates were quiet: the warnings of this GPU and system
+            c.warnings.extend(s.warnings_for(c.variant, c.est.system, c.layout))
         c.why.extend(knob_why(k, {d: r for (d, j), (_e, _l, r) in self.evaluated.items() if j == i}))
         if k.optimizer:
             c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
