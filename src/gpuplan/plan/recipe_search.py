@@ -45,7 +45,8 @@ def walk_recipes(configs: Sequence[Knobs], n: int, fits: Callable[[Knobs, int], 
                  gpu_fits: Callable[[Knobs, int], bool], *, pipelined: bool = False,
                  prune: Callable[[Knobs], bool] | None = None,
                  faster: Callable[[Knobs, int], bool] | None = None,
-                 guess: Callable[[Knobs, int], int | None] | None = None) -> Iterator[tuple[Knobs, int, int]]:
+                 guess: Callable[[Knobs, int], int | None] | None = None,
+                 known: Callable[[Knobs, int], bool] | None = None) -> Iterator[tuple[Knobs, int, int]]:
     """The (config, option index) pairs that can be fastest, options ordered by growing memory, each with the
     largest option the config fits; yielded as found (configs bottom-up, each config's options ascending)
     so that the caller can time them and prune. With a pipeline a config climbs one option at a time while
@@ -58,9 +59,9 @@ def walk_recipes(configs: Sequence[Knobs], n: int, fits: Callable[[Knobs, int], 
     config at or above ``k`` can beat what the caller has already timed (its speed at the largest option,
     memory ignored, is slower); they are skipped unprobed. Exact under the module's monotonicity; the
     estimates stay close to one walk of the lattice: (1) the minimal configs at the smallest option
-    (:func:`walk_lattice`); (2) the most saving configs' largest option bounds every config below them;
-    (3) bottom-up, each config is tried first at its bound, then just above the largest option a config
-    below it fits, and bisected in between only when both answers differ.
+    (:func:`walk_lattice`); (2) bottom-up, each config is tried just above the largest option a config below
+    it fits (or at its bound when that estimate is at hand), and bisected up to its bound (a GPU miss of a
+    config bounds every config below it), guided by a prediction from the last estimate.
     """
     if n <= 0:
         return
@@ -71,7 +72,7 @@ def walk_recipes(configs: Sequence[Knobs], n: int, fits: Callable[[Knobs, int], 
             if prune is None or not prune(k):
                 yield (k, 0, 0)
         return
-    _mins, ups, by_level = _structure(configs)
+    _mins, _ups, by_level = _structure(configs)
     downs, below = _downs(configs)
     in_above = {j for m in mins0 for j in configs if j == m or m in below[j]}
     above = [k for k in by_level if k in in_above]   # ascending: the rest never fits
@@ -85,9 +86,6 @@ def walk_recipes(configs: Sequence[Knobs], n: int, fits: Callable[[Knobs, int], 
                     bound[j] = i - 1
         return ok
 
-    if prune is None:   # (with pruning the most saving configs are rarely reached: not worth probing first)
-        for top in [k for k in above if not any(u in in_above for u in ups[k])]:
-            _largest(top, 0, bound.get(top, n - 1), try_at, guess=guess)   # fills ``bound`` for everything below the tops
     reach: dict[Knobs, int] = {}   # highest option at which the config or one below it fits
     pruned: set[Knobs] = set()
     for k in above:
@@ -105,7 +103,7 @@ def walk_recipes(configs: Sequence[Knobs], n: int, fits: Callable[[Knobs, int], 
         if pipelined:
             reach[k] = yield from _climb(k, max(0, low + 1), high, try_at, faster, known=low < 0 and k in mins0)
             continue
-        got = _largest(k, max(0, low + 1), high, try_at, known_lo=low < 0 and k in mins0, guess=guess)
+        got = _largest(k, max(0, low + 1), high, try_at, known_lo=low < 0 and k in mins0, guess=guess, known=known)
         reach[k] = max(low, got)
         if got > low:
             yield (k, got, got)
@@ -128,18 +126,28 @@ def _climb(k: Knobs, lo: int, hi: int, try_at: Callable[[Knobs, int], bool],
 
 
 def _largest(k: Knobs, lo: int, hi: int, try_at: Callable[[Knobs, int], bool], *, known_lo: bool = False,
-             guess: Callable[[Knobs, int], int | None] | None = None) -> int:
-    """The largest option in [lo, hi] at which ``k`` fits (lo - 1 if none): the bound first (usually the
-    answer when memory is plentiful), then where ``guess`` (a prediction from the last estimate) points, or
-    the middle."""
+             guess: Callable[[Knobs, int], int | None] | None = None,
+             known: Callable[[Knobs, int], bool] | None = None) -> int:
+    """The largest option in [lo, hi] at which ``k`` fits (lo - 1 if none). The bound first when its estimate
+    is already at hand (``known``: a speed bound computed it); else the low end first (a config that does not
+    fit just above what the configs below it fit is done after one probe); then where ``guess`` (a prediction
+    from the last estimate) points, or the middle."""
     if hi < lo:
         return lo - 1
-    if try_at(k, hi):
-        return hi
-    good, bad, last = (lo if known_lo else lo - 1), hi, hi
+    good, bad, last = (lo if known_lo else lo - 1), hi + 1, None
+    if known is not None and known(k, hi):
+        if try_at(k, hi):
+            return hi
+        bad = last = hi
+    elif not known_lo:
+        if not try_at(k, lo):
+            return lo - 1
+        good = last = lo
+    else:
+        last = lo
     while bad - good > 1:
-        g = guess(k, last) if guess is not None else None
-        mid = g if g is not None and good < g < bad else (good + 1 if good < lo else (good + bad) // 2)
+        g = guess(k, last) if guess is not None and last is not None else None
+        mid = g if g is not None and good < g < bad else (good + bad) // 2
         if try_at(k, mid):
             good = mid
         else:

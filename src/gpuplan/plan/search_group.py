@@ -64,6 +64,16 @@ class GroupSearch:
             self.reject(self.inst, r)    # larger micro-batches are choices, not the type's reason
         return self.evaluated[(k, i)]
 
+    def known(self, k: Knobs, i: int) -> bool:
+        """True when the memory at this point is at hand without a new estimate."""
+        if (k, i) in self.evaluated or (self.group, k, i) in self.s._mem_eval:
+            return True
+        s = self.s
+        vk = s.variant_for(self.v, k)
+        tp, pp, dp, cp = self.shape
+        lay = s.layout(vk, tp, pp, dp, k, self.opts[i], cp=cp)
+        return (vk.quantization, vk.optimizer, s._key(self.system), lay, "quiet") in s._est
+
     def gpu_fits(self, k: Knobs, i: int) -> bool:
         e, _lay, r = self.evaluate(k, i)
         return e is not None and (r is None or r.code != "memory")
@@ -126,7 +136,7 @@ class GroupSearch:
         climbed: list[Knobs] = []
         for k, i, largest in walk_recipes(configs, len(self.opts), self.fits, self.gpu_fits, pipelined=self.pipelined,
                                           prune=self.prune if s.target is not None else None, faster=self.faster,
-                                          guess=self.guess):
+                                          guess=self.guess, known=self.known):
             self.timed[(k, i)] = c = self.time(k, i, None)
             if c is not None:
                 c.largest_fit = self.opts[largest].micro_batch
@@ -143,6 +153,8 @@ class GroupSearch:
             return
         speed, i, best = max(mine, key=lambda t: (t[0], -t[1]))
         best.largest_fit = self.opts[max(j for _s, j, _c in mine)].micro_batch
+        if speed * (1.0 + float(best.est.performance.get("pipeline_bubble") or 0.0)) < self.s.best * (1 - 1e-9):
+            return             # even without its bubble (any number of virtual stages) it is slower than the best
         for vp in self.s.vp_options(self.shape[1], self.opts[i], self.naive)[1:]:
             c = self.time(k, i, vp)
             if c is None:
