@@ -335,10 +335,16 @@ class Searcher:
                 todo.append(((tp, pp, dp, cp), v))
         # Only the fastest layout of an (instance, nodes) pair is kept (best_per_group): once one layout is
         # feasible, a layout whose fastest conceivable recipe is slower cannot win; skip its search. Plain data
-        # parallelism first (usually the fastest where it fits), pipelines last.
-        for shape, v in sorted(todo, key=lambda t: (t[0][1] > 1, t[0][0])):
-            if self.best > 0 and shape_bound(self, system, shape, v) < self.best * (1 - 1e-9):
-                continue
+        # parallelism first (usually the fastest where it fits), pipelines last, until one fits; then the rest
+        # by their bound, fastest first, until the bound falls below the best found.
+        todo.sort(key=lambda t: (t[0][1] > 1, t[0][0]))
+        while todo and self.best <= 0:
+            shape, v = todo.pop(0)
+            self._search_layout(inst, nodes, system, shape, v, cands, reject, best_mem)
+        for bound, shape, v in sorted(((shape_bound(self, system, sh, vv), sh, vv) for sh, vv in todo),
+                                      key=lambda t: -t[0]):
+            if bound < self.best * (1 - 1e-9):
+                break
             self._search_layout(inst, nodes, system, shape, v, cands, reject, best_mem)
 
     def _levels(self) -> tuple[int | None, ...]:
