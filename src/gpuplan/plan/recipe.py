@@ -183,17 +183,19 @@ PARALLEL_FIELDS = ("tp", "pp", "vp", "cp", "zero", "offload")
 
 
 def pinned_fields(w: Workload) -> tuple[str, ...]:
-    """The recipe fields the user set (workload names; the resolved workload leaves searched ones unset)."""
+    """The recipe fields the user set (workload names; the resolved workload leaves searched ones unset). A set
+    ``parallel`` block fixes all its keys (unset ones at their defaults), so all its recipe keys are pinned."""
     out = [f for f in ("batch_size", "gradient_accumulation", "global_batch_size", "global_batch_tokens",
                        "grad_checkpointing", "optimizer") if getattr(w, f) is not None]
     if w.parallel is not None:
-        out += [f"parallel.{k}" for k in sorted(w.parallel.model_fields_set)]
+        out += [f"parallel.{k}" for k in PARALLEL_FIELDS]
     return tuple(out)
 
 
 def chosen_fields(w: Workload, *, llm: bool) -> tuple[str, ...]:
     """The recipe fields the search chose: those left unset (the parallel block is fixed as a whole)."""
-    out = [f for f in RECIPE_FIELDS if getattr(w, f) is None and (llm or f not in ("batch_size", "gradient_accumulation"))]
+    out = [f for f in RECIPE_FIELDS if getattr(w, f) is None and (llm or f not in ("batch_size", "gradient_accumulation"))
+           and not (f == "optimizer" and w.task in ("lora", "qlora"))]   # (LoRA keeps AdamW: tiny states)
     if w.optimizer_in_backward and "gradient_accumulation" in out:
         out.remove("gradient_accumulation")
     if w.parallel is None:
