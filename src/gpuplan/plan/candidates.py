@@ -69,6 +69,13 @@ class Knobs:
     ckpt: int = 0
     optimizer: int = 0
 
+    def __post_init__(self) -> None:
+        # the search looks knobs up in dicts tens of thousands of times: hash once
+        object.__setattr__(self, "_hash", hash((self.zero, self.offload, self.ckpt, self.optimizer)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]  # set in __post_init__ (not a field: eq and repr ignore it)
+
     @property
     def offload_name(self) -> str:
         return OFFLOAD_ORDER[self.offload]

@@ -23,12 +23,14 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from gpuplan.plan.candidates import Knobs, _structure, walk_lattice
 
 
-_DOWNS: dict[int, tuple[tuple[Knobs, ...], dict[Knobs, tuple[Knobs, ...]], dict[Knobs, tuple[Knobs, ...]]]] = {}
+_Rel = dict[Knobs, tuple[Knobs, ...]]
+_DOWNS: dict[int, tuple[tuple[Knobs, ...], _Rel, _Rel, dict[Knobs, frozenset[Knobs]]]] = {}
 
 
-def _downs(configs: tuple[Knobs, ...]) -> tuple[dict[Knobs, tuple[Knobs, ...]], dict[Knobs, tuple[Knobs, ...]]]:
-    """Each config's lower covers (one step less saving) and every config it dominates; computed once per
-    lattice (``lattice`` returns the same tuple object for the same arguments: looked up by identity)."""
+def _downs(configs: tuple[Knobs, ...]) -> tuple[_Rel, _Rel, dict[Knobs, frozenset[Knobs]]]:
+    """Each config's lower covers (one step less saving), every config it dominates, and every config that
+    dominates it (itself included); computed once per lattice (``lattice`` returns the same tuple object for
+    the same arguments: looked up by identity)."""
     got = _DOWNS.get(id(configs))
     if got is None or got[0] is not configs:
         _mins, ups, _by_level = _structure(configs)
@@ -37,8 +39,9 @@ def _downs(configs: tuple[Knobs, ...]) -> tuple[dict[Knobs, tuple[Knobs, ...]], 
             for u in above:
                 downs[u].append(k)
         below = {k: tuple(j for j in configs if j != k and k.dominates(j)) for k in configs}
-        got = _DOWNS[id(configs)] = (configs, {k: tuple(v) for k, v in downs.items()}, below)
-    return got[1], got[2]
+        up_set = {k: frozenset(j for j in configs if j.dominates(k)) for k in configs}
+        got = _DOWNS[id(configs)] = (configs, {k: tuple(v) for k, v in downs.items()}, below, up_set)
+    return got[1], got[2], got[3]
 
 
 def walk_recipes(configs: Sequence[Knobs], n: int, fits: Callable[[Knobs, int], bool],
@@ -73,8 +76,8 @@ def walk_recipes(configs: Sequence[Knobs], n: int, fits: Callable[[Knobs, int], 
                 yield (k, 0, 0)
         return
     _mins, _ups, by_level = _structure(configs)
-    downs, below = _downs(configs)
-    in_above = {j for m in mins0 for j in configs if j == m or m in below[j]}
+    downs, below, up_set = _downs(configs)
+    in_above = frozenset().union(*(up_set[m] for m in mins0))
     above = [k for k in by_level if k in in_above]   # ascending: the rest never fits
     bound: dict[Knobs, int] = {}   # highest option a config may fit on the GPU (failures of configs above it)
 
@@ -97,13 +100,20 @@ def walk_recipes(configs: Sequence[Knobs], n: int, fits: Callable[[Knobs, int], 
         if low >= high:
             reach[k] = low
             continue
+        lo, fits_lo = max(0, low + 1), low < 0 and k in mins0
+        if prune is not None and not pipelined and not fits_lo and not (known and known(k, n - 1)):
+            # the bound costs a time estimate: first the one cheap probe that may show k is not needed at all
+            if not try_at(k, lo):
+                reach[k] = low
+                continue
+            fits_lo = True
         if prune is not None and prune(k):
             pruned.add(k)
             continue
         if pipelined:
-            reach[k] = yield from _climb(k, max(0, low + 1), high, try_at, faster, known=low < 0 and k in mins0)
+            reach[k] = yield from _climb(k, lo, high, try_at, faster, known=fits_lo)
             continue
-        got = _largest(k, max(0, low + 1), high, try_at, known_lo=low < 0 and k in mins0, guess=guess, known=known)
+        got = _largest(k, lo, high, try_at, known_lo=fits_lo, guess=guess, known=known)
         reach[k] = max(low, got)
         if got > low:
             yield (k, got, got)

@@ -134,6 +134,7 @@ class Searcher:
         self._layouts: dict[tuple, Layout] = {}
         self._keys: dict[int, tuple[System, tuple, tuple]] = {}
         self._warnings: dict[tuple, list[str]] = {}
+        self._opts: dict[tuple[int, int], tuple[BatchOption, ...]] = {}
         self._shared: dict[tuple, tuple[list[Candidate], float]] = {}   # sys_key -> (candidates, host RAM they need)
         self._host_need, self._host_failed = 0.0, False
 
@@ -217,9 +218,10 @@ class Searcher:
         return e
 
     def warnings_for(self, v: Variant, system: System, layout: Layout) -> list[str]:
-        """The estimator's warnings for this workload on this system (they do not depend on the layout): one
-        explained estimate per variant and system."""
-        key = (v.quantization, v.optimizer, self._key(system))
+        """The estimator's warnings for this workload on this system (they do not depend on the layout; of the
+        system only the GPU, a vGPU slice and more than one GPU matter): one explained estimate per variant
+        and such system."""
+        key = (v.quantization, v.optimizer, system.gpu.id, system.gpu_fraction, system.total_gpus > 1)
         got = self._warnings.get(key)
         if got is None:
             e = self.estimate(v, system, layout)
@@ -357,12 +359,17 @@ class Searcher:
         searched (serving, non-transformer models). With a pipeline of ``pp`` stages only splits with at least
         ``pp`` micro-batches per step, where there are any: fewer leave at least half of each step idle (bubble
         (p-1)/m >= 1), and the next smaller micro-batch, which fits whenever they do, halves that."""
+        got = self._opts.get((dp, pp))
+        if got is not None:
+            return got
         if self.target is None:
-            return (BatchOption(self.w.batch_size or 1, self.w.gradient_accumulation or 1),)
-        opts = batch_options(self.target, dp)
-        if pp > 1 and (self.w.framework or "auto") not in NAIVE_PP_FRAMEWORKS:
-            return tuple(o for o in opts if o.grad_accum >= pp) or opts
-        return opts
+            got = (BatchOption(self.w.batch_size or 1, self.w.gradient_accumulation or 1),)
+        else:
+            got = batch_options(self.target, dp)
+            if pp > 1 and (self.w.framework or "auto") not in NAIVE_PP_FRAMEWORKS:
+                got = tuple(o for o in got if o.grad_accum >= pp) or got
+        self._opts[(dp, pp)] = got
+        return got
 
     def vp_options(self, pp: int, opt: BatchOption, naive: bool) -> tuple[int | None, ...]:
         """Virtual pipeline stages to time (None: the workload's or the framework's schedule)."""

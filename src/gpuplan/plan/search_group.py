@@ -96,9 +96,13 @@ class GroupSearch:
 
     # ------------------------------------------------------------------ speed
     def prune(self, k: Knobs) -> bool:
-        """k's speed bound holds for k and every config above it: below the group's best, skip them."""
+        """k's speed bound holds for k and every config above it: below the group's best, skip them. With a
+        pipeline the bound (the largest micro-batch without its bubble) rarely prunes: only used where its
+        estimate is at hand."""
         s = self.s
-        return s.best > 0 and knob_bound(s, self.system, self.shape, s.variant_for(self.v, k), k) < s.best * (1 - 1e-9)
+        if s.best <= 0 or (self.pipelined and not self.known(k, len(self.opts) - 1)):
+            return False
+        return knob_bound(s, self.system, self.shape, s.variant_for(self.v, k), k) < s.best * (1 - 1e-9)
 
     def faster(self, k: Knobs, i: int) -> bool:
         """With a pipeline: did option i beat option i - 1?"""
@@ -153,7 +157,7 @@ class GroupSearch:
             return
         speed, i, best = max(mine, key=lambda t: (t[0], -t[1]))
         best.largest_fit = self.opts[max(j for _s, j, _c in mine)].micro_batch
-        if speed * (1.0 + float(best.est.performance.get("pipeline_bubble") or 0.0)) < self.s.best * (1 - 1e-9):
+        if bubble_free_speed(best.est.performance) < self.s.best * (1 - 1e-9):
             return             # even without its bubble (any number of virtual stages) it is slower than the best
         for vp in self.s.vp_options(self.shape[1], self.opts[i], self.naive)[1:]:
             c = self.time(k, i, vp)
@@ -201,13 +205,25 @@ def shape_bound(s: "Searcher", system, shape: tuple[int, int, int, int], v: "Var
 
 def knob_bound(s: "Searcher", system, shape: tuple[int, int, int, int], vk: "Variant", k: Knobs) -> float:
     """The speed no recipe with knobs ``k`` (or more saving ones) beats: its speed at the largest micro-batch
-    (without a pipeline a smaller one is never faster). With a pipeline, that speed with the bubble taken
-    out: the estimator stretches a pipelined step's compute by 1 + bubble ((p-1)/(v m), Narayanan et al.
-    2021 section 2.2) and nothing else in it shrinks with more micro-batches or virtual stages, so speed x
-    (1 + bubble) bounds every split and every number of virtual stages, and grows with the micro-batch."""
+    (without a pipeline a smaller one is never faster). With a pipeline, that step without its bubble: the
+    estimator stretches the pipelined part of the step's compute by 1 + b (b = (p-1)/(v m), Narayanan et al.
+    2021 section 2.2; reported as ``pipeline_bubble``, the stretched compute as ``compute_s``), so at most
+    compute_s x b / (1 + b) of the step is bubble; more virtual stages or micro-batches only remove bubble
+    while adding point-to-point traffic and exposing more communication, and a smaller micro-batch is never
+    faster without the bubble (more per-micro-batch costs, less efficient GEMMs)."""
     tp, pp, dp, cp = shape
     e = s.estimate(vk, system, s.layout(vk, tp, pp, dp, k, s.batch_options(dp, pp)[-1], cp=cp), explain=False)
     if e is None:
         return 0.0
-    perf = e.performance
-    return float(perf.get("tokens_per_s") or 0.0) * (1.0 + float(perf.get("pipeline_bubble") or 0.0))
+    return bubble_free_speed(e.performance)
+
+
+def bubble_free_speed(perf) -> float:
+    """Tokens/s of a step with its pipeline bubble taken out (an upper bound: see :func:`knob_bound`)."""
+    speed = float(perf.get("tokens_per_s") or 0.0)
+    b = float(perf.get("pipeline_bubble") or 0.0)
+    step = float(perf.get("step_time_s") or 0.0)
+    if b <= 0 or step <= 0:
+        return speed
+    free = step - float(perf.get("compute_s") or 0.0) * b / (1.0 + b)
+    return speed * step / free if free > 0 else math.inf
