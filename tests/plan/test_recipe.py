@@ -206,3 +206,13 @@ def test_plans_fit_and_keep_every_field_the_user_set(model, task, seq, mb, ga, g
         if par is not None:
             assert all(par_out[k] == v for k, v in par.items())
         assert not set(r.chosen) & set(r.pinned)
+
+
+def test_non_transformer_training_keeps_its_batch_and_says_so():
+    # (recommend crashed on non-transformer training before: no shape for the pipeline schedule)
+    rec = recommend({"model": "resnet50", "task": "full", "dataset": {"samples": 1.2e6, "epochs": 1}})
+    r = rec.best.recipe
+    assert (r.micro_batch, r.gradient_accumulation, r.global_batch_tokens) == (1, 1, None)
+    assert r.optimizer_steps == 1_200_000 // r.global_batch_sequences
+    assert "batch_size" not in r.chosen and "batch_size" not in r.pinned
+    assert any("batch search covers transformer models" in w for w in r.why)

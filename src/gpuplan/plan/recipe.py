@@ -152,8 +152,8 @@ class Recipe:
 
     micro_batch: int
     gradient_accumulation: int
-    global_batch_sequences: int
-    global_batch_tokens: int
+    global_batch_sequences: int          # (samples for models without a sequence)
+    global_batch_tokens: int | None      # None for non-transformer models (images, audio clips)
     checkpointing: str
     zero: int
     fsdp: str

@@ -177,10 +177,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
 
     t0 = time.perf_counter()
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
-    model = resolve_model(w.model)
-    recipe = RECIPE_FIELDS if w.is_training and is_llm(model) else ()
-    searched = frozenset(f for f in SEARCHED_FIELDS + recipe if getattr(w, f) is None)
+    searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else ()) if getattr(w, f) is None)
     resolved, notes = resolve_defaults(w, searched=searched)
+    model = resolve_model(resolved.model)
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
     training = task in TRAIN_TASKS

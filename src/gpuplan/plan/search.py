@@ -187,7 +187,8 @@ class Searcher:
         # when the workload says so), as layout_from_workload does; a searched layout starts at 1F1B
         # (the search times the virtual stages: vp_options)
         fsdp = par.fsdp if (par and self.training and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
-        vp, schedule = pipeline_schedule(w, pp, framework, self.shape.layers) if self.training else (1, "1f1b")
+        layers = int(self.shape.layers) if self.shape is not None else 0    # (no shape: a non-transformer model)
+        vp, schedule = pipeline_schedule(w, pp, framework, layers) if self.training else (1, "1f1b")
         if self.training and par is None and self.target is not None and pp > 1:
             vp, schedule = 1, "1f1b"
         overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS

@@ -82,13 +82,17 @@ def recipe_of(c: "Candidate", w: "Workload", target: BatchTarget | None, *, llm:
         else:
             why.append(_("pipeline bubble {bubble} ((p-1)/m, m = {m} micro-batches per step)").format(
                 bubble=f"{bubble:.1%}", m=lay.microbatches))
+    if target is None and w.batch_size is None:
+        why.append(_("micro-batch {micro} per GPU: the batch search covers transformer models; set batch_size for "
+                     "this one").format(micro=lay.micro_batch))
     if lay.cp > 1 and w.parallel is None:
         why.append(_("context parallelism {cp}: each {seq}-token sequence is split over {cp} GPUs because no layout "
                      "without it fits (its ring exchange of keys and values is not timed)").format(cp=lay.cp,
                                                                                                   seq=w.seq_len))
     mfu = perf.get("mfu")
     return Recipe(micro_batch=lay.micro_batch, gradient_accumulation=lay.grad_accum, global_batch_sequences=glob,
-                  global_batch_tokens=int(glob * int(w.seq_len or 2048)), checkpointing=lay.checkpointing,
+                  global_batch_tokens=int(glob * int(w.seq_len or 2048)) if llm else None,
+                  checkpointing=lay.checkpointing,
                   zero=lay.zero, fsdp=lay.fsdp, tp=lay.tp, pp=lay.pp, vp=lay.vp, cp=lay.cp, dp=lay.dp,
                   pipeline_bubble=bubble, mfu=float(mfu) if mfu is not None else None,
                   optimizer=c.variant.w.optimizer, optimizer_steps=optimizer_steps(w, glob),

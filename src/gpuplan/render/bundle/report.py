@@ -497,7 +497,9 @@ def recipe_rows(c: Ctx, plan: dict) -> list[tuple[Safe, Safe]]:
     mfu = f"{r['mfu']:.0%}" if r.get("mfu") is not None else "-"
     rows = [(N_("Micro-batch x accumulation x DP"), f"{r['micro_batch']} x {r['gradient_accumulation']} x {r['dp']}"),
             (N_("Global batch"), tr("{seqs} sequences, {tokens} tokens per optimizer step", c.lang).format(
-                seqs=r["global_batch_sequences"], tokens=f"{r['global_batch_tokens']:,}")),
+                seqs=r["global_batch_sequences"], tokens=f"{r['global_batch_tokens']:,}")
+             if r.get("global_batch_tokens") else tr("{seqs} samples per optimizer step", c.lang).format(
+                seqs=r["global_batch_sequences"])),
             (N_("Optimizer steps"), str(r["optimizer_steps"]) if r.get("optimizer_steps") else "-"),
             (N_("Pipeline bubble (idle share of a step)"), bubble), ("MFU", mfu),
             (N_("Chosen by the search"), ", ".join(f"`{f}`" for f in r.get("chosen") or []) or "-"),
