@@ -216,3 +216,16 @@ def test_non_transformer_training_keeps_its_batch_and_says_so():
     assert r.optimizer_steps == 1_200_000 // r.global_batch_sequences
     assert "batch_size" not in r.chosen and "batch_size" not in r.pinned
     assert any("batch search covers transformer models" in w for w in r.why)
+
+
+def test_context_parallelism_only_where_nothing_without_it_fits():
+    base = {"model": "meta-llama/Meta-Llama-3-8B", "task": "full", "dataset": {"tokens": 1e8}, "global_batch_size": 8,
+            "hardware": {"gpu": "A100-SXM4-80GB"}}
+    long = recommend({**base, "seq_len": 262144})
+    top = long.best.recipe
+    assert top.cp > 1 and top.tp * top.pp * top.cp * top.dp == long.best.gpus_total
+    assert any(w.startswith(f"context parallelism {top.cp}:") for w in top.why)
+    assert long.best.parallel["launcher"] == "megatron"
+    # 8k tokens fit without it on every instance type: no plan splits sequences
+    short = recommend({**base, "seq_len": 8192})
+    assert short.plans and all(p.recipe.cp == 1 for p in short.all_plans)
