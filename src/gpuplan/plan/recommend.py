@@ -29,7 +29,7 @@ from gpuplan.workload import Workload, load_workload, resolve_defaults
 
 SCHEMA_VERSION = 1
 SEARCHED_FIELDS = ("parallel", "hardware", "grad_checkpointing", "optimizer")
-RECIPE_FIELDS = ("batch_size", "gradient_accumulation")   # searched too for transformer training (plan/recipe.py)
+RECIPE_FIELDS = ("batch_size", "gradient_accumulation")   # training: searched too (plan/recipe.py)
 DEFAULT_TOP = 5
 SERVING_DEFAULT_BILLING = ("payg", "subscription")   # spot for online serving only when asked
 TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
