@@ -195,6 +195,11 @@ class Workload(_Strict):
                                           "< 4.45 keeps the logits of every prompt position in generate); unset = current")
     batch_size: int | None = Field(None, ge=1, le=65_536)
     gradient_accumulation: int | None = Field(None, ge=1, le=1_000_000)
+    global_batch_size: int | None = Field(None, ge=1, le=1_000_000, description="training: sequences (samples) per "
+                                          "optimizer step over all GPUs = micro-batch x accumulation x DP; unset = "
+                                          "the published recipe for the task and model size (data/recipes.yaml)")
+    global_batch_tokens: float | None = Field(None, ge=1, le=1e9, description="training: tokens per optimizer step "
+                                              "(global_batch_size x seq_len); set this or global_batch_size")
     seq_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     prompt_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
     output_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
@@ -262,6 +267,12 @@ class Workload(_Strict):
             raise ValueError(_("optimizer_in_backward steps each parameter as soon as its gradient exists, so it needs "
                                "gradient_accumulation 1 (torchtune: optimizer_in_bwd requires "
                                "gradient_accumulation_steps=1)"))
+        if self.global_batch_size is not None and self.global_batch_tokens is not None:
+            raise ValueError(_("set global_batch_size (sequences) or global_batch_tokens, not both"))
+        if (self.global_batch_size is not None or self.global_batch_tokens is not None) \
+                and (self.task or "inference") == "inference":
+            raise ValueError(_("global_batch_size and global_batch_tokens apply to training: set task to pretrain, "
+                               "full, lora or qlora"))
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
         return self

@@ -2,6 +2,7 @@
 the same declared space, and memory is monotone in model size, sequence length and batch."""
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -9,7 +10,7 @@ from gpuplan.catalog.instances import load_instances
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.shapes import shape_of
-from gpuplan.estimate.system import Layout, system_for_instance
+from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout, system_for_instance
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan import recommend
@@ -46,7 +47,8 @@ def _brute_force_min_cost(wd: dict) -> float:
     """Every config of the declared space (no pruning), payg in cn-shanghai: the minimum of the ranking's
     pessimistic job cost, (run + fixed start-up/download/tail time) x price x (1 + the price's margin)."""
     w = load_workload(wd)
-    searched = frozenset(f for f in ("parallel", "hardware", "grad_checkpointing", "optimizer") if getattr(w, f) is None)
+    searched = frozenset(f for f in ("parallel", "hardware", "grad_checkpointing", "optimizer", "batch_size",
+                                     "gradient_accumulation") if getattr(w, f) is None)
     w, _ = resolve_defaults(w, searched=searched)
     model = resolve_model(w.model)
     shape = shape_of(model)
@@ -68,18 +70,25 @@ def _brute_force_min_cost(wd: dict) -> float:
         for nodes in node_options(w.task, inst.gpus, 64, fixed, multi_node=inst.gpu_count >= largest[inst.family]):
             system = system_for_instance(inst, nodes)
             for tp, pp, dp in parallel_shapes(model, system.total_gpus, system.gpus_per_node, w.task, fixed):
-                for k in lattice(w.task, dp, fixed, 0 if w.task == "full" else None):
+                naive = pp > 1 and w.framework in NAIVE_PP_FRAMEWORKS
+                # every knob setting x every split of the global batch x every number of virtual stages
+                points = itertools.product(lattice(w.task, dp, fixed, 0 if w.task == "full" else None, tp * pp > 1),
+                                           s.batch_options(dp, pp))
+                for k, opt in points:
                     v = s.variant_for(Variant(w.quantization or "none", w.optimizer, w), k)
-                    lay = s.layout(v, tp, pp, dp, k)
-                    e = estimate_resolved(v.w, model, system, lay, shape=shape, with_suggestions=False)
-                    if not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes):
-                        continue
-                    if fz.check_host(inst, e.memory.host_bytes) is not None:
-                        continue
-                    if fz.check_network(inst, nodes, e.performance.get("comm_fraction"))[0] is not None:
-                        continue
-                    t = tokens / e.performance["tokens_per_s"] + fixed_s
-                    best = min(best, costm.training_cost(price, nodes, t) * (1 + price.margin))
+                    for vp in s.vp_options(pp, opt, naive):
+                        lay = s.layout(v, tp, pp, dp, k, opt)
+                        if vp not in (None, 1):
+                            lay = replace(lay, vp=vp, schedule="interleaved")
+                        e = estimate_resolved(v.w, model, system, lay, shape=shape, with_suggestions=False)
+                        if not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes):
+                            continue
+                        if fz.check_host(inst, e.memory.host_bytes) is not None:
+                            continue
+                        if fz.check_network(inst, nodes, e.performance.get("comm_fraction"))[0] is not None:
+                            continue
+                        t = tokens / e.performance["tokens_per_s"] + fixed_s
+                        best = min(best, costm.training_cost(price, nodes, t) * (1 + price.margin))
     return best
 
 

@@ -122,13 +122,14 @@ def _is_llm(model) -> bool:
 
 def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
                       shape: Shape | None = None, with_suggestions: bool = True,
-                      memory_only: bool = False) -> Estimate:
+                      memory_only: bool = False, explain: bool = True) -> Estimate:
     """Estimate a workload whose defaults are already filled (see workload.resolve_defaults).
 
-    ``memory_only`` skips the time model (the recommender's feasibility pass); performance is then {}."""
+    ``memory_only`` skips the time model (the recommender's feasibility pass); performance is then {}.
+    ``explain=False`` skips the warnings and the memory notes (the recommender's recipe search; same numbers)."""
     warnings: list[str] = []
     assumptions: list[str] = []
-    if not memory_only:  # the feasibility pass keeps memory only; the time pass writes the warnings
+    if not memory_only and explain:  # the feasibility pass keeps memory only; the time pass writes the warnings
         _checks(w, model, system, warnings)
     framework = w.framework or "auto"
     task = w.task or "inference"
@@ -147,7 +148,7 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     if task == "inference":
         mem, perf_d, notes = _inference(w, model, s, system, layout, memory_only)
     else:
-        mem, perf_d, notes = _training(w, model, s, system, layout, memory_only)
+        mem, perf_d, notes = _training(w, model, s, system, layout, memory_only, explain)
     assumptions.extend(notes)
     assumptions.extend(mem.notes)
     est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings)
@@ -200,7 +201,8 @@ def _adapted_linears(model, t) -> float:
     return float(sum(count for _name, _din, _dout, count in shapes))
 
 
-def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
+def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False,
+              explain: bool = True):
     task = w.task or "full"
     ds = w.dataset
     tokens_per_sample = ds.tokens_per_sample if ds and ds.tokens_per_sample else None
@@ -212,7 +214,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
                        optimizer_in_backward=bool(w.optimizer_in_backward),
                        activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile))
-    mem = training_memory(model, s, t, layout, system, with_notes=not memory_only)
+    mem = training_memory(model, s, t, layout, system, with_notes=explain and not memory_only)
     if memory_only:
         return mem, {}, []
     if task in ("lora", "qlora"):

@@ -75,8 +75,10 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
     per_replica_nodes = int(par.get("nodes_per_replica") or nodes)
     changes: dict[str, Any] = {
         "hardware": {"instance_type": plan["instance_type"], "nodes": per_replica_nodes},
-        "parallel": {k: par[k] for k in ("tp", "pp", "dp", "zero", "fsdp", "offload") if par.get(k) is not None},
+        "parallel": {k: par[k] for k in ("tp", "pp", "dp", "zero", "fsdp", "offload", "cp") if par.get(k) is not None},
     }
+    if (par.get("vp") or 1) > 1:    # the interleaved pipeline the recipe search chose
+        changes["parallel"].update(vp=par["vp"], schedule="interleaved")
     if ckpt is not None:
         changes["grad_checkpointing"] = {"full": True, "none": False, "selective": "selective"}.get(ckpt, True)
     for key in ("precision", "quantization", "optimizer"):

@@ -92,6 +92,13 @@ class Knobs:
     ckpt: int = 0
     optimizer: int = 0
 
+    def __post_init__(self) -> None:
+        # the search looks knobs up in dicts tens of thousands of times: hash once
+        object.__setattr__(self, "_hash", hash((self.zero, self.offload, self.ckpt, self.optimizer)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]  # set in __post_init__ (not a field: eq and repr ignore it)
+
     @property
     def offload_name(self) -> str:
         return OFFLOAD_ORDER[self.offload]
@@ -203,6 +210,9 @@ def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None
             continue            # DeepSpeed offloads optimizer states from ZeRO stage 2 up
         if lora and fixed.zero is None and z in (1, 2):
             continue            # LoRA: plain DDP or full sharding of the frozen base (ZeRO-3 / FSDP)
+        if fixed.zero is None and not model_parallel and z == 1 and fixed.framework != "megatron":
+            continue            # DeepSpeed: ZeRO-2 moves the same bytes as ZeRO-1 (Rajbhandari et al. 2020 section
+            #                     7.2.1: P_os and P_os+g add no communication) and holds less; Megatron keeps 1
         if not launchable(task, 2 if model_parallel else 1, 1, max(z, 0), OFFLOAD_ORDER[max(o, 0)], fixed.framework):
             continue            # TP/PP run under Megatron: distributed optimizer (ZeRO-1) at most, no offload;
             #                     a named framework runs only its own layouts

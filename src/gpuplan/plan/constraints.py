@@ -122,6 +122,9 @@ def binding(ctx: PlanContext, rejected_plans: list[tuple[Draft, fz.Reject]], res
                                    "preview/by-ticket types were not searched (constraints.include_status)") if status
                                  else _("no searched configuration fits in GPU memory (up to {n} GPUs); closest: "
                                         "{reason}")).format(n=max(ctx.max_gpus or 0, 64), reason=best.reason)})
+        if not out and getattr(res, "batch_reason", None):
+            out.append({"constraint": "global_batch", "limit": None, "needed": None, "short_by": None, "unit": None,
+                        "text": _("no searched layout runs the global batch: {reason}").format(reason=res.batch_reason)})
         if not out:
             out.append({"constraint": "catalog", "limit": None, "needed": None, "short_by": None, "unit": None,
                         "text": _("no instance type matches the hardware/family/status constraints")})

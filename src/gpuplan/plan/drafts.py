@@ -65,10 +65,12 @@ class Draft:
                     "optimizer": c.variant.w.optimizer if c.variant.w.task in TRAIN_TASKS else None,
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                     "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
+                    "vp": lay.vp if c.recipe else None,
+                    "global_batch": c.recipe.global_batch_sequences if c.recipe else None,
                     "nodes_per_replica": c.nodes,
                     "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp, self.framework)
                     if c.variant.w.task in TRAIN_TASKS else None}
-        layout = re.sub(r", mb 1 x ga 1$", "", lay.describe())
+        layout = re.sub(r", mb \d+ x ga \d+$" if c.recipe else r", mb 1 x ga 1$", "", lay.describe())
         if c.variant.w.task not in TRAIN_TASKS:
             layout = layout.split(", ckpt")[0]     # serving: no training fields
         cfg = c.variant.config
@@ -93,7 +95,8 @@ class Draft:
                     layout=layout, memory=PlanMemory.of(c.est),
                     performance={k: v for k, v in c.est.performance.items() if v is not None}, cost=cost,
                     advice=PlanAdvice(why=tuple(self.why), warnings=tuple(self.warnings)),
-                    cost_key=self.cost_key, time_key=self.time_key, estimate=c.est, deadline_slack=self.deadline_slack)
+                    cost_key=self.cost_key, time_key=self.time_key, estimate=c.est, deadline_slack=self.deadline_slack,
+                    recipe=c.recipe)
 
 
 
@@ -127,6 +130,7 @@ def draft(ctx: PlanContext, c: Candidate, price: costm.Price | None, region: str
              price_margin=price.margin if price else None)
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
+    p.why.extend(c.recipe.why if c.recipe else ())
     if price and price.note:
         cur = ctx.book.currency
         if price.per_month:

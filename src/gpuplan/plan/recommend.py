@@ -40,6 +40,7 @@ from gpuplan.workload import Workload, load_workload, resolve_defaults
 
 SCHEMA_VERSION = 1
 SEARCHED_FIELDS = ("parallel", "hardware", "grad_checkpointing", "optimizer")
+RECIPE_FIELDS = ("batch_size", "gradient_accumulation")   # training: searched too (plan/recipe.py)
 DEFAULT_TOP = 5
 SERVING_DEFAULT_BILLING = ("payg", "subscription")   # spot for online serving only when asked
 TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
@@ -116,7 +117,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
 
     t0 = time.perf_counter()
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
-    searched = frozenset(f for f in SEARCHED_FIELDS if getattr(w, f) is None)
+    searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else ()) if getattr(w, f) is None)
     resolved, notes = resolve_defaults(w, searched=searched)
     model = resolve_model(resolved.model)
     shape = shape_of(model) if is_llm(model) else None
@@ -138,7 +139,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     searcher = Searcher(resolved, model, shape, fixed, variants, max_gpus=search_gpus,
                         allowed_status=allowed_status, headroom=memory_headroom, serving=space)
     res = searcher.run(insts)
-    groups = space.pick(res.candidates, searcher) if space else best_per_group(res.candidates, training)
+    groups = [c.finish() for c in space.pick(res.candidates, searcher)] if space else \
+        best_per_group(res.candidates, training)
 
     clouds = sorted({i.cloud for i in insts}) or [DEFAULT_CLOUD]
     offers = [o for cloud in clouds for o in load_offers(cloud, cache_dir, price_files)]

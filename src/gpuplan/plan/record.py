@@ -168,6 +168,9 @@ class Plan:
     aliases: tuple[str, ...] = ()
     # (deadline - time) / deadline for jobs with a deadline, else None
     deadline_slack: float | None = None
+    # Training: the recipe the search chose (plan/recipe.py Recipe: micro-batch, accumulation, global batch,
+    # checkpointing, parallel sizes, bubble, MFU, chosen/pinned fields and why); None for serving.
+    recipe: Any = None
     # The estimate the memory and performance come from (the exact ECS hardware and layout, or one
     # Function Compute GPU slice); the bundle renders its launch files from it. Not part of the JSON.
     estimate: Any = field(default=None, compare=False, repr=False)
@@ -265,6 +268,7 @@ class Plan:
             "deadline_slack": rnd(self.deadline_slack, 4),
             "why": list(a.why),
             "warnings": list(a.warnings),
+            "recipe": self.recipe.to_dict() if self.recipe is not None else None,
         }
         for k in DETAIL_KEYS:
             d[k] = self.details.get(k)

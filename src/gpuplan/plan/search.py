@@ -5,9 +5,10 @@ lazily loaded catalog; no prices here (see cost.py)."""
 from __future__ import annotations
 
 import functools
+import gc
 import math
-import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.catalog.instances import InstanceType
@@ -34,8 +35,11 @@ from gpuplan.plan.candidates import (
     lattice,
     node_options,
     parallel_shapes,
-    walk_lattice,
 )
+from gpuplan.plan.recipe import BatchOption, BatchTarget, Recipe, batch_options, batch_target, no_batch_reason, \
+    search_setting
+from gpuplan.plan.search_explain import what
+from gpuplan.plan.search_group import GroupSearch, shape_bound
 from gpuplan.workload import Workload
 
 
@@ -54,6 +58,18 @@ class Candidate:
     layout: Layout
     why: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    batch: BatchOption | None = None          # the split of the global batch the search chose (training)
+    largest_fit: int | None = None            # the largest micro-batch this knob setting fits
+    next_need: tuple[int, float | None] | None = None   # the next micro-batch and its GiB per GPU
+    recipe: Recipe | None = None              # the plan's recipe block (training)
+    explain: Callable[["Candidate"], None] | None = field(default=None, repr=False)   # writes why and recipe
+
+    def finish(self) -> "Candidate":
+        """Write the reasons and the recipe (the search does it only for the candidates that win a group)."""
+        if self.explain is not None:
+            explain, self.explain = self.explain, None
+            explain(self)
+        return self
 
     @property
     def gpus(self) -> int:
@@ -90,6 +106,7 @@ class SearchResult:
     best_memory: dict[str, tuple[Candidate | None, Any]]  # per type: smallest-shortfall estimate (for why-not)
     estimates: int
     warnings: list[str]
+    batch_reason: str | None = None        # a layout whose DP cannot run the global batch (training recipes)
 
 
 class Searcher:
@@ -113,6 +130,16 @@ class Searcher:
         self._sys: dict[tuple, System] = {}
         self._mem_eval: dict[tuple, tuple[Estimate | None, Layout]] = {}
         self.calls = 0
+        # the global batch of a training recipe (transformer models; others keep their batch_size)
+        self.target: BatchTarget | None = batch_target(w, model) if self.training and shape is not None else None
+        self.batch_reason: str | None = None
+        self.best = 0.0        # the fastest candidate of the (instance, nodes) being searched (pruning bound)
+        self._layouts: dict[tuple, Layout] = {}
+        self._keys: dict[int, tuple[System, tuple, tuple]] = {}
+        self._warnings: dict[tuple, list[str]] = {}
+        self._opts: dict[tuple[int, int], tuple[BatchOption, ...]] = {}
+        self._shared: dict[tuple, tuple[list[Candidate], float]] = {}   # sys_key -> (candidates, host RAM they need)
+        self._host_need, self._host_failed = 0.0, False
 
     # ------------------------------------------------------------------ systems, layouts, estimates
     def system(self, inst: InstanceType, nodes: int) -> System:
@@ -134,43 +161,79 @@ class Searcher:
         network share one memory-only estimate."""
         return (s.gpu.id, s.gpus_per_node, s.nodes, s.gpu_fraction, s.capacity_override_bytes)
 
-    def layout(self, v: Variant, tp: int, pp: int, dp: int, k: Knobs) -> Layout:
+    def _key(self, s: System, memory: bool = False) -> tuple:
+        """sys_key (or memory_sys_key) of a system, computed once per system object."""
+        got = self._keys.get(id(s))
+        if got is None or got[0] is not s:
+            got = self._keys[id(s)] = (s, self.sys_key(s), self.memory_sys_key(s))
+        return got[2] if memory else got[1]
+
+    def layout(self, v: Variant, tp: int, pp: int, dp: int, k: Knobs, batch: BatchOption | None = None, *,
+               cp: int | None = None) -> Layout:
+        """The layout of one search point; ``batch`` is the split of the global batch (default: the workload's).
+        Built once per point (the search asks for the same points on every instance type)."""
         w = v.w
-        ga = w.gradient_accumulation or 1
+        mb, ga = batch if batch is not None else (w.batch_size or 1, w.gradient_accumulation or 1)
+        key = (v.quantization, v.optimizer, v.config, tp, pp, dp, k, mb, ga, cp)
+        got = self._layouts.get(key)
+        if got is None:
+            got = self._layouts[key] = self._layout(w, tp, pp, dp, k, mb, ga, cp, v.config)
+        return got
+
+    def _layout(self, w: Workload, tp: int, pp: int, dp: int, k: Knobs, mb: int, ga: int, cp: int | None,
+                config: Any = None) -> Layout:
         offload = self.fixed.offload if self.fixed.offload not in (None, *OFFLOAD_ORDER) else k.offload_name
         framework = w.framework or "auto"
         par = w.parallel
         # the user's FSDP strategy and serving DP-attention travel into the layout (memory: FSDP's root
         # unit and HSDP groups; the MLA cache split by DP-attention); the framework's own pipeline schedule
         # and TP overlap (NeMo interleaves and overlaps by default; Megatron-LM and the Trainer stacks only
-        # when the workload says so), as layout_from_workload does
+        # when the workload says so), as layout_from_workload does; a searched layout starts at 1F1B
+        # (the search times the virtual stages: vp_options)
         fsdp = par.fsdp if (par and self.training and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
-        vp, schedule = pipeline_schedule(w, pp, framework, self.shape.layers) if self.training else (1, "1f1b")
+        layers = int(self.shape.layers) if self.shape is not None else 0    # (no shape: a non-transformer model)
+        vp, schedule = pipeline_schedule(w, pp, framework, layers) if self.training else (1, "1f1b")
+        if self.training and par is None and self.target is not None and pp > 1:
+            vp, schedule = 1, "1f1b"
         overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS
-        cp = par.cp if (par and self.training) else 1
+        if cp is None:
+            cp = par.cp if (par and self.training) else 1
         return Layout(tp=tp, pp=pp, dp=dp, sp=sequence_parallel(par, framework, tp) if self.training else False,
                       cp=cp, zero=k.zero if self.training else 0, fsdp=fsdp, offload=offload,
-                      checkpointing=k.ckpt_name if self.training else "none", micro_batch=w.batch_size or 1,
+                      checkpointing=k.ckpt_name if self.training else "none", micro_batch=mb,
                       grad_accum=ga, microbatches=ga if pp > 1 else 1,
                       naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
                       tp_comm_overlap=bool(overlap and tp > 1 and self.training),
-                      dp_attention=(v.config.dp_attention if v.config is not None
+                      dp_attention=(config.dp_attention if config is not None
                                     else bool(par and par.dp_attention) and not self.training),
-                      ep=v.config.ep if v.config is not None else 1)
+                      ep=config.ep if config is not None else 1)
 
-    def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True) -> Estimate | None:
-        """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model)."""
-        key = (v.quantization, v.optimizer, v.config, self.sys_key(system), layout, full)
+    def estimate(self, v: Variant, system: System, layout: Layout, *, full: bool = True,
+                 explain: bool = True) -> Estimate | None:
+        """Cached estimate; ``full=False`` is the memory-only feasibility pass (no time model); ``explain=False``
+        the same numbers without warnings and notes (the recipe search; winners are explained later)."""
+        key = (v.quantization, v.optimizer, v.config, self._key(system), layout, full and (explain or "quiet"))
         if key in self._est:
             return self._est[key]
         self.calls += 1
         try:
             e = estimate_resolved(v.w, self.model, system, layout, shape=self.shape, with_suggestions=False,
-                                  memory_only=not full)
+                                  memory_only=not full, explain=explain)
         except GpuplanError:
             e = None
         self._est[key] = e
         return e
+
+    def warnings_for(self, v: Variant, system: System, layout: Layout) -> list[str]:
+        """The estimator's warnings for this workload on this system (they do not depend on the layout; of the
+        system only the GPU, a vGPU slice and more than one GPU matter): one explained estimate per variant
+        and such system."""
+        key = (v.quantization, v.optimizer, system.gpu.id, system.gpu_fraction, system.total_gpus > 1)
+        got = self._warnings.get(key)
+        if got is None:
+            e = self.estimate(v, system, layout)
+            got = self._warnings[key] = list(e.warnings) if e is not None else []
+        return got
 
     def variant_for(self, v: Variant, k: Knobs) -> Variant:
         """The optimizer knob changes the workload (the estimator reads w.optimizer)."""
@@ -187,6 +250,17 @@ class Searcher:
 
     # ------------------------------------------------------------------ the search
     def run(self, instances: list[InstanceType]) -> SearchResult:
+        """Search every instance type (the cyclic garbage collector paused: the search allocates thousands of
+        estimates it keeps in its caches, and full collections over them cost a quarter of its time)."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(instances)
+        finally:
+            if was:
+                gc.enable()
+
+    def _run(self, instances: list[InstanceType]) -> SearchResult:
         cands: list[Candidate] = []
         rejects: dict[str, fz.Reject] = {}
         best_mem: dict[str, tuple] = {}
@@ -212,82 +286,131 @@ class Searcher:
                     reject(inst, r)
                     continue
                 system = self.system(inst, nodes)
-                cp = (self.w.parallel.cp if self.training and self.w.parallel else 1)
-                shapes = parallel_shapes(self.model, system.total_gpus // cp, system.gpus_per_node, self.task,
-                                         self.fixed) if system.total_gpus % cp == 0 else []
-                if not shapes:
-                    reject(inst, fz.Reject("layout", _(
-                        "{label} x {nodes}: no TP/PP split of {gpus} GPUs fits the model's heads and layers (or your "
-                        "parallel settings)").format(label=fz.gpu_label(inst), nodes=nodes, gpus=system.total_gpus)))
+                if self._reuse(inst, system, cands, reject):
                     continue
-                for tp, pp, dp in shapes:
-                    for v in (self.serving.variants(self.variants, system, tp) if self.serving else self.variants):
-                        self._search_layout(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem)
-        return SearchResult(cands, rejects, best_mem, self.calls, warnings)
+                before = len(cands)
+                self.best = 0.0        # the fastest candidate of this (instance, nodes) so far
+                self._host_need, self._host_failed = 0.0, False
+                for cp in self.cp_options():
+                    if cp > 1 and len(cands) > before:
+                        break          # context parallelism only where nothing without it fits
+                    self._search_shapes(inst, nodes, system, cp, cands, reject, best_mem)
+                if len(cands) > before and not self._host_failed:
+                    self._shared[self._key(system)] = (cands[before:], self._host_need)
+        return SearchResult(cands, rejects, best_mem, self.calls, warnings, self.batch_reason)
 
-    def _search_layout(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem) -> None:
-        levels = (0, 1) if (self.training and self.task not in ("lora", "qlora") and self.fixed.optimizer is None) \
+    def _reuse(self, inst: InstanceType, system: System, cands: list[Candidate], reject) -> bool:
+        """Types that differ only in vCPUs and host RAM run the same search on the GPUs: when an earlier one
+        found plans without any host-RAM limit and this one has the RAM they need, take its candidates."""
+        got = self._shared.get(self._key(system))
+        if got is None or fz.check_host(inst, got[1]) is not None:
+            return False
+        for c0 in got[0]:
+            c = replace(c0, inst=inst, why=[], warnings=[])
+            if self._post_checks(c, reject):
+                cands.append(c)
+        return True
+
+    def cp_options(self) -> tuple[int, ...]:
+        """The workload's context parallelism, or 1 then 2, 4, 8 for long sequences when the layout is searched
+        (data/recipes.yaml ``context_parallel_min_seq_len``)."""
+        par = self.w.parallel
+        if not self.training:
+            return (1,)
+        if par is not None:
+            return (par.cp,)
+        if self.target is None or self.task == "qlora" or (self.w.seq_len or 0) < int(search_setting(
+                "context_parallel_min_seq_len")):
+            return (1,)
+        return (1, 2, 4, 8)
+
+    def _search_shapes(self, inst, nodes, system, cp, cands, reject, best_mem) -> None:
+        shapes = parallel_shapes(self.model, system.total_gpus // cp, system.gpus_per_node, self.task,
+                                 self.fixed) if system.total_gpus % cp == 0 else []
+        if not shapes:
+            if cp == 1 or self.w.parallel is not None:
+                reject(inst, fz.Reject("layout", _(
+                    "{label} x {nodes}: no TP/PP split of {gpus} GPUs fits the model's heads and layers (or your "
+                    "parallel settings)").format(label=fz.gpu_label(inst), nodes=nodes, gpus=system.total_gpus)))
+            return
+        todo = []
+        for tp, pp, dp in shapes:
+            if not self.batch_options(dp):
+                assert self.target is not None
+                self.batch_reason = self.batch_reason or no_batch_reason(self.target, dp)
+                reject(inst, fz.Reject("layout", no_batch_reason(self.target, dp), shortfall=float(dp)))
+                continue
+            for v in (self.serving.variants(self.variants, system, tp) if self.serving else self.variants):
+                todo.append(((tp, pp, dp, cp), v))
+        # Only the fastest layout of an (instance, nodes) pair is kept (best_per_group): once one layout is
+        # feasible, a layout whose fastest conceivable recipe is slower cannot win; skip its search. Plain data
+        # parallelism first (usually the fastest where it fits), pipelines last, until one fits; then the rest
+        # by their bound, fastest first, until the bound falls below the best found.
+        todo.sort(key=lambda t: (t[0][1] > 1, t[0][0]))
+        while todo and self.best <= 0:
+            shape, v = todo.pop(0)
+            self._search_layout(inst, nodes, system, shape, v, cands, reject, best_mem)
+        for bound, shape, v in sorted(((shape_bound(self, system, sh, vv), sh, vv) for sh, vv in todo),
+                                      key=lambda t: -t[0]):
+            if bound < self.best * (1 - 1e-9):
+                break
+            self._search_layout(inst, nodes, system, shape, v, cands, reject, best_mem)
+
+    def _levels(self) -> tuple[int | None, ...]:
+        """The optimizer levels tried in turn: AdamW, then 8-bit AdamW only where AdamW fits nowhere."""
+        return (0, 1) if (self.training and self.task not in ("lora", "qlora") and self.fixed.optimizer is None) \
             else (None,)
-        for level in levels:
-            if self._search_lattice(inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem,
-                                    lattice(self.task, dp, self.fixed, level, tp * pp > 1)):
+
+    def batch_options(self, dp: int, pp: int = 1) -> tuple[BatchOption, ...]:
+        """The splits of the global batch on ``dp`` ranks (plan/recipe.py); one fixed split when no recipe is
+        searched (serving, non-transformer models). With a pipeline of ``pp`` stages only splits with at least
+        ``pp`` micro-batches per step, where there are any: fewer leave at least half of each step idle (bubble
+        (p-1)/m >= 1), and the next smaller micro-batch, which fits whenever they do, halves that."""
+        got = self._opts.get((dp, pp))
+        if got is not None:
+            return got
+        if self.target is None:
+            got = (BatchOption(self.w.batch_size or 1, self.w.gradient_accumulation or 1),)
+        else:
+            got = batch_options(self.target, dp)
+            if pp > 1 and (self.w.framework or "auto") not in NAIVE_PP_FRAMEWORKS:
+                got = tuple(o for o in got if o.grad_accum >= pp) or got
+        self._opts[(dp, pp)] = got
+        return got
+
+    def vp_options(self, pp: int, opt: BatchOption, naive: bool) -> tuple[int | None, ...]:
+        """Virtual pipeline stages to time (None: the workload's or the framework's schedule)."""
+        if pp <= 1 or naive or self.w.parallel is not None or self.target is None:
+            return (None,)
+        layers = int(self.shape.layers) if self.shape is not None else 0
+        more = tuple(v for v in search_setting("virtual_stages") if layers and layers % (pp * v) == 0
+                     and opt.grad_accum >= pp)
+        return (1,) + more
+
+    def _search_layout(self, inst, nodes, system, shape, v, cands, reject, best_mem) -> None:
+        tp, pp, dp, cp = shape
+        for level in self._levels():
+            group = GroupSearch(self, inst, nodes, system, shape, v, cands, reject, best_mem)
+            if group.run(lattice(self.task, dp, self.fixed, level, tp * pp * cp > 1)):
                 return
 
-    def _search_lattice(self, inst, nodes, system, tp, pp, dp, v, cands, reject, best_mem, configs) -> bool:
-        evaluated: dict[Knobs, tuple[Estimate | None, Layout, fz.Reject | None]] = {}
-        # the memory-only pass of a knob setting is the same for every type with this GPU, node shape and
-        # variant: look it up by small keys (no Layout to build or hash again)
-        group = (v.quantization, v.optimizer, v.config, self.memory_sys_key(system), tp, pp, dp)
-
-        def evaluate(k: Knobs):
-            if k in evaluated:
-                return evaluated[k]
-            mkey = (group, k)
-            got = self._mem_eval.get(mkey)
-            if got is None:
-                vk = self.variant_for(v, k)
-                lay = self.layout(vk, tp, pp, dp, k)
-                got = self._mem_eval[mkey] = (self.estimate(vk, system, lay, full=False), lay)
-            e, lay = got
-            r = None
-            if e is None:
-                r = fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
-                    label=fz.gpu_label(inst), layout=localize(lay.describe())))
-            elif not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
-                r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes,
-                                     functools.partial(self._what, lay, v, system), self.headroom)
+    def _check(self, inst, e, lay, v, system, nodes, best_mem) -> fz.Reject | None:
+        """The rejection of one estimate (None: it fits); GPU misses feed the why-not notes."""
+        if e is None:
+            return fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
+                label=fz.gpu_label(inst), layout=localize(lay.describe())))
+        if not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
+            r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes, functools.partial(
+                what, lay, v.w, self.model, self.training, v.quantization, system), self.headroom)
+            if best_mem is not None:
                 cur = best_mem.get(inst.instance_type)
                 if cur is None or r.shortfall < cur[1].shortfall:
                     best_mem[inst.instance_type] = (e, r, nodes, lay)
-            else:
-                r = fz.check_host(inst, e.memory.host_bytes)
-            evaluated[k] = (e, lay, r)
-            if r is not None:
-                reject(inst, r)
-            return evaluated[k]
-
-        def gpu_fits(k: Knobs) -> bool:
-            e, _lay, r = evaluate(k)
-            return e is not None and (r is None or r.code != "memory")
-
-        def fits(k: Knobs) -> bool:
-            return evaluate(k)[2] is None
-
-        found = walk_lattice(configs, fits, gpu_fits)
-        for k in found:
-            _e, lay, _r = evaluated[k]
-            vk = self.variant_for(v, k)
-            e = self.estimate(vk, system, lay, full=True)   # the time model only for feasible layouts
-            if e is None:
-                continue
-            c = Candidate(inst, nodes, tp, pp, dp, k, vk, e, lay)
-            if not self._post_checks(c, reject):
-                continue
-            c.why.extend(self._knob_why(k, evaluated))
-            if k.optimizer:
-                c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
-            cands.append(c)
-        return bool(found)
+            return r
+        self._host_need = max(self._host_need, e.memory.host_bytes)
+        host = fz.check_host(inst, e.memory.host_bytes)
+        self._host_failed = self._host_failed or host is not None
+        return host
 
     def evaluate(self, inst: InstanceType, nodes: int, tp: int, pp: int, dp: int, v: Variant) -> Candidate | None:
         """One serving point on one layout (no memory-saving knobs): the candidate when it fits and passes
@@ -300,26 +423,6 @@ class Searcher:
             return None
         c = Candidate(inst, nodes, tp, pp, dp, Knobs(), v, e, lay)
         return c if self._post_checks(c, lambda *_args: None) else None
-
-    def _what(self, lay: Layout, v: Variant, system: System) -> str:
-        bits = []
-        if self.training:
-            bits.append(_("at seq {n}").format(n=v.w.seq_len))
-            bits.append(_("ckpt {mode}").format(mode=_(lay.checkpointing)))
-            if lay.zero:
-                bits.append(f"ZeRO-{lay.zero}")
-            if lay.offload != "none":
-                bits.append(_("offload {target}").format(target=lay.offload))
-        else:
-            if is_llm(self.model):
-                bits.append(_("at {prompt}+{output} tokens").format(prompt=v.w.prompt_tokens, output=v.w.output_tokens))
-            if v.quantization != "none":
-                bits.append(v.quantization)
-        if lay.tp > 1 or lay.pp > 1:
-            bits.append(f"TP{lay.tp} PP{lay.pp}")
-        n = system.total_gpus
-        bits.append(_("{n} GPUs").format(n=n) if n > 1 else _("1 GPU") if n == 1 else _("{n} GPU").format(n=n))
-        return _("({items})").format(items=_(", ").join(bits))
 
     def _post_checks(self, c: Candidate, reject) -> bool:
         p = c.est.performance
@@ -339,20 +442,6 @@ class Searcher:
             c.warnings.extend(c.est.warnings)
         return True
 
-    @staticmethod
-    def _knob_why(k: Knobs, evaluated) -> list[str]:
-        out = []
-        for feature, down in k.steps_down():
-            got = evaluated.get(down)
-            if got and got[2] is not None and got[2].code in ("memory", "host_memory"):
-                if feature.endswith(" checkpointing"):
-                    feature = _("{mode} checkpointing").format(mode=_(feature.removesuffix(" checkpointing")))
-                elif feature == "CPU offload":
-                    feature = _("CPU offload")
-                reason = re.split(r": |：", got[2].reason, maxsplit=1)[-1]
-                out.append(_("{feature} needed: without it {reason}").format(feature=feature, reason=reason))
-        return out
-
 
 def best_per_group(cands: list[Candidate], training: bool) -> list[Candidate]:
     """Keep the fastest layout per (instance type, nodes): the price per hour is the same, so the
@@ -363,7 +452,7 @@ def best_per_group(cands: list[Candidate], training: bool) -> list[Candidate]:
         cur = best.get(key)
         if cur is None or _better(c, cur, training):
             best[key] = c
-    return list(best.values())
+    return [c.finish() for c in best.values()]
 
 
 def _better(a: Candidate, b: Candidate, training: bool) -> bool:

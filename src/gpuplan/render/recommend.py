@@ -25,6 +25,7 @@ _LABELS = (
     N_("tokens/s per replica"), N_("met"), N_("missed"), N_("Ranked by"),
     N_("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price"),
     N_("{value} ms"), N_("{value} s"), N_("TPOT"),
+    N_("Micro-batch"), N_("Accum."), N_("Global batch"), N_("Bubble"), N_("MFU"),
 )
 
 
@@ -65,6 +66,8 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
         if job:
             cols.append((Column(t(per_unit or "per request"), 3, "right"),
                          lambda p: _small_money(_unit_cost(p.cost), cur)))
+        if training and any(p.recipe is not None for p in rec.plans):
+            cols += _recipe_columns(t)
     else:
         cols += [
             (Column(t("Replicas"), 3, "right"), _replicas),
@@ -137,6 +140,21 @@ def _sla(sv, t) -> str:
     if not sv or sv.get("sla_met") is None:
         return "-"
     return t("met") if sv["sla_met"] else t("missed")
+
+
+def _recipe_columns(t) -> list[tuple[Column, Callable[[Plan], str]]]:
+    """Training plans: the recipe the search chose (micro-batch, accumulation, global batch in sequences,
+    the idle share of a pipelined step, MFU)."""
+    def get(fmt: Callable[..., str]) -> Callable[[Plan], str]:
+        return lambda p: fmt(p.recipe) if p.recipe is not None else "-"
+
+    return [
+        (Column(t("Micro-batch"), 3, "right"), get(lambda r: str(r.micro_batch))),
+        (Column(t("Accum."), 3, "right"), get(lambda r: str(r.gradient_accumulation))),
+        (Column(t("Global batch"), 2, "right"), get(lambda r: str(r.global_batch_sequences))),
+        (Column(t("Bubble"), 4, "right"), get(lambda r: f"{r.pipeline_bubble:.0%}" if r.pp > 1 else "-")),
+        (Column(t("MFU"), 2, "right"), get(lambda r: f"{r.mfu:.0%}" if r.mfu is not None else "-")),
+    ]
 
 
 def _memory(p) -> str:

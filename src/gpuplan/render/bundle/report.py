@@ -548,7 +548,27 @@ def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | Non
                                                                   list(estimate.get("warnings") or []))],
                   files=file_rows(paths, c.lang), steps=steps(c, platform), cost_rows=rows,
                   cost_total=total, serving_notes=serving_notes(c),
-                  node_notes=node_notes(c, platform), training=_training_rows(c))
+                  node_notes=node_notes(c, platform), training=_training_rows(c), recipe=recipe_rows(c, plan))
+
+
+def recipe_rows(c: Ctx, plan: dict) -> list[tuple[Safe, Safe]]:
+    """PLAN.md's training recipe (the plan's ``recipe`` block): what runs per step, and which fields the search
+    chose; empty for serving plans and plans written before the recipe search."""
+    r = plan.get("recipe") or {}
+    if not r:
+        return []
+    bubble = f"{r['pipeline_bubble']:.1%}" if (r.get("pp") or 1) > 1 else "-"
+    mfu = f"{r['mfu']:.0%}" if r.get("mfu") is not None else "-"
+    rows = [(N_("Micro-batch x accumulation x DP"), f"{r['micro_batch']} x {r['gradient_accumulation']} x {r['dp']}"),
+            (N_("Global batch"), tr("{seqs} sequences, {tokens} tokens per optimizer step", c.lang).format(
+                seqs=r["global_batch_sequences"], tokens=f"{r['global_batch_tokens']:,}")
+             if r.get("global_batch_tokens") else tr("{seqs} samples per optimizer step", c.lang).format(
+                seqs=r["global_batch_sequences"])),
+            (N_("Optimizer steps"), str(r["optimizer_steps"]) if r.get("optimizer_steps") else "-"),
+            (N_("Pipeline bubble (idle share of a step)"), bubble), ("MFU", mfu),
+            (N_("Chosen by the search"), ", ".join(f"`{f}`" for f in r.get("chosen") or []) or "-"),
+            (N_("Set by you"), ", ".join(f"`{f}`" for f in r.get("pinned") or []) or "-")]
+    return [(tr(k, c.lang), Safe(v)) for k, v in rows]
 
 
 def _training_rows(c: Ctx) -> list[tuple[str, Safe]]:
