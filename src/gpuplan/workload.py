@@ -185,7 +185,8 @@ class Workload(_Strict):
     gradient_accumulation: int | None = Field(None, ge=1, le=1_000_000)
     seq_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     prompt_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
-    output_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    output_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS, description="tokens generated per request; 0 = "
+                                      "prefill only (embeddings, reranking, classification, scoring)")
     input: InputSpec | None = None
     grad_checkpointing: Union[bool, Literal["selective"], None] = None
     flash_attention: bool | None = None

@@ -155,10 +155,12 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
 def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
     framework = w.framework or "vllm"
     conc = w.batch_size or 1
+    encoder = model.kind == "encoder"
+    output_tokens = 0 if encoder else (w.output_tokens if w.output_tokens is not None else 1)
     inp = InferenceInputs(precision=w.precision or "bf16", quantization=w.quantization or "none",
                           kv_dtype_bytes=_kv_bytes(w), framework=framework, flash=bool(w.flash_attention),
-                          prompt_tokens=w.prompt_tokens or 0, output_tokens=w.output_tokens or 1, concurrency=conc,
-                          framework_version=w.framework_version)
+                          prompt_tokens=w.prompt_tokens or 0, output_tokens=output_tokens, concurrency=conc,
+                          framework_version=w.framework_version, encoder=encoder)
     mem = inference_memory(s, inp, layout, system)
     if memory_only:
         return mem, {}, []
@@ -168,9 +170,10 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     perf = inference_perf(s, case, layout, system, conc, mem,
                           ttft_sla_s=(sla.ttft_ms / 1000 if sla and sla.ttft_ms else None),
                           tpot_sla_s=(sla.tpot_ms / 1000 if sla and sla.tpot_ms else None),
-                          encoder_only=(model.kind == "encoder"))
+                          encoder_only=encoder)
     notes = list(perf.notes)
-    notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
+    if output_tokens:
+        notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
     return mem, perf.to_dict(), notes
 
 
@@ -212,6 +215,28 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     return mem, perf.to_dict(), notes
 
 
+def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
+    """An encoder-only model (BERT-class, embedding and reranker models) generates nothing: output_tokens 0
+    and, unless the workload names one, the eager Hugging Face / sentence-transformers stack instead of a
+    generation engine. The generic defaults' notes for those two fields are replaced."""
+    if model.kind != "encoder" or (resolved.task or "inference") != "inference":
+        return resolved, notes
+    changes: dict[str, Any] = {}
+    dropped = []
+    if given.output_tokens is None:
+        changes["output_tokens"] = 0
+        dropped.append(_("assumed {key} {value}").format(key="output_tokens", value=resolved.output_tokens))
+    if given.framework in (None, "auto"):
+        changes["framework"] = "transformers"
+        dropped.append(_("assumed {key} {value}").format(key="framework", value=resolved.framework))
+    if not changes:
+        return resolved, notes
+    kept = [n for n in notes if n not in dropped]
+    kept.append(_("encoder-only model: no tokens generated; eager transformers / sentence-transformers assumed "
+                  "unless framework is set"))
+    return resolved.with_updates(**changes), kept
+
+
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     """Estimate one workload on its fixed hardware (``hardware:`` block or --gpu/--gpus)."""
     from gpuplan.catalog.models import resolve_model
@@ -219,6 +244,7 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
     model = resolve_model(resolved.model)
+    resolved, notes = encoder_defaults(w, resolved, model, notes)
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     est = estimate_resolved(resolved, model, system, layout)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpuplan.estimate.forward import eager_cpu_s_per_op
 from gpuplan.estimate.memory import ENGINES, MemoryEstimate, kv_shard_fraction
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape, weight_bytes
@@ -41,6 +42,8 @@ class InferencePerf:
     notes: list[str] = field(default_factory=list)
     serving_batch: int = 1
     output_tokens: int = 0
+    prompt_tokens: int = 0
+    latency_s: float | None = None   # one request end to end: its prefill and every decode step
 
     def to_dict(self) -> dict:
         return {
@@ -48,6 +51,11 @@ class InferencePerf:
             "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "output_tokens_per_s": self.output_tokens_per_s,
             "max_concurrency": self.max_concurrency, "max_requests_per_s": self.max_requests_per_s,
             "prefill_s": self.prefill_s, "batch": self.batch,
+            "latency_s": self.latency_s,
+            # sequences read per second at the workload's batch, and prompt tokens per second (prefill work)
+            "sequences_per_s": self.batch / self.latency_s if self.latency_s else None,
+            "input_tokens_per_s": (self.batch / self.latency_s * self.prompt_tokens
+                                   if self.latency_s and self.prompt_tokens else None),
             # offline maximum throughput (every request queued at once: trtllm-bench throughput,
             # vLLM benchmark_throughput): the best continuous batch within the KV budget
             "max_output_tokens_per_s": (self.max_requests_per_s * self.output_tokens
@@ -116,7 +124,7 @@ def _tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: fl
 
 
 def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str],
-                 marginal: bool = False) -> float:
+                 marginal: bool = False, encoder: bool = False) -> float:
     """Seconds to process the prompts of ``batch`` sequences. ``marginal``: the extra time one prompt
     adds to a running continuous batch (chunked prefill / in-flight batching): its FLOPs only, the
     weights being streamed for the decode step it rides with and the pipeline stages kept busy."""
@@ -129,6 +137,9 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     peak_attn = peak_flops(system, _attention_dtype(case), [])
     flops = lin_flops + attn_flops * peak / peak_attn  # attention FLOPs in units of the GEMM rate
     eff = float(inf["prefill_efficiency"])
+    if not marginal:
+        # a forward of few rows runs thin GEMMs (engines batch many prompts into one step: marginal)
+        eff *= gemm_row_ramp(batch * p)
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
     w_bytes, _dtype = weight_bytes(s, case.precision, case.quantization)
@@ -136,10 +147,28 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     t = compute if marginal else max(compute, memory)
     if layout.pp > 1 and not marginal:
         t *= layout.pp  # stages in sequence for one request
-    t += _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
     if case.framework not in ENGINES and case.framework not in COMPILED:
-        t += s.layers * float(inf["eager_cpu_s_per_layer"])
-    return t
+        # eager PyTorch launches every kernel from Python: the CPU time overlaps the GPU time (soft maximum)
+        cpu = s.layers * eager_ops_per_layer(encoder) * eager_cpu_s_per_op()
+        t = _soft_max(cpu, t, float(inf["eager_overlap_exponent"]))
+    return t + _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
+
+
+def gemm_row_ramp(rows: float) -> float:
+    """Share of the large-GEMM efficiency a forward of ``rows`` token rows reaches: a GEMM with few rows
+    cannot fill the GPU's SMs; the multiplier ramps from 0.5 at 0 rows to 1 at
+    training.min_tokens_for_full_efficiency (the training step's ramp, the same GEMMs)."""
+    full = float(table("training", "min_tokens_for_full_efficiency"))
+    return min(1.0, 0.5 + 0.5 * rows / full)
+
+
+def eager_ops_per_layer(encoder: bool) -> float:
+    """Ops one transformer layer launches in eager PyTorch: a decoder layer (training.dequant_traffic.
+    eager_ops_per_layer), or an encoder layer without rotary embeddings, cache or gated MLP
+    (inference.eager_ops_per_encoder_layer)."""
+    if encoder:
+        return float(table("inference", "eager_ops_per_encoder_layer"))
+    return float(table("training", "dequant_traffic")["eager_ops_per_layer"])
 
 
 @dataclass(frozen=True)
@@ -271,11 +300,9 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
                    *, ttft_sla_s: float | None = None, tpot_sla_s: float | None = None,
                    encoder_only: bool = False) -> InferencePerf:
     notes: list[str] = []
+    if encoder_only or case.output_tokens <= 0:
+        return prefill_only_perf(s, case, layout, system, batch, mem, encoder_only, notes)
     prefill = prefill_time(s, case, layout, system, batch, notes)
-    if encoder_only:
-        rate = batch / prefill
-        return InferencePerf(ttft_s=prefill, tpot_s=0.0, output_tokens_per_s=0.0, max_concurrency=max(batch, 1),
-                             max_requests_per_s=rate, prefill_s=prefill, decode_step_s=0.0, batch=batch, notes=notes)
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
     tpot = decode_step_time(s, case, layout, system, batch, ctx_avg, notes)
     ttft = prefill  # the first token comes out of the prefill pass
@@ -285,7 +312,33 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
     rate, serving_batch = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
     return InferencePerf(ttft_s=ttft, tpot_s=tpot, output_tokens_per_s=out_tps, max_concurrency=conc,
                          max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes,
-                         serving_batch=serving_batch, output_tokens=case.output_tokens)
+                         serving_batch=serving_batch, output_tokens=case.output_tokens,
+                         prompt_tokens=case.prompt_tokens, latency_s=total)
+
+
+PREFILL_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def prefill_only_perf(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, mem: MemoryEstimate,
+                      encoder: bool, notes: list[str]) -> InferencePerf:
+    """Work that reads a prompt and generates nothing (embeddings, reranking, classification, scoring,
+    prefill benchmarks): one forward over ``batch`` prompts. Latency is that forward; sequences/s at the
+    workload's batch; a continuous-batching engine packs as many prompts per step as its KV pool holds
+    (decoders) or up to 1024 (encoders keep no cache), and its best rate is the offline maximum."""
+    latency = prefill_time(s, case, layout, system, batch, notes, encoder=encoder)
+    rate = batch / latency
+    best, best_b = rate, batch
+    if case.framework in ENGINES:
+        cap = 1024 if encoder else max(1, max_concurrency(mem))
+        for b in sorted({min(cap, x) for x in PREFILL_BATCHES}):
+            r = b / prefill_time(s, case, layout, system, b, [], encoder=encoder)
+            if r > best:
+                best, best_b = r, b
+    notes.append(_("prefill only: {batch} prompt(s) of {tokens} tokens per forward, no tokens generated").format(
+        batch=batch, tokens=case.prompt_tokens))
+    return InferencePerf(ttft_s=latency, tpot_s=0.0, output_tokens_per_s=0.0, max_concurrency=max(best_b, batch),
+                         max_requests_per_s=best, prefill_s=latency, decode_step_s=0.0, batch=batch, notes=notes,
+                         serving_batch=best_b, output_tokens=0, prompt_tokens=case.prompt_tokens, latency_s=latency)
 
 
 def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: System, conc: int,

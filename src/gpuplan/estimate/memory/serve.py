@@ -29,6 +29,7 @@ class InferenceInputs:
     output_tokens: int
     concurrency: int
     framework_version: str | None = None
+    encoder: bool = False            # encoder-only model (embeddings, classification): no KV cache
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
@@ -119,12 +120,13 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     w_total, _dtype = weight_bytes(s, t.precision, t.quantization)
     weights = inference_weight_bytes(s, w_total, layout)
     seq_tokens = t.prompt_tokens + t.output_tokens
-    per_seq = kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) * kv_shard_fraction(s, layout)
+    per_seq = 0.0 if t.encoder else \
+        kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) * kv_shard_fraction(s, layout)
     kv = per_seq * t.concurrency
     ctx, nccl = overhead_fixed(system)
     cap = system.capacity_bytes
     notes: list[str] = []
-    if t.framework in ENGINES:
+    if t.framework in ENGINES and not t.encoder:  # an encoder keeps no cache: nothing to pre-allocate
         util = inf["vllm_gpu_memory_utilization"] if t.framework != "sglang" else inf["sglang_mem_fraction_static"]
         profile_tokens = max(min(seq_tokens, 8192), 2048)
         act = prefill_transient_bytes(s, profile_tokens, layout.tp, True, 1) + 256 * s.vocab * 4.0 / layout.tp
@@ -176,12 +178,14 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
             "optimizer": 0.0, "adapters": 0.0, "logits": 0.0}
     comp["overhead"] = per_gpu - sum(comp.values())
     budget = cap - (weights + act + ctx + nccl + mem_tab["workspace_bytes"])
-    notes.append(_("transformers generate: the cache grows by concatenation, so the allocator's reserve approaches twice the KV cache"))
+    if kv:
+        notes.append(_("transformers generate: the cache grows by concatenation, so the allocator's reserve approaches twice the KV cache"))
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                           capacity_bytes=cap, components=comp, host_bytes=_inference_host(w_total, system),
                           peak_phase="prefill/decode", total_bytes=per_gpu * shards,
                           total_allocated_bytes=alloc * shards, total_reserved_bytes=reserved * shards,
-                          kv_budget_bytes=budget / 2.0, kv_bytes_per_sequence=per_seq, notes=notes)
+                          kv_budget_bytes=budget / 2.0, kv_bytes_per_sequence=per_seq, notes=notes,
+                          need_bytes=alloc + reserve + ctx + nccl)
 
 
 MAX_SHARD_BYTES = 5e9  # Hugging Face checkpoints are saved in shards of at most 5 GB by default
