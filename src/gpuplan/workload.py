@@ -290,6 +290,9 @@ DEFAULTS: dict[str, Any] = {
 
 FRAMEWORK_DEFAULT_BY_TASK = {"inference": "vllm", "pretrain": "deepspeed", "full": "deepspeed", "lora": "transformers",
                              "qlora": "transformers"}
+# Stacks that recompute nothing unless told to: Megatron-LM (--recompute-granularity unset) and NeMo's
+# recipes (recompute off; activation_checkpointing is opt-in). Elsewhere the conservative default holds.
+NO_RECOMPUTE_DEFAULT_FRAMEWORKS = {"megatron", "nemo"}
 
 
 def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> tuple[Workload, list[str]]:
@@ -317,6 +320,8 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
             value = "fp16"
         if key == "framework":
             value = FRAMEWORK_DEFAULT_BY_TASK.get(task, "transformers")
+        if key == "grad_checkpointing" and data.get("framework") in NO_RECOMPUTE_DEFAULT_FRAMEWORKS:
+            value = False
         if key == "optimizer" and _torchtune_single_device_full(data, task):
             value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
         data[key] = value

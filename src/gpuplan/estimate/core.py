@@ -177,13 +177,17 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     return mem, perf.to_dict(), notes
 
 
-def _adapted_linears(model, t) -> float:
-    """Linear layers per decoder layer that carry a LoRA adapter (each adds eager kernel launches)."""
+def _adapted_linears(model, t) -> tuple[float, float]:
+    """(adapted linear layers per decoder layer outside the routed experts, adapted linears per routed
+    expert): each adds eager kernel launches; an expert's run only for the experts a micro-batch touches."""
     try:
         shapes = model.linear_shapes_per_layer(t.lora_targets)
     except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers, as lora_param_count
         shapes = model.linear_shapes_per_layer("all-linear")
-    return float(sum(count for _name, _din, _dout, count in shapes))
+    experts = float(getattr(getattr(model, "moe", None), "num_experts", 0) or 0)
+    dense = sum(count for name, _din, _dout, count in shapes if not (experts and name.startswith("experts.")))
+    per_expert = sum(count / experts for name, _din, _dout, count in shapes if experts and name.startswith("experts."))
+    return float(dense), float(per_expert)
 
 
 def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
@@ -206,10 +210,11 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     else:
         trainable = s.params_total
     dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
+    adapted = _adapted_linears(model, t) if task in ("lora", "qlora") else (0.0, 0.0)
     perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
                          seq_len=t.seq_len, layout=layout, system=system, trainable_params=trainable,
                          dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash,
-                         optimizer=t.optimizer, adapted_linears=_adapted_linears(model, t) if task in ("lora", "qlora") else 0.0)
+                         optimizer=t.optimizer, adapted_linears=adapted[0], adapted_expert_linears=adapted[1])
     notes = list(perf.notes)
     notes.append(_("achievable hardware FLOPs utilisation {efficiency:.0%} of {peak_tflops:.0f} TFLOP/s dense ({gpu}, data/efficiency.yaml)").format(efficiency=perf.efficiency, peak_tflops=perf.peak_tflops, gpu=system.gpu.id))
     return mem, perf.to_dict(), notes

@@ -130,7 +130,9 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     weights being streamed for the decode step it rides with and the pipeline stages kept busy."""
     inf = table("inference")
     p = max(1, case.prompt_tokens)
-    lin_flops = batch * 2.0 * s.matmul_params_active * p
+    # an encoder has no LM head: its (tied) embedding matrix is only looked up
+    matmul = s.layers * (s.attn_params_layer + s.mlp_params_layer_active) if encoder else s.matmul_params_active
+    lin_flops = batch * 2.0 * matmul * p
     attn_flops = batch * 2.0 * s.layers * s.heads * s.head_dim * p * p
     peak = peak_flops(system, _compute_dtype(case), notes)
     # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8

@@ -111,12 +111,17 @@ class MemoryEstimate:
         }
 
 
-def precision_mode(precision: str, framework: str, optimizer: str) -> str:
-    """'fp32', 'pure' (16-bit weights and states) or 'mixed' (fp32 master + fp32 moments)."""
+def precision_mode(precision: str, framework: str, optimizer: str, deepspeed_engine: bool = False) -> str:
+    """'fp32', 'pure' (16-bit weights and states) or 'mixed' (fp32 master + fp32 moments). A Trainer stack
+    that hands its model to the DeepSpeed engine (ZeRO, parallel.zero >= 1) runs DeepSpeed's mixed-precision
+    optimizer, which keeps fp32 master weights and fp32 Adam moments whatever dtype the model was loaded in
+    (DeepSpeed BF16_Optimizer / ZeRO stage 1-3 optimizers: fp32 partitions of every trainable parameter)."""
     if precision == "fp32":
         return "fp32"
     if optimizer == "adamw-bf16":
         return "pure"
+    if deepspeed_engine:
+        return "mixed"
     return "pure" if framework in PURE_16BIT_FRAMEWORKS else "mixed"
 
 
@@ -167,16 +172,20 @@ def eager_score_bytes(framework: str) -> float:
 
 
 def lora_param_count(model, targets, rank: int) -> tuple[float, float]:
-    """(adapter parameters in the whole model, sum of adapted input widths per layer)."""
+    """(adapter parameters in the whole model, sum of adapted input widths one token passes per layer).
+    A token passes only the k routed experts it is sent to, so an adapted expert linear counts k/E of its
+    E copies toward the inputs a token's dropout keeps (all E toward the parameters)."""
     try:
         shapes = model.linear_shapes_per_layer(targets)
     except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers
         shapes = model.linear_shapes_per_layer("all-linear")
+    moe = getattr(model, "moe", None)
+    routed = (float(moe.experts_per_token) / float(moe.num_experts)) if moe and moe.num_experts else 1.0
     per_layer = 0.0
     din = 0.0
-    for _name, d_in, d_out, count in shapes:
+    for name, d_in, d_out, count in shapes:
         per_layer += rank * (d_in + d_out) * count
-        din += d_in * count
+        din += d_in * count * (routed if moe and name.startswith("experts.") else 1.0)
     layers = model.num_layers + (getattr(model, "num_decoder_layers", 0) or 0)
     return per_layer * layers, din
 

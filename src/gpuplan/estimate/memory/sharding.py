@@ -67,4 +67,9 @@ def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization
                                    double_quant=(task == "qlora"))
     gather = w_total / (layout.tp * layout.pp)
     reduce = trainable_params / (layout.tp * layout.pp) * 2.0
+    if s.moe_experts and layout.ep > 1 and s.params_total:
+        # expert parallelism: a rank keeps (and gathers) only its 1/ep of the routed experts (FSDP2 + EP)
+        experts = s.layers * (s.mlp_params_layer_total - s.mlp_params_layer_active) / s.params_total
+        gather *= 1.0 - experts * (1.0 - 1.0 / layout.ep)
+        reduce *= 1.0 - experts * (1.0 - 1.0 / layout.ep)
     return gather, reduce

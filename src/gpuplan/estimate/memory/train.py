@@ -146,28 +146,27 @@ def _grad_state_bytes(t: TrainingInputs, mode: str) -> tuple[float, float, float
 def fp8_weight_cache_bytes(t: TrainingInputs) -> float:
     """Bytes per block weight Transformer Engine keeps beside the weight for FP8 GEMMs
     (memory.fp8_weight_cache_bytes: an FP8 copy and an FP8 transpose across micro-batches). A frozen
-    LoRA base keeps its weights as FP8 primaries where the stack loads them so
-    (memory.fp8_frozen_base_bytes: the FP8 weight + its transpose for the input gradient; Megatron-SWIFT
-    --fp8_param_gather, NeMo fp8_params), replacing the 16-bit copy: see :func:`_frozen_fp8_primary`."""
+    LoRA base is held as FP8 weights instead (see :func:`_frozen_fp8_primary`)."""
     if not _fp8_te(t):
         return 0.0
     return float(by_key(table("memory", "fp8_weight_cache_bytes"), t.framework))
 
 
 def _frozen_fp8_primary(t: TrainingInputs) -> float | None:
-    """Bytes per frozen block weight when a LoRA base trains under Transformer Engine FP8 with FP8
-    primary weights (no 16-bit copy, no separate cache): memory.fp8_frozen_base_bytes by framework, or
-    None where the stack keeps the 16-bit weight and caches FP8 copies beside it."""
+    """Bytes per frozen block weight of a LoRA base trained at precision fp8: the base is held as FP8 weights
+    (memory.fp8_frozen_base_bytes: 1, or 2 where Transformer Engine keeps the FP8 transpose), no 16-bit
+    copy; None when the task trains every weight (full / pretrain keep the 16-bit weights)."""
     if not (_fp8_te(t) and t.task in ("lora", "qlora")):
         return None
-    val = table("memory", "fp8_frozen_base_bytes").get(t.framework)
-    return None if val is None else float(val)
+    return float(by_key(table("memory", "fp8_frozen_base_bytes"), t.framework))
 
 
 def _run_constants(model, s: Shape, t: TrainingInputs, layout: Layout, system: System) -> _Run:
     mem_tab = table("memory")
     peft = t.task in ("lora", "qlora")
-    mode = precision_mode(t.precision, t.framework, t.optimizer)
+    mode = precision_mode(t.precision, t.framework, t.optimizer,
+                          deepspeed_engine=layout.zero >= 1 and layout.fsdp == "none" and t.framework in PURE_16BIT_FRAMEWORKS
+                          and t.framework != "torchtune")
     quant = t.quantization if t.quantization not in (None, "none") else "none"
     w_total = _weights_total(s, t, layout)
     grad_b, state_b, temp_b = _grad_state_bytes(t, mode)
