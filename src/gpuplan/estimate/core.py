@@ -164,7 +164,8 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     mem = inference_memory(s, inp, layout, system)
     if memory_only:
         return mem, {}, []
-    case = ServingCase(precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
+    case = ServingCase(framework_version=w.framework_version,
+                       precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
                        framework=framework, prompt_tokens=inp.prompt_tokens, output_tokens=inp.output_tokens)
     sla = w.serving
     perf = inference_perf(s, case, layout, system, conc, mem,

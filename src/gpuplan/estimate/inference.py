@@ -78,6 +78,23 @@ class ServingCase:
     framework: str
     prompt_tokens: int
     output_tokens: int
+    framework_version: str | None = None
+
+
+def moe_loop_experts(s: Shape, case: ServingCase, tokens: float) -> float:
+    """Experts an eager transformers MoE block loops over per layer for ``tokens`` tokens: every one of them
+    before transformers 4.53 (``for expert_idx in range(self.num_experts)``, each launching its ops even with
+    no token; huggingface/transformers PR #38133 'Skip non-selected experts for qwen3_moe', following #32429),
+    only the ones the tokens hit since (inference.eager_moe_all_experts_before)."""
+    if not s.moe_experts or case.framework in ENGINES or case.framework in COMPILED:
+        return 0.0
+    from gpuplan.estimate.memory.serve import _version_tuple
+    from gpuplan.estimate.training import experts_touched
+
+    fixed = str(table("inference", "eager_moe_all_experts_before"))
+    if case.framework_version and _version_tuple(case.framework_version) < _version_tuple(fixed):
+        return float(s.moe_experts)
+    return experts_touched(s, tokens)
 
 
 def _compute_dtype(case: ServingCase) -> str:
@@ -151,7 +168,10 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
         t *= layout.pp  # stages in sequence for one request
     if case.framework not in ENGINES and case.framework not in COMPILED:
         # eager PyTorch launches every kernel from Python: the CPU time overlaps the GPU time (soft maximum)
-        cpu = s.layers * eager_ops_per_layer(encoder) * eager_cpu_s_per_op()
+        ops = eager_ops_per_layer(encoder)
+        if s.moe_experts:
+            ops += moe_loop_experts(s, case, batch * p) * float(table("training", "moe_eager_ops_per_expert"))
+        cpu = s.layers * ops * eager_cpu_s_per_op()
         t = _soft_max(cpu, t, float(inf["eager_overlap_exponent"]))
     return t + _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
 
@@ -193,6 +213,9 @@ class _DecodeConsts:
     quantized: bool = False  # weight-only quantized GEMV kernels
     min_rows: int = 1        # M-tile a decode GEMM is padded to (engines' tensor-core kernels)
     quantization: str = "none"
+    moe_ops_per_expert: float = 0.0   # eager MoE: ops each looped expert launches per layer
+    shape: Shape | None = None
+    case: ServingCase | None = None
 
     def touched_share(self, batch: int) -> float:
         """Share of the routed experts a decode step of ``batch`` tokens reads."""
@@ -236,7 +259,9 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
         framework=case.framework, expert_s=expert_s, experts=s.moe_experts, experts_per_token=s.moe_experts_per_token,
         quantized=case.quantization not in (None, "none"),
         min_rows=_decode_min_rows(system, case.framework, case.quantization or "none"),
-        quantization=case.quantization or "none")
+        quantization=case.quantization or "none",
+        moe_ops_per_expert=float(table("training", "moe_eager_ops_per_expert")) if eager and s.moe_experts else 0.0,
+        shape=s, case=case)
 
 
 # Weight-only quantized schemes that serving engines run through Marlin-class mixed-input kernels
@@ -273,6 +298,9 @@ def _decode_step(c: _DecodeConsts, batch: int, context_tokens: float) -> float:
         cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if c.pp > 1 else 1.0)
         # bitsandbytes' Linear4bit/Linear8bitLt add Python work per linear call (quant-state handling, casts)
         cpu_layer += float(inf["eager_bnb_cpu_s_per_layer"].get(c.quantization, 0.0))
+        if c.moe_ops_per_expert and c.shape is not None and c.case is not None:
+            # the Python loop over the MoE block's experts, each launching its ops (moe_loop_experts)
+            cpu_layer += moe_loop_experts(c.shape, c.case, batch) * c.moe_ops_per_expert * eager_cpu_s_per_op()
         gpu_layer = gpu_s / c.layers
         k = float(inf["eager_overlap_exponent"])
         return c.layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
@@ -304,18 +332,35 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
     notes: list[str] = []
     if encoder_only or case.output_tokens <= 0:
         return prefill_only_perf(s, case, layout, system, batch, mem, encoder_only, notes)
-    prefill = prefill_time(s, case, layout, system, batch, notes)
+    conc = max_concurrency(mem)
+    running = engine_running_batch(case, batch, conc, notes)
+    prefill = prefill_time(s, case, layout, system, running, notes)
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
-    tpot = decode_step_time(s, case, layout, system, batch, ctx_avg, notes)
+    tpot = decode_step_time(s, case, layout, system, running, ctx_avg, notes)
     ttft = prefill  # the first token comes out of the prefill pass
     total = prefill + case.output_tokens * tpot
-    out_tps = batch * case.output_tokens / total
-    conc = max_concurrency(mem)
+    out_tps = running * case.output_tokens / total
     rate, serving_batch = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
     return InferencePerf(ttft_s=ttft, tpot_s=tpot, output_tokens_per_s=out_tps, max_concurrency=conc,
                          max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes,
                          serving_batch=serving_batch, output_tokens=case.output_tokens,
                          prompt_tokens=case.prompt_tokens, latency_s=total)
+
+
+def engine_running_batch(case: ServingCase, batch: int, conc: int, notes: list[str]) -> int:
+    """Sequences a continuous-batching engine runs at once when ``batch`` are submitted together: no more than
+    its KV pool holds (``conc``) nor its batch cap (inference.engine_max_batch); the rest wait in its queue
+    (vLLM / SGLang / TensorRT-LLM schedulers admit a request only when its KV blocks are free), so the throughput
+    is that of the running batch. Eager generate runs the whole batch (or runs out of memory)."""
+    if case.framework not in ENGINES or batch <= 1:
+        return batch
+    cap = table("inference", "engine_max_batch").get(case.framework)
+    limit = min(conc if conc > 0 else batch, int(cap) if cap else batch)
+    if batch > limit:
+        notes.append(_("{framework} runs {running} of the {batch} sequences at once (its KV pool and batch cap); "
+                       "the rest wait").format(framework=case.framework, running=max(1, limit), batch=batch))
+        return max(1, limit)
+    return batch
 
 
 PREFILL_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
