@@ -341,6 +341,14 @@ def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
     w, system, layout = row_to_case(r)
     model = resolve_model(r["model"])
     est = estimate_resolved(w, model, system, layout, with_suggestions=False)
+    if not est.fits and r["task"] != "inference" and not (r["grad_ckpt"] or "").strip() \
+            and layout.checkpointing == "none":
+        # recomputation unstated and the stack's default (none) does not fit: the run completed, so it recomputed
+        from dataclasses import replace
+
+        layout = replace(layout, checkpointing="full")
+        est = estimate_resolved(w.with_updates(grad_checkpointing=True), model, system, layout,
+                                with_suggestions=False)
     mem, perf = est.memory, est.performance
     metric, api = r["metric"], r["measure_api"]
     fits = mem.fits

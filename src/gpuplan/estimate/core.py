@@ -225,7 +225,11 @@ def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str
     """An encoder-only model (BERT-class, embedding and reranker models) generates nothing: output_tokens 0
     and, unless the workload names one, the eager Hugging Face / sentence-transformers stack instead of a
     generation engine. The generic defaults' notes for those two fields are replaced."""
-    if model.kind != "encoder" or (resolved.task or "inference") != "inference":
+    if (resolved.task or "inference") != "inference":
+        return resolved, notes
+    if getattr(model, "profile", None) is not None and not _is_llm(model):
+        return _profile_defaults(given, resolved, notes)
+    if model.kind != "encoder":
         return resolved, notes
     changes: dict[str, Any] = {}
     dropped = []
@@ -241,6 +245,20 @@ def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str
     kept.append(_("encoder-only model: no tokens generated; eager transformers / sentence-transformers assumed "
                   "unless framework is set"))
     return resolved.with_updates(**changes), kept
+
+
+def _profile_defaults(given: Workload, resolved: Workload, notes: list[str]) -> tuple[Workload, list[str]]:
+    """A vision, diffusion or speech model runs in eager PyTorch (torchvision, diffusers, transformers) unless
+    the workload names a framework; the LLM serving defaults (prompt/output tokens, KV cache dtype) do not
+    apply and are not listed as assumptions."""
+    unused = {"prompt_tokens", "output_tokens", "kv_cache_dtype"}
+    dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in unused}
+    kept = [n for n in notes if n not in dropped]
+    if given.framework in (None, "auto"):
+        kept = [n for n in kept if n != _("assumed {key} {value}").format(key="framework", value=resolved.framework)]
+        kept.append(_("assumed {key} {value}").format(key="framework", value="transformers"))
+        return resolved.with_updates(framework="transformers"), kept
+    return resolved, kept
 
 
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:

@@ -20,7 +20,10 @@ from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import table
 from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost
 from gpuplan.estimate.system import Layout, System
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
+
+# phases of a pipeline's memory peak (put into the notes at run time)
+PHASES = (N_("VAE decode"), N_("denoising"))
 from gpuplan.units import GIB
 
 
@@ -91,7 +94,7 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
     comp = dict.fromkeys(COMPONENTS, 0.0)
     comp.update(weights=weights, activations=acts)
     comp["overhead"] = per_gpu - weights - acts
-    phase = "VAE decode" if vae_act >= denoise_act else "denoising"
+    phase = PHASES[0] if vae_act >= denoise_act else PHASES[1]
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                           capacity_bytes=system.capacity_bytes, components=comp,
                           host_bytes=weights + 4 * GIB * system.gpus_per_node, peak_phase=phase,
