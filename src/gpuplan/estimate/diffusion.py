@@ -21,10 +21,10 @@ from gpuplan.estimate.params import table
 from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import N_, _
+from gpuplan.units import GIB
 
 # phases of a pipeline's memory peak (put into the notes at run time)
 PHASES = (N_("VAE decode"), N_("denoising"))
-from gpuplan.units import GIB
 
 
 def _pipe(model) -> dict:

@@ -12,24 +12,16 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.memory.common import (
     BF16_ADAPTER_FRAMEWORKS,
-    NO_KBIT_UPCAST_FRAMEWORKS,
-    OPT_STATE_BYTES,
-    PAGED_OPTIMIZERS,
-    PURE_16BIT_FRAMEWORKS,
     MemoryEstimate,
-    activation_bytes_per_token_layer,
-    block_storage_bytes_per_layer,
     eager_score_bytes,
     largest_block_matrix,
     largest_param_tensor,
     logits_bytes_per_token,
-    lora_param_count,
-    overhead_fixed,
-    precision_mode,
 )
-from gpuplan.estimate.memory.sharding import gathered_param_bytes, shard_group
-from gpuplan.estimate.params import by_key, table
-from gpuplan.estimate.shapes import ACT_BYTES, Shape, weight_bytes
+from gpuplan.estimate.memory.run import Run, TrainingInputs, frozen_fp8_primary, run_constants, stage_layers
+from gpuplan.estimate.memory.sharding import gathered_param_bytes
+from gpuplan.estimate.params import table
+from gpuplan.estimate.shapes import ACT_BYTES, Shape
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import N_, _
 from gpuplan.units import GIB
@@ -37,57 +29,7 @@ from gpuplan.units import GIB
 # Words put into the notes at run time (phase of the peak, precision mode).
 _NOTE_WORDS = (N_("forward/backward"), N_("optimizer step"), N_("pure"), N_("mixed"), N_("fp32"))
 
-
-@dataclass(frozen=True)
-class TrainingInputs:
-    task: str
-    precision: str
-    quantization: str
-    optimizer: str
-    framework: str
-    flash: bool
-    seq_len: int
-    lora_rank: int = 8
-    lora_targets: object = "all-linear"
-    lora_dropout: float = 0.05
-    variable_length: bool = True
-    optimizer_in_backward: bool = False
-    activation_offloading: bool = False
-    compiled: bool = False
-
-
-@dataclass(frozen=True)
-class _Run:
-    """What every pipeline stage of one training run shares: bytes per parameter, shard factors and sizes."""
-
-    t: TrainingInputs
-    s: Shape
-    layout: Layout
-    peft: bool
-    mode: str
-    dense_w: float
-    quant: str
-    w_total: float
-    bytes_per_param_w: float
-    grad_b: float
-    state_b: float
-    temp_b: float
-    dp: int
-    shard_states: int
-    shard_grads: int
-    shard_weights: int
-    lora_params: float
-    paged: bool
-    in_bwd: bool
-    layer_store: float
-    fp8_cache_b: float
-    act_tok_layer: float
-    tokens_mb: float
-    reserve_transient: float
-    reserve_total: float
-    ctx: float
-    nccl: float
-    capacity: float
+__all__ = ["TrainingInputs", "stage_inflight", "stage_layers", "training_memory"]
 
 
 @dataclass(frozen=True)
@@ -102,96 +44,6 @@ class _Stage:
     paged_spill: float
     offloaded_acts: float
     need: float
-
-
-def stage_layers(layers: int, pp: int) -> list[int]:
-    """Layers per pipeline stage (the first stages take the remainder)."""
-    base, extra = divmod(layers, pp)
-    return [base + (1 if i < extra else 0) for i in range(pp)]
-
-
-def _fp8_te(t: TrainingInputs) -> bool:
-    """Transformer Engine FP8 training of an unquantized model."""
-    return t.precision == "fp8" and t.quantization in (None, "none")
-
-
-def _weights_total(s: Shape, t: TrainingInputs, layout: Layout) -> float:
-    """Bytes of the whole model's weights at rest. QLoRA with bitsandbytes upcasts the non-quantized
-    parameters (embeddings, LM head, norms) to fp32 (peft.prepare_model_for_kbit_training, PEFT docs),
-    except when sharded (FSDP / ZeRO-3 need one dtype per flat parameter: TRL is_sharded_qlora) and in
-    stacks that never call it (NO_KBIT_UPCAST_FRAMEWORKS)."""
-    quant = t.quantization if t.quantization not in (None, "none") else "none"
-    w_total, _dtype = weight_bytes(s, t.precision, quant, double_quant=(t.task == "qlora"))
-    if t.task == "qlora" and quant in ("bnb-nf4", "bnb-int8") and layout.zero < 3 \
-            and t.framework not in NO_KBIT_UPCAST_FRAMEWORKS:
-        w_total += s.other_params * (4.0 - 2.0)
-    return w_total
-
-
-def _grad_state_bytes(t: TrainingInputs, mode: str) -> tuple[float, float, float]:
-    """(gradient, optimizer state, optimizer-step temporary) bytes per trainable parameter."""
-    grad_b = 4.0 if mode == "fp32" else 2.0
-    if mode == "mixed":
-        # Megatron-Core accumulates gradients in fp32 main_grad buffers (memory.mixed_precision_grad_bytes)
-        grad_b = by_key(table("memory", "mixed_precision_grad_bytes"), t.framework)
-    state_b = OPT_STATE_BYTES.get((t.optimizer, mode), 12.0 if mode == "mixed" else 4.0)
-    step_temp_mult = by_key(table("memory", "optimizer_step_transient"), t.optimizer, "adamw")
-    temp_b = (4.0 if mode in ("mixed", "fp32") else 2.0) * step_temp_mult
-    if t.optimizer == "adamw" and t.framework not in PURE_16BIT_FRAMEWORKS | {"auto"} and mode == "mixed":
-        # DeepSpeed / Megatron / FSDP use fused or multi-tensor-apply Adam kernels that step in place.
-        temp_b = 0.0
-    return grad_b, state_b, temp_b
-
-
-def fp8_weight_cache_bytes(t: TrainingInputs) -> float:
-    """Bytes per block weight Transformer Engine keeps beside the weight for FP8 GEMMs
-    (memory.fp8_weight_cache_bytes: an FP8 copy and an FP8 transpose across micro-batches). A frozen
-    LoRA base is held as FP8 weights instead (see :func:`_frozen_fp8_primary`)."""
-    if not _fp8_te(t):
-        return 0.0
-    return float(by_key(table("memory", "fp8_weight_cache_bytes"), t.framework))
-
-
-def _frozen_fp8_primary(t: TrainingInputs) -> float | None:
-    """Bytes per frozen block weight of a LoRA base trained at precision fp8: the base is held as FP8 weights
-    (memory.fp8_frozen_base_bytes: 1, or 2 where Transformer Engine keeps the FP8 transpose), no 16-bit
-    copy; None when the task trains every weight (full / pretrain keep the 16-bit weights)."""
-    if not (_fp8_te(t) and t.task in ("lora", "qlora")):
-        return None
-    return float(by_key(table("memory", "fp8_frozen_base_bytes"), t.framework))
-
-
-def _run_constants(model, s: Shape, t: TrainingInputs, layout: Layout, system: System) -> _Run:
-    mem_tab = table("memory")
-    peft = t.task in ("lora", "qlora")
-    mode = precision_mode(t.precision, t.framework, t.optimizer,
-                          deepspeed_engine=layout.zero >= 1 and layout.fsdp == "none" and t.framework in PURE_16BIT_FRAMEWORKS
-                          and t.framework != "torchtune")
-    quant = t.quantization if t.quantization not in (None, "none") else "none"
-    w_total = _weights_total(s, t, layout)
-    grad_b, state_b, temp_b = _grad_state_bytes(t, mode)
-    dp = shard_group(layout, system)
-    zero = layout.zero
-    lora_params, lora_din = lora_param_count(model, t.lora_targets, t.lora_rank) if peft else (0.0, 0.0)
-    fp8_te = _fp8_te(t)
-    act_tok_layer = activation_bytes_per_token_layer(
-        s, t.precision, t.framework, flash=t.flash, seq_len=t.seq_len, tp=layout.tp, sp=layout.sp,
-        lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0, frozen_base=peft,
-        linear_input_bytes=by_key(mem_tab["fp8_saved_linear_input_bytes"], t.framework) if fp8_te else 2.0)
-    frac_key = "variable_length" if (t.variable_length and t.task != "pretrain") else "packed"
-    ctx, nccl = overhead_fixed(system)
-    return _Run(
-        t=t, s=s, layout=layout, peft=peft, mode=mode, dense_w=4.0 if t.precision == "fp32" else 2.0, quant=quant,
-        w_total=w_total, bytes_per_param_w=w_total / s.params_total if s.params_total else 2.0,
-        grad_b=grad_b, state_b=state_b, temp_b=temp_b, dp=dp,
-        shard_states=dp if zero >= 1 else 1, shard_grads=dp if zero >= 2 else 1, shard_weights=dp if zero >= 3 else 1,
-        lora_params=lora_params, paged=t.optimizer in PAGED_OPTIMIZERS and not peft,
-        in_bwd=t.optimizer_in_backward and not peft and layout.grad_accum == 1,
-        layer_store=block_storage_bytes_per_layer(s, t.precision, quant, double_quant=(t.task == "qlora")),
-        fp8_cache_b=fp8_weight_cache_bytes(t), act_tok_layer=act_tok_layer,
-        tokens_mb=t.seq_len * layout.micro_batch / max(1, layout.cp),  # context parallelism splits each sequence
-        reserve_transient=mem_tab["reserve_fraction_of_transient"][frac_key],
-        reserve_total=mem_tab["reserve_fraction_of_total"], ctx=ctx, nccl=nccl, capacity=system.capacity_bytes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,13 +80,13 @@ def stage_params(s: Shape, layout: Layout, n_layers: int, first: bool, last: boo
     return params, local
 
 
-def stage_weight_bytes(run: _Run, n_layers: int, params: float, params_local: float) -> float:
+def stage_weight_bytes(run: Run, n_layers: int, params: float, params_local: float) -> float:
     """Weights on one GPU of the stage at their storage width; ZeRO-3 / FSDP shard every parameter,
     frozen ones included; Transformer Engine FP8 adds its cached FP8 copies of the block weights (a
     frozen LoRA base with FP8 primaries keeps those instead of the 16-bit weights)."""
     s, layout = run.s, run.layout
     block_local = params_local - (params - n_layers * (s.attn_params_layer + s.mlp_params_layer_total)) / layout.tp
-    frozen_fp8 = _frozen_fp8_primary(run.t)
+    frozen_fp8 = frozen_fp8_primary(run.t)
     if frozen_fp8 is not None:
         other_local = params_local - block_local
         weights = (block_local * frozen_fp8 + other_local * run.dense_w) / run.shard_weights
@@ -247,7 +99,7 @@ def stage_weight_bytes(run: _Run, n_layers: int, params: float, params_local: fl
     return weights
 
 
-def stage_adapter_bytes(run: _Run, n_layers: int) -> float:
+def stage_adapter_bytes(run: Run, n_layers: int) -> float:
     """LoRA adapters on one GPU: weights, gradients and AdamW states, sharded like the stage says. PEFT
     upcasts adapters to fp32; torchtune builds them in the model dtype (bf16 weights, grads, states)."""
     if not run.peft:
@@ -259,7 +111,7 @@ def stage_adapter_bytes(run: _Run, n_layers: int) -> float:
     return local * (ad_b / run.shard_weights + ad_b / run.shard_grads + states)
 
 
-def stage_trainable_bytes(run: _Run, params_local: float) -> tuple[float, float, float]:
+def stage_trainable_bytes(run: Run, params_local: float) -> tuple[float, float, float]:
     """(gradients, optimizer states, optimizer-step temporaries) of a fully trained stage on one GPU.
     optimizer_in_backward steps each parameter from its gradient hook: one parameter's gradient is live
     (torchtune optimizer_in_bwd). CPU offload (ZeRO-Offload, Ren et al. 2021 §4; FSDP CPUOffload /
@@ -281,7 +133,7 @@ def stage_trainable_bytes(run: _Run, params_local: float) -> tuple[float, float,
     return grads, states, step_temp
 
 
-def stage_activation_bytes(run: _Run, n_layers: int, inflight: float) -> tuple[float, float, float]:
+def stage_activation_bytes(run: Run, n_layers: int, inflight: float) -> tuple[float, float, float]:
     """(stored activations, transient of the recomputed layer, activations offloaded to host) on one GPU.
 
     Without recomputation every layer keeps its saved tensors for each in-flight micro-batch; full
@@ -310,7 +162,7 @@ def stage_activation_bytes(run: _Run, n_layers: int, inflight: float) -> tuple[f
     return stored, recompute, offloaded
 
 
-def stage_logits_bytes(run: _Run, last: bool) -> float:
+def stage_logits_bytes(run: Run, last: bool) -> float:
     """The logits pipeline at the loss peak (last stage only; memory.logits_bytes_per_vocab_token)."""
     if not last:
         return 0.0
@@ -321,7 +173,7 @@ def stage_logits_bytes(run: _Run, last: bool) -> float:
 # One stage's peak, then the whole model
 # ---------------------------------------------------------------------------------------------
 
-def _stage_peak(run: _Run, n_layers: int, first: bool, last: bool, inflight: float) -> _Stage:
+def _stage_peak(run: Run, n_layers: int, first: bool, last: bool, inflight: float) -> _Stage:
     layout = run.layout
     params, params_local = stage_params(run.s, layout, n_layers, first, last)
     weights = stage_weight_bytes(run, n_layers, params, params_local)
@@ -362,7 +214,7 @@ def _stage_peak(run: _Run, n_layers: int, first: bool, last: bool, inflight: flo
     return _Stage(per_gpu, alloc, reserved, comp, phase, paged_states - paged_resident, offloaded, need)
 
 
-def _phases(run: _Run, persistent: float, weights: float, states: float, adapters: float, grads: float,
+def _phases(run: Run, persistent: float, weights: float, states: float, adapters: float, grads: float,
             step_temp: float, gather: float, acts: float, logits: float) -> tuple[str, dict, float]:
     """(phase, breakdown, allocated bytes) at the larger of the forward/backward and optimizer-step peaks.
     Gradients exist during forward/backward when accumulated over micro-batches (or stepped in backward);
@@ -392,7 +244,7 @@ def _phases(run: _Run, persistent: float, weights: float, states: float, adapter
     return "optimizer step", comp, step + workspace
 
 
-def training_host_bytes(run: _Run, system: System, paged_spill: float, offloaded_acts: float) -> float:
+def training_host_bytes(run: Run, system: System, paged_spill: float, offloaded_acts: float) -> float:
     """Host RAM: offloaded optimizer states (and ZeRO-3 parameters), paged-optimizer spill, offloaded
     activations, ~3 GiB per process for data loading, and half the weights while loading."""
     s, layout = run.s, run.layout
@@ -406,7 +258,7 @@ def training_host_bytes(run: _Run, system: System, paged_spill: float, offloaded
     return host + 3.0 * GIB * system.gpus_per_node + 0.5 * run.w_total
 
 
-def _notes(run: _Run, phase: str) -> list[str]:
+def _notes(run: Run, phase: str) -> list[str]:
     t, layout = run.t, run.layout
     notes = [_("peak in the {phase} phase").format(phase=_(phase)),
              _("optimizer states: {optimizer} ({mode} precision, {bytes:g} bytes/param)").format(
@@ -420,9 +272,9 @@ def _notes(run: _Run, phase: str) -> list[str]:
     if t.activation_offloading:
         notes.append(_("activation offloading: saved activations wait in pinned host RAM; about {layers:g} layers' "
                        "worth stay on the GPU").format(layers=table("memory")['activation_offload_resident_layers']))
-    if _frozen_fp8_primary(t) is not None:
+    if frozen_fp8_primary(t) is not None:
         notes.append(_("FP8 LoRA: the frozen base is kept as FP8 weights and their FP8 transpose ({bytes:g} bytes per "
-                       "block weight), no 16-bit copy").format(bytes=_frozen_fp8_primary(t)))
+                       "block weight), no 16-bit copy").format(bytes=frozen_fp8_primary(t)))
     return notes
 
 
@@ -430,7 +282,7 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
                     with_notes: bool = True) -> MemoryEstimate:
     """Memory of one training step on the busiest GPU (and the sum over one replica's GPUs).
     ``with_notes=False`` skips the explanatory notes (the recommender's feasibility pass)."""
-    run = _run_constants(model, s, t, layout, system)
+    run = run_constants(model, s, t, layout, system)
     stages: list[_Stage] = []
     seen: dict[tuple, _Stage] = {}  # stages alike in layers, ends and in-flight micro-batches are computed once
     for i, n_layers in enumerate(stage_layers(s.layers, layout.pp)):
