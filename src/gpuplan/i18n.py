@@ -127,6 +127,7 @@ TABLE_LABELS = (
     N_("MFU"), N_("TFLOP/s per GPU"), N_("Communication share"), N_("Total time"), N_("GPU-hours"), N_("TTFT"),
     N_("TPOT"), N_("Output tokens/s"), N_("Max concurrency"), N_("Max requests/s"), N_("Host RAM"),
     N_("Peak allocated"), N_("Peak reserved"), N_("Engine reserved"), N_("Layout"),
+    N_("Latency"), N_("Sequences/s"), N_("Input tokens/s"), N_("Images/s"), N_("Denoising steps/s"),
 )
 
 

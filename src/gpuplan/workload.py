@@ -202,7 +202,8 @@ class Workload(_Strict):
                                               "(global_batch_size x seq_len); set this or global_batch_size")
     seq_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     prompt_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
-    output_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    output_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS, description="tokens generated per request; 0 = "
+                                      "prefill only (embeddings, reranking, classification, scoring)")
     input: InputSpec | None = None
     grad_checkpointing: Union[bool, Literal["selective"], None] = None
     flash_attention: bool | None = None
@@ -312,6 +313,9 @@ DEFAULTS: dict[str, Any] = {
 
 FRAMEWORK_DEFAULT_BY_TASK = {"inference": "vllm", "pretrain": "deepspeed", "full": "deepspeed", "lora": "transformers",
                              "qlora": "transformers"}
+# Stacks that recompute nothing unless told to: Megatron-LM (--recompute-granularity unset) and NeMo's
+# recipes (recompute off; activation_checkpointing is opt-in). Elsewhere the conservative default holds.
+NO_RECOMPUTE_DEFAULT_FRAMEWORKS = {"megatron", "nemo"}
 
 
 def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> tuple[Workload, list[str]]:
@@ -340,6 +344,8 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
             value = "fp16"
         if key == "framework":
             value = FRAMEWORK_DEFAULT_BY_TASK.get(task, "transformers")
+        if key == "grad_checkpointing" and data.get("framework") in NO_RECOMPUTE_DEFAULT_FRAMEWORKS:
+            value = False
         if key == "optimizer" and _torchtune_single_device_full(data, task):
             value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
         data[key] = value

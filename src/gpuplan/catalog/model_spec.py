@@ -92,6 +92,12 @@ class NonLLMProfile:
     scaling: dict  # {"input": "image_size", "exponent": 2, ...}: how FLOPs/activations grow
     sources: tuple[str, ...] = ()
     components: dict = field(default_factory=dict)  # e.g. {"unet": 2.567e9, ...} parameters
+    # PyTorch ops (kernels) one eager forward launches, whatever the batch: the launch-bound floor of small
+    # batches (counted from the architecture; 0 = unknown, estimated from the parameter count)
+    kernels_per_forward: float = 0.0
+    # diffusion pipelines: {cfg: bool, default_steps, vae_upcast: bool, vae_scale, vae_decode_flops_per_pixel,
+    # vae_decode_live_channels, text_tokens, inference_activation_bytes_per_sample, ...} (docs/models.md)
+    pipeline: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -173,32 +173,40 @@ def _apply_calibration(est: Estimate) -> None:
 def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
     framework = w.framework or "vllm"
     conc = w.batch_size or 1
+    encoder = model.kind == "encoder"
+    output_tokens = 0 if encoder else (w.output_tokens if w.output_tokens is not None else 1)
     inp = InferenceInputs(precision=w.precision or "bf16", quantization=w.quantization or "none",
                           kv_dtype_bytes=_kv_bytes(w), framework=framework, flash=bool(w.flash_attention),
-                          prompt_tokens=w.prompt_tokens or 0, output_tokens=w.output_tokens or 1, concurrency=conc,
-                          framework_version=w.framework_version)
+                          prompt_tokens=w.prompt_tokens or 0, output_tokens=output_tokens, concurrency=conc,
+                          framework_version=w.framework_version, encoder=encoder)
     mem = inference_memory(s, inp, layout, system)
     if memory_only:
         return mem, {}, []
-    case = ServingCase(precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
+    case = ServingCase(framework_version=w.framework_version,
+                       precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
                        framework=framework, prompt_tokens=inp.prompt_tokens, output_tokens=inp.output_tokens)
     sla = w.serving
     perf = inference_perf(s, case, layout, system, conc, mem,
                           ttft_sla_s=(sla.ttft_ms / 1000 if sla and sla.ttft_ms else None),
                           tpot_sla_s=(sla.tpot_ms / 1000 if sla and sla.tpot_ms else None),
-                          encoder_only=(model.kind == "encoder"))
+                          encoder_only=encoder)
     notes = list(perf.notes)
-    notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
+    if output_tokens:
+        notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
     return mem, perf.to_dict(), notes
 
 
-def _adapted_linears(model, t) -> float:
-    """Linear layers per decoder layer that carry a LoRA adapter (each adds eager kernel launches)."""
+def _adapted_linears(model, t) -> tuple[float, float]:
+    """(adapted linear layers per decoder layer outside the routed experts, adapted linears per routed
+    expert): each adds eager kernel launches; an expert's run only for the experts a micro-batch touches."""
     try:
         shapes = model.linear_shapes_per_layer(t.lora_targets)
     except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers, as lora_param_count
         shapes = model.linear_shapes_per_layer("all-linear")
-    return float(sum(count for _name, _din, _dout, count in shapes))
+    experts = float(getattr(getattr(model, "moe", None), "num_experts", 0) or 0)
+    dense = sum(count for name, _din, _dout, count in shapes if not (experts and name.startswith("experts.")))
+    per_expert = sum(count / experts for name, _din, _dout, count in shapes if experts and name.startswith("experts."))
+    return float(dense), float(per_expert)
 
 
 def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False,
@@ -222,13 +230,54 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     else:
         trainable = s.params_total
     dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
+    adapted = _adapted_linears(model, t) if task in ("lora", "qlora") else (0.0, 0.0)
     perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
                          seq_len=t.seq_len, layout=layout, system=system, trainable_params=trainable,
                          dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash,
-                         optimizer=t.optimizer, adapted_linears=_adapted_linears(model, t) if task in ("lora", "qlora") else 0.0)
+                         optimizer=t.optimizer, adapted_linears=adapted[0], adapted_expert_linears=adapted[1])
     notes = list(perf.notes)
     notes.append(_("achievable hardware FLOPs utilisation {efficiency:.0%} of {peak_tflops:.0f} TFLOP/s dense ({gpu}, data/efficiency.yaml)").format(efficiency=perf.efficiency, peak_tflops=perf.peak_tflops, gpu=system.gpu.id))
     return mem, perf.to_dict(), notes
+
+
+def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
+    """An encoder-only model (BERT-class, embedding and reranker models) generates nothing: output_tokens 0
+    and, unless the workload names one, the eager Hugging Face / sentence-transformers stack instead of a
+    generation engine. The generic defaults' notes for those two fields are replaced."""
+    if (resolved.task or "inference") != "inference":
+        return resolved, notes
+    if getattr(model, "profile", None) is not None and not _is_llm(model):
+        return _profile_defaults(given, resolved, notes)
+    if model.kind != "encoder":
+        return resolved, notes
+    changes: dict[str, Any] = {}
+    dropped = []
+    if given.output_tokens is None:
+        changes["output_tokens"] = 0
+        dropped.append(_("assumed {key} {value}").format(key="output_tokens", value=resolved.output_tokens))
+    if given.framework in (None, "auto"):
+        changes["framework"] = "transformers"
+        dropped.append(_("assumed {key} {value}").format(key="framework", value=resolved.framework))
+    if not changes:
+        return resolved, notes
+    kept = [n for n in notes if n not in dropped]
+    kept.append(_("encoder-only model: no tokens generated; eager transformers / sentence-transformers assumed "
+                  "unless framework is set"))
+    return resolved.with_updates(**changes), kept
+
+
+def _profile_defaults(given: Workload, resolved: Workload, notes: list[str]) -> tuple[Workload, list[str]]:
+    """A vision, diffusion or speech model runs in eager PyTorch (torchvision, diffusers, transformers) unless
+    the workload names a framework; the LLM serving defaults (prompt/output tokens, KV cache dtype) do not
+    apply and are not listed as assumptions."""
+    unused = {"prompt_tokens", "output_tokens", "kv_cache_dtype"}
+    dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in unused}
+    kept = [n for n in notes if n not in dropped]
+    if given.framework in (None, "auto"):
+        kept = [n for n in kept if n != _("assumed {key} {value}").format(key="framework", value=resolved.framework)]
+        kept.append(_("assumed {key} {value}").format(key="framework", value="transformers"))
+        return resolved.with_updates(framework="transformers"), kept
+    return resolved, kept
 
 
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
@@ -238,6 +287,7 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
     model = resolve_model(resolved.model)
+    resolved, notes = encoder_defaults(w, resolved, model, notes)
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     est = estimate_resolved(resolved, model, system, layout)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gpuplan.estimate.forward import eager_cpu_s_per_op
 from gpuplan.estimate.memory import ENGINES, MemoryEstimate, kv_shard_fraction
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape, weight_bytes
@@ -43,6 +44,8 @@ class InferencePerf:
     serving_batch: int = 1
     output_tokens: int = 0
     serving_tpot_s: float | None = None   # TPOT with the serving batch full (the replica at capacity)
+    prompt_tokens: int = 0
+    latency_s: float | None = None   # one request end to end: its prefill and every decode step
 
     def to_dict(self) -> dict:
         return {
@@ -50,6 +53,11 @@ class InferencePerf:
             "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "output_tokens_per_s": self.output_tokens_per_s,
             "max_concurrency": self.max_concurrency, "max_requests_per_s": self.max_requests_per_s,
             "prefill_s": self.prefill_s, "batch": self.batch,
+            "latency_s": self.latency_s,
+            # sequences read per second at the workload's batch, and prompt tokens per second (prefill work)
+            "sequences_per_s": self.batch / self.latency_s if self.latency_s else None,
+            "input_tokens_per_s": (self.batch / self.latency_s * self.prompt_tokens
+                                   if self.latency_s and self.prompt_tokens else None),
             # offline maximum throughput (every request queued at once: trtllm-bench throughput,
             # vLLM benchmark_throughput): the best continuous batch within the KV budget
             "max_output_tokens_per_s": (self.max_requests_per_s * self.output_tokens
@@ -72,6 +80,23 @@ class ServingCase:
     framework: str
     prompt_tokens: int
     output_tokens: int
+    framework_version: str | None = None
+
+
+def moe_loop_experts(s: Shape, case: ServingCase, tokens: float) -> float:
+    """Experts an eager transformers MoE block loops over per layer for ``tokens`` tokens: every one of them
+    before transformers 4.53 (``for expert_idx in range(self.num_experts)``, each launching its ops even with
+    no token; huggingface/transformers PR #38133 'Skip non-selected experts for qwen3_moe', following #32429),
+    only the ones the tokens hit since (inference.eager_moe_all_experts_before)."""
+    if not s.moe_experts or case.framework in ENGINES or case.framework in COMPILED:
+        return 0.0
+    from gpuplan.estimate.memory.serve import _version_tuple
+    from gpuplan.estimate.training import experts_touched
+
+    fixed = str(table("inference", "eager_moe_all_experts_before"))
+    if case.framework_version and _version_tuple(case.framework_version) < _version_tuple(fixed):
+        return float(s.moe_experts)
+    return experts_touched(s, tokens)
 
 
 def _compute_dtype(case: ServingCase) -> str:
@@ -118,19 +143,24 @@ def _tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: fl
 
 
 def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str],
-                 marginal: bool = False) -> float:
+                 marginal: bool = False, encoder: bool = False) -> float:
     """Seconds to process the prompts of ``batch`` sequences. ``marginal``: the extra time one prompt
     adds to a running continuous batch (chunked prefill / in-flight batching): its FLOPs only, the
     weights being streamed for the decode step it rides with and the pipeline stages kept busy."""
     inf = table("inference")
     p = max(1, case.prompt_tokens)
-    lin_flops = batch * 2.0 * s.matmul_params_active * p
+    # an encoder has no LM head: its (tied) embedding matrix is only looked up
+    matmul = s.layers * (s.attn_params_layer + s.mlp_params_layer_active) if encoder else s.matmul_params_active
+    lin_flops = batch * 2.0 * matmul * p
     attn_flops = batch * 2.0 * s.layers * s.heads * s.head_dim * p * p
     peak = peak_flops(system, _compute_dtype(case), notes)
     # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8
     peak_attn = peak_flops(system, _attention_dtype(case), [])
     flops = lin_flops + attn_flops * peak / peak_attn  # attention FLOPs in units of the GEMM rate
     eff = float(inf["prefill_efficiency"])
+    if not marginal:
+        # a forward of few rows runs thin GEMMs (engines batch many prompts into one step: marginal)
+        eff *= gemm_row_ramp(batch * p)
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
     w_bytes, _dtype = weight_bytes(s, case.precision, case.quantization)
@@ -138,10 +168,31 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     t = compute if marginal else max(compute, memory)
     if layout.pp > 1 and not marginal:
         t *= layout.pp  # stages in sequence for one request
-    t += _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
     if case.framework not in ENGINES and case.framework not in COMPILED:
-        t += s.layers * float(inf["eager_cpu_s_per_layer"])
-    return t
+        # eager PyTorch launches every kernel from Python: the CPU time overlaps the GPU time (soft maximum)
+        ops = eager_ops_per_layer(encoder)
+        if s.moe_experts:
+            ops += moe_loop_experts(s, case, batch * p) * float(table("training", "moe_eager_ops_per_expert"))
+        cpu = s.layers * ops * eager_cpu_s_per_op()
+        t = _soft_max(cpu, t, float(inf["eager_overlap_exponent"]))
+    return t + _tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
+
+
+def gemm_row_ramp(rows: float) -> float:
+    """Share of the large-GEMM efficiency a forward of ``rows`` token rows reaches: a GEMM with few rows
+    cannot fill the GPU's SMs; the multiplier ramps from 0.5 at 0 rows to 1 at
+    training.min_tokens_for_full_efficiency (the training step's ramp, the same GEMMs)."""
+    full = float(table("training", "min_tokens_for_full_efficiency"))
+    return min(1.0, 0.5 + 0.5 * rows / full)
+
+
+def eager_ops_per_layer(encoder: bool) -> float:
+    """Ops one transformer layer launches in eager PyTorch: a decoder layer (training.dequant_traffic.
+    eager_ops_per_layer), or an encoder layer without rotary embeddings, cache or gated MLP
+    (inference.eager_ops_per_encoder_layer)."""
+    if encoder:
+        return float(table("inference", "eager_ops_per_encoder_layer"))
+    return float(table("training", "dequant_traffic")["eager_ops_per_layer"])
 
 
 @dataclass(frozen=True)
@@ -164,6 +215,9 @@ class _DecodeConsts:
     quantized: bool = False  # weight-only quantized GEMV kernels
     min_rows: int = 1        # M-tile a decode GEMM is padded to (engines' tensor-core kernels)
     quantization: str = "none"
+    moe_ops_per_expert: float = 0.0   # eager MoE: ops each looped expert launches per layer
+    shape: Shape | None = None
+    case: ServingCase | None = None
 
     def touched_share(self, batch: int) -> float:
         """Share of the routed experts a decode step of ``batch`` tokens reads."""
@@ -207,7 +261,9 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
         framework=case.framework, expert_s=expert_s, experts=s.moe_experts, experts_per_token=s.moe_experts_per_token,
         quantized=case.quantization not in (None, "none"),
         min_rows=_decode_min_rows(system, case.framework, case.quantization or "none"),
-        quantization=case.quantization or "none")
+        quantization=case.quantization or "none",
+        moe_ops_per_expert=float(table("training", "moe_eager_ops_per_expert")) if eager and s.moe_experts else 0.0,
+        shape=s, case=case)
 
 
 # Weight-only quantized schemes that serving engines run through Marlin-class mixed-input kernels
@@ -244,6 +300,9 @@ def _decode_step(c: _DecodeConsts, batch: int, context_tokens: float) -> float:
         cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if c.pp > 1 else 1.0)
         # bitsandbytes' Linear4bit/Linear8bitLt add Python work per linear call (quant-state handling, casts)
         cpu_layer += float(inf["eager_bnb_cpu_s_per_layer"].get(c.quantization, 0.0))
+        if c.moe_ops_per_expert and c.shape is not None and c.case is not None:
+            # the Python loop over the MoE block's experts, each launching its ops (moe_loop_experts)
+            cpu_layer += moe_loop_experts(c.shape, c.case, batch) * c.moe_ops_per_expert * eager_cpu_s_per_op()
         gpu_layer = gpu_s / c.layers
         k = float(inf["eager_overlap_exponent"])
         return c.layers * _soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
@@ -296,21 +355,63 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
                    *, ttft_sla_s: float | None = None, tpot_sla_s: float | None = None,
                    encoder_only: bool = False) -> InferencePerf:
     notes: list[str] = []
-    prefill = prefill_time(s, case, layout, system, batch, notes)
-    if encoder_only:
-        rate = batch / prefill
-        return InferencePerf(ttft_s=prefill, tpot_s=0.0, output_tokens_per_s=0.0, max_concurrency=max(batch, 1),
-                             max_requests_per_s=rate, prefill_s=prefill, decode_step_s=0.0, batch=batch, notes=notes)
+    if encoder_only or case.output_tokens <= 0:
+        return prefill_only_perf(s, case, layout, system, batch, mem, encoder_only, notes)
+    conc = max_concurrency(mem)
+    running = engine_running_batch(case, batch, conc, notes)
+    prefill = prefill_time(s, case, layout, system, running, notes)
     ctx_avg = case.prompt_tokens + case.output_tokens / 2.0
-    tpot = decode_step_time(s, case, layout, system, batch, ctx_avg, notes)
+    tpot = decode_step_time(s, case, layout, system, running, ctx_avg, notes)
     ttft = prefill  # the first token comes out of the prefill pass
     total = prefill + case.output_tokens * tpot
-    out_tps = batch * case.output_tokens / total
-    conc = max_concurrency(mem)
-    rate, serving_batch, serving_tpot = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s, notes)
+    out_tps = running * case.output_tokens / total
+    rate, serving_batch, serving_tpot = _max_request_rate(s, case, layout, system, conc, ttft_sla_s, tpot_sla_s,
+                                                          notes)
     return InferencePerf(ttft_s=ttft, tpot_s=tpot, output_tokens_per_s=out_tps, max_concurrency=conc,
                          max_requests_per_s=rate, prefill_s=prefill, decode_step_s=tpot, batch=batch, notes=notes,
-                         serving_batch=serving_batch, output_tokens=case.output_tokens, serving_tpot_s=serving_tpot)
+                         serving_batch=serving_batch, output_tokens=case.output_tokens,
+                         prompt_tokens=case.prompt_tokens, latency_s=total, serving_tpot_s=serving_tpot)
+
+
+def engine_running_batch(case: ServingCase, batch: int, conc: int, notes: list[str]) -> int:
+    """Sequences a continuous-batching engine runs at once when ``batch`` are submitted together: no more than
+    its KV pool holds (``conc``) nor its batch cap (inference.engine_max_batch); the rest wait in its queue
+    (vLLM / SGLang / TensorRT-LLM schedulers admit a request only when its KV blocks are free), so the throughput
+    is that of the running batch. Eager generate runs the whole batch (or runs out of memory)."""
+    if case.framework not in ENGINES or batch <= 1:
+        return batch
+    cap = table("inference", "engine_max_batch").get(case.framework)
+    limit = min(conc if conc > 0 else batch, int(cap) if cap else batch)
+    if batch > limit:
+        notes.append(_("{framework} runs {running} of the {batch} sequences at once (its KV pool and batch cap); "
+                       "the rest wait").format(framework=case.framework, running=max(1, limit), batch=batch))
+        return max(1, limit)
+    return batch
+
+
+PREFILL_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def prefill_only_perf(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, mem: MemoryEstimate,
+                      encoder: bool, notes: list[str]) -> InferencePerf:
+    """Work that reads a prompt and generates nothing (embeddings, reranking, classification, scoring,
+    prefill benchmarks): one forward over ``batch`` prompts. Latency is that forward; sequences/s at the
+    workload's batch; a continuous-batching engine packs as many prompts per step as its KV pool holds
+    (decoders) or up to 1024 (encoders keep no cache), and its best rate is the offline maximum."""
+    latency = prefill_time(s, case, layout, system, batch, notes, encoder=encoder)
+    rate = batch / latency
+    best, best_b = rate, batch
+    if case.framework in ENGINES:
+        cap = 1024 if encoder else max(1, max_concurrency(mem))
+        for b in sorted({min(cap, x) for x in PREFILL_BATCHES}):
+            r = b / prefill_time(s, case, layout, system, b, [], encoder=encoder)
+            if r > best:
+                best, best_b = r, b
+    notes.append(_("prefill only: {batch} prompt(s) of {tokens} tokens per forward, no tokens generated").format(
+        batch=batch, tokens=case.prompt_tokens))
+    return InferencePerf(ttft_s=latency, tpot_s=0.0, output_tokens_per_s=0.0, max_concurrency=max(best_b, batch),
+                         max_requests_per_s=best, prefill_s=latency, decode_step_s=0.0, batch=batch, notes=notes,
+                         serving_batch=best_b, output_tokens=0, prompt_tokens=case.prompt_tokens, latency_s=latency)
 
 
 def _max_request_rate(s: Shape, case: ServingCase, layout: Layout, system: System, conc: int,

@@ -1,46 +1,27 @@
 """Non-LLM models (CNN, ViT, diffusion, speech): a profile measured at a reference input, scaled.
 
 A profile (data/models.yaml) gives parameters, forward FLOPs per sample and training activation
-bytes per sample at a reference input size, with how both grow with the input (e.g. image_size^2).
-Training costs 3x the forward FLOPs (forward + backward, Kaplan et al. 2020 §2.1); inference keeps
-only the live tensors of a forward pass (assumed 15% of the training activations). Diffusion
-inference runs the denoiser once per step, twice with classifier-free guidance.
+bytes per sample at a reference input size, how both grow with the input (e.g. image_size^2), and the
+ops one eager forward launches. Time comes from :mod:`gpuplan.estimate.forward` (launch-bound at small
+batch, FLOPs- and traffic-bound at large batch). Training costs 3x the forward FLOPs (forward +
+backward, Kaplan et al. 2020 §2.1); inference keeps only the live tensors of a forward pass
+(nonllm.inference_activation_share of the training activations). Diffusion pipelines (text encoders,
+denoiser steps with classifier-free guidance, VAE decode) are in :mod:`gpuplan.estimate.diffusion`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from gpuplan.estimate.diffusion import diffusion_inference
+from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import COMPONENTS, OPT_STATE_BYTES, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops
-from gpuplan.units import GIB
+from gpuplan.estimate.profile import InputScale, NonLLMResult, dense_bytes, empty_perf, forward_cost, input_scale
 from gpuplan.i18n import _
+from gpuplan.units import GIB
 
-
-
-@dataclass
-class NonLLMResult:
-    memory: MemoryEstimate
-    performance: dict
-    notes: list[str] = field(default_factory=list)
-
-
-def input_scale(profile, inp: dict | None) -> tuple[float, list[str]]:
-    """Factor by which FLOPs and activations grow from the reference input to the user's input."""
-    notes: list[str] = []
-    scaling = profile.scaling or {}
-    key = scaling.get("input")
-    exponent = float(scaling.get("exponent", 1.0))
-    ref = (profile.reference_input or {}).get(key) if key else None
-    given = (inp or {}).get(key) if key else None
-    if not key or ref is None:
-        return 1.0, notes
-    if given is None:
-        notes.append(_("assumed {key} {ref} (the profile's reference input)").format(key=key, ref=ref))
-        return 1.0, notes
-    return (float(given) / float(ref)) ** exponent, notes
+__all__ = ["NonLLMResult", "input_scale", "nonllm_estimate"]
 
 
 def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, framework: str, system: System,
@@ -53,7 +34,7 @@ def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, f
     enc = float(comps.get("encoder_flops") or prof.forward_flops_per_sample) * scale
     windows = max(1.0, scale)
     tokens = float(nl.get("speech_tokens_per_30s", 100)) * windows
-    dense = 4.0 if precision == "fp32" else 2.0
+    dense = dense_bytes(precision)
     dec_bytes = float(model.params_total) * dense * float(nl.get("speech_decoder_param_share", 0.5))
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
     step_gpu = max(dec_bytes / bw, batch * float(comps["decode_flops_per_token"]) / (peak * eff))
@@ -72,70 +53,96 @@ def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, f
     return encode + decode, per_sample
 
 
-def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
-                    framework: str, layout: Layout, system: System) -> NonLLMResult:
+def _memory(model, *, training: bool, precision: str, batch: int, scale: InputScale, optimizer: str,
+            layout: Layout, system: System, notes: list[str]) -> MemoryEstimate:
     prof = model.profile
     nl = table("nonllm")
-    scale, notes = input_scale(prof, inp)
-    params = float(model.params_total)
-    dense = 4.0 if precision == "fp32" else 2.0
-    ctx, nccl = overhead_fixed(system)
     mem_tab = table("memory")
-    training = task != "inference"
-    weights = params * dense
+    params = float(model.params_total)
+    ctx, nccl = overhead_fixed(system)
+    weights = params * dense_bytes(precision)
     comp = dict.fromkeys(COMPONENTS, 0.0)
     comp["weights"] = weights / (layout.dp if layout.zero >= 3 else 1)
+    acts = prof.activation_bytes_per_sample * scale.activations * batch
     if training:
         mode = "fp32" if precision == "fp32" else "mixed"
         states = OPT_STATE_BYTES.get((optimizer, mode), 12.0) * params / (layout.dp if layout.zero >= 1 else 1)
-        grads = params * (4.0 if precision == "fp32" else 2.0) / (layout.dp if layout.zero >= 2 else 1)
-        acts = prof.activation_bytes_per_sample * scale * batch * (2.0 if precision == "fp32" else 1.0)
+        grads = params * dense_bytes(precision) / (layout.dp if layout.zero >= 2 else 1)
+        acts *= 2.0 if precision == "fp32" else 1.0
         if layout.checkpointing == "full":
             acts *= nl["checkpointed_activation_share"]
             notes.append(_("checkpointing keeps about {nl:.0%} of the activations (assumed for non-LLM models)").format(nl=nl['checkpointed_activation_share']))
         comp.update(gradients=grads, optimizer=states, activations=acts)
     else:
-        acts = prof.activation_bytes_per_sample * scale * batch * nl["inference_activation_share"]
-        comp["activations"] = acts
+        comp["activations"] = acts * nl["inference_activation_share"]
         notes.append(_("inference keeps about {nl:.0%} of the training activations live (assumed)").format(nl=nl['inference_activation_share']))
     alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
     reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * comp["activations"]
     per_gpu = reserved + ctx + nccl
     comp["overhead"] = per_gpu - sum(v for k, v in comp.items() if k != "overhead")
-    mem = MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
-                         capacity_bytes=system.capacity_bytes, components=comp,
-                         host_bytes=weights + 4 * GIB * system.gpus_per_node, peak_phase="step",
-                         total_bytes=per_gpu * layout.gpus, notes=[])
+    return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                          capacity_bytes=system.capacity_bytes, components=comp,
+                          host_bytes=weights + 4 * GIB * system.gpus_per_node, peak_phase="step",
+                          total_bytes=per_gpu * layout.gpus, notes=[])
 
-    perf_notes: list[str] = []
-    peak = peak_flops(system, precision, perf_notes)
-    eff = nl["compute_efficiency"] * by_key(table("training", "framework_factor"), framework, "auto")
-    fwd = prof.forward_flops_per_sample * scale
+
+def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layout: Layout, system: System,
+                   precision: str, notes: list[str]) -> dict:
+    """A training step: forward + backward = 3x the forward's FLOPs, traffic and launches (4/3 more with
+    full recomputation), the weights read and their gradients written."""
+    recompute = 4.0 / 3.0 if layout.checkpointing == "full" else 1.0
+    step_cost = cost.scaled(flops=3.0 * recompute, traffic=3.0 * recompute, weights=3.0, kernels=3.0 * recompute)
+    step = forward_time(step_cost, batch, system, framework, notes).seconds
     gpus = layout.gpus
-    if training:
-        flops = 3.0 * fwd * batch * (1.33 if layout.checkpointing == "full" else 1.0)
-        step = flops / (peak * eff)
-        samples_per_s = batch * gpus / step
-        perf = {"step_time_s": step, "samples_per_s": samples_per_s, "tokens_per_s": None,
-                "tokens_per_s_per_gpu": None, "mfu": 3.0 * fwd * samples_per_s / gpus / peak,
-                "tflops_per_gpu": flops / step / 1e12, "comm_fraction": 0.0, "total_time_s": None, "gpu_hours": None,
-                "ttft_s": None, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": None,
-                "max_requests_per_s": None}
+    samples_per_s = batch * gpus / step
+    peak = peak_flops(system, precision, [])
+    perf = empty_perf()
+    perf.update(step_time_s=step, samples_per_s=samples_per_s, images_per_s=samples_per_s,
+                mfu=3.0 * cost.flops_per_sample * samples_per_s / gpus / peak,
+                tflops_per_gpu=step_cost.flops_per_sample * batch / step / 1e12, comm_fraction=0.0)
+    return perf
+
+
+def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, system: System,
+                    scale: InputScale, precision: str, notes: list[str]) -> dict:
+    ft = forward_time(cost, batch, system, framework, notes)
+    latency, per_sample = ft.seconds, cost.flops_per_sample
+    prof = model.profile
+    if model.kind == "speech" and prof.components.get("decode_flops_per_token"):
+        nl = table("nonllm")
+        peak = peak_flops(system, precision, [])
+        eff = nl["compute_efficiency"] * by_key(table("training", "framework_factor"), framework, "auto")
+        latency, per_sample = _speech_latency(model, prof, nl, scale.flops, batch, precision, framework, system,
+                                              peak, eff, notes)
     else:
-        per_sample = fwd
-        if model.kind == "diffusion":
-            steps = (inp or {}).get("steps") or nl["default_diffusion_steps"]
-            per_sample = fwd * steps * nl["cfg_passes"]
-            notes.append(_("{steps} denoising steps with classifier-free guidance (2 passes per step)").format(steps=steps))
-        latency = per_sample * batch / (peak * eff)
-        if model.kind == "speech" and prof.components.get("decode_flops_per_token"):
-            latency, per_sample = _speech_latency(model, prof, nl, scale, batch, precision, framework, system,
-                                                  peak, eff, notes)
-        perf = {"ttft_s": latency, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": batch,
-                "max_requests_per_s": batch / latency, "latency_s": latency, "samples_per_s": batch / latency,
-                "step_time_s": None, "tokens_per_s": None, "tokens_per_s_per_gpu": None, "mfu": None,
-                "tflops_per_gpu": per_sample * batch / latency / 1e12, "comm_fraction": None, "total_time_s": None,
-                "gpu_hours": None}
+        notes.append(_("{batch} sample(s) per forward: {ms:.2f} ms ({bound}-bound: CPU launches {cpu_ms:.2f} ms, "
+                       "GPU {gpu_ms:.2f} ms)").format(batch=batch, ms=latency * 1e3, bound=_(ft.bound),
+                                                    cpu_ms=ft.cpu_s * 1e3, gpu_ms=ft.gpu_s * 1e3))
+    perf = empty_perf()
+    perf.update(ttft_s=latency, max_concurrency=batch, max_requests_per_s=batch / latency, latency_s=latency,
+                samples_per_s=batch / latency, tflops_per_gpu=per_sample * batch / latency / 1e12)
+    if model.kind == "vision":
+        perf["images_per_s"] = batch / latency
+    return perf
+
+
+def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
+                    framework: str, layout: Layout, system: System) -> NonLLMResult:
+    prof = model.profile
+    scale, notes = input_scale(prof, inp)
+    training = task != "inference"
+    if model.kind == "diffusion" and not training:
+        return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
+                                   layout=layout, system=system, scale=scale, notes=notes)
+    mem = _memory(model, training=training, precision=precision, batch=batch, scale=scale, optimizer=optimizer,
+                  layout=layout, system=system, notes=notes)
+    perf_notes: list[str] = []
+    cost = forward_cost(model, scale, precision)
+    if training:
+        perf = _training_perf(model, cost, batch=batch, framework=framework, layout=layout, system=system,
+                              precision=precision, notes=perf_notes)
+    else:
+        perf = _inference_perf(model, cost, batch=batch, framework=framework, system=system, scale=scale,
+                               precision=precision, notes=perf_notes)
     notes.extend(perf_notes)
-    notes.append(_("compute efficiency {eff:.0%} of dense peak assumed for this model kind").format(eff=eff))
     return NonLLMResult(memory=mem, performance=perf, notes=notes)

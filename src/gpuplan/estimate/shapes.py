@@ -58,6 +58,7 @@ class Shape:
     kv_bytes_per_token_16bit: float
     is_mla: bool
     moe_experts_per_token: int = 0   # routed experts per token (MoE), else 0
+    moe_expert_ffn: int = 0          # FFN width of one routed expert (MoE), else 0
 
     @property
     def linear_params_total(self) -> float:
@@ -101,6 +102,7 @@ def shape_of(m: "ModelSpec") -> Shape:
         embed_params=float(m.embedding_params()), lm_head_params=float(m.lm_head_params()),
         gated=(m.mlp == "gated"), moe_active_ffn=float(active_ffn), moe_experts=experts,
         kv_bytes_per_token_16bit=kv16, is_mla=m.mla is not None, moe_experts_per_token=routed,
+        moe_expert_ffn=int(moe.moe_intermediate_size) if moe else 0,
     )
 
 

@@ -128,6 +128,15 @@ FSDP_TO_ZERO = {"none": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shard": 
 NAIVE_PP_FRAMEWORKS = {"transformers", "swift", "llama-factory", "torchtune", "auto"}
 
 
+def naive_layer_split(framework: str, pp: int, tp: int = 1, zero: int = 0) -> bool:
+    """Whether a pipeline of ``pp`` stages is a device_map layer split (stages run one after another,
+    one micro-batch in flight) rather than a scheduled pipeline (1F1B keeps up to p micro-batches on the
+    first stage). Only the Trainer stacks split layers that way, and a device_map split can combine with
+    neither tensor parallelism nor ZeRO: a run with TP or ZeRO next to PP is a scheduled pipeline
+    (Megatron/DeepSpeed/InternEvo 1F1B) whatever the stack's name."""
+    return pp > 1 and framework in NAIVE_PP_FRAMEWORKS and tp <= 1 and zero <= 0
+
+
 def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, layers: int = 0) -> Layout:
     """The layout a resolved workload asks for on ``total_gpus`` GPUs (defaults filled); ``layers``
     (the model's) sets the default virtual pipeline stages of interleaving frameworks."""
@@ -172,7 +181,7 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
         offload=par.offload if par else "none", checkpointing=checkpointing, micro_batch=w.batch_size or 1,
         grad_accum=ga, microbatches=microbatches,
         dp_attention=bool(getattr(par, "dp_attention", False)) if par else False,
-        naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
+        naive_pipeline=naive_layer_split(framework, pp, tp, zero), vp=vp, schedule=schedule,
         tp_comm_overlap=bool(overlap and tp > 1),
     )
 

@@ -118,10 +118,58 @@ def peak_flops(system: System, precision: str, notes: list[str]) -> float:
     return val * 1e12 * system.gpu_fraction
 
 
+def routed_expert_share(s: Shape) -> float:
+    """Share of a token's block FLOPs spent in its routed experts (MoE), else 0."""
+    if not s.moe_experts or not s.moe_experts_per_token or not s.moe_expert_ffn:
+        return 0.0
+    routed = s.moe_experts_per_token * (3.0 if s.gated else 2.0) * s.hidden * s.moe_expert_ffn
+    return min(1.0, routed / max(1.0, s.attn_params_layer + s.mlp_params_layer_active))
+
+
+def width_factor(s: Shape) -> float:
+    """GEMM efficiency by width (training.hidden_size_curve): a dense layer's GEMMs are about the hidden
+    size wide; an MoE layer's routed experts run GEMMs of the expert's FFN width (Qwen3-30B-A3B: 768 for a
+    2048 hidden size), each on a few tokens, so their share of the FLOPs runs at that narrower width's
+    efficiency (harmonic mix: the time of each share adds up)."""
+    points = table("training", "hidden_size_curve")["points"]
+    dense = interpolate_log2(points, float(s.hidden))
+    share = routed_expert_share(s)
+    if not share:
+        return dense
+    expert = interpolate_log2(points, float(min(s.hidden, s.moe_expert_ffn)))
+    return 1.0 / ((1.0 - share) / dense + share / expert)
+
+
+def experts_touched(s: Shape, tokens: float) -> float:
+    """Routed experts that receive at least one of ``tokens`` tokens per layer (uniform routing):
+    E·(1 - (1 - k/E)^T)."""
+    if not s.moe_experts or not s.moe_experts_per_token:
+        return 0.0
+    e, k = float(s.moe_experts), float(s.moe_experts_per_token)
+    return e * (1.0 - (1.0 - min(1.0, k / e)) ** max(1.0, tokens))
+
+
+def moe_eager_cpu_s(s: Shape, layout: Layout, tokens_mb: float, passes: float, adapted_expert_linears: float) -> float:
+    """CPU time per micro-batch of an eager MoE layer's Python loop over its experts (transformers
+    MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock.forward: for every expert that
+    received tokens, torch.where, gather, the expert MLP, the routing-weight product and index_add_:
+    training.moe_eager_ops_per_expert ops, plus PEFT's per adapted expert linear), each at the eager per-op
+    cost, for every local layer and pass. Grouped-GEMM stacks (Megatron-Core, NeMo) launch a few kernels
+    per layer instead and pay nothing here."""
+    if not s.moe_experts:
+        return 0.0
+    tab = table("training")
+    per_op = float(table("inference", "eager_cpu_s_per_layer")) / float(tab["dequant_traffic"]["eager_ops_per_layer"])
+    ops = float(tab["moe_eager_ops_per_expert"]) + adapted_expert_linears * float(tab["lora_eager_ops"]["per_adapter"])
+    layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
+    local = experts_touched(s, tokens_mb) / max(1, layout.ep)
+    return passes * layers * local * ops * per_op
+
+
 def achievable_hfu(system: System, s: Shape, framework: str, quantization: str, tokens_mb: float) -> float:
     eff_table = table("training")
     base = by_key(eff_table["hfu_by_arch"], system.gpu.architecture.split(" (")[0].strip())
-    size = interpolate_log2(eff_table["hidden_size_curve"]["points"], float(s.hidden))
+    size = width_factor(s)
     fw = by_key(eff_table["framework_factor"], framework, "auto")
     q = 1.0
     if quantization not in (None, "none") and quantization not in eff_table["dequant_traffic"]["bytes_per_param"]:
@@ -175,6 +223,10 @@ def tp_collective_s(system: System, tp: int, size_bytes: float, factor: float = 
     intra_bw, intra_lat, inter_per_gpu, inter_lat = _links(system)
     g = max(1, min(tp, system.gpus_per_node))
     t = factor * (g - 1) / g * size_bytes / intra_bw + 2 * intra_lat if g > 1 else 0.0
+    if g > 2 and system.intra_link not in ("nvswitch", "nvlink"):
+        # over PCIe NCCL runs a ring: every step of it waits one hop (communication.inter_node_hop_s), where
+        # NVSwitch systems use NVLS / one-shot kernels; vLLM's custom all-reduce also stops at 2 PCIe GPUs
+        t += factor * (g - 1) * float(table("communication", "inter_node_hop_s"))
     k = math.ceil(tp / g)
     if k > 1:
         t += factor * (k - 1) / k * (size_bytes / g) / inter_per_gpu + 2 * inter_lat * math.ceil(math.log2(k))
@@ -243,6 +295,24 @@ def dequant_cpu_s(s: Shape, layout: Layout, quantization: str) -> float:
     return passes * layers * linears * float(tab["eager_ops_per_call"]) * per_op
 
 
+def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: float) -> float:
+    """Expert-parallel token exchange per micro-batch: every MoE layer dispatches each token's hidden state
+    to its k experts and combines the results, in forward and again in backward (4 all-to-alls of
+    tokens x k x h x 2 bytes, (ep-1)/ep of it leaving the GPU; Lepikhin et al. 2020 GShard §2.2,
+    Megatron-Core MoE token dispatcher). Inside an NVLink domain at its bus bandwidth; an EP group wider
+    than a node crosses the node's NICs, shared by its GPUs."""
+    if layout.ep <= 1 or not s.moe_experts or not s.moe_experts_per_token:
+        return 0.0
+    size = tokens_mb * s.moe_experts_per_token * s.hidden * 2.0 * (layout.ep - 1) / layout.ep
+    if layout.ep * layout.tp <= system.gpus_per_node or not system.inter_bus_bytes_s():
+        bw, lat = system.intra_bus_bytes_s(), system.intra_latency_s()
+    else:
+        bw = float(system.inter_bus_bytes_s() or 1.0) / system.gpus_per_node
+        lat = system.inter_latency_s()
+    layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
+    return 4.0 * layers * (size / bw + lat * (layout.ep - 1))
+
+
 def framework_overhead_s(framework: str, grad_accum: int, deepspeed_engine: bool = False) -> float:
     """Serial loop cost per step: per micro-batch and per optimizer step (data/efficiency.yaml).
     A Trainer stack running ZeRO through the DeepSpeed engine pays at least the engine's step."""
@@ -266,7 +336,8 @@ def optimizer_step_s(system: System, layout: Layout, trainable_params: float, op
 def training_perf(s: Shape, *, task: str, precision: str, quantization: str, framework: str, seq_len: int,
                   layout: Layout, system: System, trainable_params: float, dataset_tokens: float | None,
                   tokens_per_sample: float | None = None, flash: bool = True,
-                  optimizer: str = "adamw", adapted_linears: float = 0.0) -> TrainingPerf:
+                  optimizer: str = "adamw", adapted_linears: float = 0.0,
+                  adapted_expert_linears: float = 0.0) -> TrainingPerf:
     notes: list[str] = []
     comm_tab = table("communication")
     model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing,
@@ -306,6 +377,7 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         lo = eff_table["lora_eager_ops"]
         cpu_mb *= 1.0 + adapted_linears * float(lo["per_adapter"]) / float(eff_table["dequant_traffic"]["eager_ops_per_layer"])
         cpu_mb += dequant_cpu_s(s, layout, quantization)
+        cpu_mb += moe_eager_cpu_s(s, layout, tokens_mb, passes, adapted_expert_linears)
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
         compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
@@ -369,6 +441,10 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         comm_total += t_all
         if layout.tp > system.gpus_per_node:
             notes.append(_("TP {tp} spans nodes: its all-reduces cross the inter-node network").format(tp=layout.tp))
+    t_a2a = expert_all_to_all_s(system, s, layout, tokens_mb) * layout.grad_accum
+    if t_a2a:
+        comm += t_a2a * (1 - float(overlap["ep"]))
+        comm_total += t_a2a
     if layout.pp > 1:
         t_p2p = pipeline_p2p_s(system, layout, tokens_mb * s.hidden * 2.0)
         comm += t_p2p * (1 - float(overlap["pp"]))

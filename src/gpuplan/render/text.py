@@ -104,13 +104,28 @@ def record_table(title: str, record: dict, lang: str) -> Table:
 BAR_WIDTH = 40
 
 
+def memory_line(mem: dict, lang: str) -> str:
+    """'Memory per GPU: used / capacity (verdict)', with the real need when it exceeds the card: the
+    allocator's reserve (or an engine's pool) is capped at the card, so the capped figure alone would
+    read 80.0 / 80.0 GiB exactly when the job is at the limit."""
+    used, cap = mem["per_gpu_bytes"], mem["capacity_bytes"]
+    need = max(used, mem.get("need_bytes") or 0)
+    if need > cap and mem["fits"]:
+        return tr("Memory per GPU: needs {need}, {capacity} on the card ({verdict})", lang).format(
+            need=fmt_bytes(need), capacity=fmt_bytes(cap),
+            verdict=tr("fits only by freeing the allocator's cache: slower, no headroom", lang))
+    if need > cap:
+        return tr("Memory per GPU: needs {need}, {capacity} on the card ({verdict})", lang).format(
+            need=fmt_bytes(need), capacity=fmt_bytes(cap), verdict=tr("does not fit", lang))
+    return tr("Memory per GPU: {used} / {capacity} ({verdict})", lang).format(
+        used=fmt_bytes(used), capacity=fmt_bytes(cap), verdict=tr("fits", lang))
+
+
 def memory_view(est_dict: dict, lang: str) -> Table:
     mem = est_dict["memory"]
     total = max(1, mem["per_gpu_bytes"])
     cap = mem["capacity_bytes"]
-    t = Table(title=tr("Memory per GPU: {used} / {capacity} ({verdict})", lang).format(
-        used=fmt_bytes(mem["per_gpu_bytes"]), capacity=fmt_bytes(cap),
-        verdict=tr("fits", lang) if mem["fits"] else tr("does not fit", lang)))
+    t = Table(title=memory_line(mem, lang))
     t.add_column(tr("Component", lang))
     t.add_column("GiB", justify="right")
     t.add_column(tr("Share", lang), justify="right")
@@ -150,6 +165,13 @@ def performance_view(est_dict: dict, lang: str) -> Table:
         ("TTFT", fmt_duration(p.get("ttft_s")) if p.get("ttft_s") else None),
         ("TPOT", fmt_duration(p.get("tpot_s")) if p.get("tpot_s") else None),
         ("Output tokens/s", f"{p['output_tokens_per_s']:,.1f}" if p.get("output_tokens_per_s") else None),
+        ("Latency", fmt_duration(p.get("latency_s")) if p.get("latency_s") else None),
+        ("Sequences/s", f"{p['sequences_per_s']:,.1f}" if p.get("sequences_per_s") and not p.get("output_tokens_per_s")
+         else None),
+        ("Input tokens/s", f"{p['input_tokens_per_s']:,.0f}" if p.get("input_tokens_per_s")
+         and not p.get("output_tokens_per_s") else None),
+        ("Images/s", f"{p['images_per_s']:,.2f}" if p.get("images_per_s") else None),
+        ("Denoising steps/s", f"{p['denoising_steps_per_s']:,.2f}" if p.get("denoising_steps_per_s") else None),
         ("Max concurrency", str(p["max_concurrency"]) if p.get("max_concurrency") is not None else None),
         ("Max requests/s", f"{p['max_requests_per_s']:.3g}" if p.get("max_requests_per_s") is not None else None),
     ]

@@ -1,0 +1,127 @@
+"""Text-to-image diffusion pipelines (diffusers' StableDiffusion / SDXL / SD3 / Flux pipelines) at inference.
+
+One image (a batch of B images) costs:
+    the text encoders once per prompt (and per negative prompt with classifier-free guidance),
+    ``steps`` denoiser forwards at batch B x passes (classifier-free guidance concatenates the
+    unconditional and conditional latents: passes = 2; guidance-distilled models such as FLUX.1-dev feed
+    the guidance scale as an input: passes = 1; Ho & Salimans 2022),
+    one VAE decode of B images at full resolution.
+Memory holds every component's weights (no offload) plus the larger of the denoiser's live activations
+and the VAE decoder's: at the decoder's last up block, ``vae_decode_live_channels`` channels of the
+full-resolution image are live at once (the block input kept for the residual, the GroupNorm output and
+its SiLU: 256 + 256 + 256 at 1024 x 1024 for the SD/SDXL decoder), in fp32 where the pipeline upcasts the
+VAE (SDXL: force_upcast). That decode is the peak at 1024 px, not the UNet.
+"""
+
+from __future__ import annotations
+
+from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time
+from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
+from gpuplan.estimate.params import table
+from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost
+from gpuplan.estimate.system import Layout, System
+from gpuplan.i18n import N_, _
+from gpuplan.units import GIB
+
+# phases of a pipeline's memory peak (put into the notes at run time)
+PHASES = (N_("VAE decode"), N_("denoising"))
+
+
+def _pipe(model) -> dict:
+    return dict(model.profile.pipeline or {})
+
+
+def guidance_passes(model) -> int:
+    """Denoiser forwards per step and image: 2 with classifier-free guidance (the pipeline's default),
+    1 for guidance-distilled models (pipeline cfg: false)."""
+    return 2 if _pipe(model).get("cfg", True) else 1
+
+
+def component_params(model) -> tuple[float, float, float]:
+    """(denoiser, text encoders, VAE) parameters: profile components, else all in the denoiser."""
+    comps = model.profile.components or {}
+    denoiser = float(comps.get("unet") or comps.get("transformer") or 0.0)
+    vae = float(comps.get("vae") or 0.0)
+    text = sum(float(v) for k, v in comps.items() if k.startswith("text_encoder"))
+    if not denoiser:
+        return float(model.params_total) - text - vae, text, vae
+    return denoiser, text, vae
+
+
+def _sizes(model, inp: dict) -> tuple[int, int]:
+    """(image side in pixels, denoising steps)."""
+    prof, pipe = model.profile, _pipe(model)
+    side = int(inp.get("image_size") or (prof.reference_input or {}).get("image_size") or 1024)
+    steps = int(inp.get("steps") or pipe.get("default_steps") or table("nonllm")["default_diffusion_steps"])
+    return side, steps
+
+
+def _costs(model, precision: str, scale, side: int) -> tuple[ForwardCost, ForwardCost, ForwardCost]:
+    """(denoiser forward, text encoders per prompt, VAE decode per image) at batch 1."""
+    pipe = _pipe(model)
+    denoiser_p, text_p, vae_p = component_params(model)
+    b = dense_bytes(precision)
+    denoiser = forward_cost(model, scale, precision, params=denoiser_p)
+    text = ForwardCost(float(pipe.get("text_encoder_flops_per_prompt", 0.0)), 0.0, text_p * b,
+                       float(pipe.get("text_encoder_kernels", 0.0)), precision, denoiser.cpu_factor)
+    vae_prec = "fp32" if pipe.get("vae_upcast") else precision
+    pixels = float(side) ** 2
+    live = float(pipe.get("vae_decode_live_channels", 0.0)) * dense_bytes(vae_prec) * pixels
+    vae = ForwardCost(float(pipe.get("vae_decode_flops_per_pixel", 0.0)) * pixels,
+                      live * float(table("nonllm")["activation_traffic_per_saved_byte"]), vae_p * dense_bytes(vae_prec),
+                      float(pipe.get("vae_decode_kernels", 0.0)), vae_prec, denoiser.cpu_factor)
+    return denoiser, text, vae
+
+
+def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, system: System,
+                     layout: Layout) -> MemoryEstimate:
+    """Weights of every component + the larger of the denoiser's and the VAE decoder's live tensors."""
+    pipe, prof = _pipe(model), model.profile
+    mem_tab, nl = table("memory"), table("nonllm")
+    denoiser_p, text_p, vae_p = component_params(model)
+    vae_b = 4.0 if pipe.get("vae_upcast") else dense_bytes(precision)
+    weights = (denoiser_p + text_p) * dense_bytes(precision) + vae_p * vae_b
+    per_sample = pipe.get("inference_activation_bytes_per_sample")
+    denoise_act = (float(per_sample) * scale.activations if per_sample is not None else
+                   prof.activation_bytes_per_sample * scale.activations * float(nl["inference_activation_share"]))
+    denoise_act *= batch * guidance_passes(model) * dense_bytes(precision) / 2.0
+    vae_act = float(pipe.get("vae_decode_live_channels", 0.0)) * vae_b * float(side) ** 2 * batch
+    acts = max(denoise_act, vae_act)
+    ctx, nccl = overhead_fixed(system)
+    alloc = weights + acts + mem_tab["workspace_bytes"]
+    reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * acts
+    per_gpu = reserved + ctx + nccl
+    comp = dict.fromkeys(COMPONENTS, 0.0)
+    comp.update(weights=weights, activations=acts)
+    comp["overhead"] = per_gpu - weights - acts
+    phase = PHASES[0] if vae_act >= denoise_act else PHASES[1]
+    return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                          capacity_bytes=system.capacity_bytes, components=comp,
+                          host_bytes=weights + 4 * GIB * system.gpus_per_node, peak_phase=phase,
+                          total_bytes=per_gpu * layout.gpus, notes=[])
+
+
+def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
+                        system: System, scale, notes: list[str]):
+    """Memory and speed of generating ``batch`` images (see the module docstring)."""
+    side, steps = _sizes(model, inp)
+    passes = guidance_passes(model)
+    pipe = _pipe(model)
+    mem = diffusion_memory(model, precision=precision, batch=batch, side=side, scale=scale, system=system,
+                           layout=layout)
+    denoiser, text, vae = _costs(model, precision, scale, side)
+    step: ForwardTime = forward_time(denoiser, batch * passes, system, framework, notes)
+    text_s = forward_time(text, batch * passes, system, framework).seconds if text.kernels or text.flops_per_sample else 0.0
+    vae_s = forward_time(vae, batch, system, framework).seconds if vae.flops_per_sample else 0.0
+    total = text_s + steps * step.seconds + vae_s
+    perf = empty_perf()
+    perf.update(ttft_s=total, latency_s=total, max_concurrency=batch, max_requests_per_s=batch / total,
+                samples_per_s=batch / total, images_per_s=batch / total, denoising_steps_per_s=1.0 / step.seconds,
+                step_time_s=None, tflops_per_gpu=denoiser.flops_per_sample * batch * passes / step.seconds / 1e12)
+    notes.append(_("{steps} denoising steps at {side} px, {passes} denoiser pass(es) per step and image "
+                   "({guidance}): {step_ms:.0f} ms per step, text encoders {text_ms:.0f} ms, VAE decode {vae_ms:.0f} ms").format(
+        steps=steps, side=side, passes=passes, step_ms=step.seconds * 1e3, text_ms=text_s * 1e3, vae_ms=vae_s * 1e3,
+        guidance=_("classifier-free guidance") if passes == 2 else _("guidance-distilled, no CFG batch")))
+    notes.append(_("peak memory in the {phase} phase: every component's weights stay on the GPU{upcast}").format(
+        phase=_(mem.peak_phase), upcast=_(" (the VAE upcast to fp32)") if pipe.get("vae_upcast") else ""))
+    return NonLLMResult(memory=mem, performance=perf, notes=notes)

@@ -1,0 +1,75 @@
+"""Sharded training state: the shard group, what a ZeRO-3 / FSDP rank gathers beyond its shard, and
+the bytes those collectives move (used by training.py for the communication time)."""
+
+from __future__ import annotations
+
+from gpuplan.estimate.memory.common import largest_block_matrix
+from gpuplan.estimate.params import table
+from gpuplan.estimate.shapes import Shape, weight_bytes
+from gpuplan.estimate.system import Layout, System
+
+
+def shard_group(layout: Layout, system: System) -> int:
+    """Ranks the sharded states are divided over: the data-parallel group, except FSDP hybrid_shard
+    (HSDP), which shards within a node and replicates across nodes (PyTorch FSDP ShardingStrategy)."""
+    dp = max(1, layout.dp) * max(1, layout.cp)  # Megatron's distributed optimizer and FSDP shard over DP x CP
+    if layout.fsdp == "hybrid_shard" and system.nodes > 1:
+        per_node = max(1, system.gpus_per_node // max(1, layout.tp * layout.pp))
+        return max(1, min(dp, per_node))
+    return dp
+
+
+def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: float, *, trainable: bool,
+                         group: int | None = None, grad_bytes: float = 4.0) -> float:
+    """Unsharded parameters live on a rank under ZeRO-3 / FSDP full_shard beyond its own shard.
+
+    One block is gathered at a time and the next is prefetched (FSDP forward/backward prefetch,
+    DeepSpeed stage3_prefetch_bucket_size): two blocks at their storage dtype. The embedding and LM
+    head are gathered too: FSDP's root unit (embeddings, final norm, head) is not resharded after
+    forward (torch.distributed.fsdp _runtime_utils: the root keeps its parameters for backward);
+    DeepSpeed gathers the largest of them when used. Full training adds one reduce-scatter bucket of gradients (at the gradient dtype: fp32
+    under mixed precision, bf16 for pure-bf16 stacks) the size of a block. LoRA's frozen base has no
+    gradients to reduce."""
+    if layout.zero < 3:
+        return 0.0
+    tp, dp = layout.tp, max(1, group if group is not None else layout.dp)
+    blocks = 2.0 * layer_bytes / tp
+    layer_params = s.attn_params_layer + s.mlp_params_layer_total
+    bucket_params = layer_params
+    if layout.fsdp != "none":
+        root = (s.embed_params + s.lm_head_params) / tp * dense_w
+    else:
+        root = max(s.embed_params, s.lm_head_params) / tp * dense_w
+        # DeepSpeed ZeRO-3 fetches module by module and releases gathered parameters beyond
+        # stage3_max_live_parameters; gradients are reduced in reduce_bucket_size buckets
+        # (DeepSpeed config defaults): for blocks larger than those, the caps bound what is live.
+        ds = table("memory", "deepspeed_zero3")
+        per_elem = layer_bytes / layer_params if layer_params else dense_w
+        live = max(float(ds["max_live_parameters"]), largest_block_matrix(s)) * per_elem / tp
+        blocks = min(blocks, live)
+        bucket_params = min(layer_params, float(ds["reduce_bucket_size"]) * tp)
+    root *= (1.0 - 1.0 / dp)  # the rank's own shard is already counted with the weights
+    bucket = bucket_params / tp * grad_bytes if trainable else 0.0
+    return blocks + root + bucket
+
+
+def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization: str, task: str,
+                          trainable_params: float) -> tuple[float, float]:
+    """Bytes one rank's shard group moves for sharded parameters (ZeRO-3 / FSDP full_shard/hybrid_shard):
+    (all-gathered per pass, reduce-scattered per step). Every pass (forward, backward) all-gathers the
+    whole model slice at its storage dtype (4-bit for QLoRA: FSDP-QLoRA shards the packed weights,
+    bnb_4bit_quant_storage), frozen weights included; only trainable gradients are reduce-scattered
+    (bf16). Zero when nothing is sharded. Used by training.py for the communication time."""
+    if layout.zero < 3 or layout.dp <= 1:
+        return 0.0, 0.0
+    quant = quantization if quantization not in (None, "none") else "none"
+    w_total, _dtype = weight_bytes(s, "bf16" if precision != "fp32" else "fp32", quant,
+                                   double_quant=(task == "qlora"))
+    gather = w_total / (layout.tp * layout.pp)
+    reduce = trainable_params / (layout.tp * layout.pp) * 2.0
+    if s.moe_experts and layout.ep > 1 and s.params_total:
+        # expert parallelism: a rank keeps (and gathers) only its 1/ep of the routed experts (FSDP2 + EP)
+        experts = s.layers * (s.mlp_params_layer_total - s.mlp_params_layer_active) / s.params_total
+        gather *= 1.0 - experts * (1.0 - 1.0 / layout.ep)
+        reduce *= 1.0 - experts * (1.0 - 1.0 / layout.ep)
+    return gather, reduce

@@ -1,0 +1,72 @@
+"""What every non-LLM estimate shares: its result record, the input scaling of a profile
+(data/models.yaml), and the cost of one forward of the network at batch 1 (for estimate/forward.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuplan.estimate.forward import ForwardCost
+from gpuplan.estimate.memory import MemoryEstimate
+from gpuplan.estimate.params import table
+from gpuplan.i18n import _
+
+
+@dataclass
+class NonLLMResult:
+    memory: MemoryEstimate
+    performance: dict
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class InputScale:
+    """How FLOPs and activations grow from the profile's reference input to the user's."""
+
+    flops: float = 1.0
+    activations: float = 1.0
+    value: float | None = None     # the input the estimate is for (e.g. image_size)
+
+
+def input_scale(profile, inp: dict | None) -> tuple[InputScale, list[str]]:
+    """FLOPs scale with input^flops_exponent, activations with input^activation_exponent (``exponent``
+    sets both; the profile's ``scaling`` block names the input, e.g. image_size)."""
+    notes: list[str] = []
+    scaling = profile.scaling or {}
+    key = scaling.get("input")
+    common = float(scaling.get("exponent", 1.0))
+    ref = (profile.reference_input or {}).get(key) if key else None
+    given = (inp or {}).get(key) if key else None
+    if not key or ref is None:
+        return InputScale(), notes
+    if given is None:
+        notes.append(_("assumed {key} {ref} (the profile's reference input)").format(key=key, ref=ref))
+        return InputScale(value=float(ref)), notes
+    ratio = float(given) / float(ref)
+    return InputScale(ratio ** float(scaling.get("flops_exponent", common)),
+                      ratio ** float(scaling.get("activation_exponent", common)), float(given)), notes
+
+
+def dense_bytes(precision: str) -> float:
+    return 4.0 if precision == "fp32" else 2.0
+
+
+def forward_cost(model, scale: InputScale, precision: str, params: float | None = None) -> ForwardCost:
+    """One forward of the whole network at batch 1: FLOPs and activation traffic per sample (each saved
+    tensor written and read by the element-wise ops around it: nonllm.activation_traffic_per_saved_byte),
+    the weights read once, and the ops it launches (profile kernels_per_forward, else
+    nonllm.default_kernels_per_forward)."""
+    prof = model.profile
+    nl = table("nonllm")
+    traffic = prof.activation_bytes_per_sample * scale.activations * float(nl["activation_traffic_per_saved_byte"]) \
+        * (dense_bytes(precision) / 2.0)
+    kernels = float(prof.kernels_per_forward or nl["default_kernels_per_forward"])
+    weights = float(params if params is not None else model.params_total) * dense_bytes(precision)
+    cpu_factor = float(table("nonllm", "eager_cpu_factor").get(model.kind, table("nonllm", "eager_cpu_factor")["default"]))
+    return ForwardCost(prof.forward_flops_per_sample * scale.flops, traffic, weights, kernels, precision, cpu_factor)
+
+
+def empty_perf() -> dict:
+    keys = ("step_time_s", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "tflops_per_gpu",
+            "comm_fraction", "total_time_s", "gpu_hours", "ttft_s", "tpot_s", "output_tokens_per_s",
+            "max_concurrency", "max_requests_per_s", "latency_s", "images_per_s")
+    return dict.fromkeys(keys)

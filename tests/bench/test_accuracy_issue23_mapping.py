@@ -1,0 +1,75 @@
+"""bench/accuracy.py mapping rules added for issue 23: what a row that leaves a condition unstated ran.
+
+- NeMo / Megatron-Core recompute nothing unless configured, and NeMo's optimizer is the distributed one (ZeRO-1).
+- An inference row without a batch on a serving engine is an offline maximum-throughput run (the measurements
+  README of ../shared/validation).
+- A GB200 NVL72 rack is one NVLink domain of 72 GPUs (NVIDIA GB200 NVL72 product page).
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def acc():
+    spec = importlib.util.spec_from_file_location("bench_accuracy_issue23", ROOT / "bench" / "accuracy.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_accuracy_issue23"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def rows(acc):
+    return {r["id"]: r for r in acc.load([ROOT / "bench" / "data" / "measurements-dev2.csv",
+                                           ROOT / "bench" / "data" / "measurements-nonllm.csv"])}
+
+
+def test_unstated_recompute_zero_and_attention_follow_nemo(acc, rows):
+    w, system, layout = acc.row_to_case(rows["H366-mbridge"])
+    assert layout.checkpointing == "none" and w.flash_attention
+    w, system, layout = acc.row_to_case(rows["H349-nemo"])
+    assert layout.zero == 1
+
+
+def test_engine_row_without_a_batch_is_a_max_throughput_run(acc, rows):
+    assert acc.max_throughput_row(rows["H502-trtllm"])
+    assert not acc.max_throughput_row(rows["H572-trt05l40s"])   # batch 64 stated
+
+
+def test_stack_named_in_the_notes(acc, rows):
+    assert acc.stack_name(rows["H528-tgisma10g"]) == "tgi"
+
+
+def test_nvl72_is_one_nvlink_domain_and_ep_is_read(acc, rows):
+    w, system, layout = acc.row_to_case(rows["H372-mbridge"])
+    assert system.gpus_per_node == 64 and system.nodes == 1
+    w, system, layout = acc.row_to_case(rows["H375-automodel"])
+    assert layout.ep == 8
+
+
+def test_non_llm_rows_carry_their_input_and_class(acc, rows):
+    w, system, layout = acc.row_to_case(rows["N961-falsd"])
+    assert w.input.image_size == 512 and w.input.steps == 50
+    assert acc.classify(rows["N961-falsd"]) == "diffusion"
+    assert acc.classify(rows["N901-dlern50"]) == "vision (CNN / ViT)"
+    pred, fits, note = acc.predict(rows["N903-dlern50"])   # V100 AMP batch 128: 3,249 img/s
+    assert pred == pytest.approx(3249, rel=0.2)
+
+
+def test_import_leaves_duplicates_out_and_aliases_groups():
+    spec = importlib.util.spec_from_file_location("bench_import", ROOT / "bench" / "import_measurements.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    a = {"model": "m", "task": "inference", "quantization": "none", "gpu": "A100-80GB", "gpu_count": "1",
+         "micro_batch": "1", "seq_len": "", "prompt_tokens": "1", "output_tokens": "2048",
+         "metric": "output_tokens_per_s", "value": "50.0", "global_batch": ""}
+    b = dict(a, metric="total_tokens_per_s", value=str(50.0 * 2049 / 2048))
+    key, value = mod.comparable(a)
+    assert mod.is_duplicate(b, {key: [value]})
+    assert mod.GROUP_ALIASES["nemoft"] == "nemo2407"
