@@ -137,15 +137,20 @@ def test_a_borrowed_price_is_shown_as_the_other_regions_proxy():
 # ------------------------------------------------------------------------------------ prices
 
 def test_the_plans_that_land_in_the_top_3_rest_mostly_on_quoted_prices():
+    # Issue 25: at least 80 % of the instance types in the top 3 of the example workloads have a quoted price.
+    # A spot price is never a quote (it is the pay-as-you-go quote x the spot rule, marked guessed), so the
+    # share is taken over the pay-as-you-go and subscription prices; spot rows must say they are not quotes.
     workloads = [str(p) for p in sorted((ROOT / "examples").glob("*.yaml"))] + [L70_FULL, R1_SERVING]
     plans = [p for w in workloads for p in recommend(w, top=3, today=TODAY).plans[:3]]
     priced = [p for p in plans if p.cost.price_basis]
     assert len(priced) >= 15
-    quoted = [p for p in priced if p.cost.price_basis == "quoted"]
-    assert len(quoted) / len(priced) >= 0.8, [(p.instance_type, p.cost.billing, p.cost.price_basis) for p in priced]
-    types = {p.instance_type for p in priced}
-    quoted_types = {t for t in types if all(p.cost.price_basis == "quoted" for p in priced if p.instance_type == t)}
-    assert len(quoted_types) / len(types) >= 0.8
+    assert all(p.cost.price_basis in ("derived", "guessed") for p in priced if p.cost.billing == "spot")
+    listed = [p for p in priced if p.cost.billing != "spot"]
+    quoted = [p for p in listed if p.cost.price_basis == "quoted"]
+    assert len(quoted) / len(listed) >= 0.8, [(p.instance_type, p.cost.billing, p.cost.price_basis) for p in listed]
+    types = {p.instance_type for p in listed}
+    quoted_types = {t for t in types if all(p.cost.price_basis == "quoted" for p in listed if p.instance_type == t)}
+    assert len(quoted_types) / len(types) >= 0.8, sorted(types - quoted_types)
 
 
 def test_ebmgn8ia_is_priced_for_its_256_vcpus_not_like_an_8_vcpu_gn8is():
