@@ -277,6 +277,12 @@ def test_sdxl_and_whisper_carry_no_llm_assumptions(w):
     text = " ".join(d["assumptions"]).lower()
     for word in ("kv", "prompt_tokens", "output_tokens", "token", "ttft", "vllm", "flash_attention"):
         assert word not in text, (word, d["assumptions"])
+    from gpuplan.i18n import use_lang
+
+    with use_lang("zh"):        # the same filter on the translated notes (field labels differ by language)
+        zh = " ".join(recommend(w).assumptions)
+    for word in ("kv_cache_dtype", "prompt_tokens", "output_tokens", "vllm", "flash_attention"):
+        assert word not in zh, (word, zh)
 
 
 def test_llm_serving_still_states_its_llm_assumptions():

@@ -95,7 +95,11 @@ def applicable(notes: list[str], resolved, model) -> list[str]:
     if is_llm(model):
         return list(notes)
     keys = LLM_ONLY_FIELDS + (NON_LLM_SERVING_SKIP if (resolved.task or "inference") == "inference" else ())
-    drop = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in keys
-            if getattr(resolved, k, None) is not None}
+    from gpuplan.fieldnames import field_label, value_text
+
+    # the resolver's own wording (workload.resolve_defaults), so the two cannot drift apart
+    drop = {_("assumed {key} {value}").format(key=field_label(k, with_key=True), value=value_text(getattr(resolved, k),
+                                                                                                  key=k))
+            for k in keys if getattr(resolved, k, None) is not None}
     return [n for n in notes if n not in drop]
 

@@ -175,7 +175,7 @@ class GroupSearch:
             c.warnings.extend(s.warnings_for(c.variant, c.est.system, c.layout))
         c.why.extend(knob_why(k, {d: r for (d, j), (_e, _l, r) in self.evaluated.items() if j == i}))
         if k.optimizer:
-            c.why.append(_("8-bit AdamW needed: AdamW's fp32 states fit in no layout of this group"))
+            c.why.append(_("8-bit AdamW needed: with AdamW's fp32 states no layout of this group fits in GPU memory and host RAM"))
         if s.training:
             c.next_need = self.next_need(k, i)
             c.recipe = recipe_of(c, s.w, s.target, llm=s.target is not None)
