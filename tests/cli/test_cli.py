@@ -203,3 +203,15 @@ def test_bad_stdin_is_one_clear_error(monkeypatch, data, words):
     _stdin(monkeypatch, data)
     code, out, err = run("recommend", "-")
     assert code == 2 and words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("lang, words", [("en", ("request batch 1", "concurrent sequences per replica")),
+                                         ("zh", ("请求批次 1", "并发序列"))])
+def test_estimate_of_a_service_shows_the_serving_layout_not_training_fields(lang, words):
+    code, out, _ = run("estimate", "--model", "qwen2.5-7b", "--task", "inference", "--gpu", "A10", "--lang", lang)
+    layout = next(ln for ln in out.splitlines() if "TP1" in ln)
+    assert code == 0 and all(w in layout for w in words), layout
+    for training_word in ("ckpt", "GA ", "micro-batch", "激活重计算", "梯度累积"):
+        assert training_word not in layout, layout
+    code, out, _ = run("estimate", "--model", "qwen2.5-7b", "--task", "lora", "--gpu", "A10")
+    assert "micro-batch" in next(ln for ln in out.splitlines() if "TP1" in ln)

@@ -28,7 +28,7 @@ def test_recommend_in_chinese_has_no_english_unit_words(example, monkeypatch, ca
     assert code in (0, 1), out
     assert english_units(out) == [], english_units(out)
     assert english_sentences(out) == [], english_sentences(out)
-    assert not re.search(r"假设 [a-z_]+ 为", out), re.findall(r"假设 [a-z_]+ 为", out)   # field names have labels
+    assert not re.search(r"假设 [a-z_]+[ ：]", out), re.findall(r"假设 [a-z_]+[ ：]", out)   # field names have labels
     assert re.search(r"假设 [^a-z\s]+（[a-z_]+）", out)
 
 
@@ -80,6 +80,6 @@ def test_the_parsers_details_are_chinese(tmp_path, text, zh, monkeypatch, capsys
 
 def test_assumed_enum_values_are_words_of_the_language(monkeypatch, capsys):
     code, out = run_cli(["recommend", "--model", "qwen2.5-7b", "--task", "lora", "--lang", "zh"], monkeypatch, capsys)
-    assert "优化目标（objective） 为 成本最低" in out and "为 是" in out, out
+    assert "优化目标（objective）：成本最低" in out and "）：是" in out and " 为 是" not in out, out
     code, out = run_cli(["recommend", "--model", "qwen2.5-7b", "--task", "lora", "--json"], monkeypatch, capsys)
     assert "assumed objective cost" in out and "assumed flash_attention True" in out   # JSON unchanged

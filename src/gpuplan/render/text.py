@@ -165,6 +165,7 @@ def performance_view(est_dict: dict, lang: str) -> Table:
         ("TTFT", fmt_duration(p.get("ttft_s")) if p.get("ttft_s") else None),
         ("TPOT", fmt_duration(p.get("tpot_s")) if p.get("tpot_s") else None),
         ("Output tokens/s", f"{p['output_tokens_per_s']:,.1f}" if p.get("output_tokens_per_s") else None),
+        (N_("Max output tokens/s"), f"{p['max_output_tokens_per_s']:,.0f}" if p.get("max_output_tokens_per_s") else None),
         ("Latency", fmt_duration(p.get("latency_s")) if p.get("latency_s") else None),
         ("Sequences/s", f"{p['sequences_per_s']:,.1f}" if p.get("sequences_per_s") and not p.get("output_tokens_per_s")
          else None),
@@ -185,6 +186,22 @@ def performance_view(est_dict: dict, lang: str) -> Table:
 CHECKPOINTING = {"full": N_("full"), "selective": N_("selective"), "none": N_("none")}
 
 
+def layout_line(est_dict: dict, lang: str) -> str:
+    """The parallel layout in one line: training fields for training, the serving ones for inference."""
+    par, w, p = est_dict["parallel"], est_dict["workload"], est_dict["performance"]
+    if w["task"] == "inference":
+        ep = f" EP{par['ep']}" if par.get("ep", 1) > 1 else ""
+        line = tr("Layout: TP{tp} PP{pp} DP{dp}{ep}, request batch {batch}", lang).format(
+            tp=par["tp"], pp=par["pp"], dp=par["dp"], ep=ep, batch=p.get("batch") or w.get("batch_size") or 1)
+        if p.get("serving_batch"):
+            line += tr(", ", lang) + tr("up to {n} concurrent sequences per replica", lang).format(n=p["serving_batch"])
+        return line
+    ckpt = par["checkpointing"]
+    return tr("Layout: TP{tp} PP{pp} DP{dp}{zero}, ckpt {mode}, micro-batch {micro} x GA {accum}", lang).format(
+        tp=par["tp"], pp=par["pp"], dp=par["dp"], zero=f" ZeRO-{par['zero']}" if par["zero"] else "",
+        mode=tr(CHECKPOINTING.get(ckpt, ckpt), lang), micro=par["micro_batch"], accum=par["gradient_accumulation"])
+
+
 def print_estimate(console: Console, est_dict: dict, lang: str) -> None:
     m = est_dict["model"]
     hw = est_dict["hardware"]
@@ -196,10 +213,7 @@ def print_estimate(console: Console, est_dict: dict, lang: str) -> None:
         model=f"[bold]{m['id']}[/bold]", params=f"{m['params_total'] / 1e9:.2f}", task=w["task"],
         precision=w["precision"], quantization=quant, n=hw["total_gpus"], gpu=hw["gpu"], instance=where)
     console.print(head)
-    ckpt = par["checkpointing"]
-    console.print(tr("Layout: TP{tp} PP{pp} DP{dp}{zero}, ckpt {mode}, micro-batch {micro} x GA {accum}", lang).format(
-        tp=par["tp"], pp=par["pp"], dp=par["dp"], zero=f" ZeRO-{par['zero']}" if par["zero"] else "",
-        mode=tr(CHECKPOINTING.get(ckpt, ckpt), lang), micro=par["micro_batch"], accum=par["gradient_accumulation"]))
+    console.print(layout_line(est_dict, lang))
     console.print(memory_view(est_dict, lang))
     console.print(performance_view(est_dict, lang))
     for title, key, style in (("Suggestions", "suggestions", "yellow"), ("Warnings", "warnings", "red"),
