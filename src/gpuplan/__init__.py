@@ -226,7 +226,7 @@ def quick(params_b: _Params, task: _Str = "lora", **kwargs: Any) -> QuickResult:
 def build_plan(workload: Source, out_dir: Path, *, pick: _Pick = 1, force: _Bool = False,
                lang: _Lang = "en") -> Path:
     """Write the plan bundle of the ``pick``-th ranked plan to ``out_dir``; returns the folder."""
-    from gpuplan.plan.bundle import write_plan_bundle
+    from gpuplan.write_bundle import write_plan_bundle
 
     path, _summary = write_plan_bundle(load_workload(workload), Path(out_dir), pick=pick, force=force, lang=lang)
     return path

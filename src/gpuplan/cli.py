@@ -137,7 +137,7 @@ def instances(
 ) -> None:
     """List instance types, filtered by family, GPU, GPU memory or region."""
     def body(lg: str) -> None:
-        from gpuplan.catalog.instances import filter_instances
+        from gpuplan.catalog.query import filter_instances
         from gpuplan.catalog.prices import basis_label, load_offers
         from gpuplan.plan.record import price_mark
 
@@ -421,7 +421,8 @@ def compare(
                            None, None)
 
     def body(lg: str) -> int:
-        from gpuplan.plan.compare import compare_clouds, render_comparison
+        from gpuplan.plan.compare import compare_clouds
+        from gpuplan.render.compare import render_comparison
 
         w = _load(workload, flags)
         result = compare_clouds(w, currency=currency.upper())
@@ -558,7 +559,8 @@ def plan(
     pins = {"instance_type": instance_type, "gpus": gpus, "tp": tp, "pp": pp, "micro_batch": micro_batch}
 
     def body(lg: str) -> int:
-        from gpuplan.plan.bundle import pin_batch_size, write_plan_bundle
+        from gpuplan.plan.bundle import pin_batch_size
+        from gpuplan.write_bundle import write_plan_bundle
 
         flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens,
                                pin_batch_size(batch_size, micro_batch), None, None, None, None, None, budget,

@@ -50,7 +50,7 @@ SDXL_ONLINE = {"name": "sdxl-online", "model": "stabilityai/stable-diffusion-xl-
 
 
 def _write(w: dict, out: Path, **kw) -> Path:
-    from gpuplan.plan.bundle import write_plan_bundle
+    from gpuplan.write_bundle import write_plan_bundle
 
     path, _ = write_plan_bundle(Workload.model_validate(w), out, **kw)
     return path

@@ -138,7 +138,7 @@ def test_multi_node_serving_uses_ray_and_sglang_node_ranks(tmp_path):
 
 @pytest.fixture(scope="module")
 def sdxl_bundle(tmp_path_factory):
-    from gpuplan.plan.bundle import write_plan_bundle
+    from gpuplan.write_bundle import write_plan_bundle
     from gpuplan.workload import load_workload
 
     out, _ = write_plan_bundle(load_workload(ROOT / "examples/sdxl-inference.yaml"),
@@ -148,7 +148,7 @@ def sdxl_bundle(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def whisper_bundle(tmp_path_factory):
-    from gpuplan.plan.bundle import write_plan_bundle
+    from gpuplan.write_bundle import write_plan_bundle
     from gpuplan.workload import Workload
 
     w = Workload.model_validate({"name": "whisper-batch", "model": "openai/whisper-large-v3", "task": "inference",
@@ -420,7 +420,7 @@ def _workloads():
 
 def test_plan_writes_a_bundle_for_every_serving_pick(tmp_path):
     from gpuplan.plan import recommend
-    from gpuplan.plan.bundle import write_plan_bundle
+    from gpuplan.write_bundle import write_plan_bundle
 
     seen_platforms = set()
     for key, w in _workloads().items():

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from gpuplan.errors import GpuplanError
-from gpuplan.plan.bundle import write_plan_bundle
+from gpuplan.write_bundle import write_plan_bundle
 from gpuplan.plan.candidates import launchable, launcher_for
 from gpuplan.render.bundle import build_bundle
 from gpuplan.workload import Workload, load_workload

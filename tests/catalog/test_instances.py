@@ -16,12 +16,12 @@ import yaml
 
 from gpuplan.catalog.instances import (
     INSTANCE_COLUMNS,
-    filter_instances,
     find_family,
     get_instance,
     load_families,
     load_instances,
 )
+from gpuplan.catalog.query import filter_instances
 from gpuplan.errors import GpuplanError
 
 # The canonical GPU ids of the project brief (exact spelling).

@@ -16,7 +16,8 @@ from gpuplan.plan import feasibility as fz
 from gpuplan.plan import recommend
 from gpuplan.plan.candidates import Fixed, lattice, node_options, parallel_shapes
 from gpuplan.plan.rank import TIE_TOLERANCE
-from gpuplan.plan.search import Searcher, Variant
+from gpuplan.plan.search import Searcher
+from gpuplan.plan.search_point import Variant
 from gpuplan.catalog.prices import load_offers
 from gpuplan.workload import load_workload, resolve_defaults
 

@@ -14,7 +14,7 @@ from gpuplan.catalog.instances import load_instances
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan import recommend
-from gpuplan.plan.bundle import write_plan_bundle
+from gpuplan.write_bundle import write_plan_bundle
 from gpuplan.plan.recipe import BatchTarget, batch_options, batch_target, search_setting
 from gpuplan.catalog.models import resolve_model
 from gpuplan.workload import load_workload, resolve_defaults

@@ -319,7 +319,7 @@ def _static_response(name: str) -> Response:
 
 
 def _instances(family, gpu, min_gpu_memory, region, cloud) -> dict:
-    from gpuplan.catalog.instances import filter_instances
+    from gpuplan.catalog.query import filter_instances
     from gpuplan.catalog.prices import load_offers
 
     try:

@@ -7,8 +7,8 @@ https://www.alibabacloud.com/help/en/ecs/user-guide/gpu-accelerated-compute-opti
 
 Overlay: the bundled CSV first, then the cached ``instances.csv`` when there is one (the live
 refresh's snapshot, see :func:`cache_file`; the same schema); a later row with the same ``instance_type`` replaces
-an earlier one. Per-region availability is *not* captured: ``filter_instances(region=...)`` keeps
-the types that have a price in that region, nothing more.
+an earlier one. Per-region availability is *not* captured here: ``gpuplan.catalog.query.filter_instances(region=...)``
+keeps the types that have a price in that region, nothing more.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def parse_number(raw: str | None, column: str, where: str, *, integer: bool = Fa
     return value
 
 
-def _choice(raw: str | None, column: str, allowed: Iterable[str], where: str, *, empty_ok: bool) -> str:
+def check_choice(raw: str | None, column: str, allowed: Iterable[str], where: str, *, empty_ok: bool) -> str:
     value = (raw or "").strip()
     allowed = tuple(allowed)
     if (empty_ok and not value) or value in allowed:
@@ -259,12 +259,12 @@ def _parse_instance(row: dict[str, str], cloud: str, where: str) -> InstanceType
         cloud=cloud,
         instance_type=row["instance_type"],
         family=_strip_prefix(row["family"]),
-        kind=_choice(row["kind"], "kind", KINDS, where, empty_ok=False),
+        kind=check_choice(row["kind"], "kind", KINDS, where, empty_ok=False),
         gpu=row["gpu"],
-        rdma=_choice(row.get("rdma"), "rdma", RDMA_KINDS, where, empty_ok=True),
-        interconnect=_choice(row.get("interconnect"), "interconnect", INTERCONNECTS, where, empty_ok=True),
-        status=_choice(row["status"], "status", STATUSES, where, empty_ok=False),
-        gpu_basis=_choice(row["gpu_basis"], "gpu_basis", GPU_BASES, where, empty_ok=False),
+        rdma=check_choice(row.get("rdma"), "rdma", RDMA_KINDS, where, empty_ok=True),
+        interconnect=check_choice(row.get("interconnect"), "interconnect", INTERCONNECTS, where, empty_ok=True),
+        status=check_choice(row["status"], "status", STATUSES, where, empty_ok=False),
+        gpu_basis=check_choice(row["gpu_basis"], "gpu_basis", GPU_BASES, where, empty_ok=False),
         cpu=row.get("cpu", ""),
         region_notes=row.get("region_notes", ""),
         unconfirmed=unconfirmed,
@@ -342,10 +342,10 @@ def load_families(cloud: str = DEFAULT_CLOUD) -> dict[str, Family]:
             raise GpuplanError(_("{where}: needs family, kind, gpu, status and sources.").format(where=where), hint="")
         fam = Family(
             cloud=cloud, family=_strip_prefix(str(e["family"])),
-            kind=_choice(e["kind"], "kind", KINDS, where, empty_ok=False), gpu=str(e["gpu"]),
-            gpu_basis=_choice(e.get("gpu_basis"), "gpu_basis", GPU_BASES, where, empty_ok=False),
+            kind=check_choice(e["kind"], "kind", KINDS, where, empty_ok=False), gpu=str(e["gpu"]),
+            gpu_basis=check_choice(e.get("gpu_basis"), "gpu_basis", GPU_BASES, where, empty_ok=False),
             description=str(e.get("description") or ""), cpu=str(e.get("cpu") or ""),
-            status=_choice(e["status"], "status", STATUSES, where, empty_ok=False),
+            status=check_choice(e["status"], "status", STATUSES, where, empty_ok=False),
             notes=str(e.get("notes") or ""), unconfirmed=tuple(e.get("unconfirmed") or ()),
             sources=tuple(e["sources"]),
         )
@@ -395,44 +395,6 @@ def find_family(name: str, cloud: str | None = None, cache_dir: str | os.PathLik
                 return fam
             choices.append(fam.family)
     raise unknown_name_error("instance family", name, choices, LIST_COMMAND)
-
-
-def filter_instances(
-    cloud: str = DEFAULT_CLOUD,
-    family: str | None = None,
-    gpu: str | None = None,
-    min_gpu_memory_gib: float | None = None,
-    region: str | None = None,
-    include_status: Iterable[str] | None = None,
-    cache_dir: str | os.PathLike | None = None,
-) -> list[InstanceType]:
-    """Instance types matching every given filter, in catalog order. None = no filter.
-
-    ``gpu`` is a user string resolved by :func:`gpuplan.catalog.gpus.resolve_gpu` ("A10",
-    "a100 80g", ...) and compared by canonical id. ``region`` keeps the types that have a price
-    in that region (per-region availability is not in the catalog).
-    """
-    insts = list(load_instances(cloud, cache_dir).values())
-    if family is not None:
-        fam = find_family(family, cloud, cache_dir).family
-        insts = [i for i in insts if i.family == fam]
-    if gpu is not None:
-        from gpuplan.catalog.gpus import resolve_gpu  # another module; imported when first needed
-
-        spec, _note = resolve_gpu(gpu)
-        insts = [i for i in insts if i.gpu == spec.id]
-    if min_gpu_memory_gib is not None:
-        insts = [i for i in insts if i.gpu_memory_gib is not None and i.gpu_memory_gib >= min_gpu_memory_gib]
-    if include_status is not None:
-        statuses = {_choice(s, "status", STATUSES, "include_status", empty_ok=False) for s in include_status}
-        insts = [i for i in insts if i.status in statuses]
-    if region is not None:
-        from gpuplan.catalog.prices import load_offers
-
-        region = check_regions([region], [cloud])[0]   # an unknown region is an error (did-you-mean)
-        priced = {o.instance_type.lower() for o in load_offers(cloud, cache_dir) if o.region == region}
-        insts = [i for i in insts if i.instance_type.lower() in priced]
-    return insts
 
 
 # --------------------------------------------------------------------------- regions

@@ -1,8 +1,8 @@
-"""`gpuplan plan`: recommend, pick one plan, re-estimate it on its exact hardware, write the bundle."""
+"""`gpuplan plan` helpers: the user's pins applied to a workload, and the (workload, estimate) pair a plan's bundle is
+rendered from (the bundle itself is written by :mod:`gpuplan.write_bundle`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import GpuplanError
@@ -48,7 +48,7 @@ def pins_text(pins: dict[str, Any]) -> str:
     return _(", ").join(_(PIN_NAMES[k]).format(value=v) for k, v in pins.items() if k in PIN_NAMES)
 
 
-def _short(instance_type: str | None) -> str:
+def short_type(instance_type: str | None) -> str:
     return (instance_type or "").lower().removeprefix("ecs.")
 
 
@@ -56,9 +56,9 @@ def pinned_misfit(data: dict[str, Any], pins: dict[str, Any]) -> GpuplanError:
     """One clear error for pins no plan satisfies: the recommender's own reasons for the pinned candidates."""
     from gpuplan.i18n import localize
 
-    want = _short(pins.get("instance_type"))
+    want = short_type(pins.get("instance_type"))
     reasons = [str(r.get("reason")) for r in data.get("rejected") or []
-               if isinstance(r, dict) and r.get("reason") and (not want or _short(r.get("instance_type")) == want)]
+               if isinstance(r, dict) and r.get("reason") and (not want or short_type(r.get("instance_type")) == want)]
     if not reasons:
         reasons = [str(b.get("text", b)) if isinstance(b, dict) else str(b) for b in data.get("binding_constraints") or []]
     reason = _("; ").join(localize(r) for r in dict.fromkeys(reasons[:2])) or _("no candidate satisfies them")
@@ -111,56 +111,3 @@ def bundle_inputs(plan, w: Workload) -> tuple[Workload, dict[str, Any]]:
         return resolved, plan.estimate.to_dict()
     resolved = workload_for_plan(w, plan.to_dict())
     return resolved, estimate(resolved).to_dict()
-
-
-def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = False, lang: str = "en",
-                      top: int = 5, pins: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
-    """Recommend, pick a plan and write its bundle. The plan is computed in English whatever ``lang`` is:
-    plan.json is the JSON contract (its values never change with the language); PLAN.md and the scripts'
-    messages show that English text translated (:func:`gpuplan.i18n.localize`).
-
-    ``pins`` names the fields the user fixed (already set in ``w``: hardware.instance_type, hardware.count,
-    parallel.tp/pp, batch_size): the recommender searched only plans with them, re-estimated on the exact
-    hardware; when none fits, one error says why."""
-    pins = {k: v for k, v in (pins or {}).items() if v is not None}
-    w = apply_pins(w, pins)
-    from gpuplan.i18n import localize, use_lang
-    from gpuplan.plan import recommend
-    from gpuplan.render.bundle import build_bundle
-
-    if pick < 1 or pick > 20:
-        raise GpuplanError(_("--pick {pick} is out of range.").format(pick=pick), hint=_("Pick 1 (the best plan) to 20."))
-    try:
-        with use_lang("en"):
-            rec = recommend(w, top=max(top, pick))
-            data = rec.to_dict()
-            plans = data["plans"]
-            if plans and pick <= len(plans):
-                # PLAN.md states the ranking basis once (a field beside the plan's contract keys)
-                plans[pick - 1]["ranking_basis"] = data.get("ranking_basis")
-                resolved, est = bundle_inputs(rec.plans[pick - 1], w)
-    except GpuplanError as err:    # the user's error in the user's language
-        raise GpuplanError(localize(err.message, lang), localize(err.hint, lang), field=err.field,
-                           web_hint=localize(err.web_hint, lang) if err.web_hint else None, kind=err.kind) from None
-    if not plans and pins:
-        with use_lang(lang):
-            raise pinned_misfit(data, pins)
-    if not plans:
-        binding = _("; ").join(localize(str(b.get("text", b)) if isinstance(b, dict) else str(b), lang)
-                               for b in data.get("binding_constraints", [])) or _("no feasible plan")
-        raise GpuplanError(_("No plan satisfies the workload: {binding}.").format(binding=binding),
-                           hint=_("Relax the budget, deadline, families or platforms; `gpuplan recommend` shows why."))
-    if pick > len(plans):
-        raise GpuplanError(_("Only {n} plan(s) were found; --pick {pick} does not exist.").format(n=len(plans), pick=pick),
-                           hint=_("Use --pick 1 to {n}.").format(n=len(plans)))
-    plan = plans[pick - 1]
-    if pins.get("instance_type") and _short(plan.get("instance_type")) != _short(pins["instance_type"]):
-        raise GpuplanError(_("The pinned instance type {want} has no plan; the recommender returned {got}.").format(
-                               want=pins["instance_type"], got=plan.get("instance_type")),
-                           hint=_("Check the instance type with `gpuplan instances`."))
-    path = build_bundle(plan, resolved, est, Path(out), lang=lang, force=force, rejected=data.get("rejected"),
-                        pareto=data.get("pareto"))
-    files = [p for p in Path(path).rglob("*") if p.is_file()]
-    return Path(path), {"instance_type": plan["instance_type"], "instance_count": plan["instance_count"],
-                        "pins": pins, "files_count": len(files),
-                        "files": sorted(str(p.relative_to(path)) for p in files)}

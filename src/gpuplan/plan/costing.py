@@ -12,7 +12,7 @@ from gpuplan.plan import cost as costm
 from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, item_unit, job_items, model_bytes, target_util
 from gpuplan.plan.record import rnd
 from gpuplan.plan.rank import SLACK_MIN
-from gpuplan.plan.search import Candidate
+from gpuplan.plan.search_point import Candidate
 from gpuplan.plan.serving_config import describe
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
 

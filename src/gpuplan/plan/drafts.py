@@ -12,7 +12,7 @@ from gpuplan.plan.candidates import TRAIN_TASKS, launcher_for
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.costing import deadline_margin, serving_costs, training_costs
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory
-from gpuplan.plan.search import Candidate
+from gpuplan.plan.search_point import Candidate
 from gpuplan.plan.serving_config import describe
 
 

@@ -15,7 +15,8 @@ from gpuplan.plan.context import PlanContext, ckpt_bytes
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.rank import thin_margin
 from gpuplan.plan.record import Plan
-from gpuplan.plan.search import Searcher, Variant
+from gpuplan.plan.search import Searcher
+from gpuplan.plan.search_point import Variant
 from gpuplan.plan.storage import data_read_bytes_s, storage_advice
 from gpuplan.units import GIB, fmt_duration
 

@@ -33,7 +33,8 @@ from gpuplan.plan.notes import applicable, dedupe, global_warnings
 from gpuplan.plan.rank import pareto_front, rank, ranking_basis
 from gpuplan.plan.record import PLATFORMS, Plan
 from gpuplan.plan.scope import default_regions, instances as scoped_instances, platforms_wanted, variants as scoped_variants
-from gpuplan.plan.search import Candidate, Searcher, SearchResult, best_per_group
+from gpuplan.plan.search import Searcher, SearchResult
+from gpuplan.plan.search_point import Candidate, best_per_group
 from gpuplan.plan.serving_config import ServingSpace
 from gpuplan.plan.serving_report import serving_block
 from gpuplan.workload import Workload, load_workload, resolve_defaults

@@ -10,7 +10,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.plan import cost as costm
 from gpuplan.plan.record import PLATFORMS
-from gpuplan.plan.search import Variant
+from gpuplan.plan.search_point import Variant
 from gpuplan.workload import Workload
 
 

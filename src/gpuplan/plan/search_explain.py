@@ -14,7 +14,7 @@ from gpuplan.units import GIB
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan import feasibility as fz
-    from gpuplan.plan.search import Candidate
+    from gpuplan.plan.search_point import Candidate
     from gpuplan.workload import Workload
 
 

@@ -17,10 +17,11 @@ from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import Knobs, _structure, lattice
 from gpuplan.plan.recipe_search import walk_recipes
 from gpuplan.plan.search_explain import knob_why, recipe_of
+from gpuplan.plan.search_point import Candidate, Variant
 from gpuplan.units import GIB
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gpuplan.plan.search import Candidate, Searcher, Variant
+    from gpuplan.plan.search import Searcher
 
 
 class GroupSearch:
@@ -112,8 +113,6 @@ class GroupSearch:
 
     def time(self, k: Knobs, i: int, vp: int | None) -> "Candidate | None":
         """The time model for one feasible (knobs, option, virtual stages): a candidate (appended), or None."""
-        from gpuplan.plan.search import Candidate
-
         s = self.s
         tp, pp, dp, cp = self.shape
         vk = s.variant_for(self.v, k)

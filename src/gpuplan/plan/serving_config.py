@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.inference import engine_speedup_bound
 from gpuplan.i18n import N_, _
-from gpuplan.plan.search import Candidate, Variant
+from gpuplan.plan.search_point import Candidate, Variant
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.estimate.system import System

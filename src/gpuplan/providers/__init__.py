@@ -20,9 +20,19 @@ from typing import Any, TextIO
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.providers.base import REFRESHABLE_CLOUDS, CatalogSnapshot
+from gpuplan.providers.base import REFRESHABLE_CLOUDS, CatalogProvider, CatalogSnapshot
 
 __all__ = ["refresh", "status", "fetch_snapshot", "freshness"]
+
+
+def registry() -> dict[str, Callable[..., CatalogProvider]]:
+    """Explicit registry (no importlib strings): cloud name -> provider class(client_factory=None). The
+    provider modules are imported here, when first needed, so importing gpuplan.providers never imports an
+    SDK (and base.py, which the providers import, knows none of them)."""
+    from gpuplan.providers.alibaba import AlibabaProvider
+    from gpuplan.providers.aws import AwsProvider
+
+    return {"alibaba": AlibabaProvider, "aws": AwsProvider}
 
 
 def fetch_snapshot(cloud: str = "alibaba", regions: list[str] | None = None, all_regions: bool = False,
@@ -30,7 +40,7 @@ def fetch_snapshot(cloud: str = "alibaba", regions: list[str] | None = None, all
                    cache_dir: str | os.PathLike[str] | None = None, **provider_kwargs: Any) -> CatalogSnapshot:
     """Fetch without writing (raises GpuplanError subclasses)."""
     from gpuplan.providers import cache
-    from gpuplan.providers.base import BUNDLED_CLOUDS, ConfigError, registry
+    from gpuplan.providers.base import BUNDLED_CLOUDS, ConfigError
 
     name = (cloud or "").strip().lower()
     if name not in REFRESHABLE_CLOUDS:

@@ -10,7 +10,7 @@ always injectable so tests fake it at the SDK's transport seam.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -114,15 +114,6 @@ def validate_rows(rows: Iterable[Row], columns: tuple[str, ...], what: str) -> N
     """Internal invariant: every row has exactly the schema's columns (a bug if not)."""
     for row in rows:
         assert tuple(row) == columns or set(row) == set(columns), f"{what} row has wrong columns: {sorted(row)}"
-
-
-# Explicit registry (no importlib strings): cloud name -> factory(client_factory=None) -> provider.
-# Filled lazily by `registry()` so importing gpuplan.providers never imports an SDK.
-def registry() -> dict[str, Callable[..., CatalogProvider]]:
-    from gpuplan.providers.alibaba import AlibabaProvider
-    from gpuplan.providers.aws import AwsProvider
-
-    return {"alibaba": AlibabaProvider, "aws": AwsProvider}
 
 
 REFRESHABLE_CLOUDS: tuple[str, ...] = ("alibaba", "aws")

@@ -205,7 +205,6 @@ def layout_line(est_dict: dict, lang: str) -> str:
 def print_estimate(console: Console, est_dict: dict, lang: str) -> None:
     m = est_dict["model"]
     hw = est_dict["hardware"]
-    par = est_dict["parallel"]
     w = est_dict["workload"]
     quant = f" · {w['quantization']}" if w.get("quantization") not in (None, "none") else ""
     where = f" ({hw['instance_type']} x {hw['nodes']})" if hw.get("instance_type") else ""

@@ -18,13 +18,14 @@ https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/create-a-
 from __future__ import annotations
 
 from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.serving import deployed_script
+from gpuplan.render.bundle.weights import MODELSCOPE_PIN, is_llm
 
 APP_DIR = "/opt/gpuplan"
 NAMESPACE_PLACEHOLDER = "your-namespace"
 TAG = "gpuplan"
 # ModelScope client for mainland downloads (PyPI, latest release seen 2026-10), installed only when the base
 # image lacks it.
-MODELSCOPE_PIN = "modelscope==1.40.2"
 # PyPI CUDA wheels of torch for requirements.txt (the same index requirements.txt names).
 TORCH_INDEX = "https://download.pytorch.org/whl/cu128"
 PYTHON_IMAGE = "python:3.12-slim"   # https://hub.docker.com/_/python (Debian slim, official image)
@@ -37,8 +38,6 @@ def image_ref(c: Ctx) -> str:
 
 
 def _llm(c: Ctx) -> str:
-    from gpuplan.render.bundle.serving import deployed_script
-
     base = c.images["sglang" if c.engine == "sglang" else "vllm"]
     return (f"# Serving image for {c.slug}: the {c.engine} image plus the bundle's scripts, so every command the\n"
             f"# platform runs is inside. Build and push (PLAN.md): docker build -t {image_ref(c)} . && docker push "
@@ -82,8 +81,6 @@ def _training(c: Ctx) -> str:
 
 
 def files(c: Ctx) -> dict[str, str]:
-    from gpuplan.render.bundle.serving import is_llm
-
     if c.training:
         return {"Dockerfile": _training(c)}
     if is_llm(c):

@@ -17,6 +17,8 @@ from gpuplan.render.bundle import monitoring
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.nccl import ECS_ERDMA_DOC
 from gpuplan.render.bundle.templates import render
+from gpuplan.render.bundle.transfer import script_duration, transfers
+from gpuplan.render.bundle.weights import fetch_model_script, is_llm, model_dir
 
 # nvidia-smi product-name fragment per GPU id prefix (what gpu-check.sh matches).
 GPU_NAME_FRAGMENTS = (("A100", "A100"), ("A800", "A800"), ("H100", "H100"), ("H800", "H800"), ("H200", "H200"),
@@ -50,8 +52,6 @@ def auto_release_hours(c: Ctx) -> int:
     """Hours after `terraform apply` at which ECS releases a pay-as-you-go training node: first boot + model
     download + run time x (1 + margin) + checkpoint upload (render/bundle/transfer.py); 0 = never (serving,
     subscription)."""
-    from gpuplan.render.bundle.transfer import transfers
-
     return transfers(c).release_hours
 
 
@@ -94,11 +94,6 @@ def node_ready_unit(c: Ctx) -> str:
             "ExecStart=/bin/sh -c '/usr/local/sbin/gpuplan-gpu-check.sh > /var/log/gpuplan-gpu-check.log 2>&1 || true'\n"
             f"ExecStart=/bin/sh -c '{_dcgm_command(c)}'\n\n"
             "[Install]\nWantedBy=multi-user.target\n")
-
-
-def model_dir(c: Ctx) -> str:
-    """Where fetch-model.sh keeps the weights on a node: the data disk, which outlives the instance."""
-    return f"{c.data_dir}/models/{c.slug}"
 
 
 def env_file(c: Ctx) -> str:
@@ -156,9 +151,6 @@ def cloud_init(c: Ctx) -> str:
 def terraform(c: Ctx) -> dict[str, str]:
     import math
 
-    from gpuplan.render.bundle.transfer import transfers
-    from gpuplan.render.bundle.transfer import script_duration
-
     t = transfers(c)
     values = {"c": c, "instance_count": c.nodes, "tag_name": c.name or c.slug, "t": t,
               "auto_release_hours": t.release_hours,
@@ -170,16 +162,12 @@ def terraform(c: Ctx) -> dict[str, str]:
 
 
 def files(c: Ctx) -> dict[str, str]:
-    from gpuplan.render.bundle.serving import is_llm
-
     out = terraform(c)
     out["cloud-init.yaml"] = cloud_init(c)
     out["gpu-check.sh"] = gpu_check(c)
     out["node-bootstrap.sh"] = node_bootstrap(c)
     out["idle-stop.sh"] = render("idle-stop.sh.j2", c=c)
     if c.training:   # the unit fetches the weights before the launcher starts (serving: serving.files)
-        from gpuplan.render.bundle.transfer import fetch_model_script
-
         out["fetch-model.sh"] = fetch_model_script(c)
     if c.training or is_llm(c) or (c.model_kind == "diffusion" and c.online):   # not for batch scripts
         out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c), start_timeout_s=start_timeout_s(c))
@@ -189,8 +177,6 @@ def files(c: Ctx) -> dict[str, str]:
 def start_timeout_s(c: Ctx) -> int:
     """systemd's limit for starting the unit: the weights' download (twice PLAN.md's time: pay-by-traffic bandwidth
     is a cap, not a guarantee) plus, for servers, the image build and pull and 20 minutes of health checks."""
-    from gpuplan.render.bundle.transfer import transfers
-
     t = transfers(c)
     base = 600 if c.training else 1300 + t.bootstrap_s
     return int(base + 2 * (t.download_s or 0))

@@ -136,7 +136,8 @@ def pod_layout(c: Ctx) -> tuple[int, int, int]:
 def _engine_container(c: Ctx, dp: int, gpus: int) -> dict:
     """The deployed engine's own command (the image contains it); model download settings in the environment.
     The image server runs serve_images.py in the bundle's image."""
-    from gpuplan.render.bundle.serving import checkpoint, sglang_args, vllm_args
+    from gpuplan.render.bundle.serving import sglang_args, vllm_args
+    from gpuplan.render.bundle.weights import checkpoint
 
     model = k8s_text(checkpoint(c).repo or c.model)
     if c.model_kind == "diffusion":
@@ -195,7 +196,7 @@ def pai_dlc(c: Ctx) -> dict:
 
 
 def files(c: Ctx) -> dict[str, str]:
-    from gpuplan.render.bundle.serving import is_llm
+    from gpuplan.render.bundle.weights import is_llm
 
     if not c.training and not is_llm(c) and not (c.model_kind == "diffusion" and c.online):
         return {}   # speech and batch diffusion: batch scripts, not a server Deployment

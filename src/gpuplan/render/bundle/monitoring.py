@@ -16,6 +16,7 @@ import yaml
 from gpuplan import i18n
 from gpuplan.i18n import N_
 from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.weights import is_llm
 
 DCGM_COUNTERS = """\
 # DCGM exporter counters for gpuplan (format: DCGM field, Prometheus type, help).
@@ -79,8 +80,6 @@ def _p95(metric: str) -> str:
 
 def served_engine(c: Ctx) -> str | None:
     """The one server Prometheus scrapes: the deployed LLM engine, the image server, or None (training, batch)."""
-    from gpuplan.render.bundle.serving import is_llm
-
     if c.training:
         return None
     if is_llm(c):

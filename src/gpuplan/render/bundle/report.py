@@ -414,7 +414,7 @@ def serving_notes(c: Ctx) -> list[Safe]:
     """What serves this model, and the quantized checkpoint it loads."""
     if c.training:
         return []
-    from gpuplan.render.bundle.serving import checkpoint, is_llm
+    from gpuplan.render.bundle.weights import checkpoint, is_llm
 
     lang = c.lang
     out: list[Safe] = []

@@ -18,75 +18,23 @@ https://docs.sglang.ai/backend/server_arguments.html .
 
 from __future__ import annotations
 
-import functools
 import json
-from dataclasses import dataclass
-from importlib.resources import files as _pkg_files
 
-import yaml
 
 from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
-from gpuplan.render.bundle.safe import Safe, check_argument
+from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
+from gpuplan.render.bundle.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script
 
-# Weight quantizations vLLM only serves from a pre-quantized checkpoint (no on-the-fly AWQ/GPTQ).
-NEEDS_CHECKPOINT = ("awq", "gptq-int4", "gptq-int8", "int4", "int8")
 # Quantizations vLLM applies at load time to a BF16/FP16 checkpoint (dynamic FP8, bitsandbytes):
 # https://docs.vllm.ai/en/latest/features/quantization/fp8.html , .../bnb.html
 ONLINE_QUANT = {"fp8": "fp8", "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes"}
-# Repo-name fragments that mark a checkpoint as already quantized.
-QUANT_MARKERS = ("-awq", "-gptq", "-fp8", "-int4", "-int8", "-w4a16", "-w8a8", "-nf4", "-bnb")
 RAY_PORT = 6379        # ray start --head default port
 SGLANG_DIST_PORT = 5000
-LLM_KINDS = ("decoder", "encoder-decoder")
 # faster-whisper model names for the OpenAI Whisper repos (it downloads Systran/faster-whisper-<name>).
 FASTER_WHISPER = {"openai/whisper-large-v3": "large-v3", "openai/whisper-large-v3-turbo": "turbo",
                   "openai/whisper-large-v2": "large-v2", "openai/whisper-medium": "medium",
                   "openai/whisper-small": "small", "openai/whisper-base": "base", "openai/whisper-tiny": "tiny"}
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """What serve.sh loads: the repo (None = the user must name one) and why."""
-
-    repo: str | None
-    source: str | None
-    quantized_from: str | None  # the base repo when the table replaced it
-
-
-@functools.cache
-def _table() -> tuple[dict, ...]:
-    text = (_pkg_files("gpuplan") / "data" / "quantized_checkpoints.yaml").read_text(encoding="utf-8")
-    return tuple(yaml.safe_load(text).get("checkpoints") or [])
-
-
-def quantized_checkpoint(model: str, quantization: str) -> dict | None:
-    """The table row for (base repo, quantization), or None."""
-    low = model.lower()
-    for row in _table():
-        names = [row["base"], *(row.get("aliases") or [])]
-        if row["quantization"] == quantization and any(n.lower() == low for n in names):
-            return row
-    return None
-
-
-def checkpoint(c: Ctx) -> Checkpoint:
-    """The repo serve.sh loads for this plan's quantization."""
-    q = c.quantization
-    if q in ("none", None) or q in ("bnb-nf4", "bnb-int8"):
-        return Checkpoint(c.model, None, None)
-    if any(m in c.model.lower() for m in QUANT_MARKERS):
-        return Checkpoint(c.model, None, None)   # already a quantized repo
-    row = quantized_checkpoint(c.model, q)
-    if row:
-        return Checkpoint(check_argument(row["repo"], "quantized checkpoint"), row.get("source"), c.model)
-    if q in NEEDS_CHECKPOINT:
-        return Checkpoint(None, None, c.model)
-    return Checkpoint(c.model, None, None)       # fp8 without an FP8 repo: vLLM quantizes at load
-
-
-def is_llm(c: Ctx) -> bool:
-    return c.model_kind in LLM_KINDS
 
 
 def _notes(c: Ctx, ck: Checkpoint) -> tuple[str | None, str | None]:
@@ -219,8 +167,6 @@ def _py(text: str) -> Safe:
 
 
 def files(c: Ctx) -> dict[str, str]:
-    from gpuplan.render.bundle.transfer import fetch_model_script
-
     batch = max(1, min(c.max_num_seqs, 16))
     if c.model_kind == "diffusion":
         steps = int(c.model_input.get("steps") or 30)

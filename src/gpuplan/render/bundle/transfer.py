@@ -76,21 +76,6 @@ def transfers(c: Ctx) -> Transfers:
                      upload_s=up, job_s=job, margin=float(cfg["margin"]), release_hours=hours)
 
 
-def fetch_model_script(c: Ctx) -> str:
-    """fetch-model.sh: the one place weights are downloaded (OSS, ModelScope in mainland regions, Hugging Face)."""
-    from gpuplan.render.bundle.images import MODELSCOPE_PIN
-    from gpuplan.render.bundle.infra import model_dir
-    from gpuplan.render.bundle.serving import checkpoint, is_llm
-    from gpuplan.render.bundle.templates import render
-
-    t = transfers(c)
-    model = (checkpoint(c).repo or c.model) if (not c.training and is_llm(c)) else c.model
-    return render("fetch-model.sh.j2", c=c, model=model, model_dir=model_dir(c), bandwidth_mbit=t.bandwidth_mbit,
-                  download_text=script_duration(t.download_s),
-                  download_gb=f"{t.download_bytes / 1e9:.0f}" if t.download_bytes else "",
-                  modelscope_pin=MODELSCOPE_PIN)
-
-
 def script_duration(seconds: float | None) -> str:
     """A duration for a comment in a generated script or Terraform file: always English and inert
     ("3.1h"), whatever the bundle's language (scripts stay English; PLAN.md carries the translation)."""
