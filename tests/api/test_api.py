@@ -80,7 +80,8 @@ def test_plan_zip_holds_the_chosen_plan(client):
         root = names[0].split("/")[0]
         assert all(n.startswith(root + "/") for n in names)
         plan = json.loads(zf.read(f"{root}/plan.json"))
-        assert "方案" in zf.read(f"{root}/PLAN.md").decode("utf-8")
+        md = zf.read(f"{root}/PLAN.md").decode("utf-8")
+        assert "方案" in md and "| 排序依据 |" in md, md[:1500]   # the same PLAN.md as `gpuplan plan` writes
         scripts = [zf.getinfo(n) for n in names if n.endswith(".sh")]
     assert scripts and all((info.external_attr >> 16) & 0o111 for info in scripts)
     chosen = plan.get("plan", plan)

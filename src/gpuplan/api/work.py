@@ -133,6 +133,7 @@ def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[byte
 
     resolved, est = bundle_inputs(chosen, w)
     plan = next(p for p in doc["plans"] if p["rank"] == rank)   # the contract dict, with the ops advice
+    plan["ranking_basis"] = doc.get("ranking_basis")             # PLAN.md's "Ranked by", as `gpuplan plan` writes it
     slug = slugify(w.name or (w.model if isinstance(w.model, str) else None))
     tmp = Path(tempfile.mkdtemp(prefix="gpuplan-api-"))
     try:
