@@ -151,3 +151,18 @@ def test_decoder_prefill_only_scores_prompts_without_decoding():
     p = est.performance
     assert p["output_tokens_per_s"] == 0.0 and p["max_requests_per_s"] > 0
     assert p["ttft_s"] == pytest.approx(p["latency_s"])
+
+
+def test_a_prefill_only_service_is_priced_per_input_token_not_per_output_token():
+    from gpuplan.plan import recommend
+
+    rec = recommend(dict(model="BAAI/bge-m3", task="inference", prompt_tokens=512, output_tokens=0,
+                         serving={"requests_per_s": 50}), top=3)
+    assert rec.plans
+    for p in rec.plans:
+        c = p.cost
+        assert c.cost_per_million_output_tokens is None
+        assert c.unit_cost["unit"] == "1M input tokens"
+        # the monthly cost spread over the prompt tokens served at 50 req/s
+        expect = c.monthly_cost / 730 / (50 * 512 * 3600) * 1e6
+        assert c.unit_cost["cost"] == pytest.approx(expect, rel=0.01)

@@ -184,7 +184,13 @@ def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price |
     if price is not None:
         p.price_per_hour = price.per_hour * p.instance_count
         p.monthly_cost = costm.serving_monthly_cost(price, p.instance_count)
-        if ctx.llm and served:
+        if ctx.llm and served and c.variant.w.output_tokens == 0:
+            # prefill-only work (embeddings, reranking, scoring): the tokens bought are the prompt's
+            in_tps = served * (c.variant.w.prompt_tokens or 1)
+            cost = costm.cost_per_million_tokens(p.monthly_cost / HOURS_PER_MONTH, in_tps)
+            p.unit_cost = {"unit": "1M input tokens", "cost": rnd(cost),
+                           "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
+        elif ctx.llm and served:
             out_tps = served * (c.variant.w.output_tokens or 1)
             hourly = p.monthly_cost / HOURS_PER_MONTH
             p.cost_per_million_output_tokens = costm.cost_per_million_tokens(hourly, out_tps)

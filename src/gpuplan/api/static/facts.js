@@ -51,7 +51,8 @@ function trainingFacts(p, doc) {
   const seqs = r.global_batch_sequences ?? par.global_batch ?? (has(micro) && has(ga) ? micro * ga * dp : null);
   const seqLen = (doc.workload || {}).seq_len;
   const tokens = r.global_batch_tokens ?? (has(seqs) && has(seqLen) ? seqs * seqLen : null);
-  if (has(seqs)) out.push([t("d_global_batch"), has(tokens) ? t("d_global_batch_v", { seqs: fmtNum(seqs, 0), tokens: fmtNum(tokens, 0) })
+  if (has(seqs)) out.push([t("d_global_batch"), has(tokens) ? t(seqs === 1 ? "d_global_batch_v1" : "d_global_batch_v",
+                                                                { seqs: fmtNum(seqs, 0), tokens: fmtNum(tokens, 0) })
                                                             : fmtNum(seqs, 0)]);
   const bubble = r.pipeline_bubble ?? perf.pipeline_bubble;
   if (has(bubble)) out.push([t("d_bubble"), fmtPct(bubble)]);

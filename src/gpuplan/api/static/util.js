@@ -142,6 +142,7 @@ export const MSG = {
   d_accumulation: N_("Gradient accumulation"),
   d_global_batch: N_("Global batch"),
   d_global_batch_v: N_("{seqs} sequences ({tokens} tokens)"),
+  d_global_batch_v1: N_("1 sequence ({tokens} tokens)"),
   d_bubble: N_("Pipeline bubble"),
   d_mfu: N_("MFU"),
   d_checkpointing: N_("Activation checkpointing"),

@@ -149,7 +149,12 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
         rows.append((N_("Replicas"), str(c.replicas)))
     if not c.training:
         rows.append((N_("Monthly cost"), _money(plan.get("monthly_cost"), cur) or "-"))
-        rows.append((N_("Cost per million output tokens"), _money(plan.get("cost_per_million_output_tokens"), cur) or "-"))
+        unit = plan.get("unit_cost") or {}
+        if unit.get("unit") == "1M input tokens":    # prefill-only work: no output tokens to price
+            rows.append((N_("Cost per million input tokens"), _money(unit.get("cost"), cur) or "-"))
+        else:
+            rows.append((N_("Cost per million output tokens"),
+                         _money(plan.get("cost_per_million_output_tokens"), cur) or "-"))
     if plan.get("aliases"):
         rows.append((N_("Also sold as"), ", ".join(str(a) for a in plan["aliases"])))
     if plan.get("ranking_basis"):
