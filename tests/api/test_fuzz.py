@@ -38,25 +38,13 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 EXAMPLES = {"/api/plan": 15, "/api/recommend": 40}
 
 
-# Request rates far beyond any service make the queueing model slow until its closed form lands (branch
-# serving); such requests end in a 503 at the time budget (tests/api/test_hostile.py), which this test would
-# count as a server error. Generated rates are capped so that this test looks for bugs, not for slow input.
-_RATE_CAPS = {"requests_per_s": 1000.0, "peak_requests_per_s": 1000.0, "requests_per_day": 1e8}
-
-
 def _realistic(body):
-    """Swap a generated model string for a bundled model four times in five; cap request rates."""
+    """Swap a generated model string for a bundled model four times in five. Request rates stay as generated,
+    up to the schema's 1e7 req/s: the queueing model is closed-form, so any valid rate is cheap."""
     if isinstance(body, dict) and isinstance(body.get("model"), str):
         h = zlib.crc32(body["model"].encode("utf-8", "surrogatepass"))
         if h % 5:
             body = {**body, "model": MODELS[h % len(MODELS)]}
-    if isinstance(body, dict) and isinstance(body.get("serving"), dict):
-        serving = dict(body["serving"])
-        for key, cap in _RATE_CAPS.items():
-            value = serving.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > cap:
-                serving[key] = cap
-        body = {**body, "serving": serving}
     return body
 
 

@@ -319,3 +319,15 @@ def test_serving_layouts_carry_no_training_fields(w):
         assert "ckpt" not in p.layout and "mb " not in p.layout, p.layout
     llm = rec.plans[0].serving is not None
     assert llm == (isinstance(w, str) and "llama" in w)      # the serving block is for LLM serving only
+
+
+def test_an_absurd_request_rate_is_flagged_not_silently_sized():
+    from gpuplan.plan.costing import FLEET_WARN_GPUS
+
+    huge = recommend({"model": "qwen2.5-7b", "task": "inference", "serving": {"requests_per_s": 1e7}}, top=1)
+    top = huge.plans[0]
+    assert top.gpus_total > FLEET_WARN_GPUS
+    warnings = top.to_dict()["warnings"]
+    assert any("beyond what one region sells" in w and "10,000,000 req/s" in w for w in warnings), warnings
+    normal = recommend({"model": "qwen2.5-7b", "task": "inference", "serving": {"requests_per_s": 5}}, top=1)
+    assert not any("beyond what one region sells" in w for w in normal.plans[0].to_dict()["warnings"])

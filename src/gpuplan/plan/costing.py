@@ -157,6 +157,11 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
     p.time_key = p.time_s
 
 
+# A service needing more GPUs than this is flagged: an assumption (a large GPU cluster is a few thousand GPUs;
+# ECS on-demand stock per region and zone is far smaller), not a published limit.
+FLEET_WARN_GPUS = 4096
+
+
 def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | None) -> None:
     from gpuplan.plan.queueing import size_replicas
 
@@ -180,6 +185,12 @@ def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price |
     p.replicas = replicas
     p.instance_count = c.nodes * replicas
     p.gpus_total = c.gpus * replicas
+    if p.gpus_total > FLEET_WARN_GPUS:
+        p.warnings.append(_("{instances} instances ({gpus} GPUs) for {rate} req/s: a fleet this size is beyond what "
+                            "one region sells on demand; check the request rate, or plan several regions and ask "
+                            "Alibaba Cloud for reserved capacity").format(
+            instances=f"{p.instance_count:,}", gpus=f"{p.gpus_total:,}",
+            rate=(f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}") if rate else "-"))
     served = rate if rate else group_rate * replicas
     if price is not None:
         p.price_per_hour = price.per_hour * p.instance_count
