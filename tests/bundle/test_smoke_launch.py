@@ -148,6 +148,8 @@ def test_smoke_rehearses_the_planned_job(key, tmp_path):
         words = launch_var(b, "MEGATRON_ARGS")
         assert int(arg(words, "--train_iters")) > 0
         assert arg(words, "--recompute_granularity") == ckpt
+        # sequence parallelism: launched exactly when the estimate counted it (on for Megatron with TP > 1)
+        assert ("--sequence_parallel" in words) == bool(data["estimate"]["parallel"]["sp"]) == (par["tp"] > 1)
         assert "Megatron-Core needs CUDA" in out
         if MS_SWIFT.is_dir():
             assert "command line parsed by ms-swift 4.5.2's" in out
@@ -279,7 +281,11 @@ def test_smoke_every_pick_of_every_training_example_writes_a_consistent_bundle(e
             assert ds["train_batch_size"] == ds["train_micro_batch_size_per_gpu"] * \
                 ds["gradient_accumulation_steps"] * dp
         if par["launcher"] == "megatron":
-            assert int(arg(launch_var(path, "MEGATRON_ARGS"), "--global_batch_size")) == global_batch
+            megatron = launch_var(path, "MEGATRON_ARGS")
+            assert int(arg(megatron, "--global_batch_size")) == global_batch
+            # sequence parallelism: launched exactly when the estimate counted it
+            est_sp = json.loads((path / "plan.json").read_text())["estimate"]["parallel"]["sp"]
+            assert ("--sequence_parallel" in megatron) == bool(est_sp) == bool(par.get("sp"))
         model = arg(args, "--task") and re.search(r"^MODEL=(\S+)$", (path / "launch.sh").read_text(), re.M).group(1)
         assert "/" in model and ":" not in model      # a real repository id
         assert (path / "train.py").is_file() and (path / "data" / "train.jsonl").is_file()

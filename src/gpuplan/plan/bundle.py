@@ -77,6 +77,8 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
         "hardware": {"instance_type": plan["instance_type"], "nodes": per_replica_nodes},
         "parallel": {k: par[k] for k in ("tp", "pp", "dp", "zero", "fsdp", "offload", "cp") if par.get(k) is not None},
     }
+    if par.get("sp") is not None:   # the sequence parallelism the search counted (Megatron launches: on)
+        changes["parallel"]["sp"] = bool(par["sp"])
     if (par.get("vp") or 1) > 1:    # the interleaved pipeline the recipe search chose
         changes["parallel"].update(vp=par["vp"], schedule="interleaved")
     if ckpt is not None:

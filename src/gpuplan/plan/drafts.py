@@ -66,6 +66,7 @@ class Draft:
                     "precision": c.variant.w.precision, "quantization": c.variant.quantization,
                     "micro_batch": lay.micro_batch, "gradient_accumulation": lay.grad_accum,
                     "vp": lay.vp if c.recipe else None,
+                    **({"sp": lay.sp} if lay.tp > 1 and c.variant.w.task in TRAIN_TASKS else {}),
                     "global_batch": c.recipe.global_batch_sequences if c.recipe else None,
                     "nodes_per_replica": c.nodes,
                     "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp, self.framework)

@@ -31,6 +31,7 @@ from gpuplan.plan.candidates import (
     Knobs,
     is_llm,
     lattice,
+    launcher_for,
     node_options,
     parallel_shapes,
 )
@@ -134,13 +135,17 @@ class Searcher:
         # when the workload says so), as layout_from_workload does; a searched layout starts at 1F1B
         # (the search times the virtual stages: vp_options)
         fsdp = par.fsdp if (par and self.training and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
+        if cp is None:
+            cp = par.cp if (par and self.training) else 1
+        if self.training and launcher_for(tp, pp, k.zero, fsdp, offload, cp, framework=w.framework) == "megatron":
+            # the bundle launches this layout with Megatron (ms-swift): its sequence parallelism and 1F1B
+            # schedule, whatever the workload's default framework (render/bundle/training.py megatron_args)
+            framework = "megatron"
         layers = int(self.shape.layers) if self.shape is not None else 0    # (no shape: a non-transformer model)
         vp, schedule = pipeline_schedule(w, pp, framework, layers) if self.training else (1, "1f1b")
         if self.training and par is None and self.target is not None and pp > 1:
             vp, schedule = 1, "1f1b"
         overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS
-        if cp is None:
-            cp = par.cp if (par and self.training) else 1
         return Layout(tp=tp, pp=pp, dp=dp, sp=sequence_parallel(par, framework, tp) if self.training else False,
                       cp=cp, zero=k.zero if self.training else 0, fsdp=fsdp, offload=offload,
                       checkpointing=k.ckpt_name if self.training else "none", micro_batch=mb,

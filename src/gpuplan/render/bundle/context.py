@@ -120,6 +120,7 @@ class Ctx:
     llamafactory_template: str
     launcher: str | None = None          # training: torchrun | fsdp | deepspeed | megatron (plan.candidates)
     vpp: int = 1                         # virtual pipeline stages per rank (Megatron interleaving)
+    sp: bool = False                     # sequence parallelism, as the estimate counted it (Megatron, TP > 1)
     cp: int = 1                          # context parallelism (Megatron context_parallel_size)
     smoke_model_type: str = "llama"      # transformers model_type of the tiny model `launch.sh --smoke` builds
     images: dict[str, str] = field(default_factory=lambda: dict(IMAGES))
@@ -399,7 +400,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
                                  multi_node=job_nodes > 1),
         llamafactory_template=_template_for(model), launcher=launcher,
-        vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), cp=cp, smoke_model_type=smoke_type,
+        vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), sp=bool(par.get("sp")), cp=cp,
+        smoke_model_type=smoke_type,
         model_kind=_model_kind(workload, estimate), job_time_s=time_s if training else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         ckpt_granularity=granularity if granularity in ("none", "selective", "full") else "full",

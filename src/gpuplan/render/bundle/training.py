@@ -198,7 +198,7 @@ def megatron_args(c: Ctx) -> list[str]:
         args += ["--virtual_pipeline_model_parallel_size", str(c.vpp)]
     if c.cp > 1:
         args += ["--context_parallel_size", str(c.cp)]
-    if c.tp > 1:
+    if c.tp > 1 and c.sp:   # what the estimate counted (activation memory divided by TP)
         args += ["--sequence_parallel", "true"]
     args += ["--micro_batch_size", str(b.micro), "--global_batch_size", str(b.global_batch),
              "--use_distributed_optimizer", "true" if c.zero >= 1 else "false",
