@@ -397,6 +397,13 @@ def test_cost_breakdown_values():
     assert by["System disks (ESSD PL1)"]["amount"] == pytest.approx(0.0021 * 100 * 2 * hours, abs=0.01)
     assert by["Data disks (ESSD PL1)"]["amount"] == pytest.approx(0.0021 * 200 * 2 * hours, abs=0.01)
     assert by["Shared file system (CPFS)"]["amount"] is None and b["unknown"] == ["Shared file system (CPFS)"]
+    # a quote that already priced the system disk (the 2026-09-24 DescribePrice log) does not pay for it twice
+    quoted = {**plan, "price_source": "third-party GitHub experiment log 'Cloud GPU live-capacity screen - 2026-09-24' "
+                                      "(repository not identified)"}
+    by_quoted = {ln["item"]: ln for ln in cost_breakdown(quoted, workload)["lines"]}
+    assert by_quoted["System disks (ESSD PL1)"]["amount"] == 0.0
+    assert "included in the instance price" in by_quoted["System disks (ESSD PL1)"]["note"]
+    assert by_quoted["Data disks (ESSD PL1)"]["amount"] == by["Data disks (ESSD PL1)"]["amount"]
     serving = cost_breakdown(*inputs("vllm_service")[:2])
     traffic = next(ln for ln in serving["lines"] if ln["item"] == "Internet traffic out")
     gb = 5 * 512 * 16 * 730 * 3600 / 1e9   # 5 req/s x 512 tokens x 16 bytes, one month

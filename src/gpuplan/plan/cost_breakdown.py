@@ -43,7 +43,7 @@ def _conv(amount: float, src: str, dst: str) -> tuple[float, str | None]:
     from gpuplan.plan.cost import load_fx
 
     fx = load_fx()
-    return fx.convert(amount, src, dst), f"converted at {fx.usd_cny} CNY/USD ({fx.as_of})"
+    return fx.convert(amount, src, dst), N_("converted at {rate} CNY/USD ({date})").format(rate=fx.usd_cny, date=fx.as_of)
 
 
 Text = tuple[str, dict[str, Any]]   # (msgid, placeholder values)
@@ -86,6 +86,13 @@ def _average_rps(workload: Any) -> float:
     serving = getattr(workload, "serving", None)
     traffic = traffic_profile(serving) if serving else None
     return traffic.daily_requests / 86400.0 if traffic is not None else 0.0
+
+
+def _quote_includes_system_disk(plan: dict, data: dict) -> bool:
+    """True when the plan's instance price comes from a quote that already priced the system disk
+    (extra_costs.yaml ``system_disk_included_in``: the sources whose quotes did), so it is not counted twice."""
+    source = str(plan.get("price_source") or "")
+    return any(source.startswith(str(s)) for s in data.get("system_disk_included_in") or ())
 
 
 def cost_breakdown(plan: dict, workload: Any) -> dict | None:
@@ -138,6 +145,9 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
         note = None
         if amount is not None and p.get("currency", cur) != cur:
             amount, note = _conv(amount, p["currency"], cur)
+        if msgid == SYSTEM_DISKS and _quote_includes_system_disk(plan, data):
+            amount, note = 0.0, N_("included in the instance price (the quote covered a {gib} GiB system disk)").format(
+                gib=sys_gib)
         lines.append(_line((msgid, {"level": level}), amount, unit, cur, p.get("source"), p.get("as_of"),
                            bool(p.get("estimated")), (Q_DISKS, {"nodes": nodes, "gib": gib}), note))
 

@@ -405,6 +405,8 @@ def cost_rows(c: Ctx, breakdown: dict | None) -> tuple[list[dict], Safe | None]:
             amount = tr("{amount} (estimated)", lang).format(amount=money)
         else:
             amount = money
+        if ln.get("note"):
+            amount = tr("{amount} ({note})", lang).format(amount=amount, note=i18n.localize(str(ln["note"]), lang))
         item, quantity = item_text(ln, lang)
         source = ln.get("source")
         rows.append({"item": md(item), "quantity": md(quantity), "amount": md(amount),
