@@ -19,7 +19,8 @@ import yaml
 
 from gpuplan.render.bundle import render_bundle
 from gpuplan.render.bundle.context import build_context
-from gpuplan.render.bundle.transfer import MBIT, release_hours, transfer_s, transfers
+from gpuplan.plan.transfer import MBIT, release_hours, transfer_s
+from gpuplan.render.bundle.transfer import transfers
 
 from .scenarios import inputs
 
@@ -47,6 +48,23 @@ def test_auto_release_is_never_before_the_download_and_the_run_end():
         assert t.release_hours * 3600 >= t.bootstrap_s + (t.download_s or 0) + t.job_s * (1 + t.margin)
     serving = transfers(build_context(*inputs("vllm_service")))
     assert serving.release_hours == 0            # a service is not auto-released
+
+
+def test_the_plan_json_advice_and_the_terraform_release_at_the_same_hour(tmp_path):
+    """recommend --json's ops.auto_release and the bundle's auto_release_hours are one computation
+    (gpuplan.plan.transfer): first boot + model download + run x 1.2 + checkpoint upload."""
+    import json
+
+    from gpuplan.workload import load_workload
+    from gpuplan.write_bundle import write_plan_bundle
+
+    root = Path(__file__).resolve().parents[2]
+    path, _info = write_plan_bundle(load_workload(root / "examples" / "qwen-7b-full-zero.yaml"), tmp_path / "b")
+    advice = json.loads((path / "plan.json").read_text())["plan"]["ops"]["auto_release"]
+    variables = (path / "terraform" / "variables.tf").read_text()
+    tf = int(re.search(r'variable "auto_release_hours" \{[^}]*default\s+= (\d+)', variables).group(1))
+    assert advice["hours"] == tf > 0
+    assert "model download" in advice["text"] and "checkpoint upload" in advice["text"]
 
 
 def test_plan_md_terraform_and_fetch_model_state_the_same_download_time():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import math
 import re
 from importlib.resources import files
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import yaml
 
 from gpuplan.i18n import _
+from gpuplan.plan.transfer import job_transfers
 from gpuplan.units import HOUR_S
 
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
@@ -83,21 +83,27 @@ def compliance_notes(region: str | None, task: str) -> list[dict]:
     return out
 
 
-def auto_release(plan: dict, task: str, now: dt.datetime | None = None) -> dict | None:
-    """Auto-release for pay-as-you-go/spot training: run time x (1 + margin), rounded up to the hour."""
+def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_bytes: float | None = None) -> dict | None:
+    """Auto-release for pay-as-you-go/spot training: first boot + model download + run x (1 + margin) + checkpoint
+    upload, rounded up to the hour (gpuplan.plan.transfer: the same hours the bundle's Terraform sets)."""
     if task not in TRAIN_TASKS or plan.get("billing") not in ("payg", "spot") or plan.get("platform", "ecs") != "ecs":
         return None
-    cfg = load_ops()["training"]["auto_release"]
+    ops = load_ops()
+    cfg = ops["training"]["auto_release"]
     time_s = plan.get("time_s")
     if not time_s:
         return {"hours": None, "text": _("set an auto-release time once the run length is known (no dataset size given)"),
                 "api_field": cfg["api_field"], "terraform_argument": cfg["terraform_argument"], "source": cfg["source"]}
-    hours = max(cfg["min_hours"], math.ceil(time_s * (1 + cfg["margin"]) / HOUR_S))
+    fixed = plan.get("fixed_costs") or {}
+    fixed_s = sum(float(v) for k, v in fixed.items() if k.endswith("_s") and isinstance(v, (int, float)))
+    t = job_transfers(ops, training=True, billing=plan.get("billing"), model_bytes=model_bytes,
+                      checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=time_s, fixed_s=fixed_s)
+    hours = t.release_hours
     out = {"hours": hours, "margin": cfg["margin"], "api_field": cfg["api_field"],
            "terraform_argument": cfg["terraform_argument"], "source": cfg["source"],
-           "text": _("release the instances {hours} h after launch (estimated run {run} h + {margin}); checkpoints "
-                     "must be on OSS/CPFS before then").format(hours=hours, run=f"{time_s / HOUR_S:.1f}",
-                                                               margin=f"{cfg['margin']:.0%}")}
+           "text": _("release the instances {hours} h after launch: first boot, model download, the run ({run} h) + "
+                     "{margin} and the checkpoint upload; checkpoints must be on OSS/CPFS before then").format(
+               hours=hours, run=f"{(t.job_s or 0) / HOUR_S:.1f}", margin=f"{cfg['margin']:.0%}")}
     if now is not None:
         at = (now.astimezone(dt.timezone.utc) + dt.timedelta(hours=hours)).replace(second=0, microsecond=0)
         out["release_at_utc"] = at.strftime("%Y-%m-%dT%H:%M:00Z")
@@ -158,8 +164,9 @@ def _data_loading(workload) -> dict | None:
             "samples are large enough to read directly; keep them on CPFS/NAS or stream from OSS", "sources": cfg["sources"]}
 
 
-def ops_advice(plan: dict, workload, *, now: dt.datetime | None = None) -> dict:
-    """Operational advice for one plan (dict in the recommend contract) and its workload."""
+def ops_advice(plan: dict, workload, *, now: dt.datetime | None = None, model_bytes: float | None = None) -> dict:
+    """Operational advice for one plan (dict in the recommend contract) and its workload; ``model_bytes``: the
+    weights each node downloads (for the auto-release time)."""
     ops = load_ops()
     task = (getattr(workload, "task", None) or "inference")
     training = task in TRAIN_TASKS
@@ -174,7 +181,7 @@ def ops_advice(plan: dict, workload, *, now: dt.datetime | None = None) -> dict:
     out = {
         "image": drv["image"], "driver": drv["driver"], "cuda": drv["cuda"], "uefi": drv["uefi"],
         "family": drv.get("family"), "generation": drv.get("generation"),
-        "auto_release": auto_release(plan, task, now),
+        "auto_release": auto_release(plan, task, now, model_bytes),
         "checkpoint_location": ck if training else _("model weights on OSS or NAS, mounted read-only into every replica"),
         "logs": {"service": tcfg["logs"]["service"], "how": tcfg["logs"]["how"], "source": tcfg["logs"]["source"]},
         "tensorboard": ({"how": tcfg["tensorboard"]["how"], "source": tcfg["tensorboard"]["source"]} if training else None),

@@ -80,7 +80,7 @@ class Recommendation:
             "objective": self.objective,
             "ranking_basis": self.ranking_basis,
             "currency": self.currency,
-            "plans": [_with_ops(p.to_dict(), self.workload) for p in self.plans],
+            "plans": [_with_ops(p, self.workload) for p in self.plans],
             "pareto": [p.brief() for p in self.all_plans if p.pareto],
             "rejected": self.rejected,
             "binding_constraints": self.binding_constraints,
@@ -92,11 +92,14 @@ class Recommendation:
         }
 
 
-def _with_ops(d: dict, workload: Workload) -> dict:
-    """Attach the operational advice (image, driver/CUDA, auto-release, logs, compliance) to a plan."""
+def _with_ops(p: Plan, workload: Workload) -> dict:
+    """A plan's contract dict with its operational advice (image, driver/CUDA, auto-release, logs, compliance)."""
     from gpuplan.plan.ops import ops_advice
 
-    d["ops"] = ops_advice(d, workload)
+    d = p.to_dict()
+    params = getattr(getattr(p.estimate, "model", None), "params_total", None)
+    # training nodes download the 16-bit checkpoint (as the bundle's fetch-model.sh does)
+    d["ops"] = ops_advice(d, workload, model_bytes=float(params) * 2 if params else None)
     return d
 
 
