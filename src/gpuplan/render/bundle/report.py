@@ -542,6 +542,13 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
 
 def plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | None, paths: list[str],
                   chart: bool, breakdown: dict | None = None) -> str:
+    """PLAN.md in the bundle's language: sentences and units (durations: 秒, 小时) alike."""
+    with i18n.use_lang(c.lang):
+        return _plan_markdown(c, plan, estimate, rejected, paths, chart, breakdown)
+
+
+def _plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | None, paths: list[str],
+                   chart: bool, breakdown: dict | None) -> str:
     title = md(c.name) if c.name else Safe(c.slug)
     platform = str(plan.get("platform") or "ecs")
     rej = [{"instance_type": md(r.get("instance_type", "")), "code": md(r.get("code", "")),
