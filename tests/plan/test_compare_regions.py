@@ -16,7 +16,8 @@ from gpuplan.catalog.instances import load_instances
 from gpuplan.catalog.prices import offers_for
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import recommend
-from gpuplan.plan.compare import compare_clouds, render_comparison
+from gpuplan.plan.compare import compare_clouds
+from gpuplan.render.compare import render_comparison
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
 from gpuplan.workload import load_workload, parse_workload
 

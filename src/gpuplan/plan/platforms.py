@@ -528,8 +528,11 @@ def _on_ecs(e: Plan, platform: str, region: str | None, currency: str, *, replic
                 cost_key=cost_key, time_key=time_key, estimate=e.estimate)
 
 
-def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx, output_tokens: int = 1) -> list[Plan]:
-    """ACK managed Pro cluster + GPU node pool per ECS instance type (pay-as-you-go nodes follow traffic)."""
+def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx, output_tokens: int = 1,
+              scaling_only: bool = False) -> list[Plan]:
+    """ACK managed Pro cluster + GPU node pool per ECS instance type (pay-as-you-go nodes follow traffic).
+    ``scaling_only`` (ECS plans are shown too): a node pool that never scales (as many replicas off-peak as at
+    the peak) is its ECS plan plus the management fee, the same machine listed twice: left out."""
     fee = load_platforms()["ack"]["management_fee"]
     fee_rate = _fx_rate(currency, fee["currency"], fx)
     fee_month = float(fee["pro_per_hour"]) * fee_rate * HOURS_PER_MONTH
@@ -546,6 +549,8 @@ def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
         node_hours = scaled_node_hours(traffic, mu, 1, nodes)
         u = traffic.target_utilization
         min_r, max_r = replicas_for(traffic.offpeak_rps, mu, 1, u), replicas_for(traffic.peak_rps, mu, 1, u)
+        if scaling_only and min_r == max_r:
+            continue
         monthly = node_hours * price + fee_month if price is not None else None
         warnings = []
         if fee_rate != 1.0:
@@ -651,7 +656,7 @@ def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, 
         est = estimate_for_gpu or gpu_estimator(w)
         out += function_compute_plans(w, est, traffic, region=region, currency=currency, fx=fx, headroom=headroom)
     if "ack" in wanted:
-        out += ack_plans(ecs, traffic, currency=currency, fx=fx, output_tokens=tokens)
+        out += ack_plans(ecs, traffic, currency=currency, fx=fx, output_tokens=tokens, scaling_only="ecs" in wanted)
     if "pai-eas" in wanted:
         out += pai_eas_plans(ecs, traffic, currency=currency, output_tokens=tokens)
     return out
