@@ -422,7 +422,10 @@ def _workloads():
 
     return {"llama-70b-int4-serving": load_workload(ROOT / "examples/llama-70b-int4-serving.yaml"),
             "sdxl-inference": load_workload(ROOT / "examples/sdxl-inference.yaml"),
-            "bursty": Workload.model_validate(BURSTY)}
+            "bursty": Workload.model_validate(BURSTY),
+            # busy at the peak, quiet at night: an ACK pool that scales from 1 to 5 replicas beats fixed ECS
+            "bursty-big": Workload.model_validate({**BURSTY, "name": "bursty-big", "serving": {
+                "requests_per_day": 200000, "peak_requests_per_s": 20, "peak_hours_per_day": 2, "ttft_ms": 3000}})}
 
 
 def test_plan_writes_a_bundle_for_every_serving_pick(tmp_path):
@@ -433,9 +436,10 @@ def test_plan_writes_a_bundle_for_every_serving_pick(tmp_path):
     for key, w in _workloads().items():
         plans = recommend(w, top=20).to_dict()["plans"]
         picks = list(range(1, min(5, len(plans)) + 1))
-        if key == "bursty":   # the serverless best plan and the first ACK plan
-            ack = next(i for i, p in enumerate(plans, 1) if p.get("platform") == "ack")
-            picks = [1, 2, ack]
+        if key.startswith("bursty"):   # the best plans and the first ECS, ACK (its pool scales) or FC plan
+            firsts = [next((i for i, p in enumerate(plans, 1) if p.get("platform") == kind), 1)
+                      for kind in ("ecs", "ack", "function-compute")]
+            picks = list(dict.fromkeys([1, 2, *firsts]))
         for pick in picks:
             out, info = write_plan_bundle(w, tmp_path / f"{key}-{pick}", pick=pick, top=max(5, pick))
             platform = plans[pick - 1].get("platform", "ecs")

@@ -620,8 +620,9 @@ def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str,
 
 def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, ecs_plans: Iterable[Plan] = (),
                    currency: str | None = None, region: str | None = None, fx=None,
-                   platforms: Iterable[str] = PLATFORMS, headroom: float = 0.02) -> list[Plan]:
+                   platforms: Iterable[str] = PLATFORMS, headroom: float = 0.02, with_ecs: bool = False) -> list[Plan]:
     """Serving plans on Function Compute, PAI-EAS and ACK for an inference workload with a request rate.
+    ``with_ecs``: the ECS plans are shown beside these (an ACK pool that never scales is then left out).
 
     ``estimate_for_gpu(gpu_id, memory_gib, fraction)`` estimates the workload on one GPU or slice
     (default: :func:`gpu_estimator`). ``ecs_plans``: the recommender's ECS plans (ACK and EAS reuse
@@ -656,7 +657,7 @@ def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, 
         est = estimate_for_gpu or gpu_estimator(w)
         out += function_compute_plans(w, est, traffic, region=region, currency=currency, fx=fx, headroom=headroom)
     if "ack" in wanted:
-        out += ack_plans(ecs, traffic, currency=currency, fx=fx, output_tokens=tokens, scaling_only="ecs" in wanted)
+        out += ack_plans(ecs, traffic, currency=currency, fx=fx, output_tokens=tokens, scaling_only=with_ecs)
     if "pai-eas" in wanted:
         out += pai_eas_plans(ecs, traffic, currency=currency, output_tokens=tokens)
     return out

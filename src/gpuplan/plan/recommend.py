@@ -240,7 +240,7 @@ def _platform_plans(ctx: PlanContext, plans: list[Plan], objective: str, top: in
     try:
         return platform_plans(ctx.w, ecs_plans=ecs_in, currency=ctx.book.currency,
                               region=ctx.regions[0] if ctx.regions else None, fx=ctx.book.fx,
-                              platforms=[p for p in PLATFORMS if p in wanted and p != "ecs"])
+                              platforms=[p for p in PLATFORMS if p in wanted and p != "ecs"], with_ecs="ecs" in wanted)
     except GpuplanError as err:
         warnings.append(_("serverless/managed platforms not compared: {error}").format(error=err.message))
         return []
