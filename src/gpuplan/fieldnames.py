@@ -78,7 +78,8 @@ FIELD_LABELS: dict[str, str] = {
 # Values that are words, not ids (shown translated in text; JSON keeps them).
 VALUE_WORDS = (N_("True"), N_("False"))
 _ENUM_WORDS = {("objective", "cost"): N_("lowest cost"), ("objective", "time"): N_("fastest"),
-               ("objective", "balanced"): N_("balanced")}
+               ("objective", "balanced"): N_("balanced"), ("quantization", "none"): N_("none"),
+               ("kv_cache_dtype", "auto"): N_("auto (the model's dtype)")}
 
 
 def field_label(key: str, lang: str | None = None, *, with_key: bool = False) -> str:

@@ -318,10 +318,13 @@ FRAMEWORK_DEFAULT_BY_TASK = {"inference": "vllm", "pretrain": "deepspeed", "full
 NO_RECOMPUTE_DEFAULT_FRAMEWORKS = {"megatron", "nemo"}
 
 
-def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> tuple[Workload, list[str]]:
+def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset(),
+                     start_points: frozenset[str] = frozenset()) -> tuple[Workload, list[str]]:
     """Fill every unset field with its documented default; return (resolved, assumptions).
 
-    ``searched`` names fields left unset on purpose (the recommender searches them).
+    ``searched`` names fields left unset on purpose (the recommender searches them). ``start_points`` names
+    fields that get their default as the search's starting point but are chosen per plan (the serving
+    search's weight format, engine and KV-cache dtype): set, but not stated as an assumption.
     """
     data = w.model_dump(exclude_none=True)
     notes: list[str] = []
@@ -335,7 +338,7 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
         if key in ("seq_len", "gradient_accumulation", "grad_checkpointing", "optimizer") and task == "inference":
             data[key] = value
             continue
-        if key in ("prompt_tokens", "output_tokens") and task != "inference":
+        if key in ("prompt_tokens", "output_tokens", "kv_cache_dtype") and task != "inference":
             data[key] = value
             continue
         if key == "quantization" and task == "qlora":
@@ -349,7 +352,9 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset()) -> 
         if key == "optimizer" and _torchtune_single_device_full(data, task):
             value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
         data[key] = value
-        notes.append(_("assumed {key} {value}").format(key=field_label(key, with_key=True), value=value_text(value, key=key)))
+        if key not in start_points:
+            notes.append(_("assumed {key} {value}").format(key=field_label(key, with_key=True),
+                                                           value=value_text(value, key=key)))
     if task != "inference" and "optimizer_in_backward" not in searched and data.get("optimizer_in_backward") is None:
         if _torchtune_single_device_full(data, task):  # unset otherwise (= false), so outputs stay as they were
             data["optimizer_in_backward"] = True

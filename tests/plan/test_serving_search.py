@@ -287,7 +287,12 @@ def test_sdxl_and_whisper_carry_no_llm_assumptions(w):
 
 def test_llm_serving_still_states_its_llm_assumptions():
     text = " ".join(recommend(R1).assumptions)
-    assert "kv_cache_dtype" in text and "TTFT" in text
+    assert "KV-cache dtype are chosen per plan" in text and "TTFT" in text
+    # the searched fields are not stated as assumptions the plans contradict ("quantization none" beside FP8)
+    assert "assumed kv_cache_dtype" not in text and "assumed quantization" not in text
+    assert "assumed framework" not in text
+    pinned = " ".join(recommend({**R1, "kv_cache_dtype": "fp8"}).assumptions)
+    assert "assumed kv_cache_dtype" not in pinned and "assumed quantization" not in pinned
 
 
 def test_huge_rates_recommend_with_bounded_replicas():

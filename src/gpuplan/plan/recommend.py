@@ -42,6 +42,7 @@ from gpuplan.workload import Workload, load_workload, resolve_defaults
 SCHEMA_VERSION = 1
 SEARCHED_FIELDS = ("parallel", "hardware", "grad_checkpointing", "optimizer")
 RECIPE_FIELDS = ("batch_size", "gradient_accumulation")   # training: searched too (plan/recipe.py)
+SERVING_SEARCHED_FIELDS = ("quantization", "framework", "kv_cache_dtype")   # LLM serving (plan/serving_config.py)
 DEFAULT_TOP = 5
 SERVING_DEFAULT_BILLING = ("payg", "subscription")   # spot for online serving only when asked
 TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
@@ -122,7 +123,13 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     t0 = time.perf_counter()
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else ()) if getattr(w, f) is None)
-    resolved, notes = resolve_defaults(w, searched=searched)
+    # LLM serving: weight format, engine and KV-cache dtype are chosen per plan (plan/serving_config.py), so
+    # their defaults are where the search starts, not assumptions of the answer
+    start = frozenset(SERVING_SEARCHED_FIELDS) if not w.is_training and is_llm(resolve_model(w.model)) else frozenset()
+    resolved, notes = resolve_defaults(w, searched=searched, start_points=start)
+    if start - {f for f in start if getattr(w, f) is not None}:
+        notes.append(_("serving: the engine (vLLM or SGLang), the weight format and the KV-cache dtype are chosen "
+                       "per plan unless the workload sets them (each plan's layout names them)"))
     model = resolve_model(resolved.model)
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
