@@ -81,7 +81,7 @@ def test_failed_force_keeps_the_old_bundle(tmp_path, monkeypatch):
     plan, workload, est = inputs("lora_single")
     out = build_bundle(plan, workload, est, tmp_path / "b")
     before = (out / "plan.json").read_text()
-    monkeypatch.setattr(bundle_pkg.report, "plan_json", lambda *a, **k: (_ for _ in ()).throw(GpuplanError("boom")))
+    monkeypatch.setattr(bundle_pkg.plan_contract, "plan_json", lambda *a, **k: (_ for _ in ()).throw(GpuplanError("boom")))
     with pytest.raises(GpuplanError, match="boom"):
         build_bundle(plan, workload, est, out, force=True)
     assert (out / "plan.json").read_text() == before

@@ -18,7 +18,7 @@ import pytest
 
 from gpuplan.catalog.models import from_hf_config, get_model, param_count_from_shape
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.trace import hf_config_from_spec
+from gpuplan.estimate.trace_config import hf_config_from_spec
 from gpuplan.workload import parse_workload
 
 TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2,
@@ -52,7 +52,7 @@ def _modules_after(code: str) -> set[str]:
 
 def test_analytic_path_and_trace_module_import_no_torch():
     mods = _modules_after("import gpuplan.estimate.core\nimport gpuplan.estimate.trace\n"
-                          "from gpuplan.estimate.trace import hf_config_from_spec\n"
+                          "from gpuplan.estimate.trace_config import hf_config_from_spec\n"
                           "from gpuplan.estimate.core import estimate\n"
                           "estimate({'model': 'qwen2.5-7b', 'task': 'full', 'seq_len': 512})")
     assert "torch" not in mods and "transformers" not in mods and "peft" not in mods
@@ -217,14 +217,14 @@ def test_fast_tracker_gives_the_stock_peak(monkeypatch):
 
     w = parse_workload({**BASE, "seq_len": 64})
     fast = tr.trace_estimate(w)
-    real_plan = tr._plan
+    real_plan = tr.trace_plan
 
     def slow_plan(*a, **k):
         p = real_plan(*a, **k)
         p["fast_tracker"] = False
         return p
 
-    monkeypatch.setattr(tr, "_plan", slow_plan)
+    monkeypatch.setattr(tr, "trace_plan", slow_plan)
     stock = tr.trace_estimate(w)
     assert fast["memory"] == stock["memory"]
 

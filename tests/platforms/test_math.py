@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from gpuplan.plan.platforms import (active_fraction, always_on_monthly, fc_gpu_types, fc_pricing, replicas_for,
-                                    scaled_node_hours, traffic_profile)
+from gpuplan.plan.function_compute import active_fraction
+from gpuplan.plan.platform_data import fc_gpu_types, fc_pricing
+from gpuplan.plan.traffic import always_on_monthly, replicas_for, scaled_node_hours, traffic_profile
 from gpuplan.workload import ServingSpec
 
 

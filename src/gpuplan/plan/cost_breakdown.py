@@ -81,7 +81,7 @@ def _line(item: Text, amount: float | None, unit: str, currency: str, source: st
 
 def _average_rps(workload: Any) -> float:
     """Mean request rate over a day (the traffic profile: steady rate, or peak hours + daily requests)."""
-    from gpuplan.plan.platforms import traffic_profile
+    from gpuplan.plan.traffic import traffic_profile
 
     serving = getattr(workload, "serving", None)
     traffic = traffic_profile(serving) if serving else None
@@ -122,7 +122,7 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
     else:
         inst = plan.get("monthly_cost")
         if inst is not None and fee and fee.get("monthly") is not None:
-            inst = inst - float(fee["monthly"])   # platforms.ack_plans adds the fee, already in the plan currency
+            inst = inst - float(fee["monthly"])   # managed.ack_plans adds the fee, already in the plan currency
     lines.append(_line((GPU_INSTANCES, {}), inst, unit, cur, plan.get("price_source"), plan.get("price_as_of"),
                        bool(plan.get("price_estimated")),
                        (Q_INSTANCES, {"nodes": nodes, "instance_type": plan.get("instance_type"), "billing": billing})))

@@ -143,7 +143,7 @@ def _driver_block(plan: dict) -> dict:
 
 
 def load_platform_sources() -> list[str]:
-    from gpuplan.plan.platforms import load_platforms
+    from gpuplan.plan.platform_data import load_platforms
 
     return list(load_platforms()["function_compute"]["sources"])
 

@@ -54,7 +54,7 @@ def sizing(plan: dict, workload, copies: int | None = None) -> dict:
     """min/max replicas and the queue target from the plan's traffic and per-replica rate. A replica is one
     instance (its ``parallel.dp`` model copies) unless ``copies`` says how many model copies one scaled unit
     holds (a Kubernetes pod per copy: 1)."""
-    from gpuplan.plan.platforms import replicas_for, traffic_profile
+    from gpuplan.plan.traffic import replicas_for, traffic_profile
 
     perf = plan.get("performance") or {}
     dp = int((plan.get("parallel") or {}).get("dp") or 1)

@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.render.bundle import deploy, images, infra, k8s, monitoring, report, serving, training
+from gpuplan.render.bundle import charts, deploy, images, infra, k8s, monitoring, plan_contract, report, serving, training
 from gpuplan.render.bundle.context import Ctx, build_context
 
 __all__ = ["build_bundle", "render_bundle", "Ctx"]
@@ -58,8 +58,8 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         # {} for training and serverless plans; multi-node replicas: no Deployment to scale, ESS only
         files.update(autoscale_files(plan, workload, k8s=not c.multi_node, lang=c.lang, engine=engine,
                                      copies=1 if c.copies_per_node > 1 else None))
-    files["memory.svg"] = report.memory_svg(c, estimate)
-    chart = report.cost_time_svg(c, plan, pareto)
+    files["memory.svg"] = charts.memory_svg(c, estimate)
+    chart = charts.cost_time_svg(c, plan, pareto)
     if chart is not None:
         files["cost-time.svg"] = chart
     paths = sorted([*files, "PLAN.md"])
@@ -67,7 +67,7 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
 
     breakdown = cost_breakdown(plan, workload)
     files["PLAN.md"] = report.plan_markdown(c, plan, estimate, rejected, paths, chart is not None, breakdown=breakdown)
-    files["plan.json"] = report.plan_json(c, plan, workload, estimate, rejected, pareto, paths, breakdown=breakdown)
+    files["plan.json"] = plan_contract.plan_json(c, plan, workload, estimate, rejected, pareto, paths, breakdown=breakdown)
     _refuse_secrets(files)
     return dict(sorted(files.items()))
 

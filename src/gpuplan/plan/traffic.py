@@ -1,0 +1,134 @@
+"""A day of serving traffic and the replica arithmetic every serving platform shares.
+
+Traffic (:class:`Traffic`) is a day of segments ``(hours, requests/s)`` built from the workload's
+``serving`` block: a steady ``requests_per_s``; or ``peak_requests_per_s`` for ``peak_hours_per_day``
+hours and ``requests_per_s`` the rest of the day; or ``requests_per_day`` spread over
+``peak_hours_per_day`` (default 24) hours. A month is 730 h (``units.HOURS_PER_MONTH``), i.e.
+730 / 24 = 30.42 days.
+
+- **Always-on** (ECS, EAS): replicas = ceil(peak rate / (one replica's max requests/s x 1/1.15)); monthly =
+  replicas x hourly price x 730 h.
+- **Following traffic** (ACK node pool with HPA + cluster autoscaler, or an ESS scaling group):
+  for each segment, ceil(rate / per-replica rate) replicas (at least ``min_replicas``) x hours.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuplan.i18n import _
+from gpuplan.units import HOUR_S, HOURS_PER_MONTH
+
+DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
+
+
+@dataclass(frozen=True)
+class Segment:
+    hours_per_day: float
+    rate_rps: float
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """One day of request traffic as (hours, requests/s) segments covering 24 h."""
+
+    segments: tuple[Segment, ...]
+    basis: str
+    target_utilization: float | None = None   # serving.target_utilization (None: 1/1.15, plan/queueing.py)
+
+    @property
+    def daily_requests(self) -> float:
+        return sum(s.hours_per_day * HOUR_S * s.rate_rps for s in self.segments)
+
+    @property
+    def peak_rps(self) -> float:
+        return max((s.rate_rps for s in self.segments), default=0.0)
+
+    @property
+    def offpeak_rps(self) -> float:
+        return min((s.rate_rps for s in self.segments), default=0.0)
+
+    @property
+    def monthly_requests(self) -> float:
+        return self.daily_requests * DAYS_PER_MONTH
+
+    def to_dict(self) -> dict:
+        return {"basis": self.basis, "requests_per_day": round(self.daily_requests, 3),
+                "peak_requests_per_s": round(self.peak_rps, 6),
+                "segments": [{"hours_per_day": s.hours_per_day, "requests_per_s": round(s.rate_rps, 6)}
+                             for s in self.segments]}
+
+
+def traffic_profile(serving) -> Traffic | None:
+    """The day's traffic from a ``ServingSpec`` (or None when no rate is given)."""
+    if serving is None:
+        return None
+    rps, peak, per_day = serving.requests_per_s, serving.peak_requests_per_s, serving.requests_per_day
+    hours = serving.peak_hours_per_day
+    if per_day:
+        h = hours or 24.0
+        if peak:
+            busy = min(per_day, peak * h * HOUR_S)
+            rest = per_day - busy
+            segs = [Segment(h, busy / (h * HOUR_S))]
+            if h < 24:
+                segs.append(Segment(24.0 - h, rest / ((24.0 - h) * HOUR_S)))
+            return Traffic(tuple(segs), _("{per_day} requests/day, peak {peak}/s for {h} h").format(
+                per_day=f"{per_day:g}", peak=f"{peak:g}", h=f"{h:g}"))
+        segs = [Segment(h, per_day / (h * HOUR_S))]
+        if h < 24:
+            segs.append(Segment(24.0 - h, 0.0))
+        return Traffic(tuple(segs), _("{per_day} requests/day over {h} h").format(per_day=f"{per_day:g}", h=f"{h:g}"))
+    if rps and peak and hours and hours < 24:
+        return Traffic((Segment(hours, peak), Segment(24.0 - hours, rps)),
+                       _("{peak} requests/s for {h} h, {rps} requests/s otherwise").format(
+                           peak=f"{peak:g}", h=f"{hours:g}", rps=f"{rps:g}"))
+    if rps:
+        return Traffic((Segment(24.0, rps),), _("steady {rps} requests/s").format(rps=f"{rps:g}"))
+    if peak:
+        h = hours or 24.0
+        segs = [Segment(h, peak)] + ([Segment(24.0 - h, 0.0)] if h < 24 else [])
+        return Traffic(tuple(segs), _("{peak} requests/s for {h} h").format(peak=f"{peak:g}", h=f"{h:g}"))
+    return None
+
+
+
+def replicas_for(rate_rps: float, per_replica_rps: float, minimum: int = 1,
+                 target_utilization: float | None = None) -> int:
+    """Replicas that serve ``rate_rps`` with headroom: ceil(rate / (capacity x target utilisation)), at
+    least ``minimum``. The target defaults to 1/1.15 (capacity 15 % above demand, plan/queueing.py)."""
+    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+
+    if per_replica_rps <= 0:
+        return max(minimum, 1)
+    u = target_utilization or DEFAULT_TARGET_UTILIZATION
+    return max(minimum, math.ceil(rate_rps / (per_replica_rps * u) - 1e-9))
+
+
+def always_on_monthly(price_per_hour: float, replicas: int, nodes_per_replica: int = 1) -> float:
+    """Always-on replicas: price x 730 h x replicas x nodes."""
+    return price_per_hour * HOURS_PER_MONTH * replicas * nodes_per_replica
+
+
+def scaled_node_hours(traffic: Traffic, per_replica_rps: float, min_replicas: int = 1,
+                      nodes_per_replica: int = 1) -> float:
+    """Node-hours per month when the replica count follows the traffic segments."""
+    day = sum(s.hours_per_day * replicas_for(s.rate_rps, per_replica_rps, min_replicas, traffic.target_utilization)
+              for s in traffic.segments)
+    return day * DAYS_PER_MONTH * nodes_per_replica
+
+
+
+def peak_utilization(traffic: Traffic, replicas: int, per_replica_rps: float) -> float | None:
+    """Peak demand / capacity of ``replicas`` (the plan's utilisation at the peak)."""
+    if replicas <= 0 or per_replica_rps <= 0:
+        return None
+    return traffic.peak_rps / (replicas * per_replica_rps)
+
+
+def cost_per_million_output_tokens(monthly: float | None, traffic: Traffic, output_tokens: int) -> float | None:
+    tokens = traffic.monthly_requests * output_tokens
+    if monthly is None or tokens <= 0:
+        return None
+    return monthly / tokens * 1e6

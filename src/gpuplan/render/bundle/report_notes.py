@@ -1,0 +1,178 @@
+"""PLAN.md's notes: storage, network and host advice, what serves the model, and the nodes (first boot, teardown)."""
+
+from __future__ import annotations
+
+from gpuplan.i18n import N_
+from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.report_text import say, tr
+from gpuplan.render.bundle.safe import Safe, md
+
+SPOT_NOTE = N_("Spot: a reclaimed instance is released, its data disk is kept (a separate disk, not deleted with "
+               "the instance); after a reclaim, `terraform apply` creates a new instance, attaches the disk and "
+               "`run-with-resume.sh` resumes from the newest checkpoint. Set the Terraform variable "
+               "`oss_checkpoint_prefix` (oss://bucket/prefix) to copy each checkpoint to OSS as well.")
+
+
+def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
+    from gpuplan.render.bundle import report_ops
+
+    lang = c.lang
+    out: list[Safe] = []
+    if c.platform in ("function-compute", "pai-eas"):   # no disks or nodes of ours: the platform runs the image
+        return report_ops.platform_storage_lines(c)
+    disk = ((plan.get("storage") or {}).get("disk") or {})
+    details = [f"ESSD {c.data_disk_level}", f"{c.data_disk_gib} GiB"]
+    if isinstance(disk.get("iops"), int):
+        details.append(f"{disk['iops']:,} IOPS")
+    if disk.get("throughput_mb_s"):
+        details.append(f"{disk['throughput_mb_s']} MB/s")
+    sep = "，" if lang == "zh" else ", "
+    out.append(Safe(tr("Data disk: {details}, mounted at {path}", lang).format(
+        details=md(sep.join(details)), path=md(c.data_dir))))
+    if c.shared_kind:
+        shared = c.shared_kind.upper() + (f" {c.shared_capacity_tib:g} TiB" if c.shared_capacity_tib else "")
+        out.append(Safe(tr("Shared file system: {details}, mounted at {path}", lang).format(
+            details=md(shared), path=md(c.shared_dir))))
+    for note in (plan.get("storage") or {}).get("notes") or []:
+        out.append(say(note, lang))
+    if c.platform == "ecs":
+        out += report_ops.download_lines(c, plan)
+        ckpt = report_ops.checkpoint_line(c)
+        if ckpt:
+            out.append(ckpt)
+    if c.spot and c.training and not c.shared_kind:
+        out.append(tr(SPOT_NOTE, lang))
+    net = plan.get("network") or {}
+    if net.get("text"):
+        out.append(Safe(tr("Network: {text}", lang).format(text=say(net["text"], lang))))
+    host = plan.get("host")
+    if isinstance(host, dict) and host:
+        text = host.get("text") or ", ".join(f"{k} {v}" for k, v in host.items() if not isinstance(v, (dict, list)))
+        out.append(Safe(tr("Host: {text}", lang).format(text=say(text, lang))))
+    elif isinstance(host, str) and host:
+        out.append(Safe(tr("Host: {text}", lang).format(text=say(host, lang))))
+    return out
+
+
+def serving_notes(c: Ctx) -> list[Safe]:
+    """What serves this model, and the quantized checkpoint it loads."""
+    if c.training:
+        return []
+    from gpuplan.render.bundle.weights import checkpoint, is_llm
+
+    lang = c.lang
+    out: list[Safe] = []
+    if c.model_kind == "diffusion" and c.online:
+        from gpuplan.render.bundle import report_ops
+
+        out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `serve_images.py` serves it "
+                           "online: FastAPI + the diffusers `StableDiffusionXLPipeline`, one pipeline per GPU, "
+                           "OpenAI-style {endpoint} (PNG as b64_json), {health} and {metrics}; the systemd unit and the "
+                           "Deployment run it in the bundle's image (Dockerfile). `generate_images.py` stays for batch "
+                           "jobs.", lang).format(model=md(c.model), endpoint="`POST /v1/images/generations`",
+                                                 health="`/health`", metrics="`/metrics`")))
+        out += report_ops.serving_layout_lines(c)
+        return out
+    if c.model_kind == "diffusion":
+        out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `generate_images.py` runs the "
+                           "diffusers `StableDiffusionXLPipeline` as a batch job (prompts file in, PNG files out): "
+                           "{install}, then {run} ({dry_run} checks the arguments without a GPU).", lang).format(
+            model=md(c.model), install="`pip install -r requirements-serve.txt`",
+            run="`python3 generate_images.py --prompts prompts.txt --out images/`", dry_run="`--dry-run`")))
+        return out
+    if c.model_kind == "speech":
+        out.append(Safe(tr("{model} is a speech model: `transcribe.py` runs faster-whisper's "
+                           "`BatchedInferencePipeline` as a batch job (audio files in, .txt and .srt out): {install}, "
+                           "then {run}.", lang).format(
+            model=md(c.model), install="`pip install -r requirements-serve.txt`",
+            run="`python3 transcribe.py --out transcripts/ audio/*.mp3`")))
+        return out
+    if not is_llm(c):
+        out.append(md(tr("{model} is a {kind} model: no chat server is generated; serve it with your own "
+                         "inference script (for example Triton or TorchServe alternatives) on these nodes.",
+                         lang).format(model=c.model, kind=c.model_kind)))
+        return out
+    ck = checkpoint(c)
+    if ck.quantized_from and ck.repo:
+        out.append(md(tr("Quantized ({quantization}) plan: serve.sh loads the pre-quantized checkpoint {repo} "
+                         "(of {base}; source {source}) and passes no --quantization flag, so vLLM "
+                         "reads the method from its config.json and picks its Marlin kernel.", lang).format(
+            quantization=c.quantization, repo=ck.repo, base=ck.quantized_from, source=ck.source)))
+    elif ck.repo is None:
+        out.append(md(tr("Quantized ({quantization}) plan: no official pre-quantized {quantization} checkpoint of "
+                         "{model} is known, and vLLM cannot quantize to {quantization} at load time. Pick one "
+                         "(or quantize with AutoAWQ / llm-compressor), check its config.json names the method, then "
+                         "run MODEL=repo-or-path ./serve.sh; serve.sh stops with one line until MODEL is set.",
+                         lang).format(quantization=c.quantization, model=c.model)))
+    if c.multi_node:
+        out.append(md(tr("One replica spans {nodes} nodes (TP {tp} x PP {pp} > {gpus} GPUs per "
+                         "node): serve.sh forms a Ray cluster (rank 0 = head and API server) and runs vLLM with "
+                         "--distributed-executor-backend ray; serve-sglang.sh uses "
+                         "--nnodes/--node-rank/--dist-init-addr. NODE_RANK and MASTER_ADDR come from Terraform. No "
+                         "Kubernetes Deployment or HPA is generated: a one-pod Deployment cannot span nodes (on ACK "
+                         "use LeaderWorkerSet with the same serve.sh).", lang).format(
+            nodes=c.job_nodes, tp=c.tp, pp=c.pp, gpus=c.gpus_per_node)))
+    from gpuplan.render.bundle import report_ops
+
+    out += report_ops.serving_layout_lines(c)
+    return out
+
+
+def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
+    from gpuplan.render.bundle.infra import auto_release_hours, bootstrap_pins
+
+    lang = c.lang
+    if platform == "ack":
+        return [md(tr("ACK GPU node pools install the NVIDIA driver and the container runtime themselves; pin the "
+                      "driver with the node-pool label ack.aliyun.com/nvidia-driver-version (new and scaled-out "
+                      "nodes only). The HPA adds pods; the cluster autoscaler adds nodes (minutes per GPU node).",
+                      lang)),
+                md(tr("Teardown: delete the Deployment and HPA, then the node pool (or the cluster); the ACK Pro "
+                      "management fee is billed while the cluster exists.", lang))]
+    if platform != "ecs":
+        return [md(tr("No nodes to manage: the platform provides the GPU, driver and container runtime; it runs the "
+                      "bundle's image (Dockerfile: the engine's image plus serve.sh). Teardown: delete the service.",
+                      lang))]
+
+    b = bootstrap_pins()
+    d = b["driver"]
+    values = dict(runtime=b["container_runtime"]["package"], toolkit=b["nvidia_container_toolkit"]["version"],
+                  driver=d["driver_version"], cuda=d["cuda_version"], cudnn=d["cudnn_version"], script=d["script"])
+    first_boot = (N_("First boot (cloud-init, node-bootstrap.sh): {runtime}, NVIDIA Container Toolkit {toolkit}, "
+                     "the eRDMA driver, then NVIDIA driver {driver} + CUDA {cuda} + cuDNN {cudnn} with the Alibaba "
+                     "Cloud auto-install script ({script}; it reboots the node, 10-20 minutes). After the reboot "
+                     "gpuplan-node-ready.service runs gpu-check.sh (log /var/log/gpuplan-gpu-check.log) and starts "
+                     "the DCGM exporter. The script version and driver triple are marked unconfirmed in ops.yaml: "
+                     "check /var/log/gpuplan-bootstrap.log on the first node.") if c.erdma else
+                  N_("First boot (cloud-init, node-bootstrap.sh): {runtime}, NVIDIA Container Toolkit {toolkit}, "
+                     "then NVIDIA driver {driver} + CUDA {cuda} + cuDNN {cudnn} with the Alibaba Cloud auto-install "
+                     "script ({script}; it reboots the node, 10-20 minutes). After the reboot "
+                     "gpuplan-node-ready.service runs gpu-check.sh (log /var/log/gpuplan-gpu-check.log) and starts "
+                     "the DCGM exporter. The script version and driver triple are marked unconfirmed in ops.yaml: "
+                     "check /var/log/gpuplan-bootstrap.log on the first node."))
+    out = [md(tr(first_boot, lang).format(**values))]
+    if c.multi_node:
+        out.append(Safe(tr("Multi-node: Terraform gives node i the private IP `cidrhost(vswitch_cidr, 10 + i)` and "
+                           "writes `NODE_RANK` (`i mod {job_nodes}`) and `MASTER_ADDR` (rank 0 of its job) into "
+                           "{env_file}; the systemd unit refuses to start without them instead of crash-looping.",
+                           lang).format(job_nodes=c.job_nodes, env_file=f"`/etc/gpuplan/{c.slug}.env`")))
+    if c.shared_kind == "cpfs":
+        out.append(md(tr("Terraform creates the advised CPFS file system (alicloud_nas_file_system, protocol cpfs) "
+                         "and its mount target; set cpfs_mount to mount an existing one instead.", lang)))
+    elif c.shared_kind == "nas":
+        out.append(md(tr("Terraform creates the advised NAS file system and its mount target.", lang)))
+    from gpuplan.render.bundle import report_ops
+
+    hours = auto_release_hours(c)
+    release = report_ops.auto_release_line(c)
+    if hours and release:
+        out.append(release)
+    elif c.billing != "subscription":
+        out.append(md(tr("Auto-release: off for a long-running service (set auto_release_hours to release the "
+                         "instances that many hours after apply); idle-stop.sh powers a node off when its GPUs idle "
+                         "(IDLE_STOP_ENABLED=1).", lang)))
+    else:
+        out.append(md(tr("Subscription instances are not auto-released: they run until the period ends.", lang)))
+    out.append(report_ops.teardown_line(c))
+    return out
+

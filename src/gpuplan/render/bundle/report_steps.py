@@ -1,0 +1,73 @@
+"""PLAN.md's steps: the commands that launch the plan, on ECS (Terraform) or on a serving platform."""
+
+from __future__ import annotations
+
+from gpuplan.i18n import N_
+from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.report_text import tr
+from gpuplan.render.bundle.safe import Safe, md
+
+
+def _code(text: str) -> Safe:
+    """A command shown as Markdown code (the bundle's own command lines; values in them are inert)."""
+    return Safe(f"`{text}`")
+
+
+def platform_steps(c: Ctx, platform: str) -> list[Safe]:
+    """How to launch a serving plan on ACK, Function Compute or PAI-EAS (no ECS Terraform)."""
+    lang = c.lang
+    if platform == "ack":
+        from gpuplan.render.bundle import report_ops
+
+        build = report_ops.image_steps(c) if c.model_kind == "diffusion" else []   # LLMs run the engine's image
+        return build + [Safe(tr("Create an ACK Pro cluster with a GPU node pool of {instance_type} (pin the driver with the "
+                        "node-pool label {label})", lang).format(
+                    instance_type=md(c.instance_type), label="ack.aliyun.com/nvidia-driver-version")),
+                _code("kubectl apply -f k8s/deployment.yaml"),
+                Safe(tr("{cmd}, then {then}", lang).format(
+                    cmd=_code("helm install prometheus-adapter prometheus-community/prometheus-adapter -f "
+                              "autoscale/prometheus-adapter-rules.yaml"),
+                    then=_code("kubectl apply -f autoscale/hpa.yaml"))),
+                Safe(tr("{cmd} and delete the node pool when you are done (the ACK Pro fee runs while the cluster "
+                        "exists)", lang).format(cmd=_code("kubectl delete -f k8s/deployment.yaml -f autoscale/hpa.yaml")))]
+    from gpuplan.render.bundle import report_ops
+
+    return report_ops.platform_steps(c, platform)
+
+
+def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
+    lang = c.lang
+    if platform != "ecs" and not c.training:
+        return platform_steps(c, platform)
+
+    def step(template: str, cmd: str, **more: str) -> Safe:
+        return Safe(tr(template, lang).format(cmd=_code(cmd), **{k: _code(v) for k, v in more.items()}))
+
+    s = [step(N_("{cmd} (credentials from the environment)"),
+              "cd terraform && terraform init && terraform apply -var key_name=... -var admin_cidr=..."),
+         step(N_("{cmd} to every node, then {then}"), f"scp -r . root@<node>:/opt/gpuplan/{c.slug}",
+              then="./gpu-check.sh")]
+    if c.training:
+        s.append(step(N_("{cmd} (rehearse the launcher, a checkpoint and a resume on CPU first)"),
+                      "pip install -r requirements.txt && ./launch.sh --smoke"))
+        if c.multi_node:
+            s.append(step(N_("{cmd} on every node"), "NODE_RANK=<i> MASTER_ADDR=<node 0 private IP> ./run-with-resume.sh"))
+        else:
+            s.append(step(N_("{cmd} (or {alt})"), "./run-with-resume.sh", alt="./launch.sh"))
+    elif c.model_kind == "diffusion" and not c.online:
+        s.append(_code("pip install -r requirements-serve.txt && python3 generate_images.py --prompts prompts.txt "
+                       "--out images/"))
+    elif c.model_kind == "speech":
+        s.append(_code("pip install -r requirements-serve.txt && python3 transcribe.py --out transcripts/ audio/*.mp3"))
+    else:
+        if c.model_kind != "diffusion":
+            s.append(step(N_("{cmd} (checks the arguments and the model)"), "./serve.sh --dry-run"))
+        unit = (f"cp gpuplan-{c.slug}.service /etc/systemd/system/ && "
+                f"systemctl enable --now gpuplan-{c.slug}.service")
+        s.append(step(N_("{cmd} on every node"), unit) if c.multi_node else _code(unit))
+        s.append(_code("./healthcheck.sh"))
+    s.append(Safe(tr("{cmd}, then import {file} into Grafana", lang).format(
+        cmd=_code("promtool check config monitoring/prometheus.yml"), file="monitoring/grafana-dashboard.json")))
+    s.append(step(N_("{cmd} when you are done (releases everything)"), "cd terraform && terraform destroy"))
+    return s
+
