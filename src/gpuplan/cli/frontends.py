@@ -36,7 +36,8 @@ def ask(
         from gpuplan.ask import ask_lines, ask_terminal, build_workload
         from gpuplan.i18n import tr
         from gpuplan.plan import recommend as run_recommend
-        from gpuplan.workload import dump_workload_yaml, load_workload
+        from gpuplan.workload_files import dump_workload_yaml
+        from gpuplan.workload_loading import load_workload
 
         if not (1 <= top <= 100):
             raise GpuplanError(_("--top {top} is out of range.").format(top=top), hint=_("Use 1 to 100."))

@@ -28,7 +28,7 @@ def workload_flags(
 
 
 def _load(path: Path | None, flags: dict[str, Any]):
-    from gpuplan.workload import load_workload
+    from gpuplan.workload_loading import load_workload
 
     if path is None:
         if not flags.get("model"):

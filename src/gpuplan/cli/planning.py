@@ -33,7 +33,7 @@ def estimate(
                            instance_type, grad_checkpointing)
 
     def body(lg: str) -> int:
-        from gpuplan.workload import read_workload_documents
+        from gpuplan.workload_files import read_workload_documents
 
         if workload is not None and max_ is None and not trace:
             docs = read_workload_documents(workload)
@@ -84,7 +84,8 @@ def estimate(
 def _estimate_many(docs: list, flags: dict[str, Any]) -> int:
     """JSON Lines: one compact result per workload, in order; errors per line."""
     from gpuplan.estimate.core import estimate as run_estimate
-    from gpuplan.workload import apply_overrides, parse_workload
+    from gpuplan.workload import parse_workload
+    from gpuplan.workload_loading import apply_overrides
 
     failed = 0
     for doc in docs:

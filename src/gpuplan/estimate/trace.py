@@ -41,7 +41,8 @@ import warnings
 from typing import Any, cast
 
 from gpuplan.errors import GpuplanError
-from gpuplan.workload import Workload, resolve_defaults
+from gpuplan.workload import Workload
+from gpuplan.workload_defaults import resolve_defaults
 from gpuplan.i18n import _
 
 SCHEMA_VERSION = 1
