@@ -33,7 +33,8 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.system import Layout, System, intra_node_link, layout_from_workload, naive_layer_split
 from gpuplan.units import GIB
-from gpuplan.workload import parse_workload, resolve_defaults
+from gpuplan.workload import parse_workload
+from gpuplan.workload_defaults import resolve_defaults
 
 # The published figures never depend on a local `gpuplan calibrate` overlay.
 os.environ["GPUPLAN_CALIBRATION"] = "off"
@@ -221,7 +222,7 @@ def row_to_case(r: dict[str, str]):
     zero = zero_stated or 0
     sp_m = re.search(r"\bsequence parallel (on|off)\b", r.get("notes") or "")
     sp = None if sp_m is None else sp_m.group(1) == "on"  # not stated: the framework's default (parallel.sp)
-    # unstated: the framework's own default (workload.resolve_defaults: Megatron/NeMo recompute nothing)
+    # unstated: the framework's own default (workload_defaults.resolve_defaults: Megatron/NeMo recompute nothing)
     ckpt = {"yes": True, "no": False, "selective": "selective"}.get(r["grad_ckpt"])
     flash = {"yes": True, "no": False}.get(r["flash_attn"], None)
     if flash is None:

@@ -25,7 +25,8 @@ def time_inprocess(n: int = 200) -> list[tuple[str, float, float]]:
     from gpuplan.catalog.models import resolve_model
     from gpuplan.estimate.core import estimate_resolved
     from gpuplan.estimate.system import layout_from_workload, system_from_workload
-    from gpuplan.workload import load_workload, resolve_defaults
+    from gpuplan.workload_defaults import resolve_defaults
+    from gpuplan.workload_loading import load_workload
 
     rows = []
     for name, wl in WORKLOADS.items():

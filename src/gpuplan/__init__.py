@@ -184,7 +184,7 @@ def _inner(source: Source) -> Workload | dict[Any, Any] | str:
 @_checked
 def load_workload(source: Source, **flags: Any) -> Workload:
     """A Workload from a file path, a mapping or a Workload; ``flags`` are CLI-style overrides."""
-    from gpuplan.workload import load_workload as _load
+    from gpuplan.workload_loading import load_workload as _load
 
     return _load(_inner(source), **flags)
 

@@ -5,13 +5,13 @@ strict: unknown keys are errors with a did-you-mean, values outside their range 
 every error reaches the user as one :class:`~gpuplan.errors.GpuplanError` with a hint.
 
 Unset fields stay ``None`` in the parsed record so that ``recommend`` can tell "free to search"
-from "fixed by the user"; :func:`resolve_defaults` fills the documented defaults and returns the
-list of assumptions it made, which every result reports.
+from "fixed by the user"; :func:`gpuplan.workload_defaults.resolve_defaults` fills the documented
+defaults and returns the list of assumptions it made, which every result reports. Reading files is
+gpuplan.workload_files, loading with flags gpuplan.workload_loading, error sentences gpuplan.workload_errors.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
@@ -24,19 +24,11 @@ from pydantic import (
     model_validator,
 )
 
-from gpuplan.errors import GpuplanError, did_you_mean
-from gpuplan.fieldnames import field_label, value_text
-from gpuplan.safeio import (
-    MAX_BYTES,
-    MAX_YAML_WORKLOAD_BYTES,
-    check_nesting,
-    load_json,
-    load_yaml,
-    read_stdin_bounded,
-    read_text_bounded,
-    size_text,
-)
-from gpuplan.i18n import N_, _, current_lang
+from gpuplan.errors import GpuplanError
+from gpuplan.i18n import N_, _
+from gpuplan.safeio import check_nesting
+from gpuplan.workload_errors import friendly_error
+from gpuplan.workload_files import BadLine
 
 Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
 TASK_ALIASES = {"train": "pretrain", "finetune": "full", "fine-tune": "full", "infer": "inference",
@@ -290,304 +282,6 @@ class Workload(_Strict):
         return (self.task or "inference") != "inference"
 
 
-# ------------------------------------------------------------------------------------------------
-# Defaults: one table, listed in docs/workload.md and reported with every result.
-# ------------------------------------------------------------------------------------------------
-
-DEFAULTS: dict[str, Any] = {
-    "task": "inference",
-    "precision": "bf16",
-    "quantization": "none",
-    "kv_cache_dtype": "auto",
-    "framework": "auto",
-    "batch_size": 1,
-    "gradient_accumulation": 1,
-    "seq_len": 2048,
-    "prompt_tokens": 1024,
-    "output_tokens": 512,
-    "grad_checkpointing": True,
-    "flash_attention": True,
-    "optimizer": "adamw",
-    "objective": "cost",
-}
-
-FRAMEWORK_DEFAULT_BY_TASK = {"inference": "vllm", "pretrain": "deepspeed", "full": "deepspeed", "lora": "transformers",
-                             "qlora": "transformers"}
-# Stacks that recompute nothing unless told to: Megatron-LM (--recompute-granularity unset) and NeMo's
-# recipes (recompute off; activation_checkpointing is opt-in). Elsewhere the conservative default holds.
-NO_RECOMPUTE_DEFAULT_FRAMEWORKS = {"megatron", "nemo"}
-
-
-def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset(),
-                     start_points: frozenset[str] = frozenset()) -> tuple[Workload, list[str]]:
-    """Fill every unset field with its documented default; return (resolved, assumptions).
-
-    ``searched`` names fields left unset on purpose (the recommender searches them). ``start_points`` names
-    fields that get their default as the search's starting point but are chosen per plan (the serving
-    search's weight format, engine and KV-cache dtype): set, but not stated as an assumption.
-    """
-    data = w.model_dump(exclude_none=True)
-    notes: list[str] = []
-    _quantized_checkpoint(data, notes)
-    task = data.get("task", DEFAULTS["task"])
-    if data.get("framework") == "auto":
-        data.pop("framework")  # an explicit "auto" means exactly what an unset framework means
-    for key, value in DEFAULTS.items():
-        if key in searched or data.get(key) is not None:
-            continue
-        if key in ("seq_len", "gradient_accumulation", "grad_checkpointing", "optimizer") and task == "inference":
-            data[key] = value
-            continue
-        if key in ("prompt_tokens", "output_tokens", "kv_cache_dtype") and task != "inference":
-            data[key] = value
-            continue
-        if key == "quantization" and task == "qlora":
-            value = "bnb-nf4"
-        if key == "precision" and data.get("quantization") in ("gptq-int4", "gptq-int8", "awq"):
-            value = "fp16"
-        if key == "framework":
-            value = FRAMEWORK_DEFAULT_BY_TASK.get(task, "transformers")
-        if key == "grad_checkpointing" and data.get("framework") in NO_RECOMPUTE_DEFAULT_FRAMEWORKS:
-            value = False
-        if key == "optimizer" and _torchtune_single_device_full(data, task):
-            value = "paged-adamw-8bit"  # torchtune recipes/configs/*/*_full_single_device.yaml: PagedAdamW8bit
-        data[key] = value
-        if key not in start_points:
-            notes.append(_("assumed {key} {value}").format(key=field_label(key, with_key=True),
-                                                           value=value_text(value, key=key)))
-    if task != "inference" and "optimizer_in_backward" not in searched and data.get("optimizer_in_backward") is None:
-        if _torchtune_single_device_full(data, task):  # unset otherwise (= false), so outputs stay as they were
-            data["optimizer_in_backward"] = True
-            notes.append(_("assumed optimizer_in_backward true (torchtune's single-device full fine-tuning recipe)"))
-    if task in ("lora", "qlora") and "lora" not in data:
-        data["lora"] = LoraSpec().model_dump()
-        notes.append(_("assumed LoRA rank 8, alpha 16, targets all-linear"))
-    if "parallel" not in data and "parallel" not in searched:
-        data["parallel"] = ParallelSpec().model_dump()
-    return Workload.model_validate(data), notes
-
-
-def _quantized_checkpoint(data: dict[str, Any], notes: list[str]) -> None:
-    """A published quantized checkpoint as the model (Qwen/...-GPTQ-Int4, ...-AWQ, ...-FP8, GGUF): fill
-    quantization from its name, or refuse a workload that sets a different one (gpuplan.catalog.quantized)."""
-    model = data.get("model")
-    if not isinstance(model, str):
-        return
-    from gpuplan.catalog.library import quantized_base
-
-    found = quantized_base(model)
-    if found is None:
-        return
-    q, base = found
-    label, base_name = _(q.label), base.id if base is not None else q.base_names[0]
-    given = data.get("quantization")
-    if given is not None and given != q.quantization:
-        raise GpuplanError(
-            _("{checkpoint} is a {label} checkpoint, but the workload sets quantization {quantization}.").format(
-                checkpoint=model, label=label, quantization=given),
-            hint=_("Leave quantization unset (gpuplan reads it from the checkpoint name), set it to {expected}, or name "
-                   "the unquantized base model {base}.").format(expected=q.quantization, base=base_name),
-            field="quantization")
-    cons = data.get("constraints") or {}
-    allowed = cons.get("quantization")
-    if allowed:
-        if q.quantization not in allowed:
-            raise GpuplanError(
-                _("{checkpoint} is a {label} checkpoint, but constraints.quantization allows only {allowed}.").format(
-                    checkpoint=model, label=label, allowed=", ".join(allowed)),
-                hint=_("Add {expected} to constraints.quantization, or name the unquantized base model {base}.").format(
-                    expected=q.quantization, base=base_name),
-                field="constraints.quantization")
-        cons["quantization"] = [q.quantization]  # the checkpoint's weights are fixed: nothing else to search
-    data["quantization"] = q.quantization
-    notes.append(_("resolved {checkpoint} as {label} {base} (quantization {quantization})").format(
-        checkpoint=model, label=label, base=base_name, quantization=q.quantization))
-    if q.note:
-        notes.append(_(q.note).format(level=q.level, quantization=q.quantization))
-
-
-def _torchtune_single_device_full(data: dict[str, Any], task: str) -> bool:
-    """torchtune's single-device full fine-tuning recipe is the default stack: its configs
-    (recipes/configs/llama3_1/8B_full_single_device.yaml) use bitsandbytes PagedAdamW8bit with
-    optimizer_in_bwd: True, which needs gradient_accumulation_steps=1."""
-    if data.get("framework") != "torchtune" or task != "full" or (data.get("gradient_accumulation") or 1) > 1:
-        return False
-    hw = data.get("hardware") or {}
-    par = data.get("parallel") or {}
-    gpus = (par.get("tp") or 1) * (par.get("pp") or 1) * (par.get("dp") or 1)
-    return (hw.get("count") or 1) == 1 and gpus == 1 and not par.get("zero") and par.get("fsdp", "none") == "none"
-
-
-# ------------------------------------------------------------------------------------------------
-# Parsing: YAML/JSON files, mappings, CLI flags. Every failure is a GpuplanError.
-# ------------------------------------------------------------------------------------------------
-
-def load_yaml_text(text: str, origin: str = "input") -> Any:
-    """YAML (or JSON) text -> Python data, with gpuplan.safeio's depth, alias and number limits."""
-    return load_yaml(text, origin)
-
-
-def dump_workload_yaml(data: dict[str, Any]) -> str:
-    """A workload mapping as the YAML file the CLI reads (keys in the given order, UTF-8 text kept)."""
-    import yaml
-
-    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False, default_flow_style=False)
-
-
-def _yaml_size_check(text: str, p: Path) -> None:
-    """Refuse a YAML workload larger than safeio.MAX_YAML_WORKLOAD_BYTES before parsing it."""
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_YAML_WORKLOAD_BYTES:
-        raise GpuplanError(_("The workload file {p!r} is larger than {limit} ({size}).").format(
-                               p=str(p), limit=size_text(MAX_YAML_WORKLOAD_BYTES), size=size_text(size)),
-                           hint=_("A workload is a few hundred bytes: keep only the workload keys (JSON Lines "
-                                  "files of many workloads may be larger)."))
-
-
-def read_workload_documents(path: str | Path) -> Any:
-    """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.safeio).
-    ``-`` reads standard input (once per process: a command that reads its workload twice gets the same text)."""
-    if str(path) == "-":
-        return _parse_documents(read_stdin_bounded("workload file"), Path("-"))
-    p = Path(path)
-    try:
-        p.is_dir()  # a name too long for the file system, or otherwise unusable
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise GpuplanError(_("Cannot use {p!r} as a workload file: {reason}.").format(p=str(p)[:80], reason=reason),
-                           hint=_("Give the path of a YAML or JSON workload file.")) from None
-    if not p.exists():
-        raise GpuplanError(_("Workload file {p!r} does not exist.").format(p=str(p)),
-                           hint=_("Give a YAML or JSON workload file; `gpuplan schema` shows the format."))
-    if p.is_dir():
-        raise GpuplanError(_("{p!r} is a folder, not a workload file.").format(p=str(p)), hint=_("Give a .yaml or .json file."))
-    json_lines = p.suffix.lower() in (".jsonl", ".ndjson")
-    limit = MAX_BYTES if json_lines else MAX_YAML_WORKLOAD_BYTES    # checked with stat, before reading
-    return _parse_documents(read_text_bounded(p, "workload file", max_bytes=limit), p)
-
-
-def _parse_documents(text: str, p: Path) -> Any:
-    stripped = text.strip()
-    if not stripped:
-        raise GpuplanError(_("Workload file {p!r} is empty.").format(p=str(p)),
-                           hint=_("Start with `model: <name>` and `task: <inference|pretrain|full|lora|qlora>`."))
-    if p.suffix.lower() in (".jsonl", ".ndjson") or (stripped.startswith("{") and "\n{" in stripped):
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        docs: list[Any] = []
-        for i, line in enumerate(lines, 1):
-            try:
-                docs.append(load_json(line, origin=_("{path!r} line {line}").format(path=str(p), line=i)))
-            except GpuplanError:
-                if len(lines) == 1:
-                    break
-                docs.append(_BadLine(i))
-        else:
-            return docs if len(docs) > 1 else docs[0]
-    _yaml_size_check(text, p)
-    return load_yaml_text(text, origin=str(p))
-
-
-class _BadLine:
-    """A JSON Lines line that does not parse: reported on its own output line."""
-
-    def __init__(self, line: int):
-        self.line = line
-
-
-# pydantic's error types -> our sentences (its own messages are English-only).
-_PYDANTIC_MESSAGES = {
-    "greater_than": N_("Invalid workload field {field!r} = {shown}: it must be greater than {gt}."),
-    "greater_than_equal": N_("Invalid workload field {field!r} = {shown}: it must be at least {ge}."),
-    "less_than": N_("Invalid workload field {field!r} = {shown}: it must be less than {lt}."),
-    "less_than_equal": N_("Invalid workload field {field!r} = {shown}: it must be at most {le}."),
-    "literal_error": N_("Invalid workload field {field!r} = {shown}: it must be one of {expected}."),
-    "int_parsing": N_("Invalid workload field {field!r} = {shown}: it must be a whole number."),
-    "int_type": N_("Invalid workload field {field!r} = {shown}: it must be a whole number."),
-    "int_from_float": N_("Invalid workload field {field!r} = {shown}: it must be a whole number."),
-    "float_parsing": N_("Invalid workload field {field!r} = {shown}: it must be a number."),
-    "float_type": N_("Invalid workload field {field!r} = {shown}: it must be a number."),
-    "finite_number": N_("Invalid workload field {field!r} = {shown}: it must be a finite number."),
-    "bool_parsing": N_("Invalid workload field {field!r} = {shown}: it must be true or false."),
-    "bool_type": N_("Invalid workload field {field!r} = {shown}: it must be true or false."),
-    "string_type": N_("Invalid workload field {field!r} = {shown}: it must be a text value."),
-    "dict_type": N_("Invalid workload field {field!r} = {shown}: it must be a mapping of keys."),
-    "model_type": N_("Invalid workload field {field!r} = {shown}: it must be a mapping of keys."),
-    "list_type": N_("Invalid workload field {field!r} = {shown}: it must be a list."),
-    "too_short": N_("Invalid workload field {field!r} = {shown}: it needs at least {min_length} item(s)."),
-    "too_long": N_("Invalid workload field {field!r} = {shown}: it takes at most {max_length} item(s)."),
-    "string_too_long": N_("Invalid workload field {field!r} = {shown}: it takes at most {max_length} characters."),
-}
-
-
-def _friendly(exc: ValidationError, prefix: str = "") -> GpuplanError:
-    err = exc.errors()[0]
-    loc = ".".join(str(x) for x in err.get("loc", ()))
-    kind = err.get("type", "")
-    field = (prefix + loc) if loc else prefix.rstrip(".") or None
-    if kind == "extra_forbidden":
-        parent_model = _model_at(Workload, err.get("loc", ())[:-1])
-        key = str(err["loc"][-1])
-        known = list(parent_model.model_fields) if parent_model else []
-        close = did_you_mean(key, known)
-        if close:
-            hint = _("Did you mean {key!r}? `gpuplan schema` lists every key.").format(key=close[0])
-            web_hint = _("Did you mean {key!r}?").format(key=close[0])
-        else:
-            hint = _("Known keys: {keys}. `gpuplan schema` lists every key.").format(keys=", ".join(known))
-            web_hint = _("Known keys: {keys}.").format(keys=", ".join(known))
-        return GpuplanError(_("Unknown workload key {field!r}.").format(field=field), hint=hint, web_hint=web_hint,
-                            field=field)
-    msg = err.get("msg", "invalid value")
-    if msg.startswith("Value error, "):   # our validators' own (translated) sentences
-        msg = msg[len("Value error, "):]
-    value = err.get("input")
-    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    if kind == "missing":
-        return GpuplanError(_("Workload field {field!r} is required.").format(field=field),
-                            hint=_("Add it, e.g. `model: Qwen/Qwen2.5-7B-Instruct`."), field=field)
-    hint = _("See `gpuplan schema` for allowed values and ranges.")
-    web_hint = _("Check the value against the field's allowed values and ranges.")
-    ctx = {k: (v if not isinstance(v, float) or not v.is_integer() else int(v)) for k, v in (err.get("ctx") or {}).items()}
-    # English keeps pydantic's own wording (a stable contract); other languages get our templates.
-    template = _PYDANTIC_MESSAGES.get(kind) if current_lang() != "en" else None
-    if kind == "literal_error":
-        hint = web_hint = _("Allowed: {expected}.").format(expected=msg.split("Input should be ", 1)[-1]
-                                                           if current_lang() == "en" else ctx.get("expected", ""))
-    if template:
-        try:
-            message = _(template).format(field=field, shown=shown, **ctx)
-        except (KeyError, IndexError, ValueError):
-            message = _("Invalid workload field {field!r} = {shown}: {msg}.").format(field=field, shown=shown, msg=msg)
-    else:
-        message = _("Invalid workload field {field!r} = {shown}: {msg}.").format(field=field, shown=shown, msg=msg)
-    return GpuplanError(message, hint=hint, web_hint=web_hint, field=field)
-
-
-def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
-    cur: Any = model
-    for part in loc:
-        if not (isinstance(cur, type) and issubclass(cur, BaseModel)):
-            return None
-        fld = cur.model_fields.get(str(part))
-        if fld is None:
-            return None
-        ann = fld.annotation
-        cur = _first_model(ann)
-    return cur if isinstance(cur, type) and issubclass(cur, BaseModel) else None
-
-
-def _first_model(ann: Any) -> Any:
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return ann
-    for arg in getattr(ann, "__args__", ()) or ():
-        found = _first_model(arg)
-        if found is not None:
-            return found
-    return None
-
-
 _ORIGINS = (N_("workload"), N_("The request body"))
 
 
@@ -596,7 +290,7 @@ def parse_workload(data: Any, origin: str = "workload") -> Workload:
     origin = _(origin)
     if isinstance(data, Workload):
         return data
-    if isinstance(data, _BadLine):
+    if isinstance(data, BadLine):
         raise GpuplanError(_("Line {line} is not valid JSON.").format(line=data.line), hint=_("Each JSON Lines line must be one JSON object."))
     if not isinstance(data, dict):
         raise GpuplanError(_("{origin} must be a mapping of workload keys, not {name}.").format(origin=origin, name=type(data).__name__),
@@ -608,7 +302,7 @@ def parse_workload(data: Any, origin: str = "workload") -> Workload:
     try:
         w = Workload.model_validate(data)
     except ValidationError as exc:
-        raise _friendly(exc) from None
+        raise friendly_error(exc, Workload) from None
     except (TypeError, ValueError, RecursionError) as exc:  # pragma: no cover - defensive
         raise GpuplanError(_("Invalid workload: {exc}.").format(exc=exc), hint=_("See `gpuplan schema`.")) from None
     _check_clouds_and_regions(w)
@@ -628,68 +322,6 @@ def _check_clouds_and_regions(w: Workload) -> None:
         raise GpuplanError(exc.message, hint=exc.hint, field="constraints.clouds") from None
     # no clouds chosen means the default cloud's catalog (recommend searches Alibaba): its regions only
     check_regions(cons.regions, cons.clouds or [DEFAULT_CLOUD])
-
-
-def load_workload(source: str | Path | dict[str, Any] | Workload, **overrides: Any) -> Workload:
-    """Load a workload from a file path, a mapping, or a Workload; flags in ``overrides`` win.
-
-    Overrides use the flat CLI names (``tp``, ``pp``, ``zero``, ``gpu``, ``gpus``, ``budget``,
-    ``deadline_hours``, ``region``...) or workload keys.
-    """
-    if isinstance(source, Workload):
-        data = source.model_dump(exclude_unset=True)
-    elif isinstance(source, dict):
-        data = dict(source)
-    else:
-        doc = read_workload_documents(source)
-        if isinstance(doc, list):
-            raise GpuplanError(_("{source!r} holds {doc} workloads.").format(source=str(source), doc=len(doc)),
-                               hint=_("`gpuplan estimate FILE` handles a list (JSON Lines output); other commands take one."))
-        if not isinstance(doc, dict):
-            raise GpuplanError(_("{source!r} must hold one workload mapping.").format(source=str(source)), hint=_("See `gpuplan schema`."))
-        data = doc
-    if overrides:
-        data = apply_overrides(data, overrides)
-    return parse_workload(data)
-
-
-_NESTED_FLAGS = {
-    "tp": ("parallel", "tp"), "pp": ("parallel", "pp"), "dp": ("parallel", "dp"), "ep": ("parallel", "ep"),
-    "zero": ("parallel", "zero"), "fsdp": ("parallel", "fsdp"), "offload": ("parallel", "offload"),
-    "sp": ("parallel", "sp"), "cp": ("parallel", "cp"),
-    "gpu": ("hardware", "gpu"), "gpus": ("hardware", "count"), "instance_type": ("hardware", "instance_type"),
-    "nodes": ("hardware", "nodes"),
-    "budget": ("constraints", "budget"), "deadline_hours": ("constraints", "deadline_hours"),
-    "currency": ("constraints", "currency"), "max_gpus": ("constraints", "max_gpus"),
-    "region": ("constraints", "regions"), "regions": ("constraints", "regions"),
-    "billing": ("constraints", "billing"), "family": ("constraints", "families"),
-    "families": ("constraints", "families"), "allow_quantization": ("constraints", "quantization"),
-    "include_status": ("constraints", "include_status"), "cloud": ("constraints", "clouds"),
-    "lora_rank": ("lora", "rank"), "lora_targets": ("lora", "targets"),
-    "dataset_tokens": ("dataset", "tokens"), "dataset_samples": ("dataset", "samples"), "epochs": ("dataset", "epochs"),
-    "requests_per_s": ("serving", "requests_per_s"), "ttft_ms": ("serving", "ttft_ms"), "tpot_ms": ("serving", "tpot_ms"),
-    "requests_per_day": ("serving", "requests_per_day"),
-    "image_size": ("input", "image_size"), "steps": ("input", "steps"), "audio_seconds": ("input", "audio_seconds"),
-}
-
-
-def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Merge CLI-style flags (None = not given) into a workload mapping; flags win."""
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
-    for key, value in overrides.items():
-        if value is None or value == [] or value == ():
-            continue
-        if key in _NESTED_FLAGS:
-            section, sub = _NESTED_FLAGS[key]
-            block = out.get(section)
-            block = dict(block) if isinstance(block, dict) else {}
-            if isinstance(value, tuple):
-                value = list(value)
-            block[sub] = value
-            out[section] = block
-        else:
-            out[key] = value
-    return out
 
 
 def workload_json_schema() -> dict[str, Any]:

@@ -415,7 +415,7 @@ def test_workload_downloads_as_yaml_and_loads_back(page, live_server, tmp_path):
     assert path.suffix == ".yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert data["serving"] == {"requests_per_s": 10, "ttft_ms": 1500, "tpot_ms": 80}
-    from gpuplan.workload import load_workload
+    from gpuplan.workload_loading import load_workload
 
     assert load_workload(path).serving.ttft_ms == 1500          # the file the CLI reads
     # Load a file with a key the form does not show: the form fills, the key is kept and named.

@@ -55,7 +55,7 @@ def test_the_plan_json_advice_and_the_terraform_release_at_the_same_hour(tmp_pat
     (gpuplan.plan.transfer): first boot + model download + run x 1.2 + checkpoint upload."""
     import json
 
-    from gpuplan.workload import load_workload
+    from gpuplan.workload_loading import load_workload
     from gpuplan.write_bundle import write_plan_bundle
 
     root = Path(__file__).resolve().parents[2]

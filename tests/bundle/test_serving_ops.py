@@ -139,7 +139,7 @@ def test_multi_node_serving_uses_ray_and_sglang_node_ranks(tmp_path):
 @pytest.fixture(scope="module")
 def sdxl_bundle(tmp_path_factory):
     from gpuplan.write_bundle import write_plan_bundle
-    from gpuplan.workload import load_workload
+    from gpuplan.workload_loading import load_workload
 
     out, _ = write_plan_bundle(load_workload(ROOT / "examples/sdxl-inference.yaml"),
                                tmp_path_factory.mktemp("sdxl") / "b")
@@ -418,7 +418,8 @@ BURSTY = {"name": "bursty-qwen7b", "model": "Qwen/Qwen2.5-7B-Instruct", "task": 
 
 
 def _workloads():
-    from gpuplan.workload import Workload, load_workload
+    from gpuplan.workload import Workload
+    from gpuplan.workload_loading import load_workload
 
     return {"llama-70b-int4-serving": load_workload(ROOT / "examples/llama-70b-int4-serving.yaml"),
             "sdxl-inference": load_workload(ROOT / "examples/sdxl-inference.yaml"),

@@ -25,7 +25,8 @@ from gpuplan.errors import GpuplanError
 from gpuplan.write_bundle import write_plan_bundle
 from gpuplan.plan.candidates import launchable, launcher_for
 from gpuplan.render.bundle import build_bundle
-from gpuplan.workload import Workload, load_workload
+from gpuplan.workload import Workload
+from gpuplan.workload_loading import load_workload
 
 from .scenarios import inputs
 
@@ -169,7 +170,7 @@ def test_smoke_fsdp(tmp_path):
                                  "hardware": {"instance_type": "ecs.gn7e-c16g1.32xlarge"},
                                  "parallel": {"fsdp": "full_shard"}, "dataset": {"tokens": 1.0e8}})
     from gpuplan.estimate.core import estimate
-    from gpuplan.workload import resolve_defaults
+    from gpuplan.workload_defaults import resolve_defaults
 
     resolved, _ = resolve_defaults(w)
     est = estimate(resolved).to_dict()

@@ -269,7 +269,7 @@ def test_feasible_but_unpriced_types_are_listed_not_dropped():
 
 def test_compare_gives_single_node_plans_of_sensible_size_for_a_7b_lora():
     from gpuplan.plan.compare import compare_clouds
-    from gpuplan.workload import load_workload
+    from gpuplan.workload_loading import load_workload
 
     res = compare_clouds(load_workload(ROOT / "examples" / "qwen2.5-7b-lora.yaml"), today=dt.date(2026, 12, 1))
     by = {c["cloud"]: c["plan"] for c in res["clouds"]}

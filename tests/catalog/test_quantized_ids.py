@@ -8,7 +8,8 @@ from gpuplan.catalog.library import get_model, quantized_base, resolve_model
 from gpuplan.catalog.quantized import parse_quantized_id
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate
-from gpuplan.workload import parse_workload, resolve_defaults
+from gpuplan.workload import parse_workload
+from gpuplan.workload_defaults import resolve_defaults
 
 
 @pytest.mark.parametrize(("checkpoint", "base", "quantization"), [

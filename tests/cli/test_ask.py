@@ -13,7 +13,7 @@ import yaml
 
 from gpuplan.ask import ask_lines, build_workload, questions
 from gpuplan.errors import GpuplanError
-from gpuplan.workload import load_workload
+from gpuplan.workload_loading import load_workload
 
 GPUPLAN = [sys.executable, "-c", "from gpuplan.cli import main; main()"]
 

@@ -7,7 +7,8 @@ from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.params import has_key, overrides, table, value_at
 from gpuplan.estimate.system import Layout, System
-from gpuplan.workload import parse_workload, resolve_defaults
+from gpuplan.workload import parse_workload
+from gpuplan.workload_defaults import resolve_defaults
 
 
 def _lora_7b():

@@ -15,7 +15,8 @@ from gpuplan.estimate.core import estimate
 from gpuplan.estimate.memory import block_storage_bytes_per_layer
 from gpuplan.estimate.shapes import shape_of, weight_bytes
 from gpuplan.units import GIB
-from gpuplan.workload import parse_workload, resolve_defaults
+from gpuplan.workload import parse_workload
+from gpuplan.workload_defaults import resolve_defaults
 
 LORA_ALL = {"rank": 8, "alpha": 16, "targets": "all-linear", "dropout": 0.1}
 

@@ -18,7 +18,8 @@ import pytest
 from gpuplan.plan import recommend
 from gpuplan.plan.bundle import bundle_inputs
 from gpuplan.render.bundle import render_bundle
-from gpuplan.workload import Workload, load_workload
+from gpuplan.workload import Workload
+from gpuplan.workload_loading import load_workload
 
 from bundle.scenarios import GOLDEN_SCENARIOS, PARETO, REJECTED, inputs
 from .english import english_sentences

@@ -15,7 +15,7 @@ import pytest
 
 from gpuplan.i18n import localize, tr, use_lang
 from gpuplan.plan import recommend
-from gpuplan.workload import load_workload
+from gpuplan.workload_loading import load_workload
 
 from .english import english_sentences
 

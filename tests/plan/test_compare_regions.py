@@ -19,7 +19,8 @@ from gpuplan.plan import recommend
 from gpuplan.plan.compare import compare_clouds
 from gpuplan.render.compare import render_comparison
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
-from gpuplan.workload import load_workload, parse_workload
+from gpuplan.workload import parse_workload
+from gpuplan.workload_loading import load_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 TODAY = dt.date(2026, 12, 3)

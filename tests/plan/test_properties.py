@@ -19,7 +19,8 @@ from gpuplan.plan.rank import TIE_TOLERANCE
 from gpuplan.plan.search import Searcher
 from gpuplan.plan.search_point import Variant
 from gpuplan.catalog.prices import load_offers
-from gpuplan.workload import load_workload, resolve_defaults
+from gpuplan.workload_defaults import resolve_defaults
+from gpuplan.workload_loading import load_workload
 
 WORKLOADS = [
     {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "dataset": {"tokens": 1e8}},

@@ -17,7 +17,8 @@ from gpuplan.plan import recommend
 from gpuplan.write_bundle import write_plan_bundle
 from gpuplan.plan.recipe import BatchTarget, batch_options, batch_target, search_setting
 from gpuplan.catalog.models import resolve_model
-from gpuplan.workload import load_workload, resolve_defaults
+from gpuplan.workload_defaults import resolve_defaults
+from gpuplan.workload_loading import load_workload
 
 LLAMA70_FULL = {"model": "meta-llama/Meta-Llama-3-70B", "task": "full", "seq_len": 4096, "dataset": {"tokens": 1.0e9},
                 "constraints": {"deadline_hours": 168}}

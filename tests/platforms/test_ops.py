@@ -6,7 +6,7 @@ import datetime as dt
 
 from gpuplan.catalog.models import resolve_model
 from gpuplan.plan.ops import is_mainland, ops_advice
-from gpuplan.workload import load_workload
+from gpuplan.workload_loading import load_workload
 
 SERVE = load_workload({"model": "Qwen/Qwen2.5-7B-Instruct"})
 TRAIN = load_workload({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora",

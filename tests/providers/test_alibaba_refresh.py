@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan.providers import cache, refresh, status
-from gpuplan.providers.alibaba import map_gpu_spec, normalize_spec
+from gpuplan.providers.alibaba_rows import map_gpu_spec, normalize_spec
 from gpuplan.providers.base import INSTANCE_COLUMNS, PRICE_COLUMNS
 
 from aliyun_fakes import AK_ID, AK_SECRET, FakeTransport, sdk_factory
@@ -308,11 +308,11 @@ def test_without_credentials_refresh_exits_2_with_one_line(tmp_path: Path) -> No
 
 def test_environment_credentials_are_used_and_never_leak(monkeypatch: pytest.MonkeyPatch, transport: FakeTransport,
                                                          cache_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from gpuplan.providers import alibaba
+    from gpuplan.providers import alibaba_api
 
     monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", AK_ID)
     monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", AK_SECRET)
-    credential = alibaba.resolve_credential()
+    credential = alibaba_api.resolve_credential()
     assert credential.get_credential().access_key_id == AK_ID  # the env pair, not the chain
     caplog.set_level(logging.DEBUG)
     rc, out = run_refresh(transport, cache_dir)

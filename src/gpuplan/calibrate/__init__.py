@@ -73,7 +73,7 @@ def calibrate_here(workload: Any, runner: Runner = torch_runner, steps: int = 5,
     from gpuplan.catalog.gpus import resolve_gpu
     from gpuplan.catalog.models import resolve_model
     from gpuplan.estimate.core import estimate
-    from gpuplan.workload import resolve_defaults
+    from gpuplan.workload_defaults import resolve_defaults
 
     if not 1 <= steps <= 1000:
         raise GpuplanError(_("--steps {steps} is out of range.").format(steps=steps), hint=_("Give 1 to 1000 steps."))

@@ -27,7 +27,9 @@ from gpuplan.estimate.shapes import Shape, shape_of
 from gpuplan.estimate.system import Layout, System, layout_from_workload, system_from_workload
 from gpuplan.estimate.training import training_perf
 from gpuplan.units import fmt_bytes
-from gpuplan.workload import Workload, load_workload, resolve_defaults
+from gpuplan.workload import Workload
+from gpuplan.workload_defaults import resolve_defaults
+from gpuplan.workload_loading import load_workload
 from gpuplan.i18n import _
 
 SCHEMA_VERSION = 1
@@ -123,7 +125,7 @@ def _is_llm(model) -> bool:
 def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
                       shape: Shape | None = None, with_suggestions: bool = True,
                       memory_only: bool = False, explain: bool = True) -> Estimate:
-    """Estimate a workload whose defaults are already filled (see workload.resolve_defaults).
+    """Estimate a workload whose defaults are already filled (see workload_defaults.resolve_defaults).
 
     ``memory_only`` skips the time model (the recommender's feasibility pass); performance is then {}.
     ``explain=False`` skips the warnings and the memory notes (the recommender's recipe search; same numbers)."""

@@ -31,7 +31,8 @@ from gpuplan.estimate.trace_config import hf_config_from_spec
 from gpuplan.estimate.trace_plan import size_guard, trace_plan
 from gpuplan.estimate.trace_torch import import_torch, quiet, trace_inference, trace_training
 from gpuplan.i18n import _
-from gpuplan.workload import Workload, resolve_defaults
+from gpuplan.workload import Workload
+from gpuplan.workload_defaults import resolve_defaults
 
 SCHEMA_VERSION = 1
 

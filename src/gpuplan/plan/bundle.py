@@ -7,7 +7,8 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
-from gpuplan.workload import Workload, resolve_defaults
+from gpuplan.workload import Workload
+from gpuplan.workload_defaults import resolve_defaults
 
 # `gpuplan plan` pins: the workload fields they fix (hardware.instance_type, hardware.count, parallel.tp/pp,
 # batch_size), as PLAN.md and the error name them.

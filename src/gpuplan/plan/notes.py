@@ -97,7 +97,7 @@ def applicable(notes: list[str], resolved, model) -> list[str]:
     keys = LLM_ONLY_FIELDS + (NON_LLM_SERVING_SKIP if (resolved.task or "inference") == "inference" else ())
     from gpuplan.fieldnames import field_label, value_text
 
-    # the resolver's own wording (workload.resolve_defaults), so the two cannot drift apart
+    # the resolver's own wording (workload_defaults.resolve_defaults), so the two cannot drift apart
     drop = {_("assumed {key} {value}").format(key=field_label(k, with_key=True), value=value_text(getattr(resolved, k),
                                                                                                   key=k))
             for k in keys if getattr(resolved, k, None) is not None}

@@ -54,7 +54,9 @@ def gpu_estimator(workload, model=None) -> EstimateForGpu:
 
 def _resolved(workload):
     """A Workload with defaults filled, from a Workload, a mapping or a file path."""
-    from gpuplan.workload import Workload, load_workload, resolve_defaults
+    from gpuplan.workload import Workload
+    from gpuplan.workload_defaults import resolve_defaults
+    from gpuplan.workload_loading import load_workload
 
     w = workload if isinstance(workload, Workload) else load_workload(workload)
     return resolve_defaults(w)[0]

@@ -37,7 +37,9 @@ from gpuplan.plan.search import Searcher, SearchResult
 from gpuplan.plan.search_point import Candidate, best_per_group
 from gpuplan.plan.serving_config import ServingSpace
 from gpuplan.plan.serving_report import serving_block
-from gpuplan.workload import Workload, load_workload, resolve_defaults
+from gpuplan.workload import Workload
+from gpuplan.workload_defaults import resolve_defaults
+from gpuplan.workload_loading import load_workload
 
 SCHEMA_VERSION = 1
 SEARCHED_FIELDS = ("parallel", "hardware", "grad_checkpointing", "optimizer")

@@ -16,48 +16,36 @@ API calls (ECS 2014-05-26; https://api.alibabacloud.com/document/Ecs/2014-05-26)
 
 The SDK is imported lazily (extra ``gpuplan[aliyun]``). Every client comes from a ``client_factory(region)``
 so tests drive the real SDK client with a fake ``call_api`` (its transport seam) or a loopback server.
-GPU names: ``GPUSpec`` strings are mapped by :data:`GPU_SPEC_TABLE`; internal names the API sometimes
+GPU names: ``GPUSpec`` strings are mapped by :data:`gpuplan.providers.alibaba_rows.GPU_SPEC_TABLE`; internal names the API sometimes
 returns (``GPU H``, ``G49E``, ``L20N``, ``vGPU8``; seen by SpareCores' crawler,
 https://github.com/SpareCores/sc-crawler/blob/main/src/sc_crawler/vendors/_alicloud.py) are resolved only
 through the bundled snapshot's row for that type or family (basis ``inferred``); anything else is
 flagged as unmapped and left out, never guessed.
+
+The SDK, credentials, retried calls and answer checks are in gpuplan.providers.alibaba_api; the mapping of
+answers to catalog rows in gpuplan.providers.alibaba_rows. This module makes the calls and builds the snapshot.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import os
-import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from importlib.resources import files
 from typing import Any
 
 from gpuplan.providers import base
-from gpuplan.providers.base import (LIVE_PRICE, CatalogSnapshot, ConfigError, RefreshFailed, Row, UnmappedType,
-                                    fmt_num)
-from gpuplan.providers.retry import THROTTLED, TIMEOUT, call_with_retries, classify, error_code
+from gpuplan.providers.alibaba_api import (CLOUD, HOME_REGION, ItemError, Malformed, _Ctx, _list, _number, _path, _sdk,
+                                           default_client_factory, source_url)
+from gpuplan.providers.alibaba_rows import _instance_row, _map_types, _price_row
+from gpuplan.providers.base import CatalogSnapshot, ConfigError, RefreshFailed, UnmappedType
 from gpuplan.i18n import _
 
-CLOUD = "alibaba"
 SOURCE = "Alibaba Cloud ECS OpenAPI 2014-05-26 (alibabacloud_ecs20140526)"
-HOME_REGION = "cn-hangzhou"  # region used for the global calls (DescribeRegions, DescribeInstanceTypes)
 DEFAULT_REGIONS = ("cn-beijing", "cn-hangzhou", "cn-shanghai", "cn-shenzhen")
 API_DOC = "https://api.alibabacloud.com/document/Ecs/2014-05-26"
 PAGE_SIZE = 100  # DescribeInstanceTypes MaxResults cap since 2023-11-15 (API page)
-
-NO_CREDENTIALS = (
-    "No Alibaba Cloud credentials found: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET "
-    "(plus ALIBABA_CLOUD_SECURITY_TOKEN for STS), or configure a profile with `aliyun configure`."
-)
-NO_SDK = "The Alibaba Cloud SDK is not installed."
-NO_SDK_HINT = "Install it with: pip install 'gpuplan[aliyun]'  (alibabacloud_ecs20140526)"
-
-IN_STOCK = ("WithStock", "ClosedWithStock")  # StatusCategory values that mean "can be bought now"
 
 # Billing modes -> DescribeAvailableResource arguments.
 CHARGE_MODES: dict[str, dict[str, str]] = {
@@ -65,294 +53,6 @@ CHARGE_MODES: dict[str, dict[str, str]] = {
     "subscription": {"instance_charge_type": "PrePaid"},
     "spot": {"instance_charge_type": "PostPaid", "spot_strategy": "SpotAsPriceGo"},
 }
-
-
-@dataclass(frozen=True)
-class GpuMatch:
-    gpu: str
-    basis: str  # named | inferred
-    note: str = ""
-
-
-# GPUSpec (upper-cased, "NVIDIA " and any "*1/4"-style slice suffix removed) -> choices by per-GPU memory.
-# Each choice: (min GiB, max GiB, canonical id, basis, note). Sources: Alibaba's GPU family pages
-# (https://www.alibabacloud.com/help/en/ecs/user-guide/gpu-accelerated-compute-optimized-and-vgpu-accelerated-instance-families-1)
-# name the parts; "NVIDIA A100 80G" is the console GPUSpec of gn7e (shared/facts S13); the A100 form
-# factor is inferred from NVLink/NVSwitch in the family pages, as in the bundled snapshot.
-GPU_SPEC_TABLE: dict[str, tuple[tuple[float, float, str, str, str], ...]] = {
-    "A10": ((0, 1e9, "A10-24GB", "named", ""),),
-    "A30": ((0, 1e9, "A30-24GB", "named", ""),),
-    "A16": ((0, 1e9, "A16-16GB", "named", "one GA107 of an A16 board"),),
-    "GA107": ((0, 1e9, "A16-16GB", "named", "GA107 = one GPU of an A16 board"),),
-    "A100": ((0, 48, "A100-SXM4-40GB", "inferred", "form factor inferred (NVSwitch per family page)"),
-             (48, 1e9, "A100-SXM4-80GB", "inferred", "form factor inferred (NVLink per family page)")),
-    "A100 80G": ((0, 1e9, "A100-SXM4-80GB", "inferred", "form factor inferred (NVLink per family page)"),),
-    "A100 80GB": ((0, 1e9, "A100-SXM4-80GB", "inferred", "form factor inferred (NVLink per family page)"),),
-    "A800": ((0, 48, "A800-PCIe-40GB", "inferred", "form factor not stated"),
-             (48, 1e9, "A800-SXM4-80GB", "inferred", "form factor not stated")),
-    "H20": ((0, 1e9, "H20-96GB", "named", ""),),
-    "H800": ((0, 1e9, "H800-SXM-80GB", "inferred", "form factor not stated"),),
-    "L20": ((0, 1e9, "L20-48GB", "named", ""),),
-    "L40S": ((0, 1e9, "L40S-48GB", "named", ""),),
-    "T4": ((0, 1e9, "T4-16GB", "named", ""),),
-    "V100": ((0, 24, "V100-SXM2-16GB", "named", "16 GB V100 = SXM2 (gn6v family page)"),
-             (24, 1e9, "V100-SXM2-32GB", "named", "32 GB V100 = SXM2 (gn6e family page)")),
-    "P100": ((0, 1e9, "P100-PCIe-16GB", "inferred", "form factor not stated"),),
-    "P4": ((0, 1e9, "P4-8GB", "named", ""),),
-    "M40": ((0, 1e9, "M40-12GB", "named", ""),),
-}
-
-
-def normalize_spec(spec: str) -> str:
-    """'NVIDIA A100 80G' -> 'A100 80G'; 'NVIDIA A10*1/6' -> 'A10'; 'Nvidia  T4 ' -> 'T4'."""
-    s = re.sub(r"\s+", " ", (spec or "").strip()).upper()
-    s = re.sub(r"^(NVIDIA|TESLA)\s+", "", s)
-    s = re.sub(r"^TESLA\s+", "", s)
-    s = re.sub(r"\s*[*xX]\s*\d+\s*/\s*\d+$", "", s)
-    return s.strip()
-
-
-def _resolve_with_catalog(spec: str) -> str | None:
-    """Fallback: the project's GPU alias resolver, if present. Returns a canonical id or None."""
-    try:
-        from gpuplan.catalog.gpus import resolve_gpu  # written by another module; optional here
-    except ImportError:
-        return None
-    try:
-        found = resolve_gpu(spec)
-    except Exception:  # noqa: BLE001 - unknown names are 'not mapped', never an error here
-        return None
-    gpu_id = getattr(found, "id", found)
-    return gpu_id if isinstance(gpu_id, str) and gpu_id else None
-
-
-def map_gpu_spec(spec: str, gpu_memory_gib: float | None) -> GpuMatch | None:
-    """The canonical GPU for an API ``GPUSpec`` (+ per-GPU memory to split 16/32 GB V100 etc.), or None."""
-    key = normalize_spec(spec)
-    if not key:
-        return None
-    mem = float(gpu_memory_gib or 0)
-    for lo, hi, gpu, basis, note in GPU_SPEC_TABLE.get(key, ()):
-        if mem <= 0 or lo <= mem < hi:
-            return GpuMatch(gpu, basis, note)
-    resolved = _resolve_with_catalog(spec)
-    if resolved:
-        return GpuMatch(resolved, "inferred", f"resolved by gpuplan's GPU aliases from {spec!r}")
-    return None
-
-
-# --------------------------------------------------------------------------- bundled snapshot
-
-
-@functools.cache
-def bundled_rows() -> dict[str, Row]:
-    """The bundled Alibaba instances.csv by instance type (fields the API does not return come from here)."""
-    import csv
-    import io
-
-    path = files("gpuplan") / "data" / "clouds" / CLOUD / "instances.csv"
-    if not path.is_file():
-        return {}
-    reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")))
-    return {r["instance_type"]: dict(r) for r in reader if r.get("instance_type")}
-
-
-def bundled_family_gpu(family: str) -> Row | None:
-    for row in bundled_rows().values():
-        if row.get("family") == family:
-            return row
-    return None
-
-
-# --------------------------------------------------------------------------- SDK and credentials
-
-
-def _sdk() -> tuple[Any, Any, Any]:
-    try:
-        from alibabacloud_ecs20140526 import models as ecs_models
-        from alibabacloud_ecs20140526.client import Client as EcsClient
-        from alibabacloud_tea_openapi import models as open_api_models
-    except ImportError:
-        raise ConfigError(NO_SDK, hint=NO_SDK_HINT) from None
-    return EcsClient, ecs_models, open_api_models
-
-
-def resolve_credential() -> Any:
-    """A credential client from the environment or Alibaba Cloud's default credential chain.
-
-    Order: ``ALIBABA_CLOUD_ACCESS_KEY_ID``/``_SECRET`` (+ ``_SECURITY_TOKEN``), then the SDK's default
-    chain (CLI profile ``~/.aliyun/config.json``, ``~/.alibabacloud/credentials.ini``, an ECS RAM role
-    only when ``ALIBABA_CLOUD_ECS_METADATA_DISABLED=false`` is set, credentials URI). The values stay inside the
-    SDK object: they are never printed, logged or written. Raises ConfigError (exit 2) when none work.
-    """
-    _sdk()
-    import logging
-
-    from alibabacloud_credentials import models as cred_models
-    from alibabacloud_credentials.client import Client as CredentialClient
-    from alibabacloud_credentials.utils import auth_util
-
-    logging.getLogger("credentials").setLevel(logging.CRITICAL)  # the SDK's own handler prints chain noise
-    if os.environ.get("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "").strip().lower() != "false":
-        # Off ECS, probing the metadata service (100.100.100.200) only costs time; on ECS with a RAM
-        # role, set ALIBABA_CLOUD_ECS_METADATA_DISABLED=false to let the chain use it.
-        auth_util.environment_ecs_metadata_disabled = "true"
-
-    key_id = os.environ.get("ALIBABA_CLOUD_ACCESS_KEY_ID", "")
-    secret = os.environ.get("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "")
-    token = os.environ.get("ALIBABA_CLOUD_SECURITY_TOKEN", "")
-    if key_id and secret:
-        cfg = cred_models.Config(type="sts" if token else "access_key", access_key_id=key_id,
-                                 access_key_secret=secret, security_token=token or None)
-        return CredentialClient(cfg)
-    chain = CredentialClient()
-    try:
-        chain.get_credential()
-    except Exception:  # noqa: BLE001 - the chain's own message may name files; ours says what to set
-        raise ConfigError(NO_CREDENTIALS) from None
-    return chain
-
-
-def default_client_factory(read_timeout_ms: int = 10_000, connect_timeout_ms: int = 5_000) -> Callable[[str], Any]:
-    """A factory of real ECS clients sharing one credential (resolved now, on the calling thread)."""
-    EcsClient, _models, open_api_models = _sdk()
-    credential = resolve_credential()
-
-    def make(region_id: str) -> Any:
-        cfg = open_api_models.Config(credential=credential, region_id=region_id,
-                                     read_timeout=read_timeout_ms, connect_timeout=connect_timeout_ms)
-        return EcsClient(cfg)
-
-    return make
-
-
-def endpoint_of(client: Any, region_id: str) -> str:
-    ep = getattr(client, "_endpoint", None)
-    return ep if isinstance(ep, str) and ep else f"ecs.{region_id}.aliyuncs.com"
-
-
-def source_url(client: Any, region_id: str, action: str) -> str:
-    """Where a row came from: the endpoint and API action, as a URL (no credentials, no signature)."""
-    scheme = getattr(client, "_protocol", None) or "https"
-    return f"{str(scheme).lower()}://{endpoint_of(client, region_id)}/?Action={action}"
-
-
-# --------------------------------------------------------------------------- response checks
-
-
-class Malformed(Exception):
-    """The API answered 200 but not in the documented shape."""
-
-
-def _body(response: Any, action: str) -> dict[str, Any]:
-    body = getattr(response, "body", None)
-    data = body.to_map() if body is not None and hasattr(body, "to_map") else None
-    if not isinstance(data, dict):
-        raise Malformed(f"{action}: empty response body")
-    return data
-
-
-def _path(data: Any, *keys: str, action: str, required: bool = True) -> Any:
-    cur = data
-    for k in keys:
-        if not isinstance(cur, dict) or k not in cur:
-            if required:
-                raise Malformed(f"{action}: missing {'.'.join(keys)}")
-            return None
-        cur = cur[k]
-    return cur
-
-
-def _list(data: Any, *keys: str, action: str) -> list[dict[str, Any]]:
-    value = _path(data, *keys, action=action, required=False)
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise Malformed(f"{action}: {'.'.join(keys)} is not a list of objects")
-    return value
-
-
-def _number(value: Any, what: str, action: str) -> float:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise Malformed(f"{action}: {what} is not a number: {value!r}") from None
-    if f != f or f < 0:  # NaN or negative
-        raise Malformed(f"{action}: {what} is not a valid number: {value!r}")
-    return f
-
-
-# --------------------------------------------------------------------------- the provider
-
-
-@dataclass
-class _Ctx:
-    ecs_models: Any
-    clients: dict[str, Any]
-    sleep: Callable[[float], None]
-    attempts: int
-    warnings: list[str]
-    lock: threading.Lock
-    deadline: float | None = None  # time.monotonic() after which no retry starts
-    notify: Callable[[str], None] = lambda text: None
-
-    def call(self, region: str, method: str, request: Any, action: str) -> dict[str, Any]:
-        import time
-
-        client = self.clients[region]
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise RefreshFailed(_("The refresh ran out of time before {action} in {region}; the previous cache was kept.").format(action=action, region=region), hint=_("Check the network, or give it longer with --timeout."))
-
-        def retrying(attempt: int, kind: str, delay_s: float) -> None:
-            self.notify(f"{action} in {region}: {kind}; retry {attempt}/{self.attempts - 1} in {delay_s:.1f} s")
-
-        try:
-            response = call_with_retries(lambda: getattr(client, method)(request), attempts=self.attempts,
-                                         sleep=self.sleep, deadline=self.deadline, on_retry=retrying)
-        except (Malformed, RefreshFailed):
-            raise
-        except Exception as exc:  # noqa: BLE001 - turned into a clear message (never the SDK's text)
-            raise _api_failure(exc, action, region) from None
-        try:
-            return _body(response, action)
-        except Malformed:
-            raise
-        except Exception as exc:  # noqa: BLE001 - SDK model parsing of an odd body
-            raise Malformed(f"{action}: unreadable response ({type(exc).__name__})") from None
-
-    def warn(self, text: str) -> None:
-        with self.lock:
-            self.warnings.append(text)
-
-
-class ItemError(Exception):
-    """A permanent per-item API error (e.g. a type not sold with that billing): skipped with a warning."""
-
-
-_ITEM_CODES = ("InvalidInstanceType", "InvalidSystemDiskCategory", "PriceNotFound", "InvalidParam",
-               "InvalidParameter", "Invalid.", "InvalidResourceType", "Zone.NotOnSale", "OperationDenied.NoStock")
-_AUTH_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "IncompleteSignature", "InvalidSecurityToken",
-               "Forbidden", "NoPermission", "InvalidAccessKeySecret")
-
-
-def _api_failure(exc: Exception, action: str, region: str) -> Exception:
-    kind = classify(exc)
-    code = error_code(exc)
-    where = f"{action} in {region}"
-    if kind == THROTTLED:
-        return RefreshFailed(_("Alibaba Cloud throttled the refresh ({code}) at {where}, even after retries; the previous cache was kept.").format(code=code or 'Throttling', where=where),
-                             hint=_("Wait a minute and run it again, or refresh fewer regions (--region)."))
-    if kind == TIMEOUT:
-        return RefreshFailed(_("Alibaba Cloud did not answer in time at {where}; the previous cache was kept.").format(where=where),
-                             hint=_("Check the network and run it again."))
-    if kind is not None:
-        return RefreshFailed(_("Alibaba Cloud failed ({code} error) at {where}, even after retries; the previous cache was kept.").format(code=code or kind, where=where), hint=_("Try again later."))
-    if code.startswith(_AUTH_CODES):
-        return ConfigError(_("Alibaba Cloud refused the credentials ({code}) at {where}.").format(code=code, where=where),
-                           hint=_("Check ALIBABA_CLOUD_ACCESS_KEY_ID/SECRET; the RAM user needs ecs:Describe* rights."))
-    if code.startswith(_ITEM_CODES):
-        return ItemError(f"{where}: {code}")
-    return RefreshFailed(_("Alibaba Cloud rejected {where} ({code}); the previous cache was kept.").format(where=where, code=code or type(exc).__name__), hint=_("Run again; report it if it persists."))
 
 
 class AlibabaProvider:
@@ -418,7 +118,7 @@ class AlibabaProvider:
             for region, mode, table in stock:
                 by_region[region][mode] = table
 
-            mapped, unmapped = self._map_types(types)
+            mapped, unmapped = _map_types(types)
             jobs = []
             for region in targets:
                 for mode, table in by_region[region].items():
@@ -426,7 +126,7 @@ class AlibabaProvider:
                         jobs.append((self._spot_price if mode == "spot" else self._price, (region, itype, mode)))
             prices = [p for p in self._run(ctx, bar, jobs, "prices") if p is not None]
 
-        price_rows = [self._price_row(ctx, p, as_of) for p in prices]
+        price_rows = [_price_row(ctx, p, as_of) for p in prices]
         stock_rows = [
             {"instance_type": it, "region": region, "zone": zone, "billing": mode, "status": st["status"],
              "status_category": st["category"], "as_of": as_of,
@@ -434,7 +134,7 @@ class AlibabaProvider:
             for region, modes in by_region.items() for mode, table in modes.items()
             for it, zones in table.items() if it in mapped or it in unmapped for zone, st in zones.items()
         ]
-        instance_rows = [self._instance_row(types[it], mapped[it], by_region, clients, as_of) for it in sorted(mapped)]
+        instance_rows = [_instance_row(types[it], mapped[it], by_region, clients, as_of) for it in sorted(mapped)]
         flagged = tuple(
             UnmappedType(it, str(types[it].get("GPUSpec", "")), float(types[it].get("GPUAmount") or 0),
                          float(types[it].get("GPUMemorySize") or 0))
@@ -499,26 +199,6 @@ class AlibabaProvider:
             if not token:
                 return out
         raise Malformed("DescribeInstanceTypes: paging did not end")
-
-    @staticmethod
-    def _map_types(types: dict[str, dict[str, Any]]) -> tuple[dict[str, GpuMatch], set[str]]:
-        mapped: dict[str, GpuMatch] = {}
-        unmapped: set[str] = set()
-        for name, it in types.items():
-            spec = str(it.get("GPUSpec") or "")
-            match = map_gpu_spec(spec, it.get("GPUMemorySize"))
-            if match is None:
-                row = bundled_rows().get(name) or bundled_family_gpu(_family(it, name))
-                if row and row.get("gpu"):
-                    how = "this type" if name in bundled_rows() else f"family {row['family']}"
-                    match = GpuMatch(row["gpu"], "inferred" if row.get("gpu_basis") != "unconfirmed" else "unconfirmed",
-                                     f"API GPUSpec {spec!r} is an internal name; GPU taken from the bundled "
-                                     f"snapshot's entry for {how}")
-            if match is None:
-                unmapped.add(name)
-            else:
-                mapped[name] = match
-        return mapped, unmapped
 
     def _availability(self, ctx: _Ctx, region: str, mode: str) -> tuple[str, str, dict[str, dict[str, dict[str, str]]]]:
         action = "DescribeAvailableResource"
@@ -615,77 +295,6 @@ class AlibabaProvider:
                 "unit": "hour", "currency": currency, "action": action,
                 "note": f"latest spot price of the cheapest zone ({zone}, {ts}); per zone: {others}"}
 
-    # -- rows -----------------------------------------------------------------------------------
-    @staticmethod
-    def _price_row(ctx: _Ctx, p: dict[str, Any], as_of: str) -> Row:
-        notes = []
-        if p["billing"] != "spot" and p["list"] and abs(p["list"] - p["price"]) > 1e-9:
-            notes.append(f"list price {p['list']:g}; price is the account's TradePrice")
-        if p["note"]:
-            notes.append(p["note"])
-        notes.append("Linux; live refresh")
-        return {"instance_type": p["instance_type"], "region": p["region"], "billing": p["billing"],
-                "price": fmt_num(p["price"], 6), "unit": p["unit"], "currency": p["currency"], "as_of": as_of,
-                "source": source_url(ctx.clients[p["region"]], p["region"], p["action"]),
-                "confidence": "confirmed", "notes": "; ".join(notes), **LIVE_PRICE}
-
-    @staticmethod
-    def _instance_row(it: dict[str, Any], match: GpuMatch, by_region: dict[str, Any], clients: dict[str, Any],
-                      as_of: str) -> Row:
-        name = str(it["InstanceTypeId"])
-        old = bundled_rows().get(name)
-        row = dict(old) if old else base.blank_instance_row()
-        family = _family(it, name)
-        kind = row.get("kind") or _kind(family)
-        in_stock = sorted(r for r, modes in by_region.items()
-                          if any(z.get("category") in IN_STOCK
-                                 for m in modes.values() for z in m.get(name, {}).values()))
-        listed = sorted(r for r, modes in by_region.items() if any(name in m for m in modes.values()))
-        api = {
-            "instance_type": name, "family": family, "kind": kind, "gpu": match.gpu,
-            "vcpus": fmt_num(it.get("CpuCoreCount")), "memory_gib": fmt_num(it.get("MemorySize")),
-            "gpu_basis": match.basis,
-        }
-        if kind != "vgpu" or not old:  # vGPU slices: the API's whole-number GPUAmount says less than the bundle
-            api["gpu_count"] = fmt_num(it.get("GPUAmount"))
-            api["gpu_memory_gib"] = fmt_num(it.get("GPUMemorySize"))
-        bw_kbit = it.get("InstanceBandwidthRx")
-        if bw_kbit:
-            # Kbit/s -> Gbit/s with 1024 Kbit per Mbit, as Alibaba's tables round (16 Gbit/s = 16384000).
-            api["network_gbit_s"] = fmt_num(float(bw_kbit) / 1024 / 1000, 2)
-        if it.get("InstancePpsRx"):
-            api["pps"] = fmt_num(it.get("InstancePpsRx"))
-        if it.get("PhysicalProcessorModel"):
-            api["cpu"] = str(it["PhysicalProcessorModel"])
-        if it.get("LocalStorageAmount") and it.get("LocalStorageCapacity"):
-            api["local_disk_gib"] = fmt_num(float(it["LocalStorageAmount"]) * float(it["LocalStorageCapacity"]))
-        elif not old:
-            api["local_disk_gib"] = "0"
-        if (it.get("EriQuantity") or 0) and not row.get("rdma"):
-            api["rdma"] = "erdma"
-        row.update({k: v for k, v in api.items() if v != ""})
-        status = row.get("status") or ""
-        if in_stock and status in ("", "unconfirmed", "retired"):
-            status = "ga"
-        row["status"] = status or "unconfirmed"
-        if row.get("gpu") == "" or not row.get("gpu_count"):
-            row["gpu_count"] = row.get("gpu_count") or "1"
-        unconf = [u for u in (row.get("unconfirmed") or "").split(";") if u and u not in api]
-        if match.basis == "unconfirmed" and "gpu" not in unconf:
-            unconf.append("gpu")
-        row["unconfirmed"] = ";".join(unconf)
-        api_sources = [source_url(clients[HOME_REGION], HOME_REGION, "DescribeInstanceTypes")]
-        row["sources"] = ";".join(dict.fromkeys(api_sources + [s for s in (row.get("sources") or "").split(";") if s]))
-        region_text = (f"in stock ({as_of}): {', '.join(in_stock)}" if in_stock else f"no stock found ({as_of})")
-        if listed and listed != in_stock:
-            region_text += f"; listed: {', '.join(listed)}"
-        row["region_notes"] = region_text
-        note_bits = [b for b in (match.note, (old or {}).get("notes", "")) if b]
-        note_bits.append(f"live refresh {as_of}: API GPUSpec {str(it.get('GPUSpec') or '')!r}"
-                         + ("" if old else "; type not in the bundled snapshot (fields the API lacks are empty)"))
-        row["notes"] = "; ".join(note_bits)
-        return {c: row.get(c, "") for c in base.INSTANCE_COLUMNS}
-
     # -- concurrency ----------------------------------------------------------------------------
     def _run(self, ctx: _Ctx, bar: _Progress, jobs: list[tuple[Callable[..., Any], tuple[Any, ...]]],
              label: str) -> list[Any]:
@@ -709,25 +318,6 @@ class AlibabaProvider:
             for f, i in futures.items():
                 results[i] = f.result()
         return results
-
-
-def _family(it: dict[str, Any], name: str) -> str:
-    fam = str(it.get("InstanceTypeFamily") or "")
-    if not fam:
-        m = re.match(r"^ecs\.([a-z0-9-]+?)(?:-c\d+g\d+|-\d+x)?\.", name)
-        fam = m.group(1) if m else name
-    return fam[4:] if fam.startswith("ecs.") else fam
-
-
-def _kind(family: str) -> str:
-    """vm | bare-metal | vgpu | scc from Alibaba's family naming (EGS instance naming conventions)."""
-    if family.startswith("ebm"):
-        return "bare-metal"
-    if family.startswith("scc"):
-        return "scc"
-    if family.startswith(("vgn", "sgn")):
-        return "vgpu"
-    return "vm"
 
 
 class _Progress:

@@ -1,0 +1,54 @@
+"""The `gpuplan` command line: thin typer commands over the Python API.
+
+Every command takes `--json` (machine output, stable keys) and `--lang zh|en` (human text only).
+User errors print one line and a hint and exit 2 (JSON: {"error", "hint"} on stdout); never a
+traceback (set GPUPLAN_DEBUG=1 to see one). Heavy modules are imported inside the commands so
+that `gpuplan gpus` starts fast and never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+# Importing a command module registers its commands on `app`; --help lists them in import order.
+from gpuplan.cli import listing, planning, machine, bundle, frontends  # noqa: F401  (keep this order)
+from gpuplan.cli.common import _Exit, app
+from gpuplan.cli.usage import _argv_lang, _usage_error
+from gpuplan.i18n import _
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app(standalone_mode=False)
+    except _Exit as e:
+        sys.exit(e.code)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write(_("Interrupted.") + "\n")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last guard: never a traceback for users
+        # Usage errors (unknown option, missing argument) come from click, or from the copy of click that
+        # newer typer releases vendor: recognise them by their interface rather than their module.
+        code = getattr(exc, "exit_code", None)
+        if callable(getattr(exc, "format_message", None)) and isinstance(code, int):
+            _usage_error(exc)
+            sys.exit(code if code != 1 else 2)
+        if type(exc).__name__ == "Abort":
+            sys.exit(1)
+        if os.environ.get("GPUPLAN_DEBUG"):
+            raise
+        from gpuplan.i18n import tr
+
+        lang = _argv_lang()
+        sys.stderr.write(tr("Internal error: {name}: {detail}", lang).format(name=exc.__class__.__name__, detail=exc)
+                         + "\n" + tr("Hint", lang) + ": "
+                         + tr("this is a bug in gpuplan; rerun with GPUPLAN_DEBUG=1 and report the traceback.", lang)
+                         + "\n")
+        sys.exit(3)

@@ -1,0 +1,5 @@
+"""`python -m gpuplan.cli`."""
+
+from gpuplan.cli import main
+
+main()

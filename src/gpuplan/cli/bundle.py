@@ -1,0 +1,52 @@
+"""`gpuplan plan`: write the launch, infrastructure and monitoring files of one plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.common import JsonOpt, LangOpt, _console, _emit_json, _Exit, app, run_guarded
+from gpuplan.cli.options import _F, _I, _M, _P, _Q, _R, _S, _T, _load, workload_flags
+from gpuplan.i18n import _
+
+
+@app.command()
+def plan(
+    workload: Annotated[Path, typer.Argument(help="Workload YAML/JSON file.")],
+    out: Annotated[Path, typer.Option("--out", help="New folder for the bundle.")],
+    pick: Annotated[int, typer.Option("--pick", "--rank", help="Which ranked plan to write (1 = best).")] = 1,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing folder.")] = False,
+    instance_type: Annotated[Optional[str], typer.Option(help="Pin the instance type (e.g. ecs.gn7i-c8g1.2xlarge).")] = None,
+    gpus: Annotated[Optional[int], typer.Option(help="Pin the number of GPUs in total.")] = None,
+    tp: Annotated[Optional[int], typer.Option(help="Pin the tensor-parallel size.")] = None,
+    pp: Annotated[Optional[int], typer.Option(help="Pin the pipeline-parallel size.")] = None,
+    micro_batch: Annotated[Optional[int], typer.Option(help="Pin the micro-batch per GPU (training) or the "
+                                                             "concurrent sequences (serving).")] = None,
+    model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None, seq_len: _I = None,
+    prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None, budget: _F = None,
+    deadline_hours: _F = None, region: _R = None, objective: _S = None,
+    lang: LangOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Write launch, infrastructure and monitoring files for the chosen plan (a ranked pick, or your pins)."""
+    pins = {"instance_type": instance_type, "gpus": gpus, "tp": tp, "pp": pp, "micro_batch": micro_batch}
+
+    def body(lg: str) -> int:
+        from gpuplan.plan.bundle import pin_batch_size
+        from gpuplan.write_bundle import write_plan_bundle
+
+        flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens,
+                               pin_batch_size(batch_size, micro_batch), None, None, None, None, None, budget,
+                               deadline_hours, region, objective, None, None, None)
+        path, summary = write_plan_bundle(_load(workload, flags), out, pick=pick, force=force, lang=lg,
+                                          pins={k: v for k, v in pins.items() if v is not None})
+        if as_json:
+            _emit_json({"schema_version": 1, "out": str(path), **summary})
+        else:
+            _console().print(_("Wrote {n} files to [bold]{path}[/bold] ({instance_type} x {count}).").format(
+                n=summary.get("files_count", ""), path=path, instance_type=summary.get("instance_type"),
+                count=summary.get("instance_count")))
+        return 0
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)

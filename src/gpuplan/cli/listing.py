@@ -1,0 +1,160 @@
+"""Catalog listings: gpus, instances, models, show, schema, and `catalog refresh|status`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.common import JsonOpt, LangOpt, WideOpt, _console, _emit_json, _Exit, app, catalog_app, run_guarded
+from gpuplan.cli.options import _R
+from gpuplan.errors import GpuplanError
+from gpuplan.i18n import N_, _
+
+_SHOW_KINDS = (N_("instance"), N_("family"), N_("gpu"), N_("model"))   # `show`'s title: "{kind}: {name}"
+
+
+@app.command()
+def gpus(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """List the GPUs in the catalog (dense tensor figures, with sources)."""
+    def body(lg: str) -> None:
+        from gpuplan.catalog.gpus import load_gpus
+
+        items = list(load_gpus().values())
+        if as_json:
+            _emit_json({"schema_version": 1, "gpus": [g.to_dict() for g in items]})
+            return
+        from gpuplan.render.text import gpus_table
+
+        _console().print(gpus_table(items, lg))
+    run_guarded(body, as_json, lang)
+
+
+@app.command()
+def instances(
+    family: Annotated[Optional[str], typer.Option(help="Instance family, e.g. gn7i.")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="GPU name, e.g. A10 or A100-80GB.")] = None,
+    min_gpu_memory: Annotated[Optional[float], typer.Option("--min-gpu-memory", help="Minimum GiB per GPU.")] = None,
+    region: Annotated[Optional[str], typer.Option(help="Keep types with a known price in this region.")] = None,
+    cloud: Annotated[str, typer.Option(help="alibaba, aws or tencent.")] = "alibaba",
+    as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
+) -> None:
+    """List instance types, filtered by family, GPU, GPU memory or region."""
+    def body(lg: str) -> None:
+        from gpuplan.catalog.query import filter_instances
+        from gpuplan.catalog.prices import basis_label, load_offers
+        from gpuplan.plan.record import price_mark
+
+        if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
+            raise GpuplanError(_("--min-gpu-memory {min_gpu_memory} is out of range.").format(min_gpu_memory=min_gpu_memory), hint=_("Give GiB per GPU, e.g. 48."))
+        items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
+        from gpuplan.catalog.instances import default_region
+
+        shown = (region or default_region(cloud) or "").strip().lower()   # one region's prices, never a mix
+        offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (not shown or o.region == shown)]
+        price: dict[str, tuple[str, str]] = {}      # table: (price with its mark, region and date)
+        payg_text: dict[str, str] = {}               # JSON: one string
+        for o in sorted(offers, key=lambda o: o.as_of):
+            where = _("{region}, {date}, {basis}").format(region=o.region, date=o.as_of.isoformat(),
+                                                          basis=basis_label(o))
+            payg_text[o.instance_type] = f"{o.currency} {o.price_per_hour:,.2f}/h ({where})"
+            mark = price_mark("estimated" if o.estimated else o.kind)   # ~ for a derived or guessed price
+            price[o.instance_type] = (f"{o.currency} {o.price_per_hour:,.2f}/h{mark}", where)
+        if as_json:
+            recs = []
+            for i in items:
+                d = i.to_dict()
+                d["price_payg"] = payg_text.get(i.instance_type)
+                recs.append(d)
+            _emit_json({"schema_version": 1, "instances": recs})
+            return
+        if not items:
+            _console().print(_("No instance types match."))
+            return
+        from gpuplan.render.fit import print_fitted
+        from gpuplan.render.text import instances_table
+
+        console = _console()
+        print_fitted(console, instances_table(items, lg, prices=price, width=console.width, wide=wide), wide)
+    run_guarded(body, as_json, lang)
+
+
+@app.command()
+def models(kind: Annotated[Optional[str], typer.Option(help="decoder, encoder, vision, diffusion, speech...")] = None,
+           as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """List the bundled models."""
+    def body(lg: str) -> None:
+        from gpuplan.catalog.models import list_models
+
+        items = list_models(kind) if kind else list_models()
+        if as_json:
+            _emit_json({"schema_version": 1, "models": [m.to_dict() for m in items]})
+            return
+        from gpuplan.render.text import models_table
+
+        _console().print(models_table(items, lg))
+    run_guarded(body, as_json, lang)
+
+
+@app.command()
+def show(name: Annotated[str, typer.Argument(help="A GPU, instance type, family or model.")],
+         as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """Show one GPU, instance type, family or model with its sources."""
+    def body(lg: str) -> None:
+        from gpuplan.catalog.lookup import find_any
+
+        kind, record = find_any(name)
+        if as_json:
+            _emit_json({"schema_version": 1, "kind": kind, kind: record})
+            return
+        from gpuplan.render.text import record_table
+
+        _console().print(record_table(_("{kind}: {name}").format(kind=_(kind), name=name), record, lg))
+    run_guarded(body, as_json, lang)
+
+
+@app.command()
+def schema(which: Annotated[str, typer.Argument(help="workload, estimate or recommend")] = "workload",
+           as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """Print the JSON Schema of the workload (or of an output).
+
+    The output is always JSON (``--json`` is accepted like on every command). Keys and structure never
+    change; ``--lang zh`` gives the properties Chinese titles and Chinese error messages.
+    """
+    def body(lg: str) -> None:
+        from gpuplan.schemas import localized_schema, schema_for
+
+        _emit_json(localized_schema(schema_for(which), lg if lang else "en"))   # the locale alone keeps English
+    run_guarded(body, as_json, lang)
+
+
+@catalog_app.command("refresh")
+def catalog_refresh(
+    region: _R = None,
+    all_regions: Annotated[bool, typer.Option("--all-regions", help="Every region the account can see.")] = False,
+    cloud: Annotated[str, typer.Option(help="alibaba or aws.")] = "alibaba",
+    timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds (no retry starts "
+                                                             "later).")] = 180.0,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Fetch live instance types, stock and prices (Alibaba Cloud OpenAPI) into the local cache."""
+    def body(lg: str) -> int:
+        from gpuplan.providers import refresh
+
+        if not (1 <= timeout <= 3600):
+            raise GpuplanError(_("--timeout {timeout:g} is out of range.").format(timeout=timeout), hint=_("Give 1 to 3600 seconds."))
+        return refresh(regions=list(region) if region else None, all_regions=all_regions, cloud=cloud,
+                       as_json=as_json, timeout_s=timeout)
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+@catalog_app.command("status")
+def catalog_status(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
+    """Show, per source, the date and coverage of the catalog and prices in use."""
+    def body(lg: str) -> int:
+        from gpuplan.providers import print_status
+
+        return print_status(as_json=as_json)
+
+    raise _Exit(run_guarded(body, as_json, lang) or 0)
