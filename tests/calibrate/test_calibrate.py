@@ -170,3 +170,18 @@ def _tokens(rec) -> float:
     """Tokens/s per GPU of the uncalibrated estimate on one A100 (what the fake profile is measured against)."""
     est = estimate({**LORA_A100, "framework": "transformers", "hardware": {"gpu": "A100-80GB", "count": 1}})
     return est.performance["tokens_per_s_per_gpu"]
+
+
+def test_a_recommendation_reads_the_overlay_once():
+    """calibration.pinned(): one snapshot for a batch of estimates (recommend runs thousands), no file access
+    inside; outside, a removed overlay is seen at once."""
+    runner = FakeRunner(2.0 * _tokens(None))
+    cal.calibrate_here(parse_workload(LORA_A100), runner=runner, today=date(2026, 12, 3))
+    from gpuplan.estimate import calibration
+
+    assert calibration.load()
+    with calibration.pinned():
+        snapshot = calibration.load()
+        calibration.overlay_path().unlink()
+        assert calibration.load() is snapshot and snapshot
+    assert calibration.load() == ()

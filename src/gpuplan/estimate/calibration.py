@@ -120,8 +120,24 @@ def _stamp(path: Path) -> tuple[str, int, int] | None:
     return (str(path), st.st_mtime_ns, st.st_size)
 
 
+_PINNED: list[tuple[Calibration, ...]] = []
+
+
+@contextlib.contextmanager
+def pinned() -> Iterator[None]:
+    """Read the overlay once for a batch of estimates (one recommendation runs thousands): inside, load()
+    returns that snapshot without touching the file system."""
+    _PINNED.append(load())
+    try:
+        yield
+    finally:
+        _PINNED.pop()
+
+
 def load() -> tuple[Calibration, ...]:
     """The overlay's entries (empty when there is no file); a damaged file is one clear error."""
+    if _PINNED:
+        return _PINNED[-1]
     path = overlay_path()
     stamp = _stamp(path)
     if stamp is None:

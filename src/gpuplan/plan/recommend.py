@@ -38,6 +38,7 @@ from gpuplan.plan.search_point import Candidate, best_per_group
 from gpuplan.plan.serving_config import ServingSpace
 from gpuplan.plan.serving_report import serving_block
 from gpuplan.workload import Workload
+from gpuplan.estimate.calibration import pinned as pinned_calibration
 from gpuplan.workload_defaults import resolve_defaults
 from gpuplan.workload_loading import load_workload
 
@@ -151,7 +152,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     space = ServingSpace.for_workload(w, resolved, model)
     searcher = Searcher(resolved, model, shape, fixed, variants, max_gpus=search_gpus,
                         allowed_status=allowed_status, headroom=memory_headroom, serving=space)
-    res = searcher.run(insts)
+    with pinned_calibration():      # the overlay is read once, not once per estimate
+        res = searcher.run(insts)
     groups = [c.finish() for c in space.pick(res.candidates, searcher)] if space else \
         best_per_group(res.candidates, training)
 
