@@ -215,3 +215,11 @@ def test_estimate_of_a_service_shows_the_serving_layout_not_training_fields(lang
         assert training_word not in layout, layout
     code, out, _ = run("estimate", "--model", "qwen2.5-7b", "--task", "lora", "--gpu", "A10")
     assert "micro-batch" in next(ln for ln in out.splitlines() if "TP1" in ln)
+
+
+def test_a_service_storage_line_names_no_checkpoint():
+    code, out, _ = run("recommend", "--model", "qwen2.5-7b", "--task", "inference")
+    storage = next(ln for ln in out.splitlines() if ln.startswith("Storage"))
+    assert code == 0 and "checkpoint" not in storage, storage
+    code, out, _ = run("recommend", "--model", "qwen2.5-7b", "--task", "lora")
+    assert "checkpoint" in next(ln for ln in out.splitlines() if ln.startswith("Storage"))

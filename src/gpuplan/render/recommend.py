@@ -199,8 +199,11 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
                 f"{disk.get('iops')} IOPS)" if disk else "-")
         if shared:
             line += f"; {shared['kind'].upper()} {shared['capacity_tib']} TiB ({shared['why']})"
-        tail = tr("{disk}; read {read} MB/s, checkpoint {ckpt} GiB", lang).format(
-            disk=line, read=st.get("read_mb_s"), ckpt=f"{(st.get('checkpoint_bytes') or 0) / GIB:.1f}")
+        if st.get("checkpoint_bytes"):
+            tail = tr("{disk}; read {read} MB/s, checkpoint {ckpt} GiB", lang).format(
+                disk=line, read=st.get("read_mb_s"), ckpt=f"{st['checkpoint_bytes'] / GIB:.1f}")
+        else:   # a service writes no checkpoints
+            tail = tr("{disk}; read {read} MB/s", lang).format(disk=line, read=st.get("read_mb_s"))
         console.print(f"[bold]{t('Storage')}[/]{colon}{tail}")
     net = best.advice.network
     if net:
