@@ -314,7 +314,8 @@ def _check_clouds_and_regions(w: Workload) -> None:
     cons = w.constraints
     if cons is None or not (cons.clouds or cons.regions):
         return
-    from gpuplan.catalog.instances import DEFAULT_CLOUD, check_clouds, check_regions  # loaded on first use
+    from gpuplan.catalog.instances import DEFAULT_CLOUD  # loaded on first use
+    from gpuplan.catalog.regions import check_clouds, check_regions
 
     try:
         check_clouds(cons.clouds)

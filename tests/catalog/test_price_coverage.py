@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.catalog.instances import check_regions, load_instances
+from gpuplan.catalog.instances import load_instances
+from gpuplan.catalog.regions import check_regions
 from gpuplan.catalog.prices import PRICE_BASES, PRICE_KINDS, load_offers, offers_for
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import cost as costm

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from gpuplan.errors import GpuplanError, did_you_mean, unknown_name_error
+from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.i18n import N_, _
 
 DEFAULT_CLOUD = "alibaba"
@@ -141,7 +141,7 @@ class Family:
 # --------------------------------------------------------------------------- paths and cache
 
 
-def _data_root():
+def data_root():
     return files("gpuplan") / "data"
 
 
@@ -174,9 +174,7 @@ def clear_cache() -> None:
     _load_cloud.cache_clear()
     load_families.cache_clear()
     available_clouds.cache_clear()
-    load_sources.cache_clear()
-    load_regions.cache_clear()
-    default_region.cache_clear()
+    load_sources.cache_clear()   # (regions.yaml is bundled only: catalog/regions.py caches it for good)
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -286,11 +284,11 @@ def parse_instances_csv(text: str, cloud: str, source: str) -> list[InstanceType
 @functools.cache
 def available_clouds() -> tuple[str, ...]:
     """Clouds with a bundled catalog (the folders under ``data/clouds/``)."""
-    root = _data_root() / "clouds"
+    root = data_root() / "clouds"
     return tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "instances.csv").is_file()))
 
 
-def _check_cloud(cloud: str) -> str:
+def check_cloud(cloud: str) -> str:
     name = (cloud or "").strip().lower()
     if name not in available_clouds():
         raise unknown_name_error("cloud", cloud, available_clouds(), LIST_COMMAND)
@@ -299,7 +297,7 @@ def _check_cloud(cloud: str) -> str:
 
 @functools.cache
 def _load_cloud(cloud: str, overlay: str | None, _stamp_ns: int | None) -> tuple[InstanceType, ...]:
-    bundled = _data_root() / "clouds" / cloud / "instances.csv"
+    bundled = data_root() / "clouds" / cloud / "instances.csv"
     merged: dict[str, InstanceType] = {}
     layers = [(bundled.read_text(encoding="utf-8"), f"bundled data/clouds/{cloud}/instances.csv")]
     if overlay is not None:
@@ -319,7 +317,7 @@ def load_instances(cloud: str = DEFAULT_CLOUD, cache_dir: str | os.PathLike | No
 
     ``cache_dir`` None means ``GPUPLAN_CACHE_DIR`` or the platform cache folder.
     """
-    cloud = _check_cloud(cloud)
+    cloud = check_cloud(cloud)
     path = cache_file(cloud, "instances.csv", cache_dir)
     stamp = _stamp(path)
     overlay = str(path) if stamp is not None else None
@@ -329,9 +327,9 @@ def load_instances(cloud: str = DEFAULT_CLOUD, cache_dir: str | os.PathLike | No
 @functools.cache
 def load_families(cloud: str = DEFAULT_CLOUD) -> dict[str, Family]:
     """The families of a cloud (from ``families.yaml``) by family name (``gn7i``)."""
-    cloud = _check_cloud(cloud)
+    cloud = check_cloud(cloud)
     source = f"bundled data/clouds/{cloud}/families.yaml"
-    path = _data_root() / "clouds" / cloud / "families.yaml"
+    path = data_root() / "clouds" / cloud / "families.yaml"
     if not path.is_file():
         return {}
     entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
@@ -356,7 +354,7 @@ def load_families(cloud: str = DEFAULT_CLOUD) -> dict[str, Family]:
 @functools.cache
 def load_sources() -> dict[str, dict[str, Any]]:
     """Short source ids (S1, S2, ...) -> {title, url, official, label?} from ``data/sources.yaml``."""
-    path = _data_root() / "sources.yaml"
+    path = data_root() / "sources.yaml"
     return dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
 
 
@@ -364,7 +362,7 @@ def load_sources() -> dict[str, dict[str, Any]]:
 
 
 def _clouds(cloud: str | None) -> tuple[str, ...]:
-    return (_check_cloud(cloud),) if cloud else available_clouds()
+    return (check_cloud(cloud),) if cloud else available_clouds()
 
 
 def get_instance(name: str, cloud: str | None = None, cache_dir: str | os.PathLike | None = None) -> InstanceType:
@@ -395,72 +393,3 @@ def find_family(name: str, cloud: str | None = None, cache_dir: str | os.PathLik
                 return fam
             choices.append(fam.family)
     raise unknown_name_error("instance family", name, choices, LIST_COMMAND)
-
-
-# --------------------------------------------------------------------------- regions
-
-
-@functools.cache
-def load_regions(cloud: str = DEFAULT_CLOUD) -> dict[str, str]:
-    """The public region ids of a cloud (``data/clouds/<cloud>/regions.yaml``) -> display name."""
-    cloud = _check_cloud(cloud)
-    path = _data_root() / "clouds" / cloud / "regions.yaml"
-    if not path.is_file():
-        return {}
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {str(k).lower(): str(v) for k, v in (doc.get("regions") or {}).items()}
-
-
-@functools.cache
-def default_region(cloud: str = DEFAULT_CLOUD) -> str | None:
-    """The region priced when the user names none (``default`` in regions.yaml)."""
-    cloud = _check_cloud(cloud)
-    path = _data_root() / "clouds" / cloud / "regions.yaml"
-    if not path.is_file():
-        return None
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return str(doc["default"]).lower() if doc.get("default") else None
-
-
-def check_clouds(clouds: Iterable[str] | None) -> list[str]:
-    """Lower-cased cloud names; an unknown one -> GpuplanError with a did-you-mean."""
-    return [_check_cloud(c) for c in (clouds or ())]
-
-
-# Display names of the clouds (the folders under data/clouds/).
-CLOUD_NAMES = {"alibaba": N_("Alibaba Cloud"), "aws": N_("AWS"), "tencent": N_("Tencent Cloud")}
-
-
-def cloud_name(cloud: str) -> str:
-    return _(CLOUD_NAMES.get(cloud, cloud))
-
-
-def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = None) -> list[str]:
-    """Lower-cased region ids, each known to one of ``clouds`` (all clouds when None or empty);
-    an unknown id -> GpuplanError with a did-you-mean (``cn-hangzou`` -> ``cn-hangzhou``). A region of
-    another cloud is named as such ("'ap-guangzhou' is a Tencent Cloud region") with the closest names
-    of the chosen cloud."""
-    names = check_clouds(clouds) or list(available_clouds())
-    known: dict[str, str] = {}
-    for c in names:
-        for r in load_regions(c):
-            known.setdefault(r, c)
-    out = []
-    for raw in regions or ():
-        r = str(raw).strip().lower()
-        if known and r not in known:
-            close = did_you_mean(r, known) or did_you_mean(r, known, cutoff=0.3)
-            other = next((c for c in available_clouds() if c not in names and r in load_regions(c)), None)
-            hint = (_("Did you mean {names}?").format(names=", ".join(repr(c) for c in close)) if close
-                    else _("Known regions: {regions}.").format(regions=", ".join(sorted(known))))
-            if other:
-                message = _("{raw!r} is a region of {owner}, not of {cloud}.").format(
-                    raw=raw, owner=cloud_name(other), cloud=_(", ").join(cloud_name(c) for c in names))
-                hint = _("{hint} To plan on {owner}, choose that cloud (constraints.clouds: [{other}]).").format(
-                    hint=hint, owner=cloud_name(other), other=other)
-            else:
-                message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=names[0]) if len(names) == 1
-                           else _("Unknown region {raw!r}.").format(raw=raw))
-            raise GpuplanError(message, hint=hint, field="constraints.regions", kind="region")
-        out.append(r)
-    return out

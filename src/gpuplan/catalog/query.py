@@ -8,8 +8,8 @@ import os
 from collections.abc import Iterable
 
 from gpuplan.catalog.gpus import resolve_gpu
-from gpuplan.catalog.instances import (DEFAULT_CLOUD, STATUSES, InstanceType, check_choice, check_regions, find_family,
-                                       load_instances)
+from gpuplan.catalog.instances import DEFAULT_CLOUD, STATUSES, InstanceType, check_choice, find_family, load_instances
+from gpuplan.catalog.regions import check_regions
 from gpuplan.catalog.prices import load_offers
 
 __all__ = ["filter_instances"]

@@ -48,7 +48,7 @@ def instances(
         if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
             raise GpuplanError(_("--min-gpu-memory {min_gpu_memory} is out of range.").format(min_gpu_memory=min_gpu_memory), hint=_("Give GiB per GPU, e.g. 48."))
         items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
-        from gpuplan.catalog.instances import default_region
+        from gpuplan.catalog.regions import default_region
 
         shown = (region or default_region(cloud) or "").strip().lower()   # one region's prices, never a mix
         offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (not shown or o.region == shown)]

@@ -82,7 +82,7 @@ def _short_job(w: Workload, plans: list) -> float | None:
 def _cloud_workload(w: Workload, cloud: str, currency: str) -> Workload:
     """The workload restricted to one cloud, its regions (the given ones that belong to it, else its
     default) and one currency."""
-    from gpuplan.catalog.instances import load_regions
+    from gpuplan.catalog.regions import load_regions
 
     cons = w.constraints.model_dump(exclude_none=True) if w.constraints else {}
     regions = [r for r in (cons.get("regions") or []) if r.lower() in load_regions(cloud)]

@@ -102,7 +102,7 @@ class Draft:
 
 
 def plans_for(ctx: PlanContext, c: Candidate) -> list[Draft]:
-    from gpuplan.catalog.instances import load_regions
+    from gpuplan.catalog.regions import load_regions
 
     out = []
     priced = False

@@ -16,7 +16,7 @@ from gpuplan.workload import Workload
 
 def default_regions(clouds: list[str], book: costm.PriceBook) -> list[str]:
     """One region per cloud when the user names none: the cloud's default (regions.yaml)."""
-    from gpuplan.catalog.instances import default_region
+    from gpuplan.catalog.regions import default_region
 
     out = [r for r in (default_region(c) for c in clouds) if r]
     return list(dict.fromkeys(out)) or list(book.regions) or ["cn-shanghai"]
