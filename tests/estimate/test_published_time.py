@@ -21,7 +21,7 @@ from gpuplan.catalog.gpus import load_gpus
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate
 from gpuplan.estimate.system import Layout
-from gpuplan.estimate.training import pipeline_bubble
+from gpuplan.estimate.comm import pipeline_bubble
 
 
 def _rel(pred: float, ref: float) -> float:

@@ -8,7 +8,7 @@
   GPU time (soft maximum), and Hugging Face's DynamicCache re-reads the cache several times per step.
   Both constants are calibrated on published measurements (data/efficiency.yaml).
 - Tensor parallelism: two all-reduces of B·h activations per layer per step (Shoeybi et al. 2019),
-  over the inter-node network when the TP group spans nodes (training.tp_collective_s).
+  over the inter-node network when the TP group spans nodes (comm.tp_collective_s).
 - Engines: vLLM, SGLang, TensorRT-LLM, LMDeploy (TurboMind) and TGI run continuous batching with
   CUDA graphs (a per-step scheduler cost and a per-layer launch floor); compiled PyTorch
   (torch.compile + CUDA graphs, gpt-fast/torchao) runs the whole decode step as one graph.
@@ -24,7 +24,8 @@ from gpuplan.estimate.memory import ENGINES, MemoryEstimate, kv_shard_fraction
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training import peak_flops, tp_collective_s
+from gpuplan.estimate.comm import tp_collective_s
+from gpuplan.estimate.training import peak_flops
 from gpuplan.i18n import _
 
 COMPILED = {"torch-compile"}

@@ -1,0 +1,126 @@
+"""Communication time of a training or serving step (the estimator's network model).
+
+- Ring all-reduce 2(n-1)/n·S, reduce-scatter/all-gather (n-1)/n·S (nccl-tests PERFORMANCE.md), over NVLink/PCIe
+  inside a node and the nodes' NICs across them, with a per-hop latency (efficiency.yaml ``communication``).
+- Tensor parallelism all-reduces the activations 4 times per layer per micro-batch (Shoeybi et al. 2019 §3);
+  a TP group that spans nodes pays the inter-node links.
+- Pipeline: the bubble (p-1)/(v·m) (Narayanan et al. 2021 §2.2) and the point-to-point activation sends at
+  stage boundaries (split over the TP ranks, scatter/gather §4.1).
+- Expert parallelism: the dispatch and combine all-to-all of MoE layers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpuplan.estimate.params import table
+from gpuplan.estimate.shapes import Shape
+from gpuplan.estimate.system import Layout, System
+
+
+def _ring_time(size_bytes: float, n: int, bus_bytes_s: float, latency_s: float, factor: float) -> float:
+    """factor·(n-1)/n·S over the bus bandwidth, plus one latency per ring step."""
+    if n <= 1 or size_bytes <= 0:
+        return 0.0
+    return factor * (n - 1) / n * size_bytes / bus_bytes_s + latency_s * 2 * (n - 1)
+
+
+def ring_latency_s(system: System, layout: Layout) -> float:
+    """Start-up latency of one ring all-gather/reduce-scatter over the DP group: (n-1) hops."""
+    n = layout.dp
+    lat = float(table("communication", "inter_node_hop_s")) if system.nodes > 1 else system.intra_latency_s()
+    return (n - 1) * lat
+
+
+def dp_collective_time(system: System, layout: Layout, size_bytes: float, factor: float) -> float:
+    """Time of a data-parallel collective over dp ranks: intra-node ring, plus the nodes' NICs."""
+    dp = layout.dp
+    if dp <= 1:
+        return 0.0
+    model_parallel = layout.tp * layout.pp
+    ranks_in_node = max(1, min(dp, system.gpus_per_node // model_parallel)) if model_parallel <= system.gpus_per_node else 1
+    t = _ring_time(size_bytes, ranks_in_node, system.intra_bus_bytes_s(), system.intra_latency_s(), factor)
+    groups = math.ceil(dp / ranks_in_node)  # DP peers in other nodes
+    inter = system.inter_bus_bytes_s()
+    if groups > 1 and inter:
+        # Hierarchical collective: after the intra-node step each GPU holds 1/ranks_in_node of S and
+        # exchanges it with its peers in the other nodes; the node's NICs carry all of its GPUs' shares
+        # (model-parallel groups in the node run their own DP collectives at the same time).
+        gpus_sharing_nic = system.gpus_per_node
+        per_gpu_bw = inter / gpus_sharing_nic
+        t += factor * (groups - 1) / groups * (size_bytes / ranks_in_node) / per_gpu_bw \
+            + system.inter_latency_s() * 2 * math.log2(groups + 1)
+    return t
+
+
+def tp_collective_s(system: System, tp: int, size_bytes: float, factor: float = 2.0) -> float:
+    """One tensor-parallel collective of ``size_bytes`` (factor 2: all-reduce; 1: all-gather or
+    reduce-scatter). Inside a node: a ring over NVLink/PCIe. A TP group wider than a node (TP16 on
+    2 x 8 GPUs, as SGLang serves DeepSeek-R1) runs hierarchically: the intra-node ring, then each GPU
+    exchanges its 1/g share with its peers in the other nodes over its share of the node's NICs."""
+    if tp <= 1 or size_bytes < 0:
+        return 0.0
+    intra_bw, intra_lat, inter_per_gpu, inter_lat = _links(system)
+    g = max(1, min(tp, system.gpus_per_node))
+    t = factor * (g - 1) / g * size_bytes / intra_bw + 2 * intra_lat if g > 1 else 0.0
+    if g > 2 and system.intra_link not in ("nvswitch", "nvlink"):
+        # over PCIe NCCL runs a ring: every step of it waits one hop (communication.inter_node_hop_s), where
+        # NVSwitch systems use NVLS / one-shot kernels; vLLM's custom all-reduce also stops at 2 PCIe GPUs
+        t += factor * (g - 1) * float(table("communication", "inter_node_hop_s"))
+    k = math.ceil(tp / g)
+    if k > 1:
+        t += factor * (k - 1) / k * (size_bytes / g) / inter_per_gpu + 2 * inter_lat * math.ceil(math.log2(k))
+    return t
+
+
+def _links(system: System) -> tuple[float, float, float, float]:
+    """(intra-node bus bytes/s, intra latency, inter-node bytes/s per GPU, inter latency)."""
+    inter = system.inter_bus_bytes_s() or (float(table("communication", "assumed_cluster_network",
+                                                       "pcie_node_gbit_s")) / 8 * 1e9 * 0.5)
+    return (system.intra_bus_bytes_s(), system.intra_latency_s(), inter / max(1, system.gpus_per_node),
+            system.inter_latency_s())
+
+
+def pipeline_bubble(layout: Layout) -> float:
+    """Idle share of a pipelined step: (p-1)/m for GPipe and 1F1B, (p-1)/(v·m) interleaved."""
+    if layout.pp <= 1:
+        return 0.0
+    m = max(1, layout.microbatches)
+    v = layout.vp if layout.schedule == "interleaved" else 1
+    return (layout.pp - 1) / (v * m)
+
+
+def pipeline_p2p_s(system: System, layout: Layout, act_bytes: float) -> float:
+    """Activations (forward) and their gradients (backward) sent across each stage boundary per
+    micro-batch; interleaving crosses v times as many boundaries. Split over the TP ranks."""
+    if layout.pp <= 1:
+        return 0.0
+    per_gpu = act_bytes / max(1, layout.tp)
+    model_parallel = layout.tp * layout.pp
+    inter = system.inter_bus_bytes_s()
+    if model_parallel > system.gpus_per_node and system.nodes > 1 and inter:
+        bw = inter / system.gpus_per_node
+        lat = system.inter_latency_s()
+    else:
+        bw, lat = system.intra_bus_bytes_s(), system.intra_latency_s()
+    v = layout.vp if layout.schedule == "interleaved" else 1
+    transfers = 2 * layout.microbatches * v if not layout.naive_pipeline else 2 * layout.grad_accum * (layout.pp - 1)
+    return transfers * (per_gpu / bw + lat)
+
+
+def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: float) -> float:
+    """Expert-parallel token exchange per micro-batch: every MoE layer dispatches each token's hidden state
+    to its k experts and combines the results, in forward and again in backward (4 all-to-alls of
+    tokens x k x h x 2 bytes, (ep-1)/ep of it leaving the GPU; Lepikhin et al. 2020 GShard §2.2,
+    Megatron-Core MoE token dispatcher). Inside an NVLink domain at its bus bandwidth; an EP group wider
+    than a node crosses the node's NICs, shared by its GPUs."""
+    if layout.ep <= 1 or not s.moe_experts or not s.moe_experts_per_token:
+        return 0.0
+    size = tokens_mb * s.moe_experts_per_token * s.hidden * 2.0 * (layout.ep - 1) / layout.ep
+    if layout.ep * layout.tp <= system.gpus_per_node or not system.inter_bus_bytes_s():
+        bw, lat = system.intra_bus_bytes_s(), system.intra_latency_s()
+    else:
+        bw = float(system.inter_bus_bytes_s() or 1.0) / system.gpus_per_node
+        lat = system.inter_latency_s()
+    layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
+    return 4.0 * layers * (size / bw + lat * (layout.ep - 1))
