@@ -119,11 +119,8 @@ def ckpt_bytes(ctx: PlanContext, optimizer: str) -> float:
     return checkpoint_bytes(params, trainable, ctx.task, optimizer or "adamw")
 
 
-_QUANT_BYTES = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5, "gptq-int4": 0.5,
-                "bnb-nf4": 0.5}
-
-
 def model_bytes(ctx: PlanContext) -> float:
     """Bytes of the model checkpoint each node downloads (16-bit, or the quantized size)."""
-    params = float(getattr(ctx.model, "params_total", 0.0) or 0.0)
-    return params * _QUANT_BYTES.get(ctx.w.quantization or "none", 2.0)
+    from gpuplan.plan.transfer import download_bytes
+
+    return download_bytes(getattr(ctx.model, "params_total", 0.0), ctx.w.quantization, ctx.training) or 0.0

@@ -39,6 +39,7 @@ from gpuplan.plan.serving_config import ServingSpace
 from gpuplan.plan.serving_report import serving_block
 from gpuplan.workload import Workload
 from gpuplan.estimate.calibration import pinned as pinned_calibration
+from gpuplan.plan.transfer import download_bytes
 from gpuplan.workload_defaults import resolve_defaults
 from gpuplan.workload_loading import load_workload
 
@@ -102,8 +103,7 @@ def _with_ops(p: Plan, workload: Workload) -> dict:
 
     d = p.to_dict()
     params = getattr(getattr(p.estimate, "model", None), "params_total", None)
-    # training nodes download the 16-bit checkpoint (as the bundle's fetch-model.sh does)
-    d["ops"] = ops_advice(d, workload, model_bytes=float(params) * 2 if params else None)
+    d["ops"] = ops_advice(d, workload, model_bytes=download_bytes(params, None, training=True))
     return d
 
 

@@ -33,6 +33,21 @@ class Transfers:
     release_hours: int
 
 
+# Bytes per parameter of the checkpoint a node downloads, by weight format: 16-bit unless the repo is
+# pre-quantized (bitsandbytes quantizes a 16-bit checkpoint at load time, so its download is 16-bit too).
+CHECKPOINT_BYTES_PER_PARAM = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5,
+                              "gptq-int4": 0.5, "bnb-nf4": 2.0, "bnb-int8": 2.0}
+
+
+def download_bytes(params: float | None, quantization: str | None, training: bool) -> float | None:
+    """Bytes of the weights each node downloads: a training job fetches the 16-bit checkpoint it trains from, a
+    service the checkpoint of its weight format."""
+    if not params:
+        return None
+    per_param = 2.0 if training else CHECKPOINT_BYTES_PER_PARAM.get(quantization or "none", 2.0)
+    return float(params) * per_param
+
+
 def transfer_s(n_bytes: float, bytes_per_s: float) -> float:
     """Seconds to move ``n_bytes`` at ``bytes_per_s`` (no protocol overhead counted)."""
     return n_bytes / bytes_per_s if bytes_per_s > 0 else math.inf

@@ -17,6 +17,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.plan.candidates import LAUNCHERS, launcher_for
 from gpuplan.render.bundle import nccl
+from gpuplan.render.bundle.context_serving import finite_number, serving_fields
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
 
@@ -198,16 +199,6 @@ def _int(value: Any, default: int) -> int:
     return out if out > 0 else default
 
 
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
-
-
 # transformers model_type for `launch.sh --smoke` by catalog arch; families whose code lives outside
 # transformers (Qwen-1, ChatGLM, Baichuan, ...) smoke-test the closest in-library decoder (llama).
 SMOKE_MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
@@ -279,7 +270,7 @@ def _storage(plan: dict) -> tuple[str, int, str | None, float | None, bool]:
                            hint=_("Use cpfs or nas."))
     texts = " ".join(str(n) for n in (storage.get("notes") or []))
     oss = "OSS" in texts or any("oss" in str(s).lower() for s in (storage.get("sources") or []))
-    return level, size, kind, _num(shared.get("capacity_tib")), oss
+    return level, size, kind, finite_number(shared.get("capacity_tib")), oss
 
 
 def _template_for(model: str) -> str:
@@ -352,21 +343,21 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         else bool(workload.grad_checkpointing)
     prompt = int(workload.prompt_tokens or 0)
     output = int(workload.output_tokens or 0)
-    capacity = _num(mem.get("capacity_bytes"))
-    reserved = _num(mem.get("engine_reserved_bytes"))
+    capacity = finite_number(mem.get("capacity_bytes"))
+    reserved = finite_number(mem.get("engine_reserved_bytes"))
     util = round(reserved / capacity, 2) if reserved and capacity else 0.9
     util = min(max(util, 0.5), 0.98)
     lora = workload.lora
     targets = lora.targets if lora else "all-linear"
     targets_text = ",".join(targets) if isinstance(targets, list) else str(targets)
     targets_text = check_text(targets_text, "LoRA targets")
-    step_time_s = _num(perf.get("step_time_s"))
+    step_time_s = finite_number(perf.get("step_time_s"))
     minutes = CHECKPOINT_MINUTES[billing]
     save_steps = max(1, int(minutes * 60 / step_time_s)) if step_time_s else 500
     level, disk_gib, shared_kind, shared_tib, oss = _storage(plan)
-    price = _num(plan.get("instance_price_per_hour"))
-    limit = _num(plan.get("spot_price_limit")) or price
-    time_s = _num(plan.get("time_s")) or _num(perf.get("total_time_s"))
+    price = finite_number(plan.get("instance_price_per_hour"))
+    limit = finite_number(plan.get("spot_price_limit")) or price
+    time_s = finite_number(plan.get("time_s")) or finite_number(perf.get("total_time_s"))
     months = max(1, math.ceil(time_s / 3600 / HOURS_PER_MONTH)) if (time_s and training) else 1
     framework = str(workload.framework or "auto")
     job_nodes = nodes if training else min(nodes, max(1, math.ceil(tp * pp / gpus_per_node)))
@@ -376,7 +367,6 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     granularity = str(par.get("checkpointing") or "none") if "checkpointing" in par else \
         ("full" if workload.grad_checkpointing is True else str(workload.grad_checkpointing or "none"))
     deepspeed = launcher == "deepspeed"
-    from gpuplan.render.bundle.context_serving import serving_fields
 
     serving = serving_fields(plan, workload, estimate, gpu, region, training)
     return Ctx(
@@ -438,7 +428,7 @@ def _planned(plan: dict, key: str) -> Any:
 
 
 def _sla(workload: Any, key: str) -> float | None:
-    value = _num(getattr(getattr(workload, "serving", None), key, None))
+    value = finite_number(getattr(getattr(workload, "serving", None), key, None))
     return value / 1000.0 if value and value > 0 else None
 
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpuplan.plan.transfer import download_bytes
 
-def _num(value: Any) -> float | None:
+
+def finite_number(value: Any) -> float | None:
+    """A finite float from a plan or estimate field, None for missing, boolean or non-numeric values."""
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -19,18 +22,12 @@ def _num(value: Any) -> float | None:
 
 
 def _int(value: Any, default: int) -> int:
-    number = _num(value)
+    number = finite_number(value)
     return int(number) if number and number > 0 else default
 
 
 # Engines the bundle renders; a plan naming another (trtllm, lmdeploy) is served with vLLM and PLAN.md says so.
 RENDERED_ENGINES = ("vllm", "sglang")
-# Bytes per parameter of the checkpoint a node downloads, by weight format (16-bit unless pre-quantized;
-# bitsandbytes quantizes a 16-bit checkpoint at load time). Same table as plan/recommend.py _QUANT_BYTES.
-CHECKPOINT_BYTES_PER_PARAM = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5,
-                              "gptq-int4": 0.5, "bnb-nf4": 2.0, "bnb-int8": 2.0}
-
-
 def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
     """(has BF16, compute capability) from data/gpus.yaml; unknown GPUs are assumed BF16-capable."""
     try:
@@ -39,7 +36,7 @@ def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
         spec, _unused = resolve_gpu(gpu)
     except Exception:  # noqa: BLE001 - an unknown GPU id: no catalog facts
         return True, None
-    cc = _num(spec.compute_capability)
+    cc = finite_number(spec.compute_capability)
     return spec.bf16_dense_tflops is not None and (cc is None or cc >= 8.0), cc
 
 
@@ -52,16 +49,14 @@ def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: 
     planned = str(par.get("engine") or srv.get("engine") or (framework if framework in RENDERED_ENGINES else "vllm"))
     engine = planned if planned in RENDERED_ENGINES else "vllm"
     bf16, cc = _gpu_dtype_support(gpu)
-    params = _num((estimate.get("model") or {}).get("params_total"))
-    quant = str(getattr(workload, "quantization", None) or "none")
-    per_param = 2.0 if training else CHECKPOINT_BYTES_PER_PARAM.get(quant, 2.0)
+    params = finite_number((estimate.get("model") or {}).get("params_total"))
     fixed = plan.get("fixed_costs") or {}
-    plan_fixed_s = sum(float(v) for k, v in fixed.items() if k.endswith("_s") and _num(v) is not None)
+    plan_fixed_s = sum(float(v) for k, v in fixed.items() if k.endswith("_s") and finite_number(v) is not None)
     return {
         "platform": str(plan.get("platform") or "ecs"), "engine": engine, "engine_planned": planned,
         "ep": _int(par.get("ep") or srv.get("ep"), 1), "dp_attention": bool(par.get("dp_attention") or srv.get("dp_attention")),
         "bf16": bf16, "gpu_cc": cc, "hub": "modelscope" if region.startswith("cn-") else "huggingface",
-        "model_bytes": params * per_param if params else None,
-        "checkpoint_bytes": _num((plan.get("storage") or {}).get("checkpoint_bytes")),
+        "model_bytes": download_bytes(params, getattr(workload, "quantization", None), training),
+        "checkpoint_bytes": finite_number((plan.get("storage") or {}).get("checkpoint_bytes")),
         "plan_fixed_s": plan_fixed_s, "online": getattr(workload, "serving", None) is not None,
     }
