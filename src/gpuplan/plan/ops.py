@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from gpuplan.i18n import _
-from gpuplan.plan.transfer import job_transfers
+from gpuplan.plan.transfer import job_transfers, plan_fixed_s
 from gpuplan.units import HOUR_S
 
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
@@ -94,10 +94,8 @@ def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_by
     if not time_s:
         return {"hours": None, "text": _("set an auto-release time once the run length is known (no dataset size given)"),
                 "api_field": cfg["api_field"], "terraform_argument": cfg["terraform_argument"], "source": cfg["source"]}
-    fixed = plan.get("fixed_costs") or {}
-    fixed_s = sum(float(v) for k, v in fixed.items() if k.endswith("_s") and isinstance(v, (int, float)))
     t = job_transfers(ops, training=True, billing=plan.get("billing"), model_bytes=model_bytes,
-                      checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=time_s, fixed_s=fixed_s)
+                      checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=time_s, fixed_s=plan_fixed_s(plan))
     hours = t.release_hours
     out = {"hours": hours, "margin": cfg["margin"], "api_field": cfg["api_field"],
            "terraform_argument": cfg["terraform_argument"], "source": cfg["source"],

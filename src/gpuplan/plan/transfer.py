@@ -48,6 +48,14 @@ def download_bytes(params: float | None, quantization: str | None, training: boo
     return float(params) * per_param
 
 
+def plan_fixed_s(plan: dict) -> float:
+    """The plan's own once-per-job seconds (``fixed_costs``: boot, image pull, download, idle tail), which its
+    ``time_s`` includes and the auto-release counts separately."""
+    fixed = plan.get("fixed_costs") or {}
+    return sum(float(v) for k, v in fixed.items()
+               if k.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+
+
 def transfer_s(n_bytes: float, bytes_per_s: float) -> float:
     """Seconds to move ``n_bytes`` at ``bytes_per_s`` (no protocol overhead counted)."""
     return n_bytes / bytes_per_s if bytes_per_s > 0 else math.inf

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuplan.plan.transfer import download_bytes
+from gpuplan.plan.transfer import download_bytes, plan_fixed_s
 
 
 def finite_number(value: Any) -> float | None:
@@ -50,13 +50,11 @@ def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: 
     engine = planned if planned in RENDERED_ENGINES else "vllm"
     bf16, cc = _gpu_dtype_support(gpu)
     params = finite_number((estimate.get("model") or {}).get("params_total"))
-    fixed = plan.get("fixed_costs") or {}
-    plan_fixed_s = sum(float(v) for k, v in fixed.items() if k.endswith("_s") and finite_number(v) is not None)
     return {
         "platform": str(plan.get("platform") or "ecs"), "engine": engine, "engine_planned": planned,
         "ep": _int(par.get("ep") or srv.get("ep"), 1), "dp_attention": bool(par.get("dp_attention") or srv.get("dp_attention")),
         "bf16": bf16, "gpu_cc": cc, "hub": "modelscope" if region.startswith("cn-") else "huggingface",
         "model_bytes": download_bytes(params, getattr(workload, "quantization", None), training),
         "checkpoint_bytes": finite_number((plan.get("storage") or {}).get("checkpoint_bytes")),
-        "plan_fixed_s": plan_fixed_s, "online": getattr(workload, "serving", None) is not None,
+        "plan_fixed_s": plan_fixed_s(plan), "online": getattr(workload, "serving", None) is not None,
     }
