@@ -151,6 +151,10 @@ RULE_INTL_ESTIMATE = N_("cn-shanghai {how} CNY {price}/h ({as_of}; {base_rule}) 
                         "{ratio} (Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
 RULE_HOST = N_("{rule} {sign} {vcpus} vCPUs x {currency} {per_vcpu}/vCPU-h (host price per vCPU, memory included: "
                "{small} {currency} {small_price}/h vs {big} {currency} {big_price}/h, {as_of})")
+# A price borrowed from another region for a plan in a region with no price of its own (plan.cost.PriceBook
+# .price_with_proxy): derived, never a quote for the plan's region.
+RULE_REGION_PROXY = N_("the {source} {billing} price ({how}, {as_of}) used for {region}: no {region} price is known; "
+                       "regions may differ in price")
 # Rules of hand-written rows that no source quotes as such (prices.csv, basis derived or guessed).
 RULE_UNSTATED = N_("the source ({what}) states neither region nor billing mode: assumed {region} {billing}")
 RULE_REGION_UNSTATED = N_("the source ({what}) does not state the region: assumed {region}")

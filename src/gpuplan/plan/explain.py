@@ -13,6 +13,7 @@ from gpuplan.i18n import N_, _
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.context import PlanContext, ckpt_bytes
 from gpuplan.plan.network import network_advice
+from gpuplan.plan.price_check import held_back_reason
 from gpuplan.plan.rank import thin_margin
 from gpuplan.plan.record import Plan
 from gpuplan.plan.search import Searcher
@@ -95,7 +96,8 @@ def headline(ctx: PlanContext, ranked: list[Plan], objective: str) -> tuple[str,
             "billing": _(p.cost.billing or "unpriced"), "cost": _money(p.cost.currency, cost, unit), "where": where}
     out = [_(tmpl).format(**args)]
     if lower is not None:
-        out.append(_why_lower(p, lower, objective))
+        cloud = next((i.cloud for i in ctx.insts if i.instance_type == lower.instance_type), "")
+        out.append(_why_lower(p, lower, objective, cloud))
     return tuple(out)
 
 
@@ -117,13 +119,14 @@ def _shows_less(p: Plan, rest: list[Plan], objective: str) -> Plan | None:
     return None
 
 
-def _why_lower(p: Plan, q: Plan, objective: str) -> str:
-    """Why a plan that shows less ranks lower (one sentence)."""
+def _why_lower(p: Plan, q: Plan, objective: str, cloud: str = "") -> str:
+    """Why a plan that shows less ranks lower (one sentence); held back by its price's margin: how to check
+    that price (plan/price_check.py)."""
     if thin_margin(q) and not thin_margin(p):
         reason = _("it would finish with only {share} of the deadline to spare on spot").format(
             share=f"{max(0.0, q.deadline_slack or 0.0):.1%}")
     elif objective == "cost" and q.cost_margin > p.cost_margin + 1e-9:
-        reason = _("its price is an estimate that may be up to {margin} higher").format(margin=f"{q.cost_margin:.0%}")
+        reason = held_back_reason(q, cloud)
     else:
         reason = _("within the 0.5 % tie the plan with fewer instances ranks first")
     if objective == "time":
