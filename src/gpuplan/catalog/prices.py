@@ -146,11 +146,16 @@ RULE_MAINLAND = N_("cn-shanghai {how} ({currency} {price}/{unit}, {as_of}) appli
 RULE_MAINLAND_ESTIMATE = N_("cn-shanghai {how} ({currency} {price}/{unit}, {as_of}; {base_rule}) applied to {region}: "
                             "mainland list prices assumed equal across cn-hangzhou, cn-shanghai and cn-beijing")
 RULE_INTL = N_("cn-shanghai {how} CNY {price}/h ({as_of}) / {usd_cny} CNY/USD (ECB {fx_date}) x {ratio} "
-               "(Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
+               "(Singapore/mainland per-GPU ratio at {vcpus_per_gpu} vCPUs per GPU: {sg} USD {sg_price}/h vs {sh} CNY "
+               "{sh_price}/h + {match} vCPUs x CNY {per_vcpu}/vCPU-h)")
 RULE_INTL_ESTIMATE = N_("cn-shanghai {how} CNY {price}/h ({as_of}; {base_rule}) / {usd_cny} CNY/USD (ECB {fx_date}) x "
-                        "{ratio} (Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
+                        "{ratio} (Singapore/mainland per-GPU ratio at {vcpus_per_gpu} vCPUs per GPU: {sg} USD "
+                        "{sg_price}/h vs {sh} CNY {sh_price}/h + {match} vCPUs x CNY {per_vcpu}/vCPU-h)")
 RULE_HOST = N_("{rule} {sign} {vcpus} vCPUs x {currency} {per_vcpu}/vCPU-h (host price per vCPU, memory included: "
-               "{small} {currency} {small_price}/h vs {big} {currency} {big_price}/h, {as_of})")
+               "{small} CNY {small_price}/h vs {big} CNY {big_price}/h, {as_of})")
+RULE_HOST_CONVERTED = N_("{rule} {sign} {vcpus} vCPUs x {currency} {per_vcpu}/vCPU-h (host price per vCPU, memory "
+                         "included: {small} CNY {small_price}/h vs {big} CNY {big_price}/h, {as_of}; / {usd_cny} CNY/USD "
+                         "x {ratio})")
 # A price borrowed from another region for a plan in a region with no price of its own (plan.cost.PriceBook
 # .price_with_proxy): derived, never a quote for the plan's region.
 RULE_REGION_PROXY = N_("the {source} {billing} price ({how}, {as_of}) used for {region}: no {region} price is known; "
