@@ -26,6 +26,7 @@ _LABELS = (
     N_("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price"),
     N_("{value} ms"), N_("{value} s"), N_("TPOT"),
     N_("Micro-batch"), N_("Accum."), N_("Global batch"), N_("Bubble"), N_("MFU"), N_("Price as of"),
+    N_("{date} ({days} d), {basis}"),
 )
 
 
