@@ -97,7 +97,7 @@ def collect(cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         cached = _cached(cloud, cache_dir)
         clouds[cloud] = {"bundled": bundled, "cache": cached, "refreshable": cloud in REFRESHABLE_CLOUDS,
                          "prices_from": "cache" if _usable(cached) else "bundled",
-                         "imported": sum(len(i["rows"]) for i in imports if not i["problem"]
+                         "imported": sum(1 for i in imports if not i["problem"]
                                          for r in i["rows"] if (r.get("cloud") or "alibaba") == cloud)}
     return {"schema_version": 1, "cache_dir": str(cache.resolve_cache_dir(cache_dir)), "clouds": clouds,
             "imports": imports}
