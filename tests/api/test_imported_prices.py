@@ -24,15 +24,17 @@ OWN = "your own price: quote.csv, imported"
 
 
 @pytest.fixture
-def imported(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "cache"))
+def imported(tmp_path):
+    # the test session's own cache folder (tests/conftest.py): the API's worker processes are forked from a
+    # fork server that keeps the environment it started with, as a real server keeps its cache folder
     quote = tmp_path / "quote.csv"
     quote.write_text("cloud,instance_type,region,billing,price,currency,unit,date,source\n"
                      f"alibaba,{TYPE},cn-shanghai,payg,2.5,CNY,hour,{QUOTED},console quote\n"
                      f"alibaba,{TYPE},cn-shanghai,subscription,1200,CNY,month,{QUOTED},console quote\n",
                      encoding="utf-8")
     import_prices(quote)
-    return tmp_path
+    yield tmp_path
+    remove()
 
 
 def _own(plan: dict) -> bool:
