@@ -334,7 +334,7 @@ function render() {
         ? el("button", { type: "button", class: "val expand", tabindex: "-1", "aria-expanded": String(open),
                          "aria-controls": "plan-details-" + p.rank, "aria-label": t("details") + " " + text }, text)
         : el("span", { class: "val" }, text);
-      if (sub) val.appendChild(el("small", key === "col_price" && est ? { class: "est" } : null, sub));
+      if (sub) val.appendChild(el("small", key === "col_price" ? { class: est ? "est dated" : "dated" } : null, sub));
       td.appendChild(val);
       tr.appendChild(td);
     }
