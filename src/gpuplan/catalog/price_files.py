@@ -26,7 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuplan.catalog.alibaba_quotes import (QuoteContext, RawRow, bill_rows, describe_price_rows, is_bill)
+from gpuplan.catalog.alibaba_bills import bill_rows, is_bill
+from gpuplan.catalog.alibaba_quotes import QuoteContext, RawRow, describe_price_rows
 from gpuplan.catalog.instances import DEFAULT_CLOUD, available_clouds, get_instance, load_instances, read_csv_rows
 from gpuplan.catalog.offers import (BILLINGS, KNOWN_CURRENCIES, PRICE_COLUMNS, USER_COLUMNS, USER_OPTIONAL_COLUMNS,
                                     Offer, parse_offer_row)
