@@ -11,7 +11,7 @@ from rich.console import Console
 
 from gpuplan.i18n import use_lang
 from gpuplan.plan import recommend
-from gpuplan.plan.price_check import check_command, held_back_reason
+from gpuplan.plan.price_check import check_command, held_back_check, held_back_reason
 from gpuplan.render.recommend import render_recommendation
 
 TODAY = dt.date(2026, 12, 3)
@@ -79,10 +79,13 @@ def test_a_cheaper_plan_held_back_by_its_margin_is_named_with_its_point_price_an
     cheaper = [p for p in rec.all_plans[1:] if p.cost_key is not None and top.cost_key is not None
                and p.cost_key < top.cost_key * (1 - 1e-9) and p.cost_margin > top.cost_margin]
     assert cheaper, "a plan cheaper at its stated price ranks lower because of its price's margin"
-    line = next(w for w in top.advice.why if "shows less" in w)
+    why = list(top.advice.why)
+    at = next(i for i, w in enumerate(why) if "shows less" in w)
+    line, check = why[at], why[at + 1]
     q = next(p for p in rec.all_plans if f"plan {p.rank} ({p.short_name}) shows less" in line)
     assert q in cheaper
     amount, _unit = q.cost.headline
     assert f"{amount:,.2f}" in line                                   # its price at point value
-    assert held_back_reason(q, "alibaba") in line
-    assert f"`gpuplan catalog refresh --region {q.cost.region}`" in line and "`gpuplan catalog import FILE`" in line
+    assert held_back_reason(q) in line
+    assert check == held_back_check(q, "alibaba") and check.startswith(f"plan {q.rank}: check it with")
+    assert f"`gpuplan catalog refresh --region {q.cost.region}`" in check and "`gpuplan catalog import FILE`" in check

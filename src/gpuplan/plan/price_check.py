@@ -36,7 +36,12 @@ def check_command(cloud: str, region: str | None) -> str:
     return _("check it with your console quote: `{import_}`").format(import_=IMPORT_COMMAND)
 
 
-def held_back_reason(q: Plan, cloud: str) -> str:
-    """Why a plan that shows less ranks lower because of its price's margin, and how to check that price."""
-    return _("its price is {how}, counted up to {margin} higher; {check}").format(
-        how=how_obtained(q), margin=f"{q.cost_margin:.0%}", check=check_command(cloud, q.cost.region))
+def held_back_reason(q: Plan) -> str:
+    """Why a plan that shows less ranks lower because of its price's margin (the clause of the headline)."""
+    return _("its price is {how}, counted up to {margin} higher").format(how=how_obtained(q),
+                                                                       margin=f"{q.cost_margin:.0%}")
+
+
+def held_back_check(q: Plan, cloud: str) -> str:
+    """The line after it: how to check that plan's price ("plan 3: check it with `...` or ...")."""
+    return _("plan {rank}: {check}").format(rank=q.rank, check=check_command(cloud, q.cost.region))
