@@ -242,9 +242,9 @@ def bill_rows(rows: list[tuple[int, dict[str, str]]], header: list[str], name: s
                                        "currency": currency, "as_of": date, "notes": note}))
     if currency_note:
         out.notes.append(currency_note)
-    for why, lines in skipped.items():
+    for why, numbers in skipped.items():
         out.notes.append(_("{n} line(s) left out, {why}: {lines}").format(
-            n=len(lines), why=why, lines=", ".join(map(str, lines[:10])) + ("..." if len(lines) > 10 else "")))
+            n=len(numbers), why=why, lines=", ".join(map(str, numbers[:10])) + ("..." if len(numbers) > 10 else "")))
     if not out.rows:
         raise GpuplanError(_("{file}: no GPU instance line found in the bill ({n} line(s) read).").format(
             file=name, n=len(rows)), hint=_("Export the bill's detail lines by billable item (计费项) with the instance "

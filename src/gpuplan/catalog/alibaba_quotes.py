@@ -68,7 +68,7 @@ def _line_of(text: str, pattern: str) -> int | None:
 
 
 def _request(item: dict) -> dict:
-    req = next((item[k] for k in _REQUEST_KEYS if isinstance(item.get(k), dict)), {})
+    req: dict = next((item[k] for k in _REQUEST_KEYS if isinstance(item.get(k), dict)), {})
     return {**{k: v for k, v in item.items() if not isinstance(v, (dict, list))}, **req}
 
 
@@ -140,7 +140,7 @@ def describe_price_rows(doc: object, text: str, name: str, ctx: QuoteContext, to
         original = (line or price).get("OriginalPrice")
         at = _line_of(text, r'"Resource"\s*:\s*"instanceType"' if line is not None else r'"TradePrice"')
         try:
-            amount = float(trade)
+            amount = float(trade)  # type: ignore[arg-type]  # None or text: refused below as not > 0
         except (TypeError, ValueError):
             amount = float("nan")
         hours = _PRICE_UNITS[unit_name] * period_n
