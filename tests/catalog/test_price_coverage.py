@@ -272,7 +272,7 @@ def test_feasible_but_unpriced_types_are_listed_not_dropped():
     rec = recommend({"model": "Qwen/Qwen2.5-0.5B-Instruct", "task": "inference"}, instances=gn7r, top=3)
     d = rec.to_dict()
     assert [u["instance_type"] for u in d["unpriced"]] == ["ecs.gn7r-c16g1.4xlarge"]
-    assert d["unpriced"][0]["reason"] == "feasible, price unknown: refresh or pass --prices"
+    assert d["unpriced"][0]["reason"] == "feasible, price unknown: refresh or import your quote (`gpuplan catalog import FILE`)"
     assert any(w.startswith("feasible, price unknown: ecs.gn7r-c16g1.4xlarge") for w in d["warnings"])
     priced = recommend({"model": "Qwen/Qwen2.5-0.5B-Instruct", "task": "inference"}, top=3)
     assert "ecs.gn7r-c16g1.4xlarge" in {u["instance_type"] for u in priced.to_dict()["unpriced"]}

@@ -25,6 +25,7 @@ import secrets
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from gpuplan.providers.cache import LOCK_TIMEOUT_S, CacheBusy, _fsync_dir, csv_text, read_csv, resolve_cache_dir
 
@@ -138,6 +139,6 @@ def _type_key(name: str) -> str:
     return name[4:] if name.startswith("ecs.") else name
 
 
-def listing(cache_dir: str | os.PathLike[str] | None = None) -> list[dict[str, object]]:
+def listing(cache_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """What is kept, per imported file: its name, stored path and rows (for ``catalog status``)."""
     return [{"import": import_name(p), "path": str(p), "rows": read_csv(p)} for p in import_files(cache_dir)]

@@ -81,7 +81,7 @@ def _imports(cache_dir: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
             read_stored_import(Path(str(entry["path"])), cache_dir)
         except GpuplanError as exc:
             problem = exc.message
-        rows = list(entry["rows"])  # type: ignore[call-overload]  # listing() rows are a list of dicts
+        rows = list(entry["rows"])
         out.append({**entry, "rows": rows, "problem": problem,
                     "source": rows[0].get("source", "") if rows else ""})
     return out
@@ -116,9 +116,28 @@ def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> st
     if _usable(cached):
         assert cached is not None
         regions = ", ".join(f"{r} {str(d or '')[:10]}" for r, d in cached["regions"].items())
-        return _("{cloud} prices: live refresh ({regions}) over the {base}").format(cloud=cloud, regions=regions,
+        text = _("{cloud} prices: live refresh ({regions}) over the {base}").format(cloud=cloud, regions=regions,
                                                                                     base=base)
-    return _("{cloud} prices: {base} (run `gpuplan catalog refresh` for current prices)").format(cloud=cloud, base=base)
+    else:
+        text = _("{cloud} prices: {base} (run `gpuplan catalog refresh` for current prices)").format(cloud=cloud,
+                                                                                                   base=base)
+    mine = _imported_here(cloud, cache_dir)
+    if not mine:
+        return text
+    return _("{text}; your imported prices win over them: {n} from {files}").format(
+        text=text, n=sum(mine.values()), files=", ".join(mine))
+
+
+def _imported_here(cloud: str, cache_dir: str | os.PathLike[str] | None) -> dict[str, int]:
+    """The buyer's imported files with rows for ``cloud`` -> how many (as stored; see catalog status)."""
+    from gpuplan.providers.imported import listing
+
+    out: dict[str, int] = {}
+    for entry in listing(cache_dir):
+        rows = [r for r in entry["rows"] if (r.get("cloud") or "alibaba") == cloud]
+        if rows:
+            out[str(entry["import"])] = len(rows)
+    return out
 
 
 def _age(date_text: str | None, today: dt.date) -> str:
