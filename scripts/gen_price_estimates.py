@@ -24,7 +24,11 @@ cn-shanghai subscription price is published):
    https://help.aliyun.com/document_detail/163808.html).
 3. international: ap-southeast-1 with no same-GPU sibling there -> the cn-shanghai price converted
    at the bundled ECB rate x the Singapore/mainland ratio measured on the one pair with both prices
-   (gn8is: Singapore per-GPU USD vs cn-shanghai per-GPU CNY).
+   (gn8is: Singapore per-GPU USD vs cn-shanghai per-GPU CNY), like for like: the Singapore row has 16
+   vCPUs per GPU (gn8is-2x.8xlarge, 32 vCPUs for 2 L20) and the Shanghai row 8 (gn8is.2xlarge), so the
+   Shanghai price is first brought to 16 vCPUs per GPU with the host price per vCPU (rule 1's HOST_PAIR):
+   (14.63 + 8 x 0.25) CNY = 16.63 CNY per GPU, ratio 1.177 (comparing 8 with 16 vCPUs per GPU gave 1.338).
+   A host price in a Singapore rule is the CNY pair converted the same way, and says so.
 
 Run: PYTHONPATH=src python scripts/gen_price_estimates.py [--check]
 """
@@ -40,8 +44,8 @@ from pathlib import Path
 import yaml
 
 from gpuplan.catalog.instances import clear_cache, load_instances
-from gpuplan.catalog.prices import (RULE_BASIS, RULE_HOST, RULE_INTL, RULE_INTL_ESTIMATE, RULE_MAINLAND,
-                                     RULE_MAINLAND_ESTIMATE, RULE_PER_GPU, RULE_UNITS, RULE_VGPU_MARKUP)
+from gpuplan.catalog.prices import (RULE_BASIS, RULE_HOST, RULE_HOST_CONVERTED, RULE_INTL, RULE_INTL_ESTIMATE,
+                                     RULE_MAINLAND, RULE_MAINLAND_ESTIMATE, RULE_PER_GPU, RULE_UNITS, RULE_VGPU_MARKUP)
 
 CLOUD = "alibaba"
 MAINLAND = ("cn-hangzhou", "cn-beijing")
@@ -117,7 +121,10 @@ def estimate(rows: list[dict]) -> list[dict]:
     host_lo, host_hi, per_vcpu_cny = _host_pair(sourced, insts)
     sg, sh = RATIO_PAIR
     sg_row, sh_row = have[(sg, INTL, "payg")], have[(sh, ANCHOR, "payg")]
-    ratio = (float(sg_row["price"]) / insts[sg].gpu_count) / (float(sh_row["price"]) / insts[sh].gpu_count / usd_cny)
+    # like for like: the Shanghai row brought to the Singapore row's vCPUs per GPU before the per-GPU ratio
+    match_vcpus = _vcpu_per_gpu(insts[sg]) * insts[sh].gpu_count - (insts[sh].vcpus or 0)
+    sh_matched = float(sh_row["price"]) + match_vcpus * per_vcpu_cny
+    ratio = (float(sg_row["price"]) / insts[sg].gpu_count) / (sh_matched / insts[sh].gpu_count / usd_cny)
 
     def per_vcpu(currency: str) -> float:
         return per_vcpu_cny if currency == "CNY" else per_vcpu_cny / usd_cny * ratio
@@ -148,10 +155,13 @@ def estimate(rows: list[dict]) -> list[dict]:
                                            full_price=full_row["price"])
         if abs(extra) < 0.5:
             return rule
-        return RULE_HOST.format(rule=rule, sign="+" if extra > 0 else "-", vcpus=f"{abs(extra):g}",
-                                currency=base["currency"], per_vcpu=_fmt(per_vcpu(base["currency"])),
-                                small=host_lo["instance_type"], small_price=host_lo["price"],
-                                big=host_hi["instance_type"], big_price=host_hi["price"], as_of=host_lo["as_of"])
+        # the host pair is priced in CNY (cn-shanghai); a USD rule says how its price per vCPU was converted
+        template = RULE_HOST if base["currency"] == "CNY" else RULE_HOST_CONVERTED
+        return template.format(rule=rule, sign="+" if extra > 0 else "-", vcpus=f"{abs(extra):g}",
+                               currency=base["currency"], per_vcpu=_fmt(per_vcpu(base["currency"])),
+                               small=host_lo["instance_type"], small_price=host_lo["price"],
+                               big=host_hi["instance_type"], big_price=host_hi["price"], as_of=host_lo["as_of"],
+                               usd_cny=usd_cny, ratio=f"{ratio:.3f}")
 
     def sibling(inst, region: str, table) -> tuple[dict, object] | None:
         pool = [(table[(s.instance_type, region, "payg")], s) for s in insts.values()
@@ -229,7 +239,8 @@ def estimate(rows: list[dict]) -> list[dict]:
         rule = (RULE_INTL_ESTIMATE if base["basis"] != "quoted" else RULE_INTL).format(
             how=RULE_BASIS[base["kind"]], price=base["price"], as_of=base["as_of"], base_rule=base["rule"],
             usd_cny=usd_cny, fx_date=fx_date, ratio=f"{ratio:.3f}", sg=sg, sg_price=sg_row["price"], sh=sh,
-            sh_price=sh_row["price"])
+            sh_price=sh_row["price"], match=f"{match_vcpus:g}", per_vcpu=_fmt(per_vcpu_cny),
+            vcpus_per_gpu=f"{_vcpu_per_gpu(insts[sg]):g}")
         r = row(inst, INTL, "payg", price, base, rule,
                 "estimated: no published Singapore price; converted from the mainland price with a one-pair "
                 "international markup")

@@ -11,3 +11,14 @@ def _isolated_config_dir(tmp_path_factory):
     patch.setenv("GPUPLAN_CONFIG_DIR", str(tmp_path_factory.mktemp("gpuplan-config")))
     yield
     patch.undo()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache_dir(tmp_path_factory):
+    """The developer's price cache (a live refresh, imported prices: `gpuplan catalog import`) must never
+    change test results: the whole run starts from an empty cache folder of its own. Tests that need a
+    cache set GPUPLAN_CACHE_DIR themselves."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path_factory.mktemp("gpuplan-cache")))
+    yield
+    patch.undo()

@@ -439,3 +439,16 @@ def test_workload_downloads_as_yaml_and_loads_back(page, live_server, tmp_path):
     pg.set_input_files("#load-workload", str(bad))
     pg.locator("#form-error").wait_for()
     assert "tsk" in pg.inner_text("#form-error")
+
+
+# ----------------------------------------------------------------------------------------- issue 31
+
+@pytest.mark.parametrize("lang, dated", [("en", r"\d{4}-\d{2}-\d{2} \(\d+ d\)"), ("zh", r"\d{4}-\d{2}-\d{2}（\d+ 天）")])
+def test_every_plan_row_shows_its_own_price_basis_and_date(page, live_server, lang, dated):
+    # not only plan 1's: each row's price cell says how its price was obtained, its date and its age
+    _goto(page, live_server + "/" + SERVING_Q + ("&lang=zh" if lang == "zh" else ""))
+    rows = page.locator("#plans tbody tr[data-rank]")
+    assert rows.count() >= 3
+    for i in range(rows.count()):
+        cell = rows.nth(i).locator("td small.dated")
+        assert cell.count() == 1 and re.search(dated, cell.inner_text()), rows.nth(i).inner_text()

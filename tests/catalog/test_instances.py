@@ -103,6 +103,8 @@ def test_family_sizes_match_the_published_tables():
         "vgn6i-vws": 3, "ebmgn9g": 1, "ebmgn9ge": 1, "ebmgn9gc": 1, "ebmgn8v": 1, "ebmgn8ia": 1, "ebmgn8is": 1,
         "ebmgn7ex": 1, "ebmgn7e": 1, "ebmgn7ix": 1, "ebmgn7i": 1, "ebmgn7": 1, "ebmgn6e": 1, "ebmgn6v": 1,
         "ebmgn6i": 1, "sccgn6": 1, "sccgn6e": 1, "gn4": 6, "vgn5i": 4, "vgn6i": 2, "sccgn6ne": 1,
+        # sold in 2026 per Alibaba's DescribeInstanceTypes, GPU unconfirmed (issue 31)
+        "ebmgn8t": 1, "ebmgn8ts": 1, "ebmgn8te": 1, "ebmgn8ga": 1, "cgn8i": 1,
     })
 
 
@@ -127,17 +129,56 @@ def test_gn7i_c8g1_2xlarge_is_8_vcpu_30_gib_one_a10_16_gbit():
     assert inst.gpu_basis == "named" and inst.interconnect == "pcie" and inst.status == "ga"
 
 
-def test_ebmgn7ex_carries_its_unconfirmed_fields_but_confirmed_erdma():
+def test_ebmgn7ex_is_128_vcpu_1024_gib_8_a100_80gb_160_gbit():
+    # Alibaba's own DescribeInstanceTypes answer (SpareCores dump of 2026-01-31) and S8's eRDMA 160 Gbit/s
     inst = get_instance("ecs.ebmgn7ex.32xlarge")
-    assert {"vcpus", "memory_gib", "gpu_count", "gpu_memory_gib", "gpu"} <= set(inst.unconfirmed)
-    assert (inst.rdma, inst.rdma_gbit_s) == ("erdma", 160.0)  # S8
-    assert "rdma_gbit_s" not in inst.unconfirmed
-    assert inst.network_gbit_s is None  # not captured: unknown, not 0
+    assert (inst.vcpus, inst.memory_gib, inst.gpu_count, inst.gpu_memory_gib, inst.network_gbit_s) == (
+        128, 1024.0, 8.0, 80.0, 160.0)
+    assert (inst.rdma, inst.rdma_gbit_s) == ("erdma", 160.0)
+    assert not {"vcpus", "memory_gib", "gpu_count", "gpu_memory_gib", "network_gbit_s"} & set(inst.unconfirmed)
+    assert "gpu" in inst.unconfirmed   # SXM4 form factor still assumed from NVLink
+    assert any("sc-data-dumps" in s for s in inst.sources)
 
 
-def test_ebmgn7ix_unknown_memory_stays_none():
+def test_ebmgn7ix_has_its_512_gib_and_160_gbit():
     inst = get_instance("ecs.ebmgn7ix.32xlarge")
-    assert inst.memory_gib is None and inst.vcpus == 128 and inst.gpu_count == 8 and inst.pps == 24_000_000
+    assert (inst.memory_gib, inst.network_gbit_s, inst.vcpus, inst.gpu_count, inst.pps) == (
+        512.0, 160.0, 128, 8, 24_000_000)
+    assert "Intel" in inst.cpu and not inst.unconfirmed
+
+
+def test_2026_families_are_listed_unconfirmed_with_what_the_api_says():
+    # DescribeInstanceTypes names internal GPUs (G49, G49E, G59, Lovelace, RTX 5880) that no Alibaba family
+    # page confirms: the types are there, status unconfirmed, so they rank only when asked (include_status)
+    families = load_families()
+    for fam in ("ebmgn8t", "ebmgn8ts", "ebmgn8te", "ebmgn9t", "ebmgn8ga", "cgn8i"):
+        assert families[fam].status == "unconfirmed" and "gpu" in families[fam].unconfirmed, fam
+    facts = {"ecs.ebmgn8t.32xlarge": (8, 24.0, 128, 1024.0, 170.0, "G49"),
+             "ecs.ebmgn8ts.32xlarge": (8, 24.0, 128, 1024.0, 170.0, "G49"),
+             "ecs.ebmgn8te.32xlarge": (8, 48.0, 128, 1024.0, 170.0, "G49E"),
+             "ecs.ebmgn8ga.64xlarge": (4, 48.0, 256, 1536.0, 160.0, "RTX 5880"),
+             "ecs.cgn8i-24g.4xlarge": (1, 24.0, 16, 128.0, 16.0, "Lovelace")}
+    for name, (gpus, mem, vcpus, ram, net, spec) in facts.items():
+        inst = get_instance(name)
+        assert (inst.gpu_count, inst.gpu_memory_gib, inst.vcpus, inst.memory_gib, inst.network_gbit_s) == (
+            gpus, mem, vcpus, ram, net), name
+        assert (inst.status, inst.gpu_basis) == ("unconfirmed", "unconfirmed") and "gpu" in inst.unconfirmed
+        assert f"'{spec}'" in inst.notes and "stand-in" in inst.notes
+    # ebmgn9g: the API says 'L20N' where the family page says a Blackwell professional GPU; both are kept
+    g9 = get_instance("ecs.ebmgn9g.64xlarge")
+    assert g9.gpu == "Blackwell-Pro-48GB" and "'L20N'" in g9.notes
+
+
+def test_unconfirmed_2026_types_rank_only_when_asked():
+    from gpuplan.plan import recommend
+
+    w = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "hardware": {"gpu": "L4-24GB"}}
+    shown = {p.instance_type for p in recommend(w, top=50).all_plans}
+    assert "ecs.cgn8i-24g.4xlarge" not in shown
+    w["constraints"] = {"include_status": ["ga", "unconfirmed"]}
+    rec = recommend(w, top=50)
+    assert "ecs.cgn8i-24g.4xlarge" in {p.instance_type for p in rec.all_plans} | {
+        u["instance_type"] for u in rec.unpriced}
 
 
 def test_vgpu_slices_are_fractional():

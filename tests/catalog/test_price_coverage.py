@@ -79,10 +79,20 @@ def test_estimates_follow_their_rules():
     # Singapore sibling rule: gn8is-8x from the invoiced gn8is-2x (USD 5.886/h for 2 GPUs) x 8
     sg = _payg("ecs.gn8is-8x.32xlarge", "ap-southeast-1")
     assert sg.price == pytest.approx(5.886 / 2 * 8) and sg.currency == "USD"
-    # Singapore conversion rule: mainland price / ECB rate x the gn8is Singapore/mainland ratio
-    ratio = (5.886 / 2) / (14.63 / 6.6529)
+    # Singapore conversion rule: mainland price / ECB rate x the gn8is Singapore/mainland ratio, like for like
+    # (issue 31): the Singapore bill is for 16 vCPUs per GPU (gn8is-2x.8xlarge: 32 vCPUs, 2 L20), the Shanghai
+    # quote for 8 (gn8is.2xlarge), so Shanghai gets 8 more vCPUs at the host price (CNY 0.25/vCPU-h, the gn7i
+    # ladder: (21.53 - 9.53) / 48) before the ratio: 1.177, not the 1.338 of comparing 8 with 16 vCPUs per GPU
+    per_vcpu = (21.53 - 9.53) / (56 - 8)
+    ratio = (5.886 / 2) / ((14.63 + 8 * per_vcpu) / 6.6529)
+    assert ratio == pytest.approx(1.177, abs=1e-3)
     a10 = _payg("ecs.gn7i-c8g1.2xlarge", "ap-southeast-1")
     assert a10.price == pytest.approx(9.74 / 6.6529 * ratio, rel=1e-3) and "6.6529" in a10.rule
+    assert "x 1.177" in a10.rule and "16 vCPUs per GPU" in a10.rule
+    # a USD rule names the CNY host pair in CNY and says how it was converted (it used to label CNY 9.53 as USD)
+    l20 = _payg("ecs.gn8is.2xlarge", "ap-southeast-1")
+    assert "CNY 9.53/h" in l20.rule and "USD 9.53" not in l20.rule and "/ 6.6529 CNY/USD x 1.177" in l20.rule
+    assert not any("USD 9.53" in o.rule or "USD 21.53" in o.rule for o in load_offers("alibaba"))
     # written prices are never overwritten by an estimate: the invoice-derived Singapore rate stays, marked
     # derived (a bill, not a price list), and the 2023 list price stays quoted
     inv = _payg("ecs.gn8is-2x.8xlarge", "ap-southeast-1")
@@ -262,7 +272,7 @@ def test_feasible_but_unpriced_types_are_listed_not_dropped():
     rec = recommend({"model": "Qwen/Qwen2.5-0.5B-Instruct", "task": "inference"}, instances=gn7r, top=3)
     d = rec.to_dict()
     assert [u["instance_type"] for u in d["unpriced"]] == ["ecs.gn7r-c16g1.4xlarge"]
-    assert d["unpriced"][0]["reason"] == "feasible, price unknown: refresh or pass --prices"
+    assert d["unpriced"][0]["reason"] == "feasible, price unknown: refresh or import your quote (`gpuplan catalog import FILE`)"
     assert any(w.startswith("feasible, price unknown: ecs.gn7r-c16g1.4xlarge") for w in d["warnings"])
     priced = recommend({"model": "Qwen/Qwen2.5-0.5B-Instruct", "task": "inference"}, top=3)
     assert "ecs.gn7r-c16g1.4xlarge" in {u["instance_type"] for u in priced.to_dict()["unpriced"]}

@@ -128,21 +128,25 @@ def test_user_price_file_overrides_cache_and_fills_defaults(tmp_path):
     _write(cache / "clouds" / "alibaba" / "prices.csv",
            ["ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,8.88,hour,CNY,2026-11-01,DescribePrice,confirmed,"])
     user = _write(tmp_path / "mine.csv", ["GN7I-C8G1.2XLARGE,cn-shanghai,payg,5.5,hour,CNY,2026-10-01",
-                                          "gn8v.4xlarge,cn-hongkong,spot,4000,month,HKD,2026-10-01"],
+                                          "gn8v.4xlarge,cn-hongkong,spot,600,month,USD,2026-10-01"],
                   header="instance_type,region,billing,price,unit,currency,as_of")
     offers = offers_for("gn7i-c8g1.2xlarge", region="cn-shanghai", billing="payg", cache_dir=cache, extra_files=[user])
     assert [(o.price, o.confidence, o.origin, o.kind) for o in offers] == [(5.5, "confirmed", "user:mine.csv", "user")]
     assert offers[0].source == "user price file mine.csv"
     hk = offers_for("gn8v.4xlarge", cache_dir=cache, extra_files=[user])
-    assert (hk[0].currency, hk[0].region, hk[0].billing) == ("HKD", "cn-hongkong", "spot")
+    assert (hk[0].currency, hk[0].region, hk[0].billing) == ("USD", "cn-hongkong", "spot")
     assert "your price file mine.csv" in price_note(hk[0], TODAY)
 
 
 @pytest.mark.parametrize("row, message", [
     ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,0,hour,CNY,2026-10-01", "price must be > 0"),
     ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,abc,hour,CNY,2026-10-01", "not a number"),
-    ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,1,hour,CNY,01/10/2026", "as_of must be a date"),
-    ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,hourly,1,hour,CNY,2026-10-01", "'billing' has unknown value"),
+    ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,1,hour,CNY,01/10/2026", "the date must look like 2026-11-30"),
+    ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,-1,hour,CNY,2026-10-01", "price must be > 0"),
+    ("ecs.gn7i-c8g1.2xlarge,cn-shangai,payg,1,hour,CNY,2026-10-01", "unknown alibaba region 'cn-shangai'"),
+    ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,1,hour,HKD,2026-10-01", "unknown currency 'HKD'"),
+    ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,1,hour,CNY,2099-10-01", "is in the future"),
+    ("ecs.gn7i-c8g1.2xlarge,cn-shanghai,hourly,1,hour,CNY,2026-10-01", "unknown billing mode 'hourly'"),
     ("ecs.gn7i-c8g1.2xlarg,cn-shanghai,payg,1,hour,CNY,2026-10-01", "Unknown instance type"),
 ])
 def test_bad_user_price_file_names_the_line(tmp_path, row, message):

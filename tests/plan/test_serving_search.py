@@ -15,7 +15,7 @@ from gpuplan.catalog.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.i18n import use_lang
 from gpuplan.plan import recommend
-from gpuplan.plan.aliases import merge_aliases, offer_key
+from gpuplan.plan.aliases import machine, merge_aliases, offer_key
 from gpuplan.plan.rank import SLACK_MIN, TIE_TOLERANCE, pessimistic_cost, thin_margin
 from gpuplan.plan.serving_config import weight_format
 from gpuplan.plan.serving_report import sla_met
@@ -70,21 +70,34 @@ def test_no_plan_lists_the_same_machine_twice(r1):
     assert "ecs.gn8v-tee-8x.16xlarge" in named
 
 
-def test_gn7e_and_ebmgn7e_are_one_offer():
-    rec = recommend({**R1, "hardware": {"gpu": "A100-SXM4-80GB"}}, top=20)
-    names = [(p.instance_type, p.aliases) for p in rec.all_plans if p.is_ecs and p.cost.billing == "subscription"]
-    assert not ({"ecs.gn7e-c16g1.32xlarge", "ecs.ebmgn7e.32xlarge"} <= {n for n, _a in names})
-    merged = [a for n, a in names if n in ("ecs.gn7e-c16g1.32xlarge", "ecs.ebmgn7e.32xlarge")]
-    assert any(set(a) & {"ecs.gn7e-c16g1.32xlarge", "ecs.ebmgn7e.32xlarge"} for a in merged)
+def test_bare_metal_and_vm_are_never_one_offer():
+    # issue 31: ecs.ebmgn8v.48xlarge (bare metal, 170 Gbit/s) is not ecs.gn8v-8x.48xlarge (a VM, 100 Gbit/s),
+    # and ebmgn7e (bare metal) is not gn7e-c16g1.32xlarge (a VM), whatever their prices
+    for gpu in ("A100-SXM4-80GB", "H20-96GB"):
+        rec = recommend({**R1, "hardware": {"gpu": gpu}}, top=20)
+        for p in rec.all_plans:
+            kind = machine(p.instance_type)
+            assert all(machine(a) == kind for a in p.aliases), (p.instance_type, p.aliases)
+    bm, vm = machine("ecs.ebmgn8v.48xlarge"), machine("ecs.gn8v-8x.48xlarge")
+    assert bm is not None and vm is not None and bm[0] == "bare-metal" and vm[0] == "vm" and bm != vm
+    assert machine("ecs.ebmgn7e.32xlarge") != machine("ecs.gn7e-c16g1.32xlarge")
+
+
+def test_same_priced_bare_metal_twin_of_a_vm_is_kept_apart(r1):
+    # the same plan, the same price and links, on the bare-metal type and on the VM: two offers
+    p = replace(next(q for q in r1.all_plans if q.is_ecs), aliases=())
+    out = merge_aliases([replace(p, instance_type="ecs.ebmgn8v.48xlarge"), replace(p, instance_type="ecs.gn8v-8x.48xlarge")])
+    assert [q.instance_type for q in out] == ["ecs.ebmgn8v.48xlarge", "ecs.gn8v-8x.48xlarge"]
+    assert not out[0].aliases and not out[1].aliases
 
 
 def test_merge_keeps_the_first_name_and_lists_the_others(r1):
-    p = replace(r1.all_plans[0], aliases=())
-    twin = replace(p, instance_type="ecs.twin-8x.16xlarge")
+    p = replace(next(q for q in r1.all_plans if q.instance_type == "ecs.gn8v-8x.16xlarge"), aliases=())
+    twin = replace(p, instance_type="ecs.gn8v-tee-8x.16xlarge")   # the same VM with confidential computing
     other = replace(p, cost=replace(p.cost, price_per_hour=(p.cost.price_per_hour or 0) + 1.0))
     out = merge_aliases([p, twin, other])
     assert [q.instance_type for q in out] == [p.instance_type, p.instance_type]
-    assert "ecs.twin-8x.16xlarge" in out[0].aliases and not out[1].aliases
+    assert "ecs.gn8v-tee-8x.16xlarge" in out[0].aliases and not out[1].aliases
 
 
 # ----------------------------------------------------------------------------- the serving block

@@ -1,4 +1,5 @@
-"""Price offers: the bundled snapshot, overlaid by the live-refresh cache and the user's price files.
+"""Price offers: the bundled snapshot, overlaid by the live-refresh cache, the buyer's imported prices
+and ``--prices`` files.
 
 Data: ``data/clouds/<cloud>/prices.csv`` (schema in docs/catalog-schema.md). The Alibaba snapshot
 is the cn-shanghai console price list of June 2023 as copied by a third party
@@ -9,214 +10,71 @@ figure comes from) and ``basis`` (quoted | derived | guessed: how it was obtaine
 guessed price its ``rule``. A missing price is no row (None), never 0.
 
 Overlay order (lowest first): bundled < the cached ``prices.csv`` (the live refresh's snapshot in
-use, checked against its manifest; see gpuplan.providers.cache) < ``--prices`` files. A row of a higher layer replaces every lower-layer row with the same
-(cloud, instance_type, region, billing); rows within one layer are all kept (e.g. two dates).
+use, checked against its manifest; see gpuplan.providers.cache) < the buyer's imported prices
+(``gpuplan catalog import``, kept in the cache: gpuplan.providers.imported) < ``--prices`` files (one
+command). A row of a higher layer replaces every lower-layer row with the same (cloud, instance_type,
+region, billing); rows within one layer are all kept (e.g. two dates). :func:`load_offers` is the one
+function every answer reads prices through (CLI, Python API, REST API, the page and plan bundles).
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
+import logging
 import os
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
 
-from gpuplan.catalog.instances import (
-    DEFAULT_CLOUD,
-    available_clouds,
-    cache_file,
-    get_instance,
-    load_instances,
-    load_sources,
-    parse_number,
-    read_csv_rows,
+from gpuplan.catalog.instances import available_clouds, cache_file, get_instance, load_instances, load_sources
+from gpuplan.catalog.offers import (  # noqa: F401  (the price record and its schema, re-exported)
+    BILLINGS,
+    CONFIDENCES,
+    KNOWN_CURRENCIES,
+    OPTIONAL_PRICE_COLUMNS,
+    PRICE_BASES,
+    PRICE_COLUMNS,
+    PRICE_KINDS,
+    STALE_AFTER_DAYS,
+    UNITS,
+    Offer,
+    parse_prices_csv,
+    read_price_text,
 )
-from gpuplan.errors import GpuplanError, did_you_mean
-from gpuplan.units import HOURS_PER_MONTH
+from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _, localize
 
-PRICE_COLUMNS: tuple[str, ...] = (
-    "instance_type", "region", "billing", "price", "unit", "currency", "as_of", "source", "confidence", "notes",
-)
-# Optional columns (added after the first schema, so older cache files without them still load):
-# ``kind`` says who the price comes from, ``basis`` how it was obtained, ``rule`` how a derived or
-# guessed price was computed.
-OPTIONAL_PRICE_COLUMNS: tuple[str, ...] = ("kind", "rule", "basis")
-# official = the provider's own page, API or price file; third-party = someone else's transcription,
-# scrape or invoice read-out; inferred = arithmetic on sourced numbers (e.g. a per-GPU split);
-# estimated = a rule applied where no source exists (the ``rule`` column says which); user = your file.
-PRICE_KINDS = ("official", "third-party", "inferred", "estimated", "user")
-# How a price was obtained (every row says one; docs/catalog-schema.md):
-# quoted  = read for this very type, region and billing mode from a price list, calculator or API (the
-#           provider's own, a live refresh, your quote, or a third party's copy of one: ``kind`` says whose);
-# derived = computed from another row by a stated rule (a sibling size's per-GPU price, another region,
-#           a currency, an invoice): the ``rule`` column names the row and the arithmetic;
-# guessed = an assumption with no row behind it (a region or billing mode the source does not state,
-#           a spot fraction): the ``rule`` column says what was assumed.
-PRICE_BASES = ("quoted", "derived", "guessed")
-# Kind and basis of a row that does not say: a live refresh reads the provider's API (official, quoted).
-_DEFAULT_KIND = {"bundled": None, "cache": "official"}
-_DEFAULT_BASIS = {"bundled": None, "cache": "quoted", "user": "quoted"}
-# A user's price file may leave these out (defaults below) and may add a `cloud` column.
-# (basis: quoted, or derived for a row the user marks estimated)
-_USER_OPTIONAL = {"source": None, "confidence": "confirmed", "notes": "", "kind": "user", "rule": "", "basis": ""}
-_USER_COLUMNS = PRICE_COLUMNS + OPTIONAL_PRICE_COLUMNS + ("cloud",)
-BILLINGS = ("payg", "subscription", "spot")
-UNITS = ("hour", "month")
-CONFIDENCES = ("confirmed", "unconfirmed")
-STALE_AFTER_DAYS = 180
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
-
-
-@dataclass(frozen=True)
-class Offer:
-    """One price for one instance type, region and billing mode, with its date and source."""
-
-    cloud: str
-    instance_type: str
-    region: str
-    billing: str
-    price: float
-    unit: str
-    currency: str
-    as_of: dt.date
-    source: str
-    confidence: str
-    notes: str
-    origin: str = "bundled"  # bundled | cache | user:<file name>
-    kind: str = "third-party"  # one of PRICE_KINDS: who the figure comes from
-    rule: str = ""             # how a derived or guessed price was computed (required unless quoted)
-    basis: str = "quoted"      # one of PRICE_BASES: how the figure was obtained
-
-    @property
-    def estimated(self) -> bool:
-        """True for a derived or guessed price (nobody quoted this price for this type, region and billing)."""
-        return self.basis != "quoted"
-
-    @property
-    def price_per_hour(self) -> float:
-        """Hourly price; a monthly price is spread over HOURS_PER_MONTH (730) hours."""
-        return self.price if self.unit == "hour" else self.price / HOURS_PER_MONTH
-
-    @property
-    def price_per_month(self) -> float:
-        """Monthly price; an hourly price times HOURS_PER_MONTH (730)."""
-        return self.price if self.unit == "month" else self.price * HOURS_PER_MONTH
-
-    def age_days(self, today: dt.date | None = None) -> int:
-        return ((today or dt.date.today()) - self.as_of).days
-
-    def is_stale(self, today: dt.date | None = None, max_age_days: int = STALE_AFTER_DAYS) -> bool:
-        return self.age_days(today) > max_age_days
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["as_of"] = self.as_of.isoformat()
-        out["price_per_hour"] = self.price_per_hour
-        out["price_per_month"] = self.price_per_month
-        return out
-
-
-def _parse_offer(row: dict[str, str], cloud: str, origin: str, where: str) -> Offer:
-    for col in ("instance_type", "region", "billing", "price", "unit", "currency", "as_of", "source", "confidence"):
-        if not row.get(col):
-            raise GpuplanError(_("{where}: column {col!r} is empty.").format(where=where, col=col),
-                               hint=_("Delete the row if no price is known: no row means 'no price', never 0."))
-    price = parse_number(row["price"], "price", where)
-    if not price or price <= 0:
-        raise GpuplanError(_("{where}: price must be > 0, got {row!r}.").format(where=where, row=row['price']),
-                           hint=_("Delete the row if no price is known: no row means 'no price', never 0."))
-    try:
-        as_of = dt.date.fromisoformat(row["as_of"])
-    except ValueError:
-        raise GpuplanError(_("{where}: as_of must be a date like 2024-05-31, got {row!r}.").format(where=where, row=row['as_of']), hint="") from None
-    currency = row["currency"].upper()
-    if not _CURRENCY.match(currency):
-        raise GpuplanError(_("{where}: currency must be a 3-letter code like CNY or USD, got {row!r}.").format(where=where, row=row['currency']),
-                           hint="")
-    kind = (row.get("kind") or "").lower() or _DEFAULT_KIND.get(origin.split(":")[0]) or ""
-    if not kind:
-        raise GpuplanError(_("{where}: column 'kind' is empty.").format(where=where),
-                           hint=_("Say how the price was obtained: {PRICE_KINDS}.").format(PRICE_KINDS=', '.join(PRICE_KINDS)))
-    basis = (row.get("basis") or "").lower() or (
-        "derived" if kind == "estimated" and origin.startswith("user:") else _DEFAULT_BASIS.get(origin.split(":")[0])) or ""
-    if not basis:
-        raise GpuplanError(_("{where}: column 'basis' is empty.").format(where=where),
-                           hint=_("Say how the price was obtained: {bases}.").format(bases=", ".join(PRICE_BASES)))
-    row = {**row, "kind": kind, "basis": basis}
-    for col, allowed in (("billing", BILLINGS), ("unit", UNITS), ("confidence", CONFIDENCES), ("kind", PRICE_KINDS),
-                         ("basis", PRICE_BASES)):
-        if row[col].lower() not in allowed:
-            raise GpuplanError(_("{where}: column {col!r} has unknown value {row!r}.").format(where=where, col=col, row=row[col]),
-                               hint=_("Allowed: {allowed}.").format(allowed=', '.join(allowed)))
-    rule = row.get("rule") or ""
-    if basis != "quoted" and not rule:
-        raise GpuplanError(_("{where}: a derived or guessed price needs its rule (column 'rule').").format(where=where),
-                           hint=_("Write how the number was computed, e.g. 'per-GPU price of <sibling> x 8'."))
-    if kind == "estimated" and basis == "quoted":
-        raise GpuplanError(_("{where}: an estimated price cannot be quoted.").format(where=where),
-                           hint=_("Set basis to derived or guessed and say the rule."))
-    return Offer(cloud=cloud, instance_type=row["instance_type"], region=row["region"].lower(),
-                 billing=row["billing"].lower(), price=float(price), unit=row["unit"].lower(), currency=currency,
-                 as_of=as_of, source=row["source"], confidence=row["confidence"].lower(),
-                 notes=row.get("notes", ""), origin=origin, kind=kind, rule=rule, basis=basis)
-
-
-def _read(path: Path, label: str) -> str:
-    from gpuplan.safeio import read_text_bounded
-
-    return read_text_bounded(path, label, encoding="utf-8-sig")
-
-
-def parse_prices_csv(text: str, cloud: str, source: str, origin: str = "bundled") -> list[Offer]:
-    """Parse a bundled or cached prices.csv; malformed -> GpuplanError naming the file and line."""
-    return list(_parse_prices_cached(text, cloud, source, origin))
-
-
-@lru_cache(maxsize=16)
-def _parse_prices_cached(text: str, cloud: str, source: str, origin: str) -> tuple[Offer, ...]:
-    # keyed by the file's text: an edited or refreshed file is parsed again (offers are frozen)
-    return tuple(_parse_offer(row, cloud, origin, f"{source}, line {line}")
-                 for line, row in read_csv_rows(text, source, PRICE_COLUMNS))
+log = logging.getLogger("gpuplan")
 
 
 def read_user_prices(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> list[Offer]:
-    """A user's price file (``--prices``): the prices.csv schema, plus an optional ``cloud`` column
-    (default alibaba); ``source`` defaults to the file, ``confidence`` to confirmed, ``notes`` to ''.
-    Instance types are checked against the catalog (did-you-mean on a typo)."""
-    path = Path(path).expanduser()
-    text = _read(path, "price file")
-    required = [c for c in PRICE_COLUMNS if c not in _USER_OPTIONAL]
-    rows = read_csv_rows(text, str(path), required)
-    header = [h.strip() for h in next(csv.reader(text.splitlines()), [])]
-    unknown = [c for c in header if c not in _USER_COLUMNS]
-    if unknown:
-        close = {u: did_you_mean(u, _USER_COLUMNS, n=1) for u in unknown}
-        hint = "; ".join(_("{column!r}: did you mean {close!r}?").format(column=u, close=c[0])
-                         for u, c in close.items() if c)
-        raise GpuplanError(_("{path}: unknown column(s) {unknown}.").format(path=path, unknown=', '.join(unknown)),
-                           hint=hint or _("Allowed columns: {columns}.").format(columns=", ".join(_USER_COLUMNS)))
-    offers = []
-    for line, row in rows:
-        where = f"{path}, line {line}"
-        cloud = (row.get("cloud") or DEFAULT_CLOUD).lower()
-        if cloud not in available_clouds():
-            raise GpuplanError(_("{where}: unknown cloud {entry!r}.").format(where=where, entry=row.get('cloud')),
-                               hint=_("Known clouds: {available_clouds}.").format(available_clouds=', '.join(available_clouds())))
-        for col, default in _USER_OPTIONAL.items():
-            if not row.get(col):
-                row[col] = default if default is not None else f"user price file {path.name}"
+    """A user's price file (``--prices``), checked by the same validator as ``gpuplan catalog import``
+    (gpuplan.catalog.price_files): the prices.csv schema (``date`` may stand for ``as_of``) plus an
+    optional ``cloud`` column, a DescribePrice answer or an Alibaba bill export. The whole file is checked
+    (instance types and regions with did-you-mean, prices > 0, dates, currencies) before any row is used."""
+    from gpuplan.catalog.price_files import read_price_file
+
+    return list(read_price_file(path, cache_dir=cache_dir).offers)
+
+
+_warned: set[str] = set()
+
+
+def imported_offers(clouds: Iterable[str], cache_dir: str | os.PathLike | None = None) -> list[Offer]:
+    """The buyer's imported prices (``gpuplan catalog import``) of ``clouds``. A stored import that no
+    longer passes the checks (edited by hand, or naming a type the catalog has dropped) is left out with
+    a one-line warning; ``gpuplan catalog status`` shows it."""
+    from gpuplan.catalog.price_files import read_stored_import
+    from gpuplan.providers.imported import import_files
+
+    wanted = set(clouds)
+    out: list[Offer] = []
+    for path in import_files(cache_dir):
         try:
-            inst = get_instance(row["instance_type"], cloud, cache_dir)
+            out.extend(o for o in read_stored_import(path, cache_dir) if o.cloud in wanted)
         except GpuplanError as exc:
-            raise GpuplanError(_("{where}: {message}").format(where=where, message=exc.message), hint=exc.hint) from None
-        row["instance_type"] = inst.instance_type
-        offers.append(_parse_offer(row, cloud, f"user:{path.name}", where))
-    return offers
+            if str(path) not in _warned:
+                _warned.add(str(path))
+                log.warning("warning: your imported prices %s are not used: %s", path, exc.message)
+    return out
 
 
 def _layers(cloud: str, cache_dir: str | os.PathLike | None) -> list[list[Offer]]:
@@ -229,7 +87,8 @@ def _layers(cloud: str, cache_dir: str | os.PathLike | None) -> list[list[Offer]
                                        f"bundled data/clouds/{cloud}/prices.csv"))
     cached = cache_file(cloud, "prices.csv", cache_dir)
     if cached.is_file():
-        layers.append(parse_prices_csv(_read(cached, "cached price file"), cloud, str(cached), origin="cache"))
+        layers.append(parse_prices_csv(read_price_text(cached, "cached price file"), cloud, str(cached),
+                                       origin="cache"))
     return layers
 
 
@@ -249,6 +108,7 @@ def load_offers(
     layers: list[list[Offer]] = []
     for c in clouds:
         layers.extend(_layers(c, cache_dir))
+    layers.append(imported_offers(clouds, cache_dir))
     for path in extra_files:
         layers.append([o for o in read_user_prices(path, cache_dir) if o.cloud in clouds])
     merged: list[Offer] = []
@@ -286,11 +146,20 @@ RULE_MAINLAND = N_("cn-shanghai {how} ({currency} {price}/{unit}, {as_of}) appli
 RULE_MAINLAND_ESTIMATE = N_("cn-shanghai {how} ({currency} {price}/{unit}, {as_of}; {base_rule}) applied to {region}: "
                             "mainland list prices assumed equal across cn-hangzhou, cn-shanghai and cn-beijing")
 RULE_INTL = N_("cn-shanghai {how} CNY {price}/h ({as_of}) / {usd_cny} CNY/USD (ECB {fx_date}) x {ratio} "
-               "(Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
+               "(Singapore/mainland per-GPU ratio at {vcpus_per_gpu} vCPUs per GPU: {sg} USD {sg_price}/h vs {sh} CNY "
+               "{sh_price}/h + {match} vCPUs x CNY {per_vcpu}/vCPU-h)")
 RULE_INTL_ESTIMATE = N_("cn-shanghai {how} CNY {price}/h ({as_of}; {base_rule}) / {usd_cny} CNY/USD (ECB {fx_date}) x "
-                        "{ratio} (Singapore/mainland per-GPU ratio of {sg} USD {sg_price}/h vs {sh} CNY {sh_price}/h)")
+                        "{ratio} (Singapore/mainland per-GPU ratio at {vcpus_per_gpu} vCPUs per GPU: {sg} USD "
+                        "{sg_price}/h vs {sh} CNY {sh_price}/h + {match} vCPUs x CNY {per_vcpu}/vCPU-h)")
 RULE_HOST = N_("{rule} {sign} {vcpus} vCPUs x {currency} {per_vcpu}/vCPU-h (host price per vCPU, memory included: "
-               "{small} {currency} {small_price}/h vs {big} {currency} {big_price}/h, {as_of})")
+               "{small} CNY {small_price}/h vs {big} CNY {big_price}/h, {as_of})")
+RULE_HOST_CONVERTED = N_("{rule} {sign} {vcpus} vCPUs x {currency} {per_vcpu}/vCPU-h (host price per vCPU, memory "
+                         "included: {small} CNY {small_price}/h vs {big} CNY {big_price}/h, {as_of}; / {usd_cny} CNY/USD "
+                         "x {ratio})")
+# A price borrowed from another region for a plan in a region with no price of its own (plan.cost.PriceBook
+# .price_with_proxy): derived, never a quote for the plan's region.
+RULE_REGION_PROXY = N_("the {source} {billing} price ({how}, {as_of}) used for {region}: no {region} price is known; "
+                       "regions may differ in price")
 # Rules of hand-written rows that no source quotes as such (prices.csv, basis derived or guessed).
 RULE_UNSTATED = N_("the source ({what}) states neither region nor billing mode: assumed {region} {billing}")
 RULE_REGION_UNSTATED = N_("the source ({what}) does not state the region: assumed {region}")
@@ -312,7 +181,8 @@ QUOTED_BY_THIRD_PARTY = N_("quoted, third-party copy")
 
 
 def basis_label(offer: Offer) -> str:
-    """How a price was obtained, in a few words: "quoted", "quoted, third-party copy", "derived", "guessed"."""
+    """How a price was obtained, in a few words: "quoted", "quoted, third-party copy", "derived", "guessed"
+    (whose quote it is, yours included, the source label says)."""
     if offer.basis == "quoted" and offer.kind == "third-party":
         return _(QUOTED_BY_THIRD_PARTY)
     return _(BASIS_WORDS.get(offer.basis, offer.basis))
@@ -320,6 +190,8 @@ def basis_label(offer: Offer) -> str:
 
 def source_label(offer: Offer) -> str:
     """A few words on where a price comes from, for notes ("third-party console snapshot")."""
+    if offer.origin.startswith("import:"):
+        return localize(offer.source)   # "your own price: quote.csv, imported 2026-12-03" (price_files.SOURCE_*)
     if offer.origin.startswith("user:"):
         return _("your price file {name}").format(name=offer.origin[5:])
     if offer.origin == "cache":

@@ -1,7 +1,9 @@
-"""Catalog listings: gpus, instances, models, show, schema, and `catalog refresh|status`."""
+"""Catalog listings: gpus, instances, models, show, schema, and `catalog refresh|status|import|forget`."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -158,3 +160,111 @@ def catalog_status(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
         return print_status(as_json=as_json)
 
     raise _Exit(run_guarded(body, as_json, lang) or 0)
+
+
+_FORMAT_NAMES = {"csv": N_("price CSV"), "describe-price": N_("DescribePrice answer"), "bill": N_("bill export")}
+_FileArg = Annotated[Optional[Path], typer.Argument(help="Your price file: a CSV (cloud, instance_type, region, "
+                                                       "billing, price, currency, unit, date, source), a "
+                                                       "DescribePrice JSON answer, or an Alibaba bill export.")]
+_TypeOpt = Annotated[Optional[str], typer.Option("--instance-type", help="The instance type a DescribePrice answer "
+                                                 "was asked for (with --remove: forget this type's prices).")]
+
+
+@catalog_app.command("import")
+def catalog_import(
+    file: _FileArg = None,
+    fmt: Annotated[str, typer.Option("--format", help="auto, csv, describe-price or bill.")] = "auto",
+    instance_type: _TypeOpt = None,
+    region: Annotated[Optional[str], typer.Option("--region", help="The region a DescribePrice answer was asked "
+                                                                   "for.")] = None,
+    billing: Annotated[Optional[str], typer.Option("--billing", help="payg, subscription or spot (what a "
+                                                                     "DescribePrice answer was asked for).")] = None,
+    date: Annotated[Optional[str], typer.Option("--date", help="The quote's date (default: the file's, else "
+                                                               "today).")] = None,
+    currency: Annotated[Optional[str], typer.Option("--currency", help="CNY or USD, for a bill without a currency "
+                                                                       "column.")] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Forget imported prices: all, those of FILE, or those "
+                                                          "of --instance-type.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the file and show the prices; keep "
+                                                            "nothing.")] = False,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Keep your own prices (a console quote, a DescribePrice answer, a bill): they win over the bundled and
+    refreshed prices in every answer until you remove them."""
+    def body(lg: str) -> int:
+        if remove:
+            return _forget(file.name if file else None, instance_type, as_json)
+        if file is None:
+            raise GpuplanError(_("Give the price file to import."),
+                               hint=_("gpuplan catalog import quote.csv (or --remove to forget imported prices)"))
+        from gpuplan.catalog.alibaba_quotes import QuoteContext
+        from gpuplan.catalog.price_files import import_prices
+
+        ctx = QuoteContext(instance_type=instance_type, region=region, billing=billing, date=date, currency=currency)
+        result = import_prices(file, fmt=fmt, ctx=ctx, dry_run=dry_run)
+        if as_json:
+            _emit_json({"schema_version": 1, **result.to_dict()})
+            return 0
+        console = _console()
+        done = (_("Checked {n} price(s) from {file} ({format}); nothing kept (--dry-run).") if dry_run
+                else _("Imported {n} price(s) from {file} ({format}), kept in {stored}; they win over the bundled "
+                       "and refreshed prices in every answer."))
+        console.print(done.format(n=len(result.file.offers), file=result.file.path.name,
+                                  format=_(_FORMAT_NAMES[result.file.format]), stored=result.stored), highlight=False)
+        from gpuplan.catalog.prices import price_note
+
+        for o in result.file.offers:
+            console.print(f"  {o.instance_type}  {o.billing}  {price_note(o)}", highlight=False)
+        for note in result.file.notes:
+            console.print(f"  - {note}", highlight=False)
+        return 0
+
+    raise _Exit(_guard_cache(lambda: run_guarded(body, as_json, lang), as_json))
+
+
+@catalog_app.command("forget")
+def catalog_forget(
+    name: Annotated[Optional[str], typer.Argument(help="The imported file's name (as `catalog status` lists it); "
+                                                       "all imported prices when left out.")] = None,
+    instance_type: _TypeOpt = None,
+    as_json: JsonOpt = False, lang: LangOpt = None,
+) -> None:
+    """Forget imported prices (all, one imported file's, or one instance type's): the same as
+    `gpuplan catalog import --remove`."""
+    raise _Exit(_guard_cache(lambda: run_guarded(lambda lg: _forget(name, instance_type, as_json), as_json, lang),
+                             as_json))
+
+
+def _forget(name: str | None, instance_type: str | None, as_json: bool) -> int:
+    from gpuplan.providers.imported import imports_dir, remove
+
+    removed = remove(file_name=name, instance_type=instance_type)
+    if as_json:
+        _emit_json({"schema_version": 1, "removed": removed, "imports": str(imports_dir())})
+        return 0
+    console = _console()
+    if not removed:
+        console.print(_("No imported price matched; nothing removed (see `gpuplan catalog status`)."), highlight=False)
+        return 0
+    console.print(_("Removed {n} imported price(s); the bundled or refreshed prices apply again:").format(
+        n=len(removed)), highlight=False)
+    for r in removed:
+        console.print(f"  {r['import']}: {r['instance_type']} {r['region']} {r['billing']} {r['currency']} "
+                      f"{r['price']}/{r['unit']} ({r['as_of']})", highlight=False)
+    return 0
+
+
+def _guard_cache(run, as_json: bool) -> int:
+    """Exit 1 with one line when the cache cannot be written or locked (nothing was changed)."""
+    from gpuplan.providers.cache import CacheBusy
+
+    try:
+        return run() or 0
+    except (CacheBusy, OSError) as exc:
+        message = _("could not write your imported prices ({reason}); nothing was changed.").format(
+            reason=getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
+        if as_json:
+            _emit_json({"error": message, "hint": "", "exit_code": 1})
+        else:
+            print(_("error: {message}").format(message=message), file=sys.stderr)
+        return 1

@@ -1,11 +1,13 @@
 """Same machine, two names: plans that are the same hardware at the same price are shown once.
 
-Alibaba sells some machines under several instance-type names (ecs.gn7e-c16g1.32xlarge and
-ecs.ebmgn7e.32xlarge: 8 x A100-SXM4-80GB on NVSwitch, the same price; ecs.gn8v-8x.16xlarge and its
-confidential-computing twin ecs.gn8v-tee-8x.16xlarge). Two plans are the same offer when they run on
-the same platform, GPU, GPU count, instance count, links (intra-node link, RDMA, inter-node bandwidth),
-layout, billing mode, region and price (per hour and per month, to the cent). The first in rank order
-is kept; the others are named in its ``aliases``.
+Alibaba sells some machines under several instance-type names (ecs.gn8v-8x.16xlarge and its
+confidential-computing twin ecs.gn8v-tee-8x.16xlarge, the same price). Two plans are the same offer when
+they run on the same platform, GPU, GPU count, instance count, links (intra-node link, RDMA, inter-node
+bandwidth), layout, billing mode, region and price (per hour and per month, to the cent), and on the same
+kind of machine with the same network: a bare-metal type and a VM are never the same machine
+(ecs.ebmgn8v.48xlarge, bare metal with 170 Gbit/s, is not ecs.gn8v-8x.48xlarge, a VM with 100 Gbit/s,
+whatever their prices), nor are two types whose published network or RDMA bandwidth differ. The first in
+rank order is kept; the others are named in its ``aliases``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from gpuplan.catalog.instances import available_clouds, load_instances
 from gpuplan.plan.record import Plan
+
+
+def machine(instance_type: str) -> tuple | None:
+    """(kind, network Gbit/s, RDMA Gbit/s) of a catalog instance type: vm | bare-metal | vgpu | scc."""
+    for cloud in available_clouds():
+        inst = load_instances(cloud).get(instance_type)
+        if inst is not None:
+            return inst.kind, inst.network_gbit_s, inst.rdma_gbit_s
+    return None
 
 
 def offer_key(p: Plan) -> tuple:
@@ -24,8 +36,8 @@ def offer_key(p: Plan) -> tuple:
     c = p.cost
     money = tuple(None if x is None else round(float(x), 2)
                   for x in (c.price_per_hour, c.monthly_cost, c.total_cost, c.cost_per_billion_tokens))
-    return (p.platform, p.gpu, p.gpus_total, p.instance_count, links, p.layout, c.billing, c.region, c.price_region,
-            money, c.replicas)
+    return (p.platform, p.gpu, p.gpus_total, p.instance_count, links, machine(p.instance_type), p.layout, c.billing,
+            c.region, c.price_region, money, c.replicas)
 
 
 def merge_aliases(ranked: Sequence[Plan]) -> list[Plan]:

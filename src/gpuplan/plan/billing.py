@@ -148,6 +148,8 @@ def _basis(book: costm.PriceBook, plan: Plan) -> str | None:
     if plan.platform in ("ecs", "ack") and c.billing:
         o = book.offer(plan.instance_type, c.price_region or c.region or "", c.billing)
         if o is not None:
+            if c.price_region and c.region and c.price_region != c.region:   # borrowed from another region
+                return "guessed" if o.basis == "guessed" else "derived"
             return o.basis
         if c.billing == "spot":
             return "guessed"

@@ -103,8 +103,8 @@ def binding(ctx: PlanContext, rejected_plans: list[tuple[Draft, fz.Reject]], res
                     .format(max=ctx.max_gpus, short=need - ctx.max_gpus, need=need)})
     if "no_price" in by_code and not out:
         out.append({"constraint": "budget", "limit": cons.budget if cons else None, "needed": None, "short_by": None,
-                    "unit": cur, "text": _("the only feasible types have no known price, so the budget cannot be checked; pass "
-                                           "--prices with your quotes")})
+                    "unit": cur, "text": _("the only feasible types have no known price, so the budget cannot be checked; import "
+                                           "your quotes (`gpuplan catalog import FILE`)")})
     if not out:
         mem = [r for r in res.rejects.values() if r.code == "memory"]
         sla = [r for r in res.rejects.values() if r.code == "sla"]

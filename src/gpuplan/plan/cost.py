@@ -24,13 +24,13 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources import files
 from typing import Any
 
 import yaml
 
-from gpuplan.catalog.prices import Offer, offer_note
+from gpuplan.catalog.prices import BASIS_WORDS, RULE_REGION_PROXY, Offer, offer_note
 from gpuplan.i18n import _, localize
 from gpuplan.plan.spot import (DEFAULT_SPOT, SPOT_CAP_SOURCE, SPOT_SOURCE, SpotDefault, SpotModel,  # noqa: F401
                                SpotRun, describe_spot, job_interruption_rate, spot_default, spot_run, spot_summary,
@@ -200,7 +200,9 @@ class PriceBook:
     def price_with_proxy(self, inst: str, region: str, billing: str) -> Price | None:
         """The price in ``region``, else another region's price as a labelled proxy (``Price.region``
         says which): a sourced price before an estimate, then a region of the same area (``cn-`` for
-        ``cn-wulanchabu``), then by name."""
+        ``cn-wulanchabu``), then by name. A borrowed price is never a quote for ``region``: it is derived
+        (guessed when the borrowed row is a guess), with the region rule in ``rule`` and the margin of its
+        basis, so it ranks and shows as the estimate it is."""
         p = self.price(inst, region, billing)
         if p is not None:
             return p
@@ -208,7 +210,19 @@ class PriceBook:
         others = [q for q in (self.price(inst, r, billing) for r in self.regions if r != region) if q is not None]
         if not others:
             return None
-        return min(others, key=lambda q: (q.estimated, q.region.split("-")[0] != area, q.region))
+        return self._borrowed(min(others, key=lambda q: (q.estimated, q.region.split("-")[0] != area, q.region)),
+                              region)
+
+    def _borrowed(self, p: Price, region: str) -> Price:
+        """Another region's price standing in for ``region``, labelled as derived (see price_with_proxy)."""
+        basis = "guessed" if p.basis == "guessed" else "derived"
+        rule = _(RULE_REGION_PROXY).format(source=p.region, billing=_(p.billing), region=region,
+                                           how=_(BASIS_WORDS.get(p.basis, p.basis)), as_of=p.as_of)
+        if p.rule:
+            rule = _("{rule}; {base_rule}").format(rule=rule, base_rule=localize(p.rule))
+        margin = max(p.margin, offer_margin(None if p.kind == "estimated" else p.kind, basis))
+        note = _("{basis}: {rule}; {note}").format(basis=_(BASIS_WORDS[basis]), rule=rule, note=p.note)
+        return replace(p, estimated=True, basis=basis, rule=rule, margin=margin, note=note)
 
 
 def checkpoint_write_s(checkpoint_bytes: float, disk_bytes_s: float, nodes: int, layout: Any) -> float:

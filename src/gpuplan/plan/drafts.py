@@ -158,14 +158,15 @@ def draft(ctx: PlanContext, c: Candidate, price: costm.Price | None, region: str
 
 def unpriced(plans: list[Draft]) -> list[dict]:
     """Feasible instance types without any price (no row in any region, no estimate): listed apart,
-    "feasible, price unknown: refresh or pass --prices", rather than ranked among priced plans."""
+    "feasible, price unknown: refresh or import your quote", rather than ranked among priced plans."""
     out: dict[str, dict] = {}
     for p in plans:
         t = p.cand.inst.instance_type
         if p.price_per_hour is None and p.billing is None and t not in out:
             out[t] = {"instance_type": t, "cloud": p.cand.inst.cloud, "gpu": p.cand.inst.gpu,
                       "gpus_total": p.gpus_total, "instance_count": p.instance_count,
-                      "reason": _("feasible, price unknown: refresh or pass --prices")}
+                      "reason": _("feasible, price unknown: refresh or import your quote (`gpuplan catalog import "
+                                  "FILE`)")}
     return list(out.values())
 
 

@@ -13,6 +13,7 @@ from gpuplan.i18n import N_, _
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.context import PlanContext, ckpt_bytes
 from gpuplan.plan.network import network_advice
+from gpuplan.plan.price_check import held_back_check, held_back_reason
 from gpuplan.plan.rank import thin_margin
 from gpuplan.plan.record import Plan
 from gpuplan.plan.search import Searcher
@@ -96,6 +97,9 @@ def headline(ctx: PlanContext, ranked: list[Plan], objective: str) -> tuple[str,
     out = [_(tmpl).format(**args)]
     if lower is not None:
         out.append(_why_lower(p, lower, objective))
+        if _held_back(p, lower, objective):   # its own line: the commands that check that price
+            cloud = next((i.cloud for i in ctx.insts if i.instance_type == lower.instance_type), "")
+            out.append(held_back_check(lower, cloud))
     return tuple(out)
 
 
@@ -117,13 +121,18 @@ def _shows_less(p: Plan, rest: list[Plan], objective: str) -> Plan | None:
     return None
 
 
+def _held_back(p: Plan, q: Plan, objective: str) -> bool:
+    """A plan that shows less ranks lower because of its price's margin (not the spot deadline margin)."""
+    return not (thin_margin(q) and not thin_margin(p)) and objective == "cost" and q.cost_margin > p.cost_margin + 1e-9
+
+
 def _why_lower(p: Plan, q: Plan, objective: str) -> str:
-    """Why a plan that shows less ranks lower (one sentence)."""
+    """Why a plan that shows less ranks lower (one sentence; plan/price_check.py words a price's margin)."""
     if thin_margin(q) and not thin_margin(p):
         reason = _("it would finish with only {share} of the deadline to spare on spot").format(
             share=f"{max(0.0, q.deadline_slack or 0.0):.1%}")
-    elif objective == "cost" and q.cost_margin > p.cost_margin + 1e-9:
-        reason = _("its price is an estimate that may be up to {margin} higher").format(margin=f"{q.cost_margin:.0%}")
+    elif _held_back(p, q, objective):
+        reason = held_back_reason(q)
     else:
         reason = _("within the 0.5 % tie the plan with fewer instances ranks first")
     if objective == "time":

@@ -23,7 +23,7 @@ def global_warnings(ctx: PlanContext, shown: list[Plan], book: costm.PriceBook) 
             age = (today - dt.date.fromisoformat(as_of)).days
             if age > 180:
                 out.append(_("prices date from {date} ({age} days old): refresh them (`gpuplan catalog refresh`) "
-                             "or pass --prices with your quotes").format(date=as_of, age=age))
+                             "or import your quote (`gpuplan catalog import FILE`)").format(date=as_of, age=age))
     if ctx.training and not ctx.w.dataset:
         out.append(_("no dataset size given: plans show time and cost per 1B tokens; total_cost is null"))
     if ctx.training and ctx.w.constraints and ctx.w.constraints.budget and not ctx.w.dataset:

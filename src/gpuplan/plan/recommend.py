@@ -197,7 +197,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     warnings.extend(global_warnings(ctx, shown, book))
     no_price = unpriced(drafts)
     if no_price:
-        warnings.append(_("feasible, price unknown: {types}: refresh (`gpuplan catalog refresh`) or pass --prices")
+        warnings.append(_("feasible, price unknown: {types}: refresh (`gpuplan catalog refresh`) or import your "
+                          "quote (`gpuplan catalog import FILE`)")
                         .format(types=", ".join(u["instance_type"] for u in no_price)))
     assumptions.extend(stated_assumptions(ctx, book, memory_headroom, spot_model))
     assumptions.extend(calibration_notes(p.estimate.assumptions for p in shown if p.estimate is not None))

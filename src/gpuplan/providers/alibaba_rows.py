@@ -181,7 +181,10 @@ def _instance_row(it: dict[str, Any], match: GpuMatch, by_region: dict[str, Any]
         api["rdma"] = "erdma"
     row.update({k: v for k, v in api.items() if v != ""})
     status = row.get("status") or ""
-    if in_stock and status in ("", "unconfirmed", "retired"):
+    # stock proves the type is sold, not which GPU it has: a type whose GPU is unconfirmed (a stand-in id for
+    # an internal GPUSpec such as 'G49') stays unconfirmed, ranked only when asked
+    if in_stock and status in ("", "unconfirmed", "retired") and not (status == "unconfirmed"
+                                                                      and match.basis == "unconfirmed"):
         status = "ga"
     row["status"] = status or "unconfirmed"
     if row.get("gpu") == "" or not row.get("gpu_count"):

@@ -14,8 +14,10 @@ import os
 from importlib.resources import files
 from typing import Any
 
-from gpuplan.catalog.prices import STALE_AFTER_DAYS
-from gpuplan.i18n import N_, _
+from pathlib import Path
+
+from gpuplan.catalog.prices import RULE_UNITS, STALE_AFTER_DAYS
+from gpuplan.i18n import N_, _, localize
 from gpuplan.providers import cache
 from gpuplan.providers.base import BUNDLED_CLOUDS, REFRESHABLE_CLOUDS
 
@@ -65,15 +67,40 @@ def _usable(cached: dict[str, Any] | None) -> bool:
     return bool(cached and (cached["counts"].get("prices") or 0) and not cached["inconsistent_files"])
 
 
+def _imports(cache_dir: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
+    """The buyer's imported prices (``gpuplan catalog import``), per imported file, each checked again:
+    ``problem`` says why a file is not used (then its rows are left out of every answer)."""
+    from gpuplan.catalog.price_files import read_stored_import
+    from gpuplan.errors import GpuplanError
+    from gpuplan.providers.imported import listing
+
+    out = []
+    for entry in listing(cache_dir):
+        problem = None
+        try:
+            read_stored_import(Path(str(entry["path"])), cache_dir)
+        except GpuplanError as exc:
+            problem = exc.message
+        rows = list(entry["rows"])
+        out.append({**entry, "rows": rows, "problem": problem,
+                    "source": rows[0].get("source", "") if rows else ""})
+    return out
+
+
 def collect(cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """Per cloud: the bundled snapshot and (if any) the cache, plus which one prices come from."""
+    """Per cloud: the bundled snapshot and (if any) the cache, plus which one prices come from; and the
+    buyer's imported prices, which win over both."""
     clouds = {}
+    imports = _imports(cache_dir)
     for cloud in BUNDLED_CLOUDS:
         bundled = _bundled(cloud)
         cached = _cached(cloud, cache_dir)
         clouds[cloud] = {"bundled": bundled, "cache": cached, "refreshable": cloud in REFRESHABLE_CLOUDS,
-                         "prices_from": "cache" if _usable(cached) else "bundled"}
-    return {"schema_version": 1, "cache_dir": str(cache.resolve_cache_dir(cache_dir)), "clouds": clouds}
+                         "prices_from": "cache" if _usable(cached) else "bundled",
+                         "imported": sum(1 for i in imports if not i["problem"]
+                                         for r in i["rows"] if (r.get("cloud") or "alibaba") == cloud)}
+    return {"schema_version": 1, "cache_dir": str(cache.resolve_cache_dir(cache_dir)), "clouds": clouds,
+            "imports": imports}
 
 
 def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> str:
@@ -89,9 +116,28 @@ def freshness(cloud: str, cache_dir: str | os.PathLike[str] | None = None) -> st
     if _usable(cached):
         assert cached is not None
         regions = ", ".join(f"{r} {str(d or '')[:10]}" for r, d in cached["regions"].items())
-        return _("{cloud} prices: live refresh ({regions}) over the {base}").format(cloud=cloud, regions=regions,
+        text = _("{cloud} prices: live refresh ({regions}) over the {base}").format(cloud=cloud, regions=regions,
                                                                                     base=base)
-    return _("{cloud} prices: {base} (run `gpuplan catalog refresh` for current prices)").format(cloud=cloud, base=base)
+    else:
+        text = _("{cloud} prices: {base} (run `gpuplan catalog refresh` for current prices)").format(cloud=cloud,
+                                                                                                   base=base)
+    mine = _imported_here(cloud, cache_dir)
+    if not mine:
+        return text
+    return _("{text}; your imported prices win over them: {n} from {files}").format(
+        text=text, n=sum(mine.values()), files=", ".join(mine))
+
+
+def _imported_here(cloud: str, cache_dir: str | os.PathLike[str] | None) -> dict[str, int]:
+    """The buyer's imported files with rows for ``cloud`` -> how many (as stored; see catalog status)."""
+    from gpuplan.providers.imported import listing
+
+    out: dict[str, int] = {}
+    for entry in listing(cache_dir):
+        rows = [r for r in entry["rows"] if (r.get("cloud") or "alibaba") == cloud]
+        if rows:
+            out[str(entry["import"])] = len(rows)
+    return out
 
 
 def _age(date_text: str | None, today: dt.date) -> str:
@@ -143,4 +189,25 @@ def render_text(report: dict[str, Any], today: dt.date | None = None) -> str:
                 lines.append(_("  warning: {files} changed since the refresh, so the cache is not used; "
                                "`gpuplan catalog refresh` replaces it").format(files=", ".join(c["inconsistent_files"])))
         lines.append(_("  prices used: {source}").format(source=_(info["prices_from"])))
+        if info.get("imported"):
+            lines.append(_("  your imported prices: {n} (they win over the prices above)").format(n=info["imported"]))
+    lines.extend(_imports_text(report.get("imports") or [], today))
     return "\n".join(lines)
+
+
+def _imports_text(imports: list[dict[str, Any]], today: dt.date) -> list[str]:
+    if not imports:
+        return [_("Your imported prices: none (`gpuplan catalog import FILE` keeps a console quote, a DescribePrice "
+                  "answer or a bill)")]
+    lines = [_("Your imported prices (they win over bundled and refreshed prices in every answer; "
+               "`gpuplan catalog forget NAME` removes them):")]
+    for entry in imports:
+        lines.append(f"  {entry['import']}: {localize(str(entry['source']))}")
+        if entry["problem"]:
+            lines.append(_("    not used: {problem}").format(problem=entry["problem"]))
+        for r in entry["rows"]:
+            lines.append(_("    {type} {region} {billing}: {currency} {price}/{unit}, as of {date}{age}").format(
+                type=r.get("instance_type"), region=r.get("region"), billing=r.get("billing"),
+                currency=r.get("currency"), price=r.get("price"), unit=_(RULE_UNITS.get(str(r.get("unit")), "h")),
+                date=r.get("as_of"), age=_age(r.get("as_of"), today)))
+    return lines

@@ -25,7 +25,8 @@ _LABELS = (
     N_("tokens/s per replica"), N_("met"), N_("missed"), N_("Ranked by"),
     N_("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price"),
     N_("{value} ms"), N_("{value} s"), N_("TPOT"),
-    N_("Micro-batch"), N_("Accum."), N_("Global batch"), N_("Bubble"), N_("MFU"),
+    N_("Micro-batch"), N_("Accum."), N_("Global batch"), N_("Bubble"), N_("MFU"), N_("Price as of"),
+    N_("{date} ({days} d), {basis}"),
 )
 
 
@@ -78,12 +79,41 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
         ]
         if any(p.serving for p in rec.plans):
             cols += serving_columns(t)
+    # every plan's own price date, age and basis (a narrow terminal folds it into the plan's detail line,
+    # never drops it): plan 2's price may be years older than plan 1's
+    cols.append((Column(t("Price as of"), 3), lambda p: price_age(p, t)))
     cols.append((Column(t("Pareto"), 2), lambda p: "*" if p.pareto else ""))
     rows = [[fn(p) for _, fn in cols] for p in rec.plans]
     marks = [p.cost.price_mark for p in rec.plans]
     title = t("Recommended plans") + ("" if platforms != {"ecs"} else f" ({PLATFORM_LABELS['ecs']})")
     return fitted_table(title, [c for c, _ in cols], rows, width=width, wide=wide,
                         legend=price_legend(marks, lang))
+
+
+# How a plan's price was obtained, in a word for the table (the JSON keeps price_basis and price_kind).
+PRICE_BASIS_WORDS = {"yours": N_("yours"), "official": N_("quoted"), "third-party": N_("third-party"),
+                     "derived": N_("derived"), "guessed": N_("guessed")}
+
+
+def price_basis_word(p: Plan) -> str | None:
+    """"yours", "official", "third-party", "derived" or "guessed" (a key of PRICE_BASIS_WORDS), None unpriced."""
+    c = p.cost
+    if not c.price_as_of:
+        return None
+    basis = c.price_basis or ("derived" if c.price_estimated else "quoted")
+    if basis != "quoted":
+        return basis
+    return {"user": "yours", "third-party": "third-party"}.get(c.price_kind or "", "official")
+
+
+def price_age(p: Plan, t) -> str:
+    """"2023-06-01 (1281 d), third-party": the plan's own price date, age in days and basis."""
+    word = price_basis_word(p)
+    if word is None:
+        return "-"
+    c = p.cost
+    return t("{date} ({days} d), {basis}").format(date=c.price_as_of, days=c.price_age_days if c.price_age_days
+                                                 is not None else "?", basis=t(PRICE_BASIS_WORDS[word]))
 
 
 def serving_columns(t) -> list[tuple[Column, Callable[[Plan], str]]]:

@@ -250,11 +250,21 @@ function planTime(p, doc) {
   return ["–", ""];
 }
 
-/* A price is an estimate when the data says so (a rule-based or guessed price, e.g. spot without a quote). */
+/* A price is an estimate when the data says so (a rule-based or guessed price, e.g. spot without a quote,
+   or a price borrowed from another region). */
 function priceIsEstimate(p) {
+  if (p.price_estimated) return true;
   const kind = p.price_kind || (p.price && p.price.kind);
   if (kind) return !["official", "live", "user", "third-party"].includes(kind);
   return !!(p.spot && p.spot.price_estimated);
+}
+/* Every plan's own price basis, date and age (plan 2's price may be years older than plan 1's):
+   "third-party quote, 2023-06-01 (1281 d)"; "your price" for one you imported (`gpuplan catalog import`). */
+function priceDated(p) {
+  if (!p.price_as_of) return "";
+  const basis = p.price_basis && p.price_basis !== "quoted" ? p.price_basis
+    : p.price_kind === "user" ? "yours" : p.price_kind === "third-party" ? "third-party" : "official";
+  return t("price_dated", { basis: t("pb_" + basis), date: p.price_as_of, days: p.price_age_days ?? "?" });
 }
 function priceNote(sel, plans) {
   const parts = [t("prices_from", { region: sel.price_region || sel.region || "–", date: sel.price_as_of || "–" })];
@@ -314,7 +324,7 @@ function render() {
                    ["col_instance", p.instance_type + (p.instance_count > 1 ? " × " + p.instance_count : ""), p.region],
                    ["col_gpus", p.gpus_total + " × " + p.gpu, layoutText(p)],
                    ["col_billing", t("b_" + p.billing)],
-                   ["col_price", (est ? "~" : "") + fmtMoney(p.price_per_hour, p.currency), est ? t("estimated") : "", "num"],
+                   ["col_price", (est ? "~" : "") + fmtMoney(p.price_per_hour, p.currency), priceDated(p), "num"],
                    [serving ? "col_latency" : "col_time", time, timeSub, "num wrap"],
                    ["col_cost", (est ? "~" : "") + planCost(p), "", "num wrap"],
                    ["col_memory", fmtNum((p.memory_per_gpu_bytes ?? NaN) / GIB, 1) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "", "num"]];
@@ -324,7 +334,7 @@ function render() {
         ? el("button", { type: "button", class: "val expand", tabindex: "-1", "aria-expanded": String(open),
                          "aria-controls": "plan-details-" + p.rank, "aria-label": t("details") + " " + text }, text)
         : el("span", { class: "val" }, text);
-      if (sub) val.appendChild(el("small", key === "col_price" ? { class: "est" } : null, sub));
+      if (sub) val.appendChild(el("small", key === "col_price" ? { class: est ? "est dated" : "dated" } : null, sub));
       td.appendChild(val);
       tr.appendChild(td);
     }
