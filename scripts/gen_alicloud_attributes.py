@@ -66,10 +66,15 @@ def _match(text: str, start: int, open_ch: str = "{", close_ch: str = "}") -> in
     raise ValueError("unbalanced")
 
 
+SCHEMA_FUNCS: dict[str, str] = {}   # helper functions returning a *schema.Schema (tagsSchema(), ...): their body
+
+
 def _entries(body: str) -> list[tuple[str, str]]:
-    """The top-level ``"name": {...}`` entries of a Go map literal body."""
+    """The top-level ``"name": {...}`` entries of a Go map literal body; ``"name": helper()`` entries get the body of
+    the ``&schema.Schema{...}`` the helper returns (empty when it cannot be read)."""
     out, i = [], 0
     key = re.compile(r'\s*"([A-Za-z0-9_]+)"\s*:\s*(&schema\.Schema\s*)?\{')
+    call = re.compile(r'\s*"([A-Za-z0-9_]+)"\s*:\s*(\w+)\(\)\s*,')
     while i < len(body):
         if body.startswith("//", i):
             i = body.find("\n", i)
@@ -77,10 +82,14 @@ def _entries(body: str) -> list[tuple[str, str]]:
                 break
             continue
         m = key.match(body, i)
+        c = None if m else call.match(body, i)
         if m:
             end = _match(body, m.end() - 1)
             out.append((m.group(1), body[m.end():end - 1]))
             i = end
+        elif c:
+            out.append((c.group(1), SCHEMA_FUNCS.get(c.group(2), "Optional: true")))
+            i = c.end()
         else:
             i += 1
     return out
@@ -202,6 +211,11 @@ def _functions(repo: Path) -> dict[str, str]:
         text = path.read_text(encoding="utf-8", errors="replace")
         for m in re.finditer(r"^func (\w+)\(\) \*schema\.Resource \{", text, re.M):
             out[m.group(1)] = text[m.start():_match(text, m.end() - 1)]
+        for m in re.finditer(r"^func (\w+)\(\) \*schema\.Schema \{", text, re.M):
+            fn = text[m.start():_match(text, m.end() - 1)]
+            r = re.search(r"return &schema\.Schema\s*\{", fn)
+            if r:
+                SCHEMA_FUNCS[m.group(1)] = fn[r.end():_match(fn, r.end() - 1) - 1]
     return out
 
 

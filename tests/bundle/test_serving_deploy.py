@@ -266,7 +266,12 @@ def test_function_compute_terraform_is_valid(tmp_path):
                     gpu = body["gpu_config"][0]
                     assert gpu["gpu_type"] == plan["function"]["gpu_type"]
                     assert gpu["gpu_memory_size"] == plan["function"]["gpu_memory_mb"]
-                    assert body["memory_size"] <= 32768            # the provider's validation
+                    # the plan's memory in both files, within the CreateFunction limit (32 GB, 4 GB per vCPU)
+                    s_yaml = yaml.safe_load((out / "function-compute/s.yaml").read_text())
+                    props = next(iter(s_yaml["resources"].values()))["props"]
+                    assert body["memory_size"] == props["memorySize"] == plan["function"]["memory_mb"] <= 32768
+                    assert body["cpu"] == props["cpu"] == plan["function"]["vcpu"]
+                    assert props["memorySize"] / 1024 <= 4 * props["cpu"]
                     assert body["custom_container_config"][0]["image"] == "${var.image}"
     assert "sensitive   = true" in (tf / "variables.tf").read_text()   # HF_TOKEN / API key come from TF_VAR_*
 

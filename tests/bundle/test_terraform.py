@@ -297,3 +297,24 @@ def test_several_replicas_serve_behind_a_health_checked_load_balancer(bundles):
     assert attach["count"] == "${var.instance_count}" and "alicloud_instance.gpu[count.index]" in attach["server_id"]
     variables = _variables(bundles["vllm_service"])
     assert variables["instance_count"]["default"] == 2
+
+
+def test_multi_node_replicas_put_their_rank_0_nodes_behind_the_load_balancer(tmp_path):
+    """Two replicas of two nodes each (PP 2 across nodes): the API runs on each replica's rank-0 node, so the load
+    balancer gets nodes 0 and 2; Terraform evaluates the attachment's count and indexes."""
+    import copy
+
+    from gpuplan.render.bundle import render_bundle
+
+    from .scenarios import inputs
+
+    plan, workload, est = (copy.deepcopy(x) for x in inputs("vllm_service"))
+    plan.update(instance_count=4, replicas=2, parallel={"tp": 1, "pp": 2, "dp": 1, "nodes_per_replica": 2})
+    est["parallel"].update(pp=2)
+    est["hardware"].update(nodes=2)
+    lb = render_bundle(plan, workload, est)["terraform/lb.tf"]
+    count = re.search(r"^  count           = (.+)$", lb, re.M).group(1)
+    server = re.search(r"alicloud_instance\.gpu\[(.+)\]\.id", lb).group(1)
+    module = 'variable "instance_count" {\n  type = number\n}\n'
+    expr = f"[for i in range({count}) : {server.replace('count.index', 'i')}]"
+    assert _console(tmp_path, module, expr, instance_count=4).split() == ["[", "0,", "2,", "]"]

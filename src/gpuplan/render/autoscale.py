@@ -233,9 +233,11 @@ def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en",
 
     if (workload.task or "inference") != "inference" or plan.get("platform", "ecs") not in ("ecs", "ack"):
         return {}
+    slug = _slug(workload)
+    ess = ess_tf(plan, sizing(plan, workload), slug=slug, name_tag=workload.name or slug, metric=queue_metric(engine),
+                 port=port)
     if not k8s:   # multi-node replicas: the ESS group only
-        return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang, engine=engine),
-                **ess_tf(plan, workload, engine, port)}
+        return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang, engine=engine), **ess}
     hpa = hpa_manifest(plan, workload, engine, copies)
     nodes = peak_replicas(plan) * int((plan.get("parallel") or {}).get("nodes_per_replica") or 1)
     head = ("# HorizontalPodAutoscaler for the Deployment in k8s/deployment.yaml (gpuplan). It reads custom metrics:\n"
@@ -252,5 +254,5 @@ def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en",
            "autoscale/metrics-adapter-values.yaml": adapter_head + yaml.safe_dump(adapter_values(engine),
                                                                                   sort_keys=False, width=1000),
            "autoscale/README.md": _readme(plan, workload, lang=lang, engine=engine, copies=copies, nodes_per_pool=nodes)}
-    out.update(ess_tf(plan, workload, engine, port))
+    out.update(ess)
     return out

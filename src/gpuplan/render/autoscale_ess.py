@@ -14,14 +14,11 @@ from gpuplan.render.bundle import lb
 from gpuplan.render.bundle.safe import check_id, hcl
 
 
-def ess_tf(plan: dict, workload, engine: str = "vllm", port: int = 8000) -> dict[str, str]:
-    from gpuplan.render.autoscale import _slug, queue_metric, sizing
-
-    s = sizing(plan, workload)
-    slug = _slug(workload)
+def ess_tf(plan: dict, s: dict, *, slug: str, name_tag: str, metric: str, port: int = 8000) -> dict[str, str]:
+    """``s``: the HPA's sizing (render/autoscale.py ``sizing``), counted in instances; ``metric``: the queue-length
+    custom metric the node pushes to CloudMonitor."""
     itype = check_id(plan.get("instance_type") or "", "instance type")
     region = check_id(plan.get("region") or "cn-shanghai", "region")
-    name_tag = workload.name or slug
     versions = f'''# ESS scaling group for {slug}: {s["min_replicas"]}-{s["max_replicas"]} x {itype} in {region}.
 # The alicloud provider reads credentials from the environment (ALIBABA_CLOUD_ACCESS_KEY_ID /
 # ALIBABA_CLOUD_ACCESS_KEY_SECRET) or a RAM role; never write keys into these files.
@@ -153,7 +150,7 @@ resource "alicloud_ess_alarm" "queue_high" {{
   scaling_group_id       = alicloud_ess_scaling_group.this.id
   alarm_actions          = [alicloud_ess_scaling_rule.out.ari]
   metric_type            = "custom"
-  metric_name            = "{queue_metric(engine)}"
+  metric_name            = "{metric}"
   cloud_monitor_group_id = var.cloud_monitor_group_id
   period                 = 60
   statistics             = "Average"
@@ -168,7 +165,7 @@ resource "alicloud_ess_alarm" "queue_low" {{
   scaling_group_id       = alicloud_ess_scaling_group.this.id
   alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
   metric_type            = "custom"
-  metric_name            = "{queue_metric(engine)}"
+  metric_name            = "{metric}"
   cloud_monitor_group_id = var.cloud_monitor_group_id
   period                 = 300
   statistics             = "Average"
