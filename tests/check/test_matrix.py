@@ -126,3 +126,17 @@ def test_ack_autoscaler_reaches_the_planned_peak(matrix):
         per_replica = dep["spec"]["replicas"] // plan["replicas"]
         assert hpa["spec"]["maxReplicas"] == plan["autoscaling"]["max_replicas"] * per_replica, bid
         assert hpa["spec"]["minReplicas"] == plan["autoscaling"]["min_replicas"] * per_replica, bid
+
+
+def test_every_pin_a_bundle_writes_has_shipped_metadata(matrix):
+    """The pins check proves pins from data/pin_metadata.json; a pin the renderer writes without an entry there is a
+    gap (regenerate: python scripts/gen_pin_metadata.py [BUNDLE_DIR ...])."""
+    from gpuplan.check.bundle import Bundle
+    from gpuplan.check.pins import bundle_pins, metadata
+
+    known = metadata()["packages"]
+    pins = {(name, version) for path in matrix.values() for entries in bundle_pins(Bundle(path)).values()
+            for _line, name, _extras, version in entries}
+    assert {"torch", "transformers", "deepspeed", "bitsandbytes", "modelscope", "diffusers"} <= {n for n, _v in pins}
+    missing = sorted(f"{n}=={v}" for n, v in pins if v not in known.get(n, {}))
+    assert not missing, missing
