@@ -24,7 +24,10 @@ def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = Fa
 
     ``pins`` names the fields the user fixed (already set in ``w``: hardware.instance_type, hardware.count,
     parallel.tp/pp, batch_size): the recommender searched only plans with them, re-estimated on the exact
-    hardware; when none fits, one error says why."""
+    hardware; when none fits, one error says why.
+
+    The written bundle is then checked (:func:`gpuplan.check.check_bundle`); the summary's ``check`` holds the
+    report (``ok``, ``findings`` with file and line, ``notes``). The bundle stays on disk either way."""
     pins = {k: v for k, v in (pins or {}).items() if v is not None}
     w = apply_pins(w, pins)
     if pick < 1 or pick > 20:
@@ -60,6 +63,12 @@ def write_plan_bundle(w: Workload, out: Path, *, pick: int = 1, force: bool = Fa
     path = build_bundle(plan, resolved, est, Path(out), lang=lang, force=force, rejected=data.get("rejected"),
                         pareto=data.get("pareto"))
     files = [p for p in Path(path).rglob("*") if p.is_file()]
+    # The preflight reads the written bundle as the cloud and the node would (`gpuplan check`); its messages in the
+    # caller's current language (the CLI: English under --json, whose values never change with --lang).
+    from gpuplan.check import check_bundle
+
+    report = check_bundle(path)
     return Path(path), {"instance_type": plan["instance_type"], "instance_count": plan["instance_count"],
                         "pins": pins, "files_count": len(files),
-                        "files": sorted(str(p.relative_to(path)) for p in files)}
+                        "files": sorted(str(p.relative_to(path)) for p in files),
+                        "check": {k: v for k, v in report.to_dict().items() if k != "path"}}   # the folder is `out`

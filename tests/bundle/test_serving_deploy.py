@@ -36,7 +36,7 @@ from .conftest import require_module, require_tool
 from .scenarios import inputs
 
 HERE = Path(__file__).parent
-SCHEMAS = HERE / "schemas"
+SCHEMAS = HERE.parents[1] / "src" / "gpuplan" / "data" / "schemas"
 QWEN72 = {"name": "qwen72-awq", "model": "Qwen/Qwen2.5-72B-Instruct", "task": "inference", "quantization": "awq",
           "precision": "fp16", "prompt_tokens": 1024, "output_tokens": 512,
           "serving": {"requests_per_s": 8, "ttft_ms": 2000, "tpot_ms": 50}}
@@ -105,7 +105,7 @@ def test_tp4_dp2_kubernetes_pods_fit_the_node(tmp_path):
     assert per_node * int(req["memory"].removesuffix("Gi")) <= inst.memory_gib   # ... and memory
     assert int(req["cpu"]) >= inst.vcpus * 0.8 / per_node - 1       # and get the node's share, not 1 CPU
     hpa = yaml.safe_load(files["autoscale/hpa.yaml"])
-    assert hpa["spec"]["maxReplicas"] >= 6 > hpa["spec"]["minReplicas"] >= 1   # counted in pods
+    assert hpa["spec"]["maxReplicas"] == 6 >= hpa["spec"]["minReplicas"] >= 1   # the planned peak, counted in pods
 
 
 def test_72b_awq_pinned_to_an_8_gpu_node_serves_its_planned_copies(tmp_path):
@@ -266,7 +266,12 @@ def test_function_compute_terraform_is_valid(tmp_path):
                     gpu = body["gpu_config"][0]
                     assert gpu["gpu_type"] == plan["function"]["gpu_type"]
                     assert gpu["gpu_memory_size"] == plan["function"]["gpu_memory_mb"]
-                    assert body["memory_size"] <= 32768            # the provider's validation
+                    # the plan's memory in both files, within the CreateFunction limit (32 GB, 4 GB per vCPU)
+                    s_yaml = yaml.safe_load((out / "function-compute/s.yaml").read_text())
+                    props = next(iter(s_yaml["resources"].values()))["props"]
+                    assert body["memory_size"] == props["memorySize"] == plan["function"]["memory_mb"] <= 32768
+                    assert body["cpu"] == props["cpu"] == plan["function"]["vcpu"]
+                    assert props["memorySize"] / 1024 <= 4 * props["cpu"]
                     assert body["custom_container_config"][0]["image"] == "${var.image}"
     assert "sensitive   = true" in (tf / "variables.tf").read_text()   # HF_TOKEN / API key come from TF_VAR_*
 

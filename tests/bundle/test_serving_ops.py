@@ -272,8 +272,10 @@ def test_advised_cpfs_is_created_and_training_nodes_auto_release(bundles):
     # (the scenario's checkpoint size is 0) = 54,109 s = 15.03 h -> 16 h
     assert re.search(r'variable "auto_release_hours" \{[^}]*default     = 16\n', variables)
     assert "auto_release_time" in main
-    serving = (bundles["vllm_service"] / "terraform/main.tf").read_text()
-    assert "auto_release_time" not in serving   # a long-running service is not auto-released
+    serving = (bundles["vllm_service"] / "terraform/variables.tf").read_text()
+    # a long-running service is not auto-released: 0 = never, and 0 sets no release time (test_terraform.py
+    # evaluates the expression with Terraform)
+    assert re.search(r'variable "auto_release_hours" \{[^}]*default     = 0\n', serving)
     plan_md = (bundles["two_node"] / "PLAN.md").read_text()
     assert "terraform destroy" in plan_md and "Auto-release" in plan_md
 
@@ -344,26 +346,37 @@ def test_serving_alert_expressions_fire_on_real_series(bundles, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_hpa_uses_the_adapter_name_of_the_real_metric_and_min_below_max(bundles):
+def test_hpa_uses_the_adapter_name_of_the_real_metric_and_reaches_the_planned_peak(bundles):
     hpa = yaml.safe_load((bundles["vllm_service"] / "autoscale/hpa.yaml").read_text())
-    assert hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"]
+    plan = json.loads((bundles["vllm_service"] / "plan.json").read_text())["plan"]
+    assert hpa["spec"]["maxReplicas"] == plan["replicas"] == 2 >= hpa["spec"]["minReplicas"] >= 1
     assert hpa["spec"]["metrics"][0]["pods"]["metric"]["name"] == QUEUE_METRIC
-    rules = yaml.safe_load((bundles["vllm_service"] / "autoscale/prometheus-adapter-rules.yaml").read_text())
+    values = yaml.safe_load((bundles["vllm_service"] / "autoscale/metrics-adapter-values.yaml").read_text())
+    rules = values["AlibabaCloudMetricsAdapter"]["prometheus"]["adapter"]["rules"]["custom"]
     assert rules == adapter_rules()
-    rule = rules["rules"][0]
+    rule = rules[0]
     assert QUEUE_SOURCE == "vllm:num_requests_waiting" and QUEUE_SOURCE in rule["seriesQuery"]
     assert re.fullmatch(rule["name"]["matches"], QUEUE_SOURCE) and rule["name"]["as"] == QUEUE_METRIC
+    # every metric the HPA reads has a rule, and the PodMonitor scrapes the Deployment's pods on a port they have
+    assert {m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"]} <= {r["name"]["as"] for r in rules}
+    monitor = yaml.safe_load((bundles["vllm_service"] / "autoscale/podmonitor.yaml").read_text())
+    dep = next(d for d in yaml.safe_load_all((bundles["vllm_service"] / "k8s/deployment.yaml").read_text())
+               if d["kind"] == "Deployment")
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    ports = {p["name"] for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] in ports
 
 
 @pytest.mark.parametrize("serving", [None, {"requests_per_s": 5}, {"requests_per_s": 0.01},
                                      {"requests_per_day": 1000, "peak_requests_per_s": 50, "peak_hours_per_day": 2}])
 @pytest.mark.parametrize("replicas", [1, 2, 7])
-def test_hpa_min_is_always_below_max(serving, replicas):
+def test_hpa_max_is_the_planned_peak_and_min_never_above_it(serving, replicas):
     plan, workload, _ = _serving(replicas=replicas, performance={"max_requests_per_s": 1.5, "ttft_s": 0.3})
     workload = workload.model_copy(update={"serving": workload.serving.model_copy(update=serving or {})
                                            if serving else None})
     s = sizing(plan, workload)
-    assert 1 <= s["min_replicas"] < s["max_replicas"]
+    assert 1 <= s["min_replicas"] <= s["max_replicas"] == replicas   # the plan's replicas at the peak, one number
     spec = hpa_manifest(plan, workload)["spec"]
     assert spec["minReplicas"] == s["min_replicas"] and spec["maxReplicas"] == s["max_replicas"]
 

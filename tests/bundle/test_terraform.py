@@ -3,6 +3,7 @@ resolves, and each alicloud resource we emit has its required arguments."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,20 +11,11 @@ import pytest
 
 from .conftest import require_module
 
-# Required arguments of the resources the bundle emits (alicloud provider docs, "(Required)").
-REQUIRED = {
-    "alicloud_vpc": {"cidr_block"},
-    "alicloud_vswitch": {"vpc_id", "cidr_block", "zone_id"},
-    "alicloud_security_group": {"vpc_id"},
-    "alicloud_security_group_rule": {"security_group_id", "type", "ip_protocol"},
-    "alicloud_instance": {"image_id", "instance_type", "security_groups", "vswitch_id"},
-    "alicloud_ecs_network_interface": {"vswitch_id", "security_group_ids"},
-    "alicloud_ecs_network_interface_attachment": {"network_interface_id", "instance_id"},
-    "alicloud_nas_file_system": {"protocol_type", "storage_type"},
-    "alicloud_nas_mount_target": {"file_system_id"},
-    "alicloud_ecs_disk": {"zone_id", "category", "size"},
-    "alicloud_ecs_disk_attachment": {"disk_id", "instance_id"},
-}
+# Required arguments of the resources the bundle emits: the alicloud provider's own schemas (Required: true),
+# vendored from its Go source by scripts/gen_alicloud_attributes.py (src/gpuplan/data/alicloud_provider_attributes.json).
+PROVIDER = json.loads((Path(__file__).parents[2] / "src/gpuplan/data/alicloud_provider_attributes.json").read_text())
+REQUIRED = {typ: {a for a, spec in r["arguments"].items() if spec.get("required")}
+            for typ, r in PROVIDER["resource"].items()}
 BUILTIN_ROOTS = {"path", "count", "each", "self", "terraform"}
 REF = re.compile(r"(?<![\w.$])(var|local|data|alicloud_[a-z0-9_]+)\.([a-z0-9_]+)(?:\.([a-z0-9_]+))?")
 INTERP = re.compile(r"(?<!\$)\$\{")
@@ -256,3 +248,73 @@ def test_credentials_are_never_terraform_values(bundle):
     assign = re.compile(r"^\s*(access_key|secret_key|security_token|password|kms_encrypted_password)\s*=", re.M)
     assert not assign.search(text)
     assert "No credentials here" in (_tf(bundle) / "terraform.tfvars.example").read_text()
+
+
+def _console(tmp_path: Path, module: str, expr: str, **variables) -> str:
+    """Evaluate ``expr`` in a provider-less module with Terraform's own console (no init, no network)."""
+    import os
+    import shutil
+    import subprocess
+
+    terraform = shutil.which("terraform")
+    if not terraform:
+        pytest.skip("terraform is not installed (scripts/install-test-tools.sh installs it)")
+    (tmp_path / "main.tf").write_text(module)
+    args = [terraform, "console", *[f"-var={k}={v}" for k, v in variables.items()]]
+    res = subprocess.run(args, input=expr + "\n", capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "CHECKPOINT_DISABLE": "1"})
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+@pytest.mark.parametrize("name", ["lora_single", "vllm_service"])
+def test_auto_release_hours_0_sets_no_release_time(bundles, tmp_path, name):
+    """The instance's auto_release_time expression, evaluated by Terraform: 0 hours (documented as "never", the
+    serving default) gives null, so no release time is sent; N hours gives a UTC time N hours ahead."""
+    main = (_tf(bundles[name]) / "main.tf").read_text()
+    expr = re.search(r"^  auto_release_time = (.+)$", main, re.M).group(1)
+    default = int(re.search(r'variable "auto_release_hours" \{[^}]*default     = (\d+)',
+                            (_tf(bundles[name]) / "variables.tf").read_text()).group(1))
+    module = f'variable "auto_release_hours" {{\n  type = number\n}}\n\nlocals {{\n  t = {expr}\n}}\n'
+    assert _console(tmp_path, module, "local.t == null", auto_release_hours=0) == "true"
+    assert re.fullmatch(r'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"', _console(tmp_path, module, "local.t", auto_release_hours=5))
+    assert (default == 0) == (name == "vllm_service")     # a service runs until destroyed; a training job ends
+
+
+def test_several_replicas_serve_behind_a_health_checked_load_balancer(bundles):
+    """vllm_service: 2 instances of the server, each in the CLB's vServer group on the API port; the listener's
+    HTTP health check asks /health on that port."""
+    docs = {p.name: p for p in _tf(bundles["vllm_service"]).glob("*.tf")}
+    assert "lb.tf" in docs and "lb.tf" not in {p.name for p in _tf(bundles["lora_single"]).glob("*.tf")}
+    parsed = [d for d in _parsed(bundles["vllm_service"])]
+    res = {f"{t}.{n}": b for d in parsed for blk in d.get("resource", []) for t, named in blk.items()
+           for n, b in named.items() if not n.startswith("__")}
+    listener = res["alicloud_slb_listener.api"]
+    attach = res["alicloud_slb_server_group_server_attachment.api"]
+    assert listener["protocol"] == "tcp" and listener["health_check_type"] == "http"
+    assert listener["health_check_uri"] == "/health" and listener["health_check_connect_port"] == 8000
+    assert listener["backend_port"] == attach["port"] == 8000
+    assert attach["count"] == "${var.instance_count}" and "alicloud_instance.gpu[count.index]" in attach["server_id"]
+    variables = _variables(bundles["vllm_service"])
+    assert variables["instance_count"]["default"] == 2
+
+
+def test_multi_node_replicas_put_their_rank_0_nodes_behind_the_load_balancer(tmp_path):
+    """Two replicas of two nodes each (PP 2 across nodes): the API runs on each replica's rank-0 node, so the load
+    balancer gets nodes 0 and 2; Terraform evaluates the attachment's count and indexes."""
+    import copy
+
+    from gpuplan.render.bundle import render_bundle
+
+    from .scenarios import inputs
+
+    plan, workload, est = (copy.deepcopy(x) for x in inputs("vllm_service"))
+    plan.update(instance_count=4, replicas=2, parallel={"tp": 1, "pp": 2, "dp": 1, "nodes_per_replica": 2})
+    est["parallel"].update(pp=2)
+    est["hardware"].update(nodes=2)
+    lb = render_bundle(plan, workload, est)["terraform/lb.tf"]
+    count = re.search(r"^  count           = (.+)$", lb, re.M).group(1)
+    server = re.search(r"alicloud_instance\.gpu\[(.+)\]\.id", lb).group(1)
+    module = 'variable "instance_count" {\n  type = number\n}\n'
+    expr = f"[for i in range({count}) : {server.replace('count.index', 'i')}]"
+    assert _console(tmp_path, module, expr, instance_count=4).split() == ["[", "0,", "2,", "]"]

@@ -15,7 +15,7 @@ import yaml
 from .conftest import require_module, require_tool
 from .scenarios import inputs
 
-SCHEMAS = Path(__file__).parent / "schemas"
+SCHEMAS = Path(__file__).parents[2] / "src" / "gpuplan" / "data" / "schemas"
 
 
 def _scripts(bundle: Path) -> list[Path]:

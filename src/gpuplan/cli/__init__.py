@@ -14,7 +14,7 @@ import sys
 import typer
 
 # Importing a command module registers its commands on `app`; --help lists them in import order.
-from gpuplan.cli import listing, planning, machine, bundle, frontends  # noqa: F401  (keep this order)
+from gpuplan.cli import listing, planning, machine, bundle, check, frontends  # noqa: F401  (keep this order)
 from gpuplan.cli.common import _Exit, app
 from gpuplan.cli.usage import _argv_lang, _usage_error
 from gpuplan.i18n import _

@@ -29,7 +29,8 @@ def plan(
     deadline_hours: _F = None, region: _R = None, objective: _S = None,
     lang: LangOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Write launch, infrastructure and monitoring files for the chosen plan (a ranked pick, or your pins)."""
+    """Write launch, infrastructure and monitoring files for the chosen plan (a ranked pick, or your pins), then run
+    the preflight (`gpuplan check`) over them: exit 1 when it finds a problem (the files stay for you to read)."""
     pins = {"instance_type": instance_type, "gpus": gpus, "tp": tp, "pp": pp, "micro_batch": micro_batch}
 
     def body(lg: str) -> int:
@@ -41,12 +42,22 @@ def plan(
                                deadline_hours, region, objective, None, None, None)
         path, summary = write_plan_bundle(_load(workload, flags), out, pick=pick, force=force, lang=lg,
                                           pins={k: v for k, v in pins.items() if v is not None})
+        report = summary["check"]
         if as_json:
             _emit_json({"schema_version": 1, "out": str(path), **summary})
         else:
+            import sys
+
+            from gpuplan.check import Report
+            from gpuplan.check.bundle import Finding
+            from gpuplan.check.render import report_text
+
             _console().print(_("Wrote {n} files to [bold]{path}[/bold] ({instance_type} x {count}).").format(
                 n=summary.get("files_count", ""), path=path, instance_type=summary.get("instance_type"),
                 count=summary.get("instance_count")))
-        return 0
+            text = report_text(Report(str(path), tuple(Finding(**f) for f in report["findings"]),
+                                      tuple(report["notes"]), report["checked_files"]))
+            (sys.stdout if report["ok"] else sys.stderr).write(text + "\n")
+        return 0 if report["ok"] else 1   # written, but not proven: like recommend finding no plan (2 = bad input)
 
     raise _Exit(run_guarded(body, as_json, lang) or 0)

@@ -45,10 +45,19 @@ class FcGpuType:
         return out
 
     def function_size(self, slice_gib: float) -> tuple[float, float]:
-        """(vCPU, memory GB) assumed for a function with this slice: the largest the docs allow."""
+        """(vCPU, memory GB) assumed for a function with this slice: the largest the docs allow, within what the
+        CreateFunction API accepts (``function_limits``: at most 16 vCPU, 32 GB and 4 GB per vCPU)."""
+        lim = fc_function_limits()
         vcpu = self.vcpu if self.vcpu is not None else (self.max_vcpu_per_gib or 0.5) * slice_gib
+        vcpu = min(float(vcpu), float(lim["vcpu_max"]))
         mem = self.memory_gib if self.memory_gib is not None else (self.max_memory_gib_per_gpu_gib or 2) * slice_gib
-        return float(vcpu), float(mem)
+        mem = min(float(mem), lim["memory_mb_max"] / 1024.0, vcpu * float(lim["memory_gb_per_vcpu_max"]))
+        return vcpu, mem
+
+
+def fc_function_limits() -> dict[str, Any]:
+    """``function_compute.function_limits`` of platforms.yaml: what the CreateFunction API accepts."""
+    return load_platforms()["function_compute"]["function_limits"]
 
 
 def fc_gpu_types() -> list[FcGpuType]:

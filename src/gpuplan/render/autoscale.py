@@ -1,21 +1,27 @@
-"""Autoscaling files for a serving plan: an ACK HorizontalPodAutoscaler and an ESS scaling group.
+"""Autoscaling files for a serving plan: an ACK HorizontalPodAutoscaler with its metrics pipeline, and an ESS
+scaling group (render/autoscale_ess.py).
 
-- ``autoscale/hpa.yaml``: ``autoscaling/v2`` HPA for the bundle's Deployment (``k8s/deployment.yaml``,
-  named by the job slug), min/max replicas from the traffic (off-peak / peak rate over one replica's
-  rate). Metric: vLLM's waiting-request queue per pod (``vllm:num_requests_waiting``, exposed to the
-  HPA as ``vllm_num_requests_waiting`` by a Prometheus metrics adapter), target = the requests one
-  replica can absorb within the TTFT slack, ``mu x (TTFT SLA - TTFT)``; and GPU utilization from the
-  DCGM exporter (``DCGM_FI_DEV_GPU_UTIL``) at 80 % as a backstop. Queue length reacts before latency
-  degrades; GPU utilization alone saturates early under vLLM's continuous batching.
-  https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/ ;
-  https://docs.vllm.ai/en/latest/serving/metrics.html
-- ``autoscale/ess/*.tf``: alicloud_ess_scaling_group + alicloud_ess_scaling_configuration + two
-  alicloud_ess_scaling_rule (+1 / -1) and two alicloud_ess_alarm on a CloudMonitor custom metric
-  (the same queue length, pushed by the node), sized like the HPA.
-  https://registry.terraform.io/providers/aliyun/alicloud/latest/docs/resources/ess_scaling_group
+- ``autoscale/hpa.yaml``: ``autoscaling/v2`` HPA for the bundle's Deployment (``k8s/deployment.yaml``, named by the
+  job slug). ``maxReplicas`` is the plan's replica count at the peak (ACK: ``autoscaling.max_replicas``; ECS:
+  ``replicas``) times the pods one replica is, the one number that sized and priced the plan; ``minReplicas`` the
+  plan's off-peak count. Metrics, both per pod and both from the engine's own ``/metrics``: the waiting-request
+  queue (vLLM ``vllm:num_requests_waiting``, SGLang ``sglang:num_queue_reqs``, the image server's
+  ``gpuplan_image_requests_waiting``) above the requests one replica absorbs within the TTFT slack,
+  ``mu x (TTFT SLA - TTFT)``; and the running requests (``vllm:num_requests_running``, ``sglang:num_running_reqs``)
+  above the target utilisation of the batch (``max_num_seqs``). Queue length reacts before latency degrades.
+  https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/ ; metric names: vLLM
+  vllm/v1/metrics/loggers.py, SGLang python/sglang/srt/metrics/collector.py (/work/shared/facts/serving-deploy-notes.md).
+- ``autoscale/podmonitor.yaml``: a ``monitoring.coreos.com/v1`` PodMonitor so Managed Service for Prometheus (ACK's
+  ack-arms-prometheus, or any Prometheus Operator) scrapes every pod's ``/metrics`` with ``namespace``/``pod`` labels.
+- ``autoscale/metrics-adapter-values.yaml``: Helm values for ACK's ``ack-alibaba-cloud-metrics-adapter`` component
+  (``AlibabaCloudMetricsAdapter.prometheus.{enabled,url,adapter.rules.custom}``), one prometheus-adapter rule per
+  series, so the custom metrics API serves what the HPA asks for. ACK documents this pipeline (PodMonitor ->
+  Managed Service for Prometheus -> ack-alibaba-cloud-metrics-adapter -> HPA) for LLM inference:
+  https://www.alibabacloud.com/help/en/ack/cloud-native-ai-suite/user-guide/configuring-elastic-scaling-for-single-machine-multi-machine-inference ;
+  https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/user-guide/horizontal-pod-scaling-based-on-prometheus-service-metrics-1 ;
+  rule format https://github.com/kubernetes-sigs/prometheus-adapter/blob/master/docs/config.md .
 
-YAML is built as data and dumped with ``yaml.safe_dump``; every user string in HCL goes through
-``render.bundle.safe.hcl``. No credentials are written.
+YAML is built as data and dumped with ``yaml.safe_dump``. No credentials are written.
 """
 
 from __future__ import annotations
@@ -25,24 +31,32 @@ import math
 import yaml
 
 from gpuplan.i18n import tr
-from gpuplan.render.bundle.safe import check_id, hcl, slugify
+from gpuplan.render.bundle.safe import slugify
 
 DEFAULT_TTFT_SLACK_S = 2.0
-GPU_UTIL_TARGET = 80
 QUEUE_SOURCE = "vllm:num_requests_waiting"     # the series vLLM exports (launch-notes 7.1)
 QUEUE_METRIC = "vllm_num_requests_waiting"     # its name in the custom metrics API (adapter rule below)
 # The waiting-request series of each deployed server: vLLM (launch-notes 7.1), SGLang (collector.py, with
 # --enable-metrics), the bundle's image server (serve_images.py).
 QUEUE_SOURCES = {"vllm": QUEUE_SOURCE, "sglang": "sglang:num_queue_reqs", "image-server": "gpuplan_image_requests_waiting"}
+# The requests in the running batch (the image server runs one request per pipeline: no batch to fill).
+RUNNING_SOURCES = {"vllm": "vllm:num_requests_running", "sglang": "sglang:num_running_reqs"}
+# Where the adapter reads Prometheus: replace with your Managed Service for Prometheus HTTP API address (ARMS
+# console, "Settings > HTTP API address"; add prometheusHeader.Authorization when token auth is on).
+PROMETHEUS_URL_PLACEHOLDER = "http://your-prometheus-http-api:9090"
 
 
 def queue_source(engine: str = "vllm") -> str:
     return QUEUE_SOURCES.get(engine, QUEUE_SOURCE)
 
 
+def custom_metric(source: str) -> str:
+    """A series' name in the custom metrics API (':' is not allowed there)."""
+    return source.replace(":", "_")
+
+
 def queue_metric(engine: str = "vllm") -> str:
-    """The series' name in the custom metrics API (':' is not allowed there)."""
-    return queue_source(engine).replace(":", "_")
+    return custom_metric(queue_source(engine))
 
 
 def _slug(workload) -> str:
@@ -50,48 +64,71 @@ def _slug(workload) -> str:
     return slugify(workload.name or model.rsplit("/", 1)[-1])
 
 
+def peak_replicas(plan: dict) -> int:
+    """The plan's replica count at the peak: ``autoscaling.max_replicas`` where the plan follows traffic (ACK), else
+    ``replicas`` (always-on platforms size for the peak). The number the plan's cost was computed with."""
+    auto = plan.get("autoscaling") or {}
+    return max(1, int(auto.get("max_replicas") or plan.get("replicas") or 1))
+
+
 def sizing(plan: dict, workload, copies: int | None = None) -> dict:
-    """min/max replicas and the queue target from the plan's traffic and per-replica rate. A replica is one
-    instance (its ``parallel.dp`` model copies) unless ``copies`` says how many model copies one scaled unit
-    holds (a Kubernetes pod per copy: 1)."""
+    """min/max scaled units and the metric targets. A unit is one instance (its ``parallel.dp`` model copies) unless
+    ``copies`` says how many model copies one unit holds (a Kubernetes pod per copy: 1). max = the plan's peak
+    replicas in units; min = the plan's off-peak replicas (ACK's ``autoscaling.min_replicas``, else the off-peak
+    rate over one replica's rate at the plan's target utilisation)."""
     from gpuplan.plan.traffic import replicas_for, traffic_profile
 
     perf = plan.get("performance") or {}
-    dp = int((plan.get("parallel") or {}).get("dp") or 1)
+    par = plan.get("parallel") or {}
+    dp = int(par.get("dp") or 1)
     per_unit = dp if copies is None else max(1, copies)
+    units_per_replica = max(1, dp // per_unit)
     mu = float(perf.get("max_requests_per_s") or 0.0) * per_unit
     traffic = traffic_profile(workload.serving)
-    peak = max(1, int(plan.get("replicas") or 1)) * max(1, dp // per_unit)
-    if traffic is not None and mu > 0:
-        lo = replicas_for(traffic.offpeak_rps, mu)
-        hi = max(peak, replicas_for(traffic.peak_rps, mu))
+    hi = peak_replicas(plan) * units_per_replica
+    auto_min = (plan.get("autoscaling") or {}).get("min_replicas")
+    if auto_min:
+        lo = int(auto_min) * units_per_replica
+    elif traffic is not None and mu > 0:
+        lo = replicas_for(traffic.offpeak_rps, mu, target_utilization=traffic.target_utilization)
     else:
-        lo, hi = 1, peak
+        lo = hi
     ttft = float(perf.get("ttft_s") or 0.0)
     sla = workload.serving.ttft_ms / 1000.0 if workload.serving and workload.serving.ttft_ms else None
     slack = max(0.5, (sla - ttft) if sla else DEFAULT_TTFT_SLACK_S)
     queue = max(1, math.floor(mu * slack)) if mu > 0 else 4
-    lo = min(lo, hi)
-    hi = max(hi, lo + 1)   # min = max would leave the HPA nothing to scale
-    return {"min_replicas": lo, "max_replicas": hi, "queue_target": queue, "per_replica_rps": mu,
-            "ttft_slack_s": slack, "nodes_per_replica": int((plan.get("parallel") or {}).get("nodes_per_replica") or 1)}
+    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+
+    u = (traffic.target_utilization if traffic is not None else None) or DEFAULT_TARGET_UTILIZATION
+    seqs = int(par.get("max_num_seqs") or 0) * per_unit
+    running = max(1, math.floor(u * seqs)) if seqs > 0 else None
+    return {"min_replicas": max(1, min(lo, hi)), "max_replicas": hi, "queue_target": queue, "per_replica_rps": mu,
+            "ttft_slack_s": slack, "running_target": running, "target_utilization": u,
+            "nodes_per_replica": int(par.get("nodes_per_replica") or 1)}
+
+
+def _labels(slug: str) -> dict:
+    return {"app.kubernetes.io/name": slug, "app.kubernetes.io/managed-by": "gpuplan"}
+
+
+def _pods_metric(name: str, target: int) -> dict:
+    return {"type": "Pods", "pods": {"metric": {"name": name},
+                                     "target": {"type": "AverageValue", "averageValue": str(target)}}}
 
 
 def hpa_manifest(plan: dict, workload, engine: str = "vllm", copies: int | None = None) -> dict:
     s = sizing(plan, workload, copies)
     slug = _slug(workload)
+    metrics = [_pods_metric(queue_metric(engine), s["queue_target"])]
+    if engine in RUNNING_SOURCES and s["running_target"]:
+        metrics.append(_pods_metric(custom_metric(RUNNING_SOURCES[engine]), s["running_target"]))
     return {
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": slug, "labels": {"app.kubernetes.io/name": slug, "app.kubernetes.io/managed-by": "gpuplan"}},
+        "metadata": {"name": slug, "labels": _labels(slug)},
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": slug},
             "minReplicas": s["min_replicas"], "maxReplicas": s["max_replicas"],
-            "metrics": [
-                {"type": "Pods", "pods": {"metric": {"name": queue_metric(engine)},
-                                          "target": {"type": "AverageValue", "averageValue": str(s["queue_target"])}}},
-                {"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"},
-                                          "target": {"type": "AverageValue", "averageValue": str(GPU_UTIL_TARGET)}}},
-            ],
+            "metrics": metrics,
             "behavior": {
                 "scaleUp": {"stabilizationWindowSeconds": 0,
                             "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]},
@@ -102,195 +139,46 @@ def hpa_manifest(plan: dict, workload, engine: str = "vllm", copies: int | None 
     }
 
 
-def adapter_rules(engine: str = "vllm") -> dict:
-    """prometheus-adapter rule (https://github.com/kubernetes-sigs/prometheus-adapter/blob/master/docs/config.md):
-    the per-pod waiting-request series (vLLM ``vllm:num_requests_waiting``) as a custom metric
-    (``vllm_num_requests_waiting``)."""
-    source, metric = queue_source(engine), queue_metric(engine)
-    return {"rules": [{
+def scaled_sources(engine: str = "vllm") -> list[str]:
+    """The engine series the HPA scales on (each needs an adapter rule and a scrape)."""
+    return [queue_source(engine), *([RUNNING_SOURCES[engine]] if engine in RUNNING_SOURCES else [])]
+
+
+def adapter_rules(engine: str = "vllm") -> list[dict]:
+    """prometheus-adapter rules: each per-pod engine series (``vllm:num_requests_waiting``) as a custom metric
+    (``vllm_num_requests_waiting``), summed over the pod's engine ranks."""
+    return [{
         "seriesQuery": f'{{__name__="{source}",namespace!="",pod!=""}}',
         "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-        "name": {"matches": f"^{source}$", "as": metric},
+        "name": {"matches": f"^{source}$", "as": custom_metric(source)},
         "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-    }]}
+    } for source in scaled_sources(engine)]
 
 
-def _ess_tf(plan: dict, workload, engine: str = "vllm") -> dict[str, str]:
-    s = sizing(plan, workload)
+def adapter_values(engine: str = "vllm") -> dict:
+    """Helm values of ACK's ack-alibaba-cloud-metrics-adapter: the Prometheus it reads and the rules."""
+    return {"AlibabaCloudMetricsAdapter": {"prometheus": {
+        "enabled": True, "url": PROMETHEUS_URL_PLACEHOLDER,
+        "adapter": {"rules": {"custom": adapter_rules(engine)}}}}}
+
+
+def pod_monitor(workload, port: int) -> dict:
+    """Scrape every pod of the Deployment on its API port (vLLM serves /metrics there; SGLang with
+    --enable-metrics; the image server too)."""
     slug = _slug(workload)
-    itype = check_id(plan.get("instance_type") or "", "instance type")
-    region = check_id(plan.get("region") or "cn-shanghai", "region")
-    name_tag = workload.name or slug
-    versions = f'''# ESS scaling group for {slug}: {s["min_replicas"]}-{s["max_replicas"]} x {itype} in {region}.
-# The alicloud provider reads credentials from the environment (ALIBABA_CLOUD_ACCESS_KEY_ID /
-# ALIBABA_CLOUD_ACCESS_KEY_SECRET) or a RAM role; never write keys into these files.
-terraform {{
-  required_version = ">= 1.3"
-  required_providers {{
-    alicloud = {{
-      source  = "aliyun/alicloud"
-      version = ">= 1.223.0"
-    }}
-  }}
-}}
-
-provider "alicloud" {{
-  region = var.region
-}}
-'''
-    variables = f'''variable "region" {{
-  type    = string
-  default = {hcl(region)}
-}}
-
-variable "instance_type" {{
-  type    = string
-  default = {hcl(itype)}
-}}
-
-variable "vswitch_ids" {{
-  description = "vSwitches (zones) the group may launch GPU instances in"
-  type        = list(string)
-}}
-
-variable "security_group_id" {{
-  type = string
-}}
-
-variable "image_id" {{
-  description = "GPU image with the driver installed (see ops advice: image, driver, CUDA)"
-  type        = string
-}}
-
-variable "user_data" {{
-  description = "cloud-init that starts the model server and pushes the queue-length metric"
-  type        = string
-  default     = ""
-}}
-
-variable "cloud_monitor_group_id" {{
-  description = "CloudMonitor application group that receives the custom queue-length metric"
-  type        = number
-}}
-
-variable "min_size" {{
-  type    = number
-  default = {s["min_replicas"] * s["nodes_per_replica"]}
-}}
-
-variable "max_size" {{
-  type    = number
-  default = {s["max_replicas"] * s["nodes_per_replica"]}
-}}
-
-variable "scale_in_step" {{
-  description = "instances removed per scale-in (negative: a literal -N in a resource trips some HCL loaders)"
-  type        = number
-  default     = -{s["nodes_per_replica"]}
-}}
-
-variable "queue_scale_out" {{
-  description = "waiting requests per instance above which one instance is added"
-  type        = number
-  default     = {s["queue_target"]}
-}}
-'''
-    main = f'''locals {{
-  name = "{slug}"
-  tags = {{
-    "gpuplan-job"  = {hcl(name_tag)}
-    "gpuplan-slug" = "{slug}"
-  }}
-}}
-
-resource "alicloud_ess_scaling_group" "this" {{
-  scaling_group_name = local.name
-  min_size           = var.min_size
-  max_size           = var.max_size
-  default_cooldown   = 300
-  vswitch_ids        = var.vswitch_ids
-  removal_policies   = ["NewestInstance", "OldestInstance"]
-  tags               = local.tags
-}}
-
-resource "alicloud_ess_scaling_configuration" "this" {{
-  scaling_group_id           = alicloud_ess_scaling_group.this.id
-  scaling_configuration_name = local.name
-  instance_type              = var.instance_type
-  image_id                   = var.image_id
-  security_group_id          = var.security_group_id
-  system_disk_category       = "cloud_essd"
-  system_disk_size           = 100
-  user_data                  = var.user_data
-  active                     = true
-  enable                     = true
-  force_delete               = true
-  tags                       = local.tags
-}}
-
-resource "alicloud_ess_scaling_rule" "out" {{
-  scaling_group_id  = alicloud_ess_scaling_group.this.id
-  scaling_rule_name = "${{local.name}}-out"
-  scaling_rule_type = "SimpleScalingRule"
-  adjustment_type   = "QuantityChangeInCapacity"
-  adjustment_value  = {s["nodes_per_replica"]}
-  cooldown          = 300
-}}
-
-resource "alicloud_ess_scaling_rule" "in" {{
-  scaling_group_id  = alicloud_ess_scaling_group.this.id
-  scaling_rule_name = "${{local.name}}-in"
-  scaling_rule_type = "SimpleScalingRule"
-  adjustment_type   = "QuantityChangeInCapacity"
-  adjustment_value  = var.scale_in_step
-  cooldown          = 600
-}}
-
-# Scale out when the average waiting-request queue per instance exceeds the target for 2 minutes.
-resource "alicloud_ess_alarm" "queue_high" {{
-  name                   = "${{local.name}}-queue-high"
-  scaling_group_id       = alicloud_ess_scaling_group.this.id
-  alarm_actions          = [alicloud_ess_scaling_rule.out.ari]
-  metric_type            = "custom"
-  metric_name            = "{queue_metric(engine)}"
-  cloud_monitor_group_id = var.cloud_monitor_group_id
-  period                 = 60
-  statistics             = "Average"
-  threshold              = var.queue_scale_out
-  comparison_operator    = ">"
-  evaluation_count       = 2
-}}
-
-# Scale in when the queue has been empty for 10 minutes.
-resource "alicloud_ess_alarm" "queue_low" {{
-  name                   = "${{local.name}}-queue-low"
-  scaling_group_id       = alicloud_ess_scaling_group.this.id
-  alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
-  metric_type            = "custom"
-  metric_name            = "{queue_metric(engine)}"
-  cloud_monitor_group_id = var.cloud_monitor_group_id
-  period                 = 300
-  statistics             = "Average"
-  threshold              = 0
-  comparison_operator    = "<="
-  evaluation_count       = 2
-}}
-'''
-    outputs = '''output "scaling_group_id" {
-  value = alicloud_ess_scaling_group.this.id
-}
-'''
-    return {"autoscale/ess/versions.tf": versions, "autoscale/ess/variables.tf": variables,
-            "autoscale/ess/main.tf": main, "autoscale/ess/outputs.tf": outputs}
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+            "metadata": {"name": slug, "labels": _labels(slug)},
+            "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": slug}},
+                     "podMetricsEndpoints": [{"port": "http", "path": "/metrics", "interval": "15s"}]}}
 
 
 def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: str = "vllm",
-            copies: int | None = None) -> str:
+            copies: int | None = None, nodes_per_pool: int | None = None) -> str:
     s = sizing(plan, workload)
     pods = sizing(plan, workload, copies)
     values = dict(rps=f"{s['per_replica_rps']:.2f}", min=s["min_replicas"], max=s["max_replicas"],
                   queue_source=queue_source(engine), queue_metric=queue_metric(engine), queue_target=s["queue_target"],
-                  slack=f"{s['ttft_slack_s']:.1f}", gpu_util=GPU_UTIL_TARGET)
+                  slack=f"{s['ttft_slack_s']:.1f}")
     pod_values = {**values, "min": pods["min_replicas"], "max": pods["max_replicas"], "queue_target": pods["queue_target"]}
     parts = [
         "# " + tr("Autoscaling", lang) + "\n",
@@ -300,17 +188,32 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: st
     bullets = []
     if k8s:
         bullets.append("- " + tr(
-            "`hpa.yaml` (ACK): scales the Deployment in `k8s/deployment.yaml` between {min} and {max} pods. Scale-up "
-            "metric: waiting requests per pod (the server's `{queue_source}`, exposed as `{queue_metric}` by the rule in "
-            "`prometheus-adapter-rules.yaml`) above {queue_target} (= requests/s per replica x {slack} s of TTFT "
-            "slack), or GPU utilization above {gpu_util} %. Both need a metrics adapter (ACK: "
-            "ack-alibaba-cloud-metrics-adapter or prometheus-adapter) fed by the server's /metrics and the DCGM exporter. "
-            "Pair it with the cluster autoscaler on the GPU node pool; a new GPU node takes minutes, so keep "
-            "minReplicas for the off-peak rate.", lang).format(**pod_values))
+            "`hpa.yaml` (ACK): scales the Deployment in `k8s/deployment.yaml` between {min} and {max} pods ({max} = the "
+            "plan's replicas at the peak). Scale-up metric: waiting requests per pod (the server's `{queue_source}`, "
+            "exposed as `{queue_metric}`) above {queue_target} (= requests/s per replica x {slack} s of TTFT slack).",
+            lang).format(**pod_values))
+        if engine in RUNNING_SOURCES and pods["running_target"]:
+            bullets.append("- " + tr(
+                "Second metric: running requests per pod (`{source}`) above {target} (= {share} of max-num-seqs): the "
+                "batch is nearly full.", lang).format(source=RUNNING_SOURCES[engine], target=pods["running_target"],
+                                                      share=f"{pods['target_utilization']:.0%}"))
+        bullets.append("- " + tr(
+            "The metrics pipeline, in order: enable Managed Service for Prometheus on the cluster (ACK add-on "
+            "ack-arms-prometheus) and `kubectl apply -f autoscale/podmonitor.yaml` (scrapes every pod's /metrics); "
+            "install the ACK add-on ack-alibaba-cloud-metrics-adapter with `autoscale/metrics-adapter-values.yaml` "
+            "(set `prometheus.url` to your Prometheus HTTP API address); check `kubectl get --raw "
+            "/apis/custom.metrics.k8s.io/v1beta1` lists `{queue_metric}`; then `kubectl apply -f autoscale/hpa.yaml`.",
+            lang).format(**values))
+        if nodes_per_pool:
+            bullets.append("- " + tr(
+                "The GPU node pool must be able to grow to {nodes} node(s) (node pool auto scaling, maximum instances "
+                "at least {nodes}), or the HPA asks for pods no node can hold; a new GPU node takes minutes, so "
+                "minReplicas covers the off-peak rate.", lang).format(nodes=nodes_per_pool))
     bullets.append("- " + tr(
-        "`ess/` (ECS without Kubernetes): a scaling group of the same size; alarms on the queue length pushed to "
-        "CloudMonitor as the custom metric `{queue_metric}` (push the value of `{queue_source}` from each node's "
-        "/metrics every minute) add or remove one instance.", lang).format(**values))
+        "`ess/` (ECS without Kubernetes): a scaling group of the same size behind a load balancer (`ess/lb.tf`: "
+        "every instance it starts joins the vServer group, health-checked on /health); alarms on the queue length "
+        "pushed to CloudMonitor as the custom metric `{queue_metric}` (push the value of `{queue_source}` from each "
+        "node's /metrics every minute) add or remove one instance.", lang).format(**values))
     parts.append("\n".join(bullets) + "\n")
     parts.append(tr("Request rate alone is a weaker signal: it ignores prompt length. Queue length reacts before "
                     "TTFT degrades.", lang))
@@ -322,23 +225,34 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: st
 
 
 def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en", engine: str = "vllm",
-                    copies: int | None = None) -> dict[str, str]:
+                    copies: int | None = None, port: int = 8000) -> dict[str, str]:
     """Autoscaling files for an ECS/ACK serving plan (empty for training and for FC/EAS, which scale
     natively). ``engine``: the deployed server whose queue drives the scaling; ``copies``: model copies per
-    Kubernetes pod (None: one pod per instance)."""
+    Kubernetes pod (None: one pod per instance); ``port``: the server's API port (metrics and load balancer)."""
+    from gpuplan.render.autoscale_ess import ess_tf
+
     if (workload.task or "inference") != "inference" or plan.get("platform", "ecs") not in ("ecs", "ack"):
         return {}
+    slug = _slug(workload)
+    ess = ess_tf(plan, sizing(plan, workload), slug=slug, name_tag=workload.name or slug, metric=queue_metric(engine),
+                 port=port)
     if not k8s:   # multi-node replicas: the ESS group only
-        return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang, engine=engine),
-                **_ess_tf(plan, workload, engine)}
+        return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang, engine=engine), **ess}
     hpa = hpa_manifest(plan, workload, engine, copies)
-    head = "# HorizontalPodAutoscaler for the Deployment in k8s/deployment.yaml (gpuplan).\n"
-    adapter_head = (f"# prometheus-adapter rules: expose {queue_source(engine)} per pod as {queue_metric(engine)} "
-                    "for hpa.yaml\n# (helm install prometheus-adapter prometheus-community/prometheus-adapter -f this "
-                    "file).\n")
+    nodes = peak_replicas(plan) * int((plan.get("parallel") or {}).get("nodes_per_replica") or 1)
+    head = ("# HorizontalPodAutoscaler for the Deployment in k8s/deployment.yaml (gpuplan). It reads custom metrics:\n"
+            "# apply podmonitor.yaml and install the metrics adapter with metrics-adapter-values.yaml first (README.md).\n")
+    monitor_head = ("# PodMonitor: Managed Service for Prometheus (ACK add-on ack-arms-prometheus) or any Prometheus "
+                    "Operator\n# scrapes /metrics of every pod of the Deployment (labels namespace and pod, which the "
+                    "adapter rules use).\n")
+    adapter_head = ("# Helm values for the ACK add-on ack-alibaba-cloud-metrics-adapter: expose "
+                    + ", ".join(scaled_sources(engine)) + " per pod\n# as custom metrics for hpa.yaml. Set "
+                    "prometheus.url to your Managed Service for Prometheus HTTP API address\n# (and "
+                    "prometheusHeader.Authorization when token authentication is on).\n")
     out = {"autoscale/hpa.yaml": head + yaml.safe_dump(hpa, sort_keys=False, allow_unicode=True),
-           "autoscale/prometheus-adapter-rules.yaml": adapter_head + yaml.safe_dump(adapter_rules(engine),
-                                                                                     sort_keys=False, width=1000),
-           "autoscale/README.md": _readme(plan, workload, lang=lang, engine=engine, copies=copies)}
-    out.update(_ess_tf(plan, workload, engine))
+           "autoscale/podmonitor.yaml": monitor_head + yaml.safe_dump(pod_monitor(workload, port), sort_keys=False),
+           "autoscale/metrics-adapter-values.yaml": adapter_head + yaml.safe_dump(adapter_values(engine),
+                                                                                  sort_keys=False, width=1000),
+           "autoscale/README.md": _readme(plan, workload, lang=lang, engine=engine, copies=copies, nodes_per_pool=nodes)}
+    out.update(ess)
     return out

@@ -57,7 +57,7 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     if engine:
         # {} for training and serverless plans; multi-node replicas: no Deployment to scale, ESS only
         files.update(autoscale_files(plan, workload, k8s=not c.multi_node, lang=c.lang, engine=engine,
-                                     copies=1 if c.copies_per_node > 1 else None))
+                                     copies=1 if c.copies_per_node > 1 else None, port=c.serve_port))
     files["memory.svg"] = charts.memory_svg(c, estimate)
     chart = charts.cost_time_svg(c, plan, pareto)
     if chart is not None:

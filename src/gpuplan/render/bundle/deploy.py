@@ -7,6 +7,9 @@ Function Compute 3.0: Serverless Devs fc3 component fields (devsapp/fc3 __tests_
 concurrencyConfig {reservedConcurrency}; src/schema.json: triggers, healthCheckConfig, diskSize 512|10240,
 instanceConcurrency) and the alicloud provider's alicloud_fcv3_function / _trigger / _provision_config /
 _concurrency_config (provider docs, v1.228.0+; memory_size 64-32768 MB, gpu_type fc.gpu.tesla.1|ampere.1|ada.1).
+Both files carry the same numbers, the plan's (``function``: GPU type and memory, vCPU, memory), which the planner
+keeps within what the CreateFunction API accepts (platforms.yaml ``function_limits``: memory 128 MB-32 GB, at most
+4 GB per vCPU); ``gpuplan check`` refuses a bundle whose two files differ or leave those limits.
 Minimum instances 0 is scale-to-zero (no provision config); reserved concurrency = maximum instances x
 instance concurrency caps the instances FC may start. Provisioned instances are offered for the Ada series only
 (https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/product-overview/instance-types-and-usage-modes).
@@ -31,7 +34,6 @@ from gpuplan.render.bundle.safe import hcl
 
 FC_DISK_MB = 10240                 # the larger of FC's two disk sizes (512 or 10240 MB)
 FC_DISK_MODEL_BYTES = 9e9          # weights above this do not fit next to the image on that disk: mount OSS
-FC_TF_MAX_MEMORY_MB = 32768        # alicloud_fcv3_function memory_size upper bound (provider validation)
 FC_MAX_CONCURRENCY = 100           # fc3 schema: instanceConcurrency 1-100
 FC_TIMEOUT_S = 600                 # per request; covers a cold start (image pull and weight loading)
 FC_PROVISIONED_TYPES = ("fc.gpu.ada.1",)
@@ -115,9 +117,6 @@ def fc_s_yaml(c: Ctx, plan: dict) -> str:
 
 def fc_terraform(c: Ctx, plan: dict) -> dict[str, str]:
     lim = fc_limits(c, plan)
-    memory = min(lim["memory_mb"], FC_TF_MAX_MEMORY_MB)
-    memory_note = (f"  # The plan's {lim['memory_mb']} MB exceed the provider's 32768 MB limit for memory_size; "
-                   "s.yaml carries the planned size.\n" if memory < lim["memory_mb"] else "")
     versions = ('terraform {\n  required_version = ">= 1.3"\n  required_providers {\n    alicloud = {\n'
                 '      source  = "aliyun/alicloud"\n      version = ">= 1.230.0"\n    }\n  }\n}\n\n'
                 'provider "alicloud" {\n  region = var.region\n}\n')
@@ -155,10 +154,9 @@ def fc_terraform(c: Ctx, plan: dict) -> dict[str, str]:
             '  handler              = "index.handler"\n'
             f"  timeout              = {FC_TIMEOUT_S}\n"
             f"  cpu                  = {lim['vcpu']:g}\n"
-            f"  memory_size          = {memory}\n"
+            f"  memory_size          = {lim['memory_mb']}\n"
             f"  disk_size            = {FC_DISK_MB}\n"
             f"  instance_concurrency = {lim['instance_concurrency']}\n"
-            + memory_note +
             "\n  gpu_config {\n"
             f"    gpu_type        = {hcl(lim['gpu_type'])}\n"
             f"    gpu_memory_size = {lim['gpu_memory_mb']}\n  }}\n\n"

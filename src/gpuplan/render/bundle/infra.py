@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import yaml
 
-from gpuplan.render.bundle import monitoring
+from gpuplan.render.bundle import lb, monitoring
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.nccl import ECS_ERDMA_DOC
 from gpuplan.render.bundle.templates import render
@@ -157,8 +157,42 @@ def terraform(c: Ctx) -> dict[str, str]:
               "download_gb": f"{(t.download_bytes or 0) / 1e9:.0f}",
               "download_text": script_duration(t.download_s),
               "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_tib or 0) * 1024 / 100.0)) * 100)}
-    return {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
-            for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}
+    out = {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
+           for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}
+    if behind_load_balancer(c):
+        out["terraform/lb.tf"] = load_balancer_tf(c)
+    return out
+
+
+def api_nodes(c: Ctx) -> int:
+    """Instances that answer API requests: the rank-0 node of every replica."""
+    return c.nodes // max(1, c.job_nodes)
+
+
+def behind_load_balancer(c: Ctx) -> bool:
+    """Several replicas of a server need one address in front of them (training and batch jobs do not)."""
+    return monitoring.served_engine(c) is not None and api_nodes(c) > 1
+
+
+def load_balancer_tf(c: Ctx) -> str:
+    """terraform/lb.tf: a CLB with a health-checked TCP listener on the serve port, every replica's API node
+    (rank 0 of its replica) in its vServer group."""
+    step = max(1, c.job_nodes)
+    # (Written with functions only, like main.tf: the rank-0 node of replica i is the first of its chunk of nodes.)
+    server = ("alicloud_instance.gpu[count.index].id" if step == 1
+              else f"alicloud_instance.gpu[chunklist(range(var.instance_count), {step})[count.index][0]].id")
+    count = "var.instance_count" if step == 1 else f"length(chunklist(range(var.instance_count), {step}))"
+    return (f"# {api_nodes(c)} replicas of {c.slug} behind one load balancer (render/bundle/lb.py).\n"
+            + lb.variables_hcl() + "\n"
+            + lb.load_balancer_hcl(name="local.name", vswitch="alicloud_vswitch.this.id", port=c.serve_port) + "\n"
+            + "# The API node of every replica (rank 0 of its replica) serves behind the load balancer.\n"
+            'resource "alicloud_slb_server_group_server_attachment" "api" {\n'
+            f"  count           = {count}\n"
+            "  server_group_id = alicloud_slb_server_group.api.id\n"
+            f"  server_id       = {server}\n"
+            f"  port            = {c.serve_port}\n"
+            "  weight          = 100\n"
+            "}\n\n" + lb.outputs_hcl(c.serve_port))
 
 
 def files(c: Ctx) -> dict[str, str]:

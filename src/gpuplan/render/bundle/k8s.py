@@ -10,7 +10,13 @@
 - GPUs: ``nvidia.com/gpu`` limits; nodes chosen by the well-known label
   ``node.kubernetes.io/instance-type``.
 - PAI-DLC: the body of the CreateJob API
-  (https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12-03-createjob).
+  (https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12-03-createjob), with
+  ``DataSources`` (CreateJobRequestDataSources: ``Uri``, ``MountPath``, ``MountAccess``; an OSS URI
+  ``oss://<bucket>.oss-<region>-internal.aliyuncs.com/<path>/`` or a NAS/CPFS URI ``nas://<file-system-id>.<region>/``,
+  alibabacloud pai-dlc 2020-12-03 SDK models and ALIYUN::PAI::Dataset ``Uri``): the data disk's folder (dataset,
+  weights, checkpoints without shared storage) and the shared file system (checkpoints) outlive the job's pods.
+- Training data and output on ACK: the PersistentVolumeClaims ``<job>-data`` (at the data folder: dataset, weights)
+  and ``<job>-checkpoints`` (at the checkpoint folder), NAS or CPFS volumes the user creates.
 
 Kubernetes expands ``$(VAR)`` in command, args and env values; user strings are written with
 ``$`` doubled (:func:`k8s_text`) so they stay literal.
@@ -24,6 +30,11 @@ import yaml
 
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.images import image_ref
+
+# Placeholders the user replaces (PLAN.md, like the image namespace): the OSS bucket and the NAS/CPFS file system
+# the PAI-DLC job mounts.
+BUCKET_PLACEHOLDER = "your-bucket"
+FILE_SYSTEM_PLACEHOLDER = "your-file-system-id"
 
 
 def k8s_text(text: str) -> str:
@@ -83,7 +94,14 @@ def _pod_extras(c: Ctx, spec: dict, container: dict, pods_per_node: int = 1) -> 
         container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
 
 
+def dataset_path(c: Ctx) -> str:
+    """Where the training job reads the user's dataset on the data mount (ACK PVC, PAI-DLC data source)."""
+    return f"{c.data_dir}/datasets/{c.slug}/train.jsonl"
+
+
 def training_manifests(c: Ctx) -> list[dict]:
+    from gpuplan.render.bundle.weights import model_dir
+
     master = f"{c.slug}-0.{c.slug}"
     # launch.sh (the bundle, mounted at /workspace) runs the plan's launcher with these variables.
     args = ["launch.sh"]
@@ -92,7 +110,8 @@ def training_manifests(c: Ctx) -> list[dict]:
            {"name": "NODE_RANK", "valueFrom": {"fieldRef": {
                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
            {"name": "MASTER_ADDR", "value": master}, {"name": "MASTER_PORT", "value": str(c.ports["rdzv"])},
-           {"name": "OUTPUT_DIR", "value": k8s_text(c.checkpoint_dir)}, {"name": "SAVE_STEPS", "value": str(c.save_steps)}]
+           {"name": "OUTPUT_DIR", "value": k8s_text(c.checkpoint_dir)}, {"name": "SAVE_STEPS", "value": str(c.save_steps)},
+           {"name": "MODEL_DIR", "value": k8s_text(model_dir(c))}, {"name": "DATA", "value": k8s_text(dataset_path(c))}]
     if c.multi_node:
         env += [{"name": v.name, "value": v.value} for v in c.nccl_vars]
     container: dict  # mixed values; volumeMounts is appended to below
@@ -102,10 +121,12 @@ def training_manifests(c: Ctx) -> list[dict]:
                  "resources": _resources(c, c.gpus_per_node)}
     pod_spec: dict = {"subdomain": c.slug, "restartPolicy": "Never", "containers": [container]}
     _pod_extras(c, pod_spec, container)
-    # Checkpoints on a shared volume (create a NAS/CPFS-backed PVC with this name first).
-    pod_spec["volumes"].append({"name": "checkpoints",
-                                "persistentVolumeClaim": {"claimName": f"{c.slug}-checkpoints"}})
-    container["volumeMounts"].append({"name": "checkpoints", "mountPath": c.checkpoint_dir})
+    # Dataset and weights, and the checkpoints, on shared volumes that outlive the pods (create NAS/CPFS-backed
+    # PVCs with these names first).
+    pod_spec["volumes"] += [{"name": "data", "persistentVolumeClaim": {"claimName": f"{c.slug}-data"}},
+                            {"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{c.slug}-checkpoints"}}]
+    container["volumeMounts"] += [{"name": "data", "mountPath": c.data_dir},
+                                  {"name": "checkpoints", "mountPath": c.checkpoint_dir}]
     service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(c, c.slug),
                "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
                         "selector": {"app.kubernetes.io/name": c.slug},
@@ -178,10 +199,25 @@ def serving_manifests(c: Ctx) -> list[dict]:
     return [deployment, service]
 
 
+def dlc_data_sources(c: Ctx) -> list[dict]:
+    """The job's mounts: an OSS folder at the data folder (dataset, weights; the checkpoints too without shared
+    storage) and, when the plan advises NAS or CPFS, that file system at the shared folder (the checkpoints)."""
+    sources = [{"Uri": f"oss://{BUCKET_PLACEHOLDER}.oss-{c.region}-internal.aliyuncs.com/{c.slug}/",
+                "MountPath": c.data_dir, "MountAccess": "RW"}]
+    if c.shared_kind:
+        sources.append({"Uri": f"nas://{FILE_SYSTEM_PLACEHOLDER}.{c.region}/", "MountPath": c.shared_dir,
+                        "MountAccess": "RW"})
+    return sources
+
+
 def pai_dlc(c: Ctx) -> dict:
     """CreateJob body: PAI sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods) and RANK (pod index)
-    in PyTorchJob pods; launch.sh reads them through NNODES / NODE_RANK."""
-    envs = {"PYTHONUNBUFFERED": "1", "JOB_NAME": c.name or c.slug}
+    in PyTorchJob pods; launch.sh reads them through NNODES / NODE_RANK. The data sources are mounted in every pod:
+    the dataset and weights are read from them and the checkpoints written to them, so they outlive the job."""
+    from gpuplan.render.bundle.weights import model_dir
+
+    envs = {"PYTHONUNBUFFERED": "1", "JOB_NAME": c.name or c.slug, "OUTPUT_DIR": c.checkpoint_dir,
+            "MODEL_DIR": model_dir(c), "DATA": dataset_path(c)}
     if c.multi_node:
         envs.update({v.name: v.value for v in c.nccl_vars})
     return {
@@ -192,6 +228,7 @@ def pai_dlc(c: Ctx) -> dict:
         # The image (Dockerfile) holds the bundle in /workspace and everything launch.sh calls.
         "UserCommand": "cd /workspace && NNODES=$WORLD_SIZE NODE_RANK=$RANK bash launch.sh",
         "Envs": envs,
+        "DataSources": dlc_data_sources(c),
     }
 
 
@@ -206,7 +243,8 @@ def files(c: Ctx) -> dict[str, str]:
     name = "k8s/job.yaml" if c.training else "k8s/deployment.yaml"
     if c.training:
         head = (f"# ACK manifests for {c.slug} (Indexed Job on {c.instance_type}). The image is the bundle's Dockerfile "
-                f"pushed to ACR (PLAN.md); create the PVC {c.slug}-checkpoints (NAS or CPFS) first.\n")
+                f"pushed to ACR (PLAN.md); create the PVCs {c.slug}-data (dataset at {dataset_path(c)}, weights) and "
+                f"{c.slug}-checkpoints (NAS or CPFS) first.\n")
     else:
         pods, gpus, dp = pod_layout(c)
         head = (f"# ACK manifests for {c.slug}: a Deployment of {pods} pod(s) x {gpus} GPU(s) on {c.instance_type} "

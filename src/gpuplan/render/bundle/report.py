@@ -42,17 +42,18 @@ FILE_PURPOSES: dict[str, str] = {
     "cloud-init.yaml": N_("first boot: mounts, GPU check, monitoring agents"),
     "gpu-check.sh": N_("driver, CUDA, NCCL, topology and RDMA check"),
     "idle-stop.sh": N_("optional power-off when GPUs idle"),
-    "terraform/": N_("VPC, vSwitch, security group, instances, disks (alicloud provider)"),
+    "terraform/": N_("VPC, vSwitch, security group, instances, disks, a load balancer for several replicas (alicloud "
+                     "provider)"),
     "monitoring/": N_("Prometheus scrape config, alert rules, Grafana dashboard"),
     "k8s/": N_("ACK manifests"),
-    "pai-dlc-job.json": N_("PAI-DLC CreateJob body"),
+    "pai-dlc-job.json": N_("PAI-DLC CreateJob body with its data and checkpoint mounts"),
     ".service": N_("systemd unit"),
     "node-bootstrap.sh": N_("first-boot install: container runtime, NVIDIA Container Toolkit, eRDMA, driver + CUDA "
                             "(pinned)"),
     "generate_images.py": N_("diffusers batch image generation (not a chat server)"),
     "transcribe.py": N_("faster-whisper batch transcription (not a chat server)"),
     "requirements-serve.txt": N_("pinned Python packages for the batch script"),
-    "autoscale/": N_("HPA, prometheus-adapter rule and ESS scaling group"),
+    "autoscale/": N_("HPA with its PodMonitor and metrics-adapter values, ESS scaling group behind a load balancer"),
 }
 
 

@@ -24,10 +24,11 @@ def platform_steps(c: Ctx, platform: str) -> list[Safe]:
                         "node-pool label {label})", lang).format(
                     instance_type=md(c.instance_type), label="ack.aliyun.com/nvidia-driver-version")),
                 _code("kubectl apply -f k8s/deployment.yaml"),
-                Safe(tr("{cmd}, then {then}", lang).format(
-                    cmd=_code("helm install prometheus-adapter prometheus-community/prometheus-adapter -f "
-                              "autoscale/prometheus-adapter-rules.yaml"),
-                    then=_code("kubectl apply -f autoscale/hpa.yaml"))),
+                Safe(tr("Metrics for the autoscaler: enable the ACK add-ons ack-arms-prometheus and "
+                        "ack-alibaba-cloud-metrics-adapter (its values: {values}, with your Prometheus address), "
+                        "then {cmd}", lang).format(
+                    values=_code("autoscale/metrics-adapter-values.yaml"),
+                    cmd=_code("kubectl apply -f autoscale/podmonitor.yaml -f autoscale/hpa.yaml"))),
                 Safe(tr("{cmd} and delete the node pool when you are done (the ACK Pro fee runs while the cluster "
                         "exists)", lang).format(cmd=_code("kubectl delete -f k8s/deployment.yaml -f autoscale/hpa.yaml")))]
     from gpuplan.render.bundle import report_ops
@@ -66,6 +67,11 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
                 f"systemctl enable --now gpuplan-{c.slug}.service")
         s.append(step(N_("{cmd} on every node"), unit) if c.multi_node else _code(unit))
         s.append(_code("./healthcheck.sh"))
+        from gpuplan.render.bundle.infra import behind_load_balancer
+
+        if behind_load_balancer(c):
+            s.append(step(N_("{cmd}: the one address of all replicas (the load balancer sends requests only to "
+                             "replicas whose /health answers)"), "cd terraform && terraform output api_endpoint"))
     s.append(Safe(tr("{cmd}, then import {file} into Grafana", lang).format(
         cmd=_code("promtool check config monitoring/prometheus.yml"), file="monitoring/grafana-dashboard.json")))
     s.append(step(N_("{cmd} when you are done (releases everything)"), "cd terraform && terraform destroy"))

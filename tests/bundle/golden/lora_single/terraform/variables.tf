@@ -81,9 +81,14 @@ variable "system_disk_gib" {
 }
 
 variable "auto_release_hours" {
-  description = "Release the instances this many hours after `terraform apply` (ECS auto_release_time): first boot + model download + the plan's run time x 1.2 + checkpoint upload, rounded up (PLAN.md)."
+  description = "Release the instances this many hours after `terraform apply` (ECS auto_release_time): first boot + model download + the plan's run time x 1.2 + checkpoint upload, rounded up (PLAN.md). 0 = never: no release time is set."
   type        = number
   default     = 68
+
+  validation {
+    condition     = can(regex("^[0-9]+$", tostring(var.auto_release_hours)))
+    error_message = "auto_release_hours is 0 (never) or a whole number of hours, at least 1 (ECS needs the release time at least 30 minutes ahead)."
+  }
 }
 
 variable "public_bandwidth_mbit" {

@@ -111,8 +111,9 @@ resource "alicloud_instance" "gpu" {
   spot_price_limit     = var.spot_price_limit
   spot_duration        = 1
 
-  # Auto-release: ECS releases the instance at this UTC time, auto_release_hours after apply.
-  auto_release_time = formatdate("YYYY-MM-DD'T'hh:mm:ss'Z'", timeadd(timestamp(), "${var.auto_release_hours}h"))
+  # Auto-release: ECS releases the instance at this UTC time, auto_release_hours after apply; 0 = never (no release
+  # time is set: the argument is null, so the instance runs until `terraform destroy`).
+  auto_release_time = contains([0], var.auto_release_hours) ? null : formatdate("YYYY-MM-DD'T'hh:mm:ss'Z'", timeadd(timestamp(), "${var.auto_release_hours}h"))
 
   lifecycle {
     ignore_changes = [auto_release_time]

@@ -116,6 +116,14 @@ resource "alicloud_instance" "gpu" {
   "@@MASTER_ADDR@@", local.master_addrs[count.index]))
 
   instance_charge_type = "PostPaid"
+
+  # Auto-release: ECS releases the instance at this UTC time, auto_release_hours after apply; 0 = never (no release
+  # time is set: the argument is null, so the instance runs until `terraform destroy`).
+  auto_release_time = contains([0], var.auto_release_hours) ? null : formatdate("YYYY-MM-DD'T'hh:mm:ss'Z'", timeadd(timestamp(), "${var.auto_release_hours}h"))
+
+  lifecycle {
+    ignore_changes = [auto_release_time]
+  }
 }
 
 # The data disk (/mnt/data: model cache) is its own resource and is NOT deleted with the

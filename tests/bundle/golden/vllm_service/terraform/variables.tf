@@ -86,6 +86,17 @@ variable "system_disk_gib" {
   default     = 100
 }
 
+variable "auto_release_hours" {
+  description = "0 = never: no release time is set."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = can(regex("^[0-9]+$", tostring(var.auto_release_hours)))
+    error_message = "auto_release_hours is 0 (never) or a whole number of hours, at least 1 (ECS needs the release time at least 30 minutes ahead)."
+  }
+}
+
 variable "public_bandwidth_mbit" {
   description = "Public bandwidth per instance in Mbit/s, 0-100 (inbound = outbound above 10 Mbit/s; PLAN.md's download time assumes 100). 0 = no public IP: then stage the weights in OSS (MODEL_OSS) or add a NAT gateway."
   type        = number

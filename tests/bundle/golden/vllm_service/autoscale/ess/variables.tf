@@ -35,7 +35,7 @@ variable "cloud_monitor_group_id" {
 
 variable "min_size" {
   type    = number
-  default = 1
+  default = 2
 }
 
 variable "max_size" {

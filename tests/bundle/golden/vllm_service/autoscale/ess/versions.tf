@@ -1,4 +1,4 @@
-# ESS scaling group for qwen7b-chat-api: 1-2 x ecs.gn8is.4xlarge in cn-hangzhou.
+# ESS scaling group for qwen7b-chat-api: 2-2 x ecs.gn8is.4xlarge in cn-hangzhou.
 # The alicloud provider reads credentials from the environment (ALIBABA_CLOUD_ACCESS_KEY_ID /
 # ALIBABA_CLOUD_ACCESS_KEY_SECRET) or a RAM role; never write keys into these files.
 terraform {

@@ -1,0 +1,199 @@
+"""The ESS scaling group of an ECS serving plan (``autoscale/ess/*.tf``): alicloud_ess_scaling_group +
+alicloud_ess_scaling_configuration + two alicloud_ess_scaling_rule (+1 / -1 replica) and two alicloud_ess_alarm on a
+CloudMonitor custom metric (the waiting-request queue the node pushes), sized from the plan like the HPA
+(:func:`gpuplan.render.autoscale.sizing`), and a Classic Load Balancer whose vServer group every instance the group
+starts joins (``lb.tf``, render/bundle/lb.py).
+https://registry.terraform.io/providers/aliyun/alicloud/latest/docs/resources/ess_scaling_group
+
+Every user string in HCL goes through ``render.bundle.safe.hcl``. No credentials are written.
+"""
+
+from __future__ import annotations
+
+from gpuplan.render.bundle import lb
+from gpuplan.render.bundle.safe import check_id, hcl
+
+
+def ess_tf(plan: dict, s: dict, *, slug: str, name_tag: str, metric: str, port: int = 8000) -> dict[str, str]:
+    """``s``: the HPA's sizing (render/autoscale.py ``sizing``), counted in instances; ``metric``: the queue-length
+    custom metric the node pushes to CloudMonitor."""
+    itype = check_id(plan.get("instance_type") or "", "instance type")
+    region = check_id(plan.get("region") or "cn-shanghai", "region")
+    versions = f'''# ESS scaling group for {slug}: {s["min_replicas"]}-{s["max_replicas"]} x {itype} in {region}.
+# The alicloud provider reads credentials from the environment (ALIBABA_CLOUD_ACCESS_KEY_ID /
+# ALIBABA_CLOUD_ACCESS_KEY_SECRET) or a RAM role; never write keys into these files.
+terraform {{
+  required_version = ">= 1.3"
+  required_providers {{
+    alicloud = {{
+      source  = "aliyun/alicloud"
+      version = ">= 1.223.0"
+    }}
+  }}
+}}
+
+provider "alicloud" {{
+  region = var.region
+}}
+'''
+    variables = f'''variable "region" {{
+  type    = string
+  default = {hcl(region)}
+}}
+
+variable "instance_type" {{
+  type    = string
+  default = {hcl(itype)}
+}}
+
+variable "vswitch_ids" {{
+  description = "vSwitches (zones) the group may launch GPU instances in"
+  type        = list(string)
+}}
+
+variable "security_group_id" {{
+  type = string
+}}
+
+variable "image_id" {{
+  description = "GPU image with the driver installed (see ops advice: image, driver, CUDA)"
+  type        = string
+}}
+
+variable "user_data" {{
+  description = "cloud-init that starts the model server and pushes the queue-length metric"
+  type        = string
+  default     = ""
+}}
+
+variable "cloud_monitor_group_id" {{
+  description = "CloudMonitor application group that receives the custom queue-length metric"
+  type        = number
+}}
+
+variable "min_size" {{
+  type    = number
+  default = {s["min_replicas"] * s["nodes_per_replica"]}
+}}
+
+variable "max_size" {{
+  type    = number
+  default = {s["max_replicas"] * s["nodes_per_replica"]}
+}}
+
+variable "scale_in_step" {{
+  description = "instances removed per scale-in (negative: a literal -N in a resource trips some HCL loaders)"
+  type        = number
+  default     = -{s["nodes_per_replica"]}
+}}
+
+variable "queue_scale_out" {{
+  description = "waiting requests per instance above which one instance is added"
+  type        = number
+  default     = {s["queue_target"]}
+}}
+'''
+    main = f'''locals {{
+  name = "{slug}"
+  tags = {{
+    "gpuplan-job"  = {hcl(name_tag)}
+    "gpuplan-slug" = "{slug}"
+  }}
+}}
+
+resource "alicloud_ess_scaling_group" "this" {{
+  scaling_group_name = local.name
+  min_size           = var.min_size
+  max_size           = var.max_size
+  default_cooldown   = 300
+  vswitch_ids        = var.vswitch_ids
+  removal_policies   = ["NewestInstance", "OldestInstance"]
+  tags               = local.tags
+}}
+
+resource "alicloud_ess_scaling_configuration" "this" {{
+  scaling_group_id           = alicloud_ess_scaling_group.this.id
+  scaling_configuration_name = local.name
+  instance_type              = var.instance_type
+  image_id                   = var.image_id
+  security_group_id          = var.security_group_id
+  system_disk_category       = "cloud_essd"
+  system_disk_size           = 100
+  user_data                  = var.user_data
+  active                     = true
+  enable                     = true
+  force_delete               = true
+  tags                       = local.tags
+}}
+
+resource "alicloud_ess_scaling_rule" "out" {{
+  scaling_group_id  = alicloud_ess_scaling_group.this.id
+  scaling_rule_name = "${{local.name}}-out"
+  scaling_rule_type = "SimpleScalingRule"
+  adjustment_type   = "QuantityChangeInCapacity"
+  adjustment_value  = {s["nodes_per_replica"]}
+  cooldown          = 300
+}}
+
+resource "alicloud_ess_scaling_rule" "in" {{
+  scaling_group_id  = alicloud_ess_scaling_group.this.id
+  scaling_rule_name = "${{local.name}}-in"
+  scaling_rule_type = "SimpleScalingRule"
+  adjustment_type   = "QuantityChangeInCapacity"
+  adjustment_value  = var.scale_in_step
+  cooldown          = 600
+}}
+
+# Scale out when the average waiting-request queue per instance exceeds the target for 2 minutes.
+resource "alicloud_ess_alarm" "queue_high" {{
+  name                   = "${{local.name}}-queue-high"
+  scaling_group_id       = alicloud_ess_scaling_group.this.id
+  alarm_actions          = [alicloud_ess_scaling_rule.out.ari]
+  metric_type            = "custom"
+  metric_name            = "{metric}"
+  cloud_monitor_group_id = var.cloud_monitor_group_id
+  period                 = 60
+  statistics             = "Average"
+  threshold              = var.queue_scale_out
+  comparison_operator    = ">"
+  evaluation_count       = 2
+}}
+
+# Scale in when the queue has been empty for 10 minutes.
+resource "alicloud_ess_alarm" "queue_low" {{
+  name                   = "${{local.name}}-queue-low"
+  scaling_group_id       = alicloud_ess_scaling_group.this.id
+  alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
+  metric_type            = "custom"
+  metric_name            = "{metric}"
+  cloud_monitor_group_id = var.cloud_monitor_group_id
+  period                 = 300
+  statistics             = "Average"
+  threshold              = 0
+  comparison_operator    = "<="
+  evaluation_count       = 2
+}}
+'''
+    outputs = '''output "scaling_group_id" {
+  value = alicloud_ess_scaling_group.this.id
+}
+'''
+    return {"autoscale/ess/versions.tf": versions, "autoscale/ess/variables.tf": variables,
+            "autoscale/ess/main.tf": main, "autoscale/ess/outputs.tf": outputs, "autoscale/ess/lb.tf": ess_lb_tf(port)}
+
+
+def ess_lb_tf(port: int) -> str:
+    """The group's instances behind one load balancer: the CLB, a vServer group on the serve port (HTTP health check
+    of /health) and the attachment that puts every instance the group starts into it."""
+    return ("# Every instance the scaling group starts joins the load balancer's vServer group (render/bundle/lb.py).\n"
+            + lb.variables_hcl() + "\n"
+            + lb.load_balancer_hcl(name="local.name", vswitch="var.vswitch_ids[0]", port=port) + "\n"
+            'resource "alicloud_ess_scalinggroup_vserver_groups" "api" {\n'
+            "  scaling_group_id = alicloud_ess_scaling_group.this.id\n\n"
+            "  vserver_groups {\n"
+            "    loadbalancer_id = alicloud_slb_load_balancer.api.id\n\n"
+            "    vserver_attributes {\n"
+            "      vserver_group_id = alicloud_slb_server_group.api.id\n"
+            f"      port             = {port}\n"
+            "      weight           = 100\n"
+            "    }\n  }\n}\n\n" + lb.outputs_hcl(port))
