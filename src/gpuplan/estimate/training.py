@@ -31,6 +31,8 @@ from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import _
 
+MEGATRON_CORE = frozenset({"megatron", "nemo"})   # stacks on Megatron-Core's DDP and distributed optimizer
+
 
 @dataclass
 class TrainingPerf:
@@ -275,8 +277,10 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
         compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
-    # one micro-batch's backward on this GPU (recomputation included): what the gradient reduction can hide behind
+    # one micro-batch's backward on this GPU (recomputation included) and forward: what the gradient reduction and
+    # the parameter all-gather of a sharded optimizer can hide behind
     backward_mb_s = compute_s / max(1, layout.grad_accum) * (1.0 - fwd_hw_fpt / hw_fpt)
+    forward_mb_s = compute_s / max(1, layout.grad_accum) * fwd_hw_fpt / hw_fpt
     bubble = 0.0
     if layout.pp > 1:
         if layout.naive_pipeline:
@@ -325,8 +329,11 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
             comm += max(0.0, t - hidden)
         else:
             # only the last micro-batch's backward can hide the reduction (ZeRO-2: every micro-batch's own)
-            t, exposed = dp_gradient_sync_s(system, layout, grad_bytes, backward_mb_s,
-                                            float(overlap["zero" if layout.zero else "ddp"]))
+            t, exposed = dp_gradient_sync_s(
+                system, layout, grad_bytes, backward_mb_s, forward_mb_s, float(overlap["zero" if layout.zero else "ddp"]),
+                # Megatron-Core has no ZeRO-2: its distributed optimizer reduces at the accumulation boundary
+                every_micro_batch=layout.zero == 2 and framework not in MEGATRON_CORE,
+                gather_overlap=framework in comm_tab["param_gather_overlap_frameworks"]["frameworks"])
             comm += exposed
         comm_total += t
     if layout.tp > 1:

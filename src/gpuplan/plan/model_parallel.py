@@ -47,7 +47,8 @@ def pick_in_group(plain: Any | None, splitting: Any | None, speed: Callable[[Any
     words = split_words(lay.tp, lay.pp, lay.cp)
     gpus = f"{splitting.gpus} x {splitting.inst.gpu}"
     if plain is None:
-        return splitting, _("{split}: no layout without tensor or pipeline parallelism fits {gpus}").format(
+        return splitting, _("{split}: no layout without tensor or pipeline parallelism is feasible on {gpus} (GPU "
+                                 "memory, host RAM or network)").format(
             split=words, gpus=gpus)
     fast, slow = speed(splitting), speed(plain)
     gain = 1.0 - slow / fast if fast > 0 else 0.0
