@@ -131,8 +131,8 @@ def ref_lora_7b_sg() -> Reference:
     run = flops / (GPU["A100-40"][0] * MFU["lora"])
     return _job("1 x A100-40GB (ecs.gn7-c12g1.3xlarge)", "ecs.gn7-c12g1.3xlarge", "ap-southeast-1", 1, run,
                 7.616e9 * 2, [
-                    f"memory: bf16 base 15.2 GB + LoRA + activations at 2048 tokens fit 40 GB without recomputation "
-                    f"(one A10 needs full recomputation: 6N instead of 4N per token)",
+                    "memory: bf16 base 15.2 GB + LoRA + activations at 2048 tokens fit 40 GB without recomputation "
+                    "(one A10 needs full recomputation: 6N instead of 4N per token)",
                     f"FLOPs: 4N + 8Lhs = {per_tok:.3g} per token x 1e8 tokens = {flops:.3g}",
                     f"time: {flops:.3g} / (312e12 x {MFU['lora']}) = {run / HOUR:.2f} h"], "1 x A100-SXM4-40GB")
 
