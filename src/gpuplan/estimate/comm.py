@@ -124,3 +124,30 @@ def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: flo
         lat = system.inter_latency_s()
     layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
     return 4.0 * layers * (size / bw + lat * (layout.ep - 1))
+
+
+def dp_gradient_sync_s(system: System, layout: Layout, grad_bytes: float, backward_mb_s: float, forward_mb_s: float,
+                       hidden_share: float, *, every_micro_batch: bool, gather_overlap: bool) -> tuple[float, float]:
+    """(all, exposed) seconds per optimizer step of the data-parallel gradient reduction without ZeRO-3.
+
+    The reduction overlaps only the backward that produces the gradients (bucketed, Li et al. 2020), and with
+    gradient accumulation only the last micro-batch's backward produces them: DDP's ``no_sync``, Megatron-Core's
+    grad buffers and DeepSpeed ZeRO-0/1 reduce at the accumulation boundary, so the window is one micro-batch's
+    backward (``backward_mb_s``), of which ``hidden_share`` can hide traffic (communication.overlap). With a
+    sharded optimizer (ZeRO-1/2, Megatron's distributed optimizer) the reduction is a reduce-scatter and the
+    updated parameters are all-gathered after the step: behind the next step's first forward where the stack
+    overlaps it (``gather_overlap``: NeMo's overlap_param_gather), else exposed (DeepSpeed gathers in its step,
+    Megatron-Core without --overlap-param-gather too). DeepSpeed ZeRO-2 keeps only its gradient partition, so it
+    reduce-scatters every micro-batch's gradients (``every_micro_batch``; stage_1_and_2.py: ``if
+    self.partition_gradients or self.is_gradient_accumulation_boundary``), each behind its own backward."""
+    if layout.dp <= 1 or grad_bytes <= 0:
+        return 0.0, 0.0
+    if layout.zero == 0:
+        t = dp_collective_time(system, layout, grad_bytes, 2.0)
+        return t, max(0.0, t - hidden_share * backward_mb_s)
+    rs = dp_collective_time(system, layout, grad_bytes, 1.0)
+    ag = dp_collective_time(system, layout, grad_bytes, 1.0)
+    n_rs = max(1, layout.grad_accum) if every_micro_batch else 1
+    exposed = n_rs * max(0.0, rs - hidden_share * backward_mb_s)
+    exposed += max(0.0, ag - hidden_share * forward_mb_s) if gather_overlap else ag
+    return n_rs * rs + ag, exposed

@@ -136,7 +136,8 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     framework = w.framework or "auto"
     task = w.task or "inference"
     if getattr(model, "profile", None) is not None and not _is_llm(model):
-        res = nonllm_estimate(model, task=task, precision=w.precision or "bf16", batch=w.batch_size or 1,
+        # the layout's batch: the workload's batch_size (layout_from_workload), or the one the job search tries
+        res = nonllm_estimate(model, task=task, precision=w.precision or "bf16", batch=layout.micro_batch,
                               inp=w.input.model_dump() if w.input else None, optimizer=w.optimizer or "adamw",
                               framework=framework, layout=layout, system=system)
         assumptions.extend(res.notes)

@@ -24,11 +24,28 @@ from gpuplan.units import GIB
 __all__ = ["NonLLMResult", "input_scale", "nonllm_estimate"]
 
 
+def speech_cache_bytes(prof, nl, precision: str, scale: float) -> tuple[float, float]:
+    """(bytes one decoding hypothesis reads per step, bytes a batch element holds) of a Whisper-style decoder:
+    its cross-attention keys and values over the encoder frames (decoder_layers x 2 x frames x d_model) plus
+    its self-attention cache at half the transcript (read) or the whole transcript (held), times the beams
+    (nonllm.speech_beam_size). 0 for a profile that does not give the decoder's shape."""
+    comps = prof.components
+    layers, d = float(comps.get("decoder_layers") or 0), float(comps.get("d_model") or 0)
+    if not layers or not d:
+        return 0.0, 0.0
+    frames = float(prof.reference_input.get("encoder_frames") or 1500)
+    tokens = float(nl.get("speech_tokens_per_30s", 100)) * max(1.0, scale)
+    per_token = layers * 2.0 * d * dense_bytes(precision)
+    beams = float(nl["speech_beam_size"]["value"])
+    return beams * per_token * (frames + tokens / 2.0), beams * per_token * (frames + tokens)
+
+
 def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, framework: str, system: System,
                     peak: float, eff: float, notes: list[str]) -> tuple[float, float]:
     """(seconds for one batch of windows, FLOPs per sample) of an encoder-decoder speech model: the
     encoder's FLOPs, then the decoder's token-by-token steps, each the larger of streaming the decoder
-    weights and its FLOPs, plus the engine's per-step cost. The transcript's decoding is part of the time."""
+    weights plus every hypothesis's cross- and self-attention cache (:func:`speech_cache_bytes`) and its FLOPs,
+    plus the engine's per-step cost. The transcript's decoding is part of the time."""
     inf = table("inference")
     comps = prof.components
     enc = float(comps.get("encoder_flops") or prof.forward_flops_per_sample) * scale
@@ -37,7 +54,10 @@ def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, f
     dense = dense_bytes(precision)
     dec_bytes = float(model.params_total) * dense * float(nl.get("speech_decoder_param_share", 0.5))
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
-    step_gpu = max(dec_bytes / bw, batch * float(comps["decode_flops_per_token"]) / (peak * eff))
+    cache_read, _held = speech_cache_bytes(prof, nl, precision, scale)
+    beams = float(nl["speech_beam_size"]["value"]) if cache_read else 1.0
+    step_gpu = max((dec_bytes + batch * cache_read) / bw,
+                   batch * beams * float(comps["decode_flops_per_token"]) / (peak * eff))
     overheads = inf["engine_step_overhead_s"]
     layers = int(getattr(model, "num_decoder_layers", 0) or getattr(model, "num_layers", 0) or 32)
     if framework in overheads and framework != "transformers":
@@ -47,9 +67,10 @@ def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, f
     decode = tokens * (step_gpu + over)
     encode = enc * batch / (peak * eff)
     notes.append(_("speech: encoder {encode:.2f} s per batch of {batch}, then {tokens:.0f} decoder steps of {step_ms:.1f} ms "
-                   "({tokens:.0f} tokens per {window_s:.0f} s, assumed)").format(
-        encode=encode, batch=batch, tokens=tokens, step_ms=(step_gpu + over) * 1000, window_s=30 * windows))
-    per_sample = enc + tokens * float(comps["decode_flops_per_token"])
+                   "({tokens:.0f} tokens per {window_s:.0f} s, assumed; {beams:g} beams)").format(
+        encode=encode, batch=batch, tokens=tokens, step_ms=(step_gpu + over) * 1000, window_s=30 * windows,
+        beams=beams))
+    per_sample = enc + tokens * beams * float(comps["decode_flops_per_token"])
     return encode + decode, per_sample
 
 
@@ -76,6 +97,8 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
     else:
         comp["activations"] = acts * nl["inference_activation_share"]
         notes.append(_("inference keeps about {nl:.0%} of the training activations live (assumed)").format(nl=nl['inference_activation_share']))
+        if model.kind == "speech":   # every hypothesis's cross- and self-attention cache (nonllm.speech_beam_size)
+            comp["kv_cache"] = speech_cache_bytes(prof, nl, precision, scale.flops)[1] * batch
     alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
     reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * comp["activations"]
     per_gpu = reserved + ctx + nccl

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gpuplan.estimate.comm import (dp_collective_time, expert_all_to_all_s, pipeline_bubble, pipeline_p2p_s,
-                                   ring_latency_s, tp_collective_s)
+from gpuplan.estimate.comm import (dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
+                                   pipeline_p2p_s, ring_latency_s, tp_collective_s)
 from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
 from gpuplan.estimate.params import by_key, interpolate_log2, table
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import _
+
+MEGATRON_CORE = frozenset({"megatron", "nemo"})   # stacks on Megatron-Core's DDP and distributed optimizer
 
 
 @dataclass
@@ -233,8 +235,9 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                   adapted_expert_linears: float = 0.0) -> TrainingPerf:
     notes: list[str] = []
     comm_tab = table("communication")
-    model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing,
-                                        float(table("training", "flash_causal_executed_share")) if flash else 1.0)
+    attn_share = float(table("training", "flash_causal_executed_share")) if flash else 1.0
+    model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing, attn_share)
+    fwd_hw_fpt = 2.0 * s.matmul_params_active + attention_flops_fwd_per_token(s, seq_len) * attn_share
     peak = peak_flops(system, precision, notes)
     tokens_mb = seq_len * layout.micro_batch
     eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
@@ -274,6 +277,10 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         gpu_mb = compute_s / max(1, layout.grad_accum)
         k = float(inf["eager_overlap_exponent"])
         compute_s = layout.grad_accum * (cpu_mb**k + gpu_mb**k) ** (1.0 / k)
+    # one micro-batch's backward on this GPU (recomputation included) and forward: what the gradient reduction and
+    # the parameter all-gather of a sharded optimizer can hide behind
+    backward_mb_s = compute_s / max(1, layout.grad_accum) * (1.0 - fwd_hw_fpt / hw_fpt)
+    forward_mb_s = compute_s / max(1, layout.grad_accum) * fwd_hw_fpt / hw_fpt
     bubble = 0.0
     if layout.pp > 1:
         if layout.naive_pipeline:
@@ -318,11 +325,16 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
             hidden = overlap["fsdp" if fsdp else "zero3"] * compute_s
             # prefetch cannot hide the first block's gather of each pass
             hidden = min(hidden, t * (1.0 - 1.0 / max(1.0, s.layers / layout.pp)))
+            # communication hides behind computation, but never more than the computation lasts
+            comm += max(0.0, t - hidden)
         else:
-            t = dp_collective_time(system, layout, grad_bytes, 2.0)
-            hidden = overlap["zero" if layout.zero else "ddp"] * compute_s
-        # communication hides behind computation, but never more than the computation lasts
-        comm += max(0.0, t - hidden)
+            # only the last micro-batch's backward can hide the reduction (ZeRO-2: every micro-batch's own)
+            t, exposed = dp_gradient_sync_s(
+                system, layout, grad_bytes, backward_mb_s, forward_mb_s, float(overlap["zero" if layout.zero else "ddp"]),
+                # Megatron-Core has no ZeRO-2: its distributed optimizer reduces at the accumulation boundary
+                every_micro_batch=layout.zero == 2 and framework not in MEGATRON_CORE,
+                gather_overlap=framework in comm_tab["param_gather_overlap_frameworks"]["frameworks"])
+            comm += exposed
         comm_total += t
     if layout.tp > 1:
         per_ar = tokens_mb * s.hidden * 2.0

@@ -84,6 +84,8 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
         changes["parallel"].update(vp=par["vp"], schedule="interleaved")
     if ckpt is not None:
         changes["grad_checkpointing"] = {"full": True, "none": False, "selective": "selective"}.get(ckpt, True)
+    if par.get("framework"):    # training: the framework whose rules sized the plan (its launcher's)
+        changes["framework"] = par["framework"]
     for key in ("precision", "quantization", "optimizer"):
         if par.get(key):
             changes[key] = par[key]

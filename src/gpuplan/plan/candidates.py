@@ -62,6 +62,27 @@ def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: s
     return "torchrun"
 
 
+# The framework whose memory and time rules size a layout under each launcher (the estimator's names). Megatron
+# mode runs Megatron-Core: fp32 main_grad buffers allocated for the whole run (4 bytes per parameter for bf16),
+# its fused kernels and activation layout; the bundle's FSDP2 keeps fp32 sharded parameters and gradients. The
+# other launchers run the Hugging Face model of the bundle's train.py (DDP or the DeepSpeed engine): there the
+# workload's framework keeps its rules (a named Trainer stack, else the task's default: DeepSpeed's mixed
+# precision for full training, transformers + PEFT for LoRA). docs/recommender.md, "Only launchable layouts".
+LAUNCHER_RULES = {"megatron": ("megatron", ("megatron", "nemo")), "fsdp": ("fsdp", ("fsdp",))}
+
+
+def sizing_framework(launcher: str, framework: str, named: str | None) -> str:
+    """The framework whose rules size a layout the bundle runs with ``launcher``: ``framework`` is the workload's
+    (resolved), ``named`` the one the user set (None: unset). Megatron mode always brings Megatron-Core's rules
+    (NeMo's, on the same core, stay NeMo's); FSDP's own rules when the user named no framework."""
+    rules = LAUNCHER_RULES.get(launcher)
+    if rules is None or framework in rules[1]:
+        return framework
+    if launcher == "megatron" or named in (None, "auto"):
+        return rules[0]
+    return framework
+
+
 def _runs(launcher: str, model_parallel: int, zero: int, offload: str | None) -> bool:
     """Whether ``launcher`` runs a layout: DeepSpeed and FSDP have no TP/PP in the bundle (FSDP2 no
     offload either); Megatron mode has the distributed optimizer (ZeRO-1) at most and no offload."""
@@ -210,9 +231,6 @@ def lattice(task: str, dp: int, fixed: Fixed, optimizer_level: int | None = None
             continue            # DeepSpeed offloads optimizer states from ZeRO stage 2 up
         if lora and fixed.zero is None and z in (1, 2):
             continue            # LoRA: plain DDP or full sharding of the frozen base (ZeRO-3 / FSDP)
-        if fixed.zero is None and not model_parallel and z == 1 and fixed.framework != "megatron":
-            continue            # DeepSpeed: ZeRO-2 moves the same bytes as ZeRO-1 (Rajbhandari et al. 2020 section
-            #                     7.2.1: P_os and P_os+g add no communication) and holds less; Megatron keeps 1
         if not launchable(task, 2 if model_parallel else 1, 1, max(z, 0), OFFLOAD_ORDER[max(o, 0)], fixed.framework):
             continue            # TP/PP run under Megatron: distributed optimizer (ZeRO-1) at most, no offload;
             #                     a named framework runs only its own layouts

@@ -129,8 +129,10 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
                   "checkpoint_write_s": None,
                   "expected_interruptions": round(run.expected_interruptions * replicas, 2)}
     p.time_s = base * factor + fixed_s
+    # the batch each forward (or engine step) runs: the job search's (plan/search_job.py), the LLM serving batch
+    batch = c.est.performance.get("serving_batch") if ctx.llm else c.layout.micro_batch
     job: dict[str, Any] = {"items": rnd(items, 1), "unit": unit, "items_per_s": rnd(group_rate * replicas),
-                           "replicas": replicas}
+                           "replicas": replicas, "batch": int(batch) if batch else None}
     ds = ctx.w.dataset
     if ds and ds.audio_hours:
         job["audio_hours"] = ds.audio_hours * ds.epochs

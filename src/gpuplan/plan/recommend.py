@@ -28,6 +28,7 @@ from gpuplan.plan.billing import annotate
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.drafts import Draft, plans_for, unpriced
 from gpuplan.plan.explain import advise, headline, why_not
+from gpuplan.plan.model_parallel import prefer_plain
 from gpuplan.plan.notes import assumptions as stated_assumptions
 from gpuplan.plan.notes import applicable, dedupe, global_warnings
 from gpuplan.plan.rank import pareto_front, rank, ranking_basis
@@ -125,14 +126,27 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
 
     t0 = time.perf_counter()
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
-    searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else ()) if getattr(w, f) is None)
+    llm = is_llm(resolve_model(w.model))
+    # an offline job of a non-LLM model searches its batch per forward (plan/search_job.py)
+    job_batch = ("batch_size",) if not w.is_training and w.dataset is not None and not llm else ()
+    searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else job_batch)
+                         if getattr(w, f) is None)
     # LLM serving: weight format, engine and KV-cache dtype are chosen per plan (plan/serving_config.py), so
     # their defaults are where the search starts, not assumptions of the answer
-    start = frozenset(SERVING_SEARCHED_FIELDS) if not w.is_training and is_llm(resolve_model(w.model)) else frozenset()
-    resolved, notes = resolve_defaults(w, searched=searched, start_points=start)
+    start = frozenset(SERVING_SEARCHED_FIELDS) if not w.is_training and llm else frozenset()
+    # training: each plan is sized by the framework its launcher runs (plan/candidates.py sizing_framework), so an
+    # unset framework is not one assumption of the whole answer
+    per_plan_framework = w.is_training and w.framework in (None, "auto")
+    resolved, notes = resolve_defaults(w, searched=searched,
+                                       start_points=start | ({"framework"} if per_plan_framework else frozenset()))
     if start - {f for f in start if getattr(w, f) is not None}:
         notes.append(_("serving: the engine (vLLM or SGLang), the weight format and the KV-cache dtype are chosen "
                        "per plan unless the workload sets them (each plan's layout names them)"))
+    if per_plan_framework:
+        notes.append(_("framework: each plan is sized by the rules of the stack its bundle launches (parallel.framework "
+                       "and parallel.launcher): {default} for train.py under torchrun or DeepSpeed, Megatron-Core for "
+                       "tensor- or pipeline-parallel layouts (ms-swift Megatron mode: fp32 main gradients)").format(
+                           default=resolved.framework))
     model = resolve_model(resolved.model)
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
@@ -151,7 +165,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     insts = scoped_instances(resolved, instances, cache_dir)
     space = ServingSpace.for_workload(w, resolved, model)
     searcher = Searcher(resolved, model, shape, fixed, variants, max_gpus=search_gpus,
-                        allowed_status=allowed_status, headroom=memory_headroom, serving=space)
+                        allowed_status=allowed_status, headroom=memory_headroom, serving=space,
+                        named_framework=w.framework)
     with pinned_calibration():      # the overlay is read once, not once per estimate
         res = searcher.run(insts)
     groups = [c.finish() for c in space.pick(res.candidates, searcher)] if space else \
@@ -179,6 +194,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         rate = ctx.request_rate()
         plans = [replace(p, serving=serving_block(p, resolved, rate)) for p in plans]
     ranked = merge_aliases(rank(plans, objective))
+    mp_why = None
+    if training:    # tensor / pipeline parallelism only where it pays against the best plan without it
+        ranked, mp_why = prefer_plain(ranked, objective)
     # price basis and age, the other billing modes at this duration, availability in the region
     ranked = annotate(ranked, book, today, frozenset(i.instance_type for i in insts if i.cloud == DEFAULT_CLOUD),
                       options_top=max(top, DEFAULT_TOP))
@@ -187,7 +205,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     shown = ranked[:top]   # the top N only; the whole Pareto front is the `pareto` list
     shown = [advise(ctx, p) if p.is_ecs else p for p in shown]
     if shown:
-        shown[0] = shown[0].with_advice(why=headline(ctx, ranked, objective) + shown[0].advice.why)
+        shown[0] = shown[0].with_advice(why=headline(ctx, ranked, objective) + ((mp_why,) if mp_why else ())
+                                        + shown[0].advice.why)
     final = {p.rank: p for p in shown}
     ranked = [final.get(p.rank, p) for p in ranked]
     ecs_ranked = rank(ecs_all, objective)

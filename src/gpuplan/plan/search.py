@@ -25,7 +25,6 @@ from gpuplan.i18n import _, localize
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import (
     OFFLOAD_ORDER,
-    OPTIMIZER_ORDER,
     TRAIN_TASKS,
     Fixed,
     Knobs,
@@ -35,10 +34,12 @@ from gpuplan.plan.candidates import (
     node_options,
     parallel_shapes,
 )
-from gpuplan.plan.recipe import BatchOption, BatchTarget, batch_options, batch_target, no_batch_reason, \
-    search_setting
+from gpuplan.plan.model_parallel import min_saving, split
+from gpuplan.plan.recipe import BatchOption, BatchTarget, batch_target, no_batch_reason
 from gpuplan.plan.search_explain import what
+from gpuplan.plan.search_job import job_batches, search_job_batch
 from gpuplan.plan.search_point import Candidate, Variant
+from gpuplan.plan.search_space import SearchSpace
 from gpuplan.plan.search_group import GroupSearch, shape_bound
 from gpuplan.workload import Workload
 
@@ -53,12 +54,12 @@ class SearchResult:
     batch_reason: str | None = None        # a layout whose DP cannot run the global batch (training recipes)
 
 
-class Searcher:
+class Searcher(SearchSpace):
     """Runs the search for one resolved workload."""
 
     def __init__(self, w: Workload, model, shape, fixed: Fixed, variants: list[Variant], *,
                  max_gpus: int, allowed_status: frozenset[str], headroom: float = fz.MEMORY_HEADROOM,
-                 serving=None):
+                 serving=None, named_framework: str | None = None):
         self.w = w
         self.model = model
         self.shape = shape
@@ -70,6 +71,7 @@ class Searcher:
         self.allowed_status = allowed_status
         self.headroom = headroom
         self.serving = serving     # serving_config.ServingSpace for LLM serving, else None
+        self.named_framework = named_framework   # the framework the user set (None: unset; resolved = task default)
         self._est: dict[tuple, Estimate | None] = {}  # None: the estimate failed (cached too)
         self._sys: dict[tuple, System] = {}
         self._mem_eval: dict[tuple, tuple[Estimate | None, Layout]] = {}
@@ -77,7 +79,9 @@ class Searcher:
         # the global batch of a training recipe (transformer models; others keep their batch_size)
         self.target: BatchTarget | None = batch_target(w, model) if self.training and shape is not None else None
         self.batch_reason: str | None = None
+        self.job_batches = job_batches(self)   # an offline non-LLM job's batches to try (plan/search_job.py)
         self.best = 0.0        # the fastest candidate of the (instance, nodes) being searched (pruning bound)
+        self.best_plain = 0.0  # ... of those without tensor, pipeline or context parallelism
         self._layouts: dict[tuple, Layout] = {}
         self._keys: dict[int, tuple[System, tuple, tuple]] = {}
         self._warnings: dict[tuple, list[str]] = {}
@@ -176,25 +180,12 @@ class Searcher:
         """The estimator's warnings for this workload on this system (they do not depend on the layout; of the
         system only the GPU, a vGPU slice and more than one GPU matter): one explained estimate per variant
         and such system."""
-        key = (v.quantization, v.optimizer, system.gpu.id, system.gpu_fraction, system.total_gpus > 1)
+        key = (v.quantization, v.optimizer, v.w.framework, system.gpu.id, system.gpu_fraction, system.total_gpus > 1)
         got = self._warnings.get(key)
         if got is None:
             e = self.estimate(v, system, layout)
             got = self._warnings[key] = list(e.warnings) if e is not None else []
         return got
-
-    def variant_for(self, v: Variant, k: Knobs) -> Variant:
-        """The optimizer knob changes the workload (the estimator reads w.optimizer)."""
-        if not self.training or self.task in ("lora", "qlora") or self.fixed.optimizer is not None:
-            return v
-        name = OPTIMIZER_ORDER[k.optimizer]
-        if v.optimizer == name:
-            return v
-        cache = self.__dict__.setdefault("_opt_variants", {})
-        key = (v.quantization, name)
-        if key not in cache:
-            cache[key] = Variant(v.quantization, name, v.w.with_updates(optimizer=name))
-        return cache[key]
 
     # ------------------------------------------------------------------ the search
     def run(self, instances: list[InstanceType]) -> SearchResult:
@@ -237,7 +228,8 @@ class Searcher:
                 if self._reuse(inst, system, cands, reject):
                     continue
                 before = len(cands)
-                self.best = 0.0        # the fastest candidate of this (instance, nodes) so far
+                self.best = self.best_plain = 0.0   # the fastest candidate of this (instance, nodes) so far (plain:
+                #                                     without splitting the model)
                 self._host_need, self._host_failed = 0.0, False
                 for cp in self.cp_options():
                     if cp > 1 and len(cands) > before:
@@ -258,19 +250,6 @@ class Searcher:
             if self._post_checks(c, reject):
                 cands.append(c)
         return True
-
-    def cp_options(self) -> tuple[int, ...]:
-        """The workload's context parallelism, or 1 then 2, 4, 8 for long sequences when the layout is searched
-        (data/recipes.yaml ``context_parallel_min_seq_len``)."""
-        par = self.w.parallel
-        if not self.training:
-            return (1,)
-        if par is not None:
-            return (par.cp,)
-        if self.target is None or self.task == "qlora" or (self.w.seq_len or 0) < int(search_setting(
-                "context_parallel_min_seq_len")):
-            return (1,)
-        return (1, 2, 4, 8)
 
     def _search_shapes(self, inst, nodes, system, cp, cands, reject, best_mem) -> None:
         shapes = parallel_shapes(self.model, system.total_gpus // cp, system.gpus_per_node, self.task,
@@ -302,40 +281,22 @@ class Searcher:
                                       key=lambda t: -t[0]):
             if bound < self.best * (1 - 1e-9):
                 break
+            if bound < self.bar(shape) * (1 - 1e-9):
+                continue       # a split of the model that cannot save the margin over the plain layout
             self._search_layout(inst, nodes, system, shape, v, cands, reject, best_mem)
 
-    def _levels(self) -> tuple[int | None, ...]:
-        """The optimizer levels tried in turn: AdamW, then 8-bit AdamW only where AdamW fits nowhere."""
-        return (0, 1) if (self.training and self.task not in ("lora", "qlora") and self.fixed.optimizer is None) \
-            else (None,)
-
-    def batch_options(self, dp: int, pp: int = 1) -> tuple[BatchOption, ...]:
-        """The splits of the global batch on ``dp`` ranks (plan/recipe.py); one fixed split when no recipe is
-        searched (serving, non-transformer models). With a pipeline of ``pp`` stages only splits with at least
-        ``pp`` micro-batches per step, where there are any: fewer leave at least half of each step idle (bubble
-        (p-1)/m >= 1), and the next smaller micro-batch, which fits whenever they do, halves that."""
-        got = self._opts.get((dp, pp))
-        if got is not None:
-            return got
-        if self.target is None:
-            got = (BatchOption(self.w.batch_size or 1, self.w.gradient_accumulation or 1),)
-        else:
-            got = batch_options(self.target, dp)
-            if pp > 1 and (self.w.framework or "auto") not in NAIVE_PP_FRAMEWORKS:
-                got = tuple(o for o in got if o.grad_accum >= pp) or got
-        self._opts[(dp, pp)] = got
-        return got
-
-    def vp_options(self, pp: int, opt: BatchOption, naive: bool) -> tuple[int | None, ...]:
-        """Virtual pipeline stages to time (None: the workload's or the framework's schedule)."""
-        if pp <= 1 or naive or self.w.parallel is not None or self.target is None:
-            return (None,)
-        layers = int(self.shape.layers) if self.shape is not None else 0
-        more = tuple(v for v in search_setting("virtual_stages") if layers and layers % (pp * v) == 0
-                     and opt.grad_accum >= pp)
-        return (1,) + more
+    def bar(self, shape: tuple[int, int, int, int]) -> float:
+        """The speed a candidate of ``shape`` must beat to be kept: the group's fastest so far; a layout that splits
+        the model (TP/PP/CP) must also beat the fastest plain one by the margin (plan/model_parallel.py)."""
+        tp, pp, _dp, cp = shape
+        if self.training and split(tp, pp, cp) and self.best_plain > 0:
+            return max(self.best, self.best_plain / (1.0 - min_saving()))
+        return self.best
 
     def _search_layout(self, inst, nodes, system, shape, v, cands, reject, best_mem) -> None:
+        if self.job_batches:    # an offline job of a non-LLM model: its batch per forward (plan/search_job.py)
+            search_job_batch(self, inst, nodes, system, shape, v, cands, reject, best_mem)
+            return
         tp, pp, dp, cp = shape
         for level in self._levels():
             group = GroupSearch(self, inst, nodes, system, shape, v, cands, reject, best_mem)

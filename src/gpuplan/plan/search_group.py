@@ -15,6 +15,7 @@ from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout
 from gpuplan.i18n import _
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import Knobs, _structure, lattice
+from gpuplan.plan.model_parallel import split
 from gpuplan.plan.recipe_search import walk_recipes
 from gpuplan.plan.search_explain import knob_why, recipe_of
 from gpuplan.plan.search_point import Candidate, Variant
@@ -50,7 +51,7 @@ class GroupSearch:
         mkey = (self.group, k, i)
         mem = s._mem_eval.get(mkey)
         if mem is None:
-            vk = s.variant_for(self.v, k)
+            vk = s.variant_for(self.v, k, self.shape)
             tp, pp, dp, cp = self.shape
             lay = s.layout(vk, tp, pp, dp, k, self.opts[i], cp=cp)
             # a quiet time estimate of this point (a speed bound) holds its memory too; a climbing pipeline
@@ -70,7 +71,7 @@ class GroupSearch:
         if (k, i) in self.evaluated or (self.group, k, i) in self.s._mem_eval:
             return True
         s = self.s
-        vk = s.variant_for(self.v, k)
+        vk = s.variant_for(self.v, k, self.shape)
         tp, pp, dp, cp = self.shape
         lay = s.layout(vk, tp, pp, dp, k, self.opts[i], cp=cp)
         return (vk.quantization, vk.optimizer, s._key(self.system), lay, "quiet") in s._est
@@ -103,7 +104,8 @@ class GroupSearch:
         s = self.s
         if s.best <= 0 or (self.pipelined and not self.known(k, len(self.opts) - 1)):
             return False
-        return knob_bound(s, self.system, self.shape, s.variant_for(self.v, k), k) < s.best * (1 - 1e-9)
+        return knob_bound(s, self.system, self.shape, s.variant_for(self.v, k, self.shape), k) < \
+            s.bar(self.shape) * (1 - 1e-9)
 
     def faster(self, k: Knobs, i: int) -> bool:
         """With a pipeline: did option i beat option i - 1?"""
@@ -115,7 +117,7 @@ class GroupSearch:
         """The time model for one feasible (knobs, option, virtual stages): a candidate (appended), or None."""
         s = self.s
         tp, pp, dp, cp = self.shape
-        vk = s.variant_for(self.v, k)
+        vk = s.variant_for(self.v, k, self.shape)
         known = self.evaluated.get((k, i))     # options between two probes fit too (monotone): not estimated
         base = known[1] if known else s.layout(vk, tp, pp, dp, k, self.opts[i], cp=cp)
         lay = base if vp in (None, 1) else replace(base, vp=vp, schedule="interleaved")
@@ -129,6 +131,8 @@ class GroupSearch:
             return None
         c.explain = functools.partial(self.explain, k=k, i=i)
         s.best = max(s.best, c.speed(s.training))
+        if not split(tp, pp, cp):
+            s.best_plain = max(s.best_plain, c.speed(s.training))
         self.cands.append(c)
         return c
 
@@ -156,7 +160,7 @@ class GroupSearch:
             return
         speed, i, best = max(mine, key=lambda t: (t[0], -t[1]))
         best.largest_fit = self.opts[max(j for _s, j, _c in mine)].micro_batch
-        if bubble_free_speed(best.est.performance) < self.s.best * (1 - 1e-9):
+        if bubble_free_speed(best.est.performance) < self.s.bar(self.shape) * (1 - 1e-9):
             return             # even without its bubble (any number of virtual stages) it is slower than the best
         for vp in self.s.vp_options(self.shape[1], self.opts[i], self.naive)[1:]:
             c = self.time(k, i, vp)
@@ -199,7 +203,7 @@ def shape_bound(s: "Searcher", system, shape: tuple[int, int, int, int], v: "Var
     if not s.training or s.target is None:
         return math.inf
     configs = lattice(s.task, dp, s.fixed, 0 if s._levels() != (None,) else None, tp * pp * cp > 1)
-    return max([0.0] + [knob_bound(s, system, shape, s.variant_for(v, k), k) for k in _structure(configs)[0]])
+    return max([0.0] + [knob_bound(s, system, shape, s.variant_for(v, k, shape), k) for k in _structure(configs)[0]])
 
 
 def knob_bound(s: "Searcher", system, shape: tuple[int, int, int, int], vk: "Variant", k: Knobs) -> float:

@@ -76,14 +76,26 @@ class Variant:
 
 def best_per_group(cands: list[Candidate], training: bool) -> list[Candidate]:
     """Keep the fastest layout per (instance type, nodes): the price per hour is the same, so the
-    fastest is also the cheapest for every billing mode (ties: fewer GPUs of memory pressure)."""
-    best: dict[tuple, Candidate] = {}
+    fastest is also the cheapest for every billing mode (ties: fewer GPUs of memory pressure). Training splits
+    the model over GPUs (TP/PP/CP) only where nothing else fits or it is at least the margin faster
+    (plan/model_parallel.py), and says so."""
+    from gpuplan.plan.model_parallel import pick_in_group, split
+
+    best: dict[tuple, list[Candidate | None]] = {}
     for c in cands:
-        key = (c.inst.instance_type, c.nodes)
-        cur = best.get(key)
+        slot = best.setdefault((c.inst.instance_type, c.nodes), [None, None])
+        i = 1 if training and split(c.layout.tp, c.layout.pp, c.layout.cp) else 0
+        cur = slot[i]
         if cur is None or _better(c, cur, training):
-            best[key] = c
-    return [c.finish() for c in best.values()]
+            slot[i] = c
+    out = []
+    for plain, splitting in best.values():
+        chosen, why = pick_in_group(plain, splitting, lambda c: c.speed(training))
+        chosen.finish()
+        if why:
+            chosen.why.append(why)
+        out.append(chosen)
+    return out
 
 
 def _better(a: Candidate, b: Candidate, training: bool) -> bool:

@@ -63,6 +63,7 @@ class Run:
     lora_params: float
     paged: bool
     in_bwd: bool
+    persistent_grads: bool     # gradients in buffers allocated for the whole run (memory.persistent_grad_buffer_*)
     layer_store: float
     fp8_cache_b: float
     act_tok_layer: float
@@ -157,6 +158,7 @@ def run_constants(model, s: Shape, t: TrainingInputs, layout: Layout, system: Sy
         shard_states=dp if zero >= 1 else 1, shard_grads=dp if zero >= 2 else 1, shard_weights=dp if zero >= 3 else 1,
         lora_params=lora_params, paged=t.optimizer in PAGED_OPTIMIZERS and not peft,
         in_bwd=t.optimizer_in_backward and not peft and layout.grad_accum == 1,
+        persistent_grads=t.framework in mem_tab["persistent_grad_buffer_frameworks"]["frameworks"],
         layer_store=block_storage_bytes_per_layer(s, t.precision, quant, double_quant=(t.task == "qlora")),
         fp8_cache_b=fp8_weight_cache_bytes(t), act_tok_layer=act_tok_layer,
         tokens_mb=t.seq_len * layout.micro_batch / max(1, layout.cp),  # context parallelism splits each sequence

@@ -217,10 +217,12 @@ def _stage_peak(run: Run, n_layers: int, first: bool, last: bool, inflight: floa
 def _phases(run: Run, persistent: float, weights: float, states: float, adapters: float, grads: float,
             step_temp: float, gather: float, acts: float, logits: float) -> tuple[str, dict, float]:
     """(phase, breakdown, allocated bytes) at the larger of the forward/backward and optimizer-step peaks.
-    Gradients exist during forward/backward when accumulated over micro-batches (or stepped in backward);
-    otherwise, without ZeRO-2 sharding, they build up while activations are freed in backward."""
+    Gradients exist during forward/backward when accumulated over micro-batches (or stepped in backward), and
+    always where the stack keeps them in buffers allocated for the whole run (Megatron-Core's main_grad buffer:
+    memory.persistent_grad_buffer_frameworks); otherwise, without ZeRO-2 sharding, they build up while
+    activations are freed in backward."""
     layout = run.layout
-    if run.in_bwd:
+    if run.in_bwd or run.persistent_grads:
         fb_grads, fb = grads, persistent + grads + gather + acts + logits
         act_part, logit_part = acts, logits
     elif layout.grad_accum > 1 or layout.zero < 2:

@@ -167,7 +167,8 @@ def _py(text: str) -> Safe:
 
 
 def files(c: Ctx) -> dict[str, str]:
-    batch = max(1, min(c.max_num_seqs, 16))
+    # a batch job runs the batch its plan chose (plan/search_job.py); a server's batch script keeps at most 16
+    batch = max(1, c.max_num_seqs if not c.online else min(c.max_num_seqs, 16))
     if c.model_kind == "diffusion":
         steps = int(c.model_input.get("steps") or 30)
         size = int(c.model_input.get("image_size") or 1024)

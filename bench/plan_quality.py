@@ -1,0 +1,428 @@
+"""Plan quality: does the top plan of `recommend` cost what first-principles arithmetic says the job costs?
+
+Twelve workloads (training, serving, batch jobs; A10, A100, L20, H20; four regions). For each, a reference an
+engineer would sign is written out step by step in docs/plan-quality.md: the machine an expert would buy, the
+FLOPs (6ND, LoRA 4ND, prefill 2NP) or bytes (decode streams the weights and the caches) of the job, the share of
+the datasheet peak a good stack reaches (with its source), the fixed per-job time, and the catalog's price. The
+script prints the top plan's cost and time over the reference's and writes bench/results/plan_quality.md.
+Target: every ratio within [0.80, 1.10]. The references use no gpuplan estimator: only the catalog's facts
+(model shapes, GPU datasheets, prices, the exchange rate, the per-job fixed times of data/plan_costs.yaml).
+
+Run: python bench/plan_quality.py [--only NAME ...] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+LOW, HIGH = 0.80, 1.10
+HOUR = 3600.0
+MONTH_H = 730.0
+
+# ---------------------------------------------------------------------------------------------------------
+# Facts the references use (each from a datasheet, a config.json or the price catalog; docs/plan-quality.md)
+# ---------------------------------------------------------------------------------------------------------
+# Dense 16-bit tensor peak (FLOP/s) and HBM bandwidth (bytes/s): NVIDIA datasheets (data/gpus.yaml).
+GPU = {"A10": (125e12, 600e9), "A100-40": (312e12, 1555e9), "A100-80": (312e12, 2039e9), "L20": (119e12, 864e9),
+       "H20": (148e12, 4000e9)}
+H20_FP8 = 296e12
+# Payg prices the references buy (instance, region) -> (price per hour, currency), data/clouds/alibaba/prices.csv;
+# tests/bench/test_plan_quality_refs.py checks them against the catalog.
+PRICES = {
+    ("ecs.gn7-c12g1.3xlarge", "ap-southeast-1"): (6.3527, "USD"),       # 1 x A100-40GB
+    ("ecs.gn7i-c8g1.2xlarge", "ap-southeast-1"): (1.9593, "USD"),       # 1 x A10
+    ("ecs.gn7e-c16g1.32xlarge", "cn-shanghai"): (277.93, "CNY"),        # 8 x A100-80GB
+    ("ecs.gn7i-c8g1.2xlarge", "cn-shanghai"): (9.74, "CNY"),            # 1 x A10
+    ("ecs.gn7e-c16g1.4xlarge", "cn-hangzhou"): (34.74, "CNY"),          # 1 x A100-80GB
+    ("ecs.gn8v-4x.8xlarge", "cn-beijing"): (135.1606, "CNY"),           # 4 x H20
+    ("ecs.gn8is-8x.32xlarge", "cn-shanghai"): (133.04, "CNY"),          # 8 x L20
+    ("ecs.gn8v-8x.16xlarge", "cn-shanghai"): (270.3212, "CNY"),         # 8 x H20
+    ("ecs.gn7i-c8g1.2xlarge", "cn-beijing"): (9.74, "CNY"),             # 1 x A10
+}
+# Model shapes (config.json, as in data/models.yaml): parameters, layers, hidden, vocabulary, tied head.
+MODEL = {
+    "Qwen2.5-7B": (7.616e9, 28, 3584, 152064, False),
+    "Llama-3.1-70B": (70.554e9, 80, 8192, 128256, False),
+    "Llama-3.2-1B": (1.236e9, 16, 2048, 128256, True),
+    "Qwen2.5-32B": (32.764e9, 64, 5120, 152064, False),
+    "Llama-3.1-8B": (8.030e9, 32, 4096, 128256, False),
+    "bge-m3": (0.568e9, 24, 1024, 250002, True),
+    "Qwen2.5-72B": (72.706e9, 80, 8192, 152064, False),
+}
+# Shares of the dense peak a well-run stack reaches (model FLOPs over peak), the references' one judgement:
+MFU = {
+    "megatron": 0.45,     # Megatron-LM on A100: 41-52 % (Narayanan et al. 2021, Table 1)
+    "full": 0.45,         # DeepSpeed / FSDP full training of 1-8B at 2-4k tokens: llm-foundry MPT tables 40-50 %
+    "lora": 0.40,         # PEFT LoRA: the frozen base skips weight gradients, the rest as full training
+    "qlora": 0.25,        # bitsandbytes NF4: dequantisation in every GEMM (QLoRA, Dettmers et al. 2023 §4: slower)
+    "prefill": 0.50,      # serving prefill / encoder forwards at hundreds of rows per GEMM
+}
+BW_EFF = 0.80             # share of HBM bandwidth a streaming decode reaches (vLLM / CTranslate2 kernels)
+UTIL = 1 / 1.15           # services keep 15 % headroom over the peak rate (the planner's target, docs/recommender.md)
+# Per job and instance (data/plan_costs.yaml, the same billing assumptions as the plans'): start-up, image pull,
+# model download, idle tail.
+BOOT_S, IMAGE_GIB, IMAGE_MB_S, DOWNLOAD_MB_S, TAIL_S = 300.0, 10.0, 100.0, 200.0, 300.0
+
+
+def fx_cny_per_usd() -> float:
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "src/gpuplan/data/fx.yaml").read_text(encoding="utf-8"))
+    return float(next(r["rate"] for r in doc["rates"] if r["base"] == "USD" and r["quote"] == "CNY"))
+
+
+def price_cny(inst: str, region: str) -> float:
+    p, cur = PRICES[(inst, region)]
+    return p * (fx_cny_per_usd() if cur == "USD" else 1.0)
+
+
+def fixed_s(model_bytes: float) -> float:
+    return BOOT_S + IMAGE_GIB * 2**30 / (IMAGE_MB_S * 1e6) + model_bytes / (DOWNLOAD_MB_S * 1e6) + TAIL_S
+
+
+def matmul_params(name: str) -> float:
+    """Parameters multiplied per token: all but the input embedding (a tied head still multiplies)."""
+    n, _layers, h, v, tied = MODEL[name]
+    return n if tied else n - v * h
+
+
+@dataclass(frozen=True)
+class Reference:
+    machine: str
+    hours: float | None       # job hours (None for a service)
+    cost_cny: float           # job cost, or cost per month of a service
+    steps: tuple[str, ...]
+    gpus: str = ""            # "4 x A10-24GB": the time ratio is judged only on the same GPUs
+
+
+def _job(machine: str, inst: str, region: str, count: int, run_s: float, model_bytes: float,
+         steps: list[str], gpus: str) -> Reference:
+    fx = fixed_s(model_bytes)
+    hours = (run_s + fx) / HOUR
+    price = price_cny(inst, region)
+    steps += [f"fixed per instance: {fx / 60:.1f} min (boot 5, image pull, model download, idle tail)",
+              f"{hours:.2f} h x {count} x CNY {price:,.2f}/h = CNY {hours * count * price:,.0f}"]
+    return Reference(machine, hours, hours * count * price, tuple(steps), gpus)
+
+
+def _service(machine: str, inst: str, region: str, count: int, steps: list[str]) -> Reference:
+    price = price_cny(inst, region)
+    steps.append(f"{count} x CNY {price:,.2f}/h x {MONTH_H:.0f} h = CNY {count * price * MONTH_H:,.0f} per month")
+    return Reference(machine, None, count * price * MONTH_H, tuple(steps))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The references (docs/plan-quality.md walks through each)
+# ---------------------------------------------------------------------------------------------------------
+
+def ref_lora_7b_sg() -> Reference:
+    n, layers, h = matmul_params("Qwen2.5-7B"), 28, 3584
+    per_tok = 4 * n + 8 * layers * h * 2048          # forward + input gradients; attention 8·L·h·s
+    flops = per_tok * 1e8
+    run = flops / (GPU["A100-40"][0] * MFU["lora"])
+    return _job("1 x A100-40GB (ecs.gn7-c12g1.3xlarge)", "ecs.gn7-c12g1.3xlarge", "ap-southeast-1", 1, run,
+                7.616e9 * 2, [
+                    "memory: bf16 base 15.2 GB + LoRA + activations at 2048 tokens fit 40 GB without recomputation "
+                    "(one A10 needs full recomputation: 6N instead of 4N per token)",
+                    f"FLOPs: 4N + 8Lhs = {per_tok:.3g} per token x 1e8 tokens = {flops:.3g}",
+                    f"time: {flops:.3g} / (312e12 x {MFU['lora']}) = {run / HOUR:.2f} h"], "1 x A100-SXM4-40GB")
+
+
+def ref_full_70b() -> Reference:
+    n, layers, h = matmul_params("Llama-3.1-70B"), 80, 8192
+    per_tok = 6 * n + 12 * layers * h * 2048
+    flops = per_tok * 1e9
+    gpus = 32
+    run = flops / (gpus * GPU["A100-80"][0] * MFU["megatron"])
+    return _job("4 x 8 A100-80GB (ecs.gn7e-c16g1.32xlarge), Megatron TP8 x PP4", "ecs.gn7e-c16g1.32xlarge",
+                "cn-shanghai", 4, run, 70.554e9 * 2, [
+                    "memory: 2 + 4 + 12 bytes per parameter (Megatron: fp32 main gradients) x 70.6B = 1.27 TB: more "
+                    "than 16 x 78 GB usable, so 32 A100-80GB (TP8 x PP4, activations beside)",
+                    f"FLOPs: 6N + 12Lhs = {per_tok:.3g} per token x 1e9 tokens = {flops:.3g}",
+                    f"time: {flops:.3g} / (32 x 312e12 x {MFU['megatron']}) = {run / HOUR:.1f} h (deadline 168 h)"], "32 x A100-SXM4-80GB")
+
+
+def ref_pretrain_1b() -> Reference:
+    n, layers, h = matmul_params("Llama-3.2-1B"), 16, 2048
+    per_tok = 6 * n + 12 * layers * h * 2048
+    flops = per_tok * 2e10
+    run = flops / (4 * GPU["A10"][0] * MFU["full"])
+    grads = 1.236e9 * 2
+    sync = 2 * 3 / 4 * grads / (16e9 / 8 * 0.55)    # ring all-reduce over 16 Gbit/s TCP at 55 % (nccl-tests)
+    steps_n = 2e10 / 2_097_152
+    return _job("4 x 1 A10 (ecs.gn7i-c8g1.2xlarge), DDP / ZeRO-1 over TCP", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai",
+                4, run + steps_n * sync, 1.236e9 * 2, [
+                    "memory: ZeRO-1 over 4 ranks: (2 + 2 + 12/4) x 1.24B = 8.7 GB + activations: one A10 each",
+                    f"FLOPs: 6N + 12Lhs = {per_tok:.3g} per token x 2e10 tokens = {flops:.3g}",
+                    f"compute: {flops:.3g} / (4 x 125e12 x {MFU['full']}) = {run / HOUR:.1f} h",
+                    f"gradient sync once per 2M-token step (accumulation): 2 x 3/4 x {grads / 1e9:.2f} GB / 1.1 GB/s = "
+                    f"{sync:.1f} s x {steps_n:,.0f} steps = {steps_n * sync / HOUR:.1f} h, not hidden (only the last "
+                    "micro-batch's backward could hide it)"], "4 x A10-24GB")
+
+
+def ref_qlora_32b() -> Reference:
+    n, layers, h = matmul_params("Qwen2.5-32B"), 64, 5120
+    per_tok = 4 * n + 8 * layers * h * 2048
+    flops = per_tok * 5e7
+    run = flops / (GPU["A100-80"][0] * MFU["qlora"])
+    return _job("1 x A100-80GB (ecs.gn7e-c16g1.4xlarge)", "ecs.gn7e-c16g1.4xlarge", "cn-hangzhou", 1, run,
+                32.764e9 * 2, [
+                    "memory: NF4 base 32.8B x 0.52 B = 17 GB + LoRA + activations without recomputation fit 80 GB",
+                    f"FLOPs: 4N + 8Lhs = {per_tok:.3g} per token x 5e7 tokens = {flops:.3g}",
+                    f"time: {flops:.3g} / (312e12 x {MFU['qlora']}) = {run / HOUR:.1f} h"], "1 x A100-SXM4-80GB")
+
+
+def ref_full_8b_h20() -> Reference:
+    n, layers, h = matmul_params("Llama-3.1-8B"), 32, 4096
+    per_tok = 6 * n + 12 * layers * h * 4096
+    flops = per_tok * 2e9
+    run = flops / (4 * GPU["H20"][0] * MFU["full"])
+    return _job("4 x H20 (ecs.gn8v-4x.8xlarge), ZeRO", "ecs.gn8v-4x.8xlarge", "cn-beijing", 1, run, 8.03e9 * 2, [
+        "memory: 16 bytes per parameter x 8.03B = 128 GB: ZeRO over 4 x 96 GB",
+        f"FLOPs: 6N + 12Lhs = {per_tok:.3g} per token (4096 tokens) x 2e9 tokens = {flops:.3g}",
+        f"time: {flops:.3g} / (4 x 148e12 x {MFU['full']}) = {run / HOUR:.1f} h"], "4 x H20-96GB")
+
+
+def ref_serve_72b() -> Reference:
+    n = 72.706e9
+    per_req = 2 * n * (1000 + 300)
+    demand = 20 * per_req
+    per_gpu = GPU["L20"][0] * MFU["prefill"]
+    gpus = demand / per_gpu / UTIL
+    replicas = math.ceil(gpus / 2)
+    nodes = math.ceil(replicas * 2 / 8)
+    return _service(f"{nodes} x 8 L20 (ecs.gn8is-8x.32xlarge), {replicas} TP2 replicas", "ecs.gn8is-8x.32xlarge",
+                    "cn-shanghai", nodes, [
+                        "memory: GPTQ-Int4 weights 72.7B x 4.16/8 B + 16-bit embeddings = 40 GB: TP2 on 2 x 48 GB "
+                        "leaves ~45 GB of KV cache (0.33 MB per token: ~100 sequences of 1,300 tokens)",
+                        f"compute per request: 2N x (1000 + 300) = {per_req:.3g} FLOPs; 20 req/s = {demand:.3g} FLOP/s",
+                        f"an L20 at {MFU['prefill']} of 119e12 (Marlin W4A16 GEMMs at hundreds of rows are compute-"
+                        f"bound): {demand / per_gpu:.1f} GPUs busy, / {UTIL:.2f} utilisation = {gpus:.1f} GPUs",
+                        f"{replicas} TP2 replicas = {replicas * 2} GPUs = {nodes} nodes of 8",
+                        f"TTFT of one 1,000-token prompt on TP2: {2 * n * 1000:.3g} / (2 x {per_gpu:.3g}) = "
+                        f"{2 * n * 1000 / (2 * per_gpu):.1f} s < 2 s"])
+
+
+def ref_serve_r1() -> Reference:
+    act = 37e9
+    prefill = 2 * act * 30000
+    ttft = prefill * 2 / (8 * H20_FP8 * MFU["prefill"])      # x2: MLA attention over 30k tokens ~ the GEMMs
+    weights = 671e9 / 8
+    step = weights / (GPU["H20"][1] * BW_EFF)
+    return _service("1 x 8 H20 (ecs.gn8v-8x.16xlarge), TP8, FP8 weights", "ecs.gn8v-8x.16xlarge", "cn-shanghai", 1, [
+        "memory: FP8 checkpoint 671 GB over 8 x 96 GB leaves ~75 GB for the MLA cache (70 KB per token: 8 users x "
+        "32.7k tokens = 18 GB)",
+        f"prefill of one 30k prompt: 2 x 37e9 x 30000 = {prefill:.3g} FLOPs x 2 (attention) / (8 x 296e12 x 0.5) = "
+        f"{ttft:.1f} s",
+        f"decode: {weights / 1e9:.0f} GB of weights per GPU per step / (4 TB/s x {BW_EFF}) = {step * 1e3:.0f} ms + the "
+        "caches: ~20 tokens/s per user; 8 users fit one node",
+    ])
+
+
+def ref_serve_7b_low() -> Reference:
+    n = 7.616e9
+    step = n * 2 / (GPU["A10"][1] * BW_EFF)
+    return _service("1 x A10 (ecs.gn7i-c8g1.2xlarge)", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", 1, [
+        "memory: bf16 15.2 GB on 24 GB leaves ~5 GB of KV cache (57 KB per token: ~60 sequences of 1,300 tokens)",
+        f"decode: 15.2 GB / (600e9 x {BW_EFF}) = {step * 1e3:.0f} ms per step; at the 2 req/s peak ~20 sequences run "
+        "at once (10 s each): 600 output tokens/s of ~600 at batch 20",
+        "prefill: 2 req/s x 2 x 7.6e9 x 1000 = 3.0e13 FLOP/s of 62 TF/s: half an A10; one A10 is the smallest machine"])
+
+
+def ref_serve_sdxl() -> Reference:
+    unet = 6.8e12 * 2          # SDXL UNet at 128 x 128 latents, classifier-free guidance: 2 passes per step
+    flops = unet * 30 + 1.0e7 * 1024 * 1024
+    per = flops / (GPU["A10"][0] * 0.40)
+    gpus = math.ceil(0.5 * per / UTIL)
+    return _service(f"{gpus} x A10 (ecs.gn7i-c8g1.2xlarge)", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", gpus, [
+        f"FLOPs per 1024 x 1024 image, 30 steps: 2 x 6.8e12 x 30 + VAE decode 1e7 x 1024^2 = {flops:.3g}",
+        f"one A10 at 0.40 of 125e12 (convolution/attention mix): {per:.1f} s per image",
+        f"0.5 images/s x {per:.1f} s / {UTIL:.2f} = {0.5 * per / UTIL:.1f} GPUs: {gpus} A10"])
+
+
+def ref_whisper() -> Reference:
+    windows = 1000 * 3600 / 30
+    batch, beams, tokens = 8, 5, 100
+    cross = 32 * 2 * 1500 * 1280 * 2
+    self_kv = 32 * 2 * 1280 * 2 * tokens / 2
+    step_bytes = 1.543e9 * 0.587 * 2 + batch * beams * (cross + self_kv)
+    step = step_bytes / (GPU["A10"][1] * BW_EFF)
+    encode = batch * 2.27e12 / (GPU["A10"][0] * MFU["prefill"])
+    per_batch = encode + tokens * step
+    run = windows / batch * per_batch
+    return _job("1 x A10 (ecs.gn7i-c8g1.2xlarge), faster-whisper batch 8", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", 1,
+                run, 1.543e9 * 2, [
+                    f"{windows:,.0f} windows of 30 s; ~100 tokens each, beam 5 (faster-whisper's default)",
+                    f"memory: weights 3.1 GB + per window 5 beams x (cross-attention K/V 32 x 2 x 1500 x 1280 x 2 B = "
+                    f"{cross / 1e6:.0f} MB + self-attention) = 1.3 GB: batch 8 on 24 GB, 16 does not fit",
+                    f"decode step: {step_bytes / 1e9:.1f} GB / (600e9 x {BW_EFF}) = {step * 1e3:.1f} ms x 100 steps; "
+                    f"encoder 8 x 2.27e12 / (125e12 x 0.5) = {encode:.2f} s: {per_batch:.2f} s per 8 windows",
+                    f"{windows / batch:,.0f} batches x {per_batch:.2f} s = {run / HOUR:.1f} h "
+                    "(faster-whisper README, large-v2 on an RTX 3070 Ti at batch 8: 1.5 windows/s)"], "1 x A10-24GB")
+
+
+def ref_embeddings() -> Reference:
+    n, layers, h = matmul_params("bge-m3") - 250002 * 1024, 24, 1024
+    per_item = 2 * n * 512 + 4 * layers * h * 512 * 512
+    flops = per_item * 1e7
+    run = flops / (GPU["A10"][0] * MFU["prefill"])
+    return _job("1 x A10 (ecs.gn7i-c8g1.2xlarge)", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", 1, run, 0.568e9 * 2, [
+        "bge-m3 (XLM-R large encoder): 0.30B parameters multiplied per token (the 250k x 1024 embedding is a lookup)",
+        f"FLOPs per 512-token item: 2N x 512 + 4Lhs x 512 = {per_item:.3g}; x 1e7 items = {flops:.3g}",
+        f"time: {flops:.3g} / (125e12 x {MFU['prefill']}) = {run / HOUR:.1f} h"], "1 x A10-24GB")
+
+
+def ref_offline_7b() -> Reference:
+    n = matmul_params("Qwen2.5-7B")
+    prefill = 2 * n * 1000 / (GPU["A10"][0] * MFU["prefill"])
+    batch = 64
+    kv = batch * 1150 * 28 * 2 * 4 * 128 * 2
+    step = (7.616e9 * 2 + kv) / (GPU["A10"][1] * BW_EFF)
+    per_req = prefill + 300 * step / batch
+    run = 1e5 * per_req
+    return _job("1 x A10 (ecs.gn7i-c8g1.2xlarge), vLLM offline", "ecs.gn7i-c8g1.2xlarge", "cn-beijing", 1, run,
+                7.616e9 * 2, [
+                    "memory: bf16 15.2 GB; KV 57 KB per token: ~64 sequences of 1,300 tokens in what remains",
+                    f"prefill per request: 2N x 1000 / (125e12 x {MFU['prefill']}) = {prefill:.3f} s",
+                    f"decode step at batch 64: (15.2 GB + {kv / 1e9:.1f} GB KV) / (600e9 x {BW_EFF}) = "
+                    f"{step * 1e3:.0f} ms; per request 300 steps / 64 = {300 * step / batch:.3f} s",
+                    f"1e5 requests x {per_req:.3f} s = {run / HOUR:.1f} h"], "1 x A10-24GB")
+
+
+WORKLOADS: dict[str, tuple[dict, object]] = {
+    "lora-7b-sg": ({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "dataset": {"tokens": 1.0e8},
+                    "constraints": {"regions": ["ap-southeast-1"], "billing": ["payg"]}}, ref_lora_7b_sg),
+    "full-70b-week": ({"model": "meta-llama/Llama-3.1-70B", "task": "full", "seq_len": 2048,
+                       "dataset": {"tokens": 1.0e9},
+                       "constraints": {"deadline_hours": 168, "regions": ["cn-shanghai"], "billing": ["payg"]}},
+                      ref_full_70b),
+    "pretrain-1b-4nodes": ({"model": "meta-llama/Llama-3.2-1B-Instruct", "task": "pretrain", "seq_len": 2048,
+                            "dataset": {"tokens": 2.0e10}, "hardware": {"gpu": "A10", "nodes": 4},
+                            "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}}, ref_pretrain_1b),
+    "qlora-32b": ({"model": "Qwen/Qwen2.5-32B-Instruct", "task": "qlora", "seq_len": 2048, "dataset": {"tokens": 5.0e7},
+                   "constraints": {"regions": ["cn-hangzhou"], "billing": ["payg"]}}, ref_qlora_32b),
+    "full-8b-h20": ({"model": "meta-llama/Llama-3.1-8B", "task": "full", "seq_len": 4096, "dataset": {"tokens": 2.0e9},
+                     "hardware": {"gpu": "H20"}, "constraints": {"regions": ["cn-beijing"], "billing": ["payg"]}},
+                    ref_full_8b_h20),
+    "serve-72b-gptq-l20": ({"model": "Qwen/Qwen2.5-72B-Instruct-GPTQ-Int4", "task": "inference",
+                            "prompt_tokens": 1000, "output_tokens": 300,
+                            "serving": {"requests_per_s": 20, "ttft_ms": 2000}, "hardware": {"gpu": "L20"},
+                            "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"], "platforms": ["ecs"]}},
+                           ref_serve_72b),
+    "serve-r1-8-users": ({"model": "deepseek-ai/DeepSeek-R1", "task": "inference", "prompt_tokens": 30000,
+                          "output_tokens": 2700, "batch_size": 8, "serving": {"requests_per_s": 0.05},
+                          "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"], "platforms": ["ecs"]}},
+                         ref_serve_r1),
+    "serve-7b-low-traffic": ({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "prompt_tokens": 1000,
+                              "output_tokens": 300, "serving": {"requests_per_s": 0.2, "peak_requests_per_s": 2},
+                              "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"], "platforms": ["ecs"]}},
+                             ref_serve_7b_low),
+    "serve-sdxl": ({"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
+                    "input": {"image_size": 1024, "steps": 30}, "serving": {"requests_per_s": 0.5},
+                    "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"], "platforms": ["ecs"]}},
+                   ref_serve_sdxl),
+    "job-whisper-1000h": ({"model": "openai/whisper-large-v3", "task": "inference", "dataset": {"audio_hours": 1000},
+                           "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}}, ref_whisper),
+    "job-embeddings": ({"model": "BAAI/bge-m3", "task": "inference", "prompt_tokens": 512, "output_tokens": 0,
+                        "dataset": {"items": 1.0e7}, "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}},
+                       ref_embeddings),
+    "job-offline-7b": ({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "prompt_tokens": 1000,
+                        "output_tokens": 300, "dataset": {"items": 1.0e5},
+                        "constraints": {"regions": ["cn-beijing"], "billing": ["payg"]}}, ref_offline_7b),
+}
+
+
+def top_plan(wd: dict) -> dict:
+    from gpuplan.plan import recommend
+
+    t0 = time.perf_counter()
+    rec = recommend(wd)
+    p = rec.best
+    if p is None:
+        return {"plan": None, "binding": rec.binding_constraints, "s": time.perf_counter() - t0}
+    c = p.cost
+    par = p.parallel
+    layout = " ".join(f"{k.upper()}{par[k]}" for k in ("tp", "pp", "dp") if par.get(k))
+    return {"plan": f"{p.instance_count} x {p.instance_type} ({p.gpus_total} x {p.gpu}; {layout}"
+                    + (f"; {par['framework']}" if par.get("framework") else "") + ")",
+            "gpus": f"{p.gpus_total} x {p.gpu}",
+            "hours": c.time_s / HOUR if c.time_s else None,
+            "cost_cny": c.total_cost if c.total_cost is not None else c.monthly_cost,
+            "currency": c.currency, "s": time.perf_counter() - t0}
+
+
+def run(names: list[str]) -> list[dict]:
+    rows = []
+    for name in names:
+        wd, ref_fn = WORKLOADS[name]
+        ref: Reference = ref_fn()   # type: ignore[operator]
+        got = top_plan(wd)
+        cost_ratio = got["cost_cny"] / ref.cost_cny if got.get("cost_cny") else None
+        time_ratio = got["hours"] / ref.hours if got.get("hours") and ref.hours else None
+        # the time ratio is judged where the plan runs the reference's GPUs (more GPUs finish sooner at a like cost)
+        same = got.get("gpus") == ref.gpus
+        ok = cost_ratio is not None and LOW <= cost_ratio <= HIGH and (
+            time_ratio is None or not same or LOW <= time_ratio <= HIGH)
+        rows.append({"name": name, "reference": ref.machine, "ref_hours": ref.hours, "ref_cost_cny": ref.cost_cny,
+                     "steps": list(ref.steps), **got, "cost_ratio": cost_ratio, "time_ratio": time_ratio,
+                     "time_judged": same and time_ratio is not None, "within": ok})
+    return rows
+
+
+def _f(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def report(rows: list[dict]) -> str:
+    ok = sum(r["within"] for r in rows)
+    out = ["# Plan quality: top plan over a first-principles reference", "",
+           f"`python bench/plan_quality.py` ({time.strftime('%Y-%m-%d')}). Target: every ratio within "
+           f"[{LOW:.2f}, {HIGH:.2f}]. References: docs/plan-quality.md. Costs in CNY (payg; services per month).",
+           "", f"**{ok} of {len(rows)} workloads within the target.**", "",
+           "| workload | top plan | cost | reference | ratio cost | ratio time | within |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['name']} | {r.get('plan') or 'no plan'} | {_f(r.get('cost_cny'), ',.0f')}"
+                   f"{' (' + _f(r.get('hours'), '.1f') + ' h)' if r.get('hours') else ''} | {r['reference']}: "
+                   f"{r['ref_cost_cny']:,.0f}{' (' + _f(r['ref_hours'], '.1f') + ' h)' if r['ref_hours'] else ''} | "
+                   f"{_f(r['cost_ratio'], '.2f')} | {_f(r['time_ratio'], '.2f')}"
+                   f"{'' if r['time_judged'] or r['time_ratio'] is None else ' (other GPUs)'} | "
+                   f"{'yes' if r['within'] else 'NO'} |")
+    out += ["", "## The references' arithmetic", ""]
+    for r in rows:
+        out.append(f"**{r['name']}** ({r['reference']}):")
+        out += [f"- {s}" for s in r["steps"]]
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), help="run these workloads only")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = ap.parse_args(argv)
+    names = args.only or list(WORKLOADS)
+    rows = run(names)
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+    for r in rows:
+        print(f"{r['name']:<22} cost {_f(r['cost_ratio'], '5.2f')}  time {_f(r['time_ratio'], '5.2f')}  "
+              f"{'ok ' if r['within'] else 'OUT'}  {r.get('plan')}")
+    if not args.only:
+        out = ROOT / "bench/results/plan_quality.md"
+        out.write_text(report(rows) + "\n", encoding="utf-8")
+        print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

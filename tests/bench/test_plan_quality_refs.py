@@ -1,0 +1,78 @@
+"""bench/plan_quality.py: its references are the arithmetic docs/plan-quality.md writes out, on the catalog's
+facts (prices, GPU datasheets, model shapes); no estimator and no recommendation runs here."""
+
+import csv
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def pq():
+    spec = importlib.util.spec_from_file_location("bench_plan_quality", ROOT / "bench" / "plan_quality.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_plan_quality"] = mod  # dataclasses look their module up here
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_twelve_workloads_of_every_kind_on_several_gpus_and_regions(pq):
+    assert len(pq.WORKLOADS) >= 12
+    tasks = {wd["task"] for wd, _ref in pq.WORKLOADS.values()}
+    assert {"lora", "qlora", "full", "pretrain", "inference"} <= tasks
+    jobs = [wd for wd, _ref in pq.WORKLOADS.values() if wd["task"] == "inference" and "dataset" in wd]
+    services = [wd for wd, _ref in pq.WORKLOADS.values() if "serving" in wd]
+    assert len(jobs) >= 3 and len(services) >= 4
+    regions = {r for wd, _ref in pq.WORKLOADS.values() for r in wd["constraints"]["regions"]}
+    assert len(regions) >= 4
+
+
+def test_reference_prices_are_the_catalogs(pq):
+    rows = list(csv.DictReader((ROOT / "src/gpuplan/data/clouds/alibaba/prices.csv").open(encoding="utf-8")))
+    for (inst, region), (price, currency) in pq.PRICES.items():
+        got = [(float(r["price"]), r["currency"]) for r in rows
+               if r["instance_type"] == inst and r["region"] == region and r["billing"] == "payg"]
+        assert (price, currency) in got, (inst, region, got)
+
+
+def test_gpu_facts_are_the_datasheets(pq):
+    from gpuplan.catalog.gpus import load_gpus
+
+    gpus = load_gpus()
+    for key, gid in {"A10": "A10-24GB", "A100-40": "A100-SXM4-40GB", "A100-80": "A100-SXM4-80GB",
+                     "L20": "L20-48GB", "H20": "H20-96GB"}.items():
+        peak, bw = pq.GPU[key]
+        assert peak == pytest.approx(gpus[gid].peak_tflops("bf16") * 1e12, rel=1e-3)
+        assert bw == pytest.approx(gpus[gid].mem_bandwidth_gb_s * 1e9, rel=1e-3)
+
+
+def test_model_shapes_are_the_catalogs(pq):
+    from gpuplan.catalog.models import resolve_model
+
+    ids = {"Qwen2.5-7B": "Qwen/Qwen2.5-7B-Instruct", "Llama-3.1-70B": "meta-llama/Llama-3.1-70B",
+           "Llama-3.2-1B": "meta-llama/Llama-3.2-1B-Instruct", "Qwen2.5-32B": "Qwen/Qwen2.5-32B-Instruct",
+           "Llama-3.1-8B": "meta-llama/Llama-3.1-8B", "bge-m3": "BAAI/bge-m3"}
+    for key, mid in ids.items():
+        m = resolve_model(mid)
+        n, layers, h, v, _tied = pq.MODEL[key]
+        assert (layers, h, v) == (m.num_layers, m.hidden_size, m.vocab_size)
+        assert n == pytest.approx(m.params_total, rel=1e-3)
+
+
+def test_the_70b_reference_is_6nd_on_32_a100s(pq):
+    """6ND: 6 x (70.55B - 1.05B embedding) x 1e9 tokens + attention = 4.33e20 FLOPs; at 45 % of 32 x 312 TFLOP/s
+    that is 26.8 h, plus the per-instance fixed time, on four 8-GPU nodes at CNY 277.93/h."""
+    ref = pq.ref_full_70b()
+    assert ref.hours == pytest.approx(4.33e20 / (32 * 312e12 * 0.45) / 3600 + 0.39, rel=0.01)
+    assert ref.cost_cny == pytest.approx(ref.hours * 4 * 277.93, rel=1e-9)
+
+
+def test_every_reference_writes_its_steps(pq):
+    for name, (_wd, ref_fn) in pq.WORKLOADS.items():
+        ref = ref_fn()
+        assert ref.cost_cny > 0 and len(ref.steps) >= 3, name
+        assert (ref.hours is None) == ("serving" in _wd), name
