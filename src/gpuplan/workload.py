@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from gpuplan.catalog.gpu_inline import GpuInlineSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.safeio import check_nesting
@@ -135,7 +136,8 @@ class InputSpec(_Strict):
 
 
 class HardwareSpec(_Strict):
-    gpu: str | None = Field(None, min_length=1, max_length=100)
+    # a catalog name (`gpuplan gpus`) or, for a card the catalog lacks, its figures (catalog/gpu_inline.py)
+    gpu: Union[Annotated[str, Field(min_length=1, max_length=100)], GpuInlineSpec, None] = None
     count: int | None = Field(None, ge=1, le=100_000, description="GPUs in total")
     instance_type: str | None = Field(None, min_length=1, max_length=100)
     nodes: int | None = Field(None, ge=1, le=10_000)

@@ -284,11 +284,12 @@ def _profile_defaults(given: Workload, resolved: Workload, notes: list[str]) -> 
 
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     """Estimate one workload on its fixed hardware (``hardware:`` block or --gpu/--gpus)."""
+    from gpuplan.catalog.hub import workload_region
     from gpuplan.catalog.models import resolve_model
 
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
-    model = resolve_model(resolved.model)
+    model = resolve_model(resolved.model, region=workload_region(resolved))
     resolved, notes = encoder_defaults(w, resolved, model, notes)
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
@@ -402,6 +403,7 @@ MAX_FIELDS = {"batch_size": "batch_size", "seq_len": "seq_len", "prompt_tokens":
 
 def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) -> tuple[int, Estimate | None]:
     """Largest value of ``field_name`` (batch_size | seq_len | prompt_tokens | concurrency) that fits."""
+    from gpuplan.catalog.hub import workload_region
     from gpuplan.catalog.models import resolve_model
 
     if field_name not in MAX_FIELDS:
@@ -409,7 +411,7 @@ def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) 
     key = MAX_FIELDS[field_name]
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
-    model = resolve_model(resolved.model)
+    model = resolve_model(resolved.model, region=workload_region(resolved))
     system, _layout = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     if field_name == "concurrency" or (field_name == "batch_size" and resolved.task == "inference" and

@@ -120,6 +120,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     are fixed. Raises GpuplanError only for unusable input; an unsatisfiable workload returns a
     Recommendation with no plans and its ``binding_constraints``.
     """
+    from gpuplan.catalog.hub import workload_region
     from gpuplan.catalog.models import resolve_model
     from gpuplan.estimate.shapes import shape_of
 
@@ -128,12 +129,12 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else ()) if getattr(w, f) is None)
     # LLM serving: weight format, engine and KV-cache dtype are chosen per plan (plan/serving_config.py), so
     # their defaults are where the search starts, not assumptions of the answer
-    start = frozenset(SERVING_SEARCHED_FIELDS) if not w.is_training and is_llm(resolve_model(w.model)) else frozenset()
+    start = frozenset(SERVING_SEARCHED_FIELDS) if not w.is_training and is_llm(resolve_model(w.model, region=workload_region(w))) else frozenset()
     resolved, notes = resolve_defaults(w, searched=searched, start_points=start)
     if start - {f for f in start if getattr(w, f) is not None}:
         notes.append(_("serving: the engine (vLLM or SGLang), the weight format and the KV-cache dtype are chosen "
                        "per plan unless the workload sets them (each plan's layout names them)"))
-    model = resolve_model(resolved.model)
+    model = resolve_model(resolved.model, region=workload_region(resolved))
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
     training = task in TRAIN_TASKS
