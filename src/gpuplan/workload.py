@@ -12,12 +12,14 @@ gpuplan.workload_files, loading with flags gpuplan.workload_loading, error sente
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -137,7 +139,9 @@ class InputSpec(_Strict):
 
 class HardwareSpec(_Strict):
     # a catalog name (`gpuplan gpus`) or, for a card the catalog lacks, its figures (catalog/gpu_inline.py)
-    gpu: Union[Annotated[str, Field(min_length=1, max_length=100)], GpuInlineSpec, None] = None
+    gpu: Optional[Annotated[Union[Annotated[Annotated[str, Field(min_length=1, max_length=100)], Tag("name")],
+                                  Annotated[GpuInlineSpec, Tag("spec")]],
+                            Discriminator(lambda v: "name" if isinstance(v, str) else "spec")]] = None
     count: int | None = Field(None, ge=1, le=100_000, description="GPUs in total")
     instance_type: str | None = Field(None, min_length=1, max_length=100)
     nodes: int | None = Field(None, ge=1, le=10_000)

@@ -35,8 +35,8 @@ class GpuInlineSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
     name: str = Field(min_length=1, max_length=100, description="the card's name, shown in the results")
-    memory_gib: float = Field(gt=0, le=4096, description="memory per GPU (the datasheet's GB)")
-    mem_bandwidth_gb_s: float = Field(gt=0, le=100_000, description="memory bandwidth, GB/s")
+    memory_gib: float | None = Field(None, gt=0, le=4096, description="memory per GPU (the datasheet's GB); required")
+    mem_bandwidth_gb_s: float | None = Field(None, gt=0, le=100_000, description="memory bandwidth, GB/s; required")
     bf16_dense_tflops: float | None = Field(None, **_TFLOPS, description="dense BF16 tensor TFLOPS (no sparsity)")
     fp16_dense_tflops: float | None = Field(None, **_TFLOPS, description="dense FP16 tensor TFLOPS (FP32 accumulate)")
     fp32_tflops: float | None = Field(None, **_TFLOPS, description="non-tensor FP32 TFLOPS")
@@ -51,6 +51,10 @@ class GpuInlineSpec(BaseModel):
 
     @model_validator(mode="after")
     def _some_rate(self) -> "GpuInlineSpec":
+        missing = [k for k in ("memory_gib", "mem_bandwidth_gb_s") if getattr(self, k) is None]
+        if missing:
+            raise ValueError(_("an inline GPU needs {keys} (e.g. name: TITAN RTX, memory_gib: 24, fp16_dense_tflops: "
+                               "130, mem_bandwidth_gb_s: 672)").format(keys=" and ".join(missing)))
         if not (self.bf16_dense_tflops or self.fp16_dense_tflops or self.fp32_tflops):
             raise ValueError(_("an inline GPU needs at least one compute rate: bf16_dense_tflops, fp16_dense_tflops "
                                "or fp32_tflops"))
@@ -91,8 +95,9 @@ def inline_gpu(spec: GpuInlineSpec):
             name=spec.name, share=UNKNOWN_DRIVER_MEMORY_FACTOR, gib=spec.memory_gib))
     gpu = GpuSpec(
         id=spec.name, name=spec.name, vendor="user", architecture=spec.architecture or "unknown",
-        compute_capability=None, form_factor=spec.form_factor or "PCIe", memory_gib=float(spec.memory_gib),
-        memory_type=None, driver_memory_mib=spec.driver_memory_mib, mem_bandwidth_gb_s=float(spec.mem_bandwidth_gb_s),
+        compute_capability=None, form_factor=spec.form_factor or "PCIe", memory_gib=float(spec.memory_gib or 0.0),
+        memory_type=None, driver_memory_mib=spec.driver_memory_mib,
+        mem_bandwidth_gb_s=float(spec.mem_bandwidth_gb_s or 0.0),
         fp32_tflops=fp32, tf32_dense_tflops=rate("tf32_dense_tflops"), fp16_dense_tflops=fp16, bf16_dense_tflops=bf16,
         fp8_dense_tflops=rate("fp8_dense_tflops"), int8_dense_tops=rate("int8_dense_tops"), fp4_dense_tflops=None,
         nvlink_gb_s=spec.nvlink_gb_s, pcie_gen=spec.pcie_gen or 4, tdp_w=None, mig_instances=0, aliases=(),
