@@ -152,18 +152,18 @@ def _decode(raw: bytes | str, url: str) -> dict:
     return data
 
 
-def offline_hint(ref: str, failures: list[str] | None = None) -> str:
-    """The sentence that says why gpuplan could not read an unknown hub id and how to let it."""
+def offline_hint(ref: str, failures: list[str] | None = None, hint: str = "") -> str:
+    """``hint`` (the unknown-model hint) followed by why gpuplan could not read the hub id and how to let it."""
     parsed = parse_repo_id(ref)
     repo = parsed[1] if parsed is not None else ref
     if failures:
-        return _("Its config.json could not be fetched ({why}); with the network reachable gpuplan fetches it "
-                 "itself.").format(why="; ".join(failures))
+        return _("{hint} Its config.json could not be fetched ({why}); with the network reachable gpuplan fetches it "
+                 "itself.").format(hint=hint, why="; ".join(failures))
     if not online_enabled():
-        return _("gpuplan is offline ({env}): unset it to let gpuplan fetch {repo}'s config.json from Hugging Face "
-                 "or ModelScope.").format(env=OFFLINE_ENV + "=1" if _env(OFFLINE_ENV) in _TRUE else ONLINE_ENV + "=0",
-                                          repo=repo)
-    return ""
+        return _("{hint} gpuplan is offline ({env}): unset it to let gpuplan fetch {repo}'s config.json from Hugging "
+                 "Face or ModelScope.").format(
+            hint=hint, env=OFFLINE_ENV + "=1" if _env(OFFLINE_ENV) in _TRUE else ONLINE_ENV + "=0", repo=repo)
+    return hint
 
 
 class _NotThere(Exception):

@@ -33,6 +33,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
 _SUB_RECORDS = {"moe": MoESpec, "mla": MLASpec}
+PARAMS_B_EXAMPLE = "{params_b: N}"   # how the unknown-model hint spells the synthesized shape (synth.py)
 CURATED_FILE = "models.yaml"  # hand-curated: shapes, non-LLM profiles, aliases (wins on every name)
 GENERATED_FILE = "model_library.json"  # written by scripts/gen_model_library.py from config.json files
 
@@ -266,16 +267,20 @@ def get_model_error(name: str) -> GpuplanError:
     give a model gpuplan does not know: its config folder, an inline mapping of config.json keys, {params_b: N}."""
     close = closest_models(name)
     listed = ", ".join(repr(c) for c in close)
-    how = _("Or describe it: model: ./its-folder (with config.json, or a diffusers model_index.json), an inline "
-            "mapping of its config.json keys, or {params_b: N} for a Llama-style decoder of N billion parameters.")
     if close:
-        hint = _("Did you mean {names}? See `{command}`.").format(names=listed, command="gpuplan models")
-        web_hint = _("Did you mean {names}? Pick one from the list on the page.").format(names=listed)
+        hint = _("Did you mean {names}? See `{command}`. Or describe it: model: ./its-folder (with config.json, or a "
+                 "diffusers model_index.json), an inline mapping of its config.json keys, or {example} for a "
+                 "Llama-style decoder of N billion parameters.").format(names=listed, command="gpuplan models",
+                                                                        example=PARAMS_B_EXAMPLE)
+        web_hint = _("Did you mean {names}? Pick one from the list on the page, or describe it: a mapping of its "
+                     "config.json keys, or {example}.").format(names=listed, example=PARAMS_B_EXAMPLE)
     else:
-        hint = _("See `{command}` for the known names.").format(command="gpuplan models")
-        web_hint = _("Pick a known name from the list on the page.")
-    return GpuplanError(_("Unknown model {name!r}.").format(name=name), hint=f"{hint} {how}",
-                        web_hint=f"{web_hint} {how}", kind="model")
+        hint = _("See `{command}` for the known names. Or describe it: model: ./its-folder (with config.json, or a "
+                 "diffusers model_index.json), an inline mapping of its config.json keys, or {example} for a "
+                 "Llama-style decoder of N billion parameters.").format(command="gpuplan models", example=PARAMS_B_EXAMPLE)
+        web_hint = _("Pick a known name from the list on the page, or describe it: a mapping of its config.json keys, "
+                     "or {example}.").format(example=PARAMS_B_EXAMPLE)
+    return GpuplanError(_("Unknown model {name!r}.").format(name=name), hint=hint, web_hint=web_hint, kind="model")
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,9 +329,7 @@ def resolve_model(ref: Any, *, region: str | None = None) -> ModelSpec:
         if remote is not None:
             return remote
         err = get_model_error(name)
-        extra = hub.offline_hint(name, failures)
-        if extra:
-            err.hint = ((err.hint + " ") if err.hint else "") + extra
+        err.hint = hub.offline_hint(name, failures, err.hint or "")
         raise err
     raise get_model_error(name)
 
