@@ -230,3 +230,50 @@ def test_an_unknown_timm_or_yolo_name_names_the_closest_known_ones():
     with pytest.raises(GpuplanError) as err:
         resolve_model("resnet5O")
     assert "Unknown model" in err.value.message and "{params_b: N}" in err.value.hint
+
+
+def test_local_folders_work_for_anything_else(tmp_path):
+    """A downloaded folder: config.json (Whisper, a ViT) or a diffusers pipeline (model_index.json + component configs)."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    configs = Path(__file__).resolve().parents[2] / "scripts" / "model-configs"
+    pipe = tmp_path / "my-pixart"
+    shutil.copytree(configs / "PixArt-alpha" / "PixArt-Sigma-XL-2-1024-MS", pipe)
+    (pipe / "source.json").unlink()
+    spec = resolve_model(str(pipe))
+    assert spec.kind == "diffusion" and spec.id == "my-pixart"
+    assert spec.params_total == resolve_model("PixArt-alpha/PixArt-Sigma-XL-2-1024-MS").params_total
+    assert resolve_model(str(pipe / "model_index.json")).params_total == spec.params_total
+    whisper = tmp_path / "whisper-ft"
+    whisper.mkdir()
+    shutil.copy(configs / "openai" / "whisper-small" / "config.json", whisper / "config.json")
+    assert resolve_model(str(whisper)).params_total == 241_734_912
+    vit = tmp_path / "vit.json"
+    # google/vit-base-patch16-224's config.json keys (1,000 ImageNet classes): 86,567,656 parameters
+    vit.write_text(json.dumps({"model_type": "vit", "hidden_size": 768, "num_hidden_layers": 12, "intermediate_size": 3072,
+                               "num_attention_heads": 12, "patch_size": 16, "image_size": 224,
+                               "id2label": {str(i): str(i) for i in range(1000)}}), encoding="utf-8")
+    assert resolve_model(str(vit)).params_total == get_model("google/vit-base-patch16-224").params_total
+    unet = tmp_path / "sd-ft"
+    (unet / "unet").mkdir(parents=True)
+    (unet / "model_index.json").write_text(json.dumps({"_class_name": "StableDiffusionPipeline",
+                                                       "unet": ["diffusers", "UNet2DConditionModel"]}), encoding="utf-8")
+    (unet / "unet" / "config.json").write_text(json.dumps({"cross_attention_dim": 768}), encoding="utf-8")
+    with pytest.raises(GpuplanError) as err:
+        resolve_model(str(unet))
+    assert "stable-diffusion-v1-5/stable-diffusion-v1-5" in err.value.hint
+
+
+@pytest.mark.parametrize("workload", [
+    {"model": "yolov8m", "task": "inference", "serving": {"requests_per_s": 50}},
+    {"model": "openai/whisper-medium", "task": "inference", "serving": {"requests_per_s": 2}},
+    {"model": "timm/convnext_tiny.fb_in1k", "task": "full", "batch_size": 128,
+     "dataset": {"samples": 1_281_167, "epochs": 1}},
+])
+def test_named_models_get_recommendations(workload):
+    from gpuplan.plan import recommend
+
+    rec = recommend(workload, top=2)
+    assert rec.plans, rec

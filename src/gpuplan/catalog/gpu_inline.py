@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuplan.i18n import _
 
-_TFLOPS = dict(ge=0, le=100_000)
 FP32_SHARE_OF_16BIT = 0.25   # assumed when fp32_tflops is left out (see the module docstring)
 
 
@@ -37,12 +36,12 @@ class GpuInlineSpec(BaseModel):
     name: str = Field(min_length=1, max_length=100, description="the card's name, shown in the results")
     memory_gib: float | None = Field(None, gt=0, le=4096, description="memory per GPU (the datasheet's GB); required")
     mem_bandwidth_gb_s: float | None = Field(None, gt=0, le=100_000, description="memory bandwidth, GB/s; required")
-    bf16_dense_tflops: float | None = Field(None, **_TFLOPS, description="dense BF16 tensor TFLOPS (no sparsity)")
-    fp16_dense_tflops: float | None = Field(None, **_TFLOPS, description="dense FP16 tensor TFLOPS (FP32 accumulate)")
-    fp32_tflops: float | None = Field(None, **_TFLOPS, description="non-tensor FP32 TFLOPS")
-    tf32_dense_tflops: float | None = Field(None, **_TFLOPS)
-    fp8_dense_tflops: float | None = Field(None, **_TFLOPS)
-    int8_dense_tops: float | None = Field(None, **_TFLOPS)
+    bf16_dense_tflops: float | None = Field(None, ge=0, le=100_000, description="dense BF16 tensor TFLOPS (no sparsity)")
+    fp16_dense_tflops: float | None = Field(None, ge=0, le=100_000, description="dense FP16 tensor TFLOPS (FP32 accumulate)")
+    fp32_tflops: float | None = Field(None, ge=0, le=100_000, description="non-tensor FP32 TFLOPS")
+    tf32_dense_tflops: float | None = Field(None, ge=0, le=100_000)
+    fp8_dense_tflops: float | None = Field(None, ge=0, le=100_000)
+    int8_dense_tops: float | None = Field(None, ge=0, le=100_000)
     driver_memory_mib: int | None = Field(None, gt=0, le=4_194_304, description="memory.total as nvidia-smi prints it")
     nvlink_gb_s: float | None = Field(None, ge=0, le=100_000)
     pcie_gen: int | None = Field(None, ge=1, le=7)

@@ -247,6 +247,13 @@ def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str
     and, unless the workload names one, the eager Hugging Face / sentence-transformers stack instead of a
     generation engine. The generic defaults' notes for those two fields are replaced."""
     if (resolved.task or "inference") != "inference":
+        if getattr(model, "profile", None) is not None and not _is_llm(model) and given.grad_checkpointing is None:
+            # timm's train.py, Ultralytics, the diffusers training scripts and the transformers Trainer keep every
+            # activation unless told to recompute (--grad-checkpointing / --gradient_checkpointing are opt-in)
+            ckpt = _("assumed {key} {value}").format(key="grad_checkpointing", value=resolved.grad_checkpointing)
+            kept = [n for n in notes if n != ckpt]
+            kept.append(_("assumed {key} {value}").format(key="grad_checkpointing", value=False))
+            return resolved.with_updates(grad_checkpointing=False), kept
         return resolved, notes
     if getattr(model, "profile", None) is not None and not _is_llm(model):
         return _profile_defaults(given, resolved, notes)

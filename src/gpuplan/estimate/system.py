@@ -307,7 +307,7 @@ def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
 
         gpu, assumed_values = inline_gpu(hw.gpu)
         notes.extend(assumed_values)
-    elif hw and hw.gpu:
+    elif hw and isinstance(hw.gpu, str) and hw.gpu:
         gpu, assumed = resolve_gpu(hw.gpu)
         if assumed:
             notes.append(assumed)
