@@ -277,3 +277,22 @@ def test_named_models_get_recommendations(workload):
 
     rec = recommend(workload, top=2)
     assert rec.plans, rec
+
+
+@pytest.mark.parametrize("cfg", [
+    {"model_type": "qwen", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
+     "vocab_size": 100, "seq_length": 64, "visual": {"width": "x", "layers": 2, "mlp_ratio": "abc"}},
+    {"model_type": "internvl_chat", "downsample_ratio": 0, "vision_config": {"hidden_size": 64, "num_hidden_layers": 2},
+     "llm_config": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+                    "num_hidden_layers": 2, "vocab_size": 100}},
+    {"model_type": "llava", "vision_config": {"hidden_size": 1e30, "num_hidden_layers": 2},
+     "text_config": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+                     "num_hidden_layers": 2, "vocab_size": 100}},
+    {"model_type": "vit", "hidden_size": 64, "num_hidden_layers": 2, "patch_size": -3, "image_size": 32},
+    {"model_type": "whisper", "d_model": "x"},
+    {"model_type": "whisper", "d_model": 64, "encoder_layers": 0, "decoder_layers": 2, "vocab_size": 10},
+])
+def test_malformed_tower_speech_and_vit_configs_are_one_clear_error(cfg):
+    with pytest.raises(GpuplanError) as err:
+        resolve_model(cfg)
+    assert err.value.hint

@@ -149,7 +149,22 @@ NAMED_TOWERS: dict[str, dict[str, Any]] = {
 
 def tower_params(cfg: Mapping[str, Any], text_hidden: int) -> tuple[int, str] | None:
     """(parameters of the vision tower and its projector, what was counted), or None when the config
-    describes no vision tower (or one gpuplan cannot count: then the caller says it is left out)."""
+    describes no vision tower (or one gpuplan cannot count: then the caller says it is left out). A
+    malformed tower block is one GpuplanError naming it."""
+    try:
+        found = _tower_params(cfg, text_hidden)
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        raise GpuplanError(_("The vision tower config has a value gpuplan cannot read."),
+                           hint=_("Give the model's config.json unchanged (its vision_config block included)."),
+                           field="model") from None
+    if found is not None and not 0 < found[0] < 1e13:
+        raise GpuplanError(_("The vision tower config gives {n:.3g} parameters, not a real tower.").format(n=found[0]),
+                           hint=_("Give the model's config.json unchanged (its vision_config block included)."),
+                           field="model")
+    return found
+
+
+def _tower_params(cfg: Mapping[str, Any], text_hidden: int) -> tuple[int, str] | None:
     model_type = str(cfg.get("model_type") or "").lower()
     visual = cfg.get("visual")
     if model_type == "qwen" and isinstance(visual, Mapping) and visual:

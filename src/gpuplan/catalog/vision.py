@@ -174,6 +174,9 @@ def vit_config_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     except (KeyError, TypeError, ValueError):
         raise GpuplanError(_("Model config {name!r} ({t}) lacks hidden_size, num_hidden_layers or image sizes.").format(
             name=name, t=t), hint=_("Give the model's config.json unchanged."), field="model") from None
+    if min(d, layers, ffn, patch, image, channels) <= 0:
+        raise GpuplanError(_("Model config {name!r} ({t}) lacks hidden_size, num_hidden_layers or image sizes.").format(
+            name=name, t=t), hint=_("Give the model's config.json unchanged."), field="model")
     labels = cfg.get("id2label")
     classes = len(labels) if isinstance(labels, Mapping) and t in ("vit", "deit", "dinov2") else 0
     params = vit_params(cfg, layout) + (classes * d + classes if classes else 0)
