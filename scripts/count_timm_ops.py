@@ -6,7 +6,7 @@ Usage (needs torch and timm with its imports, torchvision and Pillow; no GPU, no
 
 Each model is built on the meta device (no memory, no compute) and run once at batch 1 at the table's image
 size under a TorchDispatchMode that counts the aten ops it dispatches - what eager PyTorch launches one by
-one from Python - leaving out views, reshapes and allocations, which launch no kernel. ResNet-50 counts 173
+one from Python - leaving out views, reshapes and allocations, which launch no kernel. ResNet-50 counts 174
 (the curated profile in data/models.yaml counts 175 from the module code). On the meta device SDPA runs its
 math decomposition, so attention models count a few more ops per layer than a fused kernel launches.
 """

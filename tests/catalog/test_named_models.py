@@ -150,6 +150,8 @@ def test_timm_profiles_match_the_curated_resnet50_and_vit_b():
         assert t.params_total == pytest.approx(c.params_total, rel=0.001)
         assert t.profile.forward_flops_per_sample == pytest.approx(c.profile.forward_flops_per_sample, rel=0.01)
         assert t.profile.activation_bytes_per_sample == pytest.approx(c.profile.activation_bytes_per_sample, rel=0.01)
+        # ops counted on the meta device vs counted from the module code (SDPA decomposes on meta: a few more)
+        assert t.profile.kernels_per_forward == pytest.approx(c.profile.kernels_per_forward, rel=0.2)
 
 
 def test_timm_names_with_org_tag_and_resolution():
