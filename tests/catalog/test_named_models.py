@@ -298,3 +298,14 @@ def test_malformed_tower_speech_and_vit_configs_are_one_clear_error(cfg):
     with pytest.raises(GpuplanError) as err:
         resolve_model(cfg)
     assert err.value.hint
+
+
+def test_gpuplan_models_lists_the_new_names_and_sums_up_timm():
+    from clirun import run_cli
+
+    code, out, _err = run_cli("models", "--kind", "vision")
+    assert code == 0
+    assert "ultralytics/yolov8m" in out and "timm architectures" in out
+    assert "timm/xcit_tiny_12_p8_224" not in out          # timm is one line in the table view ...
+    code, out, _err = run_cli("models", "--kind", "speech", "--json")
+    assert code == 0 and "openai/whisper-large-v3-turbo" in out
