@@ -102,7 +102,7 @@ def models(kind: Annotated[Optional[str], typer.Option(help="decoder, encoder, v
         if timm:
             console.print(_("… and {n} timm architectures, each a model name as it is or behind timm/ with a pretrained "
                             "tag ({examples}): the list is in `gpuplan models --json` and docs/model-library.md.").format(
-                n=len(timm), examples=", ".join(m.id for m in timm if m.id in _TIMM_EXAMPLES)))
+                n=len(timm), examples=", ".join(m.id for m in timm if m.id in _TIMM_EXAMPLES)), soft_wrap=True)
     run_guarded(body, as_json, lang)
 
 
