@@ -9,6 +9,8 @@ def _isolated_config_dir(tmp_path_factory):
     results: the whole run uses an empty config folder of its own."""
     patch = pytest.MonkeyPatch()
     patch.setenv("GPUPLAN_CONFIG_DIR", str(tmp_path_factory.mktemp("gpuplan-config")))
+    # An unknown model id must never reach a real hub from a test: the hub tests inject a fake fetcher.
+    patch.setenv("GPUPLAN_OFFLINE", "1")
     yield
     patch.undo()
 

@@ -12,18 +12,21 @@ gpuplan.workload_files, loading with flags gpuplan.workload_loading, error sente
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from gpuplan.catalog.gpu_inline import GpuInlineSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.safeio import check_nesting
@@ -135,7 +138,10 @@ class InputSpec(_Strict):
 
 
 class HardwareSpec(_Strict):
-    gpu: str | None = Field(None, min_length=1, max_length=100)
+    # a catalog name (`gpuplan gpus`) or, for a card the catalog lacks, its figures (catalog/gpu_inline.py)
+    gpu: Optional[Annotated[Union[Annotated[Annotated[str, Field(min_length=1, max_length=100)], Tag("name")],
+                                  Annotated[GpuInlineSpec, Tag("spec")]],
+                            Discriminator(lambda v: "name" if isinstance(v, str) else "spec")]] = None
     count: int | None = Field(None, ge=1, le=100_000, description="GPUs in total")
     instance_type: str | None = Field(None, min_length=1, max_length=100)
     nodes: int | None = Field(None, ge=1, le=10_000)

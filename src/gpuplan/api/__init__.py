@@ -52,12 +52,17 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, workers: int = 1, log_le
         import uvicorn
     except ImportError:
         raise GpuplanError(_("The web server needs uvicorn, which is not installed."), hint=WEB_HINT) from None
+    import os
+
     from gpuplan.api.middleware import LOOPBACK_HOSTS
 
+    # A shared server never fetches model configs named in requests unless the operator says so
+    # (GPUPLAN_ONLINE=1): model ids from the network must not trigger downloads by default (catalog/hub.py).
+    if os.environ.get("GPUPLAN_ONLINE", "").strip().lower() not in ("1", "true", "yes", "on"):
+        os.environ.setdefault("GPUPLAN_OFFLINE", "1")
     allowed = LOOPBACK_HOSTS if is_loopback(host) else None
     if workers > 1:
         # uvicorn starts workers from an import string; the factory reads its settings from the environment.
-        import os
 
         os.environ["GPUPLAN_API_ALLOW_ANY_HOST"] = "0" if allowed else "1"
         uvicorn.run("gpuplan.api.app:app_from_env", factory=True, host=host, port=int(port), workers=workers,

@@ -15,6 +15,7 @@ from typing import Any
 from gpuplan.catalog.hf_archs import HF_ARCHS, MIN_KEYS_HINT, PLAIN_DEFAULT_FFN, HfArch
 from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec
 from gpuplan.catalog.model_validate import validate_spec
+from gpuplan.catalog.towers import tower_params
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.safeio import load_json, read_text_bounded
@@ -70,7 +71,7 @@ class _Cfg:
         return value if isinstance(value, str) else ""
 
 
-_TOWERS = ("vision_config", "audio_config", "img_processor", "vision_tower")
+_TOWERS = ("vision_config", "audio_config", "img_processor", "vision_tower", "visual")
 _FALCON = ("falcon", "refinedwebmodel", "refinedweb")
 _FFN_KEYS = ("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim", "d_ff", "hidden_dim")
 _UNCHANGED = N_("Give the values of the model's config.json unchanged.")
@@ -252,6 +253,9 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     """Build a ModelSpec from the keys of a Hugging Face config.json (any keys accepted)."""
     if not isinstance(cfg, Mapping):
         raise GpuplanError(_("Model config {name!r} must be a mapping of config.json keys.").format(name=name), hint=MIN_KEYS_HINT)
+    nonllm = _nonllm_builder(cfg)
+    if nonllm is not None:
+        return nonllm(cfg, name)
     flat, towers = _flatten_config(cfg)
     raw_type = flat.get("model_type")
     t = (raw_type if isinstance(raw_type, str) else "").lower().replace("-", "_")
@@ -272,7 +276,12 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     position, max_pos, pos_note = _position(c, t, base)
     if pos_note:
         assumptions.append(pos_note)
-    if towers or base.multimodal:
+    tower = tower_params(cfg, hidden) if (towers or base.multimodal) else None
+    if tower is not None:
+        assumptions.append(_("{name}: the vision tower and its projector ({params:.0f} M parameters, {kind}) are counted "
+                             "in the weights; their compute per image is not (an image reaches the language model as "
+                             "prompt tokens)").format(name=name, params=tower[0] / 1e6, kind=tower[1]))
+    elif towers or base.multimodal:
         assumptions.append(_("{name}: the shape is the language model's; the vision/audio encoder beside it is not "
                              "counted").format(name=name))
     mla = _mla(c, t)
@@ -303,11 +312,22 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         sliding_window=sliding if isinstance(sliding, int) and not isinstance(sliding, bool)
         and c.bool("use_sliding_window", True) else None,
         native_dtype=_native_dtype(cfg), assumptions=tuple(assumptions),
+        vision_params=float(tower[0]) if tower is not None else 0.0,
     )
     if position == "learned" and not spec.max_position_embeddings:
         raise GpuplanError(_("Model config {name!r} lacks max_position_embeddings (learned positions).").format(name=name),
                            hint=MIN_KEYS_HINT, field="max_position_embeddings")
     return validate_spec(spec)
+
+
+def _nonllm_builder(cfg: Mapping[str, Any]):
+    """The builder of a config that describes no language model (Whisper, a ViT), else None."""
+    raw = cfg.get("model_type")
+    if not isinstance(raw, str):
+        return None
+    from gpuplan.catalog.nonllm_configs import NONLLM_BUILDERS
+
+    return NONLLM_BUILDERS.get(raw.lower().replace("-", "_"))
 
 
 def _moe_from_config(c: _Cfg, t: str, ffn: int) -> MoESpec | None:
@@ -339,6 +359,12 @@ def _moe_from_config(c: _Cfg, t: str, ffn: int) -> MoESpec | None:
 def load_config_file(path: str | os.PathLike) -> ModelSpec:
     """Read a Hugging Face config.json (or the config.json inside a folder) into a ModelSpec."""
     p = Path(os.path.expanduser(os.fspath(path)))
+    pipeline = p if p.is_dir() and (p / "model_index.json").is_file() and not (p / "config.json").is_file() else (
+        p.parent if p.name == "model_index.json" and p.is_file() else None)
+    if pipeline is not None:  # a diffusers pipeline folder: its components' configs
+        from gpuplan.catalog.diffusers import load_pipeline_folder
+
+        return load_pipeline_folder(pipeline)
     try:
         if p.is_dir():
             p = p / "config.json"
@@ -348,7 +374,8 @@ def load_config_file(path: str | os.PathLike) -> ModelSpec:
     except FileNotFoundError:
         raise GpuplanError(
             _("Model config not found: {p}.").format(p=p),
-            hint=_("Give a bundled model name (see `gpuplan models`), a config.json path or a folder holding one."),
+            hint=_("Give a bundled model name (see `gpuplan models`), a config.json path or a folder holding one "
+                   "(or a diffusers pipeline folder with model_index.json)."),
             field="model",
         ) from None
     except (OSError, UnicodeDecodeError) as exc:

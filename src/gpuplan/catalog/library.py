@@ -17,7 +17,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 import yaml
@@ -28,10 +28,12 @@ from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec, NonLLMProfil
 from gpuplan.catalog.model_validate import validate_spec
 from gpuplan.catalog.quantized import QuantizedId, parse_quantized_id
 from gpuplan.catalog.synth import synthesize_from_params_b
+from gpuplan.catalog.vision import timm_spec, timm_spec_from_row
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
 _SUB_RECORDS = {"moe": MoESpec, "mla": MLASpec}
+PARAMS_B_EXAMPLE = "{params_b: N}"   # how the unknown-model hint spells the synthesized shape (synth.py)
 CURATED_FILE = "models.yaml"  # hand-curated: shapes, non-LLM profiles, aliases (wins on every name)
 GENERATED_FILE = "model_library.json"  # written by scripts/gen_model_library.py from config.json files
 
@@ -90,16 +92,34 @@ def load_curated() -> tuple[ModelSpec, ...]:
 
 
 @functools.cache
+def _generated_raw() -> dict[str, Any]:
+    """The generated library file, parsed once (JSON: fast); entries become ModelSpecs only when asked for."""
+    raw = _read_data(GENERATED_FILE)
+    return raw if isinstance(raw, dict) else {"models": raw}
+
+
+@functools.cache
 def load_generated() -> tuple[ModelSpec, ...]:
     """The generated library (data/model_library.json), read only when a name is not curated."""
-    curated = _index(load_curated())
-    return tuple(m for m in _specs(GENERATED_FILE) if m.id.lower() not in curated)
+    curated = _curated_index()
+    return tuple(_generated_spec(e["id"]) for e in _generated_raw()["models"] if e["id"].lower() not in curated)
+
+
+@functools.cache
+def load_timm() -> tuple[ModelSpec, ...]:
+    """Every timm architecture of the generated library's timm table (catalog/vision.py), as ModelSpecs."""
+    table = _generated_raw().get("timm") or {}
+    cols = list(table.get("columns") or ())
+    taken = {**_curated_index(), **_generated_names()}
+    specs = (timm_spec_from_row(r, cols) for r in table.get("rows") or ())
+    return tuple(replace(m, aliases=tuple(a for a in m.aliases if a.lower() not in taken)) for m in specs
+                 if m.id.lower() not in taken)
 
 
 @functools.cache
 def load_models() -> tuple[ModelSpec, ...]:
-    """Every bundled model: the curated ones in file order, then the generated library."""
-    return load_curated() + load_generated()
+    """Every bundled model: the curated ones in file order, then the generated library, then timm's table."""
+    return load_curated() + load_generated() + load_timm()
 
 
 def _names(spec: ModelSpec) -> list[str]:
@@ -126,15 +146,47 @@ def _curated_index() -> dict[str, ModelSpec]:
 
 
 @functools.cache
-def _generated_index() -> dict[str, ModelSpec]:
-    return _index(load_generated(), base=_curated_index())
+def _generated_names() -> dict[str, str]:
+    """Lower-cased name -> id of the generated library's entries (names the curated file uses excluded),
+    read from the raw JSON without building a single ModelSpec."""
+    curated = _curated_index()
+    index: dict[str, str] = {}
+    for entry in _generated_raw()["models"]:
+        for name in (entry["id"], *(entry.get("aliases") or ()), *([entry["modelscope_id"]] if entry.get("modelscope_id") else [])):
+            key = str(name).lower()
+            if key not in curated:
+                index.setdefault(key, entry["id"])
+    return index
+
+
+@functools.cache
+def _generated_by_id() -> dict[str, Mapping[str, Any]]:
+    return {e["id"]: e for e in _generated_raw()["models"]}
+
+
+@functools.cache
+def _generated_spec(model_id: str) -> ModelSpec:
+    """One generated entry as a ModelSpec (built on first use)."""
+    return spec_from_entry(_generated_by_id()[model_id])
+
+
+def _lookup_names(name: str) -> list[str]:
+    """The spellings one name is tried under: as given, without a ``.pt`` weights suffix (``yolov8m.pt``)."""
+    key = str(name).strip().lower()
+    return [key, key.removesuffix(".pt")] if key.endswith(".pt") else [key]
 
 
 def lookup(name: str) -> ModelSpec | None:
-    """A bundled model by id, alias or ModelScope id (case-insensitive); the generated library is read
-    only when the curated one lacks the name."""
-    key = str(name).strip().lower()
-    return _curated_index().get(key) or _generated_index().get(key)
+    """A bundled model by id, alias or ModelScope id (case-insensitive), or a timm architecture name
+    (catalog/vision.py); the generated library is read only when the curated one lacks the name."""
+    for key in _lookup_names(name):
+        spec = _curated_index().get(key)
+        if spec is not None:
+            return spec
+        model_id = _generated_names().get(key)
+        if model_id is not None:
+            return _generated_spec(model_id)
+    return timm_spec(str(name), _generated_raw().get("timm"))
 
 
 def list_models(kind: str | None = None) -> list[ModelSpec]:
@@ -159,7 +211,7 @@ def _part_index() -> dict[str, ModelSpec]:
     """Repo name without its org (and without a trailing "-hf") -> model, curated models first:
     TheBloke/Llama-2-7B-Chat-GPTQ names its base as "Llama-2-7B-Chat"."""
     index: dict[str, ModelSpec] = {}
-    for spec in load_models():
+    for spec in load_curated() + load_generated():
         for name in _names(spec):
             part = name.lower().rsplit("/", 1)[-1]
             for key in (part, part.removesuffix("-hf")):
@@ -211,15 +263,23 @@ def closest_models(name: str, n: int = 3, floor: float = 0.35) -> list[str]:
 
 
 def get_model_error(name: str) -> GpuplanError:
-    """'Unknown model' whose did-you-mean names the closest bundled models (``closest_models``)."""
+    """'Unknown model' whose hint names the closest bundled models (``closest_models``) and the three ways to
+    give a model gpuplan does not know: its config folder, an inline mapping of config.json keys, {params_b: N}."""
     close = closest_models(name)
     listed = ", ".join(repr(c) for c in close)
     if close:
-        hint = _("Did you mean {names}? See `{command}`.").format(names=listed, command="gpuplan models")
-        web_hint = _("Did you mean {names}? Pick one from the list on the page.").format(names=listed)
+        hint = _("Did you mean {names}? See `{command}`. Or describe it: model: ./its-folder (with config.json, or a "
+                 "diffusers model_index.json), an inline mapping of its config.json keys, or {example} for a "
+                 "Llama-style decoder of N billion parameters.").format(names=listed, command="gpuplan models",
+                                                                        example=PARAMS_B_EXAMPLE)
+        web_hint = _("Did you mean {names}? Pick one from the list on the page, or describe it: a mapping of its "
+                     "config.json keys, or {example}.").format(names=listed, example=PARAMS_B_EXAMPLE)
     else:
-        hint = _("See `{command}` for the known names.").format(command="gpuplan models")
-        web_hint = _("Pick a known name from the list on the page.")
+        hint = _("See `{command}` for the known names. Or describe it: model: ./its-folder (with config.json, or a "
+                 "diffusers model_index.json), an inline mapping of its config.json keys, or {example} for a "
+                 "Llama-style decoder of N billion parameters.").format(command="gpuplan models", example=PARAMS_B_EXAMPLE)
+        web_hint = _("Pick a known name from the list on the page, or describe it: a mapping of its config.json keys, "
+                     "or {example}.").format(example=PARAMS_B_EXAMPLE)
     return GpuplanError(_("Unknown model {name!r}.").format(name=name), hint=hint, web_hint=web_hint, kind="model")
 
 
@@ -228,13 +288,13 @@ def get_model_error(name: str) -> GpuplanError:
 # --------------------------------------------------------------------------------------------
 
 
-def resolve_model(ref: Any) -> ModelSpec:
+def resolve_model(ref: Any, *, region: str | None = None) -> ModelSpec:
     """Turn a workload's ``model:`` value into a ModelSpec.
 
-    ``ref``: a bundled id/alias/ModelScope id; a path to config.json or to a folder holding one;
-    a Hugging Face / ModelScope id outside the library (cached config.json, or fetched when
-    ``GPUPLAN_ONLINE=1``: see gpuplan.catalog.hub);
-    a mapping ``{params_b: N}``; a mapping of config.json keys; or a ModelSpec.
+    ``ref``: a bundled id/alias/ModelScope id or a timm architecture name; a path to config.json, to a folder
+    holding one or to a diffusers pipeline folder (model_index.json); a Hugging Face / ModelScope id outside
+    the library (its cached config, or fetched where the network allows: see gpuplan.catalog.hub; ``region``
+    orders the hubs); a mapping ``{params_b: N}``; a mapping of config.json keys; or a ModelSpec.
     Anything unusable raises GpuplanError (never another exception).
     """
     if isinstance(ref, ModelSpec):
@@ -262,13 +322,14 @@ def resolve_model(ref: Any) -> ModelSpec:
     if quantized is not None and quantized[1] is not None:
         return quantized[1]  # a published quantized checkpoint: its base model's shape
     if hub.parse_repo_id(name) is not None:
-        # A Hugging Face / ModelScope id the library lacks: its cached config.json, or (only with
-        # GPUPLAN_ONLINE=1) a download; offline the error says how to switch online resolution on.
-        remote = hub.resolve_remote(name)
+        # A Hugging Face / ModelScope id the library lacks: its cached config, or a download where the
+        # network allows; otherwise the unknown-model error, saying why the hub gave nothing.
+        failures: list[str] = []
+        remote = hub.resolve_remote(name, region=region, failures=failures)
         if remote is not None:
             return remote
         err = get_model_error(name)
-        err.hint = ((err.hint + " ") if err.hint else "") + hub.offline_hint(name)
+        err.hint = hub.offline_hint(name, failures, err.hint or "")
         raise err
     raise get_model_error(name)
 

@@ -156,6 +156,9 @@ class ModelSpec:
     # The format the publisher stores the weights in when it is not 16-bit: "fp8" (DeepSeek-V3/R1,
     # Kimi-K2: config.json quantization_config.quant_method "fp8"), "mxfp4" (gpt-oss experts); None = 16-bit.
     native_dtype: str | None = None
+    # Vision-language models: parameters of the vision tower and its projector (catalog/towers.py). They
+    # count in params_total (weights, gradients, checkpoints) but not in the per-token shape above.
+    vision_params: float = 0.0
 
     # ---- derived flags ----------------------------------------------------------------------
     @property

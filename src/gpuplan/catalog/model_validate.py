@@ -78,8 +78,9 @@ def validate_spec(spec: ModelSpec) -> ModelSpec:
             _("Model {model!r}: the shape gives {total:.0f} T parameters, beyond any real model.").format(model=spec.id, total=total / 1e12),
             hint=_("Check hidden_size, num_hidden_layers, intermediate_size and vocab_size."),
         )
+    tower = float(spec.vision_params or 0.0)
     if spec.params_total <= 0:
-        spec = replace(spec, params_total=total)
+        spec = replace(spec, params_total=total + tower)
     if spec.params_active <= 0:
-        spec = replace(spec, params_active=active_param_count(spec))
+        spec = replace(spec, params_active=active_param_count(spec) + tower)
     return spec

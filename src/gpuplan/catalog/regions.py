@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from importlib.resources import files
+from typing import Any
 
 import yaml
 
@@ -77,3 +79,21 @@ def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = 
             raise GpuplanError(message, hint=hint, field="constraints.regions", kind="region")
         out.append(r)
     return out
+
+
+@functools.cache
+def load_compliance() -> dict[str, Any]:
+    """data/compliance.yaml: the mainland-China region ids and the notes for serving from them."""
+    return yaml.safe_load((files("gpuplan") / "data" / "compliance.yaml").read_text(encoding="utf-8"))
+
+
+def is_mainland(region: str | None) -> bool:
+    """Alibaba region ids in the Chinese mainland (compliance.yaml; any ``cn-`` id but cn-hongkong). One rule
+    for the compliance notes (plan/ops.py) and the model hub a config is fetched from (catalog/hub.py)."""
+    if not region:
+        return False
+    doc = load_compliance()
+    r = region.strip().lower()
+    if r in doc.get("not_mainland", ()):
+        return False
+    return r in doc["mainland_regions"] or r.startswith("cn-")

@@ -81,6 +81,9 @@ def instances(
     run_guarded(body, as_json, lang)
 
 
+_TIMM_EXAMPLES = ("timm/resnet50", "timm/vit_base_patch16_224", "timm/convnext_tiny", "timm/efficientnet_b0")
+
+
 @app.command()
 def models(kind: Annotated[Optional[str], typer.Option(help="decoder, encoder, vision, diffusion, speech...")] = None,
            as_json: JsonOpt = False, lang: LangOpt = None) -> None:
@@ -94,7 +97,14 @@ def models(kind: Annotated[Optional[str], typer.Option(help="decoder, encoder, v
             return
         from gpuplan.render.text import models_table
 
-        _console().print(models_table(items, lg))
+        # timm's 1,100 architectures are one line, not 1,100 table rows (all of them are in --json)
+        timm = [m for m in items if m.arch.startswith("timm-")]
+        console = _console()
+        console.print(models_table([m for m in items if not m.arch.startswith("timm-")], lg))
+        if timm:
+            console.print(_("… and {n} timm architectures, each a model name as it is or behind timm/ with a pretrained "
+                            "tag ({examples}): the list is in `gpuplan models --json` and docs/model-library.md.").format(
+                n=len(timm), examples=", ".join(m.id for m in timm if m.id in _TIMM_EXAMPLES)), soft_wrap=True)
     run_guarded(body, as_json, lang)
 
 

@@ -16,13 +16,26 @@ from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
 
+_GS = Annotated[Optional[str], typer.Option("--gpu-spec", help="A GPU the catalog lacks: a YAML/JSON file or "
+                                         "name=...,memory_gib=...,bf16_dense_tflops=...,mem_bandwidth_gb_s=... "
+                                         "(docs/workload.md).")]
+
+
+def _gpu_spec_flag(flags: dict[str, Any], text: str | None) -> None:
+    """--gpu-spec: the inline GPU goes where --gpu would (hardware.gpu)."""
+    if text:
+        from gpuplan.catalog.gpu_inline import parse_gpu_spec_arg
+
+        flags["gpu"] = parse_gpu_spec_arg(text)
+
+
 @app.command()
 def estimate(
     workload: WorkloadArg = None, model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None,
     seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
     gpu: _S = None, gpus: _I = None, tp: _I = None, pp: _I = None, zero: _I = None, budget: _F = None,
     deadline_hours: _F = None, region: _R = None, objective: _S = None, framework: _S = None,
-    instance_type: _S = None, grad_checkpointing: _S = None,
+    instance_type: _S = None, grad_checkpointing: _S = None, gpu_spec: _GS = None,
     max_: Annotated[Optional[str], typer.Option("--max", help="batch_size | seq_len | prompt_tokens | concurrency")] = None,
     trace: Annotated[bool, typer.Option("--trace", help="Exact counts on torch meta/fake tensors (gpuplan[trace]).")] = False,
     as_json: JsonOpt = False, lang: LangOpt = None,
@@ -34,6 +47,8 @@ def estimate(
 
     def body(lg: str) -> int:
         from gpuplan.workload_files import read_workload_documents
+
+        _gpu_spec_flag(flags, gpu_spec)
 
         if workload is not None and max_ is None and not trace:
             docs = read_workload_documents(workload)
@@ -106,7 +121,7 @@ def recommend(
     seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
     gpu: _S = None, gpus: _I = None, tp: _I = None, pp: _I = None, zero: _I = None, budget: _F = None,
     deadline_hours: _F = None, region: _R = None, objective: _S = None, framework: _S = None,
-    instance_type: _S = None, grad_checkpointing: _S = None,
+    instance_type: _S = None, grad_checkpointing: _S = None, gpu_spec: _GS = None,
     top: Annotated[int, typer.Option(help="How many plans to show.")] = 5,
     prices: Annotated[Optional[list[Path]], typer.Option("--prices", help="Your own price file (same schema; repeatable).")] = None,
     as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
@@ -121,6 +136,7 @@ def recommend(
 
         if not (1 <= top <= 100):
             raise GpuplanError(_("--top {top} is out of range.").format(top=top), hint=_("Use 1 to 100."))
+        _gpu_spec_flag(flags, gpu_spec)
         w = _load(workload, flags)
         rec = run_recommend(w, top=top, price_files=tuple(prices or ()))
         if as_json:

@@ -248,6 +248,13 @@ def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str
     and, unless the workload names one, the eager Hugging Face / sentence-transformers stack instead of a
     generation engine. The generic defaults' notes for those two fields are replaced."""
     if (resolved.task or "inference") != "inference":
+        if getattr(model, "profile", None) is not None and not _is_llm(model) and given.grad_checkpointing is None:
+            # timm's train.py, Ultralytics, the diffusers training scripts and the transformers Trainer keep every
+            # activation unless told to recompute (--grad-checkpointing / --gradient_checkpointing are opt-in)
+            ckpt = _("assumed {key} {value}").format(key="grad_checkpointing", value=resolved.grad_checkpointing)
+            kept = [n for n in notes if n != ckpt]
+            kept.append(_("assumed {key} {value}").format(key="grad_checkpointing", value=False))
+            return resolved.with_updates(grad_checkpointing=False), kept
         return resolved, notes
     if getattr(model, "profile", None) is not None and not _is_llm(model):
         return _profile_defaults(given, resolved, notes)
@@ -285,11 +292,12 @@ def _profile_defaults(given: Workload, resolved: Workload, notes: list[str]) -> 
 
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     """Estimate one workload on its fixed hardware (``hardware:`` block or --gpu/--gpus)."""
+    from gpuplan.catalog.hub import workload_region
     from gpuplan.catalog.models import resolve_model
 
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
-    model = resolve_model(resolved.model)
+    model = resolve_model(resolved.model, region=workload_region(resolved))
     resolved, notes = encoder_defaults(w, resolved, model, notes)
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
@@ -403,6 +411,7 @@ MAX_FIELDS = {"batch_size": "batch_size", "seq_len": "seq_len", "prompt_tokens":
 
 def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) -> tuple[int, Estimate | None]:
     """Largest value of ``field_name`` (batch_size | seq_len | prompt_tokens | concurrency) that fits."""
+    from gpuplan.catalog.hub import workload_region
     from gpuplan.catalog.models import resolve_model
 
     if field_name not in MAX_FIELDS:
@@ -410,7 +419,7 @@ def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) 
     key = MAX_FIELDS[field_name]
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
-    model = resolve_model(resolved.model)
+    model = resolve_model(resolved.model, region=workload_region(resolved))
     system, _layout = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     if field_name == "concurrency" or (field_name == "batch_size" and resolved.task == "inference" and

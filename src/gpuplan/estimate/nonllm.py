@@ -52,7 +52,9 @@ def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, f
     windows = max(1.0, scale)
     tokens = float(nl.get("speech_tokens_per_30s", 100)) * windows
     dense = dense_bytes(precision)
-    dec_bytes = float(model.params_total) * dense * float(nl.get("speech_decoder_param_share", 0.5))
+    dec_params = comps.get("decoder_params")  # counted from the config (catalog/speech.py), else the share
+    dec_bytes = (float(dec_params) if dec_params else
+                 float(model.params_total) * float(nl.get("speech_decoder_param_share", 0.5))) * dense
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
     cache_read, _held = speech_cache_bytes(prof, nl, precision, scale)
     beams = float(nl["speech_beam_size"]["value"]) if cache_read else 1.0

@@ -302,7 +302,12 @@ def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
             nodes = max(1, math.ceil(hw.count / per))
         system = system_for_instance(inst, nodes)
         return system, notes
-    if hw and hw.gpu:
+    if hw and hw.gpu and not isinstance(hw.gpu, str):  # an inline GPU spec (catalog/gpu_inline.py)
+        from gpuplan.catalog.gpu_inline import inline_gpu
+
+        gpu, assumed_values = inline_gpu(hw.gpu)
+        notes.extend(assumed_values)
+    elif hw and isinstance(hw.gpu, str) and hw.gpu:
         gpu, assumed = resolve_gpu(hw.gpu)
         if assumed:
             notes.append(assumed)

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from gpuplan.catalog.regions import is_mainland, load_compliance  # noqa: F401 - re-exported (one rule)
 from gpuplan.i18n import _
 from gpuplan.plan.transfer import job_transfers, plan_fixed_s
 from gpuplan.units import HOUR_S
@@ -27,11 +28,6 @@ TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
 @functools.cache
 def load_ops() -> dict[str, Any]:
     return yaml.safe_load((files("gpuplan") / "data" / "ops.yaml").read_text(encoding="utf-8"))
-
-
-@functools.cache
-def load_compliance() -> dict[str, Any]:
-    return yaml.safe_load((files("gpuplan") / "data" / "compliance.yaml").read_text(encoding="utf-8"))
 
 
 def family_of(instance_type: str | None) -> str | None:
@@ -57,17 +53,6 @@ def generation_for(family: str | None) -> dict | None:
         if family in g["families"]:
             return g
     return None
-
-
-def is_mainland(region: str | None) -> bool:
-    """Alibaba region ids in the Chinese mainland (compliance.yaml; any ``cn-`` id but cn-hongkong)."""
-    if not region:
-        return False
-    doc = load_compliance()
-    r = region.strip().lower()
-    if r in doc.get("not_mainland", ()):
-        return False
-    return r in doc["mainland_regions"] or r.startswith("cn-")
 
 
 def compliance_notes(region: str | None, task: str) -> list[dict]:

@@ -121,12 +121,13 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     are fixed. Raises GpuplanError only for unusable input; an unsatisfiable workload returns a
     Recommendation with no plans and its ``binding_constraints``.
     """
+    from gpuplan.catalog.hub import workload_region
     from gpuplan.catalog.models import resolve_model
     from gpuplan.estimate.shapes import shape_of
 
     t0 = time.perf_counter()
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
-    llm = is_llm(resolve_model(w.model))
+    llm = is_llm(resolve_model(w.model, region=workload_region(w)))
     # an offline job of a non-LLM model searches its batch per forward (plan/search_job.py)
     job_batch = ("batch_size",) if not w.is_training and w.dataset is not None and not llm else ()
     searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else job_batch)
@@ -147,7 +148,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                        "and parallel.launcher): {default} for train.py under torchrun or DeepSpeed, Megatron-Core for "
                        "tensor- or pipeline-parallel layouts (ms-swift Megatron mode: fp32 main gradients)").format(
                            default=resolved.framework))
-    model = resolve_model(resolved.model)
+    model = resolve_model(resolved.model, region=workload_region(resolved))
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
     training = task in TRAIN_TASKS

@@ -49,6 +49,22 @@ def variants(w: Workload, cons) -> list[Variant]:
     return out
 
 
+def _catalog_name(gpu) -> str:
+    """The catalog card an inline GPU spec names; the search covers catalog instances only, so an inline
+    card the catalog lacks is one error that says so (estimate runs on it)."""
+    from gpuplan.catalog.gpus import resolve_gpu
+
+    try:
+        resolve_gpu(gpu.name)
+    except GpuplanError:
+        raise GpuplanError(
+            _("hardware.gpu describes {name!r}, a GPU no catalog instance carries: recommend searches the catalog's "
+              "instances only.").format(name=gpu.name),
+            hint=_("Use `gpuplan estimate` for this GPU (it runs on the figures you gave), or drop hardware.gpu to "
+                   "search every catalog GPU (see `gpuplan gpus`)."), field="hardware.gpu") from None
+    return gpu.name
+
+
 def instances(w: Workload, given, cache_dir) -> list[InstanceType]:
     """The instance types in play: the catalog, narrowed by hardware and constraints.families."""
     cons = w.constraints
@@ -67,7 +83,7 @@ def instances(w: Workload, given, cache_dir) -> list[InstanceType]:
     if hw and hw.gpu:
         from gpuplan.catalog.gpus import resolve_gpu
 
-        spec, _unused = resolve_gpu(hw.gpu)
+        spec, _unused = resolve_gpu(hw.gpu if isinstance(hw.gpu, str) else _catalog_name(hw.gpu))
         insts = [i for i in insts if i.gpu == spec.id]
     cons = w.constraints
     if cons and cons.families:

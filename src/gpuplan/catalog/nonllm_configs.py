@@ -1,0 +1,17 @@
+"""config.json ``model_type`` values that describe no language model, and the builders that read them
+(Whisper: catalog/speech.py; ViT-family image encoders: catalog/vision.py). Diffusers pipelines
+(``model_index.json``) are read by catalog/diffusers.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gpuplan.catalog.model_spec import ModelSpec
+from gpuplan.catalog.speech import whisper_spec
+from gpuplan.catalog.vision import VIT_CONFIG_LAYOUTS, vit_config_spec
+
+NONLLM_BUILDERS: dict[str, Callable[[Mapping[str, Any], str], ModelSpec]] = {
+    "whisper": whisper_spec,
+    **{t: vit_config_spec for t in VIT_CONFIG_LAYOUTS},
+}
