@@ -130,7 +130,7 @@ def draft(ctx: PlanContext, c: Candidate, price: costm.Price | None, region: str
              gpus_total=c.gpus, time_s=None, total_cost=None, monthly_cost=None,
              cost_per_million_output_tokens=None, price_estimated=bool(price and price.estimated),
              price_kind=(price.kind or None) if price else None, price_rule=(price.rule or None) if price else None,
-             price_margin=price.margin if price else None)
+             price_margin=price.margin if price else None, framework=ctx.framework)
     p.warnings.extend(c.warnings)
     p.why.extend(c.why)
     p.why.extend(c.recipe.why if c.recipe else ())
