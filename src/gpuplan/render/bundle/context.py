@@ -18,20 +18,10 @@ from gpuplan.i18n import _
 from gpuplan.plan.candidates import LAUNCHERS, launcher_for
 from gpuplan.render.bundle import nccl
 from gpuplan.render.bundle.context_serving import finite_number, serving_fields
+from gpuplan.render.bundle.environment import Environment, node_environment, stack_for
+from gpuplan.render.bundle.model_sources import needs_remote_code
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
-
-# Container images the bundle refers to (pin your own digests in production). Each tag was seen
-# published: vLLM https://hub.docker.com/r/vllm/vllm-openai/tags , SGLang
-# https://hub.docker.com/r/lmsysorg/sglang/tags , NGC PyTorch
-# https://catalog.ngc.nvidia.com/orgs/nvidia/containers/pytorch , DCGM exporter
-# https://catalog.ngc.nvidia.com/orgs/nvidia/teams/k8s/containers/dcgm-exporter .
-IMAGES: dict[str, str] = {
-    "vllm": "vllm/vllm-openai:v0.8.5",
-    "sglang": "lmsysorg/sglang:v0.4.6.post1-cu124",
-    "pytorch": "nvcr.io/nvidia/pytorch:24.05-py3",
-    "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
-}
 
 PORTS = {"vllm": 8000, "sglang": 30000, "rdzv": 29500, "node_exporter": 9100, "dcgm_exporter": 9400}
 DATA_DIR = "/mnt/data"
@@ -41,6 +31,11 @@ SHARED_DIR = "/mnt/shared"
 # notice (https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance), so a spot
 # job loses at most this much work per interruption; on-demand jobs checkpoint less often.
 CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
+# Checkpoints kept on disk when the plan's storage advice does not say (data/storage.yaml checkpoints_kept); ms-swift
+# Megatron refuses a save_total_limit below 2 (swift/megatron/arguments/megatron_args.py, v4.5.2).
+DEFAULT_CHECKPOINTS_KEPT = 2
+MIN_CHECKPOINTS_KEPT = 2
+BNB_OPTIMIZER_NAMES = ("adamw-8bit", "paged-adamw-8bit", "paged-adamw")
 
 # vLLM / SGLang --dtype for the workload's precision (KV cache and quantization flags: serving.py)
 # (https://docs.vllm.ai/en/latest/configuration/engine_args.html , https://docs.sglang.ai/backend/server_arguments.html).
@@ -124,7 +119,6 @@ class Ctx:
     sp: bool = False                     # sequence parallelism, as the estimate counted it (Megatron, TP > 1)
     cp: int = 1                          # context parallelism (Megatron context_parallel_size)
     smoke_model_type: str = "llama"      # transformers model_type of the tiny model `launch.sh --smoke` builds
-    images: dict[str, str] = field(default_factory=lambda: dict(IMAGES))
     ports: dict[str, int] = field(default_factory=lambda: dict(PORTS))
     data_dir: str = DATA_DIR
     shared_dir: str = SHARED_DIR
@@ -148,6 +142,10 @@ class Ctx:
     checkpoint_bytes: float | None = None   # one training checkpoint (the plan's storage advice)
     plan_fixed_s: float = 0.0            # the plan's own once-per-job seconds (boot, pull, download, tail)
     online: bool = False                 # serving traffic given (workload.serving): a server, not a batch job
+    env: Environment | None = None       # the node environment (render/bundle/environment.py, plan.json)
+    trust_remote_code: bool = False      # the model's code is not in transformers (data/model_sources.yaml)
+    checkpoints_kept: int = 2            # training: checkpoint rotation (plan.storage.checkpoints_kept)
+    epochs: float = 1.0                  # training: the workload's epochs (the run length without a token budget)
 
     @property
     def spot(self) -> bool:
@@ -369,11 +367,20 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     deepspeed = launcher == "deepspeed"
 
     serving = serving_fields(plan, workload, estimate, gpu, region, training)
+    model_kind = _model_kind(workload, estimate)
+    optimizer = str(workload.optimizer or "adamw")
+    env = node_environment(region=region, slug=slugify(name or (model.rsplit("/", 1)[-1])),
+                           stack=stack_for(training=training, launcher=launcher, engine=serving["engine"],
+                                           model_kind=model_kind),
+                           deepspeed=deepspeed, bitsandbytes=task == "qlora" or optimizer in BNB_OPTIMIZER_NAMES,
+                           online=serving["online"])
+    serving["hub"] = env.weights_source
+    kept = _int((plan.get("storage") or {}).get("checkpoints_kept"), DEFAULT_CHECKPOINTS_KEPT)
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
         lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
         precision=str(workload.precision or "bf16"), quantization=_weight_format(plan, workload),
-        kv_cache_dtype=str(_planned(plan, "kv_cache_dtype") or workload.kv_cache_dtype or "auto"), optimizer=str(workload.optimizer or "adamw"),
+        kv_cache_dtype=str(_planned(plan, "kv_cache_dtype") or workload.kv_cache_dtype or "auto"), optimizer=optimizer,
         instance_type=instance_type, gpu=gpu, nodes=nodes, job_nodes=job_nodes, gpus_per_node=gpus_per_node, gpus_total=gpus_total,
         vcpus=inst.vcpus if inst else None, memory_gib=inst.memory_gib if inst else None,
         rdma=rdma, interconnect=interconnect, tp=tp, pp=pp, dp=dp, zero=zero, fsdp=fsdp, offload=offload,
@@ -392,15 +399,19 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         llamafactory_template=_template_for(model), launcher=launcher,
         vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), sp=bool(par.get("sp")), cp=cp,
         smoke_model_type=smoke_type,
-        model_kind=_model_kind(workload, estimate), job_time_s=time_s if training else None,
+        model_kind=model_kind, job_time_s=time_s if training else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         ckpt_granularity=granularity if granularity in ("none", "selective", "full") else "full",
         train_tokens=workload.dataset.total_tokens(int(workload.seq_len or 2048)) if training and workload.dataset
         else None,
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)},
+        env=env, trust_remote_code=needs_remote_code(model, (estimate.get("model") or {}).get("arch")),
+        checkpoints_kept=max(MIN_CHECKPOINTS_KEPT, kept) if training else 0,
+        epochs=float(workload.dataset.epochs or 1) if training and workload.dataset else 1.0,
         **serving,
     )
+
 
 
 def _launcher(plan: dict, tp: int, pp: int, zero: int, fsdp: str, offload: str, cp: int) -> str:
