@@ -715,6 +715,7 @@ def train_tp_pp(args, device) -> None:
     model, tokenizer = build_model(args)
     model.train()
     log_layout(args, "tp_pp (Megatron stand-in: DTensor tensor parallel + GPipe pipeline stages)", 1)
+    log_versions()
     log_model(model)
     base = model.model
     n = len(base.layers)
