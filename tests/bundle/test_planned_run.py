@@ -112,7 +112,7 @@ def test_sft_labels_mask_the_prompt_and_pretraining_learns_every_token():
     ids, labels = sft[:, 0].flatten().tolist(), sft[:, 1].flatten().tolist()
     text = bytes(i for i in ids[:ids.index(0)]).decode()
     assert text == "system: Be brief.\nuser: What is 2+2?\nassistant: 4.\n"
-    learned = bytes(i for i, lab in zip(ids, labels) if lab != -100 and i).decode()
+    learned = bytes(i for i, lab in zip(ids, labels, strict=True) if lab != -100 and i).decode()
     assert learned.startswith("assistant: 4.\n") and "2+2" not in learned
     full = t.tokenize(rows, None, 64, mask_prompt=False)
     assert (full[:, 1] == full[:, 0]).all()

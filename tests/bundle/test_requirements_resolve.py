@@ -45,7 +45,7 @@ def resolutions(matrix):
     keys = sorted({(text, env["python"]) for env, _req, text in matrix.values()})
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
-            done = dict(zip(keys, pool.map(lambda k: resolve(*k), keys)))
+            done = dict(zip(keys, pool.map(lambda k: resolve(*k), keys), strict=True))
     except IndexUnreachable as exc:
         pytest.fail(f"the requirements were not resolved (no package index and no cached resolution): {exc}",
                     pytrace=False)
