@@ -47,6 +47,7 @@ class Environment:
     python: str                      # "3.11"
     cuda: str
     torch: str
+    min_driver_major: int            # the NVIDIA driver branch the image's CUDA needs
     registry: str                    # your ACR in the plan's region
     pip_index: str
     pip_trusted_host: str | None
@@ -68,7 +69,7 @@ class Environment:
     def to_json(self) -> dict:
         """plan.json ``environment``."""
         return {"image": self.image, "base_image": self.base_image, "python": self.python, "cuda": self.cuda,
-                "torch": self.torch, "registry": self.registry, "pip_index": self.pip_index,
+                "torch": self.torch, "min_driver_major": self.min_driver_major, "registry": self.registry, "pip_index": self.pip_index,
                 "weights_source": self.weights_source, "stack": self.stack, "scope": self.scope,
                 "platform": "linux_x86_64", "requirements_file": self.requirements_file,
                 "requirements": {k: v for k, v in self.requirements}, "venv": self.venv,
@@ -125,6 +126,7 @@ def node_environment(*, region: str, slug: str, stack: str, deepspeed: bool = Fa
     return Environment(
         stack=stack, scope=scope, region=region, image=image_ref(region, slug), base_image=base,
         python=str(img["python"]), cuda=cuda, torch=str(s.get("torch") or img["torch"]),
+        min_driver_major=int(img.get("min_driver_major") or 0),
         registry=data["registry"].format(region=region), pip_index=str(sc["pip_index"]),
         pip_trusted_host=sc.get("pip_trusted_host"), weights_source=str(sc["weights_source"]),
         requirements_file=REQUIREMENTS_FILE[stack],

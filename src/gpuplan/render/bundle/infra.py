@@ -49,6 +49,11 @@ def min_driver_major(gpu_id: str) -> int:
         return DEFAULT_MIN_DRIVER_MAJOR
 
 
+def required_driver_major(c: Ctx) -> int:
+    """The driver branch the node needs: the GPU architecture's floor, and the one the image's CUDA needs."""
+    return max(min_driver_major(c.gpu), c.env.min_driver_major if c.env else 0)
+
+
 def auto_release_hours(c: Ctx) -> int:
     """Hours after `terraform apply` at which ECS releases a pay-as-you-go training node: first boot + model
     download + run time x (1 + margin) + checkpoint upload (render/bundle/transfer.py); 0 = never (serving,
@@ -61,7 +66,7 @@ def unit_name(c: Ctx) -> str:
 
 
 def gpu_check(c: Ctx) -> str:
-    return render("gpu-check.sh.j2", c=c, gpu_name=gpu_name(c.gpu), min_driver_major=min_driver_major(c.gpu),
+    return render("gpu-check.sh.j2", c=c, gpu_name=gpu_name(c.gpu), min_driver_major=required_driver_major(c),
                   erdma_doc=ECS_ERDMA_DOC)
 
 

@@ -15,11 +15,11 @@ def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[
     """The JSON contract: schema_version, plan, workload (resolved), estimate, rejected, pareto, environment (the node
     image, Python, CUDA, torch, registry, pip index, weights source, pinned requirements), weights (repo, ModelScope
     id, local folder, bytes), bundle (files, checkpoint rotation, planned steps)."""
-    from gpuplan.render.bundle.infra import min_driver_major
+    from gpuplan.render.bundle.infra import required_driver_major
     from gpuplan.render.bundle.training import train_iters
 
     plan_out = dict(plan)
-    plan_out.setdefault("ops", {"min_driver_version": str(min_driver_major(c.gpu)), "cuda_version": None})
+    plan_out.setdefault("ops", {"min_driver_version": str(required_driver_major(c)), "cuda_version": None})
     if breakdown:
         from gpuplan.plan.cost_breakdown import public
 
