@@ -26,6 +26,10 @@ def environment_lines(c: Ctx) -> list[Safe]:
         out.append(Safe(tr("{region} is a mainland region: images from Alibaba registries, packages from Alibaba's PyPI "
                            "mirror, weights from ModelScope or your OSS bucket; nothing is pulled from Docker Hub, NGC "
                            "or Hugging Face at run time.", c.lang).format(region=md(c.region))))
+        if c.platform == "ecs":
+            out.append(Safe(tr("The DCGM exporter (NVIDIA's image) has no copy on an Alibaba registry: copy it once into "
+                               "your namespace as {image} (ACR image sync, or a pull and push from outside the "
+                               "mainland); the nodes pull it from there.", c.lang).format(image=md(e.dcgm_exporter_image))))
     return out
 
 
