@@ -19,6 +19,7 @@ from gpuplan.plan.candidates import LAUNCHERS, launcher_for
 from gpuplan.render.bundle import nccl
 from gpuplan.render.bundle.context_serving import finite_number, serving_fields
 from gpuplan.render.bundle.environment import Environment, node_environment, stack_for
+from gpuplan.render.bundle.context_model import template_for, train_model
 from gpuplan.render.bundle.model_sources import needs_remote_code
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
@@ -41,14 +42,6 @@ BNB_OPTIMIZER_NAMES = ("adamw-8bit", "paged-adamw-8bit", "paged-adamw")
 # (https://docs.vllm.ai/en/latest/configuration/engine_args.html , https://docs.sglang.ai/backend/server_arguments.html).
 TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "auto"}
-
-# LLaMA-Factory chat templates by model-id fragment (https://github.com/hiyouga/LLaMA-Factory ,
-# "Supported Models" table); unknown families fall back to "default" and PLAN.md says to check it.
-LLAMAFACTORY_TEMPLATES = (("qwen3", "qwen3"), ("qwen", "qwen"), ("llama-3", "llama3"), ("llama3", "llama3"),
-                          ("llama-2", "llama2"), ("mistral", "mistral"), ("mixtral", "mistral"),
-                          ("glm-4", "glm4"), ("glm4", "glm4"), ("gemma", "gemma"), ("baichuan2", "baichuan2"),
-                          ("deepseek", "deepseek3"), ("yi-", "yi"), ("internlm", "intern2"))
-
 
 @dataclass(frozen=True)
 class Ctx:
@@ -197,41 +190,6 @@ def _int(value: Any, default: int) -> int:
     return out if out > 0 else default
 
 
-# transformers model_type for `launch.sh --smoke` by catalog arch; families whose code lives outside
-# transformers (Qwen-1, ChatGLM, Baichuan, ...) smoke-test the closest in-library decoder (llama).
-SMOKE_MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
-                     "qwen3moe": "qwen3_moe", "mixtral": "mixtral"}
-
-
-def _train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
-    """(repo id or local path for the training scripts, smoke model_type). Synthetic models, catalog
-    aliases that are not repository ids and non-decoder models cannot be trained by the bundle:
-    one GpuplanError."""
-    from gpuplan.catalog.models import _looks_like_path, resolve_model
-
-    ref = workload.model
-    hint = _("Set model: to a Hugging Face or ModelScope repository id (e.g. Qwen/Qwen2.5-7B-Instruct) or a local "
-             "folder with config.json and the weights; `gpuplan recommend` still sizes any model.")
-    if not isinstance(ref, str):
-        raise GpuplanError(_("A training bundle needs a real model: an inline model mapping has no weights to "
-                             "download."), hint=hint, field="model")
-    name = check_argument(ref.strip(), "model")
-    if _looks_like_path(name):   # a local folder on the node: the estimate read its config.json
-        return check_argument(name, "model"), SMOKE_MODEL_TYPES.get(str(arch or ""), "llama")
-    spec = resolve_model(name)
-    repo = name if ("/" in name and ":" not in name) else spec.id
-    if spec.synthetic or ":" in repo or "/" not in repo:
-        raise GpuplanError(_("Model {name} is a catalog benchmark entry, not a Hugging Face or ModelScope "
-                             "repository id, so the training bundle cannot download it.").format(name=repr(name)),
-                           hint=hint, field="model")
-    if spec.kind != "decoder":
-        raise GpuplanError(_("The training bundle trains decoder language models; {name} is a {kind} model.").format(
-                               name=repr(name), kind=spec.kind),
-                           hint=_("Use `gpuplan recommend` for sizing; write the training script for this model "
-                                  "yourself."), field="model")
-    return check_argument(repo, "model"), SMOKE_MODEL_TYPES.get(spec.arch, "llama")
-
-
 def _model_ref(workload: Any, estimate: dict) -> str:
     """The model argument for launch commands: the workload's name or path; for an inline
     mapping, the id the catalog resolved (synthetic models get a placeholder the user replaces)."""
@@ -271,14 +229,6 @@ def _storage(plan: dict) -> tuple[str, int, str | None, float | None, bool]:
     return level, size, kind, finite_number(shared.get("capacity_tib")), oss
 
 
-def _template_for(model: str) -> str:
-    low = model.lower()
-    for frag, name in LLAMAFACTORY_TEMPLATES:
-        if frag in low:
-            return name
-    return "default"
-
-
 def _model_kind(workload: Any, estimate: dict) -> str:
     kind = (estimate.get("model") or {}).get("kind")
     if not kind:
@@ -302,7 +252,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     task = workload.task or "inference"
     training = task != "inference"
     if training:
-        model, smoke_type = _train_model(workload, (estimate.get("model") or {}).get("arch"))
+        model, smoke_type = train_model(workload, (estimate.get("model") or {}).get("arch"))
     else:
         model, smoke_type = _model_ref(workload, estimate), "llama"
     instance_type = check_id(plan["instance_type"], "instance type")
@@ -396,7 +346,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         oss=oss, step_time_s=step_time_s, checkpoint_minutes=minutes, save_steps=save_steps, deepspeed=deepspeed,
         nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
                                  multi_node=job_nodes > 1),
-        llamafactory_template=_template_for(model), launcher=launcher,
+        llamafactory_template=template_for(model), launcher=launcher,
         vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), sp=bool(par.get("sp")), cp=cp,
         smoke_model_type=smoke_type,
         model_kind=model_kind, job_time_s=time_s if training else None,

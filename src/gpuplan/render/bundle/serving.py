@@ -25,7 +25,7 @@ from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
 from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.environment import requirements_text
-from gpuplan.render.bundle.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script, model_dir
+from gpuplan.render.bundle.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script, load_path, model_dir
 
 # Quantizations vLLM applies at load time to a BF16/FP16 checkpoint (dynamic FP8, bitsandbytes):
 # https://docs.vllm.ai/en/latest/features/quantization/fp8.html , .../bnb.html
@@ -190,17 +190,17 @@ def files(c: Ctx) -> dict[str, str]:
         steps = int(c.model_input.get("steps") or 30)
         size = int(c.model_input.get("image_size") or 1024)
         out = {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model),
-                                            model_dir_py=_py(model_dir(c)), steps=steps, image_size=size,
+                                            model_dir_py=_py(load_path(c)), steps=steps, image_size=size,
                                             batch=batch),
                "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
         if c.online:   # a service: the online image server too
             out["serve_images.py"] = render("serve_images.py.j2", c=c, model_py=_py(c.model),
-                                            model_dir_py=_py(model_dir(c)), steps=steps, image_size=size,
+                                            model_dir_py=_py(load_path(c)), steps=steps, image_size=size,
                                             copies=max(1, c.dp), port=c.serve_port)
             out["healthcheck.sh"] = render("healthcheck.sh.j2", c=c)
         return out
     if c.model_kind == "speech":
-        return {"transcribe.py": render("transcribe.py.j2", c=c, model_dir_py=_py(model_dir(c)), batch=batch,
+        return {"transcribe.py": render("transcribe.py.j2", c=c, model_dir_py=_py(load_path(c)), batch=batch,
                                         base_model_comment=Safe(json.dumps(c.model, ensure_ascii=True)[1:-1]
                                                                 .replace("\\", "/"))),
                 "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}

@@ -91,6 +91,12 @@ def model_dir(c: Ctx) -> str:
     return f"{base}/models/{c.slug}"
 
 
+def load_path(c: Ctx) -> str:
+    """What the launchers and servers load: the staged copy, or the local model folder the user named (used where it
+    is, nothing to download)."""
+    return c.model if c.model.startswith(("/", "./")) else model_dir(c)
+
+
 def download_repo(c: Ctx) -> str:
     """The repository fetch-model.sh downloads: the served checkpoint (a pre-quantized repo when the plan needs
     one), faster-whisper's conversion for Whisper, else the model."""
