@@ -116,6 +116,12 @@ def test_sft_labels_mask_the_prompt_and_pretraining_learns_every_token():
     assert learned.startswith("assistant: 4.\n") and "2+2" not in learned
     full = t.tokenize(rows, None, 64, mask_prompt=False)
     assert (full[:, 1] == full[:, 0]).all()
+    # every block keeps a label to predict after its first position: a block whose only label is its first token has
+    # a loss of 0/0 (NaN, which poisoned a DeepSpeed rehearsal's steps) and is dropped. With a 1-byte question and a
+    # 1-byte answer in 7-byte blocks, a block starts with the answer's last byte and holds no other label.
+    tiny = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]]
+    short = t.tokenize(tiny, None, 7, mask_prompt=True)
+    assert len(short) and (short[:, 1, 1:] != -100).any(dim=1).all()
 
 
 def test_the_chat_template_marks_the_assistant_turns():
