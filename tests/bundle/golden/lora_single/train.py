@@ -162,8 +162,8 @@ def segments(messages: list, tokenizer) -> list[tuple[str, bool]]:
 
 def tokenize(texts, tokenizer, seq_len: int, mask_prompt: bool) -> torch.Tensor:
     """(blocks, 2, seq_len): token ids and labels, packed into --seq_len blocks. With ``mask_prompt`` (fine-tuning)
-    the labels of non-assistant turns are -100, so the loss is on the answers only; blocks with no label are
-    dropped."""
+    the labels of non-assistant turns are -100, so the loss is on the answers only; blocks with no label to
+    predict are dropped."""
     eos = 0 if tokenizer is None else (tokenizer.eos_token_id or 0)
     ids: list[int] = []
     labels: list[int] = []
@@ -180,7 +180,9 @@ def tokenize(texts, tokenizer, seq_len: int, mask_prompt: bool) -> torch.Tensor:
     n = len(ids) // seq_len
     out = torch.stack([torch.tensor(ids[: n * seq_len]).view(n, seq_len),
                        torch.tensor(labels[: n * seq_len]).view(n, seq_len)], dim=1)
-    keep = (out[:, 1] != -100).any(dim=1)
+    # the loss predicts token t+1 from tokens up to t: a block needs a label after its first position (else its
+    # loss is 0/0, NaN, and poisons the step)
+    keep = (out[:, 1, 1:] != -100).any(dim=1)
     if not keep.any():
         sys.exit("train.py: the data has no assistant turns to learn from (every label is masked)")
     learned = int((out[keep][:, 1] != -100).sum())
