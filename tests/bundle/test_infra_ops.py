@@ -136,19 +136,40 @@ def test_fetch_model_downloads_once_from_modelscope(fetch, tmp_path):
     assert "hf_secret" not in first.stdout + first.stderr + again.stdout + again.stderr
 
 
-def test_fetch_model_falls_back_to_hugging_face(fetch):
+def test_fetch_model_in_a_mainland_region_never_asks_hugging_face(fetch):
+    """cn-* bundles fetch from ModelScope or OSS only: a failed ModelScope download fails (no Hugging Face fallback),
+    and MODEL_HUB=huggingface is refused with one line (huggingface.co is not reliably reachable from mainland nodes)."""
     run, bindir, log, writer = fetch
     _stub(bindir, "modelscope", "exit 1\n")
     _stub(bindir, "hf", writer)
     res = run()
+    assert res.returncode != 0 and not log.exists()
+    hub = run(hub="huggingface")
+    assert hub.returncode == 2 and len(hub.stderr.strip().splitlines()) == 1 and "mainland region" in hub.stderr
+    assert not log.exists() and "hf_secret" not in res.stdout + res.stderr + hub.stderr
+
+
+def test_fetch_model_outside_the_mainland_downloads_from_hugging_face(tmp_path):
+    plan, workload, est = inputs("lora_single")
+    files = render_bundle(dict(plan, region="ap-southeast-1", price_region="ap-southeast-1"), workload, est)
+    script = tmp_path / "fetch-model.sh"
+    script.write_text(files["fetch-model.sh"])
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "calls.log"
+    _stub(bindir, "hf", f'echo "hf $*" >> {log}\nmkdir -p "$4" && echo {{}} > "$4/config.json"\n')
+    res = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{bindir}:{SYSTEM_PATH}", "MODEL_DIR": str(tmp_path / "m"),
+                              "HF_TOKEN": "hf_secretSecretSecret123"})
     assert res.returncode == 0, res.stderr
-    assert "trying Hugging Face" in res.stderr and log.read_text().startswith("hf download Qwen/Qwen2.5-7B-Instruct")
+    assert log.read_text().strip() == f"hf download Qwen/Qwen2.5-7B-Instruct --local-dir {tmp_path / 'm'}"
     assert "hf_secret" not in res.stdout + res.stderr
 
 
 def test_fetch_model_copies_staged_weights_from_oss(fetch, tmp_path):
     run, bindir, log, _writer = fetch
-    _stub(bindir, "ossutil", 'echo "ossutil $*" >> ' + str(log) + "\n")
+    _stub(bindir, "ossutil", 'echo "ossutil $*" >> ' + str(log) + '\nfor a in "$@"; do d="$a"; done\n'
+          'echo {} > "$d/config.json"\n')
     res = run(MODEL_OSS="oss://my-bucket/qwen7b/")
     assert res.returncode == 0, res.stderr
     assert log.read_text().strip() == f"ossutil cp -r -f --jobs 16 oss://my-bucket/qwen7b/ {tmp_path / 'models'}/"
@@ -156,6 +177,48 @@ def test_fetch_model_copies_staged_weights_from_oss(fetch, tmp_path):
     (tmp_path / "models/.gpuplan-complete").unlink()
     missing = run(MODEL_OSS="oss://my-bucket/qwen7b")
     assert missing.returncode != 0 and "ossutil is not installed" in missing.stderr
+
+
+def test_fetch_model_asks_modelscope_for_its_own_id_and_stops_for_an_unknown_one(tmp_path):
+    """The ModelScope id, not the Hugging Face one (meta-llama/Meta-Llama-3-70B is LLM-Research/Meta-Llama-3-70B on
+    ModelScope, ms-swift's registry); a model the table cannot place stops with one line asking for MODELSCOPE_ID or
+    MODEL_OSS instead of guessing."""
+    plan, workload, est = inputs("lora_single")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "calls.log"
+    _stub(bindir, "modelscope", f'echo "modelscope $*" >> {log}\nmkdir -p "$5" && echo {{}} > "$5/config.json"\n')
+    for model, want in (("meta-llama/Meta-Llama-3-70B", "LLM-Research/Meta-Llama-3-70B"),
+                        ("tiiuae/falcon-7b", None)):
+        files = render_bundle(plan, workload.model_copy(update={"model": model}), est)
+        script = tmp_path / "fetch-model.sh"
+        script.write_text(files["fetch-model.sh"])
+        res = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                             env={"PATH": f"{bindir}:{SYSTEM_PATH}", "MODEL_DIR": str(tmp_path / model)})
+        if want:
+            assert res.returncode == 0, res.stderr
+            assert log.read_text().split()[:4] == ["modelscope", "download", "--model", want]
+        else:
+            assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+            assert "MODELSCOPE_ID" in res.stderr and "MODEL_OSS" in res.stderr
+            ok = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                                env={"PATH": f"{bindir}:{SYSTEM_PATH}", "MODEL_DIR": str(tmp_path / "f"),
+                                     "MODELSCOPE_ID": "someone/falcon-7b"})
+            assert ok.returncode == 0 and log.read_text().splitlines()[-1].split()[3] == "someone/falcon-7b"
+
+
+def test_fetch_model_downloads_once_for_nodes_sharing_the_folder(fetch, bundles, tmp_path):
+    """Two nodes (or pods) sharing MODEL_DIR on NAS/CPFS: one downloads, the other waits for its marker."""
+    _run, bindir, log, writer = fetch
+    _stub(bindir, "modelscope", "sleep 2\n" + writer)
+    env = {"PATH": f"{bindir}:{SYSTEM_PATH}", "MODEL_DIR": str(tmp_path / "models"), "FETCH_WAIT_S": "60"}
+    script = str(bundles["lora_single"] / "fetch-model.sh")
+    procs = [subprocess.Popen(["bash", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=90) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert len(log.read_text().splitlines()) == 1          # one download
+    assert (tmp_path / "models/.gpuplan-complete").exists() and not (tmp_path / "models.lock").exists()
 
 
 # --- a failed shared mount stops the job ------------------------------------------------------------------
@@ -188,13 +251,15 @@ def test_training_unit_fetches_the_model_within_its_start_timeout(bundles):
     plan, workload, est = inputs("two_node")
     t = transfers(build_context(plan, workload, est))
     unit = next(p for p in bundles["two_node"].iterdir() if p.suffix == ".service").read_text()
-    assert "ExecStartPre=/opt/gpuplan/llama8b-full-2node/fetch-model.sh" in unit
+    assert re.search(r"^ExecStartPre=/usr/bin/docker run --rm --network host .* -v /mnt/shared:/mnt/shared "
+                     r"gpuplan/llama8b-full-2node:bundle bash /workspace/fetch-model.sh$", unit, re.M)
     timeout = int(re.search(r"^TimeoutStartSec=(\d+)$", unit, re.M).group(1))
     assert timeout >= 2 * t.download_s
     assert "EnvironmentFile=-/etc/gpuplan/secrets.env" in unit
     env = next(f["content"] for f in yaml.safe_load((bundles["two_node"] / "cloud-init.yaml").read_text())["write_files"]
                if f["path"].endswith(".env"))
-    assert "MODEL_DIR=/mnt/data/models/llama8b-full-2node" in env and "HF_TOKEN" not in env
+    # two nodes with CPFS: the weights are staged once on the shared file system
+    assert "MODEL_DIR=/mnt/shared/models/llama8b-full-2node" in env and "HF_TOKEN" not in env
     assert os.environ.get("HF_TOKEN", "hf_") not in env
 
 

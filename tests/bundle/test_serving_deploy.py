@@ -220,8 +220,12 @@ def test_function_compute_plan_has_a_deployable_function(workload, tmp_path):
     # The image the function runs contains serve.sh, and serve.sh is what it starts.
     copied, entry = _dockerfile_runs(out)
     assert "/opt/gpuplan/serve.sh" in copied and entry == ["bash", "/opt/gpuplan/serve.sh"]
-    assert (out / "Dockerfile").read_text().startswith("# Serving image") and "FROM vllm/vllm-openai:" in \
-        (out / "Dockerfile").read_text()
+    # ... built FROM the declared node environment (a mainland region: an Alibaba registry) with vLLM pinned.
+    docker = (out / "Dockerfile").read_text()
+    env = json.loads((out / "plan.json").read_text())["environment"]
+    assert docker.startswith("# Serving image") and f"FROM {env['base_image']}\n" in docker
+    assert env["base_image"].split("/")[0].endswith(".cr.aliyuncs.com") and env["stack"] == "vllm"
+    assert "vllm==" in (out / "requirements-serve.txt").read_text()
 
 
 def test_function_compute_schema_catches_a_misspelt_field():

@@ -65,12 +65,16 @@ def test_quantized_plan_serves_the_official_awq_repo_without_forcing_quantizatio
     assert "--quantization" not in serve and "--quantization" not in (out / "serve-sglang.sh").read_text()
     res = _dry_run(out / "serve.sh")
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split()[:3] == ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct-AWQ"]
+    # the AWQ repo is what fetch-model.sh downloads; vLLM serves the local copy
+    local = "/mnt/data/models/qwen7b-chat-api"
+    assert res.stdout.split()[:3] == ["vllm", "serve", local]
+    assert "fetch-model.sh: Qwen/Qwen2.5-7B-Instruct-AWQ -> " + local in res.stderr
     dep = next(d for d in yaml.safe_load_all((out / "k8s/deployment.yaml").read_text()) if d["kind"] == "Deployment")
     container = dep["spec"]["template"]["spec"]["containers"][0]
     args = container["args"]
     assert container["command"] == ["vllm", "serve"]
-    assert args[0] == "Qwen/Qwen2.5-7B-Instruct-AWQ" and "--quantization" not in args
+    assert args[0] == local and "--quantization" not in args
+    assert "DEFAULT_MODEL=Qwen/Qwen2.5-7B-Instruct-AWQ" in (out / "fetch-model.sh").read_text()
     assert "Qwen/Qwen2.5-7B-Instruct-AWQ" in (out / "PLAN.md").read_text()
 
 
@@ -90,7 +94,7 @@ def test_quantized_plan_without_a_known_checkpoint_fails_fast_with_one_line(tmp_
         assert res.returncode == 2 and res.stdout == ""
         assert len(res.stderr.strip().splitlines()) == 1 and "set MODEL=" in res.stderr
         ok = _dry_run(out / script, {"MODEL": "someone/Llama-3.3-70B-Instruct-AWQ"})
-        assert ok.returncode == 0 and "someone/Llama-3.3-70B-Instruct-AWQ" in ok.stdout
+        assert ok.returncode == 0 and "someone/Llama-3.3-70B-Instruct-AWQ" in ok.stderr
         assert "--quantization" not in ok.stdout
     assert "no official pre-quantized awq checkpoint" in (out / "PLAN.md").read_text()
 
@@ -190,7 +194,9 @@ def test_whisper_gets_a_batch_transcription_script(whisper_bundle, tmp_path):
     _no_chat_server(whisper_bundle)
     script = whisper_bundle / "transcribe.py"
     text = script.read_text()
-    assert "BatchedInferencePipeline" in text and 'MODEL = "large-v3"' in text
+    # the CTranslate2 conversion fetch-model.sh stages (its ModelScope copy in mainland regions), loaded locally
+    assert "BatchedInferencePipeline" in text and "local_files_only=True" in text
+    assert "DEFAULT_MODEL=Systran/faster-whisper-large-v3" in (whisper_bundle / "fetch-model.sh").read_text()
     audio = tmp_path / "a.wav"
     audio.write_bytes(b"RIFF")
     dry = subprocess.run([sys.executable, str(script), "--dry-run", str(audio)], capture_output=True, text=True,

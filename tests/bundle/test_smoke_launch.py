@@ -145,6 +145,13 @@ def test_smoke_rehearses_the_planned_job(key, tmp_path):
     assert m and m.group(1) == m.group(2) and int(m.group(2)) > 0, out[-3000:]
     assert re.search(r"loss \d+\.\d+ -> \d+\.\d+ over 6 steps: down", out)
     assert f"smoke: OK ({par['launcher']}," in out
+    # the bundle's own fetch-model.sh staged the weights from the local stand-in of the in-region source, with the
+    # hubs unreachable; the run kept no more checkpoints than the plan's storage counts; SFT masked the prompt
+    assert re.search(r"smoke: fetch-model.sh: \d+ MB in \d+ s into \S+/model \(\S+\)", out)
+    assert "smoke: 2 checkpoint(s) kept (SAVE_TOTAL_LIMIT 2)" in out
+    assert ("prompt masked" in out) == (data["workload"]["task"] != "pretrain")
+    # the rehearsal ran the Python minor version of the node image (plan.json environment)
+    assert f"versions: Python {data['environment']['python']}." in out
     if par["launcher"] == "megatron":
         words = launch_var(b, "MEGATRON_ARGS")
         assert int(arg(words, "--train_iters")) > 0
@@ -241,12 +248,16 @@ def test_smoke_megatron_resume_finds_ms_swift_versioned_folders(tmp_path):
     stub.mkdir()
     (stub / "megatron").write_text("#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$ARGS_OUT\"\n")
     (stub / "megatron").chmod(0o755)
-    env = {"PATH": f"{stub}:/usr/bin:/bin", "OUTPUT_DIR": str(ck), "ARGS_OUT": str(tmp_path / "args")}
+    model = tmp_path / "model"   # a local copy of the weights: launch.sh loads it as is (no fetch)
+    model.mkdir()
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "OUTPUT_DIR": str(ck), "ARGS_OUT": str(tmp_path / "args"),
+           "MODEL": str(model)}
     proc = subprocess.run(["bash", "launch.sh"], cwd=b, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     words = (tmp_path / "args").read_text().split("\n")
     assert words[0] == "pt" and arg(words, "--mcore_model") == str(ck / "v0-20260101-120000/checkpoint-300")
-    assert arg(words, "--finetune") == "false"
+    assert arg(words, "--finetune") == "false" and arg(words, "--model") == str(model)
+    assert arg(words, "--save_total_limit") == "2" and "--use_hf" not in words
 
 
 # --------------------------------------------------------------------------------- plans and bundles
@@ -287,7 +298,8 @@ def test_smoke_every_pick_of_every_training_example_writes_a_consistent_bundle(e
             # sequence parallelism: launched exactly when the estimate counted it
             est_sp = json.loads((path / "plan.json").read_text())["estimate"]["parallel"]["sp"]
             assert ("--sequence_parallel" in megatron) == bool(est_sp) == bool(par.get("sp"))
-        model = arg(args, "--task") and re.search(r"^MODEL=(\S+)$", (path / "launch.sh").read_text(), re.M).group(1)
+        model = arg(args, "--task") and re.search(r"^DEFAULT_MODEL=(\S+)$", (path / "launch.sh").read_text(),
+                                                   re.M).group(1)
         assert "/" in model and ":" not in model      # a real repository id
         assert (path / "train.py").is_file() and (path / "data" / "train.jsonl").is_file()
         assert "torch==" in (path / "requirements.txt").read_text() or par["launcher"] == "megatron"

@@ -219,4 +219,10 @@ def test_systemd_unit_shape(bundles):
     assert "COPY serve.sh serve-sglang.sh healthcheck.sh fetch-model.sh /opt/gpuplan/" in dockerfile
     assert 'ENTRYPOINT []\nCMD ["bash", "/opt/gpuplan/serve.sh"]' in dockerfile
     train = (bundles["spot_job"] / "gpuplan-qwen14b-qlora-spot.service").read_text()
-    assert "ExecStart=/opt/gpuplan/qwen14b-qlora-spot/run-with-resume.sh" in train
+    # Training runs in the bundle's image too (the declared environment, not the host's Python): the weights first,
+    # then the resume wrapper, with the data disk mounted at the same path.
+    assert re.search(r"^ExecStartPre=/usr/bin/docker run --rm --network host .* -v /mnt/data:/mnt/data "
+                     r"gpuplan/qwen14b-qlora-spot:bundle bash /workspace/fetch-model.sh$", train, re.M)
+    assert re.search(r"^ExecStart=/usr/bin/docker run --rm --name gpuplan-qwen14b-qlora-spot --gpus all .* "
+                     r"-v /mnt/data:/mnt/data gpuplan/qwen14b-qlora-spot:bundle bash /workspace/run-with-resume.sh$",
+                     train, re.M)

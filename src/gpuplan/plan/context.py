@@ -119,6 +119,20 @@ def ckpt_bytes(ctx: PlanContext, optimizer: str) -> float:
     return checkpoint_bytes(params, trainable, ctx.task, optimizer or "adamw")
 
 
+def final_export_bytes(ctx: PlanContext, weights_bytes: float) -> float:
+    """The trained model the job writes at the end (train.py <output_dir>/final): the 16-bit weights for full
+    fine-tuning and pre-training, the 16-bit adapter for LoRA/QLoRA."""
+    if not ctx.training:
+        return 0.0
+    if ctx.task in ("lora", "qlora") and ctx.llm:
+        from gpuplan.estimate.memory import lora_param_count
+
+        lo = ctx.w.lora
+        trainable, _unused = lora_param_count(ctx.model, lo.targets if lo else "all-linear", lo.rank if lo else 8)
+        return float(trainable) * 2.0
+    return weights_bytes
+
+
 def model_bytes(ctx: PlanContext) -> float:
     """Bytes of the model checkpoint each node downloads (16-bit, or the quantized size)."""
     from gpuplan.plan.transfer import download_bytes

@@ -11,7 +11,7 @@ from gpuplan.catalog.instances import InstanceType
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.plan import feasibility as fz
-from gpuplan.plan.context import PlanContext, ckpt_bytes
+from gpuplan.plan.context import PlanContext, ckpt_bytes, final_export_bytes, model_bytes
 from gpuplan.plan.network import network_advice
 from gpuplan.plan.price_check import held_back_check, held_back_reason
 from gpuplan.plan.rank import thin_margin
@@ -39,10 +39,13 @@ def advise(ctx: PlanContext, p: Plan) -> Plan:
     elif ds and ctx.llm:
         toks = ds.tokens or ((ds.samples or 0) * (ds.tokens_per_sample or ctx.w.seq_len or 2048))
         ds_bytes = toks * 4.0 if toks else None
-    model_bytes = float(p.memory.components.get("weights", 0.0)) * max(1, p.parallel["tp"] * p.parallel["pp"])
+    # the weights each node downloads (16-bit for training, the served weight format otherwise), the number the
+    # plan's download time and the bundle's fetch-model.sh use (plan/transfer.py)
+    weights = model_bytes(ctx) or float(p.memory.components.get("weights", 0.0)) * max(1, p.parallel["tp"] * p.parallel["pp"])
     storage = storage_advice(training=ctx.training, nodes=nodes, read_bytes_s=read, checkpoint_bytes=ckpt,
-                             model_bytes=model_bytes, dataset_bytes=ds_bytes,
-                             instance_disk_mb_s=inst.disk_bandwidth_mb_s)
+                             model_bytes=weights, dataset_bytes=ds_bytes,
+                             instance_disk_mb_s=inst.disk_bandwidth_mb_s,
+                             final_bytes=final_export_bytes(ctx, weights))
     alts = []
     if nodes > 1:
         alts = sorted({i.instance_type for i in ctx.insts if i.gpu == inst.gpu and i.rdma and i.status == "ga"})

@@ -303,9 +303,17 @@ class Searcher(SearchSpace):
             if group.run(lattice(self.task, dp, self.fixed, level, tp * pp * cp > 1)):
                 return
 
+    def _unlaunchable(self, lay, v, system) -> bool:
+        """Serving data-parallel attention the bundle cannot start: the engines run it inside one pipeline stage
+        (SGLang --enable-dp-attention, vLLM -dp with --enable-expert-parallel), and vLLM's within one node."""
+        if self.training or not lay.dp_attention:
+            return False
+        engine = getattr(v.config, "engine", None)
+        return lay.pp > 1 or (engine == "vllm" and lay.tp * lay.pp > system.gpus_per_node)
+
     def _check(self, inst, e, lay, v, system, nodes, best_mem) -> fz.Reject | None:
         """The rejection of one estimate (None: it fits); GPU misses feed the why-not notes."""
-        if e is None:
+        if e is None or self._unlaunchable(lay, v, system):
             return fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
                 label=fz.gpu_label(inst), layout=localize(lay.describe())))
         if not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
@@ -326,6 +334,8 @@ class Searcher(SearchSpace):
         the network and SLA checks, else None (used to try another engine on a chosen layout)."""
         system = self.system(inst, nodes)
         lay = self.layout(v, tp, pp, dp, Knobs())
+        if self._unlaunchable(lay, v, system):
+            return None
         e = self.estimate(v, system, lay, full=True)
         if e is None or not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom) \
                 or fz.check_host(inst, e.memory.host_bytes) is not None:

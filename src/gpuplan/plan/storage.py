@@ -88,8 +88,11 @@ def cpfs_capacity_tib(read_mb_s: float, data_tib: float) -> float:
 
 
 def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoint_bytes: float,
-                   model_bytes: float, dataset_bytes: float | None, instance_disk_mb_s: float | None) -> dict:
-    """Advice object for one plan (the `storage` field of the contract)."""
+                   model_bytes: float, dataset_bytes: float | None, instance_disk_mb_s: float | None,
+                   final_bytes: float = 0.0) -> dict:
+    """Advice object for one plan (the `storage` field of the contract). The disks hold the whole run: the weights
+    (``model_bytes``, what each node downloads), the dataset, the checkpoints kept (``checkpoints_kept``: the bundle
+    rotates to that many, ``--save_total_limit``) and the final export; ``budget`` carries those bytes."""
     facts = storage_facts()
     a = facts["assumptions"]
     read_mb_s = read_bytes_s * a["read_headroom"] / MB
@@ -97,12 +100,14 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
     need_mb_s = max(read_mb_s, ckpt_mb_s, 1.0)
     data_gib = (dataset_bytes or 0.0) / GIB
     kept = a["checkpoints_kept"] if training else 0
-    local_gib = a["os_and_scratch_gib"] + model_bytes / GIB + kept * checkpoint_bytes / GIB
+    final_bytes = final_bytes if training else 0.0
+    run_bytes = kept * checkpoint_bytes + final_bytes            # what the run writes and keeps
+    local_gib = a["os_and_scratch_gib"] + model_bytes / GIB + run_bytes / GIB
     notes: list[str] = []
     sources = [facts["essd"]["source"]]
     shared = None
     if nodes >= a["shared_fs_min_nodes"] and training:
-        tib = cpfs_capacity_tib(read_mb_s * nodes, data_gib / 1024)
+        tib = cpfs_capacity_tib(read_mb_s * nodes, (data_gib + (model_bytes + run_bytes) / GIB) / 1024)
         shared = {"kind": "cpfs", "capacity_tib": tib,
                   "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
                   "why": _("{nodes} nodes read the same dataset and write shared checkpoints").format(nodes=nodes)}
@@ -111,12 +116,12 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
     else:
         disk = choose_essd(local_gib + data_gib, need_mb_s, instance_disk_mb_s)
         if disk is None:
-            tib = cpfs_capacity_tib(read_mb_s, data_gib / 1024)
+            tib = cpfs_capacity_tib(read_mb_s, (data_gib + run_bytes / GIB) / 1024)
             shared = {"kind": "cpfs", "capacity_tib": tib,
                       "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
                       "why": _("{need} MB/s is more than one ESSD delivers").format(need=f"{need_mb_s:,.0f}")}
             sources.append(facts["cpfs"]["source"])
-            disk = choose_essd(local_gib, 0, instance_disk_mb_s)
+            disk = choose_essd(a["os_and_scratch_gib"] + model_bytes / GIB, 0, instance_disk_mb_s)
         elif not training and nodes >= 1 and model_bytes > 50 * GIB:
             notes.append(_("keep the weights on NAS (shared by all replicas) or OSS and copy them to the local disk "
                            "at start-up"))
@@ -131,8 +136,34 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
         "read_mb_s": round(read_bytes_s / MB, 2), "provisioned_read_mb_s": round(read_mb_s, 2),
         "checkpoint_bytes": int(checkpoint_bytes), "checkpoint_write_mb_s": round(ckpt_mb_s, 1),
         "dataset_bytes": None if dataset_bytes is None else int(dataset_bytes),
+        "checkpoints_kept": kept,
+        "budget": storage_budget(model_bytes=model_bytes, dataset_bytes=dataset_bytes or 0.0,
+                                 checkpoint_bytes=checkpoint_bytes if training else 0.0, kept=kept,
+                                 final_bytes=final_bytes, scratch_bytes=a["os_and_scratch_gib"] * GIB, disk=disk,
+                                 shared=shared),
         "disk": disk, "shared": shared, "notes": notes, "sources": sources,
     }
+
+
+def storage_budget(*, model_bytes: float, dataset_bytes: float, checkpoint_bytes: float, kept: int,
+                   final_bytes: float, scratch_bytes: float, disk: dict | None, shared: dict | None) -> dict:
+    """The bytes the run keeps and where (plan.storage.budget; `gpuplan check` and PLAN.md read it): the weights, the
+    dataset, ``kept`` checkpoints and the final export on the shared file system when there is one, else on each
+    node's data disk (which always holds the scratch space and the weights' local copy)."""
+    run = kept * checkpoint_bytes + final_bytes
+    disk_bytes = int((disk or {}).get("size_gib") or 0) * GIB
+    if shared:
+        shared_bytes = float(shared.get("capacity_tib") or 0.0) * TIB
+        on_shared, on_disk = model_bytes + dataset_bytes + run, scratch_bytes + model_bytes
+    else:
+        shared_bytes, on_shared, on_disk = 0.0, 0.0, scratch_bytes + model_bytes + dataset_bytes + run
+    return {"weights_bytes": int(model_bytes), "dataset_bytes": int(dataset_bytes),
+            "checkpoint_bytes": int(checkpoint_bytes), "checkpoints_kept": kept,
+            "checkpoints_bytes": int(kept * checkpoint_bytes), "final_bytes": int(final_bytes),
+            "scratch_bytes": int(scratch_bytes), "checkpoints_on": "shared" if shared else "disk",
+            "disk_needed_bytes": int(on_disk), "disk_bytes": int(disk_bytes),
+            "shared_needed_bytes": int(on_shared), "shared_bytes": int(shared_bytes),
+            "fits": on_disk <= disk_bytes and on_shared <= shared_bytes}
 
 
 def checkpoint_bytes(params_total: float, trainable_params: float, task: str, optimizer: str) -> float:
@@ -156,4 +187,4 @@ def data_read_bytes_s(*, llm: bool, tokens_per_s: float | None, samples_per_s: f
     return (samples_per_s or 0.0) * (bytes_per_sample or a["image_bytes_per_sample"])
 
 
-__all__ = ["storage_advice", "checkpoint_bytes", "data_read_bytes_s", "choose_essd", "essd_levels", "TIB"]
+__all__ = ["storage_advice", "storage_budget", "checkpoint_bytes", "data_read_bytes_s", "choose_essd", "essd_levels", "TIB"]

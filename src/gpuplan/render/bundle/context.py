@@ -18,20 +18,11 @@ from gpuplan.i18n import _
 from gpuplan.plan.candidates import LAUNCHERS, launcher_for
 from gpuplan.render.bundle import nccl
 from gpuplan.render.bundle.context_serving import finite_number, serving_fields
+from gpuplan.render.bundle.environment import Environment, node_environment, stack_for
+from gpuplan.render.bundle.context_model import template_for, train_model
+from gpuplan.render.bundle.model_sources import needs_remote_code
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
-
-# Container images the bundle refers to (pin your own digests in production). Each tag was seen
-# published: vLLM https://hub.docker.com/r/vllm/vllm-openai/tags , SGLang
-# https://hub.docker.com/r/lmsysorg/sglang/tags , NGC PyTorch
-# https://catalog.ngc.nvidia.com/orgs/nvidia/containers/pytorch , DCGM exporter
-# https://catalog.ngc.nvidia.com/orgs/nvidia/teams/k8s/containers/dcgm-exporter .
-IMAGES: dict[str, str] = {
-    "vllm": "vllm/vllm-openai:v0.8.5",
-    "sglang": "lmsysorg/sglang:v0.4.6.post1-cu124",
-    "pytorch": "nvcr.io/nvidia/pytorch:24.05-py3",
-    "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
-}
 
 PORTS = {"vllm": 8000, "sglang": 30000, "rdzv": 29500, "node_exporter": 9100, "dcgm_exporter": 9400}
 DATA_DIR = "/mnt/data"
@@ -41,19 +32,16 @@ SHARED_DIR = "/mnt/shared"
 # notice (https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance), so a spot
 # job loses at most this much work per interruption; on-demand jobs checkpoint less often.
 CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
+# Checkpoints kept on disk when the plan's storage advice does not say (data/storage.yaml checkpoints_kept); ms-swift
+# Megatron refuses a save_total_limit below 2 (swift/megatron/arguments/megatron_args.py, v4.5.2).
+DEFAULT_CHECKPOINTS_KEPT = 2
+MIN_CHECKPOINTS_KEPT = 2
+BNB_OPTIMIZER_NAMES = ("adamw-8bit", "paged-adamw-8bit", "paged-adamw")
 
 # vLLM / SGLang --dtype for the workload's precision (KV cache and quantization flags: serving.py)
 # (https://docs.vllm.ai/en/latest/configuration/engine_args.html , https://docs.sglang.ai/backend/server_arguments.html).
 TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "auto"}
-
-# LLaMA-Factory chat templates by model-id fragment (https://github.com/hiyouga/LLaMA-Factory ,
-# "Supported Models" table); unknown families fall back to "default" and PLAN.md says to check it.
-LLAMAFACTORY_TEMPLATES = (("qwen3", "qwen3"), ("qwen", "qwen"), ("llama-3", "llama3"), ("llama3", "llama3"),
-                          ("llama-2", "llama2"), ("mistral", "mistral"), ("mixtral", "mistral"),
-                          ("glm-4", "glm4"), ("glm4", "glm4"), ("gemma", "gemma"), ("baichuan2", "baichuan2"),
-                          ("deepseek", "deepseek3"), ("yi-", "yi"), ("internlm", "intern2"))
-
 
 @dataclass(frozen=True)
 class Ctx:
@@ -124,7 +112,6 @@ class Ctx:
     sp: bool = False                     # sequence parallelism, as the estimate counted it (Megatron, TP > 1)
     cp: int = 1                          # context parallelism (Megatron context_parallel_size)
     smoke_model_type: str = "llama"      # transformers model_type of the tiny model `launch.sh --smoke` builds
-    images: dict[str, str] = field(default_factory=lambda: dict(IMAGES))
     ports: dict[str, int] = field(default_factory=lambda: dict(PORTS))
     data_dir: str = DATA_DIR
     shared_dir: str = SHARED_DIR
@@ -148,6 +135,10 @@ class Ctx:
     checkpoint_bytes: float | None = None   # one training checkpoint (the plan's storage advice)
     plan_fixed_s: float = 0.0            # the plan's own once-per-job seconds (boot, pull, download, tail)
     online: bool = False                 # serving traffic given (workload.serving): a server, not a batch job
+    env: Environment | None = None       # the node environment (render/bundle/environment.py, plan.json)
+    trust_remote_code: bool = False      # the model's code is not in transformers (data/model_sources.yaml)
+    checkpoints_kept: int = 2            # training: checkpoint rotation (plan.storage.checkpoints_kept)
+    epochs: float = 1.0                  # training: the workload's epochs (the run length without a token budget)
 
     @property
     def spot(self) -> bool:
@@ -199,41 +190,6 @@ def _int(value: Any, default: int) -> int:
     return out if out > 0 else default
 
 
-# transformers model_type for `launch.sh --smoke` by catalog arch; families whose code lives outside
-# transformers (Qwen-1, ChatGLM, Baichuan, ...) smoke-test the closest in-library decoder (llama).
-SMOKE_MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
-                     "qwen3moe": "qwen3_moe", "mixtral": "mixtral"}
-
-
-def _train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
-    """(repo id or local path for the training scripts, smoke model_type). Synthetic models, catalog
-    aliases that are not repository ids and non-decoder models cannot be trained by the bundle:
-    one GpuplanError."""
-    from gpuplan.catalog.models import _looks_like_path, resolve_model
-
-    ref = workload.model
-    hint = _("Set model: to a Hugging Face or ModelScope repository id (e.g. Qwen/Qwen2.5-7B-Instruct) or a local "
-             "folder with config.json and the weights; `gpuplan recommend` still sizes any model.")
-    if not isinstance(ref, str):
-        raise GpuplanError(_("A training bundle needs a real model: an inline model mapping has no weights to "
-                             "download."), hint=hint, field="model")
-    name = check_argument(ref.strip(), "model")
-    if _looks_like_path(name):   # a local folder on the node: the estimate read its config.json
-        return check_argument(name, "model"), SMOKE_MODEL_TYPES.get(str(arch or ""), "llama")
-    spec = resolve_model(name)
-    repo = name if ("/" in name and ":" not in name) else spec.id
-    if spec.synthetic or ":" in repo or "/" not in repo:
-        raise GpuplanError(_("Model {name} is a catalog benchmark entry, not a Hugging Face or ModelScope "
-                             "repository id, so the training bundle cannot download it.").format(name=repr(name)),
-                           hint=hint, field="model")
-    if spec.kind != "decoder":
-        raise GpuplanError(_("The training bundle trains decoder language models; {name} is a {kind} model.").format(
-                               name=repr(name), kind=spec.kind),
-                           hint=_("Use `gpuplan recommend` for sizing; write the training script for this model "
-                                  "yourself."), field="model")
-    return check_argument(repo, "model"), SMOKE_MODEL_TYPES.get(spec.arch, "llama")
-
-
 def _model_ref(workload: Any, estimate: dict) -> str:
     """The model argument for launch commands: the workload's name or path; for an inline
     mapping, the id the catalog resolved (synthetic models get a placeholder the user replaces)."""
@@ -273,14 +229,6 @@ def _storage(plan: dict) -> tuple[str, int, str | None, float | None, bool]:
     return level, size, kind, finite_number(shared.get("capacity_tib")), oss
 
 
-def _template_for(model: str) -> str:
-    low = model.lower()
-    for frag, name in LLAMAFACTORY_TEMPLATES:
-        if frag in low:
-            return name
-    return "default"
-
-
 def _model_kind(workload: Any, estimate: dict) -> str:
     kind = (estimate.get("model") or {}).get("kind")
     if not kind:
@@ -304,7 +252,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     task = workload.task or "inference"
     training = task != "inference"
     if training:
-        model, smoke_type = _train_model(workload, (estimate.get("model") or {}).get("arch"))
+        model, smoke_type = train_model(workload, (estimate.get("model") or {}).get("arch"))
     else:
         model, smoke_type = _model_ref(workload, estimate), "llama"
     instance_type = check_id(plan["instance_type"], "instance type")
@@ -369,11 +317,20 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     deepspeed = launcher == "deepspeed"
 
     serving = serving_fields(plan, workload, estimate, gpu, region, training)
+    model_kind = _model_kind(workload, estimate)
+    optimizer = str(workload.optimizer or "adamw")
+    env = node_environment(region=region, slug=slugify(name or (model.rsplit("/", 1)[-1])),
+                           stack=stack_for(training=training, launcher=launcher, engine=serving["engine"],
+                                           model_kind=model_kind),
+                           deepspeed=deepspeed, bitsandbytes=task == "qlora" or optimizer in BNB_OPTIMIZER_NAMES,
+                           online=serving["online"])
+    serving["hub"] = env.weights_source
+    kept = _int((plan.get("storage") or {}).get("checkpoints_kept"), DEFAULT_CHECKPOINTS_KEPT)
     return Ctx(
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
         lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
         precision=str(workload.precision or "bf16"), quantization=_weight_format(plan, workload),
-        kv_cache_dtype=str(_planned(plan, "kv_cache_dtype") or workload.kv_cache_dtype or "auto"), optimizer=str(workload.optimizer or "adamw"),
+        kv_cache_dtype=str(_planned(plan, "kv_cache_dtype") or workload.kv_cache_dtype or "auto"), optimizer=optimizer,
         instance_type=instance_type, gpu=gpu, nodes=nodes, job_nodes=job_nodes, gpus_per_node=gpus_per_node, gpus_total=gpus_total,
         vcpus=inst.vcpus if inst else None, memory_gib=inst.memory_gib if inst else None,
         rdma=rdma, interconnect=interconnect, tp=tp, pp=pp, dp=dp, zero=zero, fsdp=fsdp, offload=offload,
@@ -389,18 +346,22 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         oss=oss, step_time_s=step_time_s, checkpoint_minutes=minutes, save_steps=save_steps, deepspeed=deepspeed,
         nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
                                  multi_node=job_nodes > 1),
-        llamafactory_template=_template_for(model), launcher=launcher,
+        llamafactory_template=template_for(model), launcher=launcher,
         vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), sp=bool(par.get("sp")), cp=cp,
         smoke_model_type=smoke_type,
-        model_kind=_model_kind(workload, estimate), job_time_s=time_s if training else None,
+        model_kind=model_kind, job_time_s=time_s if training else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         ckpt_granularity=granularity if granularity in ("none", "selective", "full") else "full",
         train_tokens=workload.dataset.total_tokens(int(workload.seq_len or 2048)) if training and workload.dataset
         else None,
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)},
+        env=env, trust_remote_code=needs_remote_code(model, (estimate.get("model") or {}).get("arch")),
+        checkpoints_kept=max(MIN_CHECKPOINTS_KEPT, kept) if training else 0,
+        epochs=float(workload.dataset.epochs or 1) if training and workload.dataset else 1.0,
         **serving,
     )
+
 
 
 def _launcher(plan: dict, tp: int, pp: int, zero: int, fsdp: str, offload: str, cp: int) -> str:

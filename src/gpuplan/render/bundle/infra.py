@@ -18,7 +18,8 @@ from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.nccl import ECS_ERDMA_DOC
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.transfer import script_duration, transfers
-from gpuplan.render.bundle.weights import fetch_model_script, is_llm, model_dir
+from gpuplan.render.bundle.safe import Safe
+from gpuplan.render.bundle.weights import is_llm, model_dir
 
 # nvidia-smi product-name fragment per GPU id prefix (what gpu-check.sh matches).
 GPU_NAME_FRAGMENTS = (("A100", "A100"), ("A800", "A800"), ("H100", "H100"), ("H800", "H800"), ("H200", "H200"),
@@ -48,6 +49,11 @@ def min_driver_major(gpu_id: str) -> int:
         return DEFAULT_MIN_DRIVER_MAJOR
 
 
+def required_driver_major(c: Ctx) -> int:
+    """The driver branch the node needs: the GPU architecture's floor, and the one the image's CUDA needs."""
+    return max(min_driver_major(c.gpu), c.env.min_driver_major if c.env else 0)
+
+
 def auto_release_hours(c: Ctx) -> int:
     """Hours after `terraform apply` at which ECS releases a pay-as-you-go training node: first boot + model
     download + run time x (1 + margin) + checkpoint upload (render/bundle/transfer.py); 0 = never (serving,
@@ -60,7 +66,7 @@ def unit_name(c: Ctx) -> str:
 
 
 def gpu_check(c: Ctx) -> str:
-    return render("gpu-check.sh.j2", c=c, gpu_name=gpu_name(c.gpu), min_driver_major=min_driver_major(c.gpu),
+    return render("gpu-check.sh.j2", c=c, gpu_name=gpu_name(c.gpu), min_driver_major=required_driver_major(c),
                   erdma_doc=ECS_ERDMA_DOC)
 
 
@@ -78,7 +84,7 @@ def node_bootstrap(c: Ctx) -> str:
 def _dcgm_command(c: Ctx) -> str:
     return (f"docker rm -f dcgm-exporter >/dev/null 2>&1; docker run -d --name dcgm-exporter --restart unless-stopped "
             f"--gpus all --cap-add SYS_ADMIN -p {c.ports['dcgm_exporter']}:9400 "
-            f"-v /etc/gpuplan/dcgm-counters.csv:/etc/dcgm-exporter/gpuplan.csv:ro {c.images['dcgm_exporter']} "
+            f"-v /etc/gpuplan/dcgm-counters.csv:/etc/dcgm-exporter/gpuplan.csv:ro {c.env.dcgm_exporter_image if c.env else ''} "
             f"-f /etc/dcgm-exporter/gpuplan.csv")
 
 
@@ -201,16 +207,22 @@ def files(c: Ctx) -> dict[str, str]:
     out["gpu-check.sh"] = gpu_check(c)
     out["node-bootstrap.sh"] = node_bootstrap(c)
     out["idle-stop.sh"] = render("idle-stop.sh.j2", c=c)
-    if c.training:   # the unit fetches the weights before the launcher starts (serving: serving.files)
-        out["fetch-model.sh"] = fetch_model_script(c)
     if c.training or is_llm(c) or (c.model_kind == "diffusion" and c.online):   # not for batch scripts
-        out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c), start_timeout_s=start_timeout_s(c))
+        out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c), start_timeout_s=start_timeout_s(c),
+                                   volumes=Safe(docker_volumes(c)))
     return out
+
+
+def docker_volumes(c: Ctx) -> str:
+    """The node's data disk (and shared file system) mounted at the same paths in the container: weights, data,
+    checkpoints and the DeepSpeed NVMe offload live there, not in the container."""
+    vols = [c.data_dir] + ([c.shared_dir] if c.shared_kind else [])
+    return " ".join(f"-v {v}:{v}" for v in vols)
 
 
 def start_timeout_s(c: Ctx) -> int:
     """systemd's limit for starting the unit: the weights' download (twice PLAN.md's time: pay-by-traffic bandwidth
     is a cap, not a guarantee) plus, for servers, the image build and pull and 20 minutes of health checks."""
     t = transfers(c)
-    base = 600 if c.training else 1300 + t.bootstrap_s
+    base = 1300 + t.bootstrap_s   # the image build (base image pull) and, for servers, 20 minutes of health checks
     return int(base + 2 * (t.download_s or 0))

@@ -29,12 +29,8 @@ import json
 import yaml
 
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.images import image_ref
-
-# Placeholders the user replaces (PLAN.md, like the image namespace): the OSS bucket and the NAS/CPFS file system
-# the PAI-DLC job mounts.
-BUCKET_PLACEHOLDER = "your-bucket"
-FILE_SYSTEM_PLACEHOLDER = "your-file-system-id"
+from gpuplan.render.bundle.images import APP_DIR, image_ref
+from gpuplan.render.bundle.weights import load_path, model_dir
 
 
 def k8s_text(text: str) -> str:
@@ -96,7 +92,7 @@ def _pod_extras(c: Ctx, spec: dict, container: dict, pods_per_node: int = 1) -> 
 
 def dataset_path(c: Ctx) -> str:
     """Where the training job reads the user's dataset on the data mount (ACK PVC, PAI-DLC data source)."""
-    return f"{c.data_dir}/datasets/{c.slug}/train.jsonl"
+    return f"{storage_base(c)}/datasets/{c.slug}/train.jsonl"
 
 
 def training_manifests(c: Ctx) -> list[dict]:
@@ -121,12 +117,10 @@ def training_manifests(c: Ctx) -> list[dict]:
                  "resources": _resources(c, c.gpus_per_node)}
     pod_spec: dict = {"subdomain": c.slug, "restartPolicy": "Never", "containers": [container]}
     _pod_extras(c, pod_spec, container)
-    # Dataset and weights, and the checkpoints, on shared volumes that outlive the pods (create NAS/CPFS-backed
-    # PVCs with these names first).
-    pod_spec["volumes"] += [{"name": "data", "persistentVolumeClaim": {"claimName": f"{c.slug}-data"}},
-                            {"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{c.slug}-checkpoints"}}]
-    container["volumeMounts"] += [{"name": "data", "mountPath": c.data_dir},
-                                  {"name": "checkpoints", "mountPath": c.checkpoint_dir}]
+    # Weights (staged once by fetch-model.sh) and checkpoints on a shared volume: create a NAS/CPFS-backed
+    # ReadWriteMany PVC with this name first; it outlives the Job.
+    pod_spec["volumes"].append({"name": "storage", "persistentVolumeClaim": {"claimName": storage_claim(c)}})
+    container["volumeMounts"].append({"name": "storage", "mountPath": storage_base(c)})
     service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(c, c.slug),
                "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
                         "selector": {"app.kubernetes.io/name": c.slug},
@@ -136,6 +130,16 @@ def training_manifests(c: Ctx) -> list[dict]:
                     "backoffLimit": 3 if c.spot else 0,
                     "template": {"metadata": {"labels": _labels(c)}, "spec": pod_spec}}}
     return [service, job]
+
+
+def storage_base(c: Ctx) -> str:
+    """The folder holding models/ and checkpoints/ (the shared file system when the plan has one, else the data
+    disk's path): one volume in the ACK pods and the PAI-DLC job."""
+    return c.shared_dir if (c.training and c.shared_kind) else c.data_dir
+
+
+def storage_claim(c: Ctx) -> str:
+    return f"{c.slug}-storage"
 
 
 def pod_layout(c: Ctx) -> tuple[int, int, int]:
@@ -155,27 +159,25 @@ def pod_layout(c: Ctx) -> tuple[int, int, int]:
 
 
 def _engine_container(c: Ctx, dp: int, gpus: int) -> dict:
-    """The deployed engine's own command (the image contains it); model download settings in the environment.
-    The image server runs serve_images.py in the bundle's image."""
+    """The deployed engine's own command in the bundle's image (requirements-serve.txt pins the engine), loading
+    the local copy fetch-model.sh staged (the init container) with the hubs offline. The image server runs
+    serve_images.py in the same image."""
     from gpuplan.render.bundle.serving import sglang_args, vllm_args
-    from gpuplan.render.bundle.weights import checkpoint
 
-    model = k8s_text(checkpoint(c).repo or c.model)
+    local = k8s_text(load_path(c))
+    image = image_ref(c)
     if c.model_kind == "diffusion":
-        name, image = "image-server", image_ref(c)
-        command, args = ["python3", "/opt/gpuplan/serve_images.py"], ["--devices", "cuda:0"]
+        name = "image-server"
+        command, args = ["python3", f"{APP_DIR}/serve_images.py"], ["--devices", "cuda:0", "--model", local]
     elif c.engine == "sglang":
-        name, image = "sglang", c.images["sglang"]
+        name = "sglang"
         command = ["python3", "-m", "sglang.launch_server"]
-        args = ["--model-path", model, *sglang_args(c, dp=dp)]
+        args = ["--model-path", local, *sglang_args(c, dp=dp)]
     else:
-        name, image = "vllm", c.images["vllm"]
+        name = "vllm"
         command = ["vllm", "serve"]
-        args = [model, *vllm_args(c, dp=dp)]
-    env: list[dict] = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": f"{c.slug}-hf-token", "key": "HF_TOKEN",
-                                                                            "optional": True}}}]
-    if c.hub == "modelscope":
-        env += [{"name": "VLLM_USE_MODELSCOPE", "value": "True"}, {"name": "SGLANG_USE_MODELSCOPE", "value": "true"}]
+        args = [local, *vllm_args(c, dp=dp)]
+    env: list[dict] = [{"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "TRANSFORMERS_OFFLINE", "value": "1"}]
     probe = {"httpGet": {"path": "/health", "port": c.serve_port}, "periodSeconds": 10, "timeoutSeconds": 5}
     return {"name": name, "image": image, "command": command, "args": args, "env": env,
             "ports": [{"name": "http", "containerPort": c.serve_port}],
@@ -185,11 +187,28 @@ def _engine_container(c: Ctx, dp: int, gpus: int) -> dict:
             "livenessProbe": {**probe, "failureThreshold": 6}}
 
 
+def _fetch_container(c: Ctx) -> dict:
+    """Init container: fetch-model.sh puts the weights once into the shared models volume (the first pod downloads,
+    the others wait for its marker); ModelScope in mainland regions, MODEL_OSS when set."""
+    env: list[dict] = [{"name": "MODEL_DIR", "value": k8s_text(model_dir(c))},
+                       {"name": "MODEL_HUB", "value": c.hub},
+                       {"name": "MODEL_OSS", "valueFrom": {"configMapKeyRef": {"name": f"{c.slug}-model", "key": "MODEL_OSS",
+                                                                               "optional": True}}}]
+    if c.hub != "modelscope":
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": f"{c.slug}-hf-token", "key": "HF_TOKEN",
+                                                                        "optional": True}}})
+    return {"name": "fetch-model", "image": image_ref(c), "command": ["bash", f"{APP_DIR}/fetch-model.sh"], "env": env,
+            "volumeMounts": [{"name": "models", "mountPath": f"{c.data_dir}/models"}]}
+
+
 def serving_manifests(c: Ctx) -> list[dict]:
     pods, gpus, dp = pod_layout(c)
     container = _engine_container(c, dp, gpus)
-    pod_spec: dict = {"containers": [container]}
+    pod_spec: dict = {"initContainers": [_fetch_container(c)], "containers": [container]}
     _pod_extras(c, pod_spec, container, pods_per_node=max(1, c.gpus_per_node // max(1, gpus)))
+    # The weights, staged once for every pod: a NAS-backed ReadWriteMany PVC (create it first, PLAN.md).
+    pod_spec["volumes"].append({"name": "models", "persistentVolumeClaim": {"claimName": f"{c.slug}-models"}})
+    container["volumeMounts"].append({"name": "models", "mountPath": f"{c.data_dir}/models", "readOnly": True})
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(c, c.slug),
                   "spec": {"replicas": pods, "selector": {"matchLabels": {"app.kubernetes.io/name": c.slug}},
                            "template": {"metadata": {"labels": _labels(c)}, "spec": pod_spec}}}
@@ -199,25 +218,11 @@ def serving_manifests(c: Ctx) -> list[dict]:
     return [deployment, service]
 
 
-def dlc_data_sources(c: Ctx) -> list[dict]:
-    """The job's mounts: an OSS folder at the data folder (dataset, weights; the checkpoints too without shared
-    storage) and, when the plan advises NAS or CPFS, that file system at the shared folder (the checkpoints)."""
-    sources = [{"Uri": f"oss://{BUCKET_PLACEHOLDER}.oss-{c.region}-internal.aliyuncs.com/{c.slug}/",
-                "MountPath": c.data_dir, "MountAccess": "RW"}]
-    if c.shared_kind:
-        sources.append({"Uri": f"nas://{FILE_SYSTEM_PLACEHOLDER}.{c.region}/", "MountPath": c.shared_dir,
-                        "MountAccess": "RW"})
-    return sources
-
-
 def pai_dlc(c: Ctx) -> dict:
     """CreateJob body: PAI sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods) and RANK (pod index)
-    in PyTorchJob pods; launch.sh reads them through NNODES / NODE_RANK. The data sources are mounted in every pod:
-    the dataset and weights are read from them and the checkpoints written to them, so they outlive the job."""
-    from gpuplan.render.bundle.weights import model_dir
-
-    envs = {"PYTHONUNBUFFERED": "1", "JOB_NAME": c.name or c.slug, "OUTPUT_DIR": c.checkpoint_dir,
-            "MODEL_DIR": model_dir(c), "DATA": dataset_path(c)}
+    in PyTorchJob pods; launch.sh reads them through NNODES / NODE_RANK."""
+    envs = {"PYTHONUNBUFFERED": "1", "JOB_NAME": c.name or c.slug, "MODEL_DIR": model_dir(c),
+            "OUTPUT_DIR": c.checkpoint_dir, "MODEL_HUB": c.hub, "DATA": dataset_path(c)}
     if c.multi_node:
         envs.update({v.name: v.value for v in c.nccl_vars})
     return {
@@ -225,11 +230,23 @@ def pai_dlc(c: Ctx) -> dict:
         "JobType": "PyTorchJob",
         "JobSpecs": [{"Type": "Worker", "Image": image_ref(c), "PodCount": c.nodes,
                       "EcsSpec": c.instance_type}],
-        # The image (Dockerfile) holds the bundle in /workspace and everything launch.sh calls.
+        # The image (Dockerfile) holds the bundle in /workspace and everything launch.sh calls; launch.sh fetches
+        # the weights once into MODEL_DIR and writes checkpoints to OUTPUT_DIR, both on the mounted storage.
         "UserCommand": "cd /workspace && NNODES=$WORLD_SIZE NODE_RANK=$RANK bash launch.sh",
         "Envs": envs,
-        "DataSources": dlc_data_sources(c),
+        # The weights and the checkpoints live on this mount, not in the job's containers: they outlive the job.
+        # Replace the placeholder with your bucket (OSS, VPC endpoint) or your NAS/CPFS file system.
+        "DataSources": [{"Uri": dlc_storage_uri(c), "MountPath": storage_base(c)}],
     }
+
+
+def dlc_storage_uri(c: Ctx) -> str:
+    """The PAI-DLC data source for the job's storage (a placeholder to replace): the shared NAS/CPFS file system a
+    multi-node plan writes its checkpoints to, else an OSS bucket over the VPC-internal endpoint (CreateJob
+    DataSources Uri: oss://<bucket>.<endpoint>/<path>, nas://<file system id>.<region>/<path>)."""
+    if c.shared_kind:
+        return f"nas://your-file-system-id.{c.region}/gpuplan/{c.slug}/"
+    return f"oss://your-bucket.oss-{c.region}-internal.aliyuncs.com/gpuplan/{c.slug}/"
 
 
 def files(c: Ctx) -> dict[str, str]:
@@ -243,13 +260,15 @@ def files(c: Ctx) -> dict[str, str]:
     name = "k8s/job.yaml" if c.training else "k8s/deployment.yaml"
     if c.training:
         head = (f"# ACK manifests for {c.slug} (Indexed Job on {c.instance_type}). The image is the bundle's Dockerfile "
-                f"pushed to ACR (PLAN.md); create the PVCs {c.slug}-data (dataset at {dataset_path(c)}, weights) and "
-                f"{c.slug}-checkpoints (NAS or CPFS) first.\n")
+                f"pushed to ACR (PLAN.md); create the ReadWriteMany PVC {storage_claim(c)} (NAS or CPFS) first: it holds "
+                f"the weights ({model_dir(c)}), the dataset ({dataset_path(c)}) and the checkpoints "
+                f"({c.checkpoint_dir}).\n")
     else:
         pods, gpus, dp = pod_layout(c)
         head = (f"# ACK manifests for {c.slug}: a Deployment of {pods} pod(s) x {gpus} GPU(s) on {c.instance_type} "
-                f"({c.copies_per_node} per node), the Service spreads requests over them. Optional Secret "
-                f"{c.slug}-hf-token (key HF_TOKEN) for gated models.\n")
+                f"({c.copies_per_node} per node), the Service spreads requests over them. Create the ReadWriteMany "
+                f"PVC {c.slug}-models (NAS) first: the init container stages the weights there once; optional ConfigMap "
+                f"{c.slug}-model (key MODEL_OSS: your OSS copy of the weights).\n")
     out = {name: head + yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True, width=1000)}
     if c.training:
         out["pai-dlc-job.json"] = json.dumps(pai_dlc(c), indent=2, ensure_ascii=False) + "\n"

@@ -12,17 +12,27 @@ SCHEMA_VERSION = 1
 
 def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[dict] | None,
               pareto: list[dict] | None, paths: list[str], breakdown: dict | None = None) -> str:
-    """The JSON contract: schema_version, plan, workload (resolved), estimate, rejected, pareto, bundle."""
-    from gpuplan.render.bundle.infra import min_driver_major
+    """The JSON contract: schema_version, plan, workload (resolved), estimate, rejected, pareto, environment (the node
+    image, Python, CUDA, torch, registry, pip index, weights source, pinned requirements), weights (repo, ModelScope
+    id, local folder, bytes), bundle (files, checkpoint rotation, planned steps)."""
+    from gpuplan.render.bundle.infra import required_driver_major
+    from gpuplan.render.bundle.training import train_iters
 
     plan_out = dict(plan)
-    plan_out.setdefault("ops", {"min_driver_version": str(min_driver_major(c.gpu)), "cuda_version": None})
+    plan_out.setdefault("ops", {"min_driver_version": str(required_driver_major(c)), "cuda_version": None})
     if breakdown:
         from gpuplan.plan.cost_breakdown import public
 
         plan_out["cost_breakdown"] = [public(ln) for ln in breakdown["lines"]]
         plan_out["cost_breakdown_total"] = {k: breakdown[k] for k in ("total", "basis", "hours", "currency", "unknown")}
     est = {k: v for k, v in estimate.items() if k != "workload"}
+    from gpuplan.render.bundle.weights import download_repo, load_path, weights_source
+
+    ms = weights_source(c)
+    weights = {"repo": download_repo(c), "modelscope_id": ms.id, "modelscope_rule": ms.rule,
+               "source": c.env.weights_source if c.env else c.hub, "local_dir": load_path(c),
+               "bytes": int(c.model_bytes) if c.model_bytes else None, "trust_remote_code": c.trust_remote_code,
+               "overrides": ["MODEL_OSS", "MODEL_MIRROR", "MODELSCOPE_ID"]}
     doc = {
         "schema_version": SCHEMA_VERSION,
         "kind": "gpuplan-plan-bundle",
@@ -31,6 +41,10 @@ def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[
         "estimate": est,
         "rejected": list(rejected or []),
         "pareto": list(pareto or []),
-        "bundle": {"slug": c.slug, "lang": c.lang, "files": sorted(paths + ["plan.json"])},
+        "environment": c.env.to_json() if c.env else None,
+        "weights": weights,
+        "bundle": {"slug": c.slug, "lang": c.lang, "files": sorted(paths + ["plan.json"]),
+                   "checkpoint_rotation": c.checkpoints_kept if c.training else None,
+                   "train_steps": train_iters(c) if c.training else None},
     }
     return json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False, default=str) + "\n"

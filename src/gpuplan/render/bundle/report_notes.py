@@ -16,10 +16,12 @@ SPOT_NOTE = N_("Spot: a reclaimed instance is released, its data disk is kept (a
 def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
     from gpuplan.render.bundle import report_ops
 
+    from gpuplan.render.bundle import report_env
+
     lang = c.lang
-    out: list[Safe] = []
+    out: list[Safe] = report_env.environment_lines(c) + report_env.weights_lines(c)
     if c.platform in ("function-compute", "pai-eas"):   # no disks or nodes of ours: the platform runs the image
-        return report_ops.platform_storage_lines(c)
+        return out + report_ops.platform_storage_lines(c)
     disk = ((plan.get("storage") or {}).get("disk") or {})
     details = [f"ESSD {c.data_disk_level}", f"{c.data_disk_gib} GiB"]
     if isinstance(disk.get("iops"), int):
@@ -35,6 +37,9 @@ def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
             details=md(shared), path=md(c.shared_dir))))
     for note in (plan.get("storage") or {}).get("notes") or []:
         out.append(say(note, lang))
+    budget = report_env.storage_budget_line(c, plan)
+    if budget:
+        out.append(budget)
     if c.platform == "ecs":
         out += report_ops.download_lines(c, plan)
         ckpt = report_ops.checkpoint_line(c)

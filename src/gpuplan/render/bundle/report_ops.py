@@ -48,13 +48,6 @@ def download_lines(c: Ctx, plan: dict) -> list[Safe]:
                              "mirror inside the region); over the public bandwidth it takes {time}: stage the weights "
                              "in OSS to match the plan.", lang).format(planned=fmt_duration(planned),
                                                                        time=fmt_duration(t.download_s))))
-    hub = (N_("Weights come from ModelScope (the default in mainland regions; MODEL_HUB=huggingface switches to "
-              "Hugging Face).") if c.hub == "modelscope" else
-           N_("Weights come from Hugging Face (MODEL_HUB=modelscope switches to ModelScope)."))
-    out.append(md(tr(hub, lang)))
-    out.append(md(tr("Gated models: put HF_TOKEN=... in /etc/gpuplan/secrets.env on each node (root, mode 0600); "
-                     "fetch-model.sh and the server read it from the environment. No file of this bundle holds it.",
-                     lang)))
     return out
 
 
@@ -66,7 +59,9 @@ def platform_storage_lines(c: Ctx) -> list[Safe]:
     hub = "ModelScope" if c.hub == "modelscope" else "Hugging Face"
     out = [md(tr("Each new instance downloads the weights ({gb} GB) from {hub} when it starts (cold start); HF_TOKEN "
                  "for gated models comes from your environment at deploy time, never from these files.", lang).format(
-        gb=_gb(c.model_bytes), hub=hub))]
+        gb=_gb(c.model_bytes), hub=hub))] if c.hub != "modelscope" else [
+        md(tr("Each new instance downloads the weights ({gb} GB) from {hub} when it starts (cold start).", lang).format(
+            gb=_gb(c.model_bytes), hub=hub))]
     if c.platform == "function-compute" and c.model_bytes and c.model_bytes > FC_DISK_MODEL_BYTES:
         out.append(md(tr("The weights exceed Function Compute's {disk} MB instance disk: upload them to OSS; s.yaml and "
                          "the Terraform mount the bucket read-only and serve.sh reads them from there.", lang).format(

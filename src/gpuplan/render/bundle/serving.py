@@ -24,7 +24,8 @@ import json
 from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
 from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
-from gpuplan.render.bundle.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script
+from gpuplan.render.bundle.environment import requirements_text
+from gpuplan.render.bundle.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script, load_path, model_dir
 
 # Quantizations vLLM applies at load time to a BF16/FP16 checkpoint (dynamic FP8, bitsandbytes):
 # https://docs.vllm.ai/en/latest/features/quantization/fp8.html , .../bnb.html
@@ -126,15 +127,19 @@ def vllm_args(c: Ctx, *, dp: int | None = None) -> list[str]:
     v = engine_values(c)
     dp = v["engine_dp"] if dp is None else dp
     args = ["--served-model-name", c.slug, "--host", "0.0.0.0", "--port", str(c.ports["vllm"]),
-            "--tensor-parallel-size", str(c.tp), "--pipeline-parallel-size", str(c.pp),
+            "--tensor-parallel-size", str(1 if c.dp_attention else c.tp), "--pipeline-parallel-size", str(c.pp),
             "--max-model-len", str(c.max_model_len), "--gpu-memory-utilization", str(c.gpu_mem_util),
             "--max-num-seqs", str(c.max_num_seqs), "--dtype", v["vllm_dtype"], "--kv-cache-dtype", v["vllm_kv"]]
-    if dp > 1:
+    if c.dp_attention:   # the plan's DP attention: attention data-parallel over the TP ranks, experts split (EP)
+        args += ["--data-parallel-size", str(c.tp * max(1, dp))]
+    elif dp > 1:
         args += ["--data-parallel-size", str(dp)]
     if c.ep > 1:
         args += ["--enable-expert-parallel"]
     if v["vllm_quant"]:
         args += ["--quantization", v["vllm_quant"]]
+    if c.trust_remote_code:
+        args += ["--trust-remote-code"]
     return args
 
 
@@ -154,6 +159,8 @@ def sglang_args(c: Ctx, *, dp: int | None = None) -> list[str]:
         args += ["--ep-size", str(c.ep)]
     if v["vllm_quant"]:
         args += ["--quantization", v["vllm_quant"]]
+    if c.trust_remote_code:
+        args += ["--trust-remote-code"]
     return args
 
 
@@ -166,31 +173,43 @@ def _py(text: str) -> Safe:
     return Safe(json.dumps(text, ensure_ascii=True))
 
 
+def serve_requirements(c: Ctx) -> str:
+    """requirements-serve.txt: the serving stack's pins over the node image (data/environments.yaml)."""
+    e = c.env
+    assert e is not None
+    where = f"into {e.venv} (a virtual environment of its own)" if e.venv else "over the image (its torch kept)"
+    header = [f"What the {e.stack} image installs {where}: FROM {e.base_image.rsplit('/', 1)[-1]}",
+              f"(Python {e.python}, CUDA {e.cuda}, torch {e.torch}: plan.json `environment`), from {e.pip_index}.",
+              "The Dockerfile runs pip install -r requirements-serve.txt."]
+    return requirements_text(e, header)
+
+
 def files(c: Ctx) -> dict[str, str]:
     # a batch job runs the batch its plan chose (plan/search_job.py); a server's batch script keeps at most 16
     batch = max(1, c.max_num_seqs if not c.online else min(c.max_num_seqs, 16))
     if c.model_kind == "diffusion":
         steps = int(c.model_input.get("steps") or 30)
         size = int(c.model_input.get("image_size") or 1024)
-        out = {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model), steps=steps,
-                                            image_size=size, batch=batch),
-               "requirements-serve.txt": render("requirements-diffusers.txt.j2", c=c)}
+        out = {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model),
+                                            model_dir_py=_py(load_path(c)), steps=steps, image_size=size,
+                                            batch=batch),
+               "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
         if c.online:   # a service: the online image server too
-            out["serve_images.py"] = render("serve_images.py.j2", c=c, model_py=_py(c.model), steps=steps,
-                                            image_size=size, copies=max(1, c.dp), port=c.serve_port)
-            out["fetch-model.sh"] = fetch_model_script(c)
+            out["serve_images.py"] = render("serve_images.py.j2", c=c, model_py=_py(c.model),
+                                            model_dir_py=_py(load_path(c)), steps=steps, image_size=size,
+                                            copies=max(1, c.dp), port=c.serve_port)
             out["healthcheck.sh"] = render("healthcheck.sh.j2", c=c)
         return out
     if c.model_kind == "speech":
-        name = whisper_name(c.model)
-        return {"transcribe.py": render("transcribe.py.j2", c=c, model_py=_py(name), batch=batch,
+        return {"transcribe.py": render("transcribe.py.j2", c=c, model_dir_py=_py(load_path(c)), batch=batch,
                                         base_model_comment=Safe(json.dumps(c.model, ensure_ascii=True)[1:-1]
                                                                 .replace("\\", "/"))),
-                "requirements-serve.txt": render("requirements-whisper.txt.j2", c=c)}
+                "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
     v = engine_values(c)
     return {
-        "serve.sh": render("serve.sh.j2", c=c, **v),
-        "serve-sglang.sh": render("serve-sglang.sh.j2", c=c, **v),
+        "serve.sh": render("serve.sh.j2", c=c, model_dir=model_dir(c), **v),
+        "serve-sglang.sh": render("serve-sglang.sh.j2", c=c, model_dir=model_dir(c), **v),
         "healthcheck.sh": render("healthcheck.sh.j2", c=c),
         "fetch-model.sh": fetch_model_script(c),
+        "requirements-serve.txt": serve_requirements(c),
     }

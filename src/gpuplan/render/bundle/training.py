@@ -23,16 +23,17 @@ import yaml
 
 from gpuplan.i18n import N_, tr
 from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.environment import requirements_text
 from gpuplan.render.bundle.templates import render
+from gpuplan.render.bundle.training_alt import dataset_info, nccl_env, sample_data
+from gpuplan.render.bundle.weights import load_path, model_dir
 
 QUANT_BITS = {"bnb-nf4": 4, "int4": 4, "gptq-int4": 4, "awq": 4, "bnb-int8": 8, "int8": 8, "gptq-int8": 8}
 DATA_FILE = "data/train.jsonl"   # the one place for the user's data (every launcher reads it)
 
-# What the node installs (requirements.txt). train.py was run with exactly these versions on CPU
-# (tests/bundle/test_smoke_launch.py); ms-swift/Megatron versions are the ms-swift 4.x
-# Megatron-SWIFT Quick-start recommendations (megatron-core 0.18.0, mcore-bridge 1.6.0, tag v4.5.2).
-PINS = {"torch": "2.13.0", "transformers": "5.24.0", "peft": "0.21.2", "deepspeed": "0.19.8",
-        "bitsandbytes": "0.50.2", "ms-swift": "4.5.2", "megatron-core": "0.18.0", "mcore-bridge": "1.6.0"}
+# ms-swift whose own argument classes parse the Megatron command line in the rehearsal (train.py
+# check-megatron-args; ~/.cache/gpuplan/ms-swift-<version>): the version the Megatron stack pins.
+MS_SWIFT_PARSER = "4.5.2"
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,8 @@ def train_args(c: Ctx) -> list[str]:
 def megatron_args(c: Ctx) -> list[str]:
     """`megatron sft|pt` arguments (ms-swift 4.x names) with the plan's TP, PP, virtual stages and batch."""
     b = batch_layout(c)
-    args = ["--model", c.model, "--use_hf", "true", "--tuner_type", "lora" if c.lora else "full",
+    # --model comes at run time: the local copy fetch-model.sh made (launch.sh megatron_cmdline), never a hub id
+    args = ["--tuner_type", "lora" if c.lora else "full",
             "--tensor_model_parallel_size", str(c.tp), "--pipeline_model_parallel_size", str(c.pp)]
     if c.vpp > 1:
         args += ["--virtual_pipeline_model_parallel_size", str(c.vpp)]
@@ -228,67 +230,38 @@ def train_iters(c: Ctx) -> int | None:
 
 
 def length_args(c: Ctx) -> list[str]:
-    """The run length: iterations from the token budget, or one epoch of the data when it has none."""
+    """The run length: iterations from the token budget, or the workload's epochs of the data when it has none."""
     iters = train_iters(c)
-    return ["--train_iters", str(iters)] if iters else ["--num_train_epochs", "1"]
+    return ["--train_iters", str(iters)] if iters else ["--num_train_epochs", f"{c.epochs:g}"]
 
 
 def requirements(c: Ctx) -> str:
-    lines = ["# What a training node installs: pip install -r requirements.txt",
-             "# (train.py was smoke-tested with exactly these versions; CUDA builds of torch come from",
-             "# https://download.pytorch.org/whl/ : pip install -r requirements.txt --extra-index-url",
-             "# https://download.pytorch.org/whl/cu128)"]
+    """requirements.txt: the training stack's pins over the node image (data/environments.yaml); torch is the
+    image's (pinned so pip keeps it). tests/bundle/test_requirements_resolve.py resolves it for the declared Python
+    on Linux x86_64."""
+    e = c.env
+    assert e is not None
+    header = [f"What the training image installs over {e.base_image.rsplit('/', 1)[-1]}",
+              f"(Python {e.python}, CUDA {e.cuda}, torch {e.torch}: plan.json `environment`), from {e.pip_index}:",
+              f"pip install -i {e.pip_index} -r requirements.txt   (the Dockerfile does this).",
+              "torch is the image's: the pin below keeps it (pip installs no other torch)."]
     if c.launcher == "megatron":
-        lines += ["# Megatron launcher: ms-swift Megatron mode (brings its own torch/transformers; also install",
-                  "# transformer-engine: pip install --no-build-isolation transformer-engine[pytorch]).",
-                  f"ms-swift[megatron]=={PINS['ms-swift']}", f"megatron-core=={PINS['megatron-core']}",
-                  f"mcore-bridge=={PINS['mcore-bridge']}",
-                  "# `./launch.sh --smoke` (CPU) needs instead: "
-                  + " ".join(f"{p}=={PINS[p]}" for p in ("torch", "transformers", "peft"))]
-        return "\n".join(lines) + "\n"
-    pkgs = ["torch", "transformers", "peft"]
-    if c.launcher == "deepspeed":
-        pkgs.append("deepspeed")
-    if uses_bitsandbytes(c):
-        pkgs.append("bitsandbytes")
-    lines += [f"{p}=={PINS[p]}" for p in pkgs]
-    return "\n".join(lines) + "\n"
-
-
-SAMPLE_TOPICS = ("checkpoint", "micro-batch", "gradient accumulation", "tensor parallelism", "pipeline stage",
-                 "ZeRO-3", "FSDP", "LoRA adapter")
-
-
-def sample_data(c: Ctx) -> str:
-    """A small dataset in the messages format every launcher reads (ms-swift, LLaMA-Factory sharegpt,
-    train.py). Replace data/train.jsonl with your own rows in the same format."""
-    rows = []
-    for i in range(64):
-        topic = SAMPLE_TOPICS[i % len(SAMPLE_TOPICS)]
-        answer = (f"A {topic} is part of how the job {c.slug} trains; this is sample row {i} of the "
-                  f"gpuplan bundle, replace data/train.jsonl with your data.")
-        if c.task == "pretrain":
-            msgs = [{"role": "assistant", "content": answer}]
-        else:
-            msgs = [{"role": "user", "content": f"What is a {topic}? (sample {i})"},
-                    {"role": "assistant", "content": answer}]
-        rows.append(json.dumps({"messages": msgs}, ensure_ascii=False))
-    return "\n".join(rows) + "\n"
-
-
-def dataset_info() -> dict:
-    """LLaMA-Factory data/dataset_info.json: the bundle's data file in OpenAI messages (sharegpt) form."""
-    return {"train": {"file_name": "train.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages"},
-                      "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
-                               "assistant_tag": "assistant", "system_tag": "system"}}}
+        header += ["Megatron launcher: ms-swift Megatron mode with Megatron-Core and mcore-bridge; the image brings",
+                   "transformer-engine and apex. Versions chosen to resolve together on Python " + e.python + " (ms-swift",
+                   "4.5.2: peft<0.20, mcore-bridge>=1.6.2; mcore-bridge 1.6.2: transformers<5.15; megatron-core>=0.17",
+                   "requires Python 3.12)."]
+    else:
+        header += ["train.py is rehearsed (./launch.sh --smoke) with these transformers/peft/DeepSpeed/bitsandbytes",
+                   f"versions on CPU, Python {e.python}."]
+    return requirements_text(e, header)
 
 
 def llamafactory(c: Ctx) -> dict:
     """LLaMA-Factory SFT config for a LoRA/QLoRA job, reading data/train.jsonl (dataset "train")."""
     b = batch_layout(c)
     cfg: dict = {
-        "model_name_or_path": c.model,
-        "trust_remote_code": False,
+        "model_name_or_path": load_path(c),      # the local copy (fetch-model.sh, once, in the region)
+        "trust_remote_code": c.trust_remote_code,
         "stage": "sft",
         "do_train": True,
         "finetuning_type": "lora",
@@ -309,11 +282,13 @@ def llamafactory(c: Ctx) -> dict:
         "output_dir": c.checkpoint_dir,
         "logging_steps": 10,
         "save_steps": c.save_steps,
+        "save_total_limit": c.checkpoints_kept,
         "overwrite_output_dir": False,
         "per_device_train_batch_size": b.micro,
         "gradient_accumulation_steps": b.accum,
         "learning_rate": 1.0e-4,
-        "num_train_epochs": 1.0,
+        "num_train_epochs": float(c.epochs),
+        **({"max_steps": train_iters(c)} if train_iters(c) else {}),   # the planned run, as launch.sh
         "lr_scheduler_type": "cosine",
         "warmup_ratio": 0.1,
         "disable_gradient_checkpointing": not c.checkpointing,
@@ -327,36 +302,45 @@ def llamafactory(c: Ctx) -> dict:
     return cfg
 
 
-def nccl_env(c: Ctx) -> str:
-    """KEY=value lines (for `set -a; . nccl.env`, systemd EnvironmentFile and docker --env-file),
-    each preceded by what it does and its source."""
-    fabric = {"erdma": "eRDMA", "roce": "RoCE", "ib": "InfiniBand"}.get(c.rdma or "", "TCP (no RDMA on this type)")
-    lines = [f"# NCCL settings for {c.nodes} x {c.instance_type} over {fabric}.",
-             "# Plain KEY=value lines: `set -a; . ./nccl.env; set +a`, systemd EnvironmentFile= or docker --env-file.",
-             "# NVIDIA's reference for every variable: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",
-             "# Set NCCL_DEBUG=WARN once the first run's log shows the expected transport."]
-    if c.rdma == "erdma":
-        lines.append("# eRDMA needs NCCL 2.19 or later and the eRDMA driver on the host "
-                     "(https://www.alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks).")
-    for v in c.nccl_vars:
-        lines.append("")
-        lines.append(f"# {v.note}. Source: {v.source}")
-        lines.append(f"{v.name}={v.value}")
-    return "\n".join(lines) + "\n"
-
-
 def train_py() -> str:
     return resources.files("gpuplan.render").joinpath("templates/bundle/train.py").read_text(encoding="utf-8")
 
 
+def smoke_modules(c: Ctx) -> list[str]:
+    """The Python modules `./launch.sh --smoke` needs on the machine that runs it."""
+    mods = ["torch", "transformers", "peft"]
+    if c.launcher == "deepspeed":
+        mods.append("deepspeed")
+    if uses_bitsandbytes(c):
+        mods.append("bitsandbytes")
+    return mods
+
+
+def smoke_pins(c: Ctx) -> list[str]:
+    """What `./launch.sh --smoke` tells you to install: the node image's versions of the modules it needs (the
+    training stack's pins for Megatron plans, whose rehearsal runs train.py)."""
+    from gpuplan.render.bundle.environment import requirement_pins
+
+    pins = dict(requirement_pins("training", deepspeed=c.launcher == "deepspeed", bitsandbytes=uses_bitsandbytes(c)))
+    return [f"{m}=={pins[m]}" for m in smoke_modules(c) if m in pins]
+
+
 def files(c: Ctx) -> dict[str, str]:
     """Training files by bundle path."""
+    from gpuplan.render.bundle.environment import pip_install_args
+    from gpuplan.render.bundle.safe import Safe
+    from gpuplan.render.bundle.weights import fetch_model_script
+
     b = batch_layout(c)
+    assert c.env is not None
     out = {
         "launch.sh": render("launch.sh.j2", c=c, b=b, s=smoke_layout(c), train_args=train_args(c), data_file=DATA_FILE,
-                            steps=SMOKE_STEPS, smoke_seq=SMOKE_SEQ_LEN, ms_swift=PINS["ms-swift"],
+                            steps=SMOKE_STEPS, smoke_seq=SMOKE_SEQ_LEN, ms_swift=MS_SWIFT_PARSER,
                             megatron_args=megatron_args(c) if c.launcher == "megatron" else [],
-                            megatron_cmd="pt" if c.task == "pretrain" else "sft"),
+                            megatron_cmd="pt" if c.task == "pretrain" else "sft", steps_planned=train_iters(c),
+                            model_dir=model_dir(c), env=c.env, smoke_modules=Safe(" ".join(smoke_modules(c))),
+                            smoke_pins=Safe(" ".join(smoke_pins(c))), pip_args=Safe(pip_install_args(c.env))),
+        "fetch-model.sh": fetch_model_script(c),
         "run-with-resume.sh": render("run-with-resume.sh.j2", c=c),
         "train.py": train_py(),
         "requirements.txt": requirements(c),
@@ -372,7 +356,8 @@ def files(c: Ctx) -> dict[str, str]:
         targets = ["all-linear"] if c.lora_targets in ("all-linear", "all") else \
             [t for t in c.lora_targets.split(",") if t.strip()]
         out["swift-sft.sh"] = render("swift-sft.sh.j2", c=c, b=b, swift_targets=targets, data_file=DATA_FILE,
-                                     quant_bits=QUANT_BITS.get(c.quantization, 4),
+                                     quant_bits=QUANT_BITS.get(c.quantization, 4), model_dir=model_dir(c),
+                                     steps_planned=train_iters(c), epochs=f"{c.epochs:g}",
                                      optim=HF_OPTIM.get(c.optimizer, "adamw_torch"))
     if c.multi_node:
         out["nccl.env"] = nccl_env(c)

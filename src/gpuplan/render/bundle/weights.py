@@ -1,7 +1,8 @@
 """Which weights a bundle's nodes load and where from: the repo (a pre-quantized checkpoint when the plan's
-quantization needs one, data/quantized_checkpoints.yaml), the folder on the data disk, and fetch-model.sh, the
-one script that downloads them (OSS, ModelScope in mainland regions, Hugging Face). Shared by the serving,
-image, infrastructure and monitoring files; imports none of them."""
+quantization needs one, data/quantized_checkpoints.yaml; faster-whisper's CTranslate2 conversion for Whisper), its
+ModelScope id (data/model_sources.yaml), the folder they are staged in (the data disk, or the shared file system when
+the plan has one), and fetch-model.sh, the one script that downloads them (a staged mirror, OSS, ModelScope; Hugging
+Face outside the mainland). Shared by the serving, image, infrastructure and monitoring files; imports none of them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from importlib.resources import files as _pkg_files
 import yaml
 
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.safe import check_argument
+from gpuplan.render.bundle.environment import pip_install_args, requirement_pins
+from gpuplan.render.bundle.model_sources import ModelScopeId, modelscope_id
+from gpuplan.render.bundle.safe import Safe, check_argument
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.transfer import script_duration, transfers
 
@@ -21,7 +24,20 @@ LLM_KINDS = ("decoder", "encoder-decoder")
 NEEDS_CHECKPOINT = ("awq", "gptq-int4", "gptq-int8", "int4", "int8")
 # Repo-name fragments that mark a checkpoint as already quantized.
 QUANT_MARKERS = ("-awq", "-gptq", "-fp8", "-int4", "-int8", "-w4a16", "-w8a8", "-nf4", "-bnb")
-MODELSCOPE_PIN = "modelscope==1.40.2"
+# faster-whisper's CTranslate2 conversions of the OpenAI Whisper repos (SYSTRAN/faster-whisper faster_whisper/utils.py
+# _MODELS): what transcribe.py loads.
+FASTER_WHISPER_REPOS = {"openai/whisper-large-v3": "Systran/faster-whisper-large-v3",
+                        "openai/whisper-large-v3-turbo": "mobiuslabsgmbh/faster-whisper-large-v3-turbo",
+                        "openai/whisper-large-v2": "Systran/faster-whisper-large-v2",
+                        "openai/whisper-medium": "Systran/faster-whisper-medium",
+                        "openai/whisper-small": "Systran/faster-whisper-small",
+                        "openai/whisper-base": "Systran/faster-whisper-base",
+                        "openai/whisper-tiny": "Systran/faster-whisper-tiny"}
+
+
+def modelscope_pin() -> str:
+    """The ModelScope client fetch-model.sh installs when the image lacks it (the training stack's pin)."""
+    return f"modelscope=={dict(requirement_pins('training'))['modelscope']}"
 
 
 @dataclass(frozen=True)
@@ -69,15 +85,44 @@ def is_llm(c: Ctx) -> bool:
 
 
 def model_dir(c: Ctx) -> str:
-    """Where fetch-model.sh keeps the weights on a node: the data disk, which outlives the instance."""
-    return f"{c.data_dir}/models/{c.slug}"
+    """Where the weights are staged once: the shared file system when a multi-node training plan has one (one
+    download for every node), else the node's data disk (it outlives the instance)."""
+    base = c.shared_dir if (c.training and c.shared_kind) else c.data_dir
+    return f"{base}/models/{c.slug}"
+
+
+def load_path(c: Ctx) -> str:
+    """What the launchers and servers load: the staged copy, or the local model folder the user named (used where it
+    is, nothing to download)."""
+    return c.model if c.model.startswith(("/", "./")) else model_dir(c)
+
+
+def download_repo(c: Ctx) -> str:
+    """The repository fetch-model.sh downloads: the served checkpoint (a pre-quantized repo when the plan needs
+    one), faster-whisper's conversion for Whisper, else the model."""
+    if c.model_kind == "speech":
+        return FASTER_WHISPER_REPOS.get(c.model.lower(), c.model)
+    if not c.training and is_llm(c):
+        return checkpoint(c).repo or c.model
+    return c.model
+
+
+def weights_source(c: Ctx) -> ModelScopeId:
+    """The ModelScope id of what the bundle downloads (None when the table does not know it)."""
+    return modelscope_id(download_repo(c))
 
 
 def fetch_model_script(c: Ctx) -> str:
-    """fetch-model.sh: the one place weights are downloaded (OSS, ModelScope in mainland regions, Hugging Face)."""
+    """fetch-model.sh: the one place weights are downloaded (a staged mirror, OSS, ModelScope; Hugging Face outside
+    the mainland)."""
     t = transfers(c)
-    model = (checkpoint(c).repo or c.model) if (not c.training and is_llm(c)) else c.model
-    return render("fetch-model.sh.j2", c=c, model=model, model_dir=model_dir(c), bandwidth_mbit=t.bandwidth_mbit,
-                  download_text=script_duration(t.download_s),
+    ms = weights_source(c)
+    assert c.env is not None
+    return render("fetch-model.sh.j2", c=c, model=download_repo(c), model_dir=model_dir(c),
+                  bandwidth_mbit=t.bandwidth_mbit, download_text=script_duration(t.download_s),
                   download_gb=f"{t.download_bytes / 1e9:.0f}" if t.download_bytes else "",
-                  modelscope_pin=MODELSCOPE_PIN)
+                  ms_id=check_argument(ms.id, "ModelScope id") if ms.id else "",
+                  ms_rule=Safe({"ms-swift": "ms-swift's model registry", "other": "seen on modelscope.cn",
+                           "org": "same name under the organisation's ModelScope namespace"}.get(ms.rule or "", "")),
+                  mainland=c.env.mainland, wait_s=int(600 + 2 * (t.download_s or 0)),
+                  pip_args=Safe(pip_install_args(c.env)), modelscope_pin=modelscope_pin())

@@ -6,7 +6,7 @@ set -uo pipefail
 
 EXPECTED_GPUS=1
 EXPECTED_GPU=A10
-MIN_DRIVER_MAJOR=525
+MIN_DRIVER_MAJOR=570
 failures=0
 
 ok()   { printf 'ok    %s\n' "$*"; }

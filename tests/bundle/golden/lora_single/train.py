@@ -21,9 +21,12 @@ layers re-run their forward in backward exactly when --grad_ckpt asks for it (co
 the optimizer is the planned class, the master weights have the planned dtype; --rehearsal also
 checks that the loss went down.
 Data: a JSON-lines file, one {"messages": [{"role": ..., "content": ...}, ...]} (or {"text": ...})
-per line; all text is tokenized, concatenated and cut into --seq_len blocks.
+per line; all text is tokenized, concatenated and cut into --seq_len blocks. Fine-tuning (full, LoRA,
+QLoRA) learns the assistant turns only: the labels of system and user turns are -100 (the prompt is
+context, not a target); pre-training and "text" rows learn every token.
 Checkpoints: <output_dir>/checkpoint-<step>/ (torch.distributed.checkpoint, or DeepSpeed's own
 format); trainer_state.json is written last, so a checkpoint without it is incomplete and skipped.
+Only the newest --save_total_limit complete checkpoints are kept (the plan's storage counts them).
 A restart with the same arguments resumes from the newest complete checkpoint.
 `train.py make-tiny-model DIR TYPE LAYERS` writes a small random model of a transformers family that the
 rehearsal then loads like a real one (a model folder without a tokenizer is read as bytes);
@@ -37,15 +40,20 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 
-import torch
-import torch.distributed as dist
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+except ImportError as _missing:   # no training stack here: say what to install instead of a traceback
+    sys.exit(f"train.py: the Python package {_missing.name!r} is not installed: pip install -r requirements.txt "
+             f"(the bundle's image has it; ./launch.sh --smoke prints what a CPU rehearsal needs)")
 
 if not torch.cuda.is_available():
     os.environ.setdefault("DS_ACCELERATOR", "cpu")   # DeepSpeed's CPU accelerator (gloo, bf16)
@@ -87,6 +95,9 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--seq_len", type=int, default=2048)
     p.add_argument("--max_steps", type=int, default=0, help="0: one pass over the data")
     p.add_argument("--save_steps", type=int, default=500)
+    p.add_argument("--save_total_limit", type=int, default=2, help="complete checkpoints kept (0: all)")
+    p.add_argument("--trust_remote_code", action="store_true",
+                   help="the model's code is in its repository, not in transformers (Qwen-1, ChatGLM, Baichuan...)")
     p.add_argument("--lr", type=float, default=0.0, help="0: 1e-4 for LoRA, 1e-5 otherwise")
     p.add_argument("--precision", choices=["bf16", "fp16", "fp32"], default="bf16")
     p.add_argument("--grad_ckpt", choices=["none", "selective", "full", "true", "false"], default="none",
@@ -130,27 +141,59 @@ def read_texts(path: str) -> list:
     return texts
 
 
-def tokenize(texts, tokenizer, seq_len: int) -> torch.Tensor:
+def encode(text: str, tokenizer) -> list[int]:
+    if tokenizer is None:      # a model folder without a tokenizer (the rehearsal): bytes are the tokens
+        return list(text.encode("utf-8"))
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def segments(messages: list, tokenizer) -> list[tuple[str, bool]]:
+    """(text, is the assistant's) pieces of one conversation, as the chat template renders it: the template of the
+    first i+1 turns minus that of the first i is turn i (with its role markers)."""
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return [(f"{m.get('role', '')}: {m.get('content', '')}\n", m.get("role") == "assistant") for m in messages]
+    out, prev = [], ""
+    for i, m in enumerate(messages):
+        cur = tokenizer.apply_chat_template(messages[: i + 1], tokenize=False)
+        out.append((cur[len(prev):] if cur.startswith(prev) else cur, m.get("role") == "assistant"))
+        prev = cur
+    return out
+
+
+def tokenize(texts, tokenizer, seq_len: int, mask_prompt: bool) -> torch.Tensor:
+    """(blocks, 2, seq_len): token ids and labels, packed into --seq_len blocks. With ``mask_prompt`` (fine-tuning)
+    the labels of non-assistant turns are -100, so the loss is on the answers only; blocks with no label to
+    predict are dropped."""
+    eos = 0 if tokenizer is None else (tokenizer.eos_token_id or 0)
     ids: list[int] = []
+    labels: list[int] = []
     for t in texts:
-        if isinstance(t, list):
-            if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-                t = tokenizer.apply_chat_template(t, tokenize=False)
-            else:
-                t = "\n".join(f"{m.get('role', '')}: {m.get('content', '')}" for m in t)
-        if tokenizer is None:      # a model folder without a tokenizer (the rehearsal): bytes are the tokens
-            ids += list(t.encode("utf-8")) + [0]
-        else:
-            ids += tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id or 0]
+        pieces = segments(t, tokenizer) if isinstance(t, list) else [(t, True)]
+        for text, learn in pieces:
+            toks = encode(text, tokenizer)
+            ids += toks
+            labels += toks if (learn or not mask_prompt) else [-100] * len(toks)
+        ids.append(eos)
+        labels.append(eos)
     while len(ids) < seq_len * 4:
-        ids = ids + ids
+        ids, labels = ids + ids, labels + labels
     n = len(ids) // seq_len
-    return torch.tensor(ids[: n * seq_len], dtype=torch.long).view(n, seq_len)
+    out = torch.stack([torch.tensor(ids[: n * seq_len]).view(n, seq_len),
+                       torch.tensor(labels[: n * seq_len]).view(n, seq_len)], dim=1)
+    # the loss predicts token t+1 from tokens up to t: a block needs a label after its first position (else its
+    # loss is 0/0, NaN, and poisons the step)
+    keep = (out[:, 1, 1:] != -100).any(dim=1)
+    if not keep.any():
+        sys.exit("train.py: the data has no assistant turns to learn from (every label is masked)")
+    learned = int((out[keep][:, 1] != -100).sum())
+    log(f"labels: {'assistant turns only, prompt masked' if mask_prompt else 'every token'}: {learned} of "
+        f"{int(keep.sum()) * seq_len} tokens in {int(keep.sum())} blocks of {seq_len} carry the loss")
+    return out[keep]
 
 
 def batch(blocks: torch.Tensor, step: int, micro: int, accum: int, dp_rank: int, dp: int, m: int) -> torch.Tensor:
-    """Micro-batch m of optimizer step `step` for this data-parallel rank: deterministic, so a resumed
-    run continues where the checkpoint left off with no sampler state."""
+    """Micro-batch m of optimizer step `step` for this data-parallel rank, (micro, 2, seq): ids and labels;
+    deterministic, so a resumed run continues where the checkpoint left off with no sampler state."""
     start = ((step * accum + m) * dp + dp_rank) * micro
     idx = torch.arange(start, start + micro) % blocks.shape[0]
     return blocks[idx]
@@ -182,7 +225,7 @@ def build_model(args, dschf_cfg: dict | None = None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     full_params = args.task in ("pretrain", "full")
-    kw: dict = {"dtype": load_dtype(args, full_params)}
+    kw: dict = {"dtype": load_dtype(args, full_params), "trust_remote_code": args.trust_remote_code}
     if args.task == "qlora":
         from transformers import BitsAndBytesConfig
 
@@ -198,7 +241,9 @@ def build_model(args, dschf_cfg: dict | None = None):
     model = AutoModelForCausalLM.from_pretrained(args.model, **kw)
     del keep
     try:
-        tokenizer = AutoTokenizer.from_pretrained(args.model)
+        tokenizer = AutoTokenizer.from_pretrained(args.model, trust_remote_code=args.trust_remote_code)
+        if not tokenizer("a b c", add_special_tokens=False)["input_ids"]:
+            raise ValueError("empty vocabulary")   # transformers 5 builds an empty tokenizer for a folder without one
     except (OSError, ValueError):
         if not Path(args.model).is_dir():
             raise
@@ -373,6 +418,22 @@ def mark_complete(path: Path, step: int, args, losses: list) -> None:
     dist.barrier()
 
 
+def rotate(out: Path, keep: int) -> None:
+    """Keep the newest ``keep`` complete checkpoints (rank 0 deletes the older ones, complete or not): the plan's
+    storage counts exactly that many (0 keeps all)."""
+    if keep <= 0 or dist.get_rank() != 0:
+        return
+    found = sorted((int(m.group(1)), d) for d in out.iterdir() if (m := CKPT_RE.match(d.name)) and d.is_dir())
+    complete = [step for step, d in found if (d / "trainer_state.json").is_file()]
+    if len(complete) <= keep:
+        return
+    oldest_kept = complete[-keep]
+    for step, d in found:
+        if step < oldest_kept:
+            shutil.rmtree(d, ignore_errors=True)
+            log(f"removed {d.name} (save_total_limit {keep})")
+
+
 def past_losses(ckpt: Path | None) -> list:
     if ckpt is None:
         return []
@@ -442,6 +503,12 @@ def log_layout(args, strategy: str, dp: int) -> None:
         f"{args.global_batch} sequences of {args.seq_len} tokens")
 
 
+def log_versions() -> None:
+    import transformers
+
+    log(f"versions: Python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}")
+
+
 def log_model(model) -> None:
     if not model.training:
         fail("the model is not in training mode")
@@ -496,9 +563,10 @@ def train(args) -> None:
     model, tokenizer = build_model(args, ds_cfg)
     model = prepare(model, args)
     log_layout(args, args.strategy, world)
+    log_versions()
     log_model(model)
     counter = LayerCalls(decoder_layers(model))
-    blocks = tokenize(read_texts(args.data), tokenizer, args.seq_len)
+    blocks = tokenize(read_texts(args.data), tokenizer, args.seq_len, mask_prompt=args.task != "pretrain")
     if args.task != "qlora" and args.strategy != "deepspeed":
         model.to(device)
     engine = None
@@ -547,9 +615,9 @@ def train(args) -> None:
         t0 = time.time()
         total = 0.0
         for m in range(args.grad_accum):
-            x = batch(blocks, step, args.micro_batch, args.grad_accum, rank, world, m).to(device)
+            xy = batch(blocks, step, args.micro_batch, args.grad_accum, rank, world, m).to(device)
             with autocast(device, args, engine is None):
-                loss = (engine or model)(input_ids=x, labels=x).loss
+                loss = (engine or model)(input_ids=xy[:, 0], labels=xy[:, 1]).loss
             if engine is not None:
                 engine.backward(loss)
                 engine.step()
@@ -584,6 +652,7 @@ def train(args) -> None:
                 dcp_save(model, optim, path, frozen_too=not lora)
             mark_complete(path, step + 1, args, losses)
             log(f"saved {path}")
+            rotate(out, args.save_total_limit)
     save_final(model, engine, out, lora)
     finish(args, losses)
 
@@ -648,6 +717,7 @@ def train_tp_pp(args, device) -> None:
     model, tokenizer = build_model(args)
     model.train()
     log_layout(args, "tp_pp (Megatron stand-in: DTensor tensor parallel + GPipe pipeline stages)", 1)
+    log_versions()
     log_model(model)
     base = model.model
     n = len(base.layers)
@@ -688,10 +758,11 @@ def train_tp_pp(args, device) -> None:
             parallelize_module(layer, mesh["tp"], plan)
     optim = make_optimizer(list(stage_mod.parameters()), args, args.lr or 1e-5)
     check_optimizer(optim, args)
-    blocks = tokenize(read_texts(args.data), tokenizer, args.seq_len)
+    blocks = tokenize(read_texts(args.data), tokenizer, args.seq_len, mask_prompt=args.task != "pretrain")
 
-    def loss_fn(logits, target):
-        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), target[:, 1:].reshape(-1))
+    def loss_fn(logits, target):   # labels -100 (prompt tokens) are ignored
+        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), target[:, 1:].reshape(-1),
+                               ignore_index=-100)
 
     schedule = None
     if args.pp > 1:
@@ -709,21 +780,22 @@ def train_tp_pp(args, device) -> None:
     log(f"TP {args.tp} x PP {args.pp}: stage {pp_rank} holds layers {lo}..{hi - 1}; "
         f"{args.grad_accum} micro-batches of {args.micro_batch} per step")
     for step in range(start, steps):
-        x = torch.cat([batch(blocks, step, args.micro_batch, args.grad_accum, 0, 1, m)
-                       for m in range(args.grad_accum)]).to(device)
+        xy = torch.cat([batch(blocks, step, args.micro_batch, args.grad_accum, 0, 1, m)
+                        for m in range(args.grad_accum)]).to(device)
+        x, y = xy[:, 0], xy[:, 1]
         loss_val = None
         if schedule is None:
             loss_val = 0.0
             for m in range(args.grad_accum):
-                xm = x[m * args.micro_batch:(m + 1) * args.micro_batch]
-                loss = loss_fn(stage_mod(xm), xm) / args.grad_accum
+                sl = slice(m * args.micro_batch, (m + 1) * args.micro_batch)
+                loss = loss_fn(stage_mod(x[sl]), y[sl]) / args.grad_accum
                 loss.backward()
                 loss_val += loss.item()
         elif first:
             schedule.step(x)
         elif last:
             got: list = []
-            schedule.step(target=x, losses=got)
+            schedule.step(target=y, losses=got)
             loss_val = sum(float(v.detach()) for v in got) / len(got)
         else:
             schedule.step()
@@ -742,6 +814,7 @@ def train_tp_pp(args, device) -> None:
             dcp_save(stage_mod, optim, path, frozen_too=True)
             mark_complete(path, step + 1, args, losses)
             log(f"saved {path}")
+            rotate(out, args.save_total_limit)
     finish(args, losses)
 
 

@@ -5,6 +5,10 @@
 # Launcher:     torchrun (torchrun + train.py --strategy ddp)
 # Layout:       TP 1 x PP 1 x DP 1; micro-batch 1 x accumulation 1 x DP 1 = global batch 1
 # Your data:    replace data/train.jsonl (one {"messages": [...]} object per line), or set DATA=<file>.
+# Run length:   24415 optimizer steps = the plan's token budget / (global batch 1 x 2048 tokens); MAX_STEPS overrides.
+# Checkpoints:  every 311 steps, the newest 2 kept (SAVE_TOTAL_LIMIT; the plan's storage counts them).
+# Environment:  the bundle's image (Dockerfile FROM modelscope:ubuntu22.04-cuda12.8.1-py311-torch2.10.0-vllm0.17.1-modelscope1.34.0-swift4.0.3: Python 3.11, CUDA 12.8.1, torch 2.10.0).
+# Weights:      fetch-model.sh puts them once into MODEL_DIR (/mnt/data/models/qwen14b-qlora-spot); the launch loads that copy, offline.
 #
 # Single node:  ./launch.sh [extra arguments]
 # Rehearsal:    ./launch.sh --smoke   (CPU only, no GPU and no settings needed: the same train.py command with the
@@ -19,9 +23,10 @@ if [ "${1:-}" = "--smoke" ]; then SMOKE=1; shift; fi
 # The job name as the user wrote it, single-quoted: nothing in it is expanded.
 # shellcheck disable=SC2016,SC2089
 JOB_NAME=qwen14b-qlora-spot
-MODEL=Qwen/Qwen2.5-14B-Instruct
-# A local copy of the weights (fetch-model.sh, run by the systemd unit on ECS nodes) replaces the download.
-if [ -n "${MODEL_DIR:-}" ] && [ -f "$MODEL_DIR/config.json" ]; then MODEL="$MODEL_DIR"; fi
+DEFAULT_MODEL=Qwen/Qwen2.5-14B-Instruct
+MODEL="${MODEL:-$DEFAULT_MODEL}"   # a repository id (fetch-model.sh downloads it into MODEL_DIR) or a local folder
+MODEL_DIR="${MODEL_DIR:-/mnt/data/models/qwen14b-qlora-spot}"
+TRUST_REMOTE_CODE="${TRUST_REMOTE_CODE:-0}"   # 1: the model's code is not in transformers
 DATA="${DATA:-data/train.jsonl}"
 NNODES="${NNODES:-1}"
 NPROC_PER_NODE="${NPROC_PER_NODE:-1}"
@@ -30,7 +35,8 @@ MASTER_ADDR="${MASTER_ADDR:-127.0.0.1}"
 MASTER_PORT="${MASTER_PORT:-29500}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen14b-qlora-spot}"
 SAVE_STEPS="${SAVE_STEPS:-311}"
-MAX_STEPS="${MAX_STEPS:-0}"   # 0: one pass over the data
+SAVE_TOTAL_LIMIT="${SAVE_TOTAL_LIMIT:-2}"   # checkpoints kept (older ones are deleted)
+MAX_STEPS="${MAX_STEPS:-24415}"   # the planned run
 # shellcheck disable=SC2090
 export JOB_NAME
 
@@ -41,23 +47,60 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+smoke_preflight() {
+  # The rehearsal needs the training stack on this machine (CPU builds are enough): say what to install, not a traceback.
+  local missing
+  missing="$(python3 -c 'import importlib.util, sys
+print(" ".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' torch transformers peft bitsandbytes 2>/dev/null)" \
+    || { echo "smoke: python3 is not installed: install Python 3.11 (the node image runs it)" >&2; exit 3; }
+  if [ -n "$missing" ]; then
+    echo "smoke: the rehearsal needs Python packages that are not installed here: $missing" >&2
+    echo "smoke: install the node image versions (CPU is enough), e.g.:" >&2
+    echo "  python3 -m pip install -i https://mirrors.aliyun.com/pypi/simple/ --trusted-host mirrors.aliyun.com torch==2.10.0 transformers==5.24.0 peft==0.21.2 bitsandbytes==0.50.2" >&2
+    exit 3
+  fi
+  local here
+  here="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  if [ "$here" != 3.11 ]; then
+    echo "smoke: note: Python $here here, the node image runs 3.11"
+  fi
+}
+
 smoke() {
   # The same train.py command as the launch below, on CPU processes (gloo) with the plan's layout mapped down
   # (every parallel dimension above 1 stays above 1), the plan's micro-batch, global batch, checkpointing,
-  # optimizer and precision; a tiny model of the same family; a kill after the first checkpoint and a resume.
+  # optimizer and precision; a tiny model of the same family, fetched by fetch-model.sh from a local stand-in of the
+  # in-region source with the hubs unreachable; a kill after the first checkpoint and a resume.
+  smoke_preflight
   export CUDA_VISIBLE_DEVICES="" DS_ACCELERATOR=cpu
+  # No hub is reachable: offline flags and a proxy that refuses every connection.
+  export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 MODELSCOPE_OFFLINE=1 \
+    HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 \
+    NO_PROXY='' no_proxy=''
   local dir="${SMOKE_DIR:-$(mktemp -d)}" steps=6 delay="${SMOKE_STEP_DELAY:-0.3}" nodes=1 nproc=1
-  local out port n pid waited=0 pids=()
+  local out port n pid waited=0 pids=() source_id
   out="$dir/out"
   mkdir -p "$dir"
   echo "smoke: launcher torchrun, TP 1 x PP 1 x DP 1, micro-batch 1 x accumulation 1 x DP 1 = global batch 1, checkpointing full, optimizer adamw, precision bf16"
   printf '%s %s\n' 'smoke: on CPU:' 'model: a tiny random qwen2 (the same transformers class, 2 layers, hidden 64) instead of Qwen/Qwen2.5-14B-Instruct'
   printf '%s %s\n' 'smoke: on CPU:' 'sequence length 2048 -> 32 tokens, 6 steps, learning rate 1e-3'
   printf '%s %s\n' 'smoke: on CPU:' 'QLoRA: bitsandbytes 4-bit base on its CPU backend'
-  python3 train.py make-tiny-model "$dir/model" qwen2 2 >"$dir/model.log" 2>&1 \
+  # The weights: a tiny model stands in for the model in a local copy of the in-region source (under the id
+  # fetch-model.sh asks for), and the bundle's own fetch-model.sh copies it into MODEL_DIR.
+  source_id="$(MODEL="$DEFAULT_MODEL" ./fetch-model.sh --source-id)"
+  python3 train.py make-tiny-model "$dir/mirror/${source_id:-$DEFAULT_MODEL}" qwen2 2 >"$dir/model.log" 2>&1 \
     || { cat "$dir/model.log" >&2; exit 1; }
-  local args=(--model "$dir/model" --data "$DATA" --output_dir "$out" "${PLAN_ARGS[@]}" --tp 1 --pp 1
-    --grad_accum 1 --seq_len 32 --max_steps "$steps" --save_steps 2 --step_delay "$delay" --lr 1e-3 --rehearsal)
+  if ! MODEL="$DEFAULT_MODEL" MODEL_DIR="$dir/model" MODEL_MIRROR="$dir/mirror" MODEL_OSS="" FETCH_WAIT_S=60 \
+      ./fetch-model.sh >"$dir/fetch.log" 2>&1; then
+    cat "$dir/fetch.log" >&2
+    exit 1
+  fi
+  printf 'smoke: %s (%s)\n' "$(tail -n 1 "$dir/fetch.log")" "${source_id:-$DEFAULT_MODEL}"
+  MODEL="$dir/model"
+  local args=(--model "$MODEL" --data "$DATA" --output_dir "$out" "${PLAN_ARGS[@]}" --tp 1 --pp 1
+    --grad_accum 1 --seq_len 32 --max_steps "$steps" --save_steps 2
+    --save_total_limit "$SAVE_TOTAL_LIMIT" --step_delay "$delay" --lr 1e-3 --rehearsal)
+  if [ "$TRUST_REMOTE_CODE" = 1 ]; then args+=(--trust_remote_code); fi
   echo "smoke: 1 local node(s) x 1 CPU process(es), log in $dir"
   start_nodes() {   # $1: run name; one torchrun per emulated node, static rendezvous on this machine
     pids=()
@@ -111,8 +154,15 @@ smoke() {
     echo "smoke: no final checkpoint-$steps" >&2
     exit 1
   fi
-  grep -h "^train.py: \(layout\|model\|optimizer\|activation checkpointing\|DeepSpeed\|FSDP2\|rehearsal\)" "$dir/run1-node0.log" || true
-  grep -h "^train.py: \(resumed from\|step $steps/\|loss .* down\)" "$dir/run2-node0.log" || true
+  done_ckpts=0
+  for f in "$out"/checkpoint-*; do [ -d "$f" ] && done_ckpts=$((done_ckpts + 1)); done
+  if [ "$done_ckpts" -gt "$SAVE_TOTAL_LIMIT" ]; then
+    echo "smoke: $done_ckpts checkpoints on disk, more than SAVE_TOTAL_LIMIT $SAVE_TOTAL_LIMIT" >&2
+    exit 1
+  fi
+  grep -h "^train.py: \(layout\|model\|optimizer\|activation checkpointing\|DeepSpeed\|FSDP2\|rehearsal\|labels\|versions\)" "$dir/run1-node0.log" || true
+  grep -h "^train.py: \(resumed from\|step $steps/\|loss .* down\|removed\)" "$dir/run2-node0.log" || true
+  echo "smoke: $done_ckpts checkpoint(s) kept (SAVE_TOTAL_LIMIT $SAVE_TOTAL_LIMIT)"
   echo "smoke: OK (torchrun, 1 processes, $steps steps, killed and resumed)"
 }
 
@@ -126,9 +176,17 @@ if [ "$NNODES" -gt 1 ] && [ "$MASTER_ADDR" = "127.0.0.1" ]; then
   exit 2
 fi
 mkdir -p "$OUTPUT_DIR"
+# The weights: once, in the region, into MODEL_DIR (fetch-model.sh; a no-op when they are there); then offline.
+case "$MODEL" in
+  /*|./*) ;;
+  *) MODEL="$MODEL" MODEL_DIR="$MODEL_DIR" ./fetch-model.sh; MODEL="$MODEL_DIR";;
+esac
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 
 # train.py resumes by itself from the newest complete checkpoint-N in OUTPUT_DIR.
+EXTRA=()
+if [ "$TRUST_REMOTE_CODE" = 1 ]; then EXTRA+=(--trust_remote_code); fi
 exec torchrun --nnodes "$NNODES" --nproc_per_node "$NPROC_PER_NODE" --node_rank "$NODE_RANK" \
   --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" \
   train.py --model "$MODEL" --data "$DATA" --output_dir "$OUTPUT_DIR" "${PLAN_ARGS[@]}" \
-  --save_steps "$SAVE_STEPS" --max_steps "$MAX_STEPS" "$@"
+  --save_steps "$SAVE_STEPS" --save_total_limit "$SAVE_TOTAL_LIMIT" --max_steps "$MAX_STEPS" "${EXTRA[@]}" "$@"

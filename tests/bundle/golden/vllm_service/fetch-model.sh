@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# Download the model's weights once into MODEL_DIR, before the job starts, and say how long it took.
-# Sources, first that is set: MODEL_OSS (oss://bucket/prefix with the model's files: the VPC-internal OSS endpoint,
-# the fastest), then ModelScope (the default in mainland regions; falls back to Hugging Face).
+# Download the model's weights once into MODEL_DIR, inside the region, before anything loads them; say how long it took.
+# Every launcher and server of this bundle then loads MODEL_DIR (a local path), never a hub.
+# Sources, first that is set:
+#   MODEL_MIRROR  a directory holding <id>/ copies of models (ModelScope id, else Hugging Face id): weights staged
+#                 once on NAS/CPFS, or the rehearsal's stand-in for ModelScope (./launch.sh --smoke)
+#   MODEL_OSS     oss://bucket/prefix holding the model's files (ossutil over the VPC-internal OSS endpoint: the fastest)
+#   ModelScope    MODELSCOPE_ID (default Qwen/Qwen2.5-7B-Instruct: ms-swift's model registry)
+#
+# cn-hangzhou is a mainland region: no Hugging Face here (it is not reliably reachable from mainland nodes).
 # PLAN.md times this download at 100 Mbit/s: 20.3min for 15 GB.
-# HF_TOKEN (gated repositories) is read from the environment by huggingface_hub; this script never prints it.
-# Run again: a finished download ($MODEL_DIR/.gpuplan-complete) is not repeated; an interrupted one resumes.
+# Run again: a finished download ($MODEL_DIR/.gpuplan-complete) is not repeated. Several nodes or pods sharing MODEL_DIR
+# (NAS/CPFS): one downloads (lock $MODEL_DIR.lock), the others wait for it.
+# ./fetch-model.sh --source-id prints the id it downloads.
 set -euo pipefail
 
 DEFAULT_MODEL=Qwen/Qwen2.5-7B-Instruct
 MODEL="${MODEL:-$DEFAULT_MODEL}"
+MODELSCOPE_ID="${MODELSCOPE_ID:-Qwen/Qwen2.5-7B-Instruct}"
 MODEL_DIR="${MODEL_DIR:-/mnt/data/models/qwen7b-chat-api}"
 MODEL_HUB="${MODEL_HUB:-modelscope}"
 MODEL_OSS="${MODEL_OSS:-}"
+MODEL_MIRROR="${MODEL_MIRROR:-}"
+WAIT_S="${FETCH_WAIT_S:-3036}"
 MARKER="$MODEL_DIR/.gpuplan-complete"
+
+source_id() {
+  if [ "$MODEL_HUB" = modelscope ]; then echo "$MODELSCOPE_ID"; else echo "$MODEL"; fi
+}
+if [ "${1:-}" = "--source-id" ]; then source_id; exit 0; fi
 
 case "$MODEL" in
   /*|./*) echo "fetch-model.sh：MODEL 是本地路径 $MODEL ，无需下载"; exit 0;;
@@ -25,13 +40,49 @@ if [ -d "$MODEL_DIR" ] && [ ! -w "$MODEL_DIR" ] && { [ -f "$MODEL_DIR/config.jso
   echo "fetch-model.sh：使用 $MODEL_DIR 中的只读副本"
   exit 0
 fi
+if [ "$MODEL_HUB" != modelscope ] && [ -z "$MODEL_OSS$MODEL_MIRROR" ]; then
+  echo "fetch-model.sh：cn-hangzhou 是中国内地地域：权重来自 ModelScope（MODEL_HUB=modelscope）或您的 OSS 存储桶（MODEL_OSS），而不是 $MODEL_HUB" >&2
+  exit 2
+fi
+if [ -z "$MODEL_OSS$MODEL_MIRROR" ] && [ "$MODEL_HUB" = modelscope ] && [ -z "$MODELSCOPE_ID" ]; then
+  echo "fetch-model.sh：$MODEL 没有已知的 ModelScope ID；请设置 MODELSCOPE_ID=<其 ModelScope ID>，或把您的权重副本放在 MODEL_OSS=oss://<bucket>/<prefix>" >&2
+  exit 2
+fi
+
+# One download per MODEL_DIR: the first to create the lock downloads, the others wait for its marker.
+mkdir -p "$(dirname "$MODEL_DIR")"
+waited=0
+until mkdir "$MODEL_DIR.lock" 2>/dev/null; do
+  if [ -f "$MARKER" ]; then echo "fetch-model.sh：$MODEL 已在 $MODEL_DIR 中"; exit 0; fi
+  if [ "$waited" -ge "$WAIT_S" ]; then
+    echo "fetch-model.sh：$MODEL_DIR.lock 已被占用 $WAIT_S 秒；如果没有其他节点或 Pod 在下载，请删除它" >&2
+    exit 1
+  fi
+  sleep 10
+  waited=$((waited + 10))
+done
+trap 'rmdir "$MODEL_DIR.lock" 2>/dev/null || true' EXIT
+if [ -f "$MARKER" ]; then   # another node or pod finished while this one waited
+  echo "fetch-model.sh：$MODEL 已在 $MODEL_DIR 中"
+  exit 0
+fi
 mkdir -p "$MODEL_DIR"
 start=$(date +%s)
 
 pip_install() {
-  # The VPC-internal PyPI mirror in Alibaba Cloud regions, PyPI elsewhere.
-  python3 -m pip install -q "$@" 2>/dev/null || python3 -m pip install -q -i http://mirrors.cloud.aliyuncs.com/pypi/simple/ \
-    --trusted-host mirrors.cloud.aliyuncs.com "$@"
+  python3 -m pip install -q -i https://mirrors.aliyun.com/pypi/simple/ --trusted-host mirrors.aliyun.com "$@"
+}
+
+from_mirror() {
+  local id
+  for id in "$MODELSCOPE_ID" "$MODEL"; do
+    if [ -n "$id" ] && [ -d "$MODEL_MIRROR/$id" ]; then
+      cp -a "$MODEL_MIRROR/$id/." "$MODEL_DIR/"
+      return 0
+    fi
+  done
+  echo "fetch-model.sh：$MODEL_MIRROR 中既没有 $MODELSCOPE_ID 也没有 $MODEL" >&2
+  return 1
 }
 
 from_oss() {
@@ -40,29 +91,20 @@ from_oss() {
 }
 
 from_modelscope() {
-  command -v modelscope >/dev/null 2>&1 || pip_install modelscope==1.40.2
-  modelscope download --model "$MODEL" --local_dir "$MODEL_DIR"
+  command -v modelscope >/dev/null 2>&1 || pip_install modelscope==1.34.0
+  modelscope download --model "$MODELSCOPE_ID" --local_dir "$MODEL_DIR"
 }
 
-from_huggingface() {
-  if command -v hf >/dev/null 2>&1; then
-    hf download "$MODEL" --local-dir "$MODEL_DIR"
-  elif command -v huggingface-cli >/dev/null 2>&1; then
-    huggingface-cli download "$MODEL" --local-dir "$MODEL_DIR"
-  else
-    pip_install huggingface_hub && hf download "$MODEL" --local-dir "$MODEL_DIR"
-  fi
-}
-
-if [ -n "$MODEL_OSS" ]; then
+if [ -n "$MODEL_MIRROR" ]; then
+  from_mirror
+elif [ -n "$MODEL_OSS" ]; then
   from_oss
-elif [ "$MODEL_HUB" = modelscope ]; then
-  if ! from_modelscope; then
-    echo "fetch-model.sh：ModelScope 上没有这个 ID 的 $MODEL ，或下载失败；改从 Hugging Face 下载。把 MODEL 设为 ModelScope 上的 ID，或设置 MODEL_OSS，可避开较慢的线路。" >&2
-    from_huggingface
-  fi
 else
-  from_huggingface
+  from_modelscope
+fi
+if [ -z "$(ls -A "$MODEL_DIR")" ]; then
+  echo "fetch-model.sh：没有下载任何内容到 $MODEL_DIR" >&2
+  exit 1
 fi
 
 touch "$MARKER"

@@ -22,6 +22,13 @@ if ! command -v docker >/dev/null 2>&1; then
   else dnf install -y docker; fi
   systemctl enable --now docker
 fi
+# Images and containers on the data disk, not the system disk: the bundle's image (FROM the node environment's base,
+# tens of GB) is counted in the data disk's scratch space.
+if mountpoint -q /mnt/data && [ ! -f /etc/docker/daemon.json ]; then
+  mkdir -p /mnt/data/docker /etc/docker
+  printf '{"data-root": "%s"}\n' /mnt/data/docker > /etc/docker/daemon.json
+  systemctl restart docker
+fi
 if ! command -v nvidia-ctk >/dev/null 2>&1; then
   if [ "$PM" = apt ]; then
     curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | gpg --dearmor --yes -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SGLang equivalent of serve.sh for qwen7b-chat-api (https://docs.sglang.ai/backend/server_arguments.html).
-# In a container: docker run --gpus all --ipc=host -p 30000:30000 -v "$PWD":/bundle lmsysorg/sglang:v0.4.6.post1-cu124 bash /bundle/serve-sglang.sh
+# It needs SGLang (not in this bundle's image, which serves vLLM: install the sglang pin of data/environments.yaml in a virtual environment):
+#   docker run --gpus all --ipc=host --network host -v /mnt/data:/mnt/data <image> bash /opt/gpuplan/serve-sglang.sh
 # ./serve-sglang.sh --dry-run prints the command without starting anything.
 set -euo pipefail
 
@@ -11,19 +12,24 @@ MODEL="${MODEL:-$DEFAULT_MODEL}"
 SERVED_MODEL_NAME="${SERVED_MODEL_NAME:-qwen7b-chat-api}"
 HOST="${HOST:-0.0.0.0}"
 PORT="${PORT:-30000}"
-# Where the weights come from: MODEL_DIR (a local copy fetch-model.sh makes once: OSS, ModelScope or Hugging Face)
-# or, without it, the engine's own download from ModelScope (the default in mainland regions; MODEL_HUB=huggingface
-# to use Hugging Face). HF_TOKEN is read from the environment, never written.
+# Where the weights come from: fetch-model.sh copies them once into MODEL_DIR, inside the region (a staged mirror, your
+# OSS copy (MODEL_OSS), or ModelScope: cn-hangzhou is a mainland region); the engine loads that local
+# copy with the hubs offline. HF_TOKEN is read from the environment, never written.
+MODEL_DIR="${MODEL_DIR:-/mnt/data/models/qwen7b-chat-api}"
 MODEL_HUB="${MODEL_HUB:-modelscope}"
-if [ "$MODEL_HUB" = modelscope ]; then
-  export VLLM_USE_MODELSCOPE=True SGLANG_USE_MODELSCOPE=true
-fi
-if [ "$DRY_RUN" = 0 ] && [ -n "${MODEL_DIR:-}" ] && [ ! -e "$MODEL" ]; then
-  MODEL="$MODEL" MODEL_DIR="$MODEL_DIR" MODEL_HUB="$MODEL_HUB" "$(dirname "$0")/fetch-model.sh"
-  MODEL="$MODEL_DIR"
-fi
+case "$MODEL" in
+  /*|./*) SERVE_PATH="$MODEL";;
+  *)
+    SERVE_PATH="$MODEL_DIR"
+    if [ "$DRY_RUN" = 1 ]; then
+      echo "# fetch-model.sh: $MODEL -> $MODEL_DIR ($MODEL_HUB)" >&2
+    else
+      MODEL="$MODEL" MODEL_DIR="$MODEL_DIR" MODEL_HUB="$MODEL_HUB" "$(dirname "$0")/fetch-model.sh"
+    fi;;
+esac
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 ARGS=(
-  --model-path "$MODEL"
+  --model-path "$SERVE_PATH"
   --served-model-name "$SERVED_MODEL_NAME"
   --host "$HOST"
   --port "$PORT"

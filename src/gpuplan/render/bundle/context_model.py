@@ -1,0 +1,60 @@
+"""The model facts of a bundle's context: the repository a training bundle trains (refusing what it cannot download),
+the tiny model family its rehearsal builds, and LLaMA-Factory's chat template."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+from gpuplan.i18n import _
+from gpuplan.render.bundle.safe import check_argument
+
+# LLaMA-Factory chat templates by model-id fragment (https://github.com/hiyouga/LLaMA-Factory ,
+# "Supported Models" table); unknown families fall back to "default" and PLAN.md says to check it.
+LLAMAFACTORY_TEMPLATES = (("qwen3", "qwen3"), ("qwen", "qwen"), ("llama-3", "llama3"), ("llama3", "llama3"),
+                          ("llama-2", "llama2"), ("mistral", "mistral"), ("mixtral", "mistral"),
+                          ("glm-4", "glm4"), ("glm4", "glm4"), ("gemma", "gemma"), ("baichuan2", "baichuan2"),
+                          ("deepseek", "deepseek3"), ("yi-", "yi"), ("internlm", "intern2"))
+
+
+# transformers model_type for `launch.sh --smoke` by catalog arch; families whose code lives outside
+# transformers (Qwen-1, ChatGLM, Baichuan, ...) smoke-test the closest in-library decoder (llama).
+SMOKE_MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
+                     "qwen3moe": "qwen3_moe", "mixtral": "mixtral"}
+
+
+def train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
+    """(repo id or local path for the training scripts, smoke model_type). Synthetic models, catalog
+    aliases that are not repository ids and non-decoder models cannot be trained by the bundle:
+    one GpuplanError."""
+    from gpuplan.catalog.models import _looks_like_path, resolve_model
+
+    ref = workload.model
+    hint = _("Set model: to a Hugging Face or ModelScope repository id (e.g. Qwen/Qwen2.5-7B-Instruct) or a local "
+             "folder with config.json and the weights; `gpuplan recommend` still sizes any model.")
+    if not isinstance(ref, str):
+        raise GpuplanError(_("A training bundle needs a real model: an inline model mapping has no weights to "
+                             "download."), hint=hint, field="model")
+    name = check_argument(ref.strip(), "model")
+    if _looks_like_path(name):   # a local folder on the node: the estimate read its config.json
+        return check_argument(name, "model"), SMOKE_MODEL_TYPES.get(str(arch or ""), "llama")
+    spec = resolve_model(name)
+    repo = name if ("/" in name and ":" not in name) else spec.id
+    if spec.synthetic or ":" in repo or "/" not in repo:
+        raise GpuplanError(_("Model {name} is a catalog benchmark entry, not a Hugging Face or ModelScope "
+                             "repository id, so the training bundle cannot download it.").format(name=repr(name)),
+                           hint=hint, field="model")
+    if spec.kind != "decoder":
+        raise GpuplanError(_("The training bundle trains decoder language models; {name} is a {kind} model.").format(
+                               name=repr(name), kind=spec.kind),
+                           hint=_("Use `gpuplan recommend` for sizing; write the training script for this model "
+                                  "yourself."), field="model")
+    return check_argument(repo, "model"), SMOKE_MODEL_TYPES.get(spec.arch, "llama")
+
+
+def template_for(model: str) -> str:
+    low = model.lower()
+    for frag, name in LLAMAFACTORY_TEMPLATES:
+        if frag in low:
+            return name
+    return "default"

@@ -1,0 +1,82 @@
+"""PLAN.md's sentences about the node environment (plan.json ``environment``), where the weights come from, and the
+storage the whole run keeps (plan.storage.budget). Fixed sentences are msgids, values escaped with ``md``."""
+
+from __future__ import annotations
+
+from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.report_text import tr
+from gpuplan.render.bundle.safe import Safe, md
+
+
+def _gb(n_bytes: float | int | None) -> str:
+    return f"{(n_bytes or 0) / 1e9:,.0f}"
+
+
+def environment_lines(c: Ctx) -> list[Safe]:
+    """The image every launcher and platform runs in, and where packages come from."""
+    e = c.env
+    if e is None:
+        return []
+    out = [Safe(tr("Node environment: the bundle's image (Dockerfile) FROM {base}: Python {python}, CUDA {cuda}, torch "
+                   "{torch}; packages pinned in {file} from {index} (plan.json `environment`). Every node, pod, job and "
+                   "function runs it; push it to {registry}.", c.lang).format(
+        base=md(e.base_image), python=md(e.python), cuda=md(e.cuda), torch=md(e.torch), file=md(e.requirements_file),
+        index=md(e.pip_index), registry=md(e.registry)))]
+    if e.mainland:
+        out.append(Safe(tr("{region} is a mainland region: images from Alibaba registries, packages from Alibaba's PyPI "
+                           "mirror, weights from ModelScope or your OSS bucket; nothing is pulled from Docker Hub, NGC "
+                           "or Hugging Face at run time.", c.lang).format(region=md(c.region))))
+        if c.platform == "ecs":
+            out.append(Safe(tr("The DCGM exporter (NVIDIA's image) has no copy on an Alibaba registry: copy it once into "
+                               "your namespace as {image} (ACR image sync, or a pull and push from outside the "
+                               "mainland); the nodes pull it from there.", c.lang).format(image=md(e.dcgm_exporter_image))))
+    return out
+
+
+def weights_lines(c: Ctx) -> list[Safe]:
+    """Which repository the weights come from (its ModelScope id in mainland regions), and where they are staged."""
+    from gpuplan.render.bundle.weights import download_repo, load_path, weights_source
+
+    repo, ms, local = download_repo(c), weights_source(c), load_path(c)
+    if c.hub == "modelscope" and ms.id:
+        line = tr("Weights: fetch-model.sh downloads {repo} once from ModelScope as {ms_id} (or from your OSS copy, "
+                  "MODEL_OSS) into {dir}; every launcher and server loads that local copy.", c.lang).format(
+            repo=md(repo), ms_id=md(ms.id), dir=md(local))
+    elif c.hub == "modelscope":
+        line = tr("Weights: no ModelScope id is known for {repo}: set MODELSCOPE_ID=<its ModelScope id>, or "
+                  "MODEL_OSS=oss://<bucket>/<prefix> with your copy, before starting; fetch-model.sh stages it in {dir} "
+                  "and every launcher and server loads that local copy.", c.lang).format(repo=md(repo), dir=md(local))
+    else:
+        line = tr("Weights: fetch-model.sh downloads {repo} once from Hugging Face (or from your OSS copy, MODEL_OSS) "
+                  "into {dir}; every launcher and server loads that local copy. Gated models: HF_TOKEN in the "
+                  "environment (/etc/gpuplan/secrets.env on ECS nodes, root, mode 0600), never in these files.",
+                  c.lang).format(repo=md(repo), dir=md(local))
+    out = [Safe(line)]
+    if c.trust_remote_code:
+        out.append(Safe(tr("{model} ships its own model code (not in transformers): the launchers pass "
+                           "trust_remote_code; that code was written for the transformers of its release.",
+                           c.lang).format(model=md(c.model))))
+    return out
+
+
+def storage_budget_line(c: Ctx, plan: dict) -> Safe | None:
+    """Training: the bytes the run keeps against the disks the plan advises (plan.storage.budget)."""
+    b = (plan.get("storage") or {}).get("budget")
+    if not c.training or not isinstance(b, dict):
+        return None
+    shared = b.get("checkpoints_on") == "shared"
+    values = dict(weights=_gb(b.get("weights_bytes")), data=_gb(b.get("dataset_bytes")),
+                  kept=int(b.get("checkpoints_kept") or 0), ckpt=_gb(b.get("checkpoint_bytes")),
+                  final=_gb(b.get("final_bytes")), scratch=_gb(b.get("scratch_bytes")),
+                  need=_gb(b.get("shared_needed_bytes") if shared else b.get("disk_needed_bytes")),
+                  cap=_gb(b.get("shared_bytes") if shared else b.get("disk_bytes")),
+                  where=md(c.shared_dir if shared else c.data_dir))
+    if shared:
+        text = tr("Storage for the whole run: weights {weights} GB + dataset {data} GB + {kept} checkpoints x {ckpt} GB "
+                  "(the launchers keep the newest {kept}: save_total_limit) + the final model {final} GB = {need} GB on "
+                  "{where} of {cap} GB.", c.lang)
+    else:
+        text = tr("Storage for the whole run: scratch {scratch} GB + weights {weights} GB + dataset {data} GB + {kept} "
+                  "checkpoints x {ckpt} GB (the launchers keep the newest {kept}: save_total_limit) + the final model "
+                  "{final} GB = {need} GB on {where} of {cap} GB.", c.lang)
+    return Safe(text.format(**values))

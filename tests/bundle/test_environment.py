@@ -1,0 +1,89 @@
+"""One declared node environment per bundle (issue 28): plan.json `environment` names the image every launcher and
+platform runs in and the Python inside it; mainland bundles name only hosts a mainland node reaches (Alibaba
+registries, Alibaba's PyPI mirror, ModelScope, OSS); the rehearsal's Python is the node's."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+import yaml
+
+from gpuplan.render.bundle.environment import environments, mirror_region, node_environment, scope_of
+
+from .env_matrix import MATRIX
+
+# A host in a URL or an image reference (followed by "/" or ":"), not a word such as Ubuntu's `docker.io` package.
+FORBIDDEN = re.compile(r"(?<![\w.-])((?:registry-1\.|hub\.)?docker\.io|nvcr\.io|huggingface\.co|hf\.co|"
+                       r"download\.pytorch\.org)(?=[/:])")
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, dict[str, str]]:
+    return {name: make() for name, make in MATRIX.items()}
+
+
+@pytest.mark.parametrize("name", list(MATRIX))
+def test_plan_json_declares_the_environment_everything_runs_in(name, rendered):
+    files = rendered[name]
+    doc = json.loads(files["plan.json"])
+    env, region = doc["environment"], doc["plan"]["region"]
+    assert set(env) >= {"image", "python", "cuda", "torch", "registry", "pip_index", "weights_source"}
+    assert re.fullmatch(r"3\.\d+", env["python"]) and env["torch"] and env["cuda"]
+    # the Dockerfile builds FROM the declared base, and what it builds is the declared image (ACR, plan's region)
+    assert f"FROM {env['base_image']}\n" in files["Dockerfile"]
+    assert env["image"].startswith(f"registry.{region}.aliyuncs.com/") and env["registry"] in env["image"]
+    # every platform definition runs that image
+    for path, text in files.items():
+        if path in ("k8s/job.yaml", "k8s/deployment.yaml"):
+            for d in yaml.safe_load_all(text):
+                for c in (d.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or []) + \
+                        (d.get("spec", {}).get("template", {}).get("spec", {}).get("initContainers") or []):
+                    assert c["image"] == env["image"], (name, path, c["name"])
+        if path == "pai-dlc-job.json":
+            assert all(s["Image"] == env["image"] for s in json.loads(text)["JobSpecs"])
+    if scope_of(region) == "mainland":
+        assert env["weights_source"] == "modelscope" and env["pip_index"].startswith("https://mirrors.aliyun.com/")
+        assert env["base_image"].split("/")[0].endswith(".cr.aliyuncs.com")
+        assert f"-i {env['pip_index']}" in files["Dockerfile"]
+    else:
+        assert env["weights_source"] == "huggingface"
+
+
+@pytest.mark.parametrize("name", [n for n in MATRIX if not n.endswith("singapore")])
+def test_a_mainland_bundle_names_no_host_a_mainland_node_cannot_reach(name, rendered):
+    files = rendered[name]
+    assert json.loads(files["plan.json"])["environment"]["scope"] == "mainland"
+    hits = [(path, m.group(1)) for path, text in files.items() if path != "plan.json"
+            for m in FORBIDDEN.finditer(text)]
+    assert not hits, hits
+    env = json.loads(files["plan.json"])["environment"]
+    assert set(env["forbidden_hosts"]) >= {"docker.io", "nvcr.io", "huggingface.co"}
+
+
+def test_outside_the_mainland_the_same_image_comes_from_its_nearest_copy():
+    assert mirror_region("cn-shanghai") == "cn-hangzhou" and mirror_region("cn-zhangjiakou") == "cn-beijing"
+    assert mirror_region("ap-southeast-1") == "us-west-1"
+    e = node_environment(region="ap-southeast-1", slug="x", stack="training")
+    assert e.base_image.startswith("modelscope-registry.us-west-1.cr.aliyuncs.com/") and e.pip_index == \
+        "https://pypi.org/simple"
+
+
+def test_every_stack_and_image_carries_its_sources():
+    data = environments()
+    for image in data["images"].values():
+        assert image["sources"] and image["python"] and image["cuda"] and image["torch"]
+        assert f"py{image['python'].replace('.', '')}" in image["tag"] and f"cuda{image['cuda']}" in image["tag"]
+        assert f"torch{image['torch']}" in image["tag"]
+    for stack in data["stacks"].values():
+        assert stack["image"] in data["images"] and stack["requirements"]
+
+
+def test_the_node_image_runs_the_rehearsals_python():
+    """The CPU rehearsal (`./launch.sh --smoke` in the tests) runs the Python minor version the node image declares
+    (ModelScope's py311 image was chosen for it; data/environments.yaml)."""
+    declared = {img["python"] for img in environments()["images"].values()}
+    assert declared == {f"{sys.version_info.major}.{sys.version_info.minor}"}, \
+        f"the node image runs Python {declared}, this rehearsal runs {sys.version.split()[0]}"
