@@ -16,8 +16,7 @@ from dataclasses import dataclass, fields
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.units import GIB, MIB
 from gpuplan.i18n import N_, _
@@ -294,8 +293,8 @@ def parse_gpu_catalog(data: object) -> _Catalog:
 def _catalog() -> _Catalog:
     path = resources.files("gpuplan") / "data" / "gpus.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        data = load_data(path)
+    except (OSError, ValueError) as exc:
         raise GpuplanError(_("Cannot read the GPU catalog: {exc}").format(exc=exc), hint=_("Reinstall gpuplan.")) from exc
     return parse_gpu_catalog(data)
 

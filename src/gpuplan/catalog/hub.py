@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -70,6 +68,8 @@ def cache_path(hub: str, repo: str, cache_dir: str | os.PathLike | None = None) 
 
 def urllib_fetcher(url: str, timeout_s: float = 15.0) -> bytes:
     """The default fetcher: one HTTPS GET (a token in HF_TOKEN is sent for gated repos)."""
+    import urllib.request   # only when fetching: urllib.request costs a cold start 60 ms
+
     req = urllib.request.Request(url, headers={"User-Agent": "gpuplan"})
     token = os.environ.get("HF_TOKEN")
     if token and "huggingface" in url:
@@ -127,7 +127,7 @@ def resolve_remote(ref: str, *, fetcher: Fetcher | None = None, cache_dir: str |
             return None
         try:
             raw = (fetcher or urllib_fetcher)(url)
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:   # urllib's URLError is an OSError
             raise GpuplanError(_("Could not download {url}: {exc}.").format(url=url, exc=exc),
                                hint=_("Check the model id and the network, set HF_TOKEN for gated repos, or pass a "
                                       "local config.json path. Unset {env} to use the bundled library only.").format(

@@ -6,8 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.catalog.instances import DEFAULT_CLOUD, available_clouds, check_cloud, data_root
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.i18n import N_, _
@@ -20,7 +19,7 @@ def load_regions(cloud: str = DEFAULT_CLOUD) -> dict[str, str]:
     path = data_root() / "clouds" / cloud / "regions.yaml"
     if not path.is_file():
         return {}
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    doc = load_data(path) or {}
     return {str(k).lower(): str(v) for k, v in (doc.get("regions") or {}).items()}
 
 
@@ -31,7 +30,7 @@ def default_region(cloud: str = DEFAULT_CLOUD) -> str | None:
     path = data_root() / "clouds" / cloud / "regions.yaml"
     if not path.is_file():
         return None
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    doc = load_data(path) or {}
     return str(doc["default"]).lower() if doc.get("default") else None
 
 
