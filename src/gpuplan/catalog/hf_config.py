@@ -54,7 +54,7 @@ class _Cfg:
             return number
         if default is not None or not required:
             return default
-        raise GpuplanError(_("Model config {name!r} lacks {key}.").format(name=self.name, key=keys[0]), hint=MIN_KEYS_HINT, field=keys[0])
+        raise GpuplanError(_("Model config {name!r} lacks {key}.").format(name=self.name, key=keys[0]), hint=_(MIN_KEYS_HINT), field=keys[0])
 
     def bool(self, key: str, default: bool) -> bool:
         value = self.raw.get(key)
@@ -116,7 +116,7 @@ def _ffn_width(c: _Cfg, t: str, hidden: int) -> int:
         if ffn is None:
             if not c.has("moe_intermediate_size"):
                 raise GpuplanError(_("Model config {name!r} lacks intermediate_size.").format(name=name),
-                                   hint=MIN_KEYS_HINT, field="intermediate_size")
+                                   hint=_(MIN_KEYS_HINT), field="intermediate_size")
             ffn = c.int("moe_intermediate_size")
     assert ffn is not None
     return ffn // 2 if t == "qwen" else ffn  # QWen v1: config intermediate_size is twice the width of w1/w2
@@ -251,7 +251,7 @@ def _attention_kind(heads: int, kv: int, mla: MLASpec | None) -> str:
 def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> ModelSpec:
     """Build a ModelSpec from the keys of a Hugging Face config.json (any keys accepted)."""
     if not isinstance(cfg, Mapping):
-        raise GpuplanError(_("Model config {name!r} must be a mapping of config.json keys.").format(name=name), hint=MIN_KEYS_HINT)
+        raise GpuplanError(_("Model config {name!r} must be a mapping of config.json keys.").format(name=name), hint=_(MIN_KEYS_HINT))
     flat, towers = _flatten_config(cfg)
     raw_type = flat.get("model_type")
     t = (raw_type if isinstance(raw_type, str) else "").lower().replace("-", "_")
@@ -264,7 +264,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     assert layers is not None and hidden is not None and heads is not None and vocab is not None
     if heads == 0 or layers == 0 or hidden == 0:
         raise GpuplanError(_("Model config {name!r}: layers, hidden size and heads must be positive.").format(name=name),
-                           hint=MIN_KEYS_HINT)
+                           hint=_(MIN_KEYS_HINT))
     ffn = _ffn_width(c, t, hidden)
     kv = _kv_heads(c, t, heads)
     head_dim = _head_dim(c, hidden, heads)
@@ -306,7 +306,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     )
     if position == "learned" and not spec.max_position_embeddings:
         raise GpuplanError(_("Model config {name!r} lacks max_position_embeddings (learned positions).").format(name=name),
-                           hint=MIN_KEYS_HINT, field="max_position_embeddings")
+                           hint=_(MIN_KEYS_HINT), field="max_position_embeddings")
     return validate_spec(spec)
 
 

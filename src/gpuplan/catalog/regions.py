@@ -71,7 +71,7 @@ def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = 
                 hint = _("{hint} To plan on {owner}, choose that cloud (constraints.clouds: [{other}]).").format(
                     hint=hint, owner=cloud_name(other), other=other)
             else:
-                message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=names[0]) if len(names) == 1
+                message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=cloud_name(names[0])) if len(names) == 1
                            else _("Unknown region {raw!r}.").format(raw=raw))
             raise GpuplanError(message, hint=hint, field="constraints.regions", kind="region")
         out.append(r)

@@ -16,6 +16,7 @@ import typer
 # Importing a command module registers its commands on `app`; --help lists them in import order.
 from gpuplan.cli import listing, planning, machine, bundle, frontends  # noqa: F401  (keep this order)
 from gpuplan.cli.common import _Exit, app
+from gpuplan.cli.help import help_text, wants_help
 from gpuplan.cli.usage import _argv_lang, _usage_error
 from gpuplan.i18n import _
 
@@ -26,8 +27,18 @@ def main() -> None:
     # validator (typer's option parsing and the workload model): 50 ms of a cold start that gpuplan, which
     # uses no pydantic plugin, never needs. An explicit setting in the environment is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
+    from gpuplan.cli import common
+
+    common.ROOT_LANG[0] = None
+    args = sys.argv[1:]
+    if wants_help(args):    # in the language of the command line, which click's own help cannot do
+        try:
+            sys.stdout.write(help_text(args, _argv_lang()))
+        except BrokenPipeError:   # pragma: no cover - `gpuplan --help | head`
+            pass
+        sys.exit(0)
     try:
-        app(standalone_mode=False)
+        app(args=args, prog_name="gpuplan", standalone_mode=False)
     except _Exit as e:
         sys.exit(e.code)
     except typer.Exit as e:
