@@ -269,7 +269,7 @@ class Workload(_Strict):
         if isinstance(v, str):
             low = v.strip().lower()
             if info.field_name == "task" and low in AMBIGUOUS_TASKS:
-                raise ValueError(_("it names more than one task"))
+                read_task(v)   # raises the refusal every door gives (a GpuplanError passes through pydantic)
             return _NAME_ALIASES.get(info.field_name or "", {}).get(low, low)
         return v
 
