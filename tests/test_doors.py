@@ -72,7 +72,7 @@ def page_bodies() -> dict[str, dict[str, Any]]:
         pytest.skip("no JavaScript runtime (node or playwright's) for the page's request builder")
     names = list(GOOD)
     bodies = page_requests([(GOOD[n][1], PAGE_EXTRA.get(n)) for n in names])
-    return dict(zip(names, bodies))
+    return dict(zip(names, bodies, strict=True))
 
 
 def _plans(doc: dict[str, Any]) -> list[tuple]:

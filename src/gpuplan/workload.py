@@ -97,13 +97,21 @@ def _leaf_types(ann: Any) -> set[Any]:
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
-    @field_validator("*", mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _no_bool_for_numbers(cls, v: Any, info: ValidationInfo) -> Any:
-        """pydantic's lax mode reads true as 1 and false as 0: a number field refuses booleans instead."""
-        if isinstance(v, bool) and info.field_name in _numeric_fields(cls):
-            raise ValueError(_("it takes a number, not {value}").format(value=str(v).lower()))
-        return v
+    def _no_bool_for_numbers(cls, data: Any, handler: Any) -> Any:
+        """pydantic's lax mode reads true as 1 and false as 0: a number field refuses booleans instead (the
+        error names the field, as pydantic's own do)."""
+        if isinstance(data, dict):
+            for name in _numeric_fields(cls):
+                if isinstance(data.get(name), bool):
+                    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+                    error = PydanticCustomError("number_not_bool", _("it takes a number, not {value}").format(
+                        value=str(data[name]).lower()))
+                    raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
+                        type=error, loc=(name,), input=data[name])])
+        return handler(data)
 
 
 class LoraSpec(_Strict):

@@ -14,7 +14,7 @@ import {
   showModelList, toggleTaskFields, updateUrl,
 } from "./form.js";
 import { planFacts } from "./facts.js";
-import { $, el, fmtDuration, fmtGiB, fmtMoney, fmtNum, fmtPct, GIB, nobreak, state, t, TRAINING, unique } from "./util.js";
+import { $, el, fmtDuration, fmtGiB, fmtMoney, fmtNum, fmtPct, GIB, joinUnits, nobreak, state, t, TRAINING, unique } from "./util.js";
 
 /* ---------------------------------------------------------------- i18n */
 function applyLang(lang, refetch) {
@@ -304,8 +304,9 @@ function fillList(id, items) {
 
 const PLAN_REF = /\b(plan|方案) ?(\d+)\b/g;
 
-function sentenceItem(text) {
+function sentenceItem(raw) {
   const li = el("li");
+  const text = joinUnits(raw);
   const shown = new Map(((state.doc || {}).plans || []).map((p, i) => [String(p.rank), i]));
   let last = 0;
   for (const m of String(text).matchAll(PLAN_REF)) {
@@ -342,9 +343,9 @@ function render() {
   $("output").hidden = false;
   const plans = doc.plans || [];
   const stats = doc.search || {};
-  $("status").textContent = plans.length
+  $("status").textContent = joinUnits(plans.length
     ? t("found", { n: plans.length, c: stats.candidates ?? "?", s: fmtNum(stats.elapsed_s ?? 0, 2) })
-    : t("no_plans");
+    : t("no_plans"));
   const serving = isServing(doc);
   $("col-time").textContent = t(serving ? "col_latency" : "col_time");
   const tbody = $("plans").querySelector("tbody");
@@ -390,10 +391,10 @@ function render() {
   $("plans").hidden = plans.length === 0;
   $("download").hidden = plans.length === 0;
   const sel = plans[state.selected];
-  $("headline").textContent = sel && sel.why && sel.why.length ? sel.why[0] : "";   // the rest of why[] is listed below
-  $("ranking-basis").textContent = doc.ranking_basis ? t("ranking_basis", { basis: doc.ranking_basis }) : "";
+  $("headline").textContent = sel && sel.why && sel.why.length ? joinUnits(sel.why[0]) : "";   // the rest of why[] is listed below
+  $("ranking-basis").textContent = doc.ranking_basis ? joinUnits(t("ranking_basis", { basis: doc.ranking_basis })) : "";
   $("ranking-basis").hidden = !doc.ranking_basis;
-  $("price-note").textContent = sel ? priceNote(sel, plans) : "";
+  $("price-note").textContent = sel ? joinUnits(priceNote(sel, plans)) : "";
   const headline = sel && sel.why && sel.why.length ? sel.why[0] : null;
   fillList("why", sel ? unique(sel.why.slice(1).concat((sel.recipe || {}).why || [], sel.warnings || []))
     .filter((x) => x !== headline) : []);
@@ -406,7 +407,7 @@ function render() {
   binding.hidden = plans.length > 0;
   const bl = binding.querySelector("ul");
   bl.replaceChildren();
-  for (const b of doc.binding_constraints || []) bl.appendChild(el("li", null, b.text || JSON.stringify(b)));
+  for (const b of doc.binding_constraints || []) bl.appendChild(el("li", null, joinUnits(b.text || JSON.stringify(b))));
   drawCharts(doc, sel);
 }
 

@@ -235,6 +235,12 @@ export function nobreak(text) {
   return out;
 }
 
+/* The server's sentences as the page shows them: every figure keeps its unit on its line ("72.0 GiB", "85 毫秒"). */
+const UNIT_AFTER = /(\d)[ \u00a0]+(ms|s|min|h|days?|hours?|GiB|MiB|GB|TB|TFLOP\/s|TFLOPS|tokens?\/s|req\/s|%|毫秒|秒|分钟|小时|天|个月|月)(?![A-Za-z])/g;
+export function joinUnits(text) {
+  return String(text).replace(UNIT_AFTER, (m, d, unit) => d + nobreak(" " + unit));
+}
+
 /* Each item once, in order. */
 export function unique(items) { return [...new Set(items || [])]; }
 
