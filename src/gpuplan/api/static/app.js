@@ -261,12 +261,13 @@ function layoutText(p) {
 
 function isServing(doc) { return !TRAINING.has((doc.workload || {}).task) && !(doc.workload || {}).dataset; }
 
+/* [amount, per what] : the period goes on the cell's second line, so the amount never wraps. */
 function planCost(p) {
-  if (p.total_cost !== null && p.total_cost !== undefined) return fmtMoney(p.total_cost, p.currency);
-  if (p.monthly_cost !== null && p.monthly_cost !== undefined) return nobreak(fmtMoney(p.monthly_cost, p.currency) + " " + t("per_month"));
+  if (p.total_cost !== null && p.total_cost !== undefined) return [fmtMoney(p.total_cost, p.currency), ""];
+  if (p.monthly_cost !== null && p.monthly_cost !== undefined) return [fmtMoney(p.monthly_cost, p.currency), nobreak(t("per_month"))];
   if (p.cost_per_billion_tokens !== null && p.cost_per_billion_tokens !== undefined)
-    return nobreak(fmtMoney(p.cost_per_billion_tokens, p.currency) + " " + t("per_btok"));
-  return "–";
+    return [fmtMoney(p.cost_per_billion_tokens, p.currency), nobreak(t("per_btok"))];
+  return ["–", ""];
 }
 /* [main line, second line]; a label and its figure stay on one line (nobreak), the two figures may wrap apart. */
 function planTime(p, doc) {
@@ -359,6 +360,7 @@ function render() {
     if (p.pareto) tr.classList.add("pareto");
     const est = priceIsEstimate(p);
     const [time, timeSub] = planTime(p, doc);
+    const [cost, costSub] = planCost(p);
     // [column key, main text, second line, class]: the second line keeps the table narrow enough for
     // 1280 px; under 760 px the CSS turns each row into a card labelled by data-label.
     const cells = [["col_rank", String(p.rank)],
@@ -367,7 +369,7 @@ function render() {
                    ["col_billing", t("b_" + p.billing)],
                    ["col_price", (est ? "~" : "") + fmtMoney(p.price_per_hour, p.currency), est ? t("estimated") : "", "num"],
                    [serving ? "col_latency" : "col_time", time, timeSub, "num wrap"],
-                   ["col_cost", (est ? "~" : "") + planCost(p), "", "num wrap"],
+                   ["col_cost", (est ? "~" : "") + cost, costSub, "num wrap"],
                    ["col_memory", fmtNum((p.memory_per_gpu_bytes ?? NaN) / GIB, 1) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "", "num"]];
     for (const [key, text, sub, cls] of cells) {
       const td = el("td", cls ? { class: cls, "data-label": t(key) } : { "data-label": t(key) });
