@@ -32,7 +32,10 @@ _ALLOWED_GLOBALS = {("datetime", "date"), ("datetime", "datetime"), ("datetime",
 
 
 class _Readable(Protocol):
-    name: str
+    """A data file: a path or an importlib.resources Traversable."""
+
+    @property
+    def name(self) -> str: ...
 
     def read_bytes(self) -> bytes: ...
 
