@@ -1,7 +1,7 @@
 """Cold-start benchmark: how long a fresh `gpuplan` process takes for `estimate` and `recommend`, as a ratio
 of the bare CLI's start (`gpuplan --version`: Python, typer and the command table, nothing else).
 
-Usage: python bench/cold_start.py [--runs 9] [--out bench/results/cold_start.md]
+Usage: python bench/cold_start.py [--runs 9] [--instructions] [--out bench/results/cold_start.md]
 
 Each command runs in a new process, `--runs` times, after one warm-up run (so the bytecode and the compiled
 data files, `<cache>/compiled/`, exist: what every run after the first one on a machine sees). It reports the
@@ -10,6 +10,8 @@ ratios to the bare start: the targets are `estimate` within 2x and `recommend` w
 time is the figure to compare on a busy machine (other processes stretch wall time, not CPU time). A
 "first run" line measures the same commands with an empty cache folder (YAML parsed, then compiled).
 hyperfine is used for the wall times when it is installed; the CPU times always come from this script.
+``--instructions`` also counts the instructions each command executes under valgrind (callgrind), which no
+other process changes: the steadiest ratio on a shared machine (slow: about a minute per command).
 """
 
 from __future__ import annotations
@@ -70,7 +72,21 @@ def _hyperfine(args: list[str], runs: int, env: dict[str, str]) -> list[float] |
         return list(json.loads(out.read_text())["results"][0]["times"])
 
 
-def measure(runs: int) -> dict[str, dict[str, float]]:
+def _instructions(args: list[str], env: dict[str, str]) -> float | None:
+    """Instructions one `gpuplan ARGS` process executes (valgrind --tool=callgrind), or None without valgrind."""
+    exe = shutil.which("valgrind")
+    if exe is None:
+        return None
+    proc = subprocess.run([exe, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m",
+                           "gpuplan.cli", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    for line in proc.stderr.splitlines():
+        if "Collected :" in line:
+            return float(line.rsplit(":", 1)[1].replace(",", "").strip())
+    return None
+
+
+def measure(runs: int, instructions: bool = False) -> dict[str, dict[str, float]]:
     env = _env()
     results: dict[str, dict[str, float]] = {}
     for name, args in COMMANDS.items():
@@ -85,6 +101,9 @@ def measure(runs: int) -> dict[str, dict[str, float]]:
             walls = hf
         results[name] = {"wall_min": min(walls), "wall_median": statistics.median(walls), "cpu_min": min(cpus),
                          "cpu_median": statistics.median(cpus)}
+        counted = _instructions(args, env) if instructions else None
+        if counted is not None:
+            results[name]["instructions"] = counted
     with tempfile.TemporaryDirectory() as cache:   # the first run on a machine: YAML parsed and compiled
         first = {name: _run(args, _env(cache))[1] for name, args in COMMANDS.items()}
     for name, cpu in first.items():
@@ -108,6 +127,14 @@ def report(results: dict[str, dict[str, float]], runs: int) -> str:
         verdict = "" if target is None else (f"<= {target:g}x: {'met' if ratio <= target else 'missed'}")
         lines.append(f"| {name} | {r['cpu_median']:.3f} s | {r['cpu_min']:.3f} s | {r['wall_median']:.3f} s | "
                      f"{r['wall_min']:.3f} s | {ratio:.2f}x | {verdict} | {r['cpu_first']:.3f} s |")
+    if all("instructions" in r for r in results.values()):
+        lines += ["", "Instructions executed (valgrind callgrind; the same on an idle or a busy machine):", "",
+                  "| command | instructions | ratio | target |", "|---|---|---|---|"]
+        for name, r in results.items():
+            ratio = r["instructions"] / bare["instructions"]
+            target = TARGETS.get(name)
+            verdict = "" if target is None else f"<= {target:g}x: {'met' if ratio <= target else 'missed'}"
+            lines.append(f"| {name} | {r['instructions'] / 1e6:,.0f} M | {ratio:.2f}x | {verdict} |")
     lines += ["", "Commands: " + "; ".join(f"`gpuplan {' '.join(a)}`".replace(str(ROOT) + "/", "")
                                           for a in COMMANDS.values()) + ".", ""]
     return "\n".join(lines)
@@ -116,9 +143,10 @@ def report(results: dict[str, dict[str, float]], runs: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--instructions", action="store_true", help="also count instructions under valgrind")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "cold_start.md")
     ns = ap.parse_args()
-    results = measure(ns.runs)
+    results = measure(ns.runs, ns.instructions)
     text = report(results, ns.runs)
     ns.out.parent.mkdir(parents=True, exist_ok=True)
     ns.out.write_text(text, encoding="utf-8")

@@ -313,3 +313,20 @@ def test_words_inside_chinese_sentences_are_chinese(monkeypatch, capsys):
     assert "third-party" not in text and "official数据" not in text
     code, text = run_cli(["quick", "--params", "13B", "--task", "pretrain", "--lang", "zh"], monkeypatch, capsys)
     assert code in (0, 1) and "13B, 预训练" in text and "13B, pretrain" not in text, text
+
+
+def test_the_savings_plan_sentence_names_its_source_in_chinese():
+    """The savings plan's source kind is a word of the sentence ("third-party数据" was printed)."""
+    from types import SimpleNamespace
+
+    from gpuplan.i18n import localize, use_lang
+    from gpuplan.plan.billing import break_even_sentences, savings_plan
+
+    sp = savings_plan()
+    assert sp is not None
+    payg = SimpleNamespace(per_hour=10.0)
+    english = break_even_sentences(payg, None, sp, None, "CNY")
+    with use_lang("zh"):
+        chinese = break_even_sentences(payg, None, sp, None, "CNY")
+    for text in (chinese[0], localize(english[0], "zh")):
+        assert sp.kind not in text and english_sentences(text) == [], text
