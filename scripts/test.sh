@@ -33,5 +33,7 @@ bash scripts/install-test-tools.sh "$(command -v python)"
 # Static checks first (configured in pyproject.toml; see docs/architecture.md, "Checks").
 python -m ruff check src tests bench scripts
 python -m mypy
+# One worker per core; worksteal hands the long tests (the rehearsal smokes, minutes each) to idle workers
+# instead of leaving them queued behind one busy worker.
 WORKERS="${GPUPLAN_TEST_WORKERS:-auto}"
-python -m pytest -q -p no:cacheprovider -n "$WORKERS" "$@"
+python -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist worksteal "$@"
