@@ -330,3 +330,11 @@ def test_the_savings_plan_sentence_names_its_source_in_chinese():
         chinese = break_even_sentences(payg, None, sp, None, "CNY")
     for text in (chinese[0], localize(english[0], "zh")):
         assert sp.kind not in text and english_sentences(text) == [], text
+
+
+@pytest.mark.parametrize("args, usage", [([], "gpuplan [OPTIONS]"), (["catalog"], "gpuplan catalog [OPTIONS]"),
+                                         (["--lang", "zh"], "gpuplan [OPTIONS]")])
+def test_a_command_line_that_names_no_command_prints_the_help(args, usage, monkeypatch, capsys):
+    code, text = run_cli(args, monkeypatch, capsys)
+    assert code == 0 and usage in text.splitlines()[0], text
+    assert ("用法" in text) == ("zh" in args)

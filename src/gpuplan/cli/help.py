@@ -22,11 +22,18 @@ _DEFAULT_MSGID = N_("[default: {value}]")
 
 
 def wants_help(args: list[str]) -> bool:
-    """True for `--help` (before a `--`), and for a command line that names no command."""
+    """True for `--help` (before a `--`), and for a command line that names no command (`gpuplan`, `gpuplan
+    --lang zh`, `gpuplan catalog`)."""
+    from gpuplan.cli.common import app
+
     words = args[:args.index("--")] if "--" in args else args
     if "--help" in words:
         return True
-    return not [a for a in words if not a.startswith("-")] and not {"--version"} & set(words)
+    if "--version" in words:
+        return False
+    named = [a for i, a in enumerate(words) if not a.startswith("-") and not (i and words[i - 1] == "--lang")]
+    groups = {g.name for g in app.registered_groups}
+    return not named or (len(named) == 1 and named[0] in groups)
 
 
 def _group_commands(cmd: Any) -> dict[str, Any]:
