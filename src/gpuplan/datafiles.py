@@ -75,7 +75,10 @@ def _compiled_dir() -> Path | None:
         return None
     from gpuplan.cachedir import default_cache_dir
 
-    return default_cache_dir() / "compiled"
+    try:
+        return default_cache_dir() / "compiled"
+    except (RuntimeError, KeyError, OSError):   # no home folder to put a cache in: parse every time
+        return None
 
 
 def _compiled_path(folder: Path, name: str, raw: bytes) -> Path:
@@ -94,9 +97,10 @@ def _read_compiled(path: Path) -> tuple[bool, Any]:
 
 
 def _write_compiled(path: Path, value: Any) -> None:
+    """Write the compiled copy atomically (a temporary file renamed over it: readers see all or nothing)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         buf = io.BytesIO()
         pickle.dump(value, buf, protocol=pickle.HIGHEST_PROTOCOL)
         tmp.write_bytes(buf.getvalue())
@@ -104,7 +108,7 @@ def _write_compiled(path: Path, value: Any) -> None:
     except OSError:   # a read-only or full cache folder: parse again next time
         try:
             tmp.unlink(missing_ok=True)
-        except (OSError, UnboundLocalError):
+        except OSError:
             pass
 
 
