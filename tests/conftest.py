@@ -11,6 +11,11 @@ def _isolated_config_dir(tmp_path_factory):
     patch.setenv("GPUPLAN_CONFIG_DIR", str(tmp_path_factory.mktemp("gpuplan-config")))
     # An unknown model id must never reach a real hub from a test: the hub tests inject a fake fetcher.
     patch.setenv("GPUPLAN_OFFLINE", "1")
+    # Tables are as wide as COLUMNS says (160 on a pipe without it). pytest-xdist's workers start with COLUMNS=80
+    # in their environment, which a single-process run does not have: every test sees the same width unless it
+    # sets COLUMNS itself (monkeypatch), however the tests are run.
+    patch.delenv("COLUMNS", raising=False)
+    patch.delenv("LINES", raising=False)
     yield
     patch.undo()
 

@@ -56,7 +56,7 @@ _EXPECTED = {
     "memory_headroom": "a fraction of GPU memory from 0 to below 1, e.g. 0.02",
     "price_files": "a list of price file paths",
     "params_b": "a parameter count: a positive number of billions (7) or text such as '7B' or '350M'",
-    "task": "a task name: train, finetune, lora, qlora or infer",
+    "task": "a task name: pretrain, full, lora, qlora or inference (infer)",
     "out_dir": "a folder path",
     "pick": "an integer from 1 to 20",
     "force": "True or False",

@@ -28,6 +28,7 @@ from typing import Any, TextIO, get_args
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, tr
+from gpuplan.units import parse_amount
 
 TASKS = ("lora", "qlora", "full", "pretrain", "inference")
 MODES = ("online", "batch")
@@ -45,14 +46,10 @@ class Question:
 
 
 def _task(s: str) -> str:
-    low = s.strip().lower()
-    aliases = {"infer": "inference", "serve": "inference", "serving": "inference", "finetune": "full",
-               "train": "pretrain", "推理": "inference", "部署": "inference", "微调": "lora", "预训练": "pretrain",
-               "全参": "full", "全参微调": "full"}
-    low = aliases.get(low, low)
-    if low not in TASKS:
-        raise ValueError(N_("one of: lora, qlora, full, pretrain, inference"))
-    return low
+    """The workload's own task words (gpuplan.workload.read_task): `train` or 微调 (two meanings) asks again."""
+    from gpuplan.workload import read_task
+
+    return read_task(s)
 
 
 def _model(s: str) -> str:
@@ -85,32 +82,33 @@ def _mode(s: str) -> str:
     return low
 
 
-def _positive(kind: type) -> Callable[[str], Any]:
+def _amount(kind: str, whole: bool = False) -> Callable[[str], Any]:
+    """An answer read by gpuplan.units.parse_amount ("5万", "1.5e9", "3天", "¥2000"...); ``whole``: an integer."""
     def parse(s: str) -> Any:
-        try:
-            v = kind(float(s.replace(",", "").replace("_", "")))
-        except (ValueError, OverflowError):
-            raise ValueError(N_("a positive number")) from None
-        if not v > 0 or v != v or v == float("inf"):
-            raise ValueError(N_("a positive number"))
-        return v
+        value = parse_amount(s, kind)          # ValueError(msgid of the expected form)
+        if whole:
+            if abs(value - round(value)) > 1e-9 * max(1.0, value):
+                raise ValueError(N_("a whole number such as 50000, 5万 or 50k"))
+            return int(round(value))
+        return value
     return parse
 
 
-def _optional_positive(kind: type) -> Callable[[str], Any]:
-    def parse(s: str) -> Any:
+def _optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse``, or None for 'none' / 不限 / an empty answer (no limit)."""
+    def read(s: str) -> Any:
         low = s.strip().lower()
-        if low in ("", "none", "no", "-", "无", "不限"):
+        if low in ("", "none", "no", "-", "无", "不限", "没有"):
             return None
-        return _positive(kind)(s)
-    return parse
+        return parse(s)
+    return read
 
 
-_BUDGET = Question("budget", N_("Budget in CNY ('none' for no limit)"), "none", "5000", _optional_positive(float))
+_BUDGET = Question("budget", N_("Budget in CNY ('none' for no limit)"), "none", "5000", _optional(_amount("money")))
 _DEADLINE = Question("deadline_hours", N_("Deadline (hours, 'none' for no limit)"), "none", "48",
-                     _optional_positive(float))
-_PROMPT = Question("prompt_tokens", N_("Prompt tokens per request"), "1024", "2048", _positive(int))
-_OUTPUT = Question("output_tokens", N_("Output tokens per request"), "256", "512", _positive(int))
+                     _optional(_amount("hours")))
+_PROMPT = Question("prompt_tokens", N_("Prompt tokens per request"), "1024", "2048", _amount("count", whole=True))
+_OUTPUT = Question("output_tokens", N_("Output tokens per request"), "256", "512", _amount("count", whole=True))
 
 
 def questions(answers: dict[str, Any] | None = None) -> list[Question]:
@@ -122,21 +120,22 @@ def questions(answers: dict[str, Any] | None = None) -> list[Question]:
     task = answers.get("task")
     if task != "inference":
         return head + [
-            Question("samples", N_("Dataset size (samples)"), "100000", "50000", _positive(int)),
-            Question("tokens_per_sample", N_("Tokens per sample"), "1024", "2048", _positive(int)),
-            Question("epochs", N_("Epochs"), "1", "3", _positive(float)), _DEADLINE, _BUDGET]
+            Question("samples", N_("Dataset size (samples)"), "100000", "50000", _amount("count", whole=True)),
+            Question("tokens_per_sample", N_("Tokens per sample"), "1024", "2048", _amount("count", whole=True)),
+            Question("epochs", N_("Epochs"), "1", "3", _amount("number")), _DEADLINE, _BUDGET]
     head += [Question("quantization", N_("Weight quantization: none, int8, int4, awq, gptq-int4 or fp8"), "none",
                       "awq", _quantization),
              Question("mode", N_("Online service or offline batch job: online or batch"), "online", "batch", _mode)]
     if answers.get("mode") == "batch":
-        return head + [Question("items", N_("Requests to process in the job"), "100000", "1000000", _positive(int)),
+        return head + [Question("items", N_("Requests to process in the job"), "100000", "1000000",
+                                _amount("count", whole=True)),
                        _PROMPT, _OUTPUT, _DEADLINE, _BUDGET]
     return head + [
-        Question("rate", N_("Peak requests per second"), "1", "5", _positive(float)),
+        Question("rate", N_("Peak requests per second"), "1", "5", _amount("count")),
         Question("concurrency", N_("Concurrent requests per replica ('none' to size from the rate)"), "none", "16",
-                 _optional_positive(int)),
+                 _optional(_amount("count", whole=True))),
         _PROMPT, _OUTPUT,
-        Question("ttft_ms", N_("Time-to-first-token target (ms)"), "2000", "1000", _positive(float)), _BUDGET]
+        Question("ttft_ms", N_("Time-to-first-token target (ms)"), "2000", "1000", _amount("ms")), _BUDGET]
 
 
 def build_workload(answers: dict[str, Any]) -> dict[str, Any]:

@@ -57,13 +57,36 @@ class GpuplanError(Exception):
         return self.message
 
 
-_SENTENCE = re.compile(r"[^.!?。！？]*(?:[.!?。！？](?=\s|$)|$)\s*")
+# A sentence ends at . ! ? followed by white space and then not a lower-case letter (or at the end), or at
+# a Chinese 。！？; a full stop inside a word or number (Qwen2.5, constraints.clouds, 0.5) or after an
+# abbreviation (e.g., i.e.) ends nothing.
+_END = re.compile(r"[.!?](?=\s+(?![a-z])|\s*$)|[。！？]")
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "incl.", "no.")
 _CLI_WORDS = re.compile(r"`gpuplan[ `]|(?<![\w-])--[a-z]|GPUPLAN_[A-Z_]+=|\bpip install\b")
+
+
+def split_sentences(text: str) -> list[str]:
+    """``text`` cut into whole sentences, each with its end mark and the white space after it; joined
+    again they give ``text`` back."""
+    parts: list[str] = []
+    start = 0
+    for m in _END.finditer(text or ""):
+        words = text[start:m.end()].split()
+        if words and words[-1].lower().lstrip("(\"'`").endswith(_ABBREVIATIONS) and m.end() < len(text.rstrip()):
+            continue
+        end = m.end()
+        while end < len(text) and text[end].isspace():
+            end += 1
+        parts.append(text[start:end])
+        start = end
+    if start < len(text or ""):
+        parts.append(text[start:])
+    return parts
 
 
 def _strip_cli(hint: str) -> str:
     """Drop the sentences of a hint that tell the user to run a command line (the page cannot)."""
-    kept = [s for s in _SENTENCE.findall(hint or "") if s.strip() and not _CLI_WORDS.search(s)]
+    kept = [s for s in split_sentences(hint or "") if s.strip() and not _CLI_WORDS.search(s)]
     return "".join(kept).strip()
 
 

@@ -79,7 +79,9 @@ FIELD_LABELS: dict[str, str] = {
 VALUE_WORDS = (N_("True"), N_("False"))
 _ENUM_WORDS = {("objective", "cost"): N_("lowest cost"), ("objective", "time"): N_("fastest"),
                ("objective", "balanced"): N_("balanced"), ("quantization", "none"): N_("none"),
-               ("kv_cache_dtype", "auto"): N_("auto (the model's dtype)")}
+               ("kv_cache_dtype", "auto"): N_("auto (the model's dtype)"),
+               ("task", "inference"): N_("inference (serving)"), ("task", "pretrain"): N_("pre-training"),
+               ("task", "full"): N_("full fine-tuning"), ("task", "lora"): N_("LoRA"), ("task", "qlora"): N_("QLoRA")}
 
 
 def field_label(key: str, lang: str | None = None, *, with_key: bool = False) -> str:

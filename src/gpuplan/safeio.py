@@ -27,37 +27,28 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
+from gpuplan.input_limits import (  # noqa: F401 - re-exported: the limits live in one module
+    MAX_BATCH_FILE_BYTES,
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_NODES,
+    MAX_WORKLOAD_FILE_BYTES,
+    size_text,
+)
 
 # The `what` labels callers pass (translated when the message is made).
 _LABELS = (N_("file"), N_("JSON file"), N_("workload file"), N_("price file"), N_("cached price file"),
            N_("model config"), N_("input"))
 
-MAX_BYTES = 20_000_000  # any user file; the REST API has its own, smaller request limit
-# A YAML workload file: a workload is < 2 KiB, one with an inline config.json < 16 KiB. PyYAML parses
-# a few hundred KB a second, so this bound keeps the worst file under a second (JSON Lines batches of
-# many workloads are parsed as JSON and may be up to MAX_BYTES).
-MAX_YAML_WORKLOAD_BYTES = 256 * 1024
-MAX_DEPTH = 64  # a workload is 3 levels deep, a Hugging Face config.json about 4
-MAX_NODES = 200_000  # expanded YAML nodes (scalars + collections), aliases counted every time they are used
-MAX_INT_DIGITS = 100  # far above any count gpuplan reads (tokens, bytes, parameters)
 _CHUNK = 1 << 16
 
 
 def _display(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     return text if len(text) <= 200 else text[:197] + "..."
-
-
-def size_text(n_bytes: int) -> str:
-    """A byte limit as people read it: '256 KiB', '20 MB'."""
-    if n_bytes % 1_000_000 == 0:
-        return f"{n_bytes // 1_000_000} MB"
-    return f"{n_bytes // 1024} KiB" if n_bytes >= 1024 else f"{n_bytes} B"
 
 
 def read_bytes_bounded(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES) -> bytes:
@@ -152,116 +143,6 @@ def read_stdin_bounded(what: str = "input", max_bytes: int = MAX_BYTES) -> str:
 
 # --------------------------------------------------------------------------------------------- YAML
 
-
-class LimitedYamlLoader(yaml.SafeLoader):
-    """PyYAML's SafeLoader with a nesting limit, an expanded-size limit and YAML 1.2 floats (``2e9``)."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self._depth = 0
-
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark
-                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_document(self, node: Node) -> Any:
-        _check_expanded_size(node)
-        return super().construct_document(node)
-
-
-LimitedYamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                |\.[0-9_]+(?:[eE][-+][0-9]+)?
-                |[-+]?\.(?:inf|Inf|INF)
-                |\.(?:nan|NaN|NAN))$""", re.VERBOSE),
-    list("-+0123456789."),
-)
-
-
-def _construct_int(loader: yaml.SafeLoader, node: ScalarNode) -> int:
-    text = str(loader.construct_scalar(node))
-    if sum(ch.isdigit() for ch in text) > MAX_INT_DIGITS:
-        raise yaml.constructor.ConstructorError(None, None, f"an integer with more than {MAX_INT_DIGITS} digits",
-                                                node.start_mark)
-    try:
-        return int(yaml.SafeLoader.construct_yaml_int(loader, node))
-    except (ValueError, IndexError, TypeError):
-        raise yaml.constructor.ConstructorError(None, None, f"invalid integer {text[:40]!r}", node.start_mark) from None
-
-
-def _construct_float(loader: yaml.SafeLoader, node: ScalarNode) -> float:
-    text = str(loader.construct_scalar(node))
-    if len(text) > 400:
-        raise yaml.constructor.ConstructorError(None, None, "a number longer than 400 characters", node.start_mark)
-    try:
-        return float(yaml.SafeLoader.construct_yaml_float(loader, node))
-    except (ValueError, IndexError, TypeError):
-        raise yaml.constructor.ConstructorError(None, None, f"invalid number {text[:40]!r}", node.start_mark) from None
-
-
-def _guarded(tag: str) -> None:
-    original = yaml.SafeLoader.yaml_constructors[tag]
-
-    def construct(loader: yaml.SafeLoader, node: Node) -> Any:
-        try:
-            return original(loader, node)
-        except yaml.YAMLError:
-            raise
-        except (ValueError, IndexError, TypeError, KeyError, OverflowError) as exc:
-            raise yaml.constructor.ConstructorError(None, None, f"invalid {tag.rsplit(':', 1)[-1]} value "
-                                                    f"({type(exc).__name__})", node.start_mark) from None
-
-    LimitedYamlLoader.add_constructor(tag, construct)
-
-
-LimitedYamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-LimitedYamlLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
-for _tag in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary",
-             "tag:yaml.org,2002:set", "tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs", "tag:yaml.org,2002:null"):
-    _guarded(_tag)
-
-
-def _check_expanded_size(root: Node) -> None:
-    """Refuse a document whose alias-expanded tree has more than MAX_NODES nodes, or that refers to
-    itself through an alias (memoized depth-first walk, no recursion)."""
-    size: dict[int, int] = {}
-    open_nodes: set[int] = set()  # on the current path: meeting one again means a recursive alias
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        node, finished = stack.pop()
-        key = id(node)
-        if isinstance(node, MappingNode):
-            kids: list[Node] = [n for pair in node.value for n in pair]
-        elif isinstance(node, SequenceNode):
-            kids = list(node.value)
-        else:
-            kids = []
-        if finished:
-            open_nodes.discard(key)
-            total = 1 + sum(size[id(k)] for k in kids)
-            if total > MAX_NODES:
-                raise yaml.composer.ComposerError(
-                    None, None, f"expands to more than {MAX_NODES:,} values (too many aliases)", node.start_mark)
-            size[key] = total
-            continue
-        if key in size:
-            continue
-        if key in open_nodes:
-            raise yaml.composer.ComposerError(None, None, "invalid recursive alias (a value that contains itself)",
-                                              node.start_mark)
-        open_nodes.add(key)
-        stack.append((node, True))
-        stack.extend((k, False) for k in kids if id(k) not in size)
-
-
 _OWN_PROBLEMS = ("nested more than", "expands to more than", "invalid recursive alias", "an integer with",
                  "a number longer", "invalid ")
 # The parser's details above, read back into catalog templates (the loader makes them in English).
@@ -290,6 +171,10 @@ def _detail_text(problem: str) -> str:
 
 def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
     """Parse YAML (or JSON, which is YAML) with the limits above; any failure is one GpuplanError."""
+    import yaml   # here, not at import: a command that reads no YAML never pays for it
+
+    from gpuplan.safeyaml import LimitedYamlLoader
+
     try:
         return yaml.load(text, Loader=LimitedYamlLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:

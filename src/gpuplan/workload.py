@@ -30,12 +30,22 @@ from gpuplan.catalog.gpu_inline import GpuInlineSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.safeio import check_nesting
-from gpuplan.workload_errors import friendly_error
+from gpuplan.workload_errors import TASK_CHOICES, friendly_error
 from gpuplan.workload_files import BadLine
 
 Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
-TASK_ALIASES = {"train": "pretrain", "finetune": "full", "fine-tune": "full", "infer": "inference",
-                "serve": "inference", "serving": "inference", "sft": "full"}
+# Other names of the tasks, each with one meaning (every door reads them: workload files, flags, REST, the page,
+# `quick` and the wizard).
+TASK_ALIASES = {"infer": "inference", "serve": "inference", "serving": "inference", "推理": "inference",
+                "部署": "inference", "服务": "inference", "pre-train": "pretrain", "pretraining": "pretrain",
+                "预训练": "pretrain", "从头训练": "pretrain", "full-finetune": "full", "full-fine-tune": "full",
+                "full-ft": "full", "全参": "full", "全参微调": "full", "全量微调": "full", "lora微调": "lora",
+                "qlora微调": "qlora"}
+# Words that name more than one task: refused with the choices, never read silently as one of them
+# ("train" used to plan from-scratch pre-training for someone who meant to fine-tune).
+AMBIGUOUS_TASKS = frozenset({"train", "training", "训练", "finetune", "fine-tune", "fine-tuning", "finetuning", "sft",
+                             "微调", "tune"})
+
 Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Quantization = Literal["none", "int8", "int4", "gptq-int4", "gptq-int8", "awq", "fp8", "bnb-int8", "bnb-nf4"]
 QUANT_ALIASES = {"nf4": "bnb-nf4", "gptq": "gptq-int4", "awq-int4": "awq", "int4-awq": "awq", "w4a16": "int4",
@@ -64,8 +74,47 @@ Offload = Literal["none", "cpu", "nvme"]
 MAX_TOKENS = 10_000_000  # longer than any released context window
 
 
+_NUMERIC_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _numeric_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The fields of ``model`` that take numbers and not booleans (``seq_len``, ``budget``...)."""
+    found = _NUMERIC_FIELDS.get(model)
+    if found is None:
+        found = frozenset(name for name, info in model.model_fields.items()
+                          if _leaf_types(info.annotation) & {int, float} and bool not in _leaf_types(info.annotation))
+        _NUMERIC_FIELDS[model] = found
+    return found
+
+
+def _leaf_types(ann: Any) -> set[Any]:
+    args = getattr(ann, "__args__", None)
+    if args and getattr(ann, "__origin__", None) is not Literal and not isinstance(ann, type):
+        out: set[Any] = set()
+        for a in args:
+            out |= _leaf_types(a)
+        return out
+    return {ann}
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _no_bool_for_numbers(cls, data: Any, handler: Any) -> Any:
+        """pydantic's lax mode reads true as 1 and false as 0: a number field refuses booleans instead (the
+        error names the field, as pydantic's own do)."""
+        if isinstance(data, dict):
+            for name in _numeric_fields(cls):
+                if isinstance(data.get(name), bool):
+                    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+                    error = PydanticCustomError("number_not_bool", _("it takes a number, not {value}").format(
+                        value=str(data[name]).lower()))
+                    raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
+                        type=error, loc=(name,), input=data[name])])
+        return handler(data)
 
 
 class LoraSpec(_Strict):
@@ -228,10 +277,13 @@ class Workload(_Strict):
                      mode="before")
     @classmethod
     def _normalise_names(cls, v: Any, info: ValidationInfo) -> Any:
-        """Lower-case, then map the field's aliases (`finetune` -> full, `nf4` -> bnb-nf4, `hf` -> transformers,
-        `paged_adamw_8bit` -> paged-adamw-8bit); other fields only lower-case."""
+        """Lower-case, then map the field's aliases (`infer` -> inference, `nf4` -> bnb-nf4, `hf` -> transformers,
+        `paged_adamw_8bit` -> paged-adamw-8bit); other fields only lower-case. A task word with two meanings
+        (`train`, `finetune`) is refused with the choices."""
         if isinstance(v, str):
             low = v.strip().lower()
+            if info.field_name == "task" and low in AMBIGUOUS_TASKS:
+                read_task(v)   # raises the refusal every door gives (a GpuplanError passes through pydantic)
             return _NAME_ALIASES.get(info.field_name or "", {}).get(low, low)
         return v
 
@@ -274,6 +326,10 @@ class Workload(_Strict):
                                "full, lora or qlora"))
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
+        # Names checked against the catalog belong to validation too, so that every way of making a Workload
+        # (parse_workload, the REST API's request body, model_validate) refuses the same regions and clouds.
+        # (A GpuplanError is not a ValueError: pydantic lets it through unchanged, hint and field included.)
+        _check_clouds_and_regions(self)
         return self
 
     # ---- convenience -------------------------------------------------------------------------
@@ -286,6 +342,20 @@ class Workload(_Strict):
     @property
     def is_training(self) -> bool:
         return (self.task or "inference") != "inference"
+
+
+def read_task(word: str) -> str:
+    """A task name as people type it (any case, an alias) -> the task; an unknown or ambiguous word is a
+    GpuplanError that lists the choices. `quick` and the wizard read their task with this."""
+    from typing import get_args
+
+    low = str(word).strip().lower()
+    low = TASK_ALIASES.get(low, low)
+    if low in get_args(Task):
+        return low
+    message = (_("{task!r} names more than one task.") if low in AMBIGUOUS_TASKS else _("Unknown task {task!r}."))
+    raise GpuplanError(message.format(task=str(word).strip()),
+                       hint=_("Choose one: {choices}.").format(choices=_(TASK_CHOICES)), field="task")
 
 
 _ORIGINS = (N_("workload"), N_("The request body"))
@@ -311,7 +381,6 @@ def parse_workload(data: Any, origin: str = "workload") -> Workload:
         raise friendly_error(exc, Workload) from None
     except (TypeError, ValueError, RecursionError) as exc:  # pragma: no cover - defensive
         raise GpuplanError(_("Invalid workload: {exc}.").format(exc=exc), hint=_("See `gpuplan schema`.")) from None
-    _check_clouds_and_regions(w)
     return w
 
 

@@ -10,6 +10,10 @@ from pydantic import BaseModel, ValidationError
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.i18n import N_, _, current_lang
 
+# The tasks, as the refusal of an unknown or ambiguous task word lists them (gpuplan.workload.read_task too).
+TASK_CHOICES = N_("pretrain (train from scratch), full (fine-tune every weight), lora or qlora (adapters), "
+                  "inference (serve)")
+
 # pydantic's error types -> our sentences (its own messages are English-only).
 _PYDANTIC_MESSAGES = {
     "greater_than": N_("Invalid workload field {field!r} = {shown}: it must be greater than {gt}."),
@@ -66,6 +70,8 @@ def friendly_error(exc: ValidationError, root: type[BaseModel], prefix: str = ""
                             hint=_("Add it, e.g. `model: Qwen/Qwen2.5-7B-Instruct`."), field=field)
     hint = _("See `gpuplan schema` for allowed values and ranges.")
     web_hint = _("Check the value against the field's allowed values and ranges.")
+    if field == "task":
+        hint = web_hint = _("Choose one: {choices}.").format(choices=_(TASK_CHOICES))
     ctx = {k: (v if not isinstance(v, float) or not v.is_integer() else int(v)) for k, v in (err.get("ctx") or {}).items()}
     # English keeps pydantic's own wording (a stable contract); other languages get our templates.
     template = _PYDANTIC_MESSAGES.get(kind) if current_lang() != "en" else None

@@ -8,9 +8,8 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
+from gpuplan.input_limits import MAX_BATCH_FILE_BYTES, MAX_WORKLOAD_FILE_BYTES
 from gpuplan.safeio import (
-    MAX_BYTES,
-    MAX_YAML_WORKLOAD_BYTES,
     load_json,
     load_yaml,
     read_stdin_bounded,
@@ -32,11 +31,11 @@ def dump_workload_yaml(data: dict[str, Any]) -> str:
 
 
 def _yaml_size_check(text: str, p: Path) -> None:
-    """Refuse a YAML workload larger than safeio.MAX_YAML_WORKLOAD_BYTES before parsing it."""
+    """Refuse a YAML workload larger than input_limits.MAX_WORKLOAD_FILE_BYTES before parsing it."""
     size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_YAML_WORKLOAD_BYTES:
+    if size > MAX_WORKLOAD_FILE_BYTES:
         raise GpuplanError(_("The workload file {p!r} is larger than {limit} ({size}).").format(
-                               p=str(p), limit=size_text(MAX_YAML_WORKLOAD_BYTES), size=size_text(size)),
+                               p=str(p), limit=size_text(MAX_WORKLOAD_FILE_BYTES), size=size_text(size)),
                            hint=_("A workload is a few hundred bytes: keep only the workload keys (JSON Lines "
                                   "files of many workloads may be larger)."))
 
@@ -59,7 +58,7 @@ def read_workload_documents(path: str | Path) -> Any:
     if p.is_dir():
         raise GpuplanError(_("{p!r} is a folder, not a workload file.").format(p=str(p)), hint=_("Give a .yaml or .json file."))
     json_lines = p.suffix.lower() in (".jsonl", ".ndjson")
-    limit = MAX_BYTES if json_lines else MAX_YAML_WORKLOAD_BYTES    # checked with stat, before reading
+    limit = MAX_BATCH_FILE_BYTES if json_lines else MAX_WORKLOAD_FILE_BYTES    # checked with stat, before reading
     return _parse_documents(read_text_bounded(p, "workload file", max_bytes=limit), p)
 
 

@@ -10,6 +10,7 @@ folder; GPUPLAN_UPDATE_SCREENSHOTS=1 also copies them to docs/screenshots/.
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import re
@@ -69,6 +70,11 @@ def page(browser, live_server):
 def _settled(pg) -> None:
     """Wait until the page has the answer of its latest search (the language switch asks the API again)."""
     pg.wait_for_selector("body[data-ready=true]:not([data-busy])")
+
+
+def _plain(text: str) -> str:
+    """Text as typed: the page joins a number and its unit with no-break spaces and word joiners."""
+    return text.replace("\u00a0", " ").replace("\u2060", "")
 
 
 def _save(pg, tmp_path: Path, name: str) -> Path:
@@ -265,7 +271,7 @@ def test_serving_result_shows_ttft_tpot_load_and_all_chinese(page, live_server, 
     assert pg.inner_text("#col-time") == "Latency"
     first = pg.locator("#plans tbody tr[data-rank]").first
     assert "TTFT" in first.inner_text() and "TPOT" in first.inner_text()
-    details = pg.inner_text("#plans tr.details")
+    details = _plain(pg.inner_text("#plans tr.details"))
     for label in ("TTFT (time to first token)", "TPOT (time per output token)", "Load at the peak", "Headroom",
                   "target 1.5 s"):
         assert label in details, details
@@ -358,7 +364,7 @@ def test_the_serving_and_recipe_blocks_are_shown(page, live_server, fixture, wan
                                                               headers={"content-type": "application/json"}))
     task = "inference" if "serving" in fixture else "lora"
     _goto(pg, live_server + f"/?model=Qwen%2FQwen2.5-7B-Instruct&task={task}")
-    details = pg.inner_text("#plans tr.details") + "\n" + pg.inner_text("#why")
+    details = _plain(pg.inner_text("#plans tr.details") + "\n" + pg.inner_text("#why"))
     for w in want:
         assert w in details, (w, details)
     assert "Ranked by: lowest expected cost" in pg.inner_text("#ranking-basis")
@@ -421,18 +427,24 @@ def test_workload_downloads_as_yaml_and_loads_back(page, live_server, tmp_path):
     # Load a file with a key the form does not show: the form fills, the key is kept and named.
     other = tmp_path / "mine.yaml"
     other.write_text("model: Qwen/Qwen2.5-7B-Instruct\ntask: lora\nseq_len: 4096\ndataset: {tokens: 2e8}\n"
-                     "lora: {rank: 64}\nconstraints: {deadline_hours: 24}\n", encoding="utf-8")
+                     "lora: {rank: 64, alpha: 128}\ngradient_accumulation: 4\nconstraints: {deadline_hours: 24}\n",
+                     encoding="utf-8")
     _goto(pg, live_server + "/")
     pg.set_input_files("#load-workload", str(other))
     pg.locator("#file-status", has_text="mine.yaml").wait_for()
     assert pg.input_value("#task") == "lora" and pg.input_value("#seq_len") == "4096"
     assert pg.input_value("#dataset_tokens") == "200000000" and pg.input_value("#deadline_hours") == "24"
-    assert "lora.rank" in pg.inner_text("#file-status")
+    assert pg.input_value("#lora_rank") == "64"
+    # keys the form has no field for are kept, named, and shown in the "other keys" box
+    status = pg.inner_text("#file-status")
+    assert "gradient_accumulation" in status and "lora.alpha" in status, status
+    assert json.loads(pg.input_value("#other_keys")) == {"gradient_accumulation": 4, "lora": {"alpha": 128}}
     sent = []
     pg.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/api/recommend?top=8") else None)
     pg.click("#submit")
     _settled(pg)
-    assert sent and sent[-1]["lora"] == {"rank": 64} and sent[-1]["seq_len"] == 4096
+    assert sent and sent[-1]["lora"] == {"rank": 64, "alpha": 128} and sent[-1]["seq_len"] == 4096
+    assert sent[-1]["gradient_accumulation"] == 4
     # A file that is not a workload: the error names the key, nothing is filled in.
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: Qwen/Qwen2.5-7B-Instruct\ntsk: lora\n", encoding="utf-8")
@@ -452,3 +464,139 @@ def test_every_plan_row_shows_its_own_price_basis_and_date(page, live_server, la
     for i in range(rows.count()):
         cell = rows.nth(i).locator("td small.dated")
         assert cell.count() == 1 and re.search(dated, cell.inner_text()), rows.nth(i).inner_text()
+
+
+# ----------------------------------------------------------------------------------------- issue 32
+
+def _requests(pg) -> list[dict]:
+    sent: list[dict] = []
+    pg.on("request", lambda r: sent.append(r.post_data_json) if "/api/recommend" in r.url else None)
+    return sent
+
+
+def test_a_pre_quantized_checkpoint_is_planned_as_published(page, live_server):
+    """Precision and quantization default to "as published": the page leaves them out and the server reads them
+    from the model id, so a -GPTQ-Int4 checkpoint plans as the CLI plans it (it used to fail: quantization none)."""
+    pg = page
+    _goto(pg, live_server + "/")
+    assert pg.input_value("#precision") == "" and pg.input_value("#quantization") == ""
+    sent = _requests(pg)
+    pg.fill("#model", "Qwen/Qwen2.5-72B-Instruct-GPTQ-Int4")
+    pg.keyboard.press("Escape")
+    pg.select_option("#task", "inference")
+    pg.fill("#requests_per_s", "1")
+    pg.click("#submit")
+    pg.locator("#plans tbody tr[data-rank]").first.wait_for()
+    _settled(pg)
+    assert sent and "precision" not in sent[-1] and "quantization" not in sent[-1], sent[-1]
+    assert not pg.is_visible("#form-error")
+    assert "GPTQ" in pg.inner_text("#plans tbody") + pg.inner_text("#why")
+    assert pg.errors == []
+
+
+def test_a_batch_job_has_its_fields_and_is_priced_as_a_job(page, live_server):
+    pg = page
+    _goto(pg, live_server + "/")
+    pg.fill("#model", "Qwen/Qwen2.5-7B-Instruct")
+    pg.keyboard.press("Escape")
+    pg.select_option("#task", "inference")
+    assert pg.is_visible("#requests_per_s") and not pg.is_visible("#items")
+    pg.select_option("#mode", "batch")
+    assert pg.is_visible("#items") and pg.is_visible("#audio_hours") and pg.is_visible("#deadline_hours")
+    assert not pg.is_visible("#requests_per_s") and not pg.is_visible("#ttft_ms")
+    sent = _requests(pg)
+    pg.fill("#items", "200000")
+    pg.fill("#prompt_tokens", "512")
+    pg.fill("#output_tokens", "128")
+    pg.fill("#deadline_hours", "24")
+    pg.click("#submit")
+    pg.locator("#plans tbody tr[data-rank]").first.wait_for()
+    _settled(pg)
+    body = sent[-1]
+    assert body["dataset"] == {"items": 200000} and body["constraints"] == {"deadline_hours": 24}, body
+    assert "serving" not in body
+    assert "mode=batch" in pg.url and "items=200000" in pg.url
+    # the shared URL brings the batch job back
+    pg.goto(pg.url)
+    pg.locator("#plans tbody tr[data-rank]").first.wait_for()
+    assert pg.input_value("#mode") == "batch" and pg.input_value("#items") == "200000"
+    assert pg.errors == []
+
+
+def test_regions_are_those_of_the_chosen_cloud(page, live_server):
+    pg = page
+    _goto(pg, live_server + "/")
+    options = lambda: pg.eval_on_selector_all("#region option", "os => os.map(o => o.value).filter(Boolean)")  # noqa: E731
+    alibaba = options()
+    assert "cn-hangzhou" in alibaba and "ap-guangzhou" not in alibaba, alibaba
+    pg.select_option("#cloud", "tencent")
+    tencent = options()
+    assert "ap-guangzhou" in tencent and "cn-hangzhou" not in tencent, tencent
+    sent = _requests(pg)
+    pg.select_option("#region", "ap-guangzhou")
+    pg.fill("#model", "Qwen/Qwen2.5-7B-Instruct")
+    pg.keyboard.press("Escape")
+    pg.select_option("#task", "inference")
+    pg.fill("#requests_per_s", "1")
+    pg.click("#submit")
+    _settled(pg)
+    assert sent[-1]["constraints"] == {"clouds": ["tencent"], "regions": ["ap-guangzhou"]}, sent[-1]
+    assert not pg.is_visible("#form-error"), pg.inner_text("#form-error")
+    regions = set(pg.locator("#plans tbody tr[data-rank] td:nth-child(2) small").all_inner_texts())
+    assert regions <= {"ap-guangzhou"}, regions
+
+
+@pytest.mark.parametrize("query", [TRAINING_Q + "&deadline_hours=72", SERVING_SLA_Q])
+def test_why_lists_each_sentence_once_and_names_only_plans_shown(page, live_server, query):
+    pg = page
+    _goto(pg, live_server + "/" + query)
+    rows = pg.locator("#plans tbody tr[data-rank]")
+    shown = {rows.nth(i).get_attribute("data-rank") for i in range(rows.count())}
+    for i in range(min(3, rows.count())):
+        rows.nth(i).click()
+        why = pg.eval_on_selector_all("#why li", "ls => ls.map(l => l.textContent)")
+        assert len(why) == len(set(why)), why
+        assert pg.inner_text("#headline") not in why
+        text = pg.inner_text("#headline") + "\n" + "\n".join(why)
+        named = set(re.findall(r"\bplan (\d+)\b", text))
+        assert named <= shown, (named, shown, text)
+        for ref in pg.locator("#why button.plan-ref").all():
+            assert ref.get_attribute("data-index") is not None
+    assert pg.errors == []
+
+
+UNIT_SPANS = r"""() => {
+  const re = /(\d[\d,.]*)([ \u00a0]*)(ms|s|min|h|days|GiB|毫\u2060?秒|秒|分钟|小时|天)(?![A-Za-z])/g;
+  const out = [];
+  const walker = document.createTreeWalker(document.querySelector("#results"), NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.parentElement || node.parentElement.closest("svg, [hidden]")) continue;
+    for (const m of node.textContent.matchAll(re)) {
+      const r = document.createRange();
+      r.setStart(node, m.index);
+      r.setEnd(node, m.index + m[0].length);
+      const lines = new Set([...r.getClientRects()].filter((b) => b.width > 0).map((b) => Math.round(b.top)));
+      out.push({ text: m[0], sep: m[2], lines: lines.size });
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_number_and_its_unit_never_break_apart(browser, live_server, lang):
+    """A phone-width table wraps its cells; "237 毫秒" and "TTFT 85.6 ms" stay on one line (no-break joins)."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    try:
+        for query in (SERVING_SLA_Q, TRAINING_Q):
+            _goto(pg, live_server + "/" + query + ("&lang=zh" if lang == "zh" else ""))
+            spans = pg.evaluate(UNIT_SPANS)
+            assert len(spans) >= 3, spans
+            split = [s for s in spans if s["lines"] > 1]
+            assert split == [], split
+            spaced = [s for s in spans if " " in s["sep"]]
+            assert spaced == [], spaced        # the join is a no-break space, never a plain one
+    finally:
+        ctx.close()

@@ -63,35 +63,40 @@ def arg(words: list[str], flag: str) -> str:
 # --------------------------------------------------------------------------------- CPU smoke runs
 # The five training workloads of issue 22, each planned by the recommender and rehearsed with
 # `./launch.sh --smoke` and no settings at all (only PATH to the test's Python and HOME).
-WORKLOADS: dict[str, dict] = {
+# The smoke runs the plan's accumulation for real (6 steps x accumulation micro-steps on CPU), so each workload
+# pins a small global batch (or accumulation): the plan keeps its launcher, layout, checkpointing and optimizer
+# (EXPECTED below checks them) with accumulation 1 to 4 instead of the recipes' 16 to 128, which took the five
+# rehearsals from 15 minutes (one past its 400 s timeout) to about two (issue 32).
+WORKLOADS: dict[str, dict | tuple[str, dict]] = {
     # 70B full fine-tuning over two nodes under Megatron (TP 8 x PP 2), full recomputation.
     "llama70b_full_megatron": {"name": "llama70b-full", "model": "meta-llama/Meta-Llama-3-70B", "task": "full",
-                               "grad_checkpointing": True, "parallel": {"tp": 8, "pp": 2},
+                               "grad_checkpointing": True, "parallel": {"tp": 8, "pp": 2}, "global_batch_size": 4,
                                "dataset": {"tokens": 1.0e9}, "constraints": {"max_gpus": 32}},
     # 70B LoRA with the framework named: DeepSpeed ZeRO-3 (was an ms-swift Megatron launch).
     "llama70b_lora_deepspeed": {"name": "llama70b-lora-ds", "model": "meta-llama/Meta-Llama-3-70B", "task": "lora",
-                                "framework": "deepspeed", "dataset": {"tokens": 2.0e8}},
-    # 7B LoRA on one GPU (the README example).
-    "qwen7b_lora_one_gpu": "qwen2.5-7b-lora.yaml",
+                                "framework": "deepspeed", "global_batch_size": 4, "dataset": {"tokens": 2.0e8}},
+    # 7B LoRA on one GPU (the README example; its accumulation of 16 cut to 2).
+    "qwen7b_lora_one_gpu": ("qwen2.5-7b-lora.yaml", {"gradient_accumulation": 2}),
     # 1B pre-training with tensor parallelism (Megatron, TP 2).
     "llama1b_pretrain_tp": {"name": "llama1b-pretrain-tp", "model": "meta-llama/Llama-3.2-1B", "task": "pretrain",
-                            "parallel": {"tp": 2}, "dataset": {"tokens": 2.0e9}},
-    # 8-bit AdamW (bitsandbytes) for a full fine-tune.
+                            "parallel": {"tp": 2}, "global_batch_size": 8, "dataset": {"tokens": 2.0e9}},
+    # 8-bit AdamW (bitsandbytes) for a full fine-tune under DeepSpeed ZeRO-2 on one GPU.
     "qwen7b_full_adamw8bit": {"name": "qwen7b-full-8bit", "model": "Qwen/Qwen2.5-7B", "task": "full",
-                              "optimizer": "adamw-8bit", "dataset": {"tokens": 1.0e8}},
+                              "optimizer": "adamw-8bit", "global_batch_size": 2, "hardware": {"count": 1},
+                              "dataset": {"tokens": 1.0e8}},
 }
 EXPECTED = {   # what the plan must be for the test to mean what it says
     "llama70b_full_megatron": {"launcher": "megatron", "checkpointing": "full", "multi_node": True},
     "llama70b_lora_deepspeed": {"launcher": "deepspeed", "zero": 3},
     "qwen7b_lora_one_gpu": {"gpus_total": 1},
     "llama1b_pretrain_tp": {"launcher": "megatron", "tp": 2},
-    "qwen7b_full_adamw8bit": {"optimizer": "adamw-8bit"},
+    "qwen7b_full_adamw8bit": {"optimizer": "adamw-8bit", "launcher": "deepspeed", "zero": 2},
 }
 
 
 def workload_bundle(key: str, tmp: Path) -> tuple[Path, dict]:
     spec = WORKLOADS[key]
-    w = load_workload(EXAMPLES / spec) if isinstance(spec, str) else Workload.model_validate(spec)
+    w = load_workload(EXAMPLES / spec[0], **spec[1]) if isinstance(spec, tuple) else Workload.model_validate(spec)
     path, _ = write_plan_bundle(w, tmp / key)
     return path, json.loads((path / "plan.json").read_text())
 

@@ -245,7 +245,7 @@ def test_cli_region_typo_exits_2_with_one_line(args, text):
 def test_instances_region_filter_checks_the_name():
     from gpuplan.catalog.query import filter_instances
 
-    with pytest.raises(GpuplanError, match="Unknown alibaba region 'cn-hangzou'"):
+    with pytest.raises(GpuplanError, match="Unknown Alibaba Cloud region 'cn-hangzou'"):
         filter_instances(region="cn-hangzou")
     assert filter_instances(region="cn-wulanchabu") == []   # a real region without bundled prices
 

@@ -79,10 +79,13 @@ def test_unknown_model_is_a_clear_error_not_a_traceback(tmp_path):
 def test_task_aliases_in_both_languages():
     import io
 
-    for raw, task in [("微调", "lora"), ("推理", "inference"), ("serve", "inference"), ("PRETRAIN", "pretrain")]:
+    for raw, task in [("全参微调", "full"), ("LoRA微调", "lora"), ("推理", "inference"), ("serve", "inference"),
+                      ("PRETRAIN", "pretrain")]:
         assert ask_lines(io.StringIO(f"{raw}\n"), "en")["task"] == task
-    with pytest.raises(GpuplanError):
-        ask_lines(io.StringIO("dance\n"), "en")
+    for word in ("dance", "微调", "train"):   # unknown, or a word for more than one task: refused with the choices
+        with pytest.raises(GpuplanError) as exc:
+            ask_lines(io.StringIO(f"{word}\n"), "en")
+        assert "pretrain" in exc.value.hint and "lora" in exc.value.hint
 
 
 def test_a_batch_job_with_quantization(tmp_path):

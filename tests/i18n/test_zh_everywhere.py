@@ -205,3 +205,137 @@ def test_plan_errors_speak_chinese(workload, marker, tmp_path, monkeypatch, caps
     assert code == 2 and text.startswith("错误") and marker in text and "提示" in text, text
     assert english_sentences(text) == [], text
     assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------------------- issue 32: help, errors
+
+def _command_paths() -> list[list[str]]:
+    """Every command and group of the CLI, as the words that name it (the root is [])."""
+    import typer.main
+
+    from gpuplan.cli.common import app
+
+    paths: list[list[str]] = []
+
+    def walk(cmd, path: list[str]) -> None:
+        paths.append(path)
+        for name, sub in sorted((getattr(cmd, "commands", None) or {}).items()):
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return paths
+
+
+COMMAND_PATHS = _command_paths()
+
+
+@pytest.mark.parametrize("path", COMMAND_PATHS, ids=[" ".join(p) or "gpuplan" for p in COMMAND_PATHS])
+def test_help_speaks_chinese_with_lang_and_under_a_chinese_locale(path, monkeypatch, capsys):
+    """`gpuplan [CMD] --help --lang zh`, `gpuplan --lang zh [CMD] --help` and `LANG=zh_CN.UTF-8 gpuplan [CMD] --help`:
+    every line of help in Chinese (option names, metavars and ids stay as they are)."""
+    def prose(text: str) -> str:   # the usage line is a command line (`gpuplan show [OPTIONS] NAME`), not prose
+        return "\n".join(line for line in text.splitlines() if not line.startswith("用法"))
+
+    for args in ([*path, "--help", "--lang", "zh"], ["--lang", "zh", *path, "--help"]):
+        code, text = run_cli(args, monkeypatch, capsys)
+        assert code == 0 and text.startswith("用法") and "选项" in text, text
+        assert english_sentences(prose(text)) == [], (args, english_sentences(prose(text)))
+    for var in ("GPUPLAN_LANG", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    code, text = run_cli([*path, "--help"], monkeypatch, capsys)
+    assert code == 0 and text.startswith("用法") and english_sentences(prose(text)) == [], text
+
+
+def test_help_stays_english_in_english(monkeypatch, capsys):
+    for var in ("GPUPLAN_LANG", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    code, text = run_cli(["estimate", "--help"], monkeypatch, capsys)
+    assert code == 0 and text.startswith("Usage: gpuplan estimate") and "Show this message and exit." in text
+
+
+def test_lang_before_the_command_applies_to_it(monkeypatch, capsys):
+    code, text = run_cli(["--lang", "zh", "estimate", "--model", "qwen-7", "--task", "lora", "--gpu", "A10"],
+                         monkeypatch, capsys)
+    assert code == 2 and text.startswith("错误") and "未知的模型" in text, text
+
+
+def _file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "w.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+# (id, argv or a function of tmp_path that gives it, a Chinese marker the message must hold)
+MORE_ERRORS = [
+    ("inline-config-incomplete", lambda t: ["estimate", _file(t, "model: {hidden_size: 4096}\ntask: lora\n"),
+                                            "--gpu", "A10"], "config.json"),
+    ("ambiguous-task", lambda t: ["estimate", "--model", "qwen2.5-7b", "--task", "train", "--gpu", "A10"], "多种任务"),
+    ("ambiguous-task-quick", lambda t: ["quick", "--params", "13B", "--task", "finetune"], "多种任务"),
+    ("boolean-seq-len", lambda t: ["estimate", _file(t, "model: qwen2.5-7b\ntask: lora\nseq_len: true\n"),
+                                   "--gpu", "A10"], "数字"),
+    ("region-typo", lambda t: ["recommend", "--model", "qwen2.5-7b", "--task", "lora", "--region", "cn-hangzou"],
+     "地域"),
+    ("tencent-region", lambda t: ["recommend", "--model", "qwen2.5-7b", "--task", "lora", "--region", "ap-guangzhou"],
+     "腾讯云"),
+    ("bad-params", lambda t: ["quick", "--params", "many"], "参数量"),
+    ("bad-max-field", lambda t: ["estimate", "--model", "qwen2.5-7b", "--task", "lora", "--gpu", "A10", "--max",
+                                 "width"], "width"),
+    ("bad-schema", lambda t: ["schema", "plan"], "plan"),
+    ("bad-yaml", lambda t: ["estimate", _file(t, "model: [qwen\n")], "YAML"),
+    ("unknown-key", lambda t: ["estimate", _file(t, "model: qwen2.5-7b\ntsk: lora\n")], "tsk"),
+    ("unknown-cloud", lambda t: ["instances", "--cloud", "mars"], "mars"),
+    ("min-gpu-memory", lambda t: ["instances", "--min-gpu-memory", "0"], "超出范围"),
+    ("calibrate-nothing", lambda t: ["calibrate"], "calibrate"),
+    ("plan-no-such-rank", lambda t: ["plan", str(ROOT / "examples/qwen2.5-7b-lora.yaml"), "--out", str(t / "o"),
+                                     "--pick", "99"], "99"),
+    ("ask-bad-answer", lambda t: ["ask"], "第 3 个回答"),
+    ("missing-argument", lambda t: ["show"], "缺少"),
+]
+
+
+@pytest.mark.parametrize("make,marker", [(m, k) for _, m, k in MORE_ERRORS], ids=[i for i, _, _ in MORE_ERRORS])
+def test_every_error_path_speaks_chinese(make, marker, tmp_path, monkeypatch, capsys):
+    args = make(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    stdin = "lora\nqwen2.5-7b\nmany\n" if args[0] == "ask" else None
+    code, text = run_cli([*args, "--lang", "zh"], monkeypatch, capsys, stdin=stdin)
+    assert code == 2, text
+    assert text.startswith("错误") and "提示" in text and marker in text, text
+    assert english_sentences(text) == [], english_sentences(text)
+
+
+def test_words_inside_chinese_sentences_are_chinese(monkeypatch, capsys):
+    """No English word glued into a Chinese sentence: the savings plan's source kind, quick's task name."""
+    code, text = run_cli(["recommend", str(ROOT / "examples/qwen2.5-7b-lora.yaml"), "--lang", "zh", "--wide"],
+                         monkeypatch, capsys)
+    assert code in (0, 1)
+    assert "third-party" not in text and "official数据" not in text
+    code, text = run_cli(["quick", "--params", "13B", "--task", "pretrain", "--lang", "zh"], monkeypatch, capsys)
+    assert code in (0, 1) and "13B, 预训练" in text and "13B, pretrain" not in text, text
+
+
+def test_the_savings_plan_sentence_names_its_source_in_chinese():
+    """The savings plan's source kind is a word of the sentence ("third-party数据" was printed)."""
+    from types import SimpleNamespace
+
+    from gpuplan.i18n import localize, use_lang
+    from gpuplan.plan.billing import break_even_sentences, savings_plan
+
+    sp = savings_plan()
+    assert sp is not None
+    payg = SimpleNamespace(per_hour=10.0)
+    english = break_even_sentences(payg, None, sp, None, "CNY")
+    with use_lang("zh"):
+        chinese = break_even_sentences(payg, None, sp, None, "CNY")
+    for text in (chinese[0], localize(english[0], "zh")):
+        assert sp.kind not in text and english_sentences(text) == [], text
+
+
+@pytest.mark.parametrize("args, usage", [([], "gpuplan [OPTIONS]"), (["catalog"], "gpuplan catalog [OPTIONS]"),
+                                         (["--lang", "zh"], "gpuplan [OPTIONS]")])
+def test_a_command_line_that_names_no_command_prints_the_help(args, usage, monkeypatch, capsys):
+    code, text = run_cli(args, monkeypatch, capsys)
+    assert code == 0 and usage in text.splitlines()[0], text
+    assert ("用法" in text) == ("zh" in args)

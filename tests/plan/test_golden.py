@@ -159,6 +159,6 @@ def test_quick_mode_answers_the_tree():
     q = quick("7B", "infer")
     assert q.bucket == "1B-10B" and q.verdict in ("holds", "works but slow", "works but expensive", "wrong")
     assert q.recommendation.best is not None
-    q70 = quick("70B", "finetune")
+    q70 = quick("70B", "full")   # "finetune" names more than one task: refused (issue 32)
     d = q70.to_dict()
     assert d["folklore"]["gpus"] == 4 and d["verdict"] in ("holds", "works but slow", "works but expensive", "wrong")

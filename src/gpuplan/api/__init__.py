@@ -10,14 +10,14 @@ import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.api.limits import Limits
 
 __all__ = ["create_app", "serve", "is_loopback"]
 
-WEB_HINT = "Install the web extra: pip install 'gpuplan[web]' (FastAPI and uvicorn)."
+WEB_HINT = N_("Install the web extra: pip install 'gpuplan[web]' (FastAPI and uvicorn).")
 
 
 def create_app(limits: "Limits | None" = None, **kw: Any):
@@ -25,7 +25,7 @@ def create_app(limits: "Limits | None" = None, **kw: Any):
     try:
         from gpuplan.api.app import create_app as _create
     except ImportError as exc:
-        raise GpuplanError(_("The web API needs {name}, which is not installed.").format(name=exc.name or 'FastAPI'), hint=WEB_HINT) from None
+        raise GpuplanError(_("The web API needs {name}, which is not installed.").format(name=exc.name or 'FastAPI'), hint=_(WEB_HINT)) from None
     return _create(limits, **kw)
 
 
@@ -51,7 +51,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, workers: int = 1, log_le
     try:
         import uvicorn
     except ImportError:
-        raise GpuplanError(_("The web server needs uvicorn, which is not installed."), hint=WEB_HINT) from None
+        raise GpuplanError(_("The web server needs uvicorn, which is not installed."), hint=_(WEB_HINT)) from None
     import os
 
     from gpuplan.api.middleware import LOOPBACK_HOSTS

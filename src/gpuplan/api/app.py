@@ -56,6 +56,7 @@ from gpuplan.workload import Workload, parse_workload
 STATIC_FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
                 "util.js": "text/javascript; charset=utf-8", "charts.js": "text/javascript; charset=utf-8",
                 "form.js": "text/javascript; charset=utf-8", "facts.js": "text/javascript; charset=utf-8",
+                "request.js": "text/javascript; charset=utf-8",
                 "app.css": "text/css; charset=utf-8", "docs.html": "text/html; charset=utf-8",
                 "docs.js": "text/javascript; charset=utf-8"}
 
@@ -109,12 +110,16 @@ def _options() -> dict:
     from gpuplan.catalog.prices import load_offers
     from gpuplan.workload import Billing, Framework, Objective, Precision, Quantization, Task
 
-    offers = load_offers()
+    from gpuplan.catalog.instances import DEFAULT_CLOUD, available_clouds
+
+    clouds = list(available_clouds())
+    # Each cloud's priced regions: the page offers those of the chosen cloud only (the search plans on one cloud).
+    by_cloud = {c: sorted({o.region for o in load_offers(cloud=c)}) for c in clouds}
     return {"schema_version": 1, "tasks": list(get_args(Task)), "precisions": list(get_args(Precision)),
             "quantizations": list(get_args(Quantization)), "billing": list(get_args(Billing)),
             "objectives": list(get_args(Objective)), "frameworks": list(get_args(Framework)),
-            "currencies": ["CNY", "USD"], "regions": sorted({o.region for o in offers}),
-            "version": __version__}
+            "currencies": ["CNY", "USD"], "clouds": clouds, "default_cloud": DEFAULT_CLOUD,
+            "regions": by_cloud.get(DEFAULT_CLOUD, []), "regions_by_cloud": by_cloud, "version": __version__}
 
 
 # ------------------------------------------------------------------------------------------------ app

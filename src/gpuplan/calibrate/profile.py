@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
-INSTALL_HINT = "pip install 'gpuplan[trace]' on the GPU machine (torch with CUDA, transformers)"
+INSTALL_HINT = N_("pip install 'gpuplan[trace]' on the GPU machine (torch with CUDA, transformers)")
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
@@ -48,7 +48,7 @@ def _torch() -> tuple[Any, Any]:
         import transformers
     except ImportError:
         raise GpuplanError(_("gpuplan calibrate needs torch and transformers on this machine."),
-                           hint=INSTALL_HINT) from None
+                           hint=_(INSTALL_HINT)) from None
     return torch, transformers
 
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.i18n import _
 
 
@@ -77,7 +76,7 @@ def _load(cloud: str) -> dict[str, Any]:
     path = files("gpuplan") / "data" / "clouds" / cloud / "availability.yaml"
     if not path.is_file():
         return {}
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return load_data(path) or {}
 
 
 def restricted_families(cloud: str = "alibaba") -> tuple[str, ...]:

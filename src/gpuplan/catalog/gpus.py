@@ -16,8 +16,7 @@ from dataclasses import dataclass, fields
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.units import GIB, MIB
 from gpuplan.i18n import N_, _
@@ -74,7 +73,7 @@ _INT_FIELDS = ("driver_memory_mib", "pcie_gen", "mig_instances")
 # Every estimate reads the memory bandwidth (decode, optimizer step, weight streaming): never null.
 _REQUIRED_NOT_NULL = ("id", "name", "vendor", "architecture", "form_factor", "memory_gib", "mem_bandwidth_gb_s",
                       "mig_instances")
-_FIX_HINT = "Fix src/gpuplan/data/gpus.yaml (see docs/hardware-facts.md for the schema)."
+_FIX_HINT = N_("Fix src/gpuplan/data/gpus.yaml (see docs/hardware-facts.md for the schema).")
 
 
 @dataclass(frozen=True)
@@ -200,7 +199,7 @@ def _strip_prefixes(key: str) -> str:
 
 
 def _fail(entry_id: object, problem: str) -> GpuplanError:
-    return GpuplanError(_("Malformed GPU catalog entry {entry_id!r}: {problem}.").format(entry_id=entry_id, problem=problem), hint=_FIX_HINT)
+    return GpuplanError(_("Malformed GPU catalog entry {entry_id!r}: {problem}.").format(entry_id=entry_id, problem=problem), hint=_(_FIX_HINT))
 
 
 def _is_number(value: object) -> bool:
@@ -263,7 +262,7 @@ def _add_key(index: dict[str, str], key: str, gpu_id: str, label: str) -> None:
 def parse_gpu_catalog(data: object) -> _Catalog:
     """Validate the parsed YAML document and build the lookup indexes (raises GpuplanError)."""
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
-        raise GpuplanError(_("The GPU catalog must be a mapping with a 'gpus' list."), hint=_FIX_HINT)
+        raise GpuplanError(_("The GPU catalog must be a mapping with a 'gpus' list."), hint=_(_FIX_HINT))
     gpus: dict[str, GpuSpec] = {}
     for raw in data["gpus"]:
         spec = _parse_entry(raw)
@@ -280,12 +279,12 @@ def parse_gpu_catalog(data: object) -> _Catalog:
     partial: dict[str, PartialName] = {}
     for raw in data.get("partial_names") or []:
         if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("name", "gpu", "assumed")):
-            raise GpuplanError(_("Malformed partial_names entry {raw!r}.").format(raw=raw), hint=_FIX_HINT)
+            raise GpuplanError(_("Malformed partial_names entry {raw!r}.").format(raw=raw), hint=_(_FIX_HINT))
         if raw["gpu"] not in gpus:
-            raise GpuplanError(_("partial_names entry {raw!r} names unknown GPU {raw2!r}.").format(raw=raw['name'], raw2=raw['gpu']), hint=_FIX_HINT)
+            raise GpuplanError(_("partial_names entry {raw!r} names unknown GPU {raw2!r}.").format(raw=raw['name'], raw2=raw['gpu']), hint=_(_FIX_HINT))
         key = _strip_prefixes(_name_key(raw["name"]))
         if key in partial or key in exact:
-            raise GpuplanError(_("partial_names entry {raw!r} duplicates another name.").format(raw=raw['name']), hint=_FIX_HINT)
+            raise GpuplanError(_("partial_names entry {raw!r} duplicates another name.").format(raw=raw['name']), hint=_(_FIX_HINT))
         partial[key] = PartialName(raw["name"], raw["gpu"], raw["assumed"])
     return _Catalog(gpus=gpus, partial=partial, exact=exact, stripped=stripped)
 
@@ -294,8 +293,8 @@ def parse_gpu_catalog(data: object) -> _Catalog:
 def _catalog() -> _Catalog:
     path = resources.files("gpuplan") / "data" / "gpus.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        data = load_data(path)
+    except (OSError, ValueError) as exc:
         raise GpuplanError(_("Cannot read the GPU catalog: {exc}").format(exc=exc), hint=_("Reinstall gpuplan.")) from exc
     return parse_gpu_catalog(data)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.i18n import N_
+
 
 @dataclass(frozen=True)
 class HfArch:
@@ -127,7 +129,7 @@ HF_ARCHS: dict[str, HfArch] = {
 # FFN width defaults to 4*hidden when the config leaves it out (or null)
 PLAIN_DEFAULT_FFN = {"gpt2", "gpt_bigcode", "bloom", "falcon", "refinedwebmodel", "refinedweb", "mpt", "gptj", "phi_msft"}
 
-MIN_KEYS_HINT = (
+MIN_KEYS_HINT = N_(
     "An inline model mapping needs config.json keys such as hidden_size, num_hidden_layers, "
     "num_attention_heads, intermediate_size and vocab_size - or use {params_b: N}."
 )

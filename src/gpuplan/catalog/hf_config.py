@@ -55,7 +55,7 @@ class _Cfg:
             return number
         if default is not None or not required:
             return default
-        raise GpuplanError(_("Model config {name!r} lacks {key}.").format(name=self.name, key=keys[0]), hint=MIN_KEYS_HINT, field=keys[0])
+        raise GpuplanError(_("Model config {name!r} lacks {key}.").format(name=self.name, key=keys[0]), hint=_(MIN_KEYS_HINT), field=keys[0])
 
     def bool(self, key: str, default: bool) -> bool:
         value = self.raw.get(key)
@@ -117,7 +117,7 @@ def _ffn_width(c: _Cfg, t: str, hidden: int) -> int:
         if ffn is None:
             if not c.has("moe_intermediate_size"):
                 raise GpuplanError(_("Model config {name!r} lacks intermediate_size.").format(name=name),
-                                   hint=MIN_KEYS_HINT, field="intermediate_size")
+                                   hint=_(MIN_KEYS_HINT), field="intermediate_size")
             ffn = c.int("moe_intermediate_size")
     assert ffn is not None
     return ffn // 2 if t == "qwen" else ffn  # QWen v1: config intermediate_size is twice the width of w1/w2
@@ -252,7 +252,7 @@ def _attention_kind(heads: int, kv: int, mla: MLASpec | None) -> str:
 def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> ModelSpec:
     """Build a ModelSpec from the keys of a Hugging Face config.json (any keys accepted)."""
     if not isinstance(cfg, Mapping):
-        raise GpuplanError(_("Model config {name!r} must be a mapping of config.json keys.").format(name=name), hint=MIN_KEYS_HINT)
+        raise GpuplanError(_("Model config {name!r} must be a mapping of config.json keys.").format(name=name), hint=_(MIN_KEYS_HINT))
     nonllm = _nonllm_builder(cfg)
     if nonllm is not None:
         return nonllm(cfg, name)
@@ -268,7 +268,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     assert layers is not None and hidden is not None and heads is not None and vocab is not None
     if heads == 0 or layers == 0 or hidden == 0:
         raise GpuplanError(_("Model config {name!r}: layers, hidden size and heads must be positive.").format(name=name),
-                           hint=MIN_KEYS_HINT)
+                           hint=_(MIN_KEYS_HINT))
     ffn = _ffn_width(c, t, hidden)
     kv = _kv_heads(c, t, heads)
     head_dim = _head_dim(c, hidden, heads)
@@ -316,7 +316,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     )
     if position == "learned" and not spec.max_position_embeddings:
         raise GpuplanError(_("Model config {name!r} lacks max_position_embeddings (learned positions).").format(name=name),
-                           hint=MIN_KEYS_HINT, field="max_position_embeddings")
+                           hint=_(MIN_KEYS_HINT), field="max_position_embeddings")
     return validate_spec(spec)
 
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -128,6 +126,8 @@ def cache_path(hub: str, repo: str, cache_dir: str | os.PathLike | None = None, 
 
 def urllib_fetcher(url: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bytes:
     """The default fetcher: one HTTPS GET (a token in HF_TOKEN is sent for gated repos)."""
+    import urllib.request   # only when fetching: urllib.request costs a cold start 60 ms
+
     req = urllib.request.Request(url, headers={"User-Agent": "gpuplan"})
     token = os.environ.get("HF_TOKEN")
     if token and "huggingface" in url:
@@ -176,6 +176,8 @@ def _fetch_json(hub: str, repo: str, path: str, fetcher: Fetcher, cache_dir) -> 
     cached = cache_path(hub, repo, cache_dir, path)
     if cached.is_file():
         return _decode(cached.read_bytes(), str(cached)), url, True
+    import urllib.error   # only when fetching (urllib is off the cold path)
+
     try:
         raw = fetcher(url)
     except urllib.error.HTTPError as exc:
@@ -247,7 +249,7 @@ def resolve_remote(ref: str, *, fetcher: Fetcher | None = None, cache_dir: str |
         except _NotThere as exc:
             errors.append(_("{hub}: no config.json or model_index.json at {url}").format(hub=HUB_NAMES[hub], url=exc))
             continue
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:   # urllib's URLError is an OSError
             errors.append(_("{hub}: {exc}").format(hub=HUB_NAMES[hub], exc=getattr(exc, "reason", exc)))
             continue
         if from_cache:

@@ -23,8 +23,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.i18n import N_, _
 
@@ -332,7 +331,7 @@ def load_families(cloud: str = DEFAULT_CLOUD) -> dict[str, Family]:
     path = data_root() / "clouds" / cloud / "families.yaml"
     if not path.is_file():
         return {}
-    entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    entries = load_data(path) or []
     out: dict[str, Family] = {}
     for i, e in enumerate(entries, start=1):
         where = f"{source}, entry {i}"
@@ -355,7 +354,7 @@ def load_families(cloud: str = DEFAULT_CLOUD) -> dict[str, Family]:
 def load_sources() -> dict[str, dict[str, Any]]:
     """Short source ids (S1, S2, ...) -> {title, url, official, label?} from ``data/sources.yaml``."""
     path = data_root() / "sources.yaml"
-    return dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
+    return dict(load_data(path) or {}) if path.is_file() else {}
 
 
 # --------------------------------------------------------------------------- lookups

@@ -13,14 +13,12 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.resources
-import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any
 
-import yaml
 
 from gpuplan.catalog import hub
 from gpuplan.catalog.hf_config import from_hf_config, load_config_file
@@ -29,6 +27,7 @@ from gpuplan.catalog.model_validate import validate_spec
 from gpuplan.catalog.quantized import QuantizedId, parse_quantized_id
 from gpuplan.catalog.synth import synthesize_from_params_b
 from gpuplan.catalog.vision import timm_spec, timm_spec_from_row
+from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
@@ -66,29 +65,39 @@ def spec_from_entry(entry: Mapping[str, Any]) -> ModelSpec:
 def _read_data(name: str) -> Any:
     path = importlib.resources.files("gpuplan") / "data" / name
     try:
-        text = path.read_text(encoding="utf-8")
-        return json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:  # pragma: no cover - shipped data is tested
+        return load_data(path)
+    except (OSError, ValueError) as exc:  # pragma: no cover - shipped data is tested
         raise GpuplanError(_("Bundled models.yaml is malformed: {exc}").format(exc=exc), hint=_("Reinstall gpuplan.")) from exc
 
 
-def _specs(name: str) -> tuple[ModelSpec, ...]:
+def _entries(name: str) -> list[Mapping[str, Any]]:
     raw = _read_data(name)
-    entries = raw["models"] if isinstance(raw, dict) else raw
-    specs = []
-    for entry in entries:
-        try:
-            specs.append(spec_from_entry(entry))
-        except TypeError as exc:  # pragma: no cover - shipped data is tested
-            raise GpuplanError(_("models.yaml entry {entry!r}: {exc}").format(entry=entry.get('id'), exc=exc),
-                               hint=_("The bundled models.yaml is damaged: reinstall gpuplan.")) from exc
-    return tuple(specs)
+    return list(raw["models"] if isinstance(raw, dict) else raw)
+
+
+def _spec(entry: Mapping[str, Any]) -> ModelSpec:
+    try:
+        return spec_from_entry(entry)
+    except TypeError as exc:  # pragma: no cover - shipped data is tested
+        raise GpuplanError(_("models.yaml entry {entry!r}: {exc}").format(entry=entry.get('id'), exc=exc),
+                           hint=_("The bundled models.yaml is damaged: reinstall gpuplan.")) from exc
+
+
+@functools.cache
+def _curated_entries() -> tuple[Mapping[str, Any], ...]:
+    return tuple(_entries(CURATED_FILE))
+
+
+@functools.cache
+def _curated_spec(position: int) -> ModelSpec:
+    """One curated model, built and validated when first asked for (a name lookup builds one, not all)."""
+    return _spec(_curated_entries()[position])
 
 
 @functools.cache
 def load_curated() -> tuple[ModelSpec, ...]:
     """The hand-curated models (data/models.yaml), validated; loaded once, on first use."""
-    return _specs(CURATED_FILE)
+    return tuple(_curated_spec(i) for i in range(len(_curated_entries())))
 
 
 @functools.cache
@@ -126,7 +135,7 @@ def _names(spec: ModelSpec) -> list[str]:
     return [spec.id, *spec.aliases, *([spec.modelscope_id] if spec.modelscope_id else [])]
 
 
-def _index(specs: tuple[ModelSpec, ...], base: Mapping[str, ModelSpec] | None = None) -> dict[str, ModelSpec]:
+def _index(specs: tuple[ModelSpec, ...], base: Mapping[str, object] | None = None) -> dict[str, ModelSpec]:
     """Lower-cased name -> spec. Names already in ``base`` keep their model (curated names win)."""
     index: dict[str, ModelSpec] = {}
     for spec in specs:
@@ -141,8 +150,18 @@ def _index(specs: tuple[ModelSpec, ...], base: Mapping[str, ModelSpec] | None = 
 
 
 @functools.cache
-def _curated_index() -> dict[str, ModelSpec]:
-    return _index(load_curated())
+def _curated_index() -> dict[str, int]:
+    """Lower-cased name of a curated model -> its position in models.yaml (read from the entries, so a
+    lookup builds only the model it finds)."""
+    index: dict[str, int] = {}
+    for position, entry in enumerate(_curated_entries()):
+        names = [entry.get("id"), *(entry.get("aliases") or ()), entry.get("modelscope_id")]
+        for name in (str(n) for n in names if n):
+            other = index.get(name.lower())
+            assert other is None or _curated_entries()[other].get("id") == entry.get("id"), \
+                f"name {name!r} used by two curated models"
+            index[name.lower()] = position
+    return index
 
 
 @functools.cache
@@ -180,9 +199,9 @@ def lookup(name: str) -> ModelSpec | None:
     """A bundled model by id, alias or ModelScope id (case-insensitive), or a timm architecture name
     (catalog/vision.py); the generated library is read only when the curated one lacks the name."""
     for key in _lookup_names(name):
-        spec = _curated_index().get(key)
-        if spec is not None:
-            return spec
+        position = _curated_index().get(key)
+        if position is not None:
+            return _curated_spec(position)
         model_id = _generated_names().get(key)
         if model_id is not None:
             return _generated_spec(model_id)

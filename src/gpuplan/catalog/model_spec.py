@@ -333,6 +333,16 @@ class ModelSpec:
         ``count_per_layer`` is averaged over all blocks, so count x num_blocks is the model total
         (fractional for MoE models with leading dense layers).
         """
+        key = targets if isinstance(targets, str) else tuple(targets)
+        cache = self.__dict__.get("_linear_shapes_cache")
+        if cache is None:      # computed once per spec and target list: the search asks for it per candidate
+            cache = {}
+            object.__setattr__(self, "_linear_shapes_cache", cache)
+        if key not in cache:
+            cache[key] = tuple(self._linear_shapes(targets))
+        return list(cache[key])
+
+    def _linear_shapes(self, targets: str | Iterable[str]) -> list[tuple[str, int, int, float]]:
         self._need_shape()
         chosen = select_layers(self, linear_layers(self), targets)
         merged: dict[tuple[str, int, int], float] = {}

@@ -22,8 +22,7 @@ import importlib.resources
 import re
 from dataclasses import dataclass
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.i18n import N_
 
 
@@ -73,8 +72,7 @@ _ID = re.compile(r"^([A-Za-z0-9][\w.-]{0,95})/([\w.-]{1,96})(?::([\w.]{1,40})|/(
 @functools.cache
 def _table() -> dict[str, str]:
     """Lower-cased quantized repo -> base repo, from data/quantized_checkpoints.yaml."""
-    text = (importlib.resources.files("gpuplan") / "data" / "quantized_checkpoints.yaml").read_text(encoding="utf-8")
-    rows = yaml.safe_load(text).get("checkpoints") or []
+    rows = load_data(importlib.resources.files("gpuplan") / "data" / "quantized_checkpoints.yaml").get("checkpoints") or []
     return {row["repo"].lower(): row["base"] for row in rows if row["repo"].lower() != row["base"].lower()}
 
 

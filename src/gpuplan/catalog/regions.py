@@ -8,8 +8,7 @@ from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.catalog.instances import DEFAULT_CLOUD, available_clouds, check_cloud, data_root
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.i18n import N_, _
@@ -22,7 +21,7 @@ def load_regions(cloud: str = DEFAULT_CLOUD) -> dict[str, str]:
     path = data_root() / "clouds" / cloud / "regions.yaml"
     if not path.is_file():
         return {}
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    doc = load_data(path) or {}
     return {str(k).lower(): str(v) for k, v in (doc.get("regions") or {}).items()}
 
 
@@ -33,7 +32,7 @@ def default_region(cloud: str = DEFAULT_CLOUD) -> str | None:
     path = data_root() / "clouds" / cloud / "regions.yaml"
     if not path.is_file():
         return None
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    doc = load_data(path) or {}
     return str(doc["default"]).lower() if doc.get("default") else None
 
 
@@ -74,7 +73,7 @@ def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = 
                 hint = _("{hint} To plan on {owner}, choose that cloud (constraints.clouds: [{other}]).").format(
                     hint=hint, owner=cloud_name(other), other=other)
             else:
-                message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=names[0]) if len(names) == 1
+                message = (_("Unknown {cloud} region {raw!r}.").format(raw=raw, cloud=cloud_name(names[0])) if len(names) == 1
                            else _("Unknown region {raw!r}.").format(raw=raw))
             raise GpuplanError(message, hint=hint, field="constraints.regions", kind="region")
         out.append(r)
@@ -84,7 +83,7 @@ def check_regions(regions: Iterable[str] | None, clouds: Iterable[str] | None = 
 @functools.cache
 def load_compliance() -> dict[str, Any]:
     """data/compliance.yaml: the mainland-China region ids and the notes for serving from them."""
-    return yaml.safe_load((files("gpuplan") / "data" / "compliance.yaml").read_text(encoding="utf-8"))
+    return load_data(files("gpuplan") / "data" / "compliance.yaml")
 
 
 def is_mainland(region: str | None) -> bool:

@@ -9,28 +9,28 @@ import typer
 
 from gpuplan.cli.common import JsonOpt, LangOpt, _console, _emit_json, _Exit, app, run_guarded
 from gpuplan.cli.options import _F, _I, _M, _P, _Q, _R, _S, _T, _load, workload_flags
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 
-@app.command()
+@app.command(help=N_("Write launch, infrastructure and monitoring files for the chosen plan (a ranked pick, or your "
+                     "pins), then run the preflight (gpuplan check) over them: exit 1 when it finds a problem (the "
+                     "files stay for you to read)."))
 def plan(
-    workload: Annotated[Path, typer.Argument(help="Workload YAML/JSON file.")],
-    out: Annotated[Path, typer.Option("--out", help="New folder for the bundle.")],
-    pick: Annotated[int, typer.Option("--pick", "--rank", help="Which ranked plan to write (1 = best).")] = 1,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing folder.")] = False,
-    instance_type: Annotated[Optional[str], typer.Option(help="Pin the instance type (e.g. ecs.gn7i-c8g1.2xlarge).")] = None,
-    gpus: Annotated[Optional[int], typer.Option(help="Pin the number of GPUs in total.")] = None,
-    tp: Annotated[Optional[int], typer.Option(help="Pin the tensor-parallel size.")] = None,
-    pp: Annotated[Optional[int], typer.Option(help="Pin the pipeline-parallel size.")] = None,
-    micro_batch: Annotated[Optional[int], typer.Option(help="Pin the micro-batch per GPU (training) or the "
-                                                             "concurrent sequences (serving).")] = None,
+    workload: Annotated[Path, typer.Argument(help=N_("Workload YAML/JSON file."))],
+    out: Annotated[Path, typer.Option("--out", help=N_("New folder for the bundle."))],
+    pick: Annotated[int, typer.Option("--pick", "--rank", help=N_("Which ranked plan to write (1 = best)."))] = 1,
+    force: Annotated[bool, typer.Option("--force", help=N_("Replace an existing folder."))] = False,
+    instance_type: Annotated[Optional[str], typer.Option(help=N_("Pin the instance type (e.g. ecs.gn7i-c8g1.2xlarge)."))] = None,
+    gpus: Annotated[Optional[int], typer.Option(help=N_("Pin the number of GPUs in total."))] = None,
+    tp: Annotated[Optional[int], typer.Option(help=N_("Pin the tensor-parallel size."))] = None,
+    pp: Annotated[Optional[int], typer.Option(help=N_("Pin the pipeline-parallel size."))] = None,
+    micro_batch: Annotated[Optional[int], typer.Option(help=N_("Pin the micro-batch per GPU (training) or the "
+                                                             "concurrent sequences (serving)."))] = None,
     model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None, seq_len: _I = None,
     prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None, budget: _F = None,
     deadline_hours: _F = None, region: _R = None, objective: _S = None,
     lang: LangOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Write launch, infrastructure and monitoring files for the chosen plan (a ranked pick, or your pins), then run
-    the preflight (`gpuplan check`) over them: exit 1 when it finds a problem (the files stay for you to read)."""
     pins = {"instance_type": instance_type, "gpus": gpus, "tp": tp, "pp": pp, "micro_batch": micro_batch}
 
     def body(lg: str) -> int:

@@ -8,14 +8,17 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.common import JsonOpt, LangOpt, _emit_json, _Exit, app, run_guarded
+from gpuplan.i18n import N_
 
 
-@app.command()
+@app.command(help=N_("Read a plan bundle as the cloud and the node would: schemas, limits, provider arguments, "
+                     "shell, registries, pins, storage and weights. Exit 0 when it passes, 2 with each "
+                     "problem's file and line."))
 def check(
-    folder: Annotated[Path, typer.Argument(help="The bundle folder `gpuplan plan --out` wrote.")],
+    folder: Annotated[Path, typer.Argument(help=N_("The bundle folder `gpuplan plan --out` wrote."))],
     only: Annotated[Optional[str], typer.Option(
-        "--only", help="Run only these checks, comma-separated: scripts, schemas, kube, fc, terraform, mainland, pins, "
-                       "storage, weights.")] = None,
+        "--only", help=N_("Run only these checks, comma-separated: scripts, schemas, kube, fc, terraform, mainland, pins, "
+                       "storage, weights."))] = None,
     lang: LangOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Read a plan bundle as the cloud and the node would: schemas, limits, provider arguments, shell, registries,

@@ -13,16 +13,21 @@ from rich.console import Console
 
 from gpuplan import __version__
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Plan cloud GPU instances (Alibaba Cloud first) for training and serving models.")
-catalog_app = typer.Typer(no_args_is_help=True, help="Bundled and refreshed catalog data.")
+                  help=N_("Plan cloud GPU instances (Alibaba Cloud first) for training and serving models."))
+catalog_app = typer.Typer(no_args_is_help=True, help=N_("Bundled and refreshed catalog data."))
 app.add_typer(catalog_app, name="catalog")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
-LangOpt = Annotated[Optional[str], typer.Option("--lang", help="zh or en (default: from the locale).")]
-WideOpt = Annotated[bool, typer.Option("--wide", help="Every table column, however wide the terminal.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=N_("Machine-readable JSON on stdout."))]
+LangOpt = Annotated[Optional[str], typer.Option("--lang", help=N_("zh or en (default: from the locale)."))]
+WideOpt = Annotated[bool, typer.Option("--wide", help=N_("Every table column, however wide the terminal."))]
+
+
+# `gpuplan --lang zh COMMAND`: the language given before the command, for every command that has no --lang of
+# its own (reset by main() for each command line).
+ROOT_LANG: list[str | None] = [None]
 
 
 class _Exit(Exception):
@@ -33,6 +38,8 @@ class _Exit(Exception):
 def _lang(lang: str | None) -> str:
     from gpuplan.i18n import default_lang
 
+    if lang is None:
+        lang = ROOT_LANG[0]
     if lang is None:
         return default_lang()
     low = lang.lower()
@@ -95,5 +102,7 @@ def _version_cb(value: bool) -> None:
 
 @app.callback()
 def _main(version: Annotated[Optional[bool], typer.Option("--version", callback=_version_cb, is_eager=True,
-                                                          help="Show the version and exit.")] = None) -> None:
-    """gpuplan: which GPU instances, how many, configured how, for how long and at what cost."""
+                                                          help=N_("Show the version and exit."))] = None,
+          lang: Annotated[Optional[str], typer.Option("--lang", help=N_("zh or en for every command (default: from "
+                                                                         "the locale)."))] = None) -> None:
+    ROOT_LANG[0] = lang

@@ -11,26 +11,24 @@ from rich.console import Console
 
 from gpuplan.cli.common import JsonOpt, LangOpt, _console, _emit_json, _Exit, app, run_guarded
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 
-@app.command()
+@app.command(help=N_("Answer the guides' questions (task, model, data or traffic, deadline or SLA, budget) and get a "
+         "plan."
+         "\n\nOn a terminal it asks one question at a time and asks again after a bad answer. Otherwise it "
+         "reads one answer per line: task, model, then for training: dataset samples, tokens per sample, "
+         "epochs, deadline hours, budget; for inference: quantization, online or batch, then (online) "
+         "requests/s, concurrent requests, prompt tokens, output tokens, TTFT target in ms, budget, or "
+         "(batch) requests to process, prompt tokens, output tokens, deadline hours, budget. An empty line"
+         " takes the default. Every answer is checked as it is given (the model must exist); the workload "
+         "file is written only at the end, once the whole workload has been checked and planned."))
 def ask(
-    out: Annotated[Optional[Path], typer.Option("--out", help="Where to write the workload YAML (default: workload.yaml, "
-                                                "or workload-N.yaml when that exists).")] = None,
-    top: Annotated[int, typer.Option(help="How many plans to show.")] = 5,
+    out: Annotated[Optional[Path], typer.Option("--out", help=N_("Where to write the workload YAML (default: workload.yaml, "
+                                                "or workload-N.yaml when that exists)."))] = None,
+    top: Annotated[int, typer.Option(help=N_("How many plans to show."))] = 5,
     as_json: JsonOpt = False, lang: LangOpt = None,
 ) -> None:
-    """Answer the guides' questions (task, model, data or traffic, deadline or SLA, budget) and get a plan.
-
-    On a terminal it asks one question at a time and asks again after a bad answer. Otherwise it reads
-    one answer per line: task, model, then for training: dataset samples, tokens per sample, epochs,
-    deadline hours, budget; for inference: quantization, online or batch, then (online) requests/s,
-    concurrent requests, prompt tokens, output tokens, TTFT target in ms, budget, or (batch) requests
-    to process, prompt tokens, output tokens, deadline hours, budget. An empty line takes the default.
-    Every answer is checked as it is given (the model must exist); the workload file is written only
-    at the end, once the whole workload has been checked and planned.
-    """
 
     def body(lg: str) -> int:
         from gpuplan.ask import ask_lines, ask_terminal, build_workload
@@ -76,10 +74,9 @@ def _free_path(path: Path) -> Path:
     return candidate
 
 
-@app.command()
-def serve(host: Annotated[str, typer.Option(help="Address to bind (default loopback only).")] = "127.0.0.1",
-          port: Annotated[int, typer.Option(help="TCP port.")] = 8000) -> None:
-    """Run the web page and REST API (extra gpuplan[web])."""
+@app.command(help=N_("Run the web page and REST API (extra gpuplan[web])."))
+def serve(host: Annotated[str, typer.Option(help=N_("Address to bind (default loopback only)."))] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help=N_("TCP port."))] = 8000) -> None:
     def body(lg: str) -> int:
         if not (1 <= port <= 65535):
             raise GpuplanError(_("Port {port} is out of range.").format(port=port), hint=_("Use 1-65535, e.g. 8000."))

@@ -16,9 +16,8 @@ from gpuplan.i18n import N_, _
 _SHOW_KINDS = (N_("instance"), N_("family"), N_("gpu"), N_("model"))   # `show`'s title: "{kind}: {name}"
 
 
-@app.command()
+@app.command(help=N_("List the GPUs in the catalog (dense tensor figures, with sources)."))
 def gpus(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
-    """List the GPUs in the catalog (dense tensor figures, with sources)."""
     def body(lg: str) -> None:
         from gpuplan.catalog.gpus import load_gpus
 
@@ -32,16 +31,15 @@ def gpus(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
     run_guarded(body, as_json, lang)
 
 
-@app.command()
+@app.command(help=N_("List instance types, filtered by family, GPU, GPU memory or region."))
 def instances(
-    family: Annotated[Optional[str], typer.Option(help="Instance family, e.g. gn7i.")] = None,
-    gpu: Annotated[Optional[str], typer.Option(help="GPU name, e.g. A10 or A100-80GB.")] = None,
-    min_gpu_memory: Annotated[Optional[float], typer.Option("--min-gpu-memory", help="Minimum GiB per GPU.")] = None,
-    region: Annotated[Optional[str], typer.Option(help="Keep types with a known price in this region.")] = None,
-    cloud: Annotated[str, typer.Option(help="alibaba, aws or tencent.")] = "alibaba",
+    family: Annotated[Optional[str], typer.Option(help=N_("Instance family, e.g. gn7i."))] = None,
+    gpu: Annotated[Optional[str], typer.Option(help=N_("GPU name, e.g. A10 or A100-80GB."))] = None,
+    min_gpu_memory: Annotated[Optional[float], typer.Option("--min-gpu-memory", help=N_("Minimum GiB per GPU."))] = None,
+    region: Annotated[Optional[str], typer.Option(help=N_("Keep types with a known price in this region."))] = None,
+    cloud: Annotated[str, typer.Option(help=N_("alibaba, aws or tencent."))] = "alibaba",
     as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
-    """List instance types, filtered by family, GPU, GPU memory or region."""
     def body(lg: str) -> None:
         from gpuplan.catalog.query import filter_instances
         from gpuplan.catalog.prices import basis_label, load_offers
@@ -84,10 +82,9 @@ def instances(
 _TIMM_EXAMPLES = ("timm/resnet50", "timm/vit_base_patch16_224", "timm/convnext_tiny", "timm/efficientnet_b0")
 
 
-@app.command()
-def models(kind: Annotated[Optional[str], typer.Option(help="decoder, encoder, vision, diffusion, speech...")] = None,
+@app.command(help=N_("List the bundled models."))
+def models(kind: Annotated[Optional[str], typer.Option(help=N_("decoder, encoder, vision, diffusion, speech..."))] = None,
            as_json: JsonOpt = False, lang: LangOpt = None) -> None:
-    """List the bundled models."""
     def body(lg: str) -> None:
         from gpuplan.catalog.models import list_models
 
@@ -108,10 +105,9 @@ def models(kind: Annotated[Optional[str], typer.Option(help="decoder, encoder, v
     run_guarded(body, as_json, lang)
 
 
-@app.command()
-def show(name: Annotated[str, typer.Argument(help="A GPU, instance type, family or model.")],
+@app.command(help=N_("Show one GPU, instance type, family or model with its sources."))
+def show(name: Annotated[str, typer.Argument(help=N_("A GPU, instance type, family or model."))],
          as_json: JsonOpt = False, lang: LangOpt = None) -> None:
-    """Show one GPU, instance type, family or model with its sources."""
     def body(lg: str) -> None:
         from gpuplan.catalog.lookup import find_any
 
@@ -125,14 +121,11 @@ def show(name: Annotated[str, typer.Argument(help="A GPU, instance type, family 
     run_guarded(body, as_json, lang)
 
 
-@app.command()
-def schema(which: Annotated[str, typer.Argument(help="workload, estimate or recommend")] = "workload",
+@app.command(help=N_("Print the JSON Schema of the workload (or of an output)."
+         "\n\nThe output is always JSON (``--json`` is accepted like on every command). Keys and structure "
+         "never change; ``--lang zh`` gives the properties Chinese titles and Chinese error messages."))
+def schema(which: Annotated[str, typer.Argument(help=N_("workload, estimate or recommend"))] = "workload",
            as_json: JsonOpt = False, lang: LangOpt = None) -> None:
-    """Print the JSON Schema of the workload (or of an output).
-
-    The output is always JSON (``--json`` is accepted like on every command). Keys and structure never
-    change; ``--lang zh`` gives the properties Chinese titles and Chinese error messages.
-    """
     def body(lg: str) -> None:
         from gpuplan.schemas import localized_schema, schema_for
 
@@ -140,16 +133,15 @@ def schema(which: Annotated[str, typer.Argument(help="workload, estimate or reco
     run_guarded(body, as_json, lang)
 
 
-@catalog_app.command("refresh")
+@catalog_app.command("refresh", help=N_("Fetch live instance types, stock and prices (Alibaba Cloud OpenAPI) into the local cache."))
 def catalog_refresh(
     region: _R = None,
-    all_regions: Annotated[bool, typer.Option("--all-regions", help="Every region the account can see.")] = False,
-    cloud: Annotated[str, typer.Option(help="alibaba or aws.")] = "alibaba",
-    timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds (no retry starts "
-                                                             "later).")] = 180.0,
+    all_regions: Annotated[bool, typer.Option("--all-regions", help=N_("Every region the account can see."))] = False,
+    cloud: Annotated[str, typer.Option(help=N_("alibaba or aws."))] = "alibaba",
+    timeout: Annotated[float, typer.Option("--timeout", help=N_("Give up after this many seconds (no retry starts "
+                                                             "later)."))] = 180.0,
     as_json: JsonOpt = False, lang: LangOpt = None,
 ) -> None:
-    """Fetch live instance types, stock and prices (Alibaba Cloud OpenAPI) into the local cache."""
     def body(lg: str) -> int:
         from gpuplan.providers import refresh
 
@@ -161,9 +153,8 @@ def catalog_refresh(
     raise _Exit(run_guarded(body, as_json, lang) or 0)
 
 
-@catalog_app.command("status")
+@catalog_app.command("status", help=N_("Show, per source, the date and coverage of the catalog and prices in use."))
 def catalog_status(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
-    """Show, per source, the date and coverage of the catalog and prices in use."""
     def body(lg: str) -> int:
         from gpuplan.providers import print_status
 
@@ -173,30 +164,32 @@ def catalog_status(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
 
 
 _FORMAT_NAMES = {"csv": N_("price CSV"), "describe-price": N_("DescribePrice answer"), "bill": N_("bill export")}
-_FileArg = Annotated[Optional[Path], typer.Argument(help="Your price file: a CSV (cloud, instance_type, region, "
+_FileArg = Annotated[Optional[Path], typer.Argument(help=N_("Your price file: a CSV (cloud, instance_type, region, "
                                                        "billing, price, currency, unit, date, source), a "
-                                                       "DescribePrice JSON answer, or an Alibaba bill export.")]
-_TypeOpt = Annotated[Optional[str], typer.Option("--instance-type", help="The instance type a DescribePrice answer "
-                                                 "was asked for (with --remove: forget this type's prices).")]
+                                                       "DescribePrice JSON answer, or an Alibaba bill export."))]
+_TypeOpt = Annotated[Optional[str], typer.Option("--instance-type", help=N_("The instance type a DescribePrice answer "
+                                                 "was asked for (with --remove: forget this type's prices)."))]
 
 
-@catalog_app.command("import")
+@catalog_app.command("import", help=N_("Keep your own prices (a console quote, a DescribePrice answer, a bill): "
+                                               "they win over the bundled and refreshed prices in every answer until "
+                                               "you remove them."))
 def catalog_import(
     file: _FileArg = None,
-    fmt: Annotated[str, typer.Option("--format", help="auto, csv, describe-price or bill.")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", help=N_("auto, csv, describe-price or bill."))] = "auto",
     instance_type: _TypeOpt = None,
-    region: Annotated[Optional[str], typer.Option("--region", help="The region a DescribePrice answer was asked "
-                                                                   "for.")] = None,
-    billing: Annotated[Optional[str], typer.Option("--billing", help="payg, subscription or spot (what a "
-                                                                     "DescribePrice answer was asked for).")] = None,
-    date: Annotated[Optional[str], typer.Option("--date", help="The quote's date (default: the file's, else "
-                                                               "today).")] = None,
-    currency: Annotated[Optional[str], typer.Option("--currency", help="CNY or USD, for a bill without a currency "
-                                                                       "column.")] = None,
-    remove: Annotated[bool, typer.Option("--remove", help="Forget imported prices: all, those of FILE, or those "
-                                                          "of --instance-type.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the file and show the prices; keep "
-                                                            "nothing.")] = False,
+    region: Annotated[Optional[str], typer.Option("--region", help=N_("The region a DescribePrice answer was asked "
+                                                                   "for."))] = None,
+    billing: Annotated[Optional[str], typer.Option("--billing", help=N_("payg, subscription or spot (what a "
+                                                                     "DescribePrice answer was asked for)."))] = None,
+    date: Annotated[Optional[str], typer.Option("--date", help=N_("The quote's date (default: the file's, else "
+                                                               "today)."))] = None,
+    currency: Annotated[Optional[str], typer.Option("--currency", help=N_("CNY or USD, for a bill without a currency "
+                                                                       "column."))] = None,
+    remove: Annotated[bool, typer.Option("--remove", help=N_("Forget imported prices: all, those of FILE, or those "
+                                                          "of --instance-type."))] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help=N_("Check the file and show the prices; keep "
+                                                            "nothing."))] = False,
     as_json: JsonOpt = False, lang: LangOpt = None,
 ) -> None:
     """Keep your own prices (a console quote, a DescribePrice answer, a bill): they win over the bundled and
@@ -232,10 +225,11 @@ def catalog_import(
     raise _Exit(_guard_cache(lambda: run_guarded(body, as_json, lang), as_json))
 
 
-@catalog_app.command("forget")
+@catalog_app.command("forget", help=N_("Forget imported prices (all, one imported file's, or one instance "
+                                               "type's): the same as gpuplan catalog import --remove."))
 def catalog_forget(
-    name: Annotated[Optional[str], typer.Argument(help="The imported file's name (as `catalog status` lists it); "
-                                                       "all imported prices when left out.")] = None,
+    name: Annotated[Optional[str], typer.Argument(help=N_("The imported file's name (as `catalog status` lists it); "
+                                                       "all imported prices when left out."))] = None,
     instance_type: _TypeOpt = None,
     as_json: JsonOpt = False, lang: LangOpt = None,
 ) -> None:

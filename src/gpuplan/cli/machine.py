@@ -10,21 +10,18 @@ import typer
 from gpuplan.cli.common import JsonOpt, LangOpt, _console, _emit_json, _Exit, app, run_guarded
 from gpuplan.cli.options import _I, _M, _P, _T, WorkloadArg, _load, workload_flags
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 
-@app.command()
+@app.command(help=N_("Check this GPU machine (driver, CUDA, NCCL, topology, bandwidth, TFLOPS) against its plan."
+         "\n\nExit codes: 0 all checks pass, 1 warnings, 2 failures or no GPU."))
 def doctor(
-    plan: Annotated[Optional[Path], typer.Option("--plan", help="A plan folder written by `gpuplan plan`.")] = None,
-    bench: Annotated[bool, typer.Option("--bench", help="Run the ~1 minute GPU micro-benchmarks.")] = False,
+    plan: Annotated[Optional[Path], typer.Option("--plan", help=N_("A plan folder written by `gpuplan plan`."))] = None,
+    bench: Annotated[bool, typer.Option("--bench", help=N_("Run the ~1 minute GPU micro-benchmarks."))] = False,
     instance_metadata: Annotated[bool, typer.Option("--instance-metadata",
-                                                    help="Read the ECS instance type from the metadata service.")] = False,
+                                                    help=N_("Read the ECS instance type from the metadata service."))] = False,
     as_json: JsonOpt = False, lang: LangOpt = None,
 ) -> None:
-    """Check this GPU machine (driver, CUDA, NCCL, topology, bandwidth, TFLOPS) against its plan.
-
-    Exit codes: 0 all checks pass, 1 warnings, 2 failures or no GPU.
-    """
     def body(lg: str) -> int:
         from gpuplan.doctor import run_doctor
 
@@ -33,19 +30,18 @@ def doctor(
     raise _Exit(run_guarded(body, as_json, lang) or 0)
 
 
-@app.command()
+@app.command(help=N_("Measure a workload on this GPU (or read measurements) and correct later estimates for it."))
 def calibrate(
     workload: WorkloadArg = None,
-    from_file: Annotated[Optional[Path], typer.Option("--from", help="Measurements CSV (the columns of "
-                                                      "bench/data/measurements.csv).")] = None,
-    show: Annotated[bool, typer.Option("--show", help="List the stored calibrations.")] = False,
-    reset: Annotated[bool, typer.Option("--reset", help="Remove every stored calibration.")] = False,
-    steps: Annotated[int, typer.Option("--steps", help="Timed training steps or generate calls.")] = 5,
+    from_file: Annotated[Optional[Path], typer.Option("--from", help=N_("Measurements CSV (the columns of "
+                                                      "bench/data/measurements.csv)."))] = None,
+    show: Annotated[bool, typer.Option("--show", help=N_("List the stored calibrations."))] = False,
+    reset: Annotated[bool, typer.Option("--reset", help=N_("Remove every stored calibration."))] = False,
+    steps: Annotated[int, typer.Option("--steps", help=N_("Timed training steps or generate calls."))] = 5,
     model: _M = None, task: _T = None, precision: _P = None, seq_len: _I = None, prompt_tokens: _I = None,
     output_tokens: _I = None, batch_size: _I = None,
     as_json: JsonOpt = False, lang: LangOpt = None,
 ) -> None:
-    """Measure a workload on this GPU (or read measurements) and correct later estimates for it."""
     flags = workload_flags(model, task, precision, None, seq_len, prompt_tokens, output_tokens, batch_size,
                            None, None, None, None, None, None, None, None, None, None, None, None)
 

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
-WorkloadArg = Annotated[Optional[Path], typer.Argument(help="Workload YAML/JSON file (flags override it).")]
+WorkloadArg = Annotated[Optional[Path], typer.Argument(help=N_("Workload YAML/JSON file (flags override it)."))]
 
 
 def workload_flags(
@@ -38,11 +38,11 @@ def _load(path: Path | None, flags: dict[str, Any]):
     return load_workload(path, **flags)
 
 
-_M = Annotated[Optional[str], typer.Option(help="Model id, alias, config.json path.")]
-_T = Annotated[Optional[str], typer.Option(help="inference | pretrain | full | lora | qlora")]
-_P = Annotated[Optional[str], typer.Option(help="fp32 | fp16 | bf16 | fp8")]
-_Q = Annotated[Optional[str], typer.Option(help="none | int8 | int4 | gptq-int4 | awq | fp8 | bnb-nf4 ...")]
+_M = Annotated[Optional[str], typer.Option(help=N_("Model id, alias, config.json path."))]
+_T = Annotated[Optional[str], typer.Option(help=N_("inference | pretrain | full | lora | qlora"))]
+_P = Annotated[Optional[str], typer.Option(help=N_("fp32 | fp16 | bf16 | fp8"))]
+_Q = Annotated[Optional[str], typer.Option(help=N_("none | int8 | int4 | gptq-int4 | awq | fp8 | bnb-nf4 ..."))]
 _I = Annotated[Optional[int], typer.Option()]
 _F = Annotated[Optional[float], typer.Option()]
 _S = Annotated[Optional[str], typer.Option()]
-_R = Annotated[Optional[list[str]], typer.Option("--region", help="Region (repeatable).")]
+_R = Annotated[Optional[list[str]], typer.Option("--region", help=N_("Region (repeatable)."))]

@@ -13,12 +13,12 @@ from gpuplan.cli.common import (JsonOpt, LangOpt, WideOpt, _console, _emit_json,
                                 run_guarded)
 from gpuplan.cli.options import _F, _I, _M, _P, _Q, _R, _S, _T, WorkloadArg, _load, workload_flags
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 
 
-_GS = Annotated[Optional[str], typer.Option("--gpu-spec", help="A GPU the catalog lacks: a YAML/JSON file or "
+_GS = Annotated[Optional[str], typer.Option("--gpu-spec", help=N_("A GPU the catalog lacks: a YAML/JSON file or "
                                          "name=...,memory_gib=...,bf16_dense_tflops=...,mem_bandwidth_gb_s=... "
-                                         "(docs/workload.md).")]
+                                         "(docs/workload.md)."))]
 
 
 def _gpu_spec_flag(flags: dict[str, Any], text: str | None) -> None:
@@ -29,18 +29,17 @@ def _gpu_spec_flag(flags: dict[str, Any], text: str | None) -> None:
         flags["gpu"] = parse_gpu_spec_arg(text)
 
 
-@app.command()
+@app.command(help=N_("Memory, time and throughput of a workload on fixed hardware."))
 def estimate(
     workload: WorkloadArg = None, model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None,
     seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
     gpu: _S = None, gpus: _I = None, tp: _I = None, pp: _I = None, zero: _I = None, budget: _F = None,
     deadline_hours: _F = None, region: _R = None, objective: _S = None, framework: _S = None,
     instance_type: _S = None, grad_checkpointing: _S = None, gpu_spec: _GS = None,
-    max_: Annotated[Optional[str], typer.Option("--max", help="batch_size | seq_len | prompt_tokens | concurrency")] = None,
-    trace: Annotated[bool, typer.Option("--trace", help="Exact counts on torch meta/fake tensors (gpuplan[trace]).")] = False,
+    max_: Annotated[Optional[str], typer.Option("--max", help=N_("batch_size | seq_len | prompt_tokens | concurrency"))] = None,
+    trace: Annotated[bool, typer.Option("--trace", help=N_("Exact counts on torch meta/fake tensors (gpuplan[trace])."))] = False,
     as_json: JsonOpt = False, lang: LangOpt = None,
 ) -> None:
-    """Memory, time and throughput of a workload on fixed hardware."""
     flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
                            gpu, gpus, tp, pp, zero, budget, deadline_hours, region, objective, framework,
                            instance_type, grad_checkpointing)
@@ -59,13 +58,18 @@ def estimate(
             from gpuplan.estimate.core import max_fit
 
             value, est = max_fit(w, max_)
-            out = {"schema_version": 1, "max": max_, "value": value,
-                   "estimate": est.to_dict() if est else None}
+            # the larger value that runs only by freeing the allocator's cache (slower, no headroom), if any
+            loose, _loose_est = max_fit(w, max_, clean=False) if max_ != "concurrency" else (value, est)
+            out = {"schema_version": 1, "max": max_, "value": value, "estimate": est.to_dict() if est else None,
+                   "value_freeing_cache": loose if loose > value else None}
             if as_json:
                 _emit_json(out)
             else:
                 c = _console()
                 c.print(_("Largest {field} that fits: [bold]{value}[/bold]").format(field=max_, value=value))
+                if loose > value:
+                    c.print(_("Up to {value} runs only by freeing the allocator's cache: slower, no headroom.").format(
+                        value=loose), highlight=False)
                 if est:
                     from gpuplan.render.text import print_estimate
 
@@ -115,18 +119,17 @@ def _estimate_many(docs: list, flags: dict[str, Any]) -> int:
     return 1 if failed else 0
 
 
-@app.command()
+@app.command(help=N_("Ranked instance plans for a workload: cost, time, memory, storage and network advice."))
 def recommend(
     workload: WorkloadArg = None, model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None,
     seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
     gpu: _S = None, gpus: _I = None, tp: _I = None, pp: _I = None, zero: _I = None, budget: _F = None,
     deadline_hours: _F = None, region: _R = None, objective: _S = None, framework: _S = None,
     instance_type: _S = None, grad_checkpointing: _S = None, gpu_spec: _GS = None,
-    top: Annotated[int, typer.Option(help="How many plans to show.")] = 5,
-    prices: Annotated[Optional[list[Path]], typer.Option("--prices", help="Your own price file (same schema; repeatable).")] = None,
+    top: Annotated[int, typer.Option(help=N_("How many plans to show."))] = 5,
+    prices: Annotated[Optional[list[Path]], typer.Option("--prices", help=N_("Your own price file (same schema; repeatable)."))] = None,
     as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
-    """Ranked instance plans for a workload: cost, time, memory, storage and network advice."""
     flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
                            gpu, gpus, tp, pp, zero, budget, deadline_hours, region, objective, framework,
                            instance_type, grad_checkpointing)
@@ -150,14 +153,13 @@ def recommend(
     raise _Exit(run_guarded(body, as_json, lang) or 0)
 
 
-@app.command()
+@app.command(help=N_("The guides' decision tree by parameter count, answered by the estimators."))
 def quick(
-    params: Annotated[str, typer.Option("--params", help="Model size, e.g. 7B, 70B, 350M.")],
-    task: Annotated[str, typer.Option(help="train | finetune | lora | qlora | infer")] = "lora",
+    params: Annotated[str, typer.Option("--params", help=N_("Model size, e.g. 7B, 70B, 350M."))],
+    task: Annotated[str, typer.Option(help=N_("pretrain | full | lora | qlora | inference (infer)"))] = "lora",
     seq_len: _I = None,
     as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
-    """The guides' decision tree by parameter count, answered by the estimators."""
     def body(lg: str) -> int:
         from gpuplan.plan import quick as run_quick
 
@@ -173,15 +175,14 @@ def quick(
     raise _Exit(run_guarded(body, as_json, lang) or 0)
 
 
-@app.command()
+@app.command(help=N_("Best plan per cloud (Alibaba, AWS, Tencent) with time, cost and cost per million tokens."))
 def compare(
     workload: WorkloadArg = None, model: _M = None, task: _T = None, precision: _P = None, quantization: _Q = None,
     seq_len: _I = None, prompt_tokens: _I = None, output_tokens: _I = None, batch_size: _I = None,
     budget: _F = None, deadline_hours: _F = None, objective: _S = None, framework: _S = None,
-    currency: Annotated[str, typer.Option(help="CNY or USD for the comparison.")] = "CNY",
+    currency: Annotated[str, typer.Option(help=N_("CNY or USD for the comparison."))] = "CNY",
     as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
-    """Best plan per cloud (Alibaba, AWS, Tencent) with time, cost and cost per million tokens."""
     flags = workload_flags(model, task, precision, quantization, seq_len, prompt_tokens, output_tokens, batch_size,
                            None, None, None, None, None, budget, deadline_hours, None, objective, framework,
                            None, None)

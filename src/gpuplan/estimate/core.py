@@ -409,8 +409,19 @@ MAX_FIELDS = {"batch_size": "batch_size", "seq_len": "seq_len", "prompt_tokens":
               "concurrency": "batch_size"}
 
 
-def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) -> tuple[int, Estimate | None]:
-    """Largest value of ``field_name`` (batch_size | seq_len | prompt_tokens | concurrency) that fits."""
+def fits_cleanly(est: Estimate) -> bool:
+    """The verdict `estimate` prints as "fits": everything the job would hold, the allocator's full reserve
+    included (``need_bytes``), is on the card. A job whose reserve exceeds the card still runs (``memory.fits``)
+    only by freeing the allocator's cache, slower and with no headroom: `estimate` says so, and `--max` does
+    not count it as fitting."""
+    return est.memory.required_bytes <= est.memory.capacity_bytes
+
+
+def max_fit(workload: Workload | dict | str, field_name: str, *, clean: bool = True,
+            **overrides: Any) -> tuple[int, Estimate | None]:
+    """Largest value of ``field_name`` (batch_size | seq_len | prompt_tokens | concurrency) that fits: by the
+    verdict `estimate` prints as "fits" (:func:`fits_cleanly`), or with ``clean=False`` the largest that runs
+    at all (``memory.fits``, the allocator's cache freed when needed)."""
     from gpuplan.catalog.hub import workload_region
     from gpuplan.catalog.models import resolve_model
 
@@ -436,7 +447,7 @@ def max_fit(workload: Workload | dict | str, field_name: str, **overrides: Any) 
             e = estimate_resolved(w2, model, system, lay, with_suggestions=False)
         except GpuplanError:
             return None
-        return e if e.fits else None
+        return e if (fits_cleanly(e) if clean else e.fits) else None
 
     lo, hi = 0, 1
     best = None

@@ -9,8 +9,7 @@ import importlib.resources
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
@@ -28,8 +27,8 @@ def _shipped() -> dict[str, Any]:
     """The parsed efficiency.yaml (read on first use, never at import)."""
     path = importlib.resources.files("gpuplan") / "data" / "efficiency.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped file
+        data = load_data(path)
+    except (OSError, ValueError) as exc:  # pragma: no cover - shipped file
         raise GpuplanError(_("Cannot read the bundled efficiency table: {exc}.").format(exc=exc), hint=_("Reinstall gpuplan.")) from None
     return data
 

@@ -27,10 +27,10 @@ import warnings
 from typing import Any, cast
 
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 from gpuplan.workload import Workload
 
-INSTALL_HINT = "pip install 'gpuplan[trace]' (install torch==2.13.0 first on this machine to get the CPU build)"
+INSTALL_HINT = N_("pip install 'gpuplan[trace]' (install torch==2.13.0 first on this machine to get the CPU build)")
 
 
 def import_torch():
@@ -39,7 +39,7 @@ def import_torch():
         import torch
         import transformers
     except ImportError:
-        raise GpuplanError(_("Exact mode needs torch and transformers."), hint=INSTALL_HINT) from None
+        raise GpuplanError(_("Exact mode needs torch and transformers."), hint=_(INSTALL_HINT)) from None
     return torch, transformers
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from gpuplan.catalog.availability import availability
 from gpuplan.catalog.prices import STALE_AFTER_DAYS
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 from gpuplan.plan import cost as costm
 from gpuplan.plan.record import Plan, rnd
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
@@ -56,6 +56,11 @@ def savings_plan() -> SavingsPlan | None:
         return None
     return SavingsPlan(float(d["discount"]), float(d.get("term_h") or HOURS_PER_YEAR), str(d.get("kind", "")),
                        str(d.get("as_of", "")), str(d.get("source", "")))
+
+
+# Who a figure comes from (data/plan_costs.yaml `kind`), as the sentences above say it.
+KIND_WORDS = {"official": N_("official"), "third-party": N_("third-party"), "inferred": N_("inferred"),
+              "estimated": N_("estimated"), "user": N_("your own")}
 
 
 def _money(cur: str, x: float) -> str:
@@ -90,7 +95,7 @@ def break_even_sentences(payg: costm.Price | None, sub: costm.Price | None, sp: 
         out.append(text)
     if payg is not None and sp is not None:
         out.append(_("a 1-year savings plan ({discount} off pay-as-you-go, {kind} figure of {date}) pays off after "
-                     "{days} days of use in its year").format(discount=f"{sp.discount:.1%}", kind=_(sp.kind),
+                     "{days} days of use in its year").format(discount=f"{sp.discount:.1%}", kind=_(KIND_WORDS.get(sp.kind, sp.kind)),
                                                               date=sp.as_of, days=f"{sp.break_even_days:.0f}"))
     return out
 

@@ -28,9 +28,8 @@ from dataclasses import dataclass, replace
 from importlib.resources import files
 from typing import Any
 
-import yaml
-
 from gpuplan.catalog.prices import BASIS_WORDS, RULE_REGION_PROXY, Offer, offer_note
+from gpuplan.datafiles import load_data
 from gpuplan.i18n import _, localize
 from gpuplan.plan.spot import (DEFAULT_SPOT, SPOT_CAP_SOURCE, SPOT_SOURCE, SpotDefault, SpotModel,  # noqa: F401
                                SpotRun, describe_spot, job_interruption_rate, spot_default, spot_run, spot_summary,
@@ -87,8 +86,8 @@ def load_fx() -> Fx:
     ``usd_cny: {rate, as_of, source}``), else :data:`FX_FALLBACK`."""
     path = files("gpuplan") / "data" / "fx.yaml"
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, FileNotFoundError, yaml.YAMLError):
+        doc = load_data(path) or {}
+    except (OSError, FileNotFoundError, ValueError):
         return FX_FALLBACK
     stale = int(doc.get("stale_after_days") or FX_STALE_AFTER_DAYS)
     if isinstance(doc.get("usd_cny"), dict):
@@ -333,8 +332,8 @@ def _value(doc: dict, key: str, default: float) -> float:
 def _plan_costs_doc() -> dict:
     path = files("gpuplan") / "data" / "plan_costs.yaml"
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, FileNotFoundError, yaml.YAMLError):
+        return load_data(path) or {}
+    except (OSError, FileNotFoundError, ValueError):
         return {}
 
 

@@ -13,8 +13,7 @@ import math
 from importlib.resources import files
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.i18n import N_, localize, tr
 from gpuplan.units import HOURS_PER_MONTH
 
@@ -34,7 +33,7 @@ BILLING_NAMES = {"payg": N_("pay-as-you-go"), "spot": N_("spot instance"), "subs
 
 @functools.cache
 def load_extra_costs() -> dict[str, Any]:
-    return yaml.safe_load((files("gpuplan") / "data" / "extra_costs.yaml").read_text(encoding="utf-8"))
+    return load_data(files("gpuplan") / "data" / "extra_costs.yaml")
 
 
 def _conv(amount: float, src: str, dst: str) -> tuple[float, str | None]:

@@ -83,10 +83,11 @@ LABELS = {  # (objective, superlative true on the figures shown): label; {where}
 }
 
 
-def headline(ctx: PlanContext, ranked: list[Plan], objective: str) -> tuple[str, ...]:
+def headline(ctx: PlanContext, ranked: list[Plan], objective: str, shown: int | None = None) -> tuple[str, ...]:
     """The top plan's label, true on the figures the tables show: "cheapest" only when no lower-ranked plan
     shows a lower cost, "fastest" only when none shows a shorter time; otherwise the ranking basis in short,
-    and which plan shows less and why it ranks lower."""
+    and which plan shows less and why it ranks lower. A plan is named by its rank only when it is among the
+    ``shown`` plans (the table has a row for it); one further down is named by its instance type."""
     p = ranked[0]
     cost, unit = p.cost.headline
     lower = _shows_less(p, ranked[1:], objective)
@@ -99,10 +100,12 @@ def headline(ctx: PlanContext, ranked: list[Plan], objective: str) -> tuple[str,
             "billing": _(p.cost.billing or "unpriced"), "cost": _money(p.cost.currency, cost, unit), "where": where}
     out = [_(tmpl).format(**args)]
     if lower is not None:
-        out.append(_why_lower(p, lower, objective))
-        if _held_back(p, lower, objective):   # its own line: the commands that check that price
-            cloud = next((i.cloud for i in ctx.insts if i.instance_type == lower.instance_type), "")
-            out.append(held_back_check(lower, cloud))
+        visible = _shows_less(p, ranked[1:shown], objective) if shown is not None else lower
+        out.append(_why_lower(p, visible or lower, objective, named=visible is not None))
+        if _held_back(p, visible or lower, objective):   # its own line: the commands that check that price
+            held = visible or lower
+            cloud = next((i.cloud for i in ctx.insts if i.instance_type == held.instance_type), "")
+            out.append(held_back_check(held, cloud, named=visible is not None))
     return tuple(out)
 
 
@@ -129,8 +132,8 @@ def _held_back(p: Plan, q: Plan, objective: str) -> bool:
     return not (thin_margin(q) and not thin_margin(p)) and objective == "cost" and q.cost_margin > p.cost_margin + 1e-9
 
 
-def _why_lower(p: Plan, q: Plan, objective: str) -> str:
-    """Why a plan that shows less ranks lower (one sentence; plan/price_check.py words a price's margin)."""
+def _why_lower(p: Plan, q: Plan, objective: str, named: bool = True) -> str:
+    """Why a plan that shows less ranks lower (one sentence); ``named``: by its rank (it is shown)."""
     if thin_margin(q) and not thin_margin(p):
         reason = _("it would finish with only {share} of the deadline to spare on spot").format(
             share=f"{max(0.0, q.deadline_slack or 0.0):.1%}")
@@ -143,6 +146,9 @@ def _why_lower(p: Plan, q: Plan, objective: str) -> str:
     else:
         amount, unit = q.cost.headline
         shown = _money(q.cost.currency, amount, unit)
+    if not named:
+        return _("a plan further down the ranking ({instance}, not shown) shows less, {shown}, but ranks lower: "
+                 "{reason}").format(instance=q.short_name, shown=shown, reason=reason)
     return _("plan {rank} ({instance}) shows less, {shown}, but ranks lower: {reason}").format(
         rank=q.rank, instance=q.short_name, shown=shown, reason=reason)
 

@@ -15,9 +15,8 @@ import re
 from importlib.resources import files
 from typing import Any
 
-import yaml
-
 from gpuplan.catalog.regions import is_mainland, load_compliance  # noqa: F401 - re-exported (one rule)
+from gpuplan.datafiles import load_data
 from gpuplan.i18n import _
 from gpuplan.plan.transfer import job_transfers, plan_fixed_s
 from gpuplan.units import HOUR_S
@@ -27,7 +26,7 @@ TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
 
 @functools.cache
 def load_ops() -> dict[str, Any]:
-    return yaml.safe_load((files("gpuplan") / "data" / "ops.yaml").read_text(encoding="utf-8"))
+    return load_data((files("gpuplan") / "data" / "ops.yaml"))
 
 
 def family_of(instance_type: str | None) -> str | None:

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-import yaml
+from gpuplan.datafiles import load_data
 
 
 @functools.cache
 def load_platforms() -> dict[str, Any]:
     """data/clouds/alibaba/platforms.yaml (read once, on first use)."""
     path = files("gpuplan") / "data" / "clouds" / "alibaba" / "platforms.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return load_data(path)
 
 
 @dataclass(frozen=True)

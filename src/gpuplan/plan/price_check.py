@@ -42,6 +42,10 @@ def held_back_reason(q: Plan) -> str:
                                                                        margin=f"{q.cost_margin:.0%}")
 
 
-def held_back_check(q: Plan, cloud: str) -> str:
-    """The line after it: how to check that plan's price ("plan 3: check it with `...` or ...")."""
+def held_back_check(q: Plan, cloud: str, named: bool = True) -> str:
+    """The line after it: how to check that plan's price ("plan 3: check it with `...` or ..."); ``named``: by
+    its rank (it is shown), else by its instance type."""
+    if not named:
+        return _("{instance} (not shown): {check}").format(instance=q.short_name,
+                                                           check=check_command(cloud, q.cost.region))
     return _("plan {rank}: {check}").format(rank=q.rank, check=check_command(cloud, q.cost.region))

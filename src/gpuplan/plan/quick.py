@@ -1,4 +1,4 @@
-"""Quick mode: `gpuplan quick --params 7B --task train|finetune|lora|infer`.
+"""Quick mode: `gpuplan quick --params 7B --task pretrain|full|lora|qlora|inference`.
 
 The popular guides answer "which GPU?" with a decision tree by parameter count (guide A,
 ../shared/guides/guide-A-training-instance-selection.txt, section 四 "快速决策树"). Quick mode
@@ -15,7 +15,7 @@ from typing import Any
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _, localize
 from gpuplan.units import GIB
-from gpuplan.workload import TASK_ALIASES
+from gpuplan.workload import read_task
 
 # The guide's tree (upper bound in billions of parameters -> what it recommends). H100/"gn8" does
 # not exist on Alibaba ECS (facts file, guide error #11): the nearest is gn8v (H20 96 GB).
@@ -96,10 +96,7 @@ def quick(params_b: float | str, task: str = "lora", *, seq_len: int | None = No
     from gpuplan.plan.recommend import recommend
 
     pb = parse_params(params_b)
-    t = TASK_ALIASES.get(task.strip().lower(), task.strip().lower())
-    if t not in ("inference", "pretrain", "full", "lora", "qlora"):
-        raise GpuplanError(_("Unknown task {task!r}.").format(task=task),
-                           hint=_("Use train, finetune, lora, qlora or infer."))
+    t = read_task(task)    # the workload's task words: `train` or `finetune` (two meanings each) are refused
     bucket_max, bucket, gpu, count, says = next(row for row in FOLKLORE_TREE if pb <= row[0])
     base: dict[str, Any] = {"model": {"params_b": pb}, "task": t}
     if seq_len:

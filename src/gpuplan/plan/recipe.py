@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any, NamedTuple
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.workload import Workload
@@ -27,7 +26,7 @@ from gpuplan.workload import Workload
 
 @functools.cache
 def _doc() -> dict:
-    return yaml.safe_load((files("gpuplan") / "data" / "recipes.yaml").read_text(encoding="utf-8")) or {}
+    return load_data((files("gpuplan") / "data" / "recipes.yaml")) or {}
 
 
 def search_setting(key: str) -> Any:

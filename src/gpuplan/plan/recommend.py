@@ -206,7 +206,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     shown = ranked[:top]   # the top N only; the whole Pareto front is the `pareto` list
     shown = [advise(ctx, p) if p.is_ecs else p for p in shown]
     if shown:
-        shown[0] = shown[0].with_advice(why=headline(ctx, ranked, objective) + ((mp_why,) if mp_why else ())
+        shown[0] = shown[0].with_advice(why=headline(ctx, ranked, objective, len(shown)) + ((mp_why,) if mp_why else ())
                                         + shown[0].advice.why)
     final = {p.rank: p for p in shown}
     ranked = [final.get(p.rank, p) for p in ranked]

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.i18n import _
 from gpuplan.units import HOUR_S
 
@@ -62,8 +61,8 @@ def spot_default(cloud: str) -> SpotDefault | None:
     """``data/clouds/<cloud>/spot.yaml`` (None when the file is absent or sets no fraction)."""
     path = files("gpuplan") / "data" / "clouds" / cloud / "spot.yaml"
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, FileNotFoundError, yaml.YAMLError):
+        doc = load_data(path) or {}
+    except (OSError, FileNotFoundError, ValueError):
         return None
     if doc.get("fraction_of_payg") is None:
         return None

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.i18n import _
 from gpuplan.units import GIB, TIB
 
@@ -24,7 +23,7 @@ MB = 1e6
 @functools.cache
 def storage_facts() -> dict[str, Any]:
     """data/storage.yaml, loaded once."""
-    return yaml.safe_load((files("gpuplan") / "data" / "storage.yaml").read_text(encoding="utf-8"))
+    return load_data((files("gpuplan") / "data" / "storage.yaml"))
 
 
 @dataclass(frozen=True)

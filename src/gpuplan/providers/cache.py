@@ -39,9 +39,8 @@ import os
 import re
 import secrets
 import shutil
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -53,29 +52,10 @@ from gpuplan.providers.base import (
     CatalogSnapshot,
     Row,
 )
+from gpuplan.cachedir import default_cache_dir  # noqa: F401 - one definition, re-exported here
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
-
-
-def default_cache_dir(env: Mapping[str, str] | None = None, platform: str | None = None) -> Path:
-    """``$GPUPLAN_CACHE_DIR``, else the platform's cache folder + ``gpuplan``.
-
-    Linux/BSD: ``$XDG_CACHE_HOME/gpuplan`` or ``~/.cache/gpuplan`` (XDG Base Directory spec);
-    macOS: ``~/Library/Caches/gpuplan``; Windows: ``%LOCALAPPDATA%\\gpuplan\\Cache``.
-    """
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if env.get("GPUPLAN_CACHE_DIR"):
-        return Path(env["GPUPLAN_CACHE_DIR"]).expanduser()
-    home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
-    if platform == "darwin":
-        return home / "Library" / "Caches" / "gpuplan"
-    if platform.startswith("win"):
-        base = env.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
-        return Path(base) / "gpuplan" / "Cache"
-    xdg = env.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else home / ".cache") / "gpuplan"
 
 
 def resolve_cache_dir(cache_dir: str | os.PathLike[str] | None) -> Path:

@@ -11,8 +11,7 @@ import functools
 from dataclasses import dataclass
 from importlib.resources import files
 
-import yaml
-
+from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
@@ -33,7 +32,7 @@ class FxRate:
 
 @functools.cache
 def _bundled() -> tuple[FxRate, ...]:
-    data = yaml.safe_load((files("gpuplan") / "data" / "fx.yaml").read_text(encoding="utf-8")) or {}
+    data = load_data((files("gpuplan") / "data" / "fx.yaml")) or {}
     out = []
     for r in data.get("rates", []):
         as_of = r["as_of"] if isinstance(r["as_of"], dt.date) else dt.date.fromisoformat(str(r["as_of"]))

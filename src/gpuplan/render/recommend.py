@@ -295,7 +295,10 @@ def render_quick(result, console: Console | None = None, lang: str = "en", wide:
     """Print the quick-mode answer: the folklore, the verdict and the estimator's pick."""
     console = console or Console()
     t = lambda s: tr(s, lang)  # noqa: E731
-    console.print(f"[bold]{t('Quick answer')}[/]: {result.params_b:g}B, {result.task} ({result.bucket})")
+    from gpuplan.fieldnames import value_text
+
+    task = value_text(result.task, lang, key="task")
+    console.print(f"[bold]{t('Quick answer')}[/]: {result.params_b:g}B, {task} ({result.bucket})")
     console.print(f"  {t('Folklore')}: {result.folklore}")
     color = {"holds": "green", "wrong": "red", "overkill": "yellow", "works but slow": "yellow",
              "works but expensive": "yellow"}.get(result.verdict, "white")

@@ -10,11 +10,11 @@
 
 import { drawCharts } from "./charts.js";
 import {
-  buildWorkload, closeModelList, fillFromUrl, fillFromWorkload, inputNotes, MAX_FILE_BYTES, modelKeys,
+  buildWorkload, closeModelList, fillFromUrl, fillFromWorkload, fillRegions, inputNotes, MAX_FILE_BYTES, modelKeys,
   showModelList, toggleTaskFields, updateUrl,
 } from "./form.js";
 import { planFacts } from "./facts.js";
-import { $, el, fmtDuration, fmtGiB, fmtMoney, fmtNum, fmtPct, GIB, state, t, TRAINING } from "./util.js";
+import { $, el, fmtDuration, fmtGiB, fmtMoney, fmtNum, fmtPct, GIB, joinUnits, nobreak, state, t, TRAINING, unique } from "./util.js";
 
 /* ---------------------------------------------------------------- i18n */
 function applyLang(lang, refetch) {
@@ -34,6 +34,13 @@ function applyLang(lang, refetch) {
 function fillSelectLabels() {
   for (const opt of $("task").options) opt.textContent = t("t_" + opt.value);
   for (const opt of $("objective").options) opt.textContent = t("o_" + opt.value);
+  for (const opt of $("cloud").options) opt.textContent = t("cl_" + opt.value);
+  for (const id of ["precision", "quantization"]) {
+    const published = $(id).querySelector('option[value=""]');
+    if (published) published.textContent = t("as_published");
+  }
+  const anyFramework = $("framework").querySelector('option[value=""]');
+  if (anyFramework) anyFramework.textContent = t("any_framework");
   const anyRegion = $("region").querySelector('option[value=""]');
   if (anyRegion) anyRegion.textContent = t("any_region");
   for (const lab of $("billing").querySelectorAll("label")) lab.lastChild.textContent = " " + t("b_" + lab.dataset.value);
@@ -58,11 +65,15 @@ async function loadOptions() {
   setOptions($("task"), opts.tasks, (v) => t("t_" + v));
   $("task").value = "lora";
   setOptions($("objective"), opts.objectives, (v) => t("o_" + v));
-  setOptions($("precision"), opts.precisions);
-  $("precision").value = "bf16";
-  setOptions($("quantization"), opts.quantizations);
+  // "" = as published: the server reads precision and quantization from the model id (a -GPTQ-Int4
+  // checkpoint is GPTQ 4-bit), as a workload file without those keys would
+  setOptions($("precision"), ["", ...opts.precisions], (v) => (v ? v : t("as_published")));
+  setOptions($("quantization"), ["", ...opts.quantizations], (v) => (v ? v : t("as_published")));
+  setOptions($("framework"), ["", ...opts.frameworks], (v) => (v ? v : t("any_framework")));
   setOptions($("currency"), opts.currencies);
-  setOptions($("region"), ["", ...opts.regions], (v) => (v ? v : t("any_region")));
+  setOptions($("cloud"), opts.clouds || ["alibaba"], (v) => t("cl_" + v));
+  $("cloud").value = opts.default_cloud || "alibaba";
+  fillRegions();
   const box = $("billing");
   box.replaceChildren();
   for (const b of opts.billing) {
@@ -76,22 +87,33 @@ async function loadOptions() {
 }
 
 /* ---------------------------------------------------------------- requests */
-const FIELD_INPUT = { model: "model", task: "task", precision: "precision", quantization: "quantization", seq_len: "seq_len",
-                      prompt_tokens: "prompt_tokens", output_tokens: "output_tokens", dataset: "dataset_tokens",
-                      serving: "requests_per_s", deadline_hours: "deadline_hours", budget: "budget", regions: "region",
-                      billing: "billing" };
+/* The input that shows a workload field (dotted, as the server names it); other keys live in the "other keys" box. */
+const FIELD_INPUT = { "dataset.tokens": "dataset_tokens", "dataset.epochs": "epochs", "dataset.samples": "samples",
+                      "dataset.tokens_per_sample": "tokens_per_sample", "dataset.items": "items",
+                      "dataset.audio_hours": "audio_hours", "constraints.regions": "region", "constraints.clouds": "cloud",
+                      "constraints.billing": "billing", "hardware.gpu": "gpu", "lora.rank": "lora_rank",
+                      "serving.requests_per_s": "requests_per_s", "serving.ttft_ms": "ttft_ms", "serving.tpot_ms": "tpot_ms",
+                      dataset: "dataset_tokens", serving: "requests_per_s" };
+
+function inputFor(field) {
+  const parts = (field || "").split(".");
+  if (!parts[0]) return null;
+  if (parts[0] === "batch_size") return TRAINING.has($("task").value) ? "batch_size" : "concurrency";
+  const id = FIELD_INPUT[parts.slice(0, 2).join(".")] || FIELD_INPUT[parts[0]]
+    || (parts.length === 1 && $(parts[0]) ? parts[0] : parts[0] === "constraints" && $(parts[1]) ? parts[1] : null);
+  return id || "other_keys";   // a key only the "other keys" box holds (an inline model's config keys too)
+}
 
 function showError(err) {
   for (const node of document.querySelectorAll(".invalid")) node.classList.remove("invalid");
   const box = $("form-error");
   box.hidden = false;
   box.textContent = t("error_prefix") + ": " + err.error + (err.hint ? " — " + err.hint : "");
-  const field = (err.field || "").split(".");
-  let target = field[0] === "constraints" ? field[1] : field[0];
-  if (target === "batch_size") target = TRAINING.has($("task").value) ? "batch_size" : "concurrency";
-  if (target === "serving" && (field[1] === "ttft_ms" || field[1] === "tpot_ms")) target = field[1];
-  const id = FIELD_INPUT[target] || (["batch_size", "concurrency", "ttft_ms", "tpot_ms"].includes(target) ? target : null);
-  if (id && $(id)) $(id).classList.add("invalid");
+  const id = inputFor(err.field);
+  if (id && $(id)) {
+    $(id).classList.add("invalid");
+    if (id === "other_keys" || ["framework", "gpu", "max_gpus", "lora_rank"].includes(id)) $("more").open = true;
+  }
 }
 
 /* A failed search leaves nothing of the previous answer on screen (no plan row, no download link). */
@@ -147,14 +169,18 @@ async function submit(ev) {
   if (ev) ev.preventDefault();
   $("form-error").hidden = true;
   for (const node of document.querySelectorAll(".invalid")) node.classList.remove("invalid");
-  if (!$("model").value.trim() && !(state.extra && typeof state.extra.model === "object")) {
+  let w;
+  try {
+    w = buildWorkload();
+    if (typeof w.model !== "object" && !w.model) throw Object.assign(new Error(t("need_model")), { field: "model" });
+  } catch (e) {
     state.workload = null;
     clearResults(t("search_failed"));
-    showError({ error: t("need_model"), field: "model" });
+    showError({ error: e.message, field: e.field });
     return;
   }
   updateUrl();
-  await search(buildWorkload(), false);
+  await search(w, false);
 }
 
 async function download(url, body, statusNode, fallbackName) {
@@ -191,7 +217,9 @@ async function downloadBundle() {
 
 async function saveWorkload() {
   if (!$("model").value.trim()) { showError({ error: t("need_model"), field: "model" }); return; }
-  await download("/api/workload/yaml", buildWorkload(), $("file-status"), "workload.yaml");
+  let w;
+  try { w = buildWorkload(); } catch (e) { showError({ error: e.message, field: e.field }); return; }
+  await download("/api/workload/yaml", w, $("file-status"), "workload.yaml");
 }
 
 async function loadWorkloadFile(ev) {
@@ -211,6 +239,7 @@ async function loadWorkloadFile(ev) {
   const parts = [t("loaded_workload", { name: file.name })];
   if (kept.length) parts.push(t("kept_keys", { keys: kept.join(", ") }));
   if (typeof doc.workload.model === "object") parts.push(t("inline_model"));
+  fillSelectLabels();
   status.textContent = parts.join(" ");
   updateUrl();
 }
@@ -232,21 +261,23 @@ function layoutText(p) {
 
 function isServing(doc) { return !TRAINING.has((doc.workload || {}).task) && !(doc.workload || {}).dataset; }
 
+/* [amount, per what] : the period goes on the cell's second line, so the amount never wraps. */
 function planCost(p) {
-  if (p.total_cost !== null && p.total_cost !== undefined) return fmtMoney(p.total_cost, p.currency);
-  if (p.monthly_cost !== null && p.monthly_cost !== undefined) return fmtMoney(p.monthly_cost, p.currency) + " " + t("per_month");
+  if (p.total_cost !== null && p.total_cost !== undefined) return [fmtMoney(p.total_cost, p.currency), ""];
+  if (p.monthly_cost !== null && p.monthly_cost !== undefined) return [fmtMoney(p.monthly_cost, p.currency), nobreak(t("per_month"))];
   if (p.cost_per_billion_tokens !== null && p.cost_per_billion_tokens !== undefined)
-    return fmtMoney(p.cost_per_billion_tokens, p.currency) + " " + t("per_btok");
-  return "–";
+    return [fmtMoney(p.cost_per_billion_tokens, p.currency), nobreak(t("per_btok"))];
+  return ["–", ""];
 }
+/* [main line, second line]; a label and its figure stay on one line (nobreak), the two figures may wrap apart. */
 function planTime(p, doc) {
   if (isServing(doc)) {
     const s = p.serving || {}, perf = p.performance || {};
     const ttft = s.ttft_p50_s ?? perf.ttft_s, tpot = s.tpot_s ?? perf.tpot_s, load = s.utilization ?? p.utilization;
-    return ["TTFT " + fmtDuration(ttft), "TPOT " + fmtDuration(tpot) + (load != null ? " · " + fmtPct(load) : "")];
+    return [nobreak("TTFT " + fmtDuration(ttft)), nobreak("TPOT " + fmtDuration(tpot)) + (load != null ? " · " + fmtPct(load) : "")];
   }
   if (p.time_s !== null && p.time_s !== undefined) return [fmtDuration(p.time_s), ""];
-  if (p.time_per_billion_tokens_s) return [fmtDuration(p.time_per_billion_tokens_s) + " " + t("per_btok"), ""];
+  if (p.time_per_billion_tokens_s) return [nobreak(fmtDuration(p.time_per_billion_tokens_s) + " " + t("per_btok")), ""];
   return ["–", ""];
 }
 
@@ -273,12 +304,33 @@ function priceNote(sel, plans) {
   return parts.join(" · ");
 }
 
+/* A list of the server's sentences, each once; "plan N" names a plan of the table, as a button that opens it. */
 function fillList(id, items) {
   const ul = $(id);
   ul.replaceChildren();
-  for (const s of items) ul.appendChild(el("li", null, s));
+  for (const s of unique(items)) ul.appendChild(sentenceItem(s));
   const box = $(id + "-box");
   if (box) box.hidden = items.length === 0;
+}
+
+const PLAN_REF = /\b(plan|方案) ?(\d+)\b/g;
+
+function sentenceItem(raw) {
+  const li = el("li");
+  const text = joinUnits(raw);
+  const shown = new Map(((state.doc || {}).plans || []).map((p, i) => [String(p.rank), i]));
+  let last = 0;
+  for (const m of String(text).matchAll(PLAN_REF)) {
+    if (!shown.has(m[2])) continue;
+    li.append(document.createTextNode(text.slice(last, m.index)));
+    const i = shown.get(m[2]);
+    const b = el("button", { type: "button", class: "plan-ref", "data-index": i }, m[0]);
+    b.addEventListener("click", () => selectRow(i, true));
+    li.append(b);
+    last = m.index + m[0].length;
+  }
+  li.append(document.createTextNode(text.slice(last)));
+  return li;
 }
 
 function detailRow(p, doc, cols) {
@@ -302,9 +354,9 @@ function render() {
   $("output").hidden = false;
   const plans = doc.plans || [];
   const stats = doc.search || {};
-  $("status").textContent = plans.length
+  $("status").textContent = joinUnits(plans.length
     ? t("found", { n: plans.length, c: stats.candidates ?? "?", s: fmtNum(stats.elapsed_s ?? 0, 2) })
-    : t("no_plans");
+    : t("no_plans"));
   const serving = isServing(doc);
   $("col-time").textContent = t(serving ? "col_latency" : "col_time");
   const tbody = $("plans").querySelector("tbody");
@@ -318,6 +370,7 @@ function render() {
     if (p.pareto) tr.classList.add("pareto");
     const est = priceIsEstimate(p);
     const [time, timeSub] = planTime(p, doc);
+    const [cost, costSub] = planCost(p);
     // [column key, main text, second line, class]: the second line keeps the table narrow enough for
     // 1280 px; under 760 px the CSS turns each row into a card labelled by data-label.
     const cells = [["col_rank", String(p.rank)],
@@ -326,7 +379,7 @@ function render() {
                    ["col_billing", t("b_" + p.billing)],
                    ["col_price", (est ? "~" : "") + fmtMoney(p.price_per_hour, p.currency), priceDated(p), "num"],
                    [serving ? "col_latency" : "col_time", time, timeSub, "num wrap"],
-                   ["col_cost", (est ? "~" : "") + planCost(p), "", "num wrap"],
+                   ["col_cost", (est ? "~" : "") + cost, costSub, "num wrap"],
                    ["col_memory", fmtNum((p.memory_per_gpu_bytes ?? NaN) / GIB, 1) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "", "num"]];
     for (const [key, text, sub, cls] of cells) {
       const td = el("td", cls ? { class: cls, "data-label": t(key) } : { "data-label": t(key) });
@@ -350,11 +403,13 @@ function render() {
   $("plans").hidden = plans.length === 0;
   $("download").hidden = plans.length === 0;
   const sel = plans[state.selected];
-  $("headline").textContent = sel && sel.why && sel.why.length ? sel.why[0] : "";
-  $("ranking-basis").textContent = doc.ranking_basis ? t("ranking_basis", { basis: doc.ranking_basis }) : "";
+  $("headline").textContent = sel && sel.why && sel.why.length ? joinUnits(sel.why[0]) : "";   // the rest of why[] is listed below
+  $("ranking-basis").textContent = doc.ranking_basis ? joinUnits(t("ranking_basis", { basis: doc.ranking_basis })) : "";
   $("ranking-basis").hidden = !doc.ranking_basis;
-  $("price-note").textContent = sel ? priceNote(sel, plans) : "";
-  fillList("why", sel ? sel.why.slice(1).concat((sel.recipe || {}).why || [], sel.warnings || []) : []);
+  $("price-note").textContent = sel ? joinUnits(priceNote(sel, plans)) : "";
+  const headline = sel && sel.why && sel.why.length ? sel.why[0] : null;
+  fillList("why", sel ? unique(sel.why.slice(1).concat((sel.recipe || {}).why || [], sel.warnings || []))
+    .filter((x) => x !== headline) : []);
   const whyNot = (doc.why_not || []).slice();
   for (const r of (doc.rejected || []).slice(0, 12)) whyNot.push(r.instance_type + " (" + t("c_" + r.code) + "): " + r.reason);
   fillList("whynot", whyNot);
@@ -364,7 +419,7 @@ function render() {
   binding.hidden = plans.length > 0;
   const bl = binding.querySelector("ul");
   bl.replaceChildren();
-  for (const b of doc.binding_constraints || []) bl.appendChild(el("li", null, b.text || JSON.stringify(b)));
+  for (const b of doc.binding_constraints || []) bl.appendChild(el("li", null, joinUnits(b.text || JSON.stringify(b))));
   drawCharts(doc, sel);
 }
 
@@ -384,7 +439,9 @@ async function start() {
   toggleTaskFields();
   applyLang(state.lang, false);
   $("task").addEventListener("change", toggleTaskFields);
-  for (const id of ["dataset_tokens", "deadline_hours", "epochs", "ttft_ms", "tpot_ms"]) $(id).addEventListener("input", inputNotes);
+  $("mode").addEventListener("change", toggleTaskFields);
+  $("cloud").addEventListener("change", () => { fillRegions(); fillSelectLabels(); });
+  for (const id of ["dataset_tokens", "samples", "deadline_hours", "epochs", "ttft_ms", "tpot_ms"]) $(id).addEventListener("input", inputNotes);
   $("model").addEventListener("input", showModelList);
   $("model").addEventListener("focus", showModelList);
   $("model").addEventListener("keydown", modelKeys);

@@ -2,24 +2,32 @@
  * inputs the search will ignore, and the workload file (download as YAML, load a YAML/JSON file). */
 "use strict";
 
+import { buildRequest } from "./request.js";
 import { $, TRAINING, el, fmtNum, state, t } from "./util.js";
 
-export const URL_KEYS = ["model", "task", "objective", "precision", "quantization", "seq_len", "batch_size", "prompt_tokens",
-                         "output_tokens", "requests_per_s", "ttft_ms", "tpot_ms", "dataset_tokens", "epochs",
-                         "deadline_hours", "budget", "currency", "region", "billing"];
+/* Every field of the form, by element id (request.js names the same keys). */
+export const FIELD_IDS = ["model", "task", "objective", "precision", "quantization", "framework", "seq_len", "batch_size",
+                          "dataset_tokens", "samples", "tokens_per_sample", "epochs", "lora_rank", "mode", "prompt_tokens",
+                          "output_tokens", "concurrency", "requests_per_s", "ttft_ms", "tpot_ms", "items", "audio_hours",
+                          "deadline_hours", "budget", "currency", "cloud", "region", "gpu", "max_gpus"];
+export const URL_KEYS = [...FIELD_IDS.filter((k) => k !== "concurrency"), "billing", "other_keys"];
 export const MAX_FILE_BYTES = 64 * 1024;   // the API's body limit
 
 export function toggleTaskFields() {
-  const training = TRAINING.has($("task").value);
+  const task = $("task").value, training = TRAINING.has(task), batch = !training && $("mode").value === "batch";
   for (const node of document.querySelectorAll(".train-only")) node.hidden = !training;
   for (const node of document.querySelectorAll(".infer-only")) node.hidden = training;
+  for (const node of document.querySelectorAll(".online-only")) node.hidden = training || batch;
+  for (const node of document.querySelectorAll(".batch-only")) node.hidden = !batch;
+  for (const node of document.querySelectorAll(".deadline-field")) node.hidden = !(training || batch);
+  for (const node of document.querySelectorAll(".lora-only")) node.hidden = !(task === "lora" || task === "qlora");
   inputNotes();
 }
 
 /* Notes next to inputs that the search would ignore (and why), in the page's language. */
 export function inputNotes() {
   const training = TRAINING.has($("task").value);
-  const noData = !$("dataset_tokens").value.trim();
+  const noData = !$("dataset_tokens").value.trim() && !$("samples").value.trim();
   const notes = { deadline_hours: training && noData && $("deadline_hours").value.trim() ? t("deadline_ignored") : "",
                   epochs: training && noData && $("epochs").value.trim() ? t("epochs_ignored") : "",
                   ttft_ms: !training && ($("ttft_ms").value.trim() || $("tpot_ms").value.trim()) ? t("sla_note") : "" };
@@ -97,104 +105,105 @@ export function modelKeys(ev) {
 export function closeModelList() { setExpanded(false); }
 
 /* ---------------------------------------------------------------- workload <-> form */
-function num(id) {
-  const raw = $(id).value.trim();
-  if (!raw) return undefined;
-  const v = Number(raw);
-  return Number.isFinite(v) ? v : raw;   // the server names the field if it is not a number
+/* The form's values as typed (request.js turns them into the workload). */
+export function formFields() {
+  const f = {};
+  for (const id of FIELD_IDS) f[id] = $(id).value;
+  const all = [...$("billing").querySelectorAll("input")];
+  f.billing = all.filter((x) => x.checked).map((x) => x.value);
+  f.billing_all = all.length;
+  return f;
 }
 
-function merge(base, over) {
-  const out = { ...(base || {}) };
-  for (const [k, v] of Object.entries(over)) {
-    out[k] = v && typeof v === "object" && !Array.isArray(v) && out[k] && typeof out[k] === "object"
-      ? merge(out[k], v) : v;
+/* The "other workload keys" box: a JSON object of keys the form does not show (null when empty). */
+export function otherKeys() {
+  const text = $("other_keys").value.trim();
+  if (!text) return null;
+  let v;
+  try { v = JSON.parse(text); } catch (e) { v = undefined; }
+  if (!v || typeof v !== "object" || Array.isArray(v)) {
+    const err = new Error(t("other_keys_bad"));
+    err.field = "other_keys";
+    throw err;
   }
-  return out;
+  return v;
 }
 
 export function buildWorkload() {
-  const task = $("task").value;
-  const w = { model: $("model").value.trim(), task, objective: $("objective").value,
-              precision: $("precision").value, quantization: $("quantization").value };
-  const training = TRAINING.has(task);
-  if (training) {
-    if (num("seq_len") !== undefined) w.seq_len = num("seq_len");
-    if (num("batch_size") !== undefined) w.batch_size = num("batch_size");
-    const tokens = num("dataset_tokens");
-    if (tokens !== undefined) {
-      w.dataset = { tokens };
-      if (num("epochs") !== undefined) w.dataset.epochs = num("epochs");
-    }
-  } else {
-    if (num("prompt_tokens") !== undefined) w.prompt_tokens = num("prompt_tokens");
-    if (num("output_tokens") !== undefined) w.output_tokens = num("output_tokens");
-    if (num("concurrency") !== undefined) w.batch_size = num("concurrency");
-    const serving = {};
-    for (const key of ["requests_per_s", "ttft_ms", "tpot_ms"]) if (num(key) !== undefined) serving[key] = num(key);
-    if (Object.keys(serving).length) w.serving = serving;
-  }
-  const c = {};
-  if (training && num("deadline_hours") !== undefined) c.deadline_hours = num("deadline_hours");
-  if (num("budget") !== undefined) c.budget = num("budget");
-  if ($("currency").value !== "CNY") c.currency = $("currency").value;
-  if ($("region").value) c.regions = [$("region").value];
-  const billing = [...document.querySelectorAll("#billing input:checked")].map((x) => x.value);
-  if (billing.length && billing.length < $("billing").querySelectorAll("input").length) c.billing = billing;
-  if (Object.keys(c).length) w.constraints = c;
-  if (w.quantization === "none" && task === "qlora") delete w.quantization;
-  // Keys of a loaded file that the form does not show travel along (the form's values win).
-  const out = state.extra ? merge(state.extra, w) : w;
-  if (state.extra && typeof state.extra.model === "object" && !w.model) out.model = state.extra.model;
-  return out;
+  return buildRequest(formFields(), otherKeys());
 }
 
-const FORM_KEYS = { model: 1, task: 1, objective: 1, precision: 1, quantization: 1, seq_len: 1, batch_size: 1,
-                    prompt_tokens: 1, output_tokens: 1 };
+const FORM_KEYS = new Set(["model", "task", "objective", "precision", "quantization", "framework", "seq_len",
+                           "batch_size", "prompt_tokens", "output_tokens"]);
+const SUB_KEYS = { serving: ["requests_per_s", "ttft_ms", "tpot_ms"],
+                   dataset: ["tokens", "samples", "tokens_per_sample", "epochs", "items", "audio_hours"],
+                   constraints: ["deadline_hours", "budget", "currency", "clouds", "regions", "billing", "max_gpus"],
+                   hardware: ["gpu"], lora: ["rank"] };
 
-/* Fill the form from a workload (a loaded file); returns the keys the form cannot show (kept in state.extra). */
+/* Fill the form from a workload (a loaded file); what the form cannot show goes into the "other keys" box.
+ * Returns the dotted names of those keys. */
 export function fillFromWorkload(w) {
-  for (const id of ["seq_len", "batch_size", "concurrency", "prompt_tokens", "output_tokens", "requests_per_s", "ttft_ms",
-                    "tpot_ms", "dataset_tokens", "epochs", "deadline_hours", "budget"]) $(id).value = "";
+  for (const id of FIELD_IDS) if ($(id).tagName === "INPUT") $(id).value = "";
   const set = (id, v) => { if (v !== undefined && v !== null) $(id).value = String(v); };
-  const setSelect = (id, v) => { if ([...$(id).options].some((o) => o.value === v)) $(id).value = v; };
+  const setSelect = (id, v) => { $(id).value = [...$(id).options].some((o) => o.value === (v ?? "")) ? (v ?? "") : ""; };
   $("model").value = typeof w.model === "string" ? w.model : "";
   setSelect("task", w.task || "lora");
-  for (const id of ["objective", "precision", "quantization"]) if (w[id]) setSelect(id, w[id]);
+  for (const id of ["precision", "quantization", "framework"]) setSelect(id, w[id]);
+  setSelect("objective", w.objective || "cost");
   set("seq_len", w.seq_len); set("prompt_tokens", w.prompt_tokens); set("output_tokens", w.output_tokens);
-  set(TRAINING.has($("task").value) ? "batch_size" : "concurrency", w.batch_size);
-  const s = w.serving || {}, d = w.dataset || {}, c = w.constraints || {};
+  const s = w.serving || {}, d = w.dataset || {}, c = w.constraints || {}, hw = w.hardware || {};
+  const training = TRAINING.has($("task").value);
+  $("mode").value = !training && (d.items !== undefined || d.audio_hours !== undefined) ? "batch" : "online";
+  set(training ? "batch_size" : "concurrency", w.batch_size);
   set("requests_per_s", s.requests_per_s); set("ttft_ms", s.ttft_ms); set("tpot_ms", s.tpot_ms);
-  const tokens = d.tokens ?? (d.samples && d.tokens_per_sample ? d.samples * d.tokens_per_sample : undefined);
-  set("dataset_tokens", tokens); set("epochs", d.epochs === 1 ? undefined : d.epochs);
-  set("deadline_hours", c.deadline_hours); set("budget", c.budget);
+  set("dataset_tokens", d.tokens); set("samples", d.samples); set("tokens_per_sample", d.tokens_per_sample);
+  set("epochs", d.epochs); set("items", d.items); set("audio_hours", d.audio_hours);
+  set("deadline_hours", c.deadline_hours); set("budget", c.budget); set("max_gpus", c.max_gpus);
+  set("gpu", hw.gpu); set("lora_rank", (w.lora || {}).rank);
   setSelect("currency", c.currency || "CNY");
+  setSelect("cloud", (c.clouds || ["alibaba"])[0]);
+  fillRegions();
   setSelect("region", (c.regions || [""])[0]);
   const billing = new Set(c.billing || []);
   for (const cb of $("billing").querySelectorAll("input")) cb.checked = !c.billing || billing.has(cb.value);
   // what the form does not show: everything else, kept as it is
   const extra = {};
-  for (const [k, v] of Object.entries(w)) if (!FORM_KEYS[k] && !["serving", "dataset", "constraints"].includes(k)) extra[k] = v;
-  if (typeof w.model === "object") extra.model = w.model;
-  const rest = (obj, known) => Object.fromEntries(Object.entries(obj).filter(([k]) => !known.includes(k)));
-  const sRest = rest(s, ["requests_per_s", "ttft_ms", "tpot_ms"]);
-  const dRest = d.tokens === undefined && d.samples ? rest(d, ["samples", "tokens_per_sample", "epochs"]) : rest(d, ["tokens", "epochs"]);
-  const cRest = rest(c, ["deadline_hours", "budget", "currency", "regions", "billing"]);
-  if ((c.regions || []).length > 1) cRest.regions = c.regions;
-  if (Object.keys(sRest).length) extra.serving = sRest;
-  if (Object.keys(dRest).length) extra.dataset = dRest;
-  if (Object.keys(cRest).length) extra.constraints = cRest;
-  state.extra = Object.keys(extra).length ? extra : null;
-  toggleTaskFields();
-  const keys = [];
-  for (const [k, v] of Object.entries(extra)) {
-    if (v && typeof v === "object" && !Array.isArray(v) && k !== "model") for (const sub of Object.keys(v)) keys.push(k + "." + sub);
-    else keys.push(k);
+  const kept = [];
+  for (const [k, v] of Object.entries(w)) {
+    if (k === "model") { if (typeof v === "object") { extra.model = v; kept.push("model"); } continue; }
+    if (k === "batch_size" && $("mode").value === "batch") { extra[k] = v; kept.push(k); continue; }
+    if (FORM_KEYS.has(k)) continue;
+    if (SUB_KEYS[k] && v && typeof v === "object" && !Array.isArray(v)) {
+      const rest = Object.fromEntries(Object.entries(v).filter(([sub]) => !SUB_KEYS[k].includes(sub)));
+      if (k === "constraints" && (c.regions || []).length > 1) rest.regions = c.regions;
+      if (k === "constraints" && (c.clouds || []).length > 1) rest.clouds = c.clouds;
+      if (Object.keys(rest).length) { extra[k] = rest; kept.push(...Object.keys(rest).map((sub) => k + "." + sub)); }
+      continue;
+    }
+    extra[k] = v;
+    kept.push(k);
   }
-  return keys;
+  $("other_keys").value = Object.keys(extra).length ? JSON.stringify(extra, null, 1) : "";
+  if (Object.keys(extra).length) $("more").open = true;
+  toggleTaskFields();
+  return kept;
+}
+
+/* The regions of the chosen cloud (the search plans on that cloud only). */
+export function fillRegions() {
+  const cloud = $("cloud").value || "alibaba";
+  const keep = $("region").value;
+  const regions = ((state.options || {}).regions_by_cloud || {})[cloud] || [];
+  $("region").replaceChildren();
+  for (const r of ["", ...regions]) $("region").appendChild(el("option", { value: r }, r || t("any_region")));
+  $("region").value = regions.includes(keep) ? keep : "";
 }
 
 /* ---------------------------------------------------------------- URL */
+function compactJson(text) {
+  try { return text.trim() ? JSON.stringify(JSON.parse(text)) : ""; } catch (e) { return text.trim(); }
+}
+
 export function formParams() {
   const p = new URLSearchParams();
   const training = TRAINING.has($("task").value);
@@ -206,10 +215,13 @@ export function formParams() {
       v = on.length && on.length < all.length ? on.join(",") : "";
     } else if (key === "batch_size") {
       v = training ? $("batch_size").value : $("concurrency").value;
+    } else if (key === "other_keys") {
+      v = compactJson($("other_keys").value);
     } else {
       v = $(key).value;
     }
-    if (v && !(key === "currency" && v === "CNY")) p.set(key, v.trim());
+    if (v && !(key === "currency" && v === "CNY") && !(key === "cloud" && v === "alibaba") &&
+        !(key === "objective" && v === "cost") && !(key === "mode" && v === "online")) p.set(key, v.trim());
   }
   if (state.lang === "zh") p.set("lang", "zh");
   return p;
@@ -222,7 +234,7 @@ export function updateUrl() {
 
 export function fillFromUrl() {
   const p = new URLSearchParams(location.search);
-  for (const key of URL_KEYS) {
+  for (const key of ["cloud", ...URL_KEYS.filter((k) => k !== "cloud")]) {   // the cloud first: it sets the regions
     if (!p.has(key)) continue;
     const v = p.get(key);
     if (key === "billing") {
@@ -230,6 +242,8 @@ export function fillFromUrl() {
       for (const cb of $("billing").querySelectorAll("input")) cb.checked = on.has(cb.value);
     } else if (key === "batch_size") {
       $("batch_size").value = v; $("concurrency").value = v;
+    } else if (key === "cloud") {
+      if ([...$("cloud").options].some((o) => o.value === v)) { $("cloud").value = v; fillRegions(); }
     } else if ($(key)) {
       const node = $(key);
       if (node.tagName === "SELECT" && ![...node.options].some((o) => o.value === v)) continue;

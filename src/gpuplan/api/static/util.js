@@ -26,6 +26,27 @@ export const MSG = {
   tpot_ms: N_("TPOT target (ms)"),
   dataset_tokens: N_("Dataset tokens"),
   epochs: N_("Epochs"),
+  samples: N_("or: samples"),
+  tokens_per_sample: N_("tokens per sample"),
+  mode: N_("Service or batch job"),
+  m_online: N_("online service"),
+  m_batch: N_("offline batch job"),
+  items: N_("Requests / items to process"),
+  audio_hours: N_("Hours of audio (speech models)"),
+  cloud: N_("Cloud"),
+  cl_alibaba: N_("Alibaba Cloud"),
+  cl_aws: N_("AWS"),
+  cl_tencent: N_("Tencent Cloud"),
+  sec_more: N_("More settings"),
+  framework: N_("Framework / engine"),
+  any_framework: N_("chosen by the search"),
+  as_published: N_("as published (from the model id)"),
+  lora_rank: N_("LoRA rank"),
+  gpu: N_("GPU (fixed)"),
+  max_gpus: N_("At most GPUs"),
+  other_keys: N_("Other workload keys (JSON)"),
+  other_keys_note: N_("Any key of a workload file (docs/workload.md); the fields above win."),
+  other_keys_bad: N_("The other workload keys must be one JSON object, e.g. {\"gradient_accumulation\": 4}."),
   sec_constraints: N_("Constraints"),
   deadline_hours: N_("Deadline (hours)"),
   budget: N_("Budget"),
@@ -38,7 +59,7 @@ export const MSG = {
   save_workload: N_("Download workload (YAML)"),
   load_workload: N_("Load workload file"),
   loaded_workload: N_("Loaded {name}."),
-  kept_keys: N_("Kept from the file (not in the form): {keys}."),
+  kept_keys: N_("Kept from the file under “Other workload keys”: {keys}."),
   file_too_big: N_("The file is larger than {kib} KiB; a workload is a few hundred bytes."),
   inline_model: N_("The file describes its model inline; the form shows only named models, so that model is kept as it is."),
   intro: N_("Describe the job on the left and press “Find plans”."),
@@ -206,19 +227,42 @@ export function svgEl(tag, attrs, text) {
 export const GIB = 1024 ** 3;
 export const TRAINING = new Set(["pretrain", "full", "lora", "qlora"]);
 
+/* Text whose parts must stay on one line (a number and its unit, "TTFT 237 ms"): every space becomes a
+ * no-break space, and two CJK characters in a row get a word joiner between them (a browser may otherwise
+ * break "毫秒" after 毫). Every figure with a unit goes through here (fmtMoney, fmtGiB, fmtDuration). */
+const CJK = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/;
+export function nobreak(text) {
+  const s = String(text);
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    out += s[i] === " " ? "\u00a0" : s[i];
+    if (i + 1 < s.length && CJK.test(s[i]) && CJK.test(s[i + 1])) out += "\u2060";
+  }
+  return out;
+}
+
+/* The server's sentences as the page shows them: every figure keeps its unit on its line ("72.0 GiB", "85 毫秒"). */
+const UNIT_AFTER = /(\d)[ \u00a0]+(ms|s|min|h|days?|hours?|GiB|MiB|GB|TB|TFLOP\/s|TFLOPS|tokens?\/s|req\/s|%|毫秒|秒|分钟|小时|天|个月|月)(?![A-Za-z])/g;
+export function joinUnits(text) {
+  return String(text).replace(UNIT_AFTER, (m, d, unit) => d + nobreak(" " + unit));
+}
+
+/* Each item once, in order. */
+export function unique(items) { return [...new Set(items || [])]; }
+
 export function fmtNum(x, digits) {
   if (x === null || x === undefined || !isFinite(x)) return "–";
   return Number(x).toLocaleString(state.lang === "zh" ? "zh-CN" : "en-US",
                                   { maximumFractionDigits: digits === undefined ? 2 : digits });
 }
 export function fmtPct(x) { return x === null || x === undefined || !isFinite(x) ? "–" : fmtNum(100 * x, 1) + "%"; }
-export function fmtMoney(x, cur) { return x === null || x === undefined ? "–" : (cur || "") + " " + fmtNum(x, x < 100 ? 2 : 0); }
-export function fmtGiB(b) { return b === null || b === undefined ? "–" : fmtNum(b / GIB, 1) + " GiB"; }
+export function fmtMoney(x, cur) { return x === null || x === undefined ? "–" : nobreak((cur || "") + " " + fmtNum(x, x < 100 ? 2 : 0)); }
+export function fmtGiB(b) { return b === null || b === undefined ? "–" : nobreak(fmtNum(b / GIB, 1) + " GiB"); }
 export function fmtDuration(s) {
   if (s === null || s === undefined || !isFinite(s)) return "–";
-  if (s < 1) return t("u_ms", { n: fmtNum(s * 1000, s < 0.1 ? 1 : 0) });
-  if (s < 120) return t("u_s", { n: fmtNum(s, 1) });
-  if (s < 3 * 3600) return t("u_min", { n: fmtNum(s / 60, 0) });
-  if (s < 72 * 3600) return t("u_h", { n: fmtNum(s / 3600, 1) });
-  return t("u_days", { n: fmtNum(s / 86400, 1) });
+  if (s < 1) return nobreak(t("u_ms", { n: fmtNum(s * 1000, s < 0.1 ? 1 : 0) }));
+  if (s < 120) return nobreak(t("u_s", { n: fmtNum(s, 1) }));
+  if (s < 3 * 3600) return nobreak(t("u_min", { n: fmtNum(s / 60, 0) }));
+  if (s < 72 * 3600) return nobreak(t("u_h", { n: fmtNum(s / 3600, 1) }));
+  return nobreak(t("u_days", { n: fmtNum(s / 86400, 1) }));
 }
