@@ -13,8 +13,8 @@ from gpuplan.i18n import N_, _
 
 
 @app.command(help=N_("Write launch, infrastructure and monitoring files for the chosen plan (a ranked pick, or your "
-                     "pins), then run the preflight (gpuplan check) over them: exit 1 when it finds a problem (the "
-                     "files stay for you to read)."))
+                     "pins), then check them as the cloud and the node would: exit 1 when a check fails (the files "
+                     "stay for you to read)."))
 def plan(
     workload: Annotated[Path, typer.Argument(help=N_("Workload YAML/JSON file."))],
     out: Annotated[Path, typer.Option("--out", help=N_("New folder for the bundle."))],

@@ -164,9 +164,9 @@ def catalog_status(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
 
 
 _FORMAT_NAMES = {"csv": N_("price CSV"), "describe-price": N_("DescribePrice answer"), "bill": N_("bill export")}
-_FileArg = Annotated[Optional[Path], typer.Argument(help=N_("Your price file: a CSV (cloud, instance_type, region, "
-                                                       "billing, price, currency, unit, date, source), a "
-                                                       "DescribePrice JSON answer, or an Alibaba bill export."))]
+_FileArg = Annotated[Optional[Path], typer.Argument(help=N_("Your price file: a price CSV (its columns: "
+                                                       "docs/catalog-schema.md), a DescribePrice JSON answer, or "
+                                                       "an Alibaba bill export."))]
 _TypeOpt = Annotated[Optional[str], typer.Option("--instance-type", help=N_("The instance type a DescribePrice answer "
                                                  "was asked for (with --remove: forget this type's prices)."))]
 
@@ -225,8 +225,7 @@ def catalog_import(
     raise _Exit(_guard_cache(lambda: run_guarded(body, as_json, lang), as_json))
 
 
-@catalog_app.command("forget", help=N_("Forget imported prices (all, one imported file's, or one instance "
-                                               "type's): the same as gpuplan catalog import --remove."))
+@catalog_app.command("forget", help=N_("Forget imported prices: all, one imported file's, or one instance type's."))
 def catalog_forget(
     name: Annotated[Optional[str], typer.Argument(help=N_("The imported file's name (as `catalog status` lists it); "
                                                        "all imported prices when left out."))] = None,
