@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
             print(f"  {name}: {'resolves' if ok else 'refused'}")
     # pin metadata: every pinned release, from the resolutions (or read alone for the refused sets)
     packages: dict[str, dict[str, dict]] = {}
-    for name, (python, lines, _expected) in sorted(sets.items()):
+    for _name, (python, lines, _expected) in sorted(sets.items()):
         rec = json.loads((RESOLVED / f"{pr.requirements_key(python, lines)}.json").read_text())
         got = {i["name"]: i for i in rec["install"]}
         for line in lines:
