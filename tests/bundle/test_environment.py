@@ -57,10 +57,13 @@ def test_plan_json_declares_the_environment_everything_runs_in(name, rendered):
 def test_a_mainland_bundle_names_no_host_a_mainland_node_cannot_reach(name, rendered):
     files = rendered[name]
     assert json.loads(files["plan.json"])["environment"]["scope"] == "mainland"
-    hits = [(path, m.group(1)) for path, text in files.items() if path != "plan.json"
-            for m in FORBIDDEN.finditer(text)]
-    assert not hits, hits
     env = json.loads(files["plan.json"])["environment"]
+    # PLAN.md names NVIDIA's registry only as the source of the documented copy, to run from outside the mainland
+    sources = [c["source"] for c in env["copied_images"]]
+    hits = [(path, m.group(1)) for path, text in files.items() if path != "plan.json"
+            for m in FORBIDDEN.finditer(text)
+            if not (path == "PLAN.md" and any(text.startswith(src, m.start()) for src in sources))]
+    assert not hits, hits
     assert set(env["forbidden_hosts"]) >= {"docker.io", "nvcr.io", "huggingface.co", "nvidia.github.io"}
     if "node-bootstrap.sh" in files:   # the NVIDIA Container Toolkit from Alibaba's mirror of NVIDIA's repository
         assert env["nvidia_container_toolkit_repo"] == "https://mirrors.aliyun.com/libnvidia-container"
