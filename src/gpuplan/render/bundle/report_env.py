@@ -32,7 +32,7 @@ def environment_lines(c: Ctx) -> list[Safe]:
                 out.append(Safe(tr("The DCGM exporter is NVIDIA's image {source}, which has no copy on an Alibaba "
                                    "registry: copy it once into your ACR namespace, from a machine that reaches "
                                    "nvcr.io (outside the mainland, e.g. in cn-hongkong), with {cmd} (replace "
-                                   "your-namespace in the bundle too). The nodes pull {image}; gpuplan check allows "
+                                   "your-namespace in the bundle too). The nodes pull {image}; `gpuplan check` allows "
                                    "this copy and no other image outside Alibaba's registries.", c.lang).format(
                     source=Safe(f"`{inert(source)}`"), image=Safe(f"`{inert(image)}`"), cmd=Safe(f"`{cmd}`"))))
     return out
