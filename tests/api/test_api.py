@@ -80,10 +80,14 @@ def test_plan_zip_holds_the_chosen_plan(client):
         root = names[0].split("/")[0]
         assert all(n.startswith(root + "/") for n in names)
         plan = json.loads(zf.read(f"{root}/plan.json"))
+        preflight = json.loads(zf.read(f"{root}/preflight.json"))
         md = zf.read(f"{root}/PLAN.md").decode("utf-8")
         assert "方案" in md and "| 排序依据 |" in md, md[:1500]   # the same PLAN.md as `gpuplan plan` writes
         scripts = [zf.getinfo(n) for n in names if n.endswith(".sh")]
     assert scripts and all((info.external_attr >> 16) & 0o111 for info in scripts)
+    # the preflight ran on the bundle (gpuplan check) and its report came with it
+    assert preflight["ok"] and preflight["findings"] == [] and preflight["checked_files"] > 10, preflight
+    assert r.headers["x-gpuplan-check"] == "passed" and r.headers["x-gpuplan-check-findings"] == "0"
     chosen = plan.get("plan", plan)
     assert chosen["instance_type"] == rec["plans"][1]["instance_type"]
     assert chosen["billing"] == rec["plans"][1]["billing"]

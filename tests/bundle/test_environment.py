@@ -11,13 +11,14 @@ import sys
 import pytest
 import yaml
 
+from gpuplan.plan.node_env import forbidden_hosts
 from gpuplan.render.bundle.environment import environments, mirror_region, node_environment, scope_of
 
 from .env_matrix import MATRIX
 
-# A host in a URL or an image reference (followed by "/" or ":"), not a word such as Ubuntu's `docker.io` package.
-FORBIDDEN = re.compile(r"(?<![\w.-])((?:registry-1\.|hub\.)?docker\.io|nvcr\.io|huggingface\.co|hf\.co|"
-                       r"download\.pytorch\.org)(?=[/:])")
+# A forbidden host (data/environments.yaml, the list gpuplan check reads) in a URL or an image reference (followed by
+# "/" or ":"), not a word such as Ubuntu's `docker.io` package.
+FORBIDDEN = re.compile(r"(?<![\w.-])((?:[\w-]+\.)*(?:" + "|".join(re.escape(h) for h in forbidden_hosts()) + r"))(?=[/:])")
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +57,30 @@ def test_plan_json_declares_the_environment_everything_runs_in(name, rendered):
 def test_a_mainland_bundle_names_no_host_a_mainland_node_cannot_reach(name, rendered):
     files = rendered[name]
     assert json.loads(files["plan.json"])["environment"]["scope"] == "mainland"
-    hits = [(path, m.group(1)) for path, text in files.items() if path != "plan.json"
-            for m in FORBIDDEN.finditer(text)]
-    assert not hits, hits
     env = json.loads(files["plan.json"])["environment"]
-    assert set(env["forbidden_hosts"]) >= {"docker.io", "nvcr.io", "huggingface.co"}
+    # PLAN.md names NVIDIA's registry only as the source of the documented copy, to run from outside the mainland
+    sources = [c["source"] for c in env["copied_images"]]
+    hits = [(path, m.group(1)) for path, text in files.items() if path != "plan.json"
+            for m in FORBIDDEN.finditer(text)
+            if not (path == "PLAN.md" and any(text.startswith(src, m.start()) for src in sources))]
+    assert not hits, hits
+    assert set(env["forbidden_hosts"]) >= {"docker.io", "nvcr.io", "huggingface.co", "nvidia.github.io"}
+    if "node-bootstrap.sh" in files:   # the NVIDIA Container Toolkit from Alibaba's mirror of NVIDIA's repository
+        assert env["nvidia_container_toolkit_repo"] == "https://mirrors.aliyun.com/libnvidia-container"
+        assert "NCT_REPO=https://mirrors.aliyun.com/libnvidia-container" in files["node-bootstrap.sh"]
+    # the DCGM exporter: the one documented copy in your ACR, and PLAN.md says how to make it
+    if "cloud-init.yaml" in files:
+        (copy,) = env["copied_images"]
+        assert copy["image"].startswith(env["registry"] + "/") and copy["source"].startswith("nvcr.io/")
+        assert copy["image"] in files["cloud-init.yaml"]
+        assert f"docker pull {copy['source']} && docker tag {copy['source']} {copy['image']}" in files["PLAN.md"]
+
+
+def test_hong_kong_is_not_mainland_for_the_environment_either():
+    """One rule (catalog.regions.is_mainland): cn-hongkong reaches Hugging Face and PyPI."""
+    e = node_environment(region="cn-hongkong", slug="x", stack="training")
+    assert e.scope == "global" and e.pip_index == "https://pypi.org/simple" and e.weights_source == "huggingface"
+    assert node_environment(region="cn-shenzhen", slug="x", stack="training").scope == "mainland"
 
 
 def test_outside_the_mainland_the_same_image_comes_from_its_nearest_copy():

@@ -1,12 +1,8 @@
 """`gpuplan check` over the matrix of real bundles (tests/check/matrix.py): training x launchers, serving x engines x
-platforms, diffusion and speech, mainland and other regions.
-
-What this branch owns must pass on every bundle: shell scripts, schemas, Kubernetes manifests and the autoscaler's
-reach and metrics pipeline, Function Compute limits and its two identical definitions, the provider arguments,
-auto-release and the load balancer. The invariants the node environment brings (registries reachable from the
-mainland, pins for the declared Python, checkpoint rotation and disks, weights loaded from the local copy) still fail
-on today's bundles; each bundle's whole-report test is marked xfail(strict=True) with the codes it fails, so the
-markers turn into failures, to be removed, once the i28-env work is merged.
+platforms, diffusion and speech, mainland and other regions. Every bundle `gpuplan plan` writes passes every check:
+shell scripts, schemas, Kubernetes manifests and the autoscaler's reach and metrics pipeline, Function Compute limits
+and its two identical definitions, the provider arguments, auto-release and the load balancer, registries and hosts a
+mainland node reaches, pins for the declared Python, checkpoint rotation and disks, weights loaded from the local copy.
 """
 
 from __future__ import annotations
@@ -17,46 +13,6 @@ import pytest
 
 from .matrix import expanded
 
-# Codes of the invariants the i28-env work fixes (registries, pins, storage/rotation, weights, plan.json fields).
-ENV_CODES = {"mainland-host", "mainland-image", "mainland-pip", "pin-python", "pin-conflict", "pin-unknown",
-             "rotation", "storage", "weights-hub", "weights-local", "plan-field"}
-# Findings of other codes that a hard-coded hub repository causes (fixed with it by i28-env): Megatron's launch.sh
-# sets MODEL and never uses it (shellcheck SC2034) because the command names the repository instead.
-CAUSED_BY_ENV = {"full-megatron": {"shellcheck"}}
-# The codes each bundle fails today; its fields missing from plan.json: environment.python (every bundle) and
-# plan.storage.checkpoints_kept (training). Megatron's shellcheck SC2034 goes with its weights-hub finding.
-XFAIL: dict[str, tuple[str, ...]] = {
-    "lora-torchrun@cn-shanghai": ("mainland-host", "weights-hub", "plan-field"),
-    "lora-torchrun@ap-southeast-1": ("weights-hub", "plan-field"),
-    "full-deepspeed@cn-shanghai": ("mainland-host", "plan-field"),
-    "full-deepspeed@ap-southeast-1": ("plan-field",),
-    "full-fsdp@cn-shanghai": ("mainland-host", "plan-field"),
-    "full-fsdp@ap-southeast-1": ("plan-field",),
-    "full-megatron@cn-shanghai": ("mainland-host", "weights-hub", "plan-field"),
-    "full-megatron@ap-southeast-1": ("weights-hub", "plan-field"),
-    "qlora@cn-shanghai": ("mainland-host", "weights-hub", "plan-field"),
-    "qlora@ap-southeast-1": ("weights-hub", "plan-field"),
-    "pretrain-two-node@cn-shanghai": ("mainland-host", "plan-field"),
-    "vllm-ecs@cn-shanghai": ("mainland-host", "mainland-image", "weights-hub", "plan-field"),
-    "vllm-ecs@ap-southeast-1": ("weights-hub", "plan-field"),
-    "sglang-ecs@cn-shanghai": ("mainland-host", "mainland-image", "weights-hub", "plan-field"),
-    "sglang-ecs@ap-southeast-1": ("weights-hub", "plan-field"),
-    "vllm-ack@cn-shanghai": ("mainland-image", "weights-hub", "plan-field"),
-    "vllm-ack@ap-southeast-1": ("weights-hub", "plan-field"),
-    "sglang-ack@cn-shanghai": ("mainland-image", "weights-hub", "plan-field"),
-    "sglang-ack@ap-southeast-1": ("weights-hub", "plan-field"),
-    "vllm-eas@cn-shanghai": ("mainland-image", "weights-local", "plan-field"),
-    "vllm-eas@ap-southeast-1": ("weights-local", "plan-field"),
-    "sglang-eas@cn-hangzhou": ("mainland-image", "weights-local", "plan-field"),
-    "vllm-fc@cn-shanghai": ("mainland-image", "plan-field"),
-    "vllm-fc@ap-southeast-1": ("plan-field",),
-    "sglang-fc@cn-hangzhou": ("mainland-image", "plan-field"),
-    "sdxl-ecs@cn-shanghai": ("mainland-host", "mainland-image", "weights-local", "plan-field"),
-    "sdxl-ecs@ap-southeast-1": ("weights-local", "plan-field"),
-    "sdxl-ack@cn-hangzhou": ("mainland-image", "weights-local", "plan-field"),
-    "whisper@cn-shanghai": ("mainland-host", "weights-local", "plan-field"),
-    "whisper@ap-southeast-1": ("weights-local", "plan-field"),
-}
 IDS = [bid for bid, _case, _region in expanded()]
 
 
@@ -84,24 +40,9 @@ def test_the_matrix_covers_launchers_engines_platforms_and_regions(matrix):
 
 
 @pytest.mark.parametrize("bid", IDS)
-def test_what_this_branch_owns_passes(reports, bid):
-    allowed = ENV_CODES | CAUSED_BY_ENV.get(bid.split("@")[0], set())
-    owned = [f.render() for f in reports[bid].findings if f.code not in allowed]
-    assert not owned, "\n".join(owned)
-
-
-@pytest.mark.parametrize("bid", [pytest.param(b, marks=pytest.mark.xfail(
-    strict=True, reason="fixed by i28-env: " + ", ".join(XFAIL[b]))) if b in XFAIL else b for b in IDS])
 def test_every_check_passes(reports, bid):
     report = reports[bid]
     assert report.ok, "\n".join(f.render() for f in report.findings)
-
-
-@pytest.mark.parametrize("bid", IDS)
-def test_expected_env_failures_are_the_ones_listed(reports, bid):
-    """A bundle fails no code beyond the ones its xfail marker names (so a marker never hides another failure)."""
-    codes = {f.code for f in reports[bid].findings} - CAUSED_BY_ENV.get(bid.split("@")[0], set())
-    assert codes <= ENV_CODES and codes <= set(XFAIL.get(bid, ())), codes
 
 
 def test_several_instances_stand_behind_a_load_balancer(matrix):

@@ -1,6 +1,5 @@
 """Mutation tests: break one invariant in a real bundle (or a minimal one) and `gpuplan check` exits 2 naming the
-file and the line; the same check passes on the unbroken copy. `--only` runs the one check the mutation targets, so
-the baseline passes even where today's bundles still fail the node-environment invariants (test_matrix.py)."""
+file and the line; the same check passes on the unbroken copy. `--only` runs the one check the mutation targets."""
 
 from __future__ import annotations
 
@@ -260,9 +259,9 @@ def test_pin_that_needs_a_newer_python(tmp_path):
     doc = json.loads((b / "plan.json").read_text())
     doc["environment"] = {"python": "3.10"}
     (b / "plan.json").write_text(json.dumps(doc))
-    (b / "requirements.txt").write_text("# pins\ntorch==2.13.0\ntransformers==4.56.2\n")
+    (b / "requirements.txt").write_text("# pins\ntorch==2.10.0\ntransformers==4.57.6\n")
     _passes(b, "pins")
-    (b / "requirements.txt").write_text("# pins\ntorch==2.13.0\ntransformers==5.24.0\n")
+    (b / "requirements.txt").write_text("# pins\ntorch==2.10.0\ntransformers==5.24.0\n")
     err = _broken(b, "pins", "requirements.txt:3")
     assert "requires Python >=3.11" in err
 
@@ -290,46 +289,160 @@ def test_pin_without_shipped_metadata(tmp_path):
     assert "gen_pin_metadata.py" in err
 
 
-def _training(tmp_path: Path, kept: int = 3, disk_gib: int = 200) -> Path:
-    storage = {"checkpoints_kept": kept, "checkpoint_bytes": 20e9, "weights_bytes": 15e9, "dataset_bytes": 1e9,
-               "disk": {"size_gib": disk_gib}, "shared": None}
-    b = _minimal(tmp_path, region="ap-southeast-1", storage=storage, task="full")
-    (b / "launch.sh").write_text("#!/usr/bin/env bash\ntorchrun train.py --save_total_limit 3 --save_steps 100\n")
-    return b
+def _plan_doc(b: Path) -> dict:
+    return json.loads((b / "plan.json").read_text())
 
 
-def test_checkpoint_rotation_missing(tmp_path):
-    b = _training(tmp_path)
+def _write_plan(b: Path, doc: dict) -> None:
+    (b / "plan.json").write_text(json.dumps(doc, indent=2))
+
+
+def test_checkpoint_rotation_missing(matrix, tmp_path):
+    b = _copy(matrix, "full-deepspeed@cn-shanghai", tmp_path)
     _passes(b, "storage")
-    (b / "launch.sh").write_text("#!/usr/bin/env bash\ntorchrun train.py --save_steps 100\n")
+    for rel in ("launch.sh", "swift-sft.sh", "llamafactory.yaml", "k8s/job.yaml", "pai-dlc-job.json",
+                "run-with-resume.sh"):
+        if (b / rel).exists():
+            t = re.sub(r"--save_total_limit[ =]\S+", "", (b / rel).read_text())
+            (b / rel).write_text(re.sub(r"^\s*save_total_limit:.*$", "", t, flags=re.M))
     err = _broken(b, "storage", "launch.sh")
     assert "rotation" in err
 
 
-def test_checkpoints_outgrow_the_disks(tmp_path):
-    b = _training(tmp_path, disk_gib=60)     # 15 + 1 + 3 x 20 GB = 76 GB = 70.8 GiB > 60 GiB
-    err = _broken(b, "storage", "plan.json")
+def test_rotation_that_keeps_more_than_the_plan_sized(matrix, tmp_path):
+    b = _copy(matrix, "lora-torchrun@cn-shanghai", tmp_path)
+    kept = _plan_doc(b)["plan"]["storage"]["budget"]["checkpoints_kept"]
+    line = _edit(b / "launch.sh", rf"SAVE_TOTAL_LIMIT:-{kept}\b", "SAVE_TOTAL_LIMIT:-9")
+    err = _broken(b, "storage", f"launch.sh:{line}")
+    assert f"sized for {kept}" in err
+
+
+def test_checkpoints_outgrow_the_disk_terraform_creates(matrix, tmp_path):
+    """The plan's own figure (plan.storage.budget.disk_needed_bytes) against the data disk terraform/variables.tf
+    creates: shrinking the disk in Terraform is refused at its line."""
+    b = _copy(matrix, "full-megatron@cn-shanghai", tmp_path)
+    _passes(b, "storage")
+    need_gib = _plan_doc(b)["plan"]["storage"]["budget"]["disk_needed_bytes"] / 2 ** 30
+    text = (b / "terraform/variables.tf").read_text()
+    m = re.search(r'variable "data_disk_gib" \{[^}]*?default\s*=\s*(\d+)', text, re.S)
+    assert m and float(m.group(1)) >= need_gib
+    line = text[:m.start(1)].count("\n") + 1
+    (b / "terraform/variables.tf").write_text(text[:m.start(1)] + str(int(need_gib) - 1) + text[m.end(1):])
+    err = _broken(b, "storage", f"terraform/variables.tf:{line}")
     assert "no space left" in err
 
 
-def test_missing_plan_field_is_a_finding_not_a_crash(tmp_path):
-    b = _training(tmp_path)
-    doc = json.loads((b / "plan.json").read_text())
-    del doc["plan"]["storage"]["checkpoints_kept"]
-    (b / "plan.json").write_text(json.dumps(doc))
+def test_checkpoints_outgrow_the_shared_file_system(matrix, tmp_path):
+    b = _copy(matrix, "pretrain-two-node@cn-shanghai", tmp_path)
+    _passes(b, "storage")
+    doc = _plan_doc(b)
+    doc["plan"]["storage"]["budget"]["shared_needed_bytes"] = 11 * 2 ** 40     # more than the 10 TiB CPFS
+    _write_plan(b, doc)
+    err = _broken(b, "storage", "terraform/variables.tf:")
+    assert "shared file system" in err
+
+
+def test_missing_plan_field_is_a_finding_not_a_crash(matrix, tmp_path):
+    b = _copy(matrix, "qlora@ap-southeast-1", tmp_path)
+    doc = _plan_doc(b)
+    del doc["plan"]["storage"]["budget"]["checkpoints_kept"]
+    _write_plan(b, doc)
     err = _broken(b, "storage", "plan.json")
-    assert "plan.json has no plan.storage.checkpoints_kept" in err
+    assert "plan.json has no plan.storage.budget.checkpoints_kept" in err
 
 
 def test_launcher_that_ignores_the_local_weights(matrix, tmp_path):
     b = _copy(matrix, "vllm-fc@cn-shanghai", tmp_path)
     _passes(b, "weights")
-    line = _edit(b / "serve.sh", r'^  MODEL="\$MODEL_DIR"', '  MODEL="$MODEL"')
+    line = _edit(b / "serve.sh", r'^    SERVE_PATH="\$MODEL_DIR"', '    SERVE_PATH="$MODEL"')
     err = _broken(b, "weights", "serve.sh:")
     assert "never loads MODEL_DIR" in err and line > 0
     b2 = _copy(matrix, "vllm-fc@ap-southeast-1", tmp_path)
-    line = _edit(b2 / "serve.sh", r'^exec vllm serve "\$MODEL"', 'exec vllm serve --model Qwen/Qwen2.5-7B-Instruct')
+    line = _edit(b2 / "serve.sh", r'^exec vllm serve "\$SERVE_PATH"', 'exec vllm serve --model Qwen/Qwen2.5-7B-Instruct')
     _broken(b2, "weights", f"serve.sh:{line}")
+
+
+def test_megatron_launch_that_downloads_from_the_hub(matrix, tmp_path):
+    b = _copy(matrix, "full-megatron@cn-shanghai", tmp_path)
+    _passes(b, "weights")
+    line = _edit(b / "launch.sh", r'--model "\$MODEL"', '--model Qwen/Qwen2.5-7B-Instruct --use_hf true')
+    err = _broken(b, "weights", f"launch.sh:{line}")
+    assert "--use_hf true" in err
+
+
+def test_weights_staged_somewhere_else_than_the_plan_says(matrix, tmp_path):
+    b = _copy(matrix, "lora-torchrun@cn-shanghai", tmp_path)
+    line = _edit(b / "launch.sh", r'^MODEL_DIR="\$\{MODEL_DIR:-[^}]+\}"', 'MODEL_DIR="${MODEL_DIR:-/root/models}"')
+    err = _broken(b, "weights", f"launch.sh:{line}")
+    assert "weights.local_dir" in err
+
+
+def test_eas_service_without_a_mounted_copy(matrix, tmp_path):
+    b = _copy(matrix, "vllm-eas@cn-shanghai", tmp_path)
+    _passes(b, "weights")
+    doc = json.loads((b / "pai-eas/service.json").read_text())
+    del doc["storage"]
+    (b / "pai-eas/service.json").write_text(json.dumps(doc, indent=2))
+    err = _broken(b, "weights", "pai-eas/service.json:")
+    assert "not a mounted OSS or NAS folder" in err
+
+
+def test_image_server_deployment_loading_an_unmounted_path(matrix, tmp_path):
+    b = _copy(matrix, "sdxl-ack@cn-hangzhou", tmp_path)
+    _passes(b, "weights")
+    _edit(b / "k8s/deployment.yaml", r"- /mnt/data/models/sdxl-ack$", "- /opt/models/sdxl-ack")
+    err = _broken(b, "weights", "k8s/deployment.yaml:")
+    assert "no volume is mounted there" in err
+
+
+# --- mainland hosts and images in real bundles --------------------------------------------------------------------
+
+def test_mainland_node_bootstrap_from_nvidias_github_repository(matrix, tmp_path):
+    b = _copy(matrix, "vllm-ecs@cn-shanghai", tmp_path)
+    _passes(b, "mainland")
+    assert "https://mirrors.aliyun.com/libnvidia-container" in (b / "node-bootstrap.sh").read_text()
+    line = _edit(b / "node-bootstrap.sh", r"NCT_REPO=\S+", "NCT_REPO=https://nvidia.github.io/libnvidia-container")
+    err = _broken(b, "mainland", f"node-bootstrap.sh:{line}")
+    assert "nvidia.github.io" in err
+
+
+def test_mainland_dcgm_exporter_only_from_the_documented_copy(matrix, tmp_path):
+    """The DCGM exporter comes from the one copy plan.json documents (environment.copied_images); NVIDIA's registry or
+    another image in the same ACR namespace is refused."""
+    b = _copy(matrix, "lora-torchrun@cn-shanghai", tmp_path)
+    _passes(b, "mainland")
+    copies = _plan_doc(b)["environment"]["copied_images"]
+    assert [c["source"] for c in copies] == ["nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04"]
+    assert copies[0]["image"] in (b / "cloud-init.yaml").read_text()
+    line = _edit(b / "cloud-init.yaml", re.escape(copies[0]["image"]),
+                 copies[0]["image"].replace("dcgm-exporter:", "dcgm-exporter-custom:"))
+    err = _broken(b, "mainland", f"cloud-init.yaml:{line}")
+    assert "is not one plan.json declares" in err
+    _edit(b / "cloud-init.yaml", r"\S+/dcgm-exporter-custom:\S+", copies[0]["source"])
+    err = _broken(b, "mainland", f"cloud-init.yaml:{line}")
+    assert "nvcr.io" in err
+
+
+def test_mainland_deployment_image_from_another_registry(matrix, tmp_path):
+    b = _copy(matrix, "vllm-ack@cn-shanghai", tmp_path)
+    line = _edit(b / "k8s/deployment.yaml", r"image: registry\.cn-shanghai\.aliyuncs\.com/\S+",
+                 "image: ghcr.io/vllm-project/vllm-openai:v0.17.1")
+    err = _broken(b, "mainland", f"k8s/deployment.yaml:{line}")
+    assert "ghcr.io/vllm-project/vllm-openai:v0.17.1" in err
+
+
+def test_pins_of_a_real_bundle_for_an_older_python(matrix, tmp_path):
+    """The shipped metadata proves the bundle's pins for its Python; the same pins on the Python 3.10 of NGC PyTorch
+    24.05 (the issue's image) are refused at the transformers line."""
+    b = _copy(matrix, "qlora@cn-shanghai", tmp_path)
+    _passes(b, "pins")
+    doc = _plan_doc(b)
+    doc["environment"]["python"] = "3.10"
+    _write_plan(b, doc)
+    line = next(i for i, t in enumerate((b / "requirements.txt").read_text().splitlines(), 1)
+                if t.startswith("transformers=="))
+    err = _broken(b, "pins", f"requirements.txt:{line}")
+    assert "requires Python >=3.11" in err
 
 
 def test_check_refuses_a_path_that_is_not_a_bundle(tmp_path):

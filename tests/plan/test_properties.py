@@ -63,7 +63,9 @@ def _brute_force_min_cost(wd: dict) -> float:
     s = Searcher(w, model, shape, fixed, [Variant(w.quantization or "none", w.optimizer, w)], max_gpus=64,
                  allowed_status=frozenset({"ga"}))
     book = costm.PriceBook(load_offers("alibaba"))
-    fixed_s = costm.load_fixed_costs().time_s(float(model.params_total) * 2.0)
+    fx = costm.load_fixed_costs()
+    fixed_s = sum(fx.breakdown(float(model.params_total) * 2.0,
+                               costm.image_pull(fx, "cn-shanghai", training=True)).values())
     largest = {}
     for i in insts:
         largest[i.family] = max(largest.get(i.family, 0), i.gpu_count)

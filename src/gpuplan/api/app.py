@@ -195,9 +195,12 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
                                                                                      "/api/recommend")] = 1,
                        lang: Annotated[Literal["en", "zh"], Query(description="language of PLAN.md")] = "en"
                        ) -> Response:
-        data, filename = await runner.run(_client(request), work.do_plan_zip, workload, lim, rank, lang)
+        data, filename, check = await runner.run(_client(request), work.do_plan_zip, workload, lim, rank, lang)
+        # the preflight's verdict (gpuplan check): its findings are in the zip's preflight.json
         return Response(data, media_type="application/zip",
-                        headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+                        headers={"Content-Disposition": f'attachment; filename="{filename}"',
+                                 "X-Gpuplan-Check": "passed" if check["ok"] else "failed",
+                                 "X-Gpuplan-Check-Findings": str(len(check["findings"]))})
 
     # ---------------------------------------------------------------- workload files
     @app.post("/api/workload/yaml", tags=["workload"], responses=YAML_RESPONSES, response_class=Response,

@@ -74,7 +74,12 @@ RECOMMEND_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 PLAN_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "The plan bundle of the chosen plan as a zip (plan.json, PLAN.md, launch files)",
+    200: {"description": "The plan bundle of the chosen plan as a zip (plan.json, PLAN.md, launch files), with the "
+                         "preflight's report (`gpuplan check`: ok, findings by file and line, notes) as preflight.json",
+          "headers": {"X-Gpuplan-Check": {"description": "passed or failed: the preflight's verdict on the bundle",
+                                          "schema": {"type": "string", "enum": ["passed", "failed"]}},
+                      "X-Gpuplan-Check-Findings": {"description": "how many findings preflight.json lists",
+                                                   "schema": {"type": "string"}}},
           "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}},
     **ERROR_RESPONSES,
 }

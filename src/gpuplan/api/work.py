@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import shutil
 import tempfile
 import zipfile
@@ -110,8 +111,9 @@ def do_recommend(w: Workload, limits: Limits, top: int) -> dict:
 
 
 @_with_field
-def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[bytes, str]:
-    """Recommend, pick the plan of that rank, render its bundle and zip it: (zip bytes, file name)."""
+def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[bytes, str, dict]:
+    """Recommend, pick the plan of that rank, render its bundle, run the preflight (`gpuplan check`) on it and zip it
+    with the report as ``preflight.json``: (zip bytes, file name, the report without its path)."""
     try:
         from gpuplan.render.bundle import build_bundle
         from gpuplan.render.bundle.safe import slugify
@@ -139,6 +141,14 @@ def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[byte
     try:
         folder = build_bundle(plan, resolved, est, tmp / slug, lang=lang,
                               rejected=doc["rejected"], pareto=doc["pareto"])
+        from gpuplan.check import check_bundle
+        from gpuplan.i18n import use_lang
+
+        with use_lang(lang):   # the findings in the caller's language, as `gpuplan plan --lang` prints them
+            report = check_bundle(folder)
+        check = {k: v for k, v in report.to_dict().items() if k != "path"}
+        (folder / "preflight.json").write_text(json.dumps(check, indent=2, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for path in sorted(folder.rglob("*")):
@@ -148,7 +158,7 @@ def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[byte
                 info.compress_type = zipfile.ZIP_DEFLATED
                 info.external_attr = (path.stat().st_mode & 0o777 | 0o100000) << 16
                 zf.writestr(info, path.read_bytes())
-        return buf.getvalue(), f"{slug}-plan.zip"
+        return buf.getvalue(), f"{slug}-plan.zip", check
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -1,7 +1,10 @@
 """In a mainland-China region (cn-*, not cn-hongkong) nothing that runs on the node, the pod or the function reaches
-for hosts a mainland node cannot rely on: Docker Hub (docker.io, registry-1.docker.io, unqualified image names such
-as ``vllm/vllm-openai:v0.8.5`` or ``python:3.12-slim``), NVIDIA's registry (nvcr.io) or Hugging Face
-(huggingface.co, hf.co). Images come from Alibaba Cloud Container Registry, weights from ModelScope or OSS
+for hosts a mainland node cannot rely on: the forbidden hosts of data/environments.yaml (Docker Hub, NVIDIA's registry
+nvcr.io and its GitHub-hosted package repository, Hugging Face, download.pytorch.org), and no image comes from anywhere
+but what the plan declares in plan.json ``environment``: the bundle's own image in your ACR (``image``), the base image
+it is built FROM (``base_image``, an Alibaba registry) and the documented copies in your ACR (``copied_images``: the
+DCGM exporter). An unqualified image name (``vllm/vllm-openai:v0.8.5``, ``python:3.12-slim``) is Docker Hub's.
+Images come from Alibaba Cloud Container Registry, weights from ModelScope or OSS
 (/work/shared/facts/serving-deploy-notes.md, "Where images and weights come from on a mainland node"). When plan.json
 declares ``environment.pip_index``, every file that runs pip names it.
 
@@ -17,8 +20,18 @@ import re
 from gpuplan.check.bundle import Bundle, Finding
 from gpuplan.i18n import _
 
-HOSTS = re.compile(r"(?<![\w.-])(?:registry-1\.docker\.io|docker\.io/|(?:[a-z]+://)docker\.io\b|nvcr\.io|"
-                   r"(?:[\w-]+\.)?huggingface\.co|hf\.co)(?![\w-])", re.I)
+
+
+def _hosts() -> re.Pattern:
+    """A forbidden host (or a subdomain of one) in a URL (``https://huggingface.co``) or a reference followed by a
+    path or port (``nvcr.io/nvidia/...``); a bare word such as Ubuntu's ``docker.io`` package is not a host."""
+    from gpuplan.plan.node_env import forbidden_hosts
+
+    names = "|".join(re.escape(h) for h in sorted(forbidden_hosts(), key=len, reverse=True))
+    return re.compile(rf"(?:[a-z][a-z0-9+.-]*://(?:[\w-]+\.)*(?:{names})(?![\w.-])|(?<![\w.-])(?:[\w-]+\.)*(?:{names})(?=[/:]))",
+                      re.I)
+
+
 NODE_FILES = ("*.sh", "**/*.sh", "Dockerfile", "**/Dockerfile", "*.py", "*.service", "cloud-init.yaml",
               "requirements*.txt", "k8s/*.yaml", "autoscale/*.yaml", "function-compute/s.yaml",
               "function-compute/terraform/*.tf", "terraform/*.tf", "autoscale/ess/*.tf", "pai-eas/*.json",
@@ -70,14 +83,14 @@ def _python_strings(text: str) -> list[tuple[int, str]] | None:
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
 
 
-def _host_findings(b: Bundle, rel: str) -> list[Finding]:
+def _host_findings(b: Bundle, rel: str, hosts: re.Pattern) -> list[Finding]:
     text = b.text(rel) or ""
     out = []
     if rel.endswith(".py"):
         strings = _python_strings(text)
         if strings is not None:
             for line, s in strings:
-                m = HOSTS.search(s)
+                m = hosts.search(s)
                 if m:
                     out.append(_host(rel, line, m.group(0)))
             return out
@@ -85,7 +98,7 @@ def _host_findings(b: Bundle, rel: str) -> list[Finding]:
         for seg in _logical_lines(raw):
             if _comment(seg):
                 continue
-            m = HOSTS.search(seg)
+            m = hosts.search(seg)
             if m:
                 out.append(_host(rel, i, m.group(0)))
                 break
@@ -93,9 +106,11 @@ def _host_findings(b: Bundle, rel: str) -> list[Finding]:
 
 
 def _host(rel: str, line: int, host: str) -> Finding:
+    host = re.sub(r"^[a-z][a-z0-9+.-]*://", "", host, flags=re.I).rstrip("/:")
     return Finding(rel, line, "mainland-host", _(
         "{host} is named in a file that runs on the node; mainland nodes cannot rely on reaching it. Use Alibaba "
-        "Cloud Container Registry for images and ModelScope or OSS for weights.").format(host=host.rstrip("/")))
+        "Cloud Container Registry for images, Alibaba's mirrors for packages and ModelScope or OSS for weights.").format(
+            host=host))
 
 
 def _images(b: Bundle, rel: str) -> list[tuple[int, str]]:
@@ -109,11 +124,45 @@ def _images(b: Bundle, rel: str) -> list[tuple[int, str]]:
             out += [(i, f.group(1)) for f in re.finditer(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", line, re.I)]
         key = re.match(r"^\s*-?\s*image:\s*['\"]?([^'\"\s#]+)", line)
         if key and rel.endswith((".yaml", ".yml")):
-            out.append((i, key.group(1)))
+            default = re.search(r"\$\{env\('\w+',\s*'([^']+)'\)\}", line)   # Serverless Devs: ${env('IMAGE', '<ref>')}
+            out.append((i, default.group(1) if default else key.group(1)))
         out += [(i, j.group(1) or j.group(2)) for j in re.finditer(r'"Image"\s*:\s*"([^"]+)"|"image"\s*:\s*"([^"]+)"', line)]
         out += [(i, p.group(1)) for p in re.finditer(r"\bdocker\s+pull\s+(\S+)", line)]
+        out += [(i, img) for img in _docker_run_images(line)]
     built = set(re.findall(r"docker\s+build\b[^\n]*?\s-t\s+(\S+)", text))
     return [(i, img) for i, img in out if img.strip("'\"") not in built and not img.startswith("$")]
+
+
+# docker run options that take a value (the image is the first argument that is not an option or its value)
+RUN_VALUE_OPTS = {"-p", "--publish", "-v", "--volume", "--name", "--restart", "--gpus", "--cap-add", "-e", "--env",
+                  "--env-file", "--network", "--net", "--ipc", "--mount", "--entrypoint", "-w", "--workdir", "--runtime",
+                  "--shm-size", "--ulimit", "-u", "--user", "-l", "--label", "--device", "--add-host", "--log-driver",
+                  "--log-opt", "--memory", "-m", "--cpus", "--pid", "--security-opt", "-h", "--hostname"}
+
+
+def _docker_run_images(line: str) -> list[str]:
+    out = []
+    for m in re.finditer(r"\bdocker\s+(?:container\s+)?run\s+(.*)", line):
+        tokens = m.group(1).replace("''", "'").split()
+        skip = False
+        for tok in tokens:
+            if skip:
+                skip = False
+                continue
+            if tok.startswith("-"):
+                skip = "=" not in tok and tok in RUN_VALUE_OPTS
+                continue
+            out.append(tok.strip("'\";"))
+            break
+    return out
+
+
+def _declared_images(b: Bundle) -> set[str]:
+    """The images plan.json ``environment`` declares: the bundle's image, its base and the documented copies."""
+    env = b.field("environment", None) or {}
+    out = {str(env.get("image") or ""), str(env.get("base_image") or "")}
+    out |= {str(c.get("image") or "") for c in env.get("copied_images") or [] if isinstance(c, dict)}
+    return {i for i in out if i}
 
 
 def _pip_index(b: Bundle, rel: str, index: str) -> Finding | None:
@@ -131,14 +180,22 @@ def check(b: Bundle) -> list[Finding]:
         return []
     out: list[Finding] = []
     index = b.field("environment.pip_index", None)
+    declared = _declared_images(b)
+    hosts = _hosts()
     for rel in _node_files(b):
-        out += _host_findings(b, rel)
+        out += _host_findings(b, rel, hosts)
         for line, image in _images(b, rel):
-            if docker_hub(image):
+            ref = image.strip("'\"")
+            if docker_hub(ref):
                 out.append(Finding(rel, line, "mainland-image", _(
                     "The image {image} comes from Docker Hub, which mainland nodes cannot rely on reaching; push it to "
                     "Alibaba Cloud Container Registry (registry.<region>.aliyuncs.com) and name that copy.").format(
-                        image=image.strip("'\""))))
+                        image=ref)))
+            elif declared and ref not in declared and not hosts.search(ref):
+                out.append(Finding(rel, line, "mainland-image", _(
+                    "The image {image} is not one plan.json declares (environment: image, base_image, copied_images); "
+                    "a mainland node pulls only the bundle's image, its base image and the documented copies in your "
+                    "ACR.").format(image=ref)))
         if index and (rel.endswith(("Dockerfile", ".sh"))):
             f = _pip_index(b, rel, str(index))
             if f:

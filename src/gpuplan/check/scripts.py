@@ -70,6 +70,9 @@ def check(b: Bundle) -> list[Finding]:
             key = path if path in where else str((b.root / path).resolve())
             rel, line, origin = where.get(key, (path, None, None))
             at = line if origin else int(m.group("line"))
-            msg = m.group("msg") if not origin else f"{m.group('msg')} ({origin} line {m.group('line')})"
-            out.append(Finding(rel, at, "shellcheck", _("shellcheck: {message}").format(message=msg)))
+            # shellcheck's own message stays in its language (English); the sentence around it is translated
+            text = (_("shellcheck: {message}").format(message=m.group("msg")) if not origin else
+                    _("shellcheck: {message} ({script}, line {line})").format(message=m.group("msg"), script=origin,
+                                                                               line=m.group("line")))
+            out.append(Finding(rel, at, "shellcheck", text))
     return out

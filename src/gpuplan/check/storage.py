@@ -1,9 +1,13 @@
-"""Storage that holds the whole training run: checkpoint rotation is set in the launch files and matches the plan,
-and the weights + dataset + the checkpoints kept fit the planned disks (data disk + shared file system).
+"""Storage that holds the whole training run: checkpoint rotation is set in the launch files and keeps the number the
+plan's storage was sized for, and the plan's own storage figure fits the disks the bundle creates.
 
-Reads plan.json ``plan.storage``: ``checkpoints_kept`` (the rotation: ``--save_total_limit`` and its equivalents),
-``checkpoint_bytes``, ``weights_bytes``, ``dataset_bytes`` (null: no dataset size given), ``disk.size_gib`` and
-``shared.capacity_tib`` (docs/plan-bundle.md).
+Reads what the plan wrote (docs/plan-bundle.md, "Storage for the whole run"): ``plan.storage.budget`` (the bytes the
+run keeps, counted once by gpuplan.plan.storage.storage_budget: ``checkpoints_kept``, ``disk_needed_bytes`` on each
+node's data disk, ``shared_needed_bytes`` on the shared file system) and ``bundle.checkpoint_rotation`` (the
+``save_total_limit`` the launchers were written with). The check does not count the bytes again: it compares the
+plan's figures with the rotation in the launch files and with the disks in the files the cloud reads (Terraform's
+``data_disk_gib`` and ``cpfs_capacity_gib``; the plan's ``disk_bytes`` / ``shared_bytes`` where the bundle has no
+Terraform).
 """
 
 from __future__ import annotations
@@ -12,32 +16,72 @@ import re
 
 from gpuplan.check.bundle import Bundle, Finding
 from gpuplan.i18n import _
-from gpuplan.units import GIB, TIB
+from gpuplan.units import GIB
 
 LAUNCH_FILES = ("launch.sh", "swift-sft.sh", "llamafactory.yaml", "run-with-resume.sh", "k8s/job.yaml", "pai-dlc-job.json")
 ROTATION = re.compile(r"save[_-]total[_-]limit\W{1,4}(\d+)", re.I)
+# the setting handed to the trainer: --save_total_limit (train.py, ms-swift, Megatron) or save_total_limit: (YAML)
+PASSED = re.compile(r"--save_total_limit\b|\bsave_total_limit\s*[:=]|\"save_total_limit\"")
+TF_VARIABLES = "terraform/variables.tf"
 
 
-def _rotation(b: Bundle) -> list[tuple[str, int, int]]:
-    """(file, line, kept) of every rotation setting in the launch files."""
-    out = []
+def _rotation(b: Bundle) -> tuple[list[tuple[str, int, int]], bool]:
+    """(file, line, kept) of every rotation number in the launch files (a flag's value or the default of the variable
+    passed to it), and whether any launch file passes the setting to its trainer at all."""
+    out, passed = [], False
     for rel in LAUNCH_FILES:
         for i, line in enumerate(b.lines(rel), 1):
             if line.lstrip().startswith("#"):
                 continue
+            passed = passed or bool(PASSED.search(line))
             for m in ROTATION.finditer(line):
                 out.append((rel, i, int(m.group(1))))
-    return out
+    return out, passed
+
+
+def tf_default(b: Bundle, name: str) -> tuple[float, int] | None:
+    """(default, line) of a numeric Terraform variable in terraform/variables.tf."""
+    lines = b.lines(TF_VARIABLES)
+    start = next((i for i, ln in enumerate(lines) if re.match(rf'\s*variable\s+"{re.escape(name)}"\s*\{{', ln)), None)
+    if start is None:
+        return None
+    for i in range(start + 1, len(lines)):
+        if re.match(r"\s*variable\s+\"", lines[i]):
+            return None
+        m = re.match(r"\s*default\s*=\s*([0-9.]+)\s*$", lines[i])
+        if m:
+            return float(m.group(1)), i + 1
+    return None
+
+
+def _fits(b: Bundle, shared: bool, need: float, planned: float) -> Finding | None:
+    """The plan's need against the disk the bundle creates (Terraform's variable, else the plan's own figure)."""
+    tf = tf_default(b, "cpfs_capacity_gib" if shared else "data_disk_gib") if b.has(TF_VARIABLES) else None
+    have, where, line = (tf[0] * GIB, TF_VARIABLES, tf[1]) if tf else (planned, "plan.json", None)
+    if need <= have:
+        return None
+    text = (_("The run keeps {need:.0f} GiB on the shared file system (plan.storage.budget: weights, dataset, "
+              "checkpoints kept, final export) but it holds {have:.0f} GiB: the job stops with no space left.")
+            if shared else
+            _("The run keeps {need:.0f} GiB on each node's data disk (plan.storage.budget: weights, dataset, "
+              "checkpoints kept, final export, scratch) but the disk holds {have:.0f} GiB: the job stops with no "
+              "space left."))
+    return Finding(where, line, "storage", text.format(need=need / GIB, have=have / GIB))
 
 
 def check(b: Bundle) -> list[Finding]:
     if not b.training:
         return []
     out: list[Finding] = []
-    kept = int(b.field("plan.storage.checkpoints_kept"))
-    found = _rotation(b)
+    kept = int(b.field("plan.storage.budget.checkpoints_kept"))
+    rotation = b.field("bundle.checkpoint_rotation", None)
+    if rotation is not None and int(rotation) != kept:
+        out.append(Finding("plan.json", b.line_of("plan.json", '"checkpoint_rotation"'), "rotation", _(
+            "bundle.checkpoint_rotation is {n}; the plan's storage was sized for {kept} checkpoints.").format(
+                n=rotation, kept=kept)))
+    found, passed = _rotation(b)
     launcher = next((f for f in LAUNCH_FILES if b.has(f)), "launch.sh")
-    if not found:
+    if not passed:
         out.append(Finding(launcher, None, "rotation", _(
             "No launch file sets checkpoint rotation (--save_total_limit or its equivalent): every checkpoint is "
             "kept until the disk is full; the plan keeps {kept}.").format(kept=kept)))
@@ -45,16 +89,12 @@ def check(b: Bundle) -> list[Finding]:
         if n != kept:
             out.append(Finding(rel, line, "rotation", _(
                 "This keeps {n} checkpoints; the plan's storage was sized for {kept}.").format(n=n, kept=kept)))
-    ckpt = float(b.field("plan.storage.checkpoint_bytes"))
-    weights = float(b.field("plan.storage.weights_bytes"))
-    dataset = float(b.field("plan.storage.dataset_bytes", 0) or 0)
-    disk = float(b.field("plan.storage.disk.size_gib")) * GIB
-    shared = float(b.field("plan.storage.shared.capacity_tib", 0) or 0) * TIB
-    need = weights + dataset + kept * ckpt
-    if need > disk + shared:
-        out.append(Finding("plan.json", None, "storage", _(
-            "The run needs {need:.0f} GiB (weights {weights:.0f} + dataset {dataset:.0f} + {kept} checkpoints of "
-            "{ckpt:.0f} GiB) but the plan's disks hold {have:.0f} GiB: the job stops with no space left.").format(
-                need=need / GIB, weights=weights / GIB, dataset=dataset / GIB, kept=kept, ckpt=ckpt / GIB,
-                have=(disk + shared) / GIB)))
+    budget = b.field("plan.storage.budget")
+    disk_need = float(b.field("plan.storage.budget.disk_needed_bytes"))
+    shared_need = float(b.field("plan.storage.budget.shared_needed_bytes", 0) or 0)
+    for shared, need, planned in ((False, disk_need, budget.get("disk_bytes")),
+                                  (True, shared_need, budget.get("shared_bytes"))):
+        f = _fits(b, shared, need, float(planned or 0)) if need > 0 else None
+        if f:
+            out.append(f)
     return out

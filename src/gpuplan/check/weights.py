@@ -18,9 +18,26 @@ from gpuplan.i18n import _
 
 SHELL_LAUNCHERS = ("serve.sh", "serve-sglang.sh", "launch.sh", "swift-sft.sh")
 PY_SERVERS = ("serve_images.py", "transcribe.py", "generate_images.py")
-USES_DIR = re.compile(r"""MODEL=["']?\$\{?MODEL_DIR\b""")
+# a variable set to the local copy (MODEL="$MODEL_DIR", SERVE_PATH="$MODEL_DIR"): the launcher loads it when the
+# variable is used after that line
+FROM_DIR = re.compile(r"""\b(?P<var>[A-Z_][A-Z0-9_]*)=["']?\$\{?MODEL_DIR\}?["']?(?=[\s;)]|$)""", re.M)
+DIR_DEFAULT = re.compile(r'^MODEL_DIR="\$\{MODEL_DIR:-(?P<dir>[^}"]+)\}"', re.M)
 REPO_ARG = re.compile(r"""--model(?:[_-](?:path|id|id_or_path|name_or_path))?(?:=|\s+)["']?(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)""")
 USE_HF = re.compile(r"--use_hf\s+(?:true|True|1)\b")
+
+
+def loads_model_dir(text: str) -> bool:
+    """True when the script switches some variable to MODEL_DIR and uses that variable on another line (the engine's
+    command, or a function that builds it)."""
+    lines = text.splitlines()
+    for m in FROM_DIR.finditer(text):
+        var = m.group("var")
+        at = text[:m.start()].count("\n")
+        use = re.compile(r"\$\{?" + var + r"\b")
+        if var != "MODEL_DIR" and any(use.search(ln) for i, ln in enumerate(lines) if i != at
+                                      and not ln.lstrip().startswith("#")):
+            return True
+    return False
 
 
 def _repo_findings(b: Bundle, rel: str) -> list[Finding]:
@@ -57,10 +74,17 @@ def _k8s(b: Bundle) -> list[Finding]:
                 model = None
                 if command[:2] == ["vllm", "serve"] and args:
                     model = args[0]
-                elif "--model-path" in args and args.index("--model-path") + 1 < len(args):
-                    model = args[args.index("--model-path") + 1]
+                else:
+                    flag = next((f for f in ("--model-path", "--model") if f in args[:-1]), None)
+                    model = args[args.index(flag) + 1] if flag else None
                 line = yaml_line(b.text(rel) or "", ["spec", "template", "spec", "containers", j, "args"], i)
-                if model is not None and not model.startswith(("/", "$(")):
+                mounts = [str(v.get("mountPath") or "").rstrip("/") for v in c.get("volumeMounts") or []
+                          if isinstance(v, dict)]
+                if model is not None and model.startswith("/") and not _under(model, mounts):
+                    out.append(Finding(rel, line, "weights-local", _(
+                        "The {kind}'s engine loads {model}, but no volume is mounted there: the pod's own disk has no "
+                        "weights.").format(kind=doc["kind"], model=model)))
+                elif model is not None and not model.startswith(("/", "$(")):
                     out.append(Finding(rel, line, "weights-hub", _(
                         "The {kind}'s engine loads {model} from the hub at every pod start; mount the weights (a "
                         "volume fetch-model.sh filled) and pass their path.").format(kind=doc["kind"], model=model)))
@@ -71,25 +95,43 @@ def _k8s(b: Bundle) -> list[Finding]:
     return out
 
 
+def _under(path: str, mounts: list[str]) -> bool:
+    return any(m and (path == m or path.startswith(m + "/")) for m in mounts)
+
+
 def _platforms(b: Bundle) -> list[Finding]:
     out = []
     if b.has("function-compute/s.yaml"):
         docs, _err = b.yaml_docs("function-compute/s.yaml")
         for name, r in ((docs[0] or {}).get("resources") or {}).items() if docs and isinstance(docs[0], dict) else ():
-            env = ((r or {}).get("props") or {}).get("environmentVariables") or {}
+            props = (r or {}).get("props") or {}
+            env = props.get("environmentVariables") or {}
+            mounts = [str(p.get("mountDir") or "").rstrip("/") for p in
+                      ((props.get("ossMountConfig") or {}).get("mountPoints") or []) +
+                      ((props.get("nasConfig") or {}).get("mountPoints") or []) if isinstance(p, dict)]
+            line = yaml_line(b.text("function-compute/s.yaml") or "", ["resources", name, "props", "environmentVariables"])
             if "MODEL_DIR" not in env:
-                out.append(Finding("function-compute/s.yaml", yaml_line(
-                    b.text("function-compute/s.yaml") or "", ["resources", name, "props", "environmentVariables"]),
-                    "weights-local", _("The function sets no MODEL_DIR: every cold start downloads the weights from "
-                                       "the hub instead of loading a staged copy (OSS or NAS mount).")))
+                out.append(Finding("function-compute/s.yaml", line, "weights-local", _(
+                    "The function sets no MODEL_DIR: every cold start downloads the weights from the hub instead of "
+                    "loading a staged copy (OSS or NAS mount).")))
+            elif not _under(str(env["MODEL_DIR"]).rstrip("/"), mounts):
+                out.append(Finding("function-compute/s.yaml", line, "weights-local", _(
+                    "The function's MODEL_DIR ({dir}) is not a mounted OSS or NAS folder: every cold start downloads "
+                    "the weights again.").format(dir=env["MODEL_DIR"])))
     if b.has("pai-eas/service.json"):
         doc, _err = b.json("pai-eas/service.json")
-        containers = (doc or {}).get("containers") or [] if isinstance(doc, dict) else []
-        if not any("MODEL_DIR" in {e.get("name") for e in (c.get("env") or []) if isinstance(e, dict)}
-                   or "MODEL_DIR" in str(c.get("script", "")) for c in containers):
+        doc = doc if isinstance(doc, dict) else {}
+        dirs = [str(e.get("value") or "").rstrip("/") for c in doc.get("containers") or [] if isinstance(c, dict)
+                for e in c.get("env") or [] if isinstance(e, dict) and e.get("name") == "MODEL_DIR"]
+        mounts = [str(m.get("mount_path") or "").rstrip("/") for m in doc.get("storage") or [] if isinstance(m, dict)]
+        if not dirs:
             out.append(Finding("pai-eas/service.json", b.line_of("pai-eas/service.json", '"containers"'), "weights-local",
                                _("The EAS service sets no MODEL_DIR: every instance downloads the weights from the hub "
                                  "at start instead of loading a mounted copy.")))
+        elif not all(_under(d, mounts) for d in dirs):
+            out.append(Finding("pai-eas/service.json", b.line_of("pai-eas/service.json", '"MODEL_DIR"'), "weights-local",
+                               _("The EAS service's MODEL_DIR ({dir}) is not a mounted OSS or NAS folder (storage): every "
+                                 "instance downloads the weights again.").format(dir=dirs[0])))
     if b.has("pai-dlc-job.json"):
         doc, _err = b.json("pai-dlc-job.json")
         if isinstance(doc, dict) and "MODEL_DIR" not in (doc.get("Envs") or {}):
@@ -104,14 +146,22 @@ def check(b: Bundle) -> list[Finding]:
     if not launchers and not servers:
         return []
     out: list[Finding] = []
+    local_dir = str(b.field("weights.local_dir"))
     if not b.has("fetch-model.sh"):
         out.append(Finding(launchers[0] if launchers else servers[0], None, "weights-local",
                            _("The bundle has no fetch-model.sh: nothing stages the weights the launchers load.")))
-    for rel in launchers:
-        if rel in ("serve.sh", "serve-sglang.sh", "launch.sh") and not USES_DIR.search(b.text(rel) or ""):
+    for rel in [*launchers, "fetch-model.sh"] if b.has("fetch-model.sh") else launchers:
+        text = b.text(rel) or ""
+        if rel in ("serve.sh", "serve-sglang.sh", "launch.sh") and not loads_model_dir(text):
             out.append(Finding(rel, b.line_of(rel, "MODEL=") or 1, "weights-local", _(
                 "{path} never loads MODEL_DIR, the local copy fetch-model.sh writes.").format(path=rel)))
-        out += _repo_findings(b, rel)
+        m = DIR_DEFAULT.search(text)
+        if m and local_dir and m.group("dir") != local_dir:
+            out.append(Finding(rel, text[:m.start()].count("\n") + 1, "weights-local", _(
+                "{path} keeps the weights in {dir}, but the plan staged them in {planned} (plan.json weights.local_dir)."
+            ).format(path=rel, dir=m.group("dir"), planned=local_dir)))
+        if rel != "fetch-model.sh":
+            out += _repo_findings(b, rel)
     for rel in servers:
         if "MODEL_DIR" not in (b.text(rel) or ""):
             out.append(Finding(rel, 1, "weights-local", _(

@@ -296,29 +296,53 @@ def price_age_days(price: Price, today: dt.date | None = None) -> int:
 
 @dataclass(frozen=True)
 class FixedCosts:
-    """Once-per-job costs of every instance (data/plan_costs.yaml): start-up, image pull, model
-    download, the idle tail and the minimum billed time. Seconds and megabytes per second."""
+    """Once-per-job costs of every instance (data/plan_costs.yaml): start-up, image pull, model download, the idle
+    tail and the minimum billed time. Seconds and megabytes per second. The image's size and where it is pulled from
+    belong to the node environment (data/environments.yaml, :func:`image_pull`)."""
 
     boot_s: float = 300.0
-    image_gib: float = 10.0
-    image_pull_mb_s: float = 100.0
+    image_pull_mb_s: float = 100.0          # your ACR in the plan's region, over the VPC
     model_download_mb_s: float = 200.0
     idle_tail_s: float = 300.0
     min_billed_s: tuple[tuple[str, float], ...] = (("payg", 0.0), ("spot", 0.0))
 
-    def breakdown(self, model_bytes: float) -> dict[str, float]:
+    def breakdown(self, model_bytes: float, pull: ImagePull) -> dict[str, float]:
         """Seconds per part (each instance pays them in parallel, so the job's wall time grows by the sum)."""
-        return {"boot_s": self.boot_s,
-                "image_pull_s": self.image_gib * 1.073741824e9 / (self.image_pull_mb_s * 1e6),
+        return {"boot_s": self.boot_s, "image_pull_s": pull.seconds,
                 "model_download_s": max(0.0, model_bytes) / (self.model_download_mb_s * 1e6),
                 "idle_tail_s": self.idle_tail_s}
-
-    def time_s(self, model_bytes: float) -> float:
-        return sum(self.breakdown(model_bytes).values())
 
     def billed_s(self, billing: str | None, run_s: float) -> float:
         """Seconds billed for a run of ``run_s`` (per-second billing with a minimum, if any)."""
         return max(run_s, dict(self.min_billed_s).get(billing or "", 0.0))
+
+
+@dataclass(frozen=True)
+class ImagePull:
+    """One node's pull of the plan's image: its compressed bytes (data/environments.yaml) at the rate of where it
+    comes from: ``acr-vpc`` (your ACR in the plan's region over the VPC: ``image_pull_mb_s``) or ``public`` (the ECS
+    node builds the bundle's image FROM the base image over its public bandwidth, data/ops.yaml bundle_network)."""
+
+    image_bytes: float
+    source: str                 # acr-vpc | public
+    bytes_per_s: float
+
+    @property
+    def seconds(self) -> float:
+        return self.image_bytes / self.bytes_per_s if self.bytes_per_s > 0 else 0.0
+
+
+def image_pull(fixed: FixedCosts, region: str | None, *, training: bool, platform: str = "ecs") -> ImagePull:
+    """The image pull one node of a plan pays (see :class:`ImagePull`)."""
+    from gpuplan.plan.node_env import image_pull as env_pull
+    from gpuplan.plan.ops import load_ops
+
+    n_bytes, source = env_pull(region or "", "training" if training else "vllm", platform)
+    if source == "acr-vpc":
+        rate = fixed.image_pull_mb_s * 1e6
+    else:
+        rate = float(load_ops()["bundle_network"]["public_bandwidth_mbit"]) * 1e6 / 8
+    return ImagePull(n_bytes, source, rate)
 
 
 def _value(doc: dict, key: str, default: float) -> float:
@@ -342,8 +366,7 @@ def load_fixed_costs() -> FixedCosts:
     d = _plan_costs_doc().get("fixed_costs") or {}
     mb = d.get("minimum_billing") or {}
     base = FixedCosts()
-    return FixedCosts(_value(d, "boot_s", base.boot_s), _value(d, "image_gib", base.image_gib),
-                      _value(d, "image_pull_mb_s", base.image_pull_mb_s),
+    return FixedCosts(_value(d, "boot_s", base.boot_s), _value(d, "image_pull_mb_s", base.image_pull_mb_s),
                       _value(d, "model_download_mb_s", base.model_download_mb_s),
                       _value(d, "idle_tail_s", base.idle_tail_s),
                       (("payg", float(mb.get("payg_s") or 0.0)), ("spot", float(mb.get("spot_s") or 0.0))))

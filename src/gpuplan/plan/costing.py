@@ -68,7 +68,7 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
                                                                     hours=f"{base_time * factor / HOUR_S:.0f}"))
     fixed_s = 0.0
     if base_time is not None:
-        fixed = ctx.fixed.breakdown(model_bytes(ctx))
+        fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=True))
         fixed_s = sum(fixed.values())
         p.fixed = fixed
         p.time_s = base_time * factor + fixed_s
@@ -105,7 +105,7 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
     items, unit = got
     group_rate = c.speed(False)
     cons = ctx.w.constraints
-    fixed = ctx.fixed.breakdown(model_bytes(ctx))
+    fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=False))
     fixed_s = sum(fixed.values())
     replicas = 1
     if group_rate > 0 and cons and cons.deadline_hours:

@@ -50,9 +50,12 @@ def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: 
                            min=f"{spot.restart_s / 60:.0f}"))
     fx = ctx.fixed
     if (ctx.training and ctx.w.dataset) or ctx.job:   # per-1B-token figures carry no fixed costs
-        out.append(_("fixed costs per instance and job: {boot} min start-up, a {image} GiB image at {pull} MB/s, the "
-                     "model at {download} MB/s, {tail} min idle tail (assumed); per-second billing (Alibaba)").format(
-            boot=f"{fx.boot_s / 60:.0f}", image=f"{fx.image_gib:g}", pull=f"{fx.image_pull_mb_s:g}",
+        pull = costm.image_pull(fx, ctx.regions[0] if ctx.regions else None, training=ctx.training)
+        out.append(_("fixed costs per instance and job: {boot} min start-up, the node image ({image} GiB compressed, "
+                     "data/environments.yaml) pulled at {pull} MB/s (an ECS node builds the bundle's image from it over "
+                     "its public bandwidth), the model at {download} MB/s, {tail} min idle tail (assumed); per-second "
+                     "billing (Alibaba)").format(
+            boot=f"{fx.boot_s / 60:.0f}", image=f"{pull.image_bytes / 2 ** 30:g}", pull=f"{pull.bytes_per_s / 1e6:g}",
             download=f"{fx.model_download_mb_s:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
     if ctx.service:
         s = ctx.w.serving

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpuplan.plan.node_env import scope
 from gpuplan.plan.transfer import download_bytes, plan_fixed_s
 
 
@@ -53,7 +54,7 @@ def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: 
     return {
         "platform": str(plan.get("platform") or "ecs"), "engine": engine, "engine_planned": planned,
         "ep": _int(par.get("ep") or srv.get("ep"), 1), "dp_attention": bool(par.get("dp_attention") or srv.get("dp_attention")),
-        "bf16": bf16, "gpu_cc": cc, "hub": "modelscope" if region.startswith("cn-") else "huggingface",
+        "bf16": bf16, "gpu_cc": cc, "hub": str(scope(region)["weights_source"]),
         "model_bytes": download_bytes(params, getattr(workload, "quantization", None), training),
         "checkpoint_bytes": finite_number((plan.get("storage") or {}).get("checkpoint_bytes")),
         "plan_fixed_s": plan_fixed_s(plan), "online": getattr(workload, "serving", None) is not None,

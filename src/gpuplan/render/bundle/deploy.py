@@ -33,11 +33,14 @@ from gpuplan.render.bundle.images import APP_DIR, image_ref
 from gpuplan.render.bundle.safe import hcl
 
 FC_DISK_MB = 10240                 # the larger of FC's two disk sizes (512 or 10240 MB)
-FC_DISK_MODEL_BYTES = 9e9          # weights above this do not fit next to the image on that disk: mount OSS
 FC_MAX_CONCURRENCY = 100           # fc3 schema: instanceConcurrency 1-100
 FC_TIMEOUT_S = 600                 # per request; covers a cold start (image pull and weight loading)
 FC_PROVISIONED_TYPES = ("fc.gpu.ada.1",)
-FC_MODEL_MOUNT = "/mnt/models"
+# Function Compute and PAI-EAS load the weights from your OSS bucket, mounted read-only here: staged once in the
+# region (issue 28), not downloaded again at every cold start (FC ossMountConfig; EAS "storage", Alibaba Cloud help
+# "Mount storage to services", https://help.aliyun.com/zh/pai/mount-storage-to-services).
+MODEL_MOUNT = "/mnt/models"
+OSS_BUCKET_PLACEHOLDER = "your-bucket"
 HEALTH = {"initial_delay_s": 120, "period_s": 10, "failure_threshold": 60}   # up to 12 minutes to load weights
 
 
@@ -58,15 +61,12 @@ def fc_limits(c: Ctx, plan: dict) -> dict:
     return {"gpu_type": str(fn.get("gpu_type") or c.instance_type), "gpu_memory_mb": int(fn.get("gpu_memory_mb") or 16384),
             "vcpu": float(fn.get("vcpu") or 4), "memory_mb": int(fn.get("memory_mb") or 16384),
             "min_instances": min_instances, "idle_mode": bool(fn.get("idle_mode")), "max_instances": max_instances,
-            "instance_concurrency": concurrency, "reserved_concurrency": max_instances * concurrency,
-            "mount_model": bool(c.model_bytes and c.model_bytes > FC_DISK_MODEL_BYTES)}
+            "instance_concurrency": concurrency, "reserved_concurrency": max_instances * concurrency}
 
 
-def _fc_env(c: Ctx, mount: bool) -> dict:
-    env = {"MODEL_HUB": c.hub, "API_KEY": "${env('API_KEY', '')}", "HF_TOKEN": "${env('HF_TOKEN', '')}"}
-    if mount:
-        env["MODEL_DIR"] = FC_MODEL_MOUNT
-    return env
+def _fc_env(c: Ctx) -> dict:
+    return {"MODEL_HUB": c.hub, "API_KEY": "${env('API_KEY', '')}", "HF_TOKEN": "${env('HF_TOKEN', '')}",
+            "MODEL_DIR": MODEL_MOUNT}
 
 
 def fc_s_yaml(c: Ctx, plan: dict) -> str:
@@ -82,7 +82,7 @@ def fc_s_yaml(c: Ctx, plan: dict) -> str:
             "healthCheckConfig": {"httpGetUrl": "/health", "initialDelaySeconds": HEALTH["initial_delay_s"],
                                   "periodSeconds": HEALTH["period_s"], "timeoutSeconds": 3,
                                   "failureThreshold": HEALTH["failure_threshold"], "successThreshold": 1}},
-        "environmentVariables": _fc_env(c, lim["mount_model"]),
+        "environmentVariables": _fc_env(c),
         "concurrencyConfig": {"reservedConcurrency": lim["reserved_concurrency"]},
         "triggers": [{"triggerName": "http", "triggerType": "http", "qualifier": "LATEST",
                       "triggerConfig": {"authType": "anonymous", "methods": ["GET", "POST"]}}],
@@ -92,11 +92,10 @@ def fc_s_yaml(c: Ctx, plan: dict) -> str:
                                     "alwaysAllocateGPU": not lim["idle_mode"]}
     elif lim["min_instances"] > 0:
         props["scalingConfig"] = {"minInstances": lim["min_instances"]}
-    if lim["mount_model"]:
-        props["ossMountConfig"] = {"mountPoints": [{
+    props["ossMountConfig"] = {"mountPoints": [{
             "bucketName": "${env('MODEL_OSS_BUCKET')}", "bucketPath": "${env('MODEL_OSS_PATH', '/')}",
-            "endpoint": f"http://oss-{c.region}-internal.aliyuncs.com", "mountDir": FC_MODEL_MOUNT, "readOnly": True}]}
-        props["role"] = "${env('FC_ROLE_ARN')}"
+        "endpoint": f"http://oss-{c.region}-internal.aliyuncs.com", "mountDir": MODEL_MOUNT, "readOnly": True}]}
+    props["role"] = "${env('FC_ROLE_ARN')}"
     doc = {"edition": "3.0.0", "name": c.slug, "access": "default",
            "vars": {"region": c.region, "image": f"${{env('IMAGE', '{image_ref(c)}')}}"},
            "resources": {c.slug.replace("-", "_"): {"component": "fc3", "props": props}}}
@@ -109,9 +108,9 @@ def fc_s_yaml(c: Ctx, plan: dict) -> str:
             "# Deploy: docker build/push the Dockerfile's image (IMAGE), then `s deploy` (credentials: `s config add`).\n"
             "# API_KEY (optional, requires `Authorization: Bearer` on every request) and HF_TOKEN come from your\n"
             "# environment at deploy time; nothing secret is written here.\n")
-    if lim["mount_model"]:
-        head += (f"# The weights ({(c.model_bytes or 0) / 1e9:.0f} GB) exceed FC's {FC_DISK_MB} MB disk: upload them to OSS and "
-                 f"set MODEL_OSS_BUCKET, MODEL_OSS_PATH and FC_ROLE_ARN (a RAM role that may read the bucket).\n")
+    head += (f"# The weights ({(c.model_bytes or 0) / 1e9:.0f} GB) are staged once in your OSS bucket and mounted read-only at "
+             f"{MODEL_MOUNT} (MODEL_DIR): upload them (PLAN.md) and set MODEL_OSS_BUCKET, MODEL_OSS_PATH and FC_ROLE_ARN (a "
+             "RAM role that may read the bucket).\n")
     return head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
 
 
@@ -128,23 +127,19 @@ def fc_terraform(c: Ctx, plan: dict) -> dict[str, str]:
                  '  sensitive   = true\n}\n\n'
                  'variable "hf_token" {\n  description = "Hugging Face token for gated models (TF_VAR_hf_token); never '
                  'written to these files."\n  type        = string\n  default     = ""\n  sensitive   = true\n}\n')
-    if lim["mount_model"]:
-        variables += ('\nvariable "model_oss_bucket" {\n  description = "OSS bucket holding the model files (the '
-                      'weights exceed the function disk)."\n  type        = string\n}\n\n'
-                      'variable "model_oss_path" {\n  type    = string\n  default = "/"\n}\n\n'
-                      'variable "role_arn" {\n  description = "RAM role Function Compute assumes to read the bucket."\n'
-                      '  type        = string\n}\n')
+    variables += ('\nvariable "model_oss_bucket" {\n  description = "OSS bucket holding the model files (staged once, '
+                  'mounted read-only)."\n  type        = string\n}\n\n'
+                  'variable "model_oss_path" {\n  type    = string\n  default = "/"\n}\n\n'
+                  'variable "role_arn" {\n  description = "RAM role Function Compute assumes to read the bucket."\n'
+                  '  type        = string\n}\n')
     env = [("MODEL_HUB", hcl(c.hub)), ("API_KEY", "var.api_key"), ("HF_TOKEN", "var.hf_token")]
-    if lim["mount_model"]:
-        env.append(("MODEL_DIR", hcl(FC_MODEL_MOUNT)))
+    env.append(("MODEL_DIR", hcl(MODEL_MOUNT)))
     width = max(len(k) for k, _v in env) + 2
     env_text = "".join(f'    {json.dumps(k):<{width}} = {v}\n' for k, v in env)
-    mount = ""
-    if lim["mount_model"]:
-        mount = ("\n  role = var.role_arn\n\n  oss_mount_config {\n    mount_points {\n"
-                 "      bucket_name = var.model_oss_bucket\n      bucket_path = var.model_oss_path\n"
-                 f"      endpoint    = {hcl(f'http://oss-{c.region}-internal.aliyuncs.com')}\n"
-                 f"      mount_dir   = {hcl(FC_MODEL_MOUNT)}\n      read_only   = true\n    }}\n  }}\n")
+    mount = ("\n  role = var.role_arn\n\n  oss_mount_config {\n    mount_points {\n"
+             "      bucket_name = var.model_oss_bucket\n      bucket_path = var.model_oss_path\n"
+             f"      endpoint    = {hcl(f'http://oss-{c.region}-internal.aliyuncs.com')}\n"
+             f"      mount_dir   = {hcl(MODEL_MOUNT)}\n      read_only   = true\n    }}\n  }}\n")
     main = (f"# Function Compute plan for {c.slug}: {lim['gpu_type']}, {lim['gpu_memory_mb']} MB GPU memory, "
             f"{lim['min_instances']}-{lim['max_instances']} instance(s).\n"
             'resource "alicloud_fcv3_function" "this" {\n'
@@ -209,7 +204,10 @@ def eas_service(c: Ctx, plan: dict, workload) -> dict:
     return {
         "metadata": {"name": eas_name(c.slug), "instance": max(s["min_replicas"], int(plan.get("replicas") or 1))},
         "cloud": {"computing": {"instances": [{"type": c.instance_type}]}},
-        "containers": [{"image": image_ref(c), "script": command, "port": c.serve_port}],
+        "containers": [{"image": image_ref(c), "script": command, "port": c.serve_port,
+                        "env": [{"name": "MODEL_DIR", "value": MODEL_MOUNT}, {"name": "MODEL_HUB", "value": c.hub}]}],
+        "storage": [{"mount_path": MODEL_MOUNT,
+                     "oss": {"path": f"oss://{OSS_BUCKET_PLACEHOLDER}/models/{c.slug}/", "readOnly": True}}],
         "autoscaler": {"min": s["min_replicas"], "max": s["max_replicas"],
                        "scaleStrategies": [{"metricName": "qps",
                                             "threshold": max(0.1, round(s["per_replica_rps"], 2))}]},

@@ -9,30 +9,19 @@ Kubernetes manifests, PAI-DLC/EAS and Function Compute all read it here (images.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from importlib.resources import files as _pkg_files
-from typing import Any
 
-import yaml
+from gpuplan.plan.node_env import (STACKS, base_image, environments, mirror_region, requirement_pins, scope,
+                                   scope_of)
+
+__all__ = ["STACKS", "Environment", "environments", "image_ref", "mirror_region", "node_environment",
+           "pip_install_args", "requirement_pins", "requirements_text", "scope_of", "stack_for"]
 
 NAMESPACE_PLACEHOLDER = "your-namespace"
 TAG = "gpuplan"
-STACKS = ("training", "megatron", "vllm", "sglang", "diffusers", "whisper")
 REQUIREMENTS_FILE = {"training": "requirements.txt", "megatron": "requirements.txt", "vllm": "requirements-serve.txt",
                      "sglang": "requirements-serve.txt", "diffusers": "requirements-serve.txt",
                      "whisper": "requirements-serve.txt"}
-
-
-@functools.cache
-def environments() -> dict[str, Any]:
-    """data/environments.yaml, loaded once."""
-    return yaml.safe_load((_pkg_files("gpuplan") / "data" / "environments.yaml").read_text(encoding="utf-8"))
-
-
-def scope_of(region: str) -> str:
-    """``mainland`` for cn-* regions, else ``global``."""
-    return "mainland" if region.startswith(environments()["scopes"]["mainland"]["region_prefix"]) else "global"
 
 
 @dataclass(frozen=True)
@@ -57,6 +46,8 @@ class Environment:
     venv: str | None                 # the stack's own virtual environment (SGLang), else None
     forbidden_hosts: tuple[str, ...]
     dcgm_exporter_image: str
+    copied_images: tuple[tuple[str, str], ...]   # (image in your ACR, the source to copy it from), mainland only
+    nvidia_container_toolkit_repo: str           # apt/yum repository of the NVIDIA Container Toolkit
     sources: tuple[str, ...]
 
     @property
@@ -73,15 +64,10 @@ class Environment:
                 "weights_source": self.weights_source, "stack": self.stack, "scope": self.scope,
                 "platform": "linux_x86_64", "requirements_file": self.requirements_file,
                 "requirements": {k: v for k, v in self.requirements}, "venv": self.venv,
-                "forbidden_hosts": list(self.forbidden_hosts), "sources": list(self.sources)}
-
-
-def mirror_region(region: str) -> str:
-    """The registry region of the base image nearest ``region`` (it is published in three regions only)."""
-    m = environments()["mirror_regions"]
-    if region in m["nearest"]:
-        return str(m["nearest"][region])
-    return str(m["mainland_default"] if scope_of(region) == "mainland" else m["global_default"])
+                "forbidden_hosts": list(self.forbidden_hosts),
+                "copied_images": [{"image": i, "source": src} for i, src in self.copied_images],
+                "dcgm_exporter_image": self.dcgm_exporter_image,
+                "nvidia_container_toolkit_repo": self.nvidia_container_toolkit_repo, "sources": list(self.sources)}
 
 
 def image_ref(region: str, slug: str) -> str:
@@ -99,32 +85,18 @@ def stack_for(*, training: bool, launcher: str | None, engine: str, model_kind: 
     return "sglang" if engine == "sglang" else "vllm"
 
 
-def requirement_pins(stack: str, *, deepspeed: bool = False, bitsandbytes: bool = False,
-                     online: bool = False) -> tuple[tuple[str, str], ...]:
-    """The pinned packages of a stack (data/environments.yaml ``stacks``), with the optional ones the plan needs."""
-    s = environments()["stacks"][stack]
-    pins = dict(s["requirements"])
-    optional = s.get("optional") or {}
-    if deepspeed:
-        pins["deepspeed"] = optional["deepspeed"]
-    if bitsandbytes:
-        pins["bitsandbytes"] = optional["bitsandbytes"]
-    if online:
-        pins.update(s.get("online") or {})
-    return tuple((k, str(v)) for k, v in pins.items())
-
-
 def node_environment(*, region: str, slug: str, stack: str, deepspeed: bool = False, bitsandbytes: bool = False,
                      online: bool = False) -> Environment:
     data = environments()
     s = data["stacks"][stack]
     img = data["images"][s["image"]]
-    scope = scope_of(region)
-    sc = data["scopes"][scope]
-    base = f"{img['repository'].format(mirror=mirror_region(region))}:{img['tag']}"
+    sc = scope(region)
     cuda = str(s.get("cuda") or img["cuda"])
+    copies = {k: {"image": str(v["image"]).format(region=region), "source": v.get("source")}
+              for k, v in (sc.get("copied_images") or {}).items()}
     return Environment(
-        stack=stack, scope=scope, region=region, image=image_ref(region, slug), base_image=base,
+        stack=stack, scope=scope_of(region), region=region, image=image_ref(region, slug),
+        base_image=base_image(region, stack),
         python=str(img["python"]), cuda=cuda, torch=str(s.get("torch") or img["torch"]),
         min_driver_major=int(img.get("min_driver_major") or 0),
         registry=data["registry"].format(region=region), pip_index=str(sc["pip_index"]),
@@ -132,7 +104,9 @@ def node_environment(*, region: str, slug: str, stack: str, deepspeed: bool = Fa
         requirements_file=REQUIREMENTS_FILE[stack],
         requirements=requirement_pins(stack, deepspeed=deepspeed, bitsandbytes=bitsandbytes, online=online),
         venv=s.get("venv"), forbidden_hosts=tuple(sc.get("forbidden_hosts") or ()),
-        dcgm_exporter_image=str(sc["dcgm_exporter"]).format(region=region),
+        dcgm_exporter_image=copies["dcgm_exporter"]["image"],
+        copied_images=tuple((v["image"], str(v["source"])) for v in copies.values() if v["source"]),
+        nvidia_container_toolkit_repo=str(sc["nvidia_container_toolkit_repo"]),
         sources=tuple(" ".join(str(x).split()) for x in img.get("sources") or ()))
 
 

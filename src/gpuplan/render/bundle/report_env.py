@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.report_text import tr
-from gpuplan.render.bundle.safe import Safe, md
+from gpuplan.render.bundle.safe import Safe, inert, md
 
 
 def _gb(n_bytes: float | int | None) -> str:
@@ -27,9 +27,14 @@ def environment_lines(c: Ctx) -> list[Safe]:
                            "mirror, weights from ModelScope or your OSS bucket; nothing is pulled from Docker Hub, NGC "
                            "or Hugging Face at run time.", c.lang).format(region=md(c.region))))
         if c.platform == "ecs":
-            out.append(Safe(tr("The DCGM exporter (NVIDIA's image) has no copy on an Alibaba registry: copy it once into "
-                               "your namespace as {image} (ACR image sync, or a pull and push from outside the "
-                               "mainland); the nodes pull it from there.", c.lang).format(image=md(e.dcgm_exporter_image))))
+            for image, source in e.copied_images:
+                cmd = f"docker pull {source} && docker tag {source} {image} && docker push {image}"
+                out.append(Safe(tr("The DCGM exporter is NVIDIA's image {source}, which has no copy on an Alibaba "
+                                   "registry: copy it once into your ACR namespace, from a machine that reaches "
+                                   "nvcr.io (outside the mainland, e.g. in cn-hongkong), with {cmd} (replace "
+                                   "your-namespace in the bundle too). The nodes pull {image}; `gpuplan check` allows "
+                                   "this copy and no other image outside Alibaba's registries.", c.lang).format(
+                    source=Safe(f"`{inert(source)}`"), image=Safe(f"`{inert(image)}`"), cmd=Safe(f"`{cmd}`"))))
     return out
 
 

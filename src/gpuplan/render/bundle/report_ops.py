@@ -52,21 +52,16 @@ def download_lines(c: Ctx, plan: dict) -> list[Safe]:
 
 
 def platform_storage_lines(c: Ctx) -> list[Safe]:
-    """Function Compute / PAI-EAS: where the weights come from at each start."""
-    from gpuplan.render.bundle.deploy import FC_DISK_MB, FC_DISK_MODEL_BYTES
+    """Function Compute / PAI-EAS: the weights are staged once in OSS and mounted read-only at every start."""
+    from gpuplan.render.bundle.deploy import MODEL_MOUNT
 
     lang = c.lang
-    hub = "ModelScope" if c.hub == "modelscope" else "Hugging Face"
-    out = [md(tr("Each new instance downloads the weights ({gb} GB) from {hub} when it starts (cold start); HF_TOKEN "
-                 "for gated models comes from your environment at deploy time, never from these files.", lang).format(
-        gb=_gb(c.model_bytes), hub=hub))] if c.hub != "modelscope" else [
-        md(tr("Each new instance downloads the weights ({gb} GB) from {hub} when it starts (cold start).", lang).format(
-            gb=_gb(c.model_bytes), hub=hub))]
-    if c.platform == "function-compute" and c.model_bytes and c.model_bytes > FC_DISK_MODEL_BYTES:
-        out.append(md(tr("The weights exceed Function Compute's {disk} MB instance disk: upload them to OSS; s.yaml and "
-                         "the Terraform mount the bucket read-only and serve.sh reads them from there.", lang).format(
-            disk=FC_DISK_MB)))
-    return out
+    where = "function-compute/s.yaml" if c.platform == "function-compute" else "pai-eas/service.json"
+    return [Safe(tr("Each instance loads the weights ({gb} GB) from your OSS bucket, mounted read-only at {path} "
+                  "(MODEL_DIR), so no start downloads them: stage them once (run {fetch} in the region with MODEL_DIR "
+                  "set to a local folder, then {copy}) and name the bucket in {file}.", lang).format(
+        gb=_gb(c.model_bytes), path=_code(MODEL_MOUNT), fetch=_code("./fetch-model.sh"),
+        copy=_code("ossutil cp -r <folder>/ oss://<bucket>/models/" + c.slug + "/"), file=_code(where)))]
 
 
 def checkpoint_line(c: Ctx) -> Safe | None:

@@ -30,15 +30,21 @@ if mountpoint -q /mnt/data && [ ! -f /etc/docker/daemon.json ]; then
   systemctl restart docker
 fi
 if ! command -v nvidia-ctk >/dev/null 2>&1; then
+  # The NVIDIA Container Toolkit repository for this region (data/environments.yaml nvidia_container_toolkit_repo:
+  # Alibaba's mirror of NVIDIA's repository in mainland regions, NVIDIA's own elsewhere).
+  NCT_REPO=https://mirrors.aliyun.com/libnvidia-container
   if [ "$PM" = apt ]; then
-    curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | gpg --dearmor --yes -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
-    curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list \
-      | sed 's#deb https://#deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://#g' \
+    curl -fsSL "$NCT_REPO/gpgkey" | gpg --dearmor --yes -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
+    # NVIDIA's list file, written here: apt expands $(ARCH).
+    echo "deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] $NCT_REPO/stable/deb/\$(ARCH) /" \
       > /etc/apt/sources.list.d/nvidia-container-toolkit.list
     apt-get update -q
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "nvidia-container-toolkit=$NCT_VERSION" "nvidia-container-toolkit-base=$NCT_VERSION" "libnvidia-container-tools=$NCT_VERSION" "libnvidia-container1=$NCT_VERSION"
   else
-    curl -fsSL https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo > /etc/yum.repos.d/nvidia-container-toolkit.repo
+    # NVIDIA's .repo file, written here: dnf expands $basearch (kept literal on purpose).
+    # shellcheck disable=SC2016
+    printf '[nvidia-container-toolkit]\nname=nvidia-container-toolkit\nbaseurl=%s/stable/rpm/$basearch\nrepo_gpgcheck=1\ngpgcheck=0\nenabled=1\ngpgkey=%s/gpgkey\n' \
+      "$NCT_REPO" "$NCT_REPO" > /etc/yum.repos.d/nvidia-container-toolkit.repo
     dnf install -y "nvidia-container-toolkit-${NCT_VERSION}" "nvidia-container-toolkit-base-${NCT_VERSION}" "libnvidia-container-tools-${NCT_VERSION}" "libnvidia-container1-${NCT_VERSION}"
   fi
   nvidia-ctk runtime configure --runtime=docker

@@ -1,0 +1,106 @@
+"""The node environments a plan can run in (data/environments.yaml), read by the planner, the bundle renderer and the
+preflight alike: one table, one rule for which regions are mainland (catalog.regions.is_mainland), one list of hosts
+a mainland node must not depend on, one set of pins per stack.
+
+- the planner counts the image pull of a plan from the image's size and where it is pulled from (:func:`image_pull`);
+- the renderer builds plan.json ``environment`` from it (gpuplan.render.bundle.environment);
+- ``gpuplan check`` refuses a mainland bundle that names a forbidden host or pulls an image from anywhere but the
+  bundle's own ACR image, its base image and the documented copies (gpuplan.check.mainland).
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib.resources import files as _pkg_files
+from typing import Any
+
+import yaml
+
+from gpuplan.catalog.regions import is_mainland
+
+STACKS = ("training", "megatron", "vllm", "sglang", "diffusers", "whisper")
+
+
+@functools.cache
+def environments() -> dict[str, Any]:
+    """data/environments.yaml, loaded once."""
+    return yaml.safe_load((_pkg_files("gpuplan") / "data" / "environments.yaml").read_text(encoding="utf-8"))
+
+
+def scope_of(region: str) -> str:
+    """``mainland`` for regions in the Chinese mainland (any ``cn-`` id but cn-hongkong), else ``global``."""
+    return "mainland" if is_mainland(region) else "global"
+
+
+def scope(region: str) -> dict[str, Any]:
+    """The scope record (pip index, weights source, forbidden hosts, NVIDIA repository, copied images)."""
+    return environments()["scopes"][scope_of(region)]
+
+
+def forbidden_hosts() -> tuple[str, ...]:
+    """Hosts no file a mainland node runs may depend on."""
+    return tuple(environments()["scopes"]["mainland"].get("forbidden_hosts") or ())
+
+
+def mirror_region(region: str) -> str:
+    """The registry region of the base image nearest ``region`` (it is published in three regions only)."""
+    m = environments()["mirror_regions"]
+    if region in m["nearest"]:
+        return str(m["nearest"][region])
+    return str(m["mainland_default"] if scope_of(region) == "mainland" else m["global_default"])
+
+
+def stack_image(stack: str) -> dict[str, Any]:
+    """The image record of a stack (repository, tag, python, cuda, torch, compressed size, sources)."""
+    data = environments()
+    return data["images"][data["stacks"][stack]["image"]]
+
+
+def base_image(region: str, stack: str) -> str:
+    img = stack_image(stack)
+    return f"{img['repository'].format(mirror=mirror_region(region))}:{img['tag']}"
+
+
+def requirement_pins(stack: str, *, deepspeed: bool = False, bitsandbytes: bool = False,
+                     online: bool = False) -> tuple[tuple[str, str], ...]:
+    """The pinned packages of a stack (data/environments.yaml ``stacks``), with the optional ones the plan needs: the
+    one source of every pin a bundle's requirements file holds."""
+    s = environments()["stacks"][stack]
+    pins = dict(s["requirements"])
+    optional = s.get("optional") or {}
+    if deepspeed:
+        pins["deepspeed"] = optional["deepspeed"]
+    if bitsandbytes:
+        pins["bitsandbytes"] = optional["bitsandbytes"]
+    if online:
+        pins.update(s.get("online") or {})
+    return tuple((k, str(v)) for k, v in pins.items())
+
+
+def pin_sets() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
+    """Every requirements set a bundle can write: {name: (Python, pins)} over each stack and its optional parts
+    (DeepSpeed, bitsandbytes, the online server). scripts/gen_pin_metadata.py resolves each with pip; the tests check
+    that every bundle's set is one of them."""
+    data = environments()
+    out = {}
+    for stack, s in data["stacks"].items():
+        python = str(data["images"][s["image"]]["python"])
+        opts = s.get("optional") or {}
+        for ds in (False, True) if "deepspeed" in opts else (False,):
+            for bnb in (False, True) if "bitsandbytes" in opts else (False,):
+                for online in (False, True) if s.get("online") else (False,):
+                    name = "+".join([stack] + [n for n, on in (("deepspeed", ds), ("bitsandbytes", bnb),
+                                                               ("online", online)) if on])
+                    out[name] = (python, requirement_pins(stack, deepspeed=ds, bitsandbytes=bnb, online=online))
+    return out
+
+
+def image_pull(region: str, stack: str, platform: str) -> tuple[float, str]:
+    """(compressed image bytes, how it is pulled) for one node of a plan: ``acr-vpc`` when the platform pulls the
+    bundle's image from your ACR in the plan's region over the VPC (ACK, PAI, Function Compute), ``public`` when the
+    node builds it from the base image over its public bandwidth (ECS: the systemd unit builds it on the node; the
+    base image's registry is ModelScope's, reachable only over its public endpoint)."""
+    img = stack_image(stack)
+    gib = float(img["compressed_gib"])
+    how = "public" if platform == "ecs" else "acr-vpc"
+    return gib * 2 ** 30, how
