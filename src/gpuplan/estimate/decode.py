@@ -1,0 +1,417 @@
+"""One decode step of a serving replica: the roofline of its kernels plus the fixed costs of every layer.
+
+- **Roofline.** The GEMMs stream the local weights (a MoE batch reads only the routed experts it touches:
+  E·(1 - (1 - k/E)^B) of them) or are bound by their FLOPs; the attention kernels read every sequence's KV
+  cache or are bound by their FLOPs. The two run one after the other (Williams et al. 2009; Yuan et al. 2024,
+  arXiv 2402.16363).
+- **Fixed costs per layer** (what dominates big models at small batch): every kernel a layer launches costs a
+  fixed latency even inside a CUDA graph (``inference.decode_kernels``: the kernels of an attention block,
+  an MLA block, a dense MLP, a fused-MoE block with its router and shared expert, the FP8 activation
+  quantisation before each W8A8 GEMM), more when the batch exceeds the engine's CUDA-graph capture limit and
+  the kernels are launched from Python; two tensor-parallel all-reduces per layer at the measured latency of
+  the engine's all-reduce for that message size, GPU count and link (``inference.allreduce_latency_s``);
+  with expert parallelism a dispatch and a combine per MoE layer (``inference.ep_all_to_all``); and older
+  engine versions' fused-MoE overhead (``inference.moe_layer_overhead_s``).
+- Engines add a per-step scheduler and sampler time (``inference.engine_step_overhead_s``).
+- Eager ``generate`` launches every kernel from Python: a per-layer CPU cost that overlaps the GPU time (soft
+  maximum), and Hugging Face's DynamicCache re-reads the cache several times per step.
+
+Every constant and its source is in data/efficiency.yaml; docs/formulas.md "Serving speed" explains them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuplan.estimate.forward import eager_cpu_s_per_op
+from gpuplan.estimate.memory import ENGINES, kv_shard_fraction
+from gpuplan.estimate.params import by_key, interpolate_log2, table
+from gpuplan.estimate.shapes import Shape, weight_bytes
+from gpuplan.estimate.system import Layout, System
+from gpuplan.estimate.comm import tp_collective_s
+from gpuplan.estimate.training import peak_flops
+
+COMPILED = {"torch-compile"}
+# Weight-only quantized schemes that serving engines run through Marlin-class mixed-input kernels
+# (vLLM/SGLang awq_marlin, gptq_marlin): FP8 and W8A8 int8 use the architecture's own GEMMs.
+WEIGHT_ONLY_MARLIN = frozenset({"awq", "gptq-int4", "gptq-int8", "int4"})
+
+
+@dataclass(frozen=True)
+class ServingCase:
+    precision: str
+    quantization: str
+    kv_dtype_bytes: float
+    framework: str
+    prompt_tokens: int
+    output_tokens: int
+    framework_version: str | None = None
+
+
+def soft_max(a: float, b: float, k: float) -> float:
+    return (a**k + b**k) ** (1.0 / k)
+
+
+def version_tuple(v: str) -> tuple[int, ...]:
+    from gpuplan.estimate.memory.serve import _version_tuple
+
+    return _version_tuple(v)
+
+
+def compute_dtype(case: ServingCase) -> str:
+    """FP8 compute needs FP8 weights; otherwise an fp8 precision runs its GEMMs in 16-bit. Serving
+    engines run FP8 checkpoints (W8A8: ModelOpt / compressed-tensors / Qwen "-FP8") through FP8 tensor-core
+    GEMMs, the activations quantized on the fly, whatever the model's 16-bit dtype (vLLM fp8 docs,
+    TensorRT-LLM FP8 quantization, SGLang w8a8_fp8); GPUs without FP8 tensor cores fall back to 16-bit
+    (training.peak_flops)."""
+    if case.quantization == "fp8" and case.framework in ENGINES:
+        return "fp8"
+    return "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision
+
+
+def attention_dtype(case: ServingCase) -> str:
+    """The attention core's dtype: 16-bit unless the model itself is fp32."""
+    return "fp32" if case.precision == "fp32" else "fp16"
+
+
+def stream_efficiency(quantization: str, framework: str = "transformers") -> float:
+    inf = table("inference")
+    if quantization in (None, "none"):
+        if framework in COMPILED:
+            return float(inf["compiled_stream_efficiency"])
+        return float(inf["weight_stream_efficiency"])
+    if framework in ENGINES and quantization not in ("bnb-nf4", "bnb-int8"):
+        return float(inf["engine_quantized_stream_efficiency"])
+    if framework in COMPILED and quantization in inf["compiled_quantized_stream_efficiency"]:
+        return float(inf["compiled_quantized_stream_efficiency"][quantization])
+    return float(inf["quantized_stream_efficiency"].get(quantization, 0.4))
+
+
+# ------------------------------------------------------------------ collectives
+def _link_class(system: System, tp: int) -> str:
+    """Which measured all-reduce curve applies: NVLink/NVSwitch, or PCIe (custom all-reduce between two
+    PCIe GPUs; NCCL's ring beyond two, where vLLM and SGLang turn their custom all-reduce off)."""
+    if system.intra_link in ("nvswitch", "nvlink"):
+        return "nvlink"
+    return "pcie_pair" if tp <= 2 else "pcie"
+
+
+def engine_allreduce_s(system: System, tp: int, size_bytes: float) -> float:
+    """One decode all-reduce of ``size_bytes`` inside a node, as serving engines run it in a CUDA graph: the
+    measured latency curve of the link class and GPU count (inference.allreduce_latency_s, by message size,
+    interpolated in log2 between the measured sizes and between 2, 4 and 8 GPUs)."""
+    if tp <= 1:
+        return 0.0
+    curves = table("inference", "allreduce_latency_s")[_link_class(system, tp)]
+    sizes = sorted(int(k) for k in curves)
+    lo = max([g for g in sizes if g <= tp] or [sizes[0]])
+    hi = min([g for g in sizes if g >= tp] or [sizes[-1]])
+    t_lo = _curve_s(curves[lo], size_bytes)
+    if hi == lo:
+        return t_lo
+    t_hi = _curve_s(curves[hi], size_bytes)
+    return t_lo + (t_hi - t_lo) * (math.log2(tp) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+
+
+def _curve_s(points: list[list[float]], size_bytes: float) -> float:
+    """A measured latency curve at ``size_bytes``; beyond its largest size the time grows with the bytes."""
+    last_bytes, last_s = points[-1]
+    if size_bytes > last_bytes:
+        return float(last_s) * size_bytes / float(last_bytes)
+    return interpolate_log2(points, max(1.0, size_bytes))
+
+
+def tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: float, framework: str = "") -> float:
+    """``count`` TP all-reduces of ``bytes_each``. Serving engines inside one node: the measured latency of
+    their all-reduce (:func:`engine_allreduce_s`); across nodes, or other stacks: the ring model
+    (comm.tp_collective_s)."""
+    if layout.tp <= 1:
+        return 0.0
+    if framework in ENGINES and layout.tp <= system.gpus_per_node:
+        measured = engine_allreduce_s(system, layout.tp, bytes_each)
+        if _link_class(system, layout.tp) == "pcie":
+            # the measured PCIe curve comes from one server's topology (its large messages run at a few GB/s,
+            # through the host): past its latency floor the ring over this system's own PCIe bandwidth decides
+            measured = min(measured, tp_collective_s(system, layout.tp, bytes_each))
+        return measured * count
+    return tp_collective_s(system, layout.tp, bytes_each) * count
+
+
+def ep_all_to_all_s(system: System, ep: int, tokens_per_rank: float) -> float:
+    """Dispatch + combine of one MoE layer under expert parallelism (DeepEP low-latency kernels, the path
+    SGLang and vLLM take with data-parallel attention): a start-up plus a cost per token a rank sends,
+    inside one NVLink node or across nodes (inference.ep_all_to_all)."""
+    if ep <= 1:
+        return 0.0
+    c = table("inference", "ep_all_to_all")
+    key = "intra_node" if ep <= system.gpus_per_node and system.intra_link in ("nvswitch", "nvlink") else "inter_node"
+    base, per_token = c[key]
+    return float(base) + float(per_token) * max(1.0, tokens_per_rank)
+
+
+# ------------------------------------------------------------------ fixed kernels per layer
+def kernels_per_layer(s: Shape, case: ServingCase) -> tuple[float, float]:
+    """(kernels every layer launches, extra kernels of a MoE layer) in one decode step
+    (inference.decode_kernels): the attention or MLA block and the FFN block; a MoE layer's router, fused
+    experts and shared expert instead of a dense MLP; one activation-quantisation kernel before each W8A8
+    FP8 GEMM input."""
+    k = table("inference", "decode_kernels")
+    per, gemms = k["per_layer"], k["gemm_inputs"]
+    fp8 = compute_dtype(case) == "fp8"
+    attn = "mla" if s.is_mla else "attention"
+    base = float(per[attn]) + float(per["mlp"]) + (float(gemms[attn] + gemms["mlp"]) * float(per["fp8_act_quant"])
+                                                    if fp8 else 0.0)
+    if not s.moe_experts:
+        return base, 0.0
+    moe = float(per["moe"]) - float(per["mlp"])
+    moe_gemms = float(gemms["moe"]) - float(gemms["mlp"])
+    if s.moe_active_ffn > s.moe_experts_per_token * s.moe_expert_ffn:     # shared experts
+        moe += float(per["shared_expert"])
+        moe_gemms += float(gemms["shared_expert"])
+    return base, moe + (moe_gemms * float(per["fp8_act_quant"]) if fp8 else 0.0)
+
+
+def moe_layers(s: Shape) -> float:
+    """Layers with routed experts (DeepSeek-V3/R1 keep dense MLPs in their first three layers)."""
+    if not s.moe_experts:
+        return 0.0
+    return float(s.moe_layer_count or s.layers)
+
+
+def kernel_latency_s(framework: str, batch: float, system: System, tp: int) -> float:
+    """Fixed time of one decode kernel: inside the engine's CUDA graph (inference.kernel_latency_s), or
+    launched from Python when the batch exceeds the graph capture limit (cuda_graph_max_batch)."""
+    inf = table("inference")
+    graph = by_key(inf["kernel_latency_s"], framework)
+    if batch > cuda_graph_max_batch(framework, system, tp):
+        return max(graph, float(inf["eager_kernel_latency_s"]))
+    return graph
+
+
+def cuda_graph_max_batch(framework: str, system: System, tp: int) -> float:
+    """The largest decode batch an engine captures in a CUDA graph by default (vLLM V1: 512; SGLang by GPU
+    memory and TP size, server_args.py; TensorRT-LLM and LMDeploy: their batch limit)."""
+    caps = table("inference", "cuda_graph_max_batch")
+    got = caps.get(framework, caps["default"])
+    if isinstance(got, (int, float)):
+        return float(got)
+    mem_gib = system.gpu.memory_gib
+    for row in got:      # [[memory GiB below, max batch with TP < 4, with TP >= 4], ...]
+        if mem_gib < float(row[0]):
+            return float(row[1] if tp < 4 else row[2])
+    return float(got[-1][2])
+
+
+def moe_layer_overhead_s(framework: str, version: str | None) -> float:
+    """Extra fixed time per MoE layer of engine versions whose fused-MoE path was slower at small batch
+    (inference.moe_layer_overhead_s: [[version it was fixed in, seconds], ...]); 0 for current versions."""
+    rows = table("inference", "moe_layer_overhead_s").get(framework)
+    if not rows or not version:
+        return 0.0
+    v = version_tuple(version)
+    for fixed_in, seconds in rows:
+        if v < version_tuple(str(fixed_in)):
+            return float(seconds)
+    return 0.0
+
+
+# ------------------------------------------------------------------ the step
+@dataclass(frozen=True)
+class DecodeConsts:
+    """What a decode step costs per unit of batch and context, for one (model, case, layout, system)."""
+
+    mem_fixed_s: float       # streaming the local weights
+    kv_s_per_token: float    # reading one sequence-token of KV cache
+    comp_s_per_seq: float    # FLOPs of one sequence at zero context
+    comp_s_per_ctx: float    # attention FLOPs per sequence per context token
+    pp: int
+    naive_pipeline: bool
+    layers: int
+    framework: str
+    expert_s: float = 0.0    # streaming every routed expert (MoE); a batch reads only those it touches
+    experts: int = 0
+    experts_per_token: int = 0
+    quantized: bool = False  # weight-only quantized GEMV kernels
+    min_rows: int = 1        # M-tile a decode GEMM is padded to (engines' tensor-core kernels)
+    quantization: str = "none"
+    moe_ops_per_expert: float = 0.0   # eager MoE: ops each looped expert launches per layer
+    shape: Shape | None = None
+    case: ServingCase | None = None
+    kernels: float = 0.0              # kernels per layer (all layers)
+    moe_kernels: float = 0.0          # extra kernels per MoE layer
+    moe_layers: float = 0.0
+    moe_overhead_s: float = 0.0       # per MoE layer (older engine versions)
+    tp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    hidden: int = 0
+    system: System | None = None
+    expert_row_s: float = 0.0         # FLOP time of one token row through one routed expert, all MoE layers
+    moe_tile_rows: int = 1            # rows a fused-MoE GEMM pads each touched expert's tokens to
+
+    def expert_rows(self, batch: float) -> float:
+        """Rows the routed-expert GEMMs compute per MoE layer: each touched expert's tokens padded to the
+        kernel's row tile (the grouped GEMM runs whole tiles: vLLM/SGLang fused_moe BLOCK_SIZE_M, DeepGEMM's
+        64-row masked layout under expert parallelism; LMSYS 'Serving DeepSeek-R1 on H20-96G', 2025: 'WGMMA's
+        block_m is fixed at 64 ... redundant MLP GEMM computations' at small batch)."""
+        if not self.experts or not self.experts_per_token:
+            return 0.0
+        touched = self.experts * self.touched_share(batch)
+        per_expert = max(1.0, batch) * self.experts_per_token / max(1e-9, touched)
+        return touched * max(per_expert, float(self.moe_tile_rows))
+
+    def touched_share(self, batch: float) -> float:
+        """Share of the routed experts a decode step of ``batch`` tokens reads."""
+        if not self.experts or not self.experts_per_token:
+            return 1.0
+        return 1.0 - (1.0 - self.experts_per_token / self.experts) ** max(1.0, batch)
+
+    def fixed_s(self, batch: float) -> float:
+        """Fixed costs of one step (all layers of one pipeline stage's share): kernel latencies, TP all-reduces,
+        expert-parallel dispatch and combine, the older engines' MoE overhead."""
+        sys = self.system
+        assert sys is not None
+        lat = kernel_latency_s(self.framework, batch, sys, self.tp)
+        per_stage = 1.0 / self.pp
+        t = (self.layers * self.kernels + self.moe_layers * self.moe_kernels) * lat * per_stage
+        t += self.moe_layers * self.moe_overhead_s * per_stage
+        if self.ep > 1 and self.moe_layers:
+            per_rank = batch / max(1, self.tp) if self.dp_attention else batch
+            t += self.moe_layers * ep_all_to_all_s(sys, self.ep, per_rank * self.experts_per_token) * per_stage
+            dense_layers = self.layers - self.moe_layers
+            # data-parallel attention gathers and scatters the hidden states around the dense FFN layers
+            t += dense_layers * 2 * tp_allreduce_s(sys, _tp_layout(self.tp), batch * self.hidden * 2.0, 1,
+                                                   self.framework) * per_stage
+        else:
+            t += self.layers * tp_allreduce_s(sys, _tp_layout(self.tp), batch * self.hidden * 2.0, 2,
+                                              self.framework) * per_stage
+        return t
+
+
+def _tp_layout(tp: int) -> Layout:
+    return _TP_LAYOUTS.setdefault(tp, Layout(tp=tp))
+
+
+_TP_LAYOUTS: dict[int, Layout] = {}
+
+
+def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, notes: list[str]) -> DecodeConsts:
+    inf = table("inference")
+    shards = layout.tp * layout.pp
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction
+    w_local = weight_bytes(s, case.precision, case.quantization)[0] / shards
+    eager = case.framework not in ENGINES and case.framework not in COMPILED
+    kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
+    # KV bytes each GPU reads per sequence-token: its share of the cache (memory.kv_shard_fraction: TP splits
+    # K/V by heads, never below one head per rank; the MLA latent is whole on every rank unless DP attention)
+    kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * kv_shard_fraction(s, layout)
+    # decode GEMMs have M = the batch, not the thousands of prompt rows a prefill GEMM has
+    peak_eff = peak_flops(system, compute_dtype(case), notes) * float(inf["decode_gemm_efficiency"])
+    attn_eff = peak_flops(system, attention_dtype(case), []) * float(inf["decode_gemm_efficiency"])
+    # MoE: a decode step reads only the routed experts its batch touches: B tokens choosing k of E
+    # experts each touch E·(1 - (1 - k/E)^B) of them (uniform routing), the rest stay in HBM unread.
+    expert_s = 0.0
+    if s.moe_experts and s.moe_experts_per_token and s.moe_experts > s.moe_experts_per_token:
+        e, k = s.moe_experts, s.moe_experts_per_token
+        routed = s.layers * (s.mlp_params_layer_total - s.mlp_params_layer_active) * e / (e - k)
+        dense = 4.0 if case.precision == "fp32" else 2.0
+        w_all, _ = weight_bytes(s, case.precision, case.quantization)
+        per_linear = dense if case.quantization in (None, "none") else \
+            max(0.0, w_all - s.other_params * dense) / max(1.0, s.linear_params_total)
+        expert_s = routed * per_linear / shards / (bw * stream_efficiency(case.quantization, case.framework))
+    engine = case.framework in ENGINES
+    kernels, moe_kernels = kernels_per_layer(s, case) if engine else (0.0, 0.0)
+    # routed experts' FLOPs apart: a batch computes each touched expert's tokens padded to the tile
+    per_expert = (3.0 if s.gated else 2.0) * s.hidden * s.moe_expert_ffn if s.moe_experts else 0.0
+    n_moe = moe_layers(s)
+    routed_active = n_moe * s.moe_experts_per_token * per_expert
+    dense_params = max(0.0, s.matmul_params_active - routed_active)
+    tile = int(by_key(inf["moe_gemm_min_rows"], "expert_parallel" if layout.ep > 1 else case.framework)) \
+        if engine and s.moe_experts else 1
+    return DecodeConsts(
+        mem_fixed_s=w_local / (bw * stream_efficiency(case.quantization, case.framework)),
+        kv_s_per_token=kv_mult * kv_tok / (bw * inf["weight_stream_efficiency"]),
+        comp_s_per_seq=2.0 * dense_params / shards / peak_eff,
+        expert_row_s=2.0 * n_moe * per_expert / shards / peak_eff, moe_tile_rows=tile,
+        comp_s_per_ctx=2.0 * s.layers * s.heads * s.head_dim / shards / attn_eff,
+        pp=layout.pp, naive_pipeline=layout.naive_pipeline, layers=s.layers,
+        framework=case.framework, expert_s=expert_s, experts=s.moe_experts, experts_per_token=s.moe_experts_per_token,
+        quantized=case.quantization not in (None, "none"),
+        min_rows=decode_min_rows(system, case.framework, case.quantization or "none"),
+        quantization=case.quantization or "none",
+        moe_ops_per_expert=float(table("training", "moe_eager_ops_per_expert")) if eager and s.moe_experts else 0.0,
+        shape=s, case=case, kernels=kernels, moe_kernels=moe_kernels,
+        moe_layers=moe_layers(s) if engine else 0.0,
+        moe_overhead_s=moe_layer_overhead_s(case.framework, case.framework_version) if s.moe_experts else 0.0,
+        tp=layout.tp, ep=max(1, layout.ep), dp_attention=layout.dp_attention, hidden=s.hidden, system=system)
+
+
+def decode_min_rows(system: System, framework: str, quantization: str = "none") -> int:
+    """Rows a serving engine's decode GEMM computes whatever the batch: its tensor-core tile's M. Hopper's
+    wgmma works on 64-row warpgroup tiles, Ampere/Ada mma.sync on 16 (PTX ISA, wgmma.mma_async shapes
+    m64nNk16; mma.sync m16n8k16). Hidden under the weight stream on GPUs with compute to spare (H100:
+    64 x 2 FLOP per 2-byte weight is 64 FLOP/B against 295 FLOP/B of compute per byte of bandwidth), it
+    binds on compute-starved parts: the H20 (148 TFLOP/s, 4 TB/s: 37 FLOP/B)."""
+    if framework not in ENGINES:
+        return 1
+    rows = table("inference", "decode_gemm_min_rows")
+    if quantization in WEIGHT_ONLY_MARLIN:
+        # 4/8-bit weight-only layers run Marlin-class kernels on every architecture: mma.sync 16-row blocks
+        return int(rows["weight_only"])
+    return int(by_key(rows, system.gpu.architecture.split(" (")[0].strip()))
+
+
+def moe_loop_experts(s: Shape, case: ServingCase, tokens: float) -> float:
+    """Experts an eager transformers MoE block loops over per layer for ``tokens`` tokens: every one of them
+    before transformers 4.53 (``for expert_idx in range(self.num_experts)``, each launching its ops even with
+    no token; huggingface/transformers PR #38133 'Skip non-selected experts for qwen3_moe', following #32429),
+    only the ones the tokens hit since (inference.eager_moe_all_experts_before)."""
+    if not s.moe_experts or case.framework in ENGINES or case.framework in COMPILED:
+        return 0.0
+    from gpuplan.estimate.training import experts_touched
+
+    fixed = str(table("inference", "eager_moe_all_experts_before"))
+    if case.framework_version and version_tuple(case.framework_version) < version_tuple(fixed):
+        return float(s.moe_experts)
+    return experts_touched(s, tokens)
+
+
+def decode_step(c: DecodeConsts, batch: float, context_tokens: float) -> float:
+    """Seconds of one decode step of ``batch`` sequences at ``context_tokens`` of context."""
+    inf = table("inference")
+    # The GEMMs (weights streamed, FLOPs of the linear layers) and the attention kernels (KV cache read, attention
+    # FLOPs) run one after the other: each kernel is bound by its own roofline, and the step is their sum.
+    gemm_s = max(c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)),
+                 max(batch, c.min_rows) * c.comp_s_per_seq + c.expert_rows(batch) * c.expert_row_s)
+    attn_s = max(c.kv_s_per_token * context_tokens * batch, batch * c.comp_s_per_ctx * context_tokens)
+    gpu_s = gemm_s + attn_s
+    if c.pp > 1:
+        gpu_s *= c.pp if c.naive_pipeline or batch <= 1 else 1.0
+    if c.framework not in ENGINES and c.framework not in COMPILED:
+        cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if c.pp > 1 else 1.0)
+        # bitsandbytes' Linear4bit/Linear8bitLt add Python work per linear call (quant-state handling, casts)
+        cpu_layer += float(inf["eager_bnb_cpu_s_per_layer"].get(c.quantization, 0.0))
+        if c.moe_ops_per_expert and c.shape is not None and c.case is not None:
+            # the Python loop over the MoE block's experts, each launching its ops (moe_loop_experts)
+            cpu_layer += moe_loop_experts(c.shape, c.case, batch) * c.moe_ops_per_expert * eager_cpu_s_per_op()
+        gpu_layer = gpu_s / c.layers
+        k = float(inf["eager_overlap_exponent"])
+        tp_s = tp_allreduce_s(c.system, _tp_layout(c.tp), batch * c.hidden * 2.0, 2 * c.layers, c.framework) \
+            if c.system is not None else 0.0
+        return c.layers * soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
+    overhead = float(inf["engine_step_overhead_s"].get(c.framework, inf["engine_step_overhead_s"]["default"]))
+    if c.framework in COMPILED:
+        # one CUDA graph: no per-layer launch floor; weight-only int8/int4 dequantising GEMVs still pay a
+        # fixed latency per layer inside the graph (few CTAs per small matrix)
+        fixed = float(inf["compiled_quantized_layer_s"]) * c.layers / c.pp if c.quantized else 0.0
+        tp_s = tp_allreduce_s(c.system, _tp_layout(c.tp), batch * c.hidden * 2.0, 2 * c.layers, c.framework) \
+            if c.system is not None else 0.0
+        return overhead + gpu_s + fixed + tp_s
+    return overhead + gpu_s + c.fixed_s(batch)
+
+
+def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int,
+                     context_tokens: float, notes: list[str]) -> float:
+    """Seconds per generated token for ``batch`` sequences at ``context_tokens`` of context."""
+    return decode_step(decode_consts(s, case, layout, system, notes), batch, context_tokens)
