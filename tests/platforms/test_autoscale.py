@@ -37,12 +37,12 @@ def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
     doc = yaml.safe_load(out["autoscale/hpa.yaml"])
     kv.validate(doc, kv.latest_version(), strict=True)
     spec = doc["spec"]
-    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 13)     # 2/s off-peak, 20/s peak at 1.897/s x 1/1.15 each
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (1, 10)     # 2/s off-peak, 20/s peak at 2.427/s x 1/1.15 each
     assert spec["scaleTargetRef"]["kind"] == "Deployment"
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", spec["scaleTargetRef"]["name"])
     names = [m["pods"]["metric"]["name"] for m in spec["metrics"]]
     assert names == ["vllm_num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL"]
-    assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "3"   # floor(1.897/s x 1.78 s slack)
+    assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "4"   # floor(2.427/s x 1.73 s slack)
 
 
 def test_kubernetes_validate_rejects_a_broken_hpa(rendered):
@@ -82,7 +82,7 @@ def test_ess_references_resolve_hcl2(rendered):
     used_res = set(re.findall(r"\b(alicloud_[a-z_]+\.[a-z_]+)\.(?:id|ari)\b", text))
     assert used_res and used_res <= declared_res, used_res - declared_res
     group = next(r for r in hcl2.load((ess / "variables.tf").open())["variable"] if "min_size" in map(_unq, r))
-    assert next(iter(group.values()))["default"] == 2
+    assert next(iter(group.values()))["default"] == 1      # the off-peak replicas (1 node each)
 
 
 def test_user_strings_are_quoted_and_no_credentials(rendered):

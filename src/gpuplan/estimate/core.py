@@ -52,6 +52,8 @@ class Estimate:
     # LLM serving: the replica load model the performance figures were read from (estimate/replica.py);
     # the recommender reads the planned load off it (plan/serving_report.py). Not part of the JSON.
     serving_model: Any = field(default=None, repr=False, compare=False)
+    # a concurrency one replica cannot hold (the `estimate` command warns; the recommender adds replicas)
+    concurrency_warnings: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def fits(self) -> bool:
@@ -153,13 +155,13 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     serving_model = None
     if task == "inference":
         mem, perf_d, notes, serving_model, perf_warnings = _inference(w, model, s, system, layout, memory_only)
-        if explain:
-            warnings.extend(perf_warnings)
     else:
+        perf_warnings = []
         mem, perf_d, notes = _training(w, model, s, system, layout, memory_only, explain)
     assumptions.extend(notes)
     assumptions.extend(mem.notes)
-    est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings, serving_model=serving_model)
+    est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings, serving_model=serving_model,
+                   concurrency_warnings=perf_warnings)
     if not memory_only:
         _apply_calibration(est)
     if with_suggestions and not est.fits:
@@ -290,6 +292,32 @@ def _profile_defaults(given: Workload, resolved: Workload, notes: list[str]) -> 
     return resolved, kept
 
 
+def _serving_llm(model) -> bool:
+    return _is_llm(model) and getattr(model, "kind", "decoder") in ("decoder", "encoder-decoder") and \
+        getattr(model, "profile", None) is None
+
+
+def _serving_choice(given: Workload, resolved: Workload, model, system: System, layout: Layout, est: Estimate,
+                    notes: list[str]) -> tuple[Estimate, list[str]]:
+    """The weight format as published, the engine and the KV-cache dtype the recommender would run on this
+    machine and layout (estimate.serving_choice), for the fields the workload leaves unset."""
+    from gpuplan.estimate.serving_choice import SERVING_FIELDS, choose_serving
+
+    got = choose_serving(given, resolved, model, system, layout,
+                         lambda v: estimate_resolved(v, model, system, layout))
+    if got is None:
+        return est, notes
+    chosen = got[0]
+    cw = chosen.workload
+    dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in SERVING_FIELDS}
+    kept = [n for n in notes if n not in dropped]
+    kept.append(_("serving: weights {quantization}, engine {engine}, KV cache {kv}: what `gpuplan recommend` runs on "
+                  "this machine and layout (weights as published where the GPU runs them)").format(
+        quantization=cw.quantization if cw.quantization not in (None, "none") else cw.precision,
+        engine=cw.framework, kv=cw.kv_cache_dtype or "auto"))
+    return chosen, kept
+
+
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     """Estimate one workload on its fixed hardware (``hardware:`` block or --gpu/--gpus)."""
     from gpuplan.catalog.models import resolve_model
@@ -301,7 +329,10 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     est = estimate_resolved(resolved, model, system, layout)
+    if (resolved.task or "inference") == "inference" and _serving_llm(model):
+        est, notes = _serving_choice(w, resolved, model, system, layout, est, notes)
     est.assumptions[:0] = notes + sys_notes + list(getattr(model, "assumptions", ()) or ())
+    est.warnings.extend(est.concurrency_warnings)
     return est
 
 

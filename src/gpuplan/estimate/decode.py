@@ -33,6 +33,7 @@ from gpuplan.estimate.comm import tp_collective_s
 from gpuplan.estimate.training import peak_flops
 
 COMPILED = {"torch-compile"}
+PCIE_MEASURED_MAX_BYTES = 1 << 20     # decode-sized all-reduces over PCIe: the measured curve as it is
 # Weight-only quantized schemes that serving engines run through Marlin-class mixed-input kernels
 # (vLLM/SGLang awq_marlin, gptq_marlin): FP8 and W8A8 int8 use the architecture's own GEMMs.
 WEIGHT_ONLY_MARLIN = frozenset({"awq", "gptq-int4", "gptq-int8", "int4"})
@@ -130,9 +131,10 @@ def tp_allreduce_s(system: System, layout: Layout, bytes_each: float, count: flo
         return 0.0
     if framework in ENGINES and layout.tp <= system.gpus_per_node:
         measured = engine_allreduce_s(system, layout.tp, bytes_each)
-        if _link_class(system, layout.tp) == "pcie":
+        if _link_class(system, layout.tp) == "pcie" and bytes_each > PCIE_MEASURED_MAX_BYTES:
             # the measured PCIe curve comes from one server's topology (its large messages run at a few GB/s,
-            # through the host): past its latency floor the ring over this system's own PCIe bandwidth decides
+            # through the host): for prefill-sized messages the ring over this system's own PCIe bandwidth
+            # decides when it is faster
             measured = min(measured, tp_collective_s(system, layout.tp, bytes_each))
         return measured * count
     return tp_collective_s(system, layout.tp, bytes_each) * count
@@ -377,17 +379,27 @@ def moe_loop_experts(s: Shape, case: ServingCase, tokens: float) -> float:
     return experts_touched(s, tokens)
 
 
-def decode_step(c: DecodeConsts, batch: float, context_tokens: float) -> float:
-    """Seconds of one decode step of ``batch`` sequences at ``context_tokens`` of context."""
-    inf = table("inference")
+def _stage_gpu_s(c: DecodeConsts, batch: float, context_tokens: float) -> float:
+    """Kernel time of one pipeline stage (the whole model without a pipeline) for ``batch`` sequences."""
     # The GEMMs (weights streamed, FLOPs of the linear layers) and the attention kernels (KV cache read, attention
     # FLOPs) run one after the other: each kernel is bound by its own roofline, and the step is their sum.
     gemm_s = max(c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)),
                  max(batch, c.min_rows) * c.comp_s_per_seq + c.expert_rows(batch) * c.expert_row_s)
     attn_s = max(c.kv_s_per_token * context_tokens * batch, batch * c.comp_s_per_ctx * context_tokens)
-    gpu_s = gemm_s + attn_s
-    if c.pp > 1:
-        gpu_s *= c.pp if c.naive_pipeline or batch <= 1 else 1.0
+    return gemm_s + attn_s
+
+
+def decode_step(c: DecodeConsts, batch: float, context_tokens: float) -> float:
+    """Seconds between two tokens of a sequence when ``batch`` sequences decode at ``context_tokens`` of context.
+
+    With a pipeline of ``pp`` stages a token passes every stage in turn: an engine splits the batch into ``pp``
+    micro-batches that keep the stages busy, so a sequence advances once every ``pp`` stage-times of a
+    micro-batch (vLLM / SGLang pipeline parallelism); a layer split without a schedule (``device_map``) runs the
+    whole batch through the stages one after the other. Either way each stage reads its weights once per
+    micro-batch: decode needs pp times the batch to match tensor parallelism on the same GPUs."""
+    inf = table("inference")
+    micro = batch if c.pp <= 1 or c.naive_pipeline else max(1.0, batch / c.pp)
+    gpu_s = _stage_gpu_s(c, micro, context_tokens) * c.pp
     if c.framework not in ENGINES and c.framework not in COMPILED:
         cpu_layer = float(inf["eager_cpu_s_per_layer"]) * (1.3 if c.pp > 1 else 1.0)
         # bitsandbytes' Linear4bit/Linear8bitLt add Python work per linear call (quant-state handling, casts)
@@ -408,7 +420,7 @@ def decode_step(c: DecodeConsts, batch: float, context_tokens: float) -> float:
         tp_s = tp_allreduce_s(c.system, _tp_layout(c.tp), batch * c.hidden * 2.0, 2 * c.layers, c.framework) \
             if c.system is not None else 0.0
         return overhead + gpu_s + fixed + tp_s
-    return overhead + gpu_s + c.fixed_s(batch)
+    return overhead + gpu_s + c.fixed_s(micro) * c.pp
 
 
 def decode_step_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int,

@@ -128,7 +128,22 @@ def peak_utilization(traffic: Traffic, replicas: int, per_replica_rps: float) ->
 
 
 def cost_per_million_output_tokens(monthly: float | None, traffic: Traffic, output_tokens: int) -> float | None:
+    """The month's cost over the output tokens of the month's requests (the stated average traffic, never the
+    peak around the clock): one function for ECS, ACK, PAI-EAS and Function Compute."""
     tokens = traffic.monthly_requests * output_tokens
     if monthly is None or tokens <= 0:
         return None
     return monthly / tokens * 1e6
+
+
+def cost_per_request(monthly: float | None, traffic: Traffic) -> float | None:
+    """The month's cost over the month's requests (per item: an image, a clip, a scored document)."""
+    if monthly is None or traffic.monthly_requests <= 0:
+        return None
+    return monthly / traffic.monthly_requests
+
+
+def full_capacity(rate_rps: float) -> Traffic:
+    """A steady stream at ``rate_rps`` (the unit costs of a plan with no stated traffic: what its replicas
+    serve at capacity around the clock)."""
+    return Traffic((Segment(24.0, rate_rps),), "full capacity")
