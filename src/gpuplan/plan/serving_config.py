@@ -23,8 +23,12 @@ The space is small and declared (tables, not if-chains); the estimator times eac
   (``estimate.inference.engine_speedup_bound``: per-step overhead, reserved memory, batch cap).
   TensorRT-LLM, LMDeploy and TGI run when the workload names them (``framework``), then fixed: the
   bundle launches vLLM and SGLang.
-- **Batch limit** (``max_num_seqs``): the estimator's serving batch, the batch that serves the most
-  requests within the SLA and the KV cache.
+- **Batch limit** (``max_num_seqs``): the estimator's serving batch (estimate/replica.py): as many sequences as
+  the KV cache holds, fewer only where a decode step of more would miss the TPOT target; the launch flags
+  (vLLM ``--max-num-seqs``, SGLang ``--max-running-requests``) are this number.
+
+The weight format, KV-cache and engine rules live in estimate/serving_choice.py, which ``gpuplan estimate``
+applies to the machine and layout it is given: the same choice on both entry points.
 
 Choices that change numerics or the engine (an FP8 KV cache, a non-default engine) are taken only
 when they serve at least ``SWITCH_GAIN`` (10 %) more requests/s than the plain configuration of the
@@ -275,8 +279,8 @@ def config_why(c: Candidate, model, shape) -> list[str]:
             ep=cfg.ep, n=math.ceil(experts / cfg.ep) if experts else "-", total=experts or "-"))
     batch = c.est.performance.get("serving_batch")
     if batch:
-        out.append(_("batch limit {n} sequences per model copy (max_num_seqs): the batch that serves the most "
-                     "requests within the SLA and the KV cache").format(n=batch))
+        out.append(_("batch limit {n} sequences per model copy (max_num_seqs, launched as such): as many as the KV "
+                     "cache holds, fewer only where a decode step of more would miss the TPOT target").format(n=batch))
     return out
 
 
