@@ -104,15 +104,31 @@ def engine_allreduce_s(system: System, tp: int, size_bytes: float) -> float:
     interpolated in log2 between the measured sizes and between 2, 4 and 8 GPUs)."""
     if tp <= 1:
         return 0.0
-    curves = table("inference", "allreduce_latency_s")[_link_class(system, tp)]
+    lo_pts, hi_pts, weight = _curves(_link_class(system, tp), tp)
+    t_lo = _curve_s(lo_pts, size_bytes)
+    if hi_pts is lo_pts:
+        return t_lo
+    return t_lo + (_curve_s(hi_pts, size_bytes) - t_lo) * weight
+
+
+_CURVES: dict[tuple[str, int], tuple] = {}
+
+
+def _curves(link: str, tp: int) -> tuple[list, list, float]:
+    """The measured curves either side of ``tp`` GPUs and the log2 weight between them (cached per table
+    object: bench/accuracy.py swaps the tables while it fits)."""
+    table_now = table("inference", "allreduce_latency_s")
+    got = _CURVES.get((link, tp))
+    if got is not None and got[0] is table_now:
+        return got[1], got[2], got[3]
+    curves = table_now[link]
     sizes = sorted(int(k) for k in curves)
     lo = max([g for g in sizes if g <= tp] or [sizes[0]])
     hi = min([g for g in sizes if g >= tp] or [sizes[-1]])
-    t_lo = _curve_s(curves[lo], size_bytes)
-    if hi == lo:
-        return t_lo
-    t_hi = _curve_s(curves[hi], size_bytes)
-    return t_lo + (t_hi - t_lo) * (math.log2(tp) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+    weight = 0.0 if hi == lo else (math.log2(tp) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+    lo_pts, hi_pts = curves[lo], curves[hi] if hi != lo else curves[lo]
+    _CURVES[(link, tp)] = (table_now, lo_pts, hi_pts, weight)
+    return lo_pts, hi_pts, weight
 
 
 def _curve_s(points: list[list[float]], size_bytes: float) -> float:
@@ -251,6 +267,9 @@ class DecodeConsts:
     system: System | None = None
     expert_row_s: float = 0.0         # FLOP time of one token row through one routed expert, all MoE layers
     moe_tile_rows: int = 1            # rows a fused-MoE GEMM pads each touched expert's tokens to
+    kernel_s: float = 0.0             # one kernel's fixed time inside the CUDA graph (engine)
+    eager_kernel_s: float = 0.0       # ... launched from Python, above the graph capture limit
+    graph_max_batch: float = math.inf
 
     def expert_rows(self, batch: float) -> float:
         """Rows the routed-expert GEMMs compute per MoE layer: each touched expert's tokens padded to the
@@ -274,7 +293,7 @@ class DecodeConsts:
         expert-parallel dispatch and combine, the older engines' MoE overhead."""
         sys = self.system
         assert sys is not None
-        lat = kernel_latency_s(self.framework, batch, sys, self.tp)
+        lat = self.kernel_s if batch <= self.graph_max_batch else max(self.kernel_s, self.eager_kernel_s)
         per_stage = 1.0 / self.pp
         t = (self.layers * self.kernels + self.moe_layers * self.moe_kernels) * lat * per_stage
         t += self.moe_layers * self.moe_overhead_s * per_stage
@@ -292,7 +311,10 @@ class DecodeConsts:
 
 
 def _tp_layout(tp: int) -> Layout:
-    return _TP_LAYOUTS.setdefault(tp, Layout(tp=tp))
+    got = _TP_LAYOUTS.get(tp)
+    if got is None:
+        got = _TP_LAYOUTS[tp] = Layout(tp=tp)
+    return got
 
 
 _TP_LAYOUTS: dict[int, Layout] = {}
@@ -346,7 +368,10 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
         shape=s, case=case, kernels=kernels, moe_kernels=moe_kernels,
         moe_layers=moe_layers(s) if engine else 0.0,
         moe_overhead_s=moe_layer_overhead_s(case.framework, case.framework_version) if s.moe_experts else 0.0,
-        tp=layout.tp, ep=max(1, layout.ep), dp_attention=layout.dp_attention, hidden=s.hidden, system=system)
+        tp=layout.tp, ep=max(1, layout.ep), dp_attention=layout.dp_attention, hidden=s.hidden, system=system,
+        kernel_s=by_key(inf["kernel_latency_s"], case.framework) if engine else 0.0,
+        eager_kernel_s=float(inf["eager_kernel_latency_s"]),
+        graph_max_batch=cuda_graph_max_batch(case.framework, system, layout.tp) if engine else math.inf)
 
 
 def decode_min_rows(system: System, framework: str, quantization: str = "none") -> int:

@@ -32,7 +32,6 @@ from gpuplan.estimate.decode import DecodeConsts, decode_step
 from gpuplan.estimate.queue_math import erlang_c, mg1_wait_mean_s, mg1_wait_quantile_s
 
 QUANTILES = (0.5, 0.9)
-_ITER = 40           # bisection steps (continuous batch sizes; 2^-40 of the range)
 
 
 @dataclass(frozen=True)
@@ -78,22 +77,24 @@ class ReplicaModel:
     def _p(self) -> float:
         return self.prefill_marginal_s / self.speed
 
-    def rate(self, n: float) -> float:
+    def rate(self, n: float, step: float | None = None) -> float:
         """Requests/s served with ``n`` sequences running on average."""
         n = max(1e-9, n)
-        return n / (self.output_tokens * self.step_s(n) + n * self._p())
+        step = self.step_s(n) if step is None else step
+        return n / (self.output_tokens * step + n * self._p())
 
-    def prefill_service_s(self, n: float) -> float:
+    def prefill_service_s(self, n: float, step: float | None = None) -> float:
         """Time the prefill queue is busy with one prompt: its compute plus the steps its chunks ride on."""
         budget = max(1.0, self.chunk_tokens - (n if self.continuous else 0.0))
-        return self._p() + self.prompt_tokens / budget * self.step_s(n)
+        step = self.step_s(n) if step is None else step
+        return self._p() + self.prompt_tokens / budget * step
 
-    def first_s(self, n: float) -> float:
+    def first_s(self, n: float, step: float | None = None) -> float:
         """From the start of a request's prefill to its first token: half a step to join, then no less than
         the prompt alone and no less than the steps its chunks take."""
         budget = max(1.0, self.chunk_tokens - (n if self.continuous else 0.0))
         chunks = math.ceil(self.prompt_tokens / budget) if self.prompt_tokens else 1
-        step = self.step_s(n)
+        step = self.step_s(n) if step is None else step
         return 0.5 * step + max(self.prefill_alone_s / self.speed, chunks * step + self._p())
 
     def slots(self) -> int:
@@ -108,15 +109,16 @@ class ReplicaModel:
         """Figures with ``n`` sequences running on average and ``batch_limit`` slots (max_num_seqs). ``others``:
         the share of the arrivals that are other requests' (1 for an open stream of requests; (N - 1) / N
         when N users each wait for their answer before asking again: a lone user never waits for itself)."""
-        rate = self.rate(n)
+        step = self.step_s(n)
+        rate = self.rate(n, step)
         p = self._p()
         util = rate * p * others
         if util >= 1.0:
             return LoadPoint(n, rate, math.inf, math.inf, math.inf, math.inf, util, math.inf)
-        tpot = self.step_s(n) / (1.0 - util)
-        service = self.prefill_service_s(n)
+        tpot = step / (1.0 - util)
+        service = self.prefill_service_s(n, step)
         rho = rate * service * others
-        first = self.first_s(n)
+        first = self.first_s(n, step)
         lane = {q: mg1_wait_quantile_s(rho, service, q) for q in QUANTILES}
         lane_mean = mg1_wait_mean_s(rho, service)
         slot_mean, slot = self._slot_waits(rate * others, first + lane_mean + max(0, self.output_tokens - 1) * tpot,
@@ -166,8 +168,10 @@ class ReplicaModel:
         top = float(max(1, batch_limit))
         if self.rate(top) < rate:
             return None
-        lo, hi = 0.0, top
-        for _ in range(_ITER):
+        hi, lo = top, top / 2.0            # bracket by halving, then bisect to 2^-20 of the bracket
+        while lo > 1e-9 and self.rate(lo) >= rate:
+            hi, lo = lo, lo / 2.0
+        for _ in range(20):
             mid = 0.5 * (lo + hi)
             if self.rate(mid) < rate:
                 lo = mid
@@ -196,9 +200,14 @@ class ReplicaModel:
                 (ttft_target_s is not None or tpot_target_s is not None) and not ok(self.point(1e-6, batch_limit))):
             return None
         # the largest mean running batch that still meets the targets (without targets: whose queues are
-        # still stable, the most the replica sustains); every condition only worsens as the load grows
-        lo, hi = 1e-6, float(batch_limit)
-        for _ in range(_ITER):
+        # still stable, the most the replica sustains); every condition only worsens as the load grows.
+        # Bracket it by halving from the limit, then bisect the bracket to 2^-14 of its width.
+        hi = float(batch_limit)
+        lo = hi / 2.0
+        while lo > 1e-6 and not ok(self.point(lo, batch_limit)):
+            hi, lo = lo, lo / 2.0
+        lo = max(lo, 1e-6)
+        for _ in range(14):
             mid = 0.5 * (lo + hi)
             if ok(self.point(mid, batch_limit)):
                 lo = mid

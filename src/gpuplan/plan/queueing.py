@@ -39,7 +39,7 @@ class Sizing:
     binding: str          # "utilization" | "concurrency" | "minimum"
 
 
-def size_replicas(rate: float, capacity: float, target_utilization: float = DEFAULT_TARGET_UTILIZATION,
+def size_replicas(rate: float, capacity: float, *, target_utilization: float = DEFAULT_TARGET_UTILIZATION,
                   minimum: int = 1) -> Sizing:
     """Replicas for ``rate`` requests/s when one replica serves ``capacity`` requests/s at the SLA: the
     smallest count whose utilisation stays within the target (constant work)."""

@@ -264,11 +264,9 @@ def _platform_plans(ctx: PlanContext, plans: list[Plan], objective: str, top: in
     from gpuplan.plan.platforms import platform_plans
 
     ecs_ranked = rank(plans, objective)
-    # ACK node pools run pay-as-you-go nodes: give them the best pay-as-you-go plans too, not only
-    # the top plans (which may all be subscriptions)
-    # (at least DEFAULT_TOP of each, so that --top 1 sees the same managed plans as the default)
-    k = max(top, DEFAULT_TOP)
-    ecs_in = ecs_ranked[:k] + [p for p in ecs_ranked if p.cost.billing == "payg"][:k]
+    # every ECS plan, best first (ACK and PAI-EAS keep one plan per instance type): the managed plans, and so the
+    # ranking, must not depend on how many plans are shown (`gpuplan plan --pick N` re-runs with top = N)
+    ecs_in = ecs_ranked
     try:
         return platform_plans(ctx.w, ecs_plans=ecs_in, currency=ctx.book.currency,
                               region=ctx.regions[0] if ctx.regions else None, fx=ctx.book.fx,

@@ -80,7 +80,7 @@ def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price |
     sizing: dict = {"mode": "colocated", "max_num_seqs": limit, "binding": "minimum"}
     served: float | None = None           # requests/s the replicas serve (the unit-cost basis without traffic)
     if rate and group_rate > 0:
-        s = size_replicas(rate, group_rate, u)
+        s = size_replicas(rate, group_rate, target_utilization=u)
         replicas, p.utilization = s.replicas, s.utilization
         sizing["binding"] = s.binding
         ttft_t, tpot_t = _targets(ctx)

@@ -36,6 +36,7 @@ class Traffic:
     segments: tuple[Segment, ...]
     basis: str
     target_utilization: float | None = None   # serving.target_utilization (None: 1/1.15, plan/queueing.py)
+    stated_peak_rps: float | None = None      # serving.peak_requests_per_s: the burst every platform is sized for
 
     @property
     def daily_requests(self) -> float:
@@ -43,7 +44,9 @@ class Traffic:
 
     @property
     def peak_rps(self) -> float:
-        return max((s.rate_rps for s in self.segments), default=0.0)
+        """The rate the replicas are sized for: the stated peak (a burst inside the busy hours may exceed their
+        average), else the busiest segment's rate."""
+        return max(max((s.rate_rps for s in self.segments), default=0.0), self.stated_peak_rps or 0.0)
 
     @property
     def offpeak_rps(self) -> float:
@@ -61,7 +64,17 @@ class Traffic:
 
 
 def traffic_profile(serving) -> Traffic | None:
-    """The day's traffic from a ``ServingSpec`` (or None when no rate is given)."""
+    """The day's traffic from a ``ServingSpec`` (or None when no rate is given); the stated peak rides along
+    (``Traffic.peak_rps``) even where the day's segments average it away (requests_per_day over busy hours)."""
+    from dataclasses import replace
+
+    got = _segments(serving)
+    if got is not None and serving.peak_requests_per_s:
+        got = replace(got, stated_peak_rps=float(serving.peak_requests_per_s))
+    return got
+
+
+def _segments(serving) -> Traffic | None:
     if serving is None:
         return None
     rps, peak, per_day = serving.requests_per_s, serving.peak_requests_per_s, serving.requests_per_day
