@@ -117,7 +117,9 @@ def test_numbers_reach_the_files(bundles):
     _, _, est = inputs("vllm_service")
     util = round(est["memory"]["engine_reserved_bytes"] / est["memory"]["capacity_bytes"], 2)
     assert f"--gpu-memory-utilization {util}" in serve
-    assert "--max-num-seqs 32" in serve and "--max-model-len 1536" in serve and "--kv-cache-dtype fp8" in serve
+    # the batch limit the estimate sized (issue 29: the KV cache's 604 sequences, no TPOT target), not the workload's 32
+    assert f"--max-num-seqs {est['performance']['serving_batch']}" in serve and est["performance"]["serving_batch"] == 604
+    assert "--max-model-len 1536" in serve and "--kv-cache-dtype fp8" in serve
     launch = (bundles["two_node"] / "launch.sh").read_text()
     # micro 2 x accumulation 4 x DP 16 (2 nodes x 8 GPUs, TP = PP = 1) = 128, in launch.sh and ds_config.json
     assert "--strategy deepspeed --zero 3" in launch and "--micro_batch 2 --grad_accum 4 --global_batch 128" in launch
