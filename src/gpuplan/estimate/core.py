@@ -297,27 +297,6 @@ def _serving_llm(model) -> bool:
         getattr(model, "profile", None) is None
 
 
-def _serving_choice(given: Workload, resolved: Workload, model, system: System, layout: Layout, est: Estimate,
-                    notes: list[str]) -> tuple[Estimate, list[str]]:
-    """The weight format as published, the engine and the KV-cache dtype the recommender would run on this
-    machine and layout (estimate.serving_choice), for the fields the workload leaves unset."""
-    from gpuplan.estimate.serving_choice import SERVING_FIELDS, choose_serving
-
-    got = choose_serving(given, resolved, model, system, layout,
-                         lambda v: estimate_resolved(v, model, system, layout))
-    if got is None:
-        return est, notes
-    chosen = got[0]
-    cw = chosen.workload
-    dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in SERVING_FIELDS}
-    kept = [n for n in notes if n not in dropped]
-    kept.append(_("serving: weights {quantization}, engine {engine}, KV cache {kv}: what `gpuplan recommend` runs on "
-                  "this machine and layout (weights as published where the GPU runs them)").format(
-        quantization=cw.quantization if cw.quantization not in (None, "none") else cw.precision,
-        engine=cw.framework, kv=cw.kv_cache_dtype or "auto"))
-    return chosen, kept
-
-
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     """Estimate one workload on its fixed hardware (``hardware:`` block or --gpu/--gpus)."""
     from gpuplan.catalog.models import resolve_model
@@ -330,7 +309,10 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     est = estimate_resolved(resolved, model, system, layout)
     if (resolved.task or "inference") == "inference" and _serving_llm(model):
-        est, notes = _serving_choice(w, resolved, model, system, layout, est, notes)
+        from gpuplan.estimate.serving_choice import as_recommended
+
+        est, notes = as_recommended(w, resolved, model, system, layout, est, notes,
+                                    lambda v: estimate_resolved(v, model, system, layout))
     est.assumptions[:0] = notes + sys_notes + list(getattr(model, "assumptions", ()) or ())
     est.warnings.extend(est.concurrency_warnings)
     return est

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from gpuplan.estimate.decode import COMPILED, ServingCase, decode_consts
 from gpuplan.estimate.memory import ENGINES, MemoryEstimate
 from gpuplan.estimate.prefill import prefill_time
-from gpuplan.estimate.replica import LoadPoint, ReplicaModel
+from gpuplan.estimate.replica import ReplicaModel
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.params import table
@@ -183,13 +183,6 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
                          prompt_tokens=case.prompt_tokens, latency_s=total,
                          serving_tpot_s=cap.tpot_s if cap else None, ttft_p90_s=ttft90,
                          serving_ttft_p90_s=cap.ttft_p90_s if cap else None, warnings=warnings, model=model)
-
-
-def load_at(perf_model: ReplicaModel | None, rate: float, batch_limit: int) -> LoadPoint | None:
-    """The replica at a planned load (``rate`` requests/s on this engine copy), or None when it cannot serve it."""
-    if perf_model is None:
-        return None
-    return perf_model.at_rate(rate, batch_limit)
 
 
 PREFILL_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)

@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
-from gpuplan.estimate.decode import (COMPILED, ServingCase, attention_dtype, compute_dtype, moe_loop_experts,
-                                     soft_max, stream_efficiency, tp_allreduce_s)
+from gpuplan.estimate.decode import moe_loop_experts
+from gpuplan.estimate.decode_fixed import tp_allreduce_s
+from gpuplan.estimate.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
+                                           stream_efficiency)
 from gpuplan.estimate.forward import eager_cpu_s_per_op
 from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import table

@@ -144,3 +144,22 @@ def choose_serving(given, resolved, model, system, layout, estimate_fn, headroom
             if other is not None and fits(other) and switch_engine(speed(best), speed(other)):
                 best = other
     return best[3], []
+
+
+def as_recommended(given, resolved, model, system, layout, est, notes: list[str], estimate_fn):
+    """``gpuplan estimate``'s serving configuration: :func:`choose_serving` for the fields the workload leaves
+    unset, its "assumed ..." notes for those fields replaced by one line saying what was chosen."""
+    from gpuplan.i18n import _
+
+    got = choose_serving(given, resolved, model, system, layout, estimate_fn)
+    if got is None:
+        return est, notes
+    chosen = got[0]
+    cw = chosen.workload
+    dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in SERVING_FIELDS}
+    kept = [n for n in notes if n not in dropped]
+    kept.append(_("serving: weights {quantization}, engine {engine}, KV cache {kv}: what `gpuplan recommend` runs on "
+                  "this machine and layout (weights as published where the GPU runs them)").format(
+        quantization=cw.quantization if cw.quantization not in (None, "none") else cw.precision,
+        engine=cw.framework, kv=cw.kv_cache_dtype or "auto"))
+    return chosen, kept
