@@ -53,14 +53,19 @@ PLAN_KEYS = ["platform", "instance_type", "instance_count", "gpu", "gpus_total",
 
 # LLM serving plans: what the configuration is and what the user gets (plan/serving_report.py)
 SERVING_KEYS = ["engine", "engine_copies", "instances", "tp", "pp", "dp", "ep", "dp_attention", "weight_format",
-                "kv_cache_dtype", "max_num_seqs", "ttft_p50_s", "ttft_p90_s", "tpot_s",
-                "output_tokens_per_s_per_replica", "utilization", "ttft_target_s", "tpot_target_s", "sla_met"]
+                "kv_cache_dtype", "max_num_seqs", "replicas_at_peak", "disaggregation", "ttft_p50_s", "ttft_p90_s",
+                "tpot_s", "output_tokens_per_s_per_replica", "utilization", "ttft_target_s", "tpot_target_s",
+                "sla_met"]
 _NUM_OR_NULL = {"type": ["number", "null"]}
 PLAN_PROPERTIES = {
     "serving": {"oneOf": [{"type": "null"}, {"type": "object", "required": SERVING_KEYS, "properties": {
         "engine": {"type": "string"}, "engine_copies": {"type": "integer", "minimum": 1},
         "dp_attention": {"type": "boolean"}, "weight_format": {"type": "string"},
         "kv_cache_dtype": {"type": "string"}, "sla_met": {"type": ["boolean", "null"]},
+        "max_num_seqs": {"type": "integer", "minimum": 1}, "replicas_at_peak": {"type": "integer", "minimum": 1},
+        "disaggregation": {"type": ["object", "null"], "properties": {
+            "prefill_replicas": {"type": "integer", "minimum": 1},
+            "decode_replicas": {"type": "integer", "minimum": 1}}},
         **{k: _NUM_OR_NULL for k in ("ttft_p50_s", "ttft_p90_s", "tpot_s", "output_tokens_per_s_per_replica",
                                      "utilization", "ttft_target_s", "tpot_target_s")}}}]},
     "aliases": {"type": "array", "items": {"type": "string"}},

@@ -75,15 +75,12 @@ def test_explicit_auto_equals_unset(task):
 
 @pytest.mark.parametrize("model,tp,ref", [("meta-llama/Llama-2-7b-hf", 1, 9193.0), ("meta-llama/Llama-2-70b-hf", 4, 3317.0)])
 def test_trtllm_h100_fp8_throughput(model, tp, ref):
-    from gpuplan.estimate.params import overrides, table
-
     # TensorRT-LLM 0.5 built engines with NCCL all-reduce unless asked (PluginConfig.use_custom_all_reduce =
-    # False then; later builders default to True): time this release's TP all-reduces at NCCL's ring start-up.
-    nccl = 2 * table("communication", "latency_s", "nvlink")
-    with overrides({"inference.engine_custom_allreduce.latency_s": nccl}):
-        p = _serve(model=model, framework="trtllm", precision="fp8", quantization="fp8", prompt_tokens=128,
-                   output_tokens=128, batch_size=64, parallel={"tp": tp},
-                   hardware={"gpu": "H100-SXM5-80GB", "count": tp})
+    # False then); at batch 64 the all-reduce messages are 1 MB, where NCCL and the custom kernel measure alike
+    # (aiconfigurator's H200 tables), so the measured curve (inference.allreduce_latency_s) times it.
+    p = _serve(model=model, framework="trtllm", precision="fp8", quantization="fp8", prompt_tokens=128,
+               output_tokens=128, batch_size=64, parallel={"tp": tp},
+               hardware={"gpu": "H100-SXM5-80GB", "count": tp})
     assert _rel(p["output_tokens_per_s"], ref) < 0.25, (p["output_tokens_per_s"], ref)
 
 

@@ -1,6 +1,7 @@
-"""The queueing model does bounded work whatever the request rate (issue 24), and stays exact where
+"""The queueing arithmetic does bounded work whatever the request rate (issue 24), and stays exact where
 it can: Erlang B/C against the textbook recursion, the closed form beyond it, monotone across the
-switch, and the replica search in O(log r) evaluations."""
+switch; replicas are sized in constant work from the capacity at the SLA (issue 29), and the M/G/1
+prefill-queue quantiles behave as the textbook says."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 
 import pytest
 
+from gpuplan.estimate import queue_math as qm
 from gpuplan.plan import queueing as q
 
 
@@ -59,14 +61,14 @@ def test_textbook_values_and_limits():
 def test_constant_work_for_any_pool(monkeypatch):
     """Structural: beyond EXACT_MAX_SERVERS the per-server recursion is never run."""
     calls = []
-    real = q._erlang_b_exact
+    real = qm._erlang_b_exact
 
     def counted(c, a):
         calls.append(c)
         return real(c, a)
 
-    monkeypatch.setattr(q, "_erlang_b_exact", counted)
-    q.erlang_c.cache_clear()
+    monkeypatch.setattr(qm, "_erlang_b_exact", counted)
+    qm.erlang_c.cache_clear()
     for c in (257, 10**4, 10**7, 10**12):
         q.erlang_c(c, 0.9 * c)
     assert calls == []
@@ -85,33 +87,31 @@ def test_monotone_in_servers_across_the_switch_and_in_load():
         assert vals == sorted(vals), c
 
 
-def test_replica_search_is_logarithmic(monkeypatch):
-    """Sizing 1e7 requests/s with a tight TTFT slack: O(log r) wait evaluations, not one per replica."""
-    calls = []
-    real = q.wait_quantile_s
-
-    def counted(*args, **kw):
-        calls.append(args)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(q, "wait_quantile_s", counted)
-    q.size_replicas.cache_clear()
-    s = q.size_replicas(1e7, 2.0, 64, ttft_slack_s=0.0)
-    assert s.replicas >= math.ceil(1e7 / (2.0 * q.DEFAULT_TARGET_UTILIZATION))
-    assert len(calls) <= 2 * math.ceil(math.log2(q.MAX_REPLICAS)) + 6
-    # the answer is the smallest count that meets the slack
-    mu = 2.0 / 64
-    assert real(s.replicas * 64, 1e7, mu) <= 0.0 or s.binding != "ttft"
+def test_replicas_are_the_capacity_at_the_sla_with_headroom():
+    """Constant work: ceil(peak / (capacity x target utilisation)), whatever the rate."""
+    s = q.size_replicas(1e7, 2.0)
+    assert s.replicas == min(q.MAX_REPLICAS, math.ceil(1e7 / (2.0 * q.DEFAULT_TARGET_UTILIZATION)))
+    s = q.size_replicas(20.0, 2.427)
+    assert s.replicas == 10 and s.utilization == pytest.approx(20 / (10 * 2.427)) and s.binding == "utilization"
+    assert s.utilization <= q.DEFAULT_TARGET_UTILIZATION
+    assert q.size_replicas(0.1, 2.0).binding == "minimum" and q.size_replicas(0.1, 2.0).replicas == 1
+    assert q.size_replicas(5.0, 0.0).replicas == 1 and math.isinf(q.size_replicas(5.0, 0.0).utilization)
 
 
-def test_smallest_count_meeting_the_ttft_slack():
-    q.size_replicas.cache_clear()
-    s = q.size_replicas(0.9, 1.0, 1, target_utilization=1.0, ttft_slack_s=0.5)
-    assert s.binding == "ttft"
-    assert q.wait_quantile_s(s.replicas, 0.9, 1.0) <= 0.5 < q.wait_quantile_s(s.replicas - 1, 0.9, 1.0)
+def test_copies_for_a_stated_concurrency():
+    assert q.copies_for_concurrency(8, 5) == 2
+    assert q.copies_for_concurrency(8, 8) == 1
+    assert q.copies_for_concurrency(1, 0) == 1
 
 
-def test_wait_percentiles_are_ordered():
-    s = q.size_replicas(40.0, 2.0, 16, target_utilization=0.95)
-    assert 0.0 <= s.wait_p50_s <= s.wait_p90_s <= s.wait_p95_s
-    assert s.wait_p90_s == pytest.approx(q.wait_quantile_s(s.replicas * 16, 40.0, 2.0 / 16, 0.9))
+def test_mg1_wait_matches_pollaczek_khinchine_and_mm1():
+    # M/M/1 (scv 1): mean wait rho S / (1 - rho); P(W > t) = rho exp(-(1 - rho) t / S)
+    rho, s = 0.8, 2.0
+    assert qm.mg1_wait_mean_s(rho, s, scv=1.0) == pytest.approx(rho * s / (1 - rho))
+    t90 = qm.mg1_wait_quantile_s(rho, s, 0.9, scv=1.0)
+    assert rho * math.exp(-(1 - rho) * t90 / s) == pytest.approx(0.1)
+    # deterministic service (M/D/1): half the M/M/1 mean
+    assert qm.mg1_wait_mean_s(rho, s) == pytest.approx(0.5 * rho * s / (1 - rho))
+    # nobody waits in the quantile while fewer than 1 - q of the arrivals wait at all
+    assert qm.mg1_wait_quantile_s(0.4, s, 0.5) == 0.0 < qm.mg1_wait_quantile_s(0.4, s, 0.9)
+    assert math.isinf(qm.mg1_wait_mean_s(1.0, s))

@@ -108,13 +108,14 @@ def test_erlang_c_matches_textbook_values():
     assert wait_quantile_s(1, 0.5, 1.0) == pytest.approx(math.log(10) / 0.5)
 
 
-def test_replicas_keep_15_percent_headroom_and_the_ttft_can_ask_for_more():
-    s = size_replicas(5.0, 1.94, 32)
+def test_replicas_keep_15_percent_headroom_of_the_capacity_at_the_sla():
+    # the capacity is already the rate at which the p90 TTFT (queueing included) meets its target (issue 29)
+    s = size_replicas(5.0, 1.94)
     assert s.replicas == 3 and s.utilization <= DEFAULT_TARGET_UTILIZATION      # 5 / (3 x 1.94) = 86 %
-    assert size_replicas(5.0, 2.5, 32).replicas == 3                           # 2 would run at 100 %
-    assert size_replicas(5.0, 2.5, 32, target_utilization=1.0).replicas == 2
-    slow = size_replicas(0.9, 1.0, 1, target_utilization=1.0, ttft_slack_s=0.5)  # M/M/c with one slot each
-    assert slow.binding == "ttft" and slow.replicas >= 2 and slow.wait_p95_s <= 0.5
+    assert size_replicas(5.0, 2.5).replicas == 3                               # 2 would run at 100 %
+    assert size_replicas(5.0, 2.5, target_utilization=1.0).replicas == 2
+    with pytest.raises(TypeError):
+        size_replicas(5.0, 2.5, 32)     # no positional third argument: the old signature took slots there
 
 
 def test_70b_serving_plans_report_utilization_under_the_target():

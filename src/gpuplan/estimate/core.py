@@ -49,6 +49,11 @@ class Estimate:
     assumptions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
+    # LLM serving: the replica load model the performance figures were read from (estimate/replica.py);
+    # the recommender reads the planned load off it (plan/serving_report.py). Not part of the JSON.
+    serving_model: Any = field(default=None, repr=False, compare=False)
+    # a concurrency one replica cannot hold (the `estimate` command warns; the recommender adds replicas)
+    concurrency_warnings: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def fits(self) -> bool:
@@ -148,13 +153,16 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
             est.suggestions = _suggest(w, model, system, layout, est)
         return est
     s = shape or shape_of(model)
+    serving_model = None
     if task == "inference":
-        mem, perf_d, notes = _inference(w, model, s, system, layout, memory_only)
+        mem, perf_d, notes, serving_model, perf_warnings = _inference(w, model, s, system, layout, memory_only)
     else:
+        perf_warnings = []
         mem, perf_d, notes = _training(w, model, s, system, layout, memory_only, explain)
     assumptions.extend(notes)
     assumptions.extend(mem.notes)
-    est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings)
+    est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings, serving_model=serving_model,
+                   concurrency_warnings=perf_warnings)
     if not memory_only:
         _apply_calibration(est)
     if with_suggestions and not est.fits:
@@ -170,6 +178,8 @@ def _apply_calibration(est: Estimate) -> None:
     if cal is None or not est.performance:
         return
     est.performance = scale_performance(est.performance, cal.factor)
+    if est.serving_model is not None:     # the load model answers at the calibrated speed too
+        est.serving_model = replace(est.serving_model, speed=est.serving_model.speed * cal.factor)
     est.assumptions.append(cal.note())
 
 
@@ -184,7 +194,7 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
                           framework_version=w.framework_version, encoder=encoder)
     mem = inference_memory(s, inp, layout, system)
     if memory_only:
-        return mem, {}, []
+        return mem, {}, [], None, []
     case = ServingCase(framework_version=w.framework_version,
                        precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
                        framework=framework, prompt_tokens=inp.prompt_tokens, output_tokens=inp.output_tokens)
@@ -196,7 +206,7 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     notes = list(perf.notes)
     if output_tokens:
         notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
-    return mem, perf.to_dict(), notes
+    return mem, perf.to_dict(), notes, perf.model, list(perf.warnings)
 
 
 def _adapted_linears(model, t) -> tuple[float, float]:
@@ -290,6 +300,11 @@ def _profile_defaults(given: Workload, resolved: Workload, notes: list[str]) -> 
     return resolved, kept
 
 
+def _serving_llm(model) -> bool:
+    return _is_llm(model) and getattr(model, "kind", "decoder") in ("decoder", "encoder-decoder") and \
+        getattr(model, "profile", None) is None
+
+
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     """Estimate one workload on its fixed hardware (``hardware:`` block or --gpu/--gpus)."""
     from gpuplan.catalog.hub import workload_region
@@ -302,7 +317,13 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     est = estimate_resolved(resolved, model, system, layout)
+    if (resolved.task or "inference") == "inference" and _serving_llm(model):
+        from gpuplan.estimate.serving_choice import as_recommended
+
+        est, notes = as_recommended(w, resolved, model, system, layout, est, notes,
+                                    lambda v: estimate_resolved(v, model, system, layout))
     est.assumptions[:0] = notes + sys_notes + list(getattr(model, "assumptions", ()) or ())
+    est.warnings.extend(est.concurrency_warnings)
     return est
 
 

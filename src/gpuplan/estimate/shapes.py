@@ -59,6 +59,7 @@ class Shape:
     is_mla: bool
     moe_experts_per_token: int = 0   # routed experts per token (MoE), else 0
     moe_expert_ffn: int = 0          # FFN width of one routed expert (MoE), else 0
+    moe_layer_count: int = 0         # layers with routed experts (DeepSeek keeps its first layers dense), else 0
 
     @property
     def linear_params_total(self) -> float:
@@ -103,7 +104,15 @@ def shape_of(m: "ModelSpec") -> Shape:
         gated=(m.mlp == "gated"), moe_active_ffn=float(active_ffn), moe_experts=experts,
         kv_bytes_per_token_16bit=kv16, is_mla=m.mla is not None, moe_experts_per_token=routed,
         moe_expert_ffn=int(moe.moe_intermediate_size) if moe else 0,
+        moe_layer_count=_moe_layers(int(m.num_layers), moe) if moe else 0,
     )
+
+
+def _moe_layers(layers: int, moe) -> int:
+    """Layers with routed experts: after the first ``first_k_dense`` dense ones, every ``moe_layer_freq``-th."""
+    freq = max(1, int(getattr(moe, "moe_layer_freq", 1) or 1))
+    first = max(0, int(getattr(moe, "first_k_dense", 0) or 0))
+    return max(0, len(range(first, layers, freq)))
 
 
 @lru_cache(maxsize=4096)

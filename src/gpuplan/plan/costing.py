@@ -1,20 +1,18 @@
-"""Costing of plan drafts: training (time, spot interruptions, fixed costs), batch inference jobs
-(replicas to meet the deadline, cost per item) and online serving (replicas for the request rate
-with queueing headroom, monthly cost, cost per million output tokens)."""
+"""Costing of plan drafts: training (time, spot interruptions, fixed costs) and batch inference jobs
+(replicas to meet the deadline, cost per item). Online serving is costed in plan/serving_costs.py."""
 
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.i18n import N_, _, localize
+from gpuplan.i18n import N_, _
 from gpuplan.plan import cost as costm
-from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, item_unit, job_items, model_bytes, target_util
+from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items, model_bytes
 from gpuplan.plan.record import rnd
 from gpuplan.plan.rank import SLACK_MIN
 from gpuplan.plan.search_point import Candidate
-from gpuplan.plan.serving_config import describe
-from gpuplan.units import HOUR_S, HOURS_PER_MONTH
+from gpuplan.units import HOUR_S
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan.drafts import Draft
@@ -91,13 +89,6 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
         p.time_per_billion_tokens_s * factor if p.time_per_billion_tokens_s else None)
 
 
-def slots(c: Candidate) -> int:
-    """Requests in flight in one replica group: its serving batch (LLM) or concurrency, per DP group."""
-    perf = c.est.performance
-    per = perf.get("serving_batch") or perf.get("max_concurrency") or 1
-    return max(1, int(per)) * max(1, c.dp)
-
-
 def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | None) -> None:
     """A batch inference job: replicas to meet the deadline, time, total cost and cost per item."""
     got = job_items(ctx)
@@ -157,82 +148,6 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
     p.why.append(fixed_why(fixed, p.instance_count))
     p.cost_key = p.total_cost
     p.time_key = p.time_s
-
-
-# A service needing more GPUs than this is flagged: an assumption (a large GPU cluster is a few thousand GPUs;
-# ECS on-demand stock per region and zone is far smaller), not a published limit.
-FLEET_WARN_GPUS = 4096
-
-
-def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | None) -> None:
-    from gpuplan.plan.queueing import size_replicas
-
-    if ctx.job:
-        job_costs(ctx, c, p, price)
-        return
-    group_rate = c.speed(False)
-    rate = ctx.request_rate()
-    s = ctx.w.serving
-    target = target_util(ctx)
-    sizing = None
-    if rate and group_rate > 0:
-        slack = None
-        if s and s.ttft_ms and c.est.performance.get("ttft_s") is not None:
-            slack = s.ttft_ms / 1000.0 - float(c.est.performance["ttft_s"])
-        sizing = size_replicas(rate, group_rate, slots(c), target, slack)
-        replicas = sizing.replicas
-        p.utilization = sizing.utilization
-    else:
-        replicas = 1
-    p.replicas = replicas
-    p.instance_count = c.nodes * replicas
-    p.gpus_total = c.gpus * replicas
-    if p.gpus_total > FLEET_WARN_GPUS:
-        p.warnings.append(_("{instances} instances ({gpus} GPUs) for {rate} req/s: a fleet this size is beyond what "
-                            "one region sells on demand; check the request rate, or plan several regions and ask "
-                            "Alibaba Cloud for reserved capacity").format(
-            instances=f"{p.instance_count:,}", gpus=f"{p.gpus_total:,}",
-            rate=(f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}") if rate else "-"))
-    served = rate if rate else group_rate * replicas
-    if price is not None:
-        p.price_per_hour = price.per_hour * p.instance_count
-        p.monthly_cost = costm.serving_monthly_cost(price, p.instance_count)
-        if ctx.llm and served and c.variant.w.output_tokens == 0:
-            # prefill-only work (embeddings, reranking, scoring): the tokens bought are the prompt's
-            in_tps = served * (c.variant.w.prompt_tokens or 1)
-            cost = costm.cost_per_million_tokens(p.monthly_cost / HOURS_PER_MONTH, in_tps)
-            p.unit_cost = {"unit": "1M input tokens", "cost": rnd(cost),
-                           "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
-        elif ctx.llm and served:
-            out_tps = served * (c.variant.w.output_tokens or 1)
-            hourly = p.monthly_cost / HOURS_PER_MONTH
-            p.cost_per_million_output_tokens = costm.cost_per_million_tokens(hourly, out_tps)
-        if not ctx.llm and served:
-            unit = item_unit(ctx)
-            p.unit_cost = {"unit": unit, "cost": rnd(p.monthly_cost / HOURS_PER_MONTH / (served * HOUR_S)),
-                           "basis": "at the request rate" if rate else "at full capacity (no request rate given)"}
-    if group_rate > 0:
-        unit = _("images/s") if not ctx.llm and getattr(ctx.model, "kind", "") == "diffusion" else _("req/s")
-        layout = describe(c) if c.variant.config is not None else c.layout.describe().split(", ckpt")[0]
-        args = {"gpus": c.gpus, "gpu": c.inst.gpu, "layout": localize(layout),
-                "rate": f"{group_rate:.2f}", "unit": unit}
-        if sizing is None:
-            text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit} (no request rate given: "
-                     "1 replica)").format(**args)
-        else:
-            args.update(replicas=replicas, req=f"{rate:g}", util=f"{sizing.utilization:.0%}",
-                        target=f"{target:.0%}", wait=f"{sizing.wait_p95_s * 1000:.0f}")
-            if sizing.binding == "ttft":
-                text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit}; {replicas} replica(s) for "
-                         "{req} req/s: {util} utilised (target <= {target}), p95 queueing wait {wait} ms "
-                         "(Erlang C); the TTFT target sets the count").format(**args)
-            else:
-                text = _("one replica ({gpus} x {gpu}, {layout}) sustains {rate} {unit}; {replicas} replica(s) for "
-                         "{req} req/s: {util} utilised (target <= {target}), p95 queueing wait {wait} ms "
-                         "(Erlang C)").format(**args)
-        p.why.append(text)
-    p.cost_key = p.monthly_cost
-    p.time_key = c.latency_s()
 
 
 def deadline_margin(ctx: PlanContext, p: Draft) -> None:

@@ -10,10 +10,11 @@ from gpuplan.i18n import _
 from gpuplan.plan import cost as costm
 from gpuplan.plan.candidates import TRAIN_TASKS, launcher_for
 from gpuplan.plan.context import PlanContext
-from gpuplan.plan.costing import deadline_margin, serving_costs, training_costs
+from gpuplan.plan.costing import deadline_margin, training_costs
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory
 from gpuplan.plan.search_point import Candidate
 from gpuplan.plan.serving_config import describe
+from gpuplan.plan.serving_costs import serving_costs
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Draft:
     unit_cost: dict | None = None
     deadline_slack: float | None = None
     framework: str | None = None    # the framework the workload names (its launcher wins)
+    serving_sizing: dict | None = None   # LLM serving: how the replicas were sized (plan/serving_costs.py)
 
     def record(self) -> Plan:
         """The frozen plan record (advice is added later, for the plans that are shown)."""
@@ -92,7 +94,8 @@ class Draft:
                         monthly_cost=self.monthly_cost,
                         cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot,
                         price_margin=self.price_margin, fixed=self.fixed, fixed_cost=self.fixed_cost,
-                        utilization=self.utilization, job=self.job, unit_cost=self.unit_cost)
+                        utilization=self.utilization, job=self.job, unit_cost=self.unit_cost,
+                        sizing=self.serving_sizing)
         return Plan(platform="ecs", instance_type=c.inst.instance_type, instance_count=self.instance_count,
                     gpu=c.inst.gpu, gpus_total=self.gpus_total, parallel=parallel,
                     layout=layout, memory=PlanMemory.of(c.est),

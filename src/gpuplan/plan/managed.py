@@ -29,11 +29,16 @@ def _ecs_rate(plan: Plan) -> float:
 
 def _on_ecs(e: Plan, platform: str, region: str | None, currency: str, *, replicas: int, instance_count: int,
             gpus_total: int, cost: dict, details: dict, why: str, warnings: list[str], cost_key, time_key) -> Plan:
-    """A managed plan on the instance type, layout and estimate of an ECS plan."""
+    """A managed plan on the instance type, layout and estimate of an ECS plan: colocated replicas of the same
+    engine copies (batch limit and capacity at the SLA), ``replicas`` of them at the peak."""
+    base = dict(e.cost.sizing or {})
+    sizing = {"mode": "colocated", "max_num_seqs": base.get("max_num_seqs") or e.performance.get("serving_batch"),
+              "binding": "utilization", "replicas_at_peak": replicas}
     return Plan(platform=platform, instance_type=e.instance_type, instance_count=instance_count, gpu=e.gpu,
                 gpus_total=gpus_total, parallel=e.parallel, layout=e.layout, memory=e.memory,
                 performance=e.performance,
-                cost=PlanCost(currency=currency, billing="payg", region=region, replicas=replicas, **cost),
+                cost=PlanCost(currency=currency, billing="payg", region=region, replicas=replicas, sizing=sizing,
+                              **cost),
                 advice=PlanAdvice(why=(why,), warnings=tuple(warnings)),
                 details={"cold_start": None, "traffic": None, "autoscaling": None, **details},
                 cost_key=cost_key, time_key=time_key, estimate=e.estimate)
@@ -109,16 +114,16 @@ def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str,
         row = prices[it]
         price = row.get("price_per_hour") if row.get("currency") == currency else None
         replicas = replicas_for(traffic.peak_rps, mu, target_utilization=traffic.target_utilization)
-        monthly = always_on_monthly(price, replicas) if price is not None else None
+        monthly = always_on_monthly(price, replicas, e.nodes_per_replica) if price is not None else None
         warnings = []
         if price is None:
             warnings.append(_("PAI-EAS price for {instance} is not bundled: monthly cost unknown (check the EAS "
                               "console or pass your quote)").format(instance=it))
         out.append(_on_ecs(
-            e, "pai-eas", e.cost.region, currency, replicas=replicas, instance_count=replicas,
-            gpus_total=e.gpus_total,
+            e, "pai-eas", e.cost.region, currency, replicas=replicas, instance_count=replicas * e.nodes_per_replica,
+            gpus_total=replicas * e.gpus_per_replica,
             cost={"price_region": e.cost.region, "instance_price_per_hour": price,
-                  "price_per_hour": _r(price * replicas) if price is not None else None,
+                  "price_per_hour": _r(price * replicas * e.nodes_per_replica) if price is not None else None,
                   "price_as_of": row.get("as_of"), "price_source": row.get("source") or eas["source"],
                   "monthly_cost": monthly, "utilization": peak_utilization(traffic, replicas, mu),
                   "cost_per_million_output_tokens": cost_per_million_output_tokens(monthly, traffic, output_tokens)},

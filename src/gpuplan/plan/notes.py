@@ -59,10 +59,12 @@ def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: 
             download=f"{fx.model_download_mb_s:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
     if ctx.service:
         s = ctx.w.serving
-        if ctx.llm and s and s.ttft_ms:
-            out.append(_("serving: replicas sized so utilisation at the peak stays <= {target} and the Erlang-C "
-                         "queueing wait (p95) fits within the TTFT target; a month is 730 h; the budget is read as "
-                         "per month").format(target=f"{target_util(ctx):.0%}"))
+        if ctx.llm and s and (s.ttft_ms or s.tpot_ms):
+            out.append(_("serving: one model copy's capacity is the highest load at which its p90 TTFT (queueing for "
+                         "a batch slot and for the prefill included) and its TPOT under load (prefill work sharing the "
+                         "GPUs) meet the targets; replicas sized so utilisation of that capacity at the peak stays <= "
+                         "{target}; cost per token on the stated traffic, not the peak; a month is 730 h; the budget "
+                         "is read as per month").format(target=f"{target_util(ctx):.0%}"))
         else:
             out.append(_("serving: replicas sized so utilisation at the peak stays <= {target}; a month is 730 h; the "
                          "budget is read as per month").format(target=f"{target_util(ctx):.0%}"))

@@ -37,6 +37,7 @@ from gpuplan.plan.scope import default_regions, instances as scoped_instances, p
 from gpuplan.plan.search import Searcher, SearchResult
 from gpuplan.plan.search_point import Candidate, best_per_group
 from gpuplan.plan.serving_config import ServingSpace
+from gpuplan.plan.serving_costs import concurrency_demand
 from gpuplan.plan.serving_report import serving_block
 from gpuplan.workload import Workload
 from gpuplan.estimate.calibration import pinned as pinned_calibration
@@ -193,7 +194,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     plans = [p for p in plans if p.platform in wanted]
     if ctx.service and space is not None:      # LLM serving (decoder / encoder-decoder models)
         rate = ctx.request_rate()
-        plans = [replace(p, serving=serving_block(p, resolved, rate)) for p in plans]
+        users = concurrency_demand(ctx)
+        plans = [replace(p, serving=serving_block(p, resolved, rate, users)) for p in plans]
+        plans = _drop_sla_misses(plans, warnings)
     ranked = merge_aliases(rank(plans, objective))
     mp_why = None
     if training:    # tensor / pipeline parallelism only where it pays against the best plan without it
@@ -253,6 +256,24 @@ def _costed_drafts(ctx: PlanContext, groups: list[Candidate], res: SearchResult
     return drafts, rejected_plans
 
 
+def _drop_sla_misses(plans: list[Plan], warnings: list[str]) -> list[Plan]:
+    """A plan that misses its SLA at the stated peak (``serving.sla_met`` false: an autoscaled pool whose
+    count rounds below what the latency needs, a serverless function whose cold starts push the p90 TTFT past
+    the target) is not feasible: left out, with a warning naming it."""
+    kept = []
+    for p in plans:
+        if p.serving is not None and p.serving.get("sla_met") is False:
+            s = p.serving
+            warnings.append(_("{platform} {instance} x {n} left out: at the stated peak its p90 TTFT {ttft} s and "
+                              "TPOT {tpot} s miss the SLA").format(
+                platform=p.platform, instance=p.short_name, n=p.instance_count,
+                ttft="-" if s.get("ttft_p90_s") is None else f"{s['ttft_p90_s']:.2f}",
+                tpot="-" if s.get("tpot_s") is None else f"{s['tpot_s']:.3f}"))
+            continue
+        kept.append(p)
+    return kept
+
+
 def _platform_plans(ctx: PlanContext, plans: list[Plan], objective: str, top: int, wanted: frozenset[str],
                     warnings: list[str]) -> list[Plan]:
     """Serverless and managed serving (Function Compute, PAI-EAS, ACK) beside plain ECS replicas
@@ -264,11 +285,9 @@ def _platform_plans(ctx: PlanContext, plans: list[Plan], objective: str, top: in
     from gpuplan.plan.platforms import platform_plans
 
     ecs_ranked = rank(plans, objective)
-    # ACK node pools run pay-as-you-go nodes: give them the best pay-as-you-go plans too, not only
-    # the top plans (which may all be subscriptions)
-    # (at least DEFAULT_TOP of each, so that --top 1 sees the same managed plans as the default)
-    k = max(top, DEFAULT_TOP)
-    ecs_in = ecs_ranked[:k] + [p for p in ecs_ranked if p.cost.billing == "payg"][:k]
+    # every ECS plan, best first (ACK and PAI-EAS keep one plan per instance type): the managed plans, and so the
+    # ranking, must not depend on how many plans are shown (`gpuplan plan --pick N` re-runs with top = N)
+    ecs_in = ecs_ranked
     try:
         return platform_plans(ctx.w, ecs_plans=ecs_in, currency=ctx.book.currency,
                               region=ctx.regions[0] if ctx.regions else None, fx=ctx.book.fx,

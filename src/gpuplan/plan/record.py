@@ -97,6 +97,9 @@ class PlanCost:
     price_stale: bool | None = None
     # the same hardware under each billing mode at the workload's duration, with the break-even in words
     billing_options: Mapping[str, Any] | None = None
+    # serving: how the replicas were sized (colocated or prefill/decode pools, the batch limit, the replicas
+    # at the peak the autoscaler's maximum uses); plan/serving_costs.py, read by plan/serving_report.py
+    sizing: Mapping[str, Any] | None = None
 
     @property
     def price_quality(self) -> str:

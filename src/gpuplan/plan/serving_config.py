@@ -23,8 +23,12 @@ The space is small and declared (tables, not if-chains); the estimator times eac
   (``estimate.inference.engine_speedup_bound``: per-step overhead, reserved memory, batch cap).
   TensorRT-LLM, LMDeploy and TGI run when the workload names them (``framework``), then fixed: the
   bundle launches vLLM and SGLang.
-- **Batch limit** (``max_num_seqs``): the estimator's serving batch, the batch that serves the most
-  requests within the SLA and the KV cache.
+- **Batch limit** (``max_num_seqs``): the estimator's serving batch (estimate/replica.py): as many sequences as
+  the KV cache holds, fewer only where a decode step of more would miss the TPOT target; the launch flags
+  (vLLM ``--max-num-seqs``, SGLang ``--max-running-requests``) are this number.
+
+The weight format, KV-cache and engine rules live in estimate/serving_choice.py, which ``gpuplan estimate``
+applies to the machine and layout it is given: the same choice on both entry points.
 
 Choices that change numerics or the engine (an FP8 KV cache, a non-default engine) are taken only
 when they serve at least ``SWITCH_GAIN`` (10 %) more requests/s than the plain configuration of the
@@ -47,16 +51,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan.search import Searcher
     from gpuplan.workload import Workload
 
-SEARCHED_ENGINES = ("vllm", "sglang")          # what the bundle launches (serve.sh, serve-sglang.sh)
-DEFAULT_ENGINE = "vllm"
-SWITCH_GAIN = 0.10
+from gpuplan.estimate.serving_choice import (DEFAULT_ENGINE, FP8_KV_ENGINES, SEARCHED_ENGINES, SWITCH_GAIN, choose,
+                                             kv_options, switch_engine, weight_format)
+
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
                 "tgi": "TGI", "transformers": "transformers", "torch-compile": "torch.compile"}
-FP8_CC = 8.9            # FP8 tensor cores: Ada, Hopper, Blackwell
-MARLIN_FP8_CC = 7.5     # vLLM FP8 Marlin (W8A16), dense layers
-FP8_GEMM_ENGINES = frozenset({"vllm", "sglang", "trtllm"})
-MARLIN_FP8_ENGINES = frozenset({"vllm"})
-FP8_KV_ENGINES = frozenset({"vllm", "sglang", "trtllm"})
 # data-parallel attention: SGLang for any MLA model, vLLM only as DP + EP (MoE models)
 DP_ATTENTION_ENGINES = {"sglang": lambda moe: True, "vllm": lambda moe: moe}
 LLM_SERVING_KINDS = ("decoder", "encoder-decoder")
@@ -73,28 +72,6 @@ class ServingConfig:
     dp_attention: bool = False
     ep: int = 1
     extras: tuple[str, ...] = ()   # choices that must earn SWITCH_GAIN: "engine", "kv"
-
-
-def _cc(gpu) -> float:
-    try:
-        return float(gpu.compute_capability or 0.0)
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def weight_format(model, gpu, quantization: str, precision: str, engine: str) -> tuple[str, str, str]:
-    """(workload quantization for the estimate, weight format shown, path) on this GPU and engine."""
-    native = getattr(model, "native_dtype", None)
-    if native == "fp8" and quantization in ("none", "fp8"):
-        cc = _cc(gpu)
-        if cc >= FP8_CC and engine in FP8_GEMM_ENGINES:
-            return "fp8", "fp8", "native"
-        if cc >= MARLIN_FP8_CC and engine in MARLIN_FP8_ENGINES and getattr(model, "moe", None) is None:
-            return "fp8", "fp8", "marlin"
-        return "none", ("fp16" if precision == "fp16" or gpu.peak_tflops("bf16") is None else "bf16"), "upcast"
-    if quantization == "none":
-        return "none", precision, "16-bit"
-    return quantization, quantization, "quantized"
 
 
 class ServingSpace:
@@ -149,11 +126,7 @@ class ServingSpace:
         return (False, True)
 
     def _kv_options(self, gpu, engine: str) -> tuple[str, ...]:
-        if self.kv is not None:
-            return (self.kv,)
-        if engine in FP8_KV_ENGINES and _cc(gpu) >= FP8_CC:
-            return ("auto", "fp8")
-        return ("auto",)
+        return kv_options(gpu, engine, self.kv)
 
     def variant(self, base: Variant, gpu, engine: str, kv: str, dp_attention: bool, tp: int) -> Variant | None:
         """The workload variant of one configuration (None when the workload rejects it: cached too)."""
@@ -196,16 +169,15 @@ class ServingSpace:
 
     @staticmethod
     def _choose(cs: list[Candidate]) -> Candidate:
-        plain = [c for c in cs if not c.variant.config.extras]
-        best_any = max(cs, key=_rank_key)
-        if not plain:
-            best_any.why.extend(_needed_why(best_any))
-            return best_any
-        best_plain = max(plain, key=_rank_key)
-        if best_any is not best_plain and _speed(best_any) >= _speed(best_plain) * (1.0 + SWITCH_GAIN):
-            best_any.why.extend(_gain_why(best_any, best_plain))
-            return best_any
-        return best_plain
+        """estimate.serving_choice.choose: the rule `gpuplan estimate` applies on one layout too."""
+        best, why = choose(cs, _speed, lambda c: not c.variant.config.extras,
+                           lambda c: float(c.est.memory.per_gpu_bytes))
+        if why == "needed":
+            best.why.extend(_needed_why(best))
+        elif why == "gain":
+            plain = max((c for c in cs if not c.variant.config.extras), key=_rank_key)
+            best.why.extend(_gain_why(best, plain))
+        return best
 
     def _other_engines(self, c: Candidate, searcher: Searcher) -> Candidate:
         cfg = c.variant.config
@@ -220,7 +192,7 @@ class ServingSpace:
                 continue        # the engines' constants cannot give the gain asked for: nothing to estimate
             v = self.variant(base, c.est.system.gpu, engine, cfg.kv_cache_dtype, cfg.dp_attention, c.tp)
             other = searcher.evaluate(c.inst, c.nodes, c.tp, c.pp, c.dp, v) if v is not None else None
-            if other is not None and _speed(other) >= _speed(best) * (1.0 + SWITCH_GAIN):
+            if other is not None and switch_engine(_speed(best), _speed(other)):
                 other.why.extend(c.why)
                 other.why.append(_engine_why(other, best))
                 best = other
@@ -307,8 +279,8 @@ def config_why(c: Candidate, model, shape) -> list[str]:
             ep=cfg.ep, n=math.ceil(experts / cfg.ep) if experts else "-", total=experts or "-"))
     batch = c.est.performance.get("serving_batch")
     if batch:
-        out.append(_("batch limit {n} sequences per model copy (max_num_seqs): the batch that serves the most "
-                     "requests within the SLA and the KV cache").format(n=batch))
+        out.append(_("batch limit {n} sequences per model copy (max_num_seqs, launched as such): as many as the KV "
+                     "cache holds, fewer only where a decode step of more would miss the TPOT target").format(n=batch))
     return out
 
 

@@ -36,6 +36,7 @@ class Traffic:
     segments: tuple[Segment, ...]
     basis: str
     target_utilization: float | None = None   # serving.target_utilization (None: 1/1.15, plan/queueing.py)
+    stated_peak_rps: float | None = None      # serving.peak_requests_per_s: the burst every platform is sized for
 
     @property
     def daily_requests(self) -> float:
@@ -43,7 +44,9 @@ class Traffic:
 
     @property
     def peak_rps(self) -> float:
-        return max((s.rate_rps for s in self.segments), default=0.0)
+        """The rate the replicas are sized for: the stated peak (a burst inside the busy hours may exceed their
+        average), else the busiest segment's rate."""
+        return max(max((s.rate_rps for s in self.segments), default=0.0), self.stated_peak_rps or 0.0)
 
     @property
     def offpeak_rps(self) -> float:
@@ -61,7 +64,17 @@ class Traffic:
 
 
 def traffic_profile(serving) -> Traffic | None:
-    """The day's traffic from a ``ServingSpec`` (or None when no rate is given)."""
+    """The day's traffic from a ``ServingSpec`` (or None when no rate is given); the stated peak rides along
+    (``Traffic.peak_rps``) even where the day's segments average it away (requests_per_day over busy hours)."""
+    from dataclasses import replace
+
+    got = _segments(serving)
+    if got is not None and serving.peak_requests_per_s:
+        got = replace(got, stated_peak_rps=float(serving.peak_requests_per_s))
+    return got
+
+
+def _segments(serving) -> Traffic | None:
     if serving is None:
         return None
     rps, peak, per_day = serving.requests_per_s, serving.peak_requests_per_s, serving.requests_per_day
@@ -128,7 +141,22 @@ def peak_utilization(traffic: Traffic, replicas: int, per_replica_rps: float) ->
 
 
 def cost_per_million_output_tokens(monthly: float | None, traffic: Traffic, output_tokens: int) -> float | None:
+    """The month's cost over the output tokens of the month's requests (the stated average traffic, never the
+    peak around the clock): one function for ECS, ACK, PAI-EAS and Function Compute."""
     tokens = traffic.monthly_requests * output_tokens
     if monthly is None or tokens <= 0:
         return None
     return monthly / tokens * 1e6
+
+
+def cost_per_request(monthly: float | None, traffic: Traffic) -> float | None:
+    """The month's cost over the month's requests (per item: an image, a clip, a scored document)."""
+    if monthly is None or traffic.monthly_requests <= 0:
+        return None
+    return monthly / traffic.monthly_requests
+
+
+def full_capacity(rate_rps: float) -> Traffic:
+    """A steady stream at ``rate_rps`` (the unit costs of a plan with no stated traffic: what its replicas
+    serve at capacity around the clock)."""
+    return Traffic((Segment(24.0, rate_rps),), "full capacity")

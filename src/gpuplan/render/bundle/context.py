@@ -128,6 +128,7 @@ class Ctx:
     engine_planned: str = "vllm"         # the engine the plan named (PLAN.md says when it is not rendered)
     ep: int = 1                          # expert parallel (vLLM --enable-expert-parallel, SGLang --ep-size)
     dp_attention: bool = False           # SGLang --enable-dp-attention
+    pd: dict | None = None               # prefill/decode pools (plan.serving.disaggregation), SGLang only
     bf16: bool = True                    # the GPU has BF16 (data/gpus.yaml bf16_dense_tflops, CC >= 8.0)
     gpu_cc: float | None = None          # compute capability (data/gpus.yaml)
     hub: str = "huggingface"             # where weights come from: modelscope (mainland regions) | huggingface

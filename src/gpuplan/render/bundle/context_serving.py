@@ -58,4 +58,6 @@ def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: 
         "model_bytes": download_bytes(params, getattr(workload, "quantization", None), training),
         "checkpoint_bytes": finite_number((plan.get("storage") or {}).get("checkpoint_bytes")),
         "plan_fixed_s": plan_fixed_s(plan), "online": getattr(workload, "serving", None) is not None,
+        # prefill/decode disaggregation the plan chose (plan.serving.disaggregation): serve-sglang.sh PD_ROLE, router-pd.sh
+        "pd": dict(srv["disaggregation"]) if engine == "sglang" and srv.get("disaggregation") else None,
     }

@@ -38,6 +38,7 @@ FILE_PURPOSES: dict[str, str] = {
     "function-compute/": N_("Function Compute definition: Serverless Devs s.yaml and Terraform"),
     "pai-eas/": N_("PAI-EAS service JSON with the autoscaler"),
     "serve-sglang.sh": N_("SGLang equivalent"),
+    "router-pd.sh": N_("router joining the prefill and decode replicas (SGLang PD disaggregation)"),
     "healthcheck.sh": N_("health check for the server"),
     "cloud-init.yaml": N_("first boot: mounts, GPU check, monitoring agents"),
     "gpu-check.sh": N_("driver, CUDA, NCCL, topology and RDMA check"),

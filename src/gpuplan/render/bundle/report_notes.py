@@ -117,6 +117,12 @@ def serving_notes(c: Ctx) -> list[Safe]:
                          "Kubernetes Deployment or HPA is generated: a one-pod Deployment cannot span nodes (on ACK "
                          "use LeaderWorkerSet with the same serve.sh).", lang).format(
             nodes=c.job_nodes, tp=c.tp, pp=c.pp, gpus=c.gpus_per_node)))
+    if c.pd:
+        out.append(md(tr("Prefill/decode disaggregation: of the {replicas} replicas, {prefill} read the prompts and "
+                         "{decode} generate (their KV cache travels over RDMA by Mooncake). Start serve-sglang.sh with "
+                         "PD_ROLE=prefill on the prefill replicas and PD_ROLE=decode on the decode replicas, then "
+                         "router-pd.sh with their addresses: clients talk to the router.", lang).format(
+            replicas=c.replicas, prefill=c.pd.get("prefill_replicas"), decode=c.pd.get("decode_replicas"))))
     from gpuplan.render.bundle import report_ops
 
     out += report_ops.serving_layout_lines(c)

@@ -206,10 +206,13 @@ def files(c: Ctx) -> dict[str, str]:
                                                                 .replace("\\", "/"))),
                 "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
     v = engine_values(c)
-    return {
+    out = {
         "serve.sh": render("serve.sh.j2", c=c, model_dir=model_dir(c), **v),
         "serve-sglang.sh": render("serve-sglang.sh.j2", c=c, model_dir=model_dir(c), **v),
         "healthcheck.sh": render("healthcheck.sh.j2", c=c),
         "fetch-model.sh": fetch_model_script(c),
         "requirements-serve.txt": serve_requirements(c),
     }
+    if c.pd:    # prefill/decode pools (plan.serving.disaggregation): the router that joins them
+        out["router-pd.sh"] = render("router-pd.sh.j2", c=c)
+    return out

@@ -1,0 +1,64 @@
+"""One serving case (precision, quantization, KV dtype, engine and its version, prompt and output lengths) and
+the dtypes and stream efficiencies it implies: shared by prefill, decode and their fixed costs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.estimate.memory import ENGINES
+from gpuplan.estimate.params import table
+
+COMPILED = {"torch-compile"}
+
+
+@dataclass(frozen=True)
+class ServingCase:
+    precision: str
+    quantization: str
+    kv_dtype_bytes: float
+    framework: str
+    prompt_tokens: int
+    output_tokens: int
+    framework_version: str | None = None
+
+
+def soft_max(a: float, b: float, k: float) -> float:
+    return (a**k + b**k) ** (1.0 / k)
+
+
+def version_tuple(v: str) -> tuple[int, ...]:
+    from gpuplan.estimate.memory.serve import _version_tuple
+
+    return _version_tuple(v)
+
+
+def compute_dtype(case: ServingCase) -> str:
+    """FP8 compute needs FP8 weights; otherwise an fp8 precision runs its GEMMs in 16-bit. Serving
+    engines run FP8 checkpoints (W8A8: ModelOpt / compressed-tensors / Qwen "-FP8") through FP8 tensor-core
+    GEMMs, the activations quantized on the fly, whatever the model's 16-bit dtype (vLLM fp8 docs,
+    TensorRT-LLM FP8 quantization, SGLang w8a8_fp8); GPUs without FP8 tensor cores fall back to 16-bit
+    (training.peak_flops)."""
+    if case.quantization == "fp8" and case.framework in ENGINES:
+        return "fp8"
+    return "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision
+
+
+def attention_dtype(case: ServingCase) -> str:
+    """The attention core's dtype: 16-bit unless the model itself is fp32."""
+    return "fp32" if case.precision == "fp32" else "fp16"
+
+
+def stream_efficiency(quantization: str, framework: str = "transformers") -> float:
+    inf = table("inference")
+    if quantization in (None, "none"):
+        if framework in COMPILED:
+            return float(inf["compiled_stream_efficiency"])
+        return float(inf["weight_stream_efficiency"])
+    if framework in ENGINES and quantization not in ("bnb-nf4", "bnb-int8"):
+        return float(inf["engine_quantized_stream_efficiency"])
+    if framework in COMPILED and quantization in inf["compiled_quantized_stream_efficiency"]:
+        return float(inf["compiled_quantized_stream_efficiency"][quantization])
+    return float(inf["quantized_stream_efficiency"].get(quantization, 0.4))
+
+
+# ------------------------------------------------------------------ collectives
