@@ -25,7 +25,7 @@ from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.comm import tp_collective_s
-from gpuplan.estimate.training import peak_flops
+from gpuplan.estimate.training import sustained_flops
 from gpuplan.i18n import _
 
 COMPILED = {"torch-compile"}
@@ -154,9 +154,9 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     matmul = s.layers * (s.attn_params_layer + s.mlp_params_layer_active) if encoder else s.matmul_params_active
     lin_flops = batch * 2.0 * matmul * p
     attn_flops = batch * 2.0 * s.layers * s.heads * s.head_dim * p * p
-    peak = peak_flops(system, _compute_dtype(case), notes)
+    peak = sustained_flops(system, _compute_dtype(case), notes)
     # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8
-    peak_attn = peak_flops(system, _attention_dtype(case), [])
+    peak_attn = sustained_flops(system, _attention_dtype(case), [])
     flops = lin_flops + attn_flops * peak / peak_attn  # attention FLOPs in units of the GEMM rate
     eff = float(inf["prefill_efficiency"])
     if not marginal:
@@ -238,8 +238,8 @@ def _decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, 
     # K/V by heads, never below one head per rank; the MLA latent is whole on every rank unless DP attention)
     kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * kv_shard_fraction(s, layout)
     # decode GEMMs have M = the batch, not the thousands of prompt rows a prefill GEMM has
-    peak_eff = peak_flops(system, _compute_dtype(case), notes) * float(inf["decode_gemm_efficiency"])
-    attn_eff = peak_flops(system, _attention_dtype(case), []) * float(inf["decode_gemm_efficiency"])
+    peak_eff = sustained_flops(system, _compute_dtype(case), notes) * float(inf["decode_gemm_efficiency"])
+    attn_eff = sustained_flops(system, _attention_dtype(case), []) * float(inf["decode_gemm_efficiency"])
     tp0 = _tp_allreduce_s(system, layout, 0.0, 2 * s.layers, case.framework)
     tp1 = _tp_allreduce_s(system, layout, s.hidden * 2.0, 2 * s.layers, case.framework) - tp0
     # MoE: a decode step reads only the routed experts its batch touches: B tokens choosing k of E
