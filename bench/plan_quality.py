@@ -34,12 +34,32 @@ MONTH_H = 730.0
 # Dense 16-bit tensor peak (FLOP/s) and HBM bandwidth (bytes/s): NVIDIA datasheets (data/gpus.yaml).
 GPU = {"A10": (125e12, 600e9), "A100-40": (312e12, 1555e9), "A100-80": (312e12, 2039e9), "L20": (119e12, 864e9),
        "H20": (148e12, 4000e9)}
+# The A10 is a 150 W card: under a long GEMM load it does not hold the boost clock behind its 125 TFLOPS. One
+# benchmark on both cards (chsasank/device-benchmarks README @7ccc883, torch.matmul bf16): A10 56 TFLOPS, A100 80GB
+# 237 of 312. The A10 keeps (56/125) / (237/312) = 0.59 of the share a clock-holding A100 reaches, so the shares of
+# MFU below (judged on A100s) apply to 0.59 x 125e12 on an A10 (data/efficiency.yaml sustained_tensor). The L20
+# (275 W) holds its clock: 108 of 119.5 at 10240^3 (zzc0721/torch-performance-test-data issue #107).
+SUSTAINED = {"A10": (56 / 125) / (237 / 312)}
+
+
+def rate(gpu: str) -> float:
+    """The 16-bit tensor rate a long GEMM load sustains: the datasheet peak at the sustained clock."""
+    return GPU[gpu][0] * SUSTAINED.get(gpu, 1.0)
+
+
+def rate_words(gpu: str) -> str:
+    """How a step writes that rate: "312e12", or "74e12 (125e12 x 0.59 sustained)"."""
+    if gpu not in SUSTAINED:
+        return f"{GPU[gpu][0] / 1e12:.0f}e12"
+    return f"{rate(gpu) / 1e12:.0f}e12 ({GPU[gpu][0] / 1e12:.0f}e12 x {SUSTAINED[gpu]:.2f} sustained)"
+
+
 H20_FP8 = 296e12
 # Payg prices the references buy (instance, region) -> (price per hour, currency), data/clouds/alibaba/prices.csv;
 # tests/bench/test_plan_quality_refs.py checks them against the catalog.
 PRICES = {
-    ("ecs.gn7-c12g1.3xlarge", "ap-southeast-1"): (6.3527, "USD"),       # 1 x A100-40GB
-    ("ecs.gn7i-c8g1.2xlarge", "ap-southeast-1"): (1.9593, "USD"),       # 1 x A10
+    ("ecs.gn7-c12g1.3xlarge", "ap-southeast-1"): (5.5887, "USD"),       # 1 x A100-40GB
+    ("ecs.gn7i-c8g1.2xlarge", "ap-southeast-1"): (1.7237, "USD"),       # 1 x A10
     ("ecs.gn7e-c16g1.32xlarge", "cn-shanghai"): (277.93, "CNY"),        # 8 x A100-80GB
     ("ecs.gn7i-c8g1.2xlarge", "cn-shanghai"): (9.74, "CNY"),            # 1 x A10
     ("ecs.gn7e-c16g1.4xlarge", "cn-hangzhou"): (34.74, "CNY"),          # 1 x A100-80GB
@@ -47,7 +67,14 @@ PRICES = {
     ("ecs.gn8is-8x.32xlarge", "cn-shanghai"): (133.04, "CNY"),          # 8 x L20
     ("ecs.gn8v-8x.16xlarge", "cn-shanghai"): (270.3212, "CNY"),         # 8 x H20
     ("ecs.gn7i-c8g1.2xlarge", "cn-beijing"): (9.74, "CNY"),             # 1 x A10
+    ("ecs.gn7-c12g1.3xlarge", "cn-shanghai"): (31.58, "CNY"),           # 1 x A100-40GB
+    ("ecs.gn7-c12g1.3xlarge", "cn-beijing"): (31.58, "CNY"),            # 1 x A100-40GB
+    ("ecs.gn8is.2xlarge", "cn-shanghai"): (14.63, "CNY"),               # 1 x L20
+    ("ecs.gn8is.2xlarge", "cn-beijing"): (14.63, "CNY"),                # 1 x L20
 }
+# The one-GPU machines a job or service that fits one GPU may run on: (GPU key, instance, GPU id, GB of memory).
+ONE_GPU = [("A10", "ecs.gn7i-c8g1.2xlarge", "A10-24GB", 24), ("L20", "ecs.gn8is.2xlarge", "L20-48GB", 48),
+           ("A100-40", "ecs.gn7-c12g1.3xlarge", "A100-SXM4-40GB", 40)]
 # Model shapes (config.json, as in data/models.yaml): parameters, layers, hidden, vocabulary, tied head.
 MODEL = {
     "Qwen2.5-7B": (7.616e9, 28, 3584, 152064, False),
@@ -155,7 +182,7 @@ def ref_pretrain_1b() -> Reference:
     n, layers, h = matmul_params("Llama-3.2-1B"), 16, 2048
     per_tok = 6 * n + 12 * layers * h * 2048
     flops = per_tok * 2e10
-    run = flops / (4 * GPU["A10"][0] * MFU["full"])
+    run = flops / (4 * rate("A10") * MFU["full"])
     grads = 1.236e9 * 2
     sync = 2 * 3 / 4 * grads / (16e9 / 8 * 0.55)    # ring all-reduce over 16 Gbit/s TCP at 55 % (nccl-tests)
     steps_n = 2e10 / 2_097_152
@@ -163,7 +190,7 @@ def ref_pretrain_1b() -> Reference:
                 4, run + steps_n * sync, 1.236e9 * 2, [
                     "memory: ZeRO-1 over 4 ranks: (2 + 2 + 12/4) x 1.24B = 8.7 GB + activations: one A10 each",
                     f"FLOPs: 6N + 12Lhs = {per_tok:.3g} per token x 2e10 tokens = {flops:.3g}",
-                    f"compute: {flops:.3g} / (4 x 125e12 x {MFU['full']}) = {run / HOUR:.1f} h",
+                    f"compute: {flops:.3g} / (4 x {rate_words('A10')} x {MFU['full']}) = {run / HOUR:.1f} h",
                     f"gradient sync once per 2M-token step (accumulation): 2 x 3/4 x {grads / 1e9:.2f} GB / 1.1 GB/s = "
                     f"{sync:.1f} s x {steps_n:,.0f} steps = {steps_n * sync / HOUR:.1f} h, not hidden (only the last "
                     "micro-batch's backward could hide it)"], "4 x A10-24GB")
@@ -229,24 +256,42 @@ def ref_serve_r1() -> Reference:
 
 
 def ref_serve_7b_low() -> Reference:
-    n = 7.616e9
-    step = n * 2 / (GPU["A10"][1] * BW_EFF)
-    return _service("1 x A10 (ecs.gn7i-c8g1.2xlarge)", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", 1, [
-        "memory: bf16 15.2 GB on 24 GB leaves ~5 GB of KV cache (57 KB per token: ~60 sequences of 1,300 tokens)",
-        f"decode: 15.2 GB / (600e9 x {BW_EFF}) = {step * 1e3:.0f} ms per step; at the 2 req/s peak ~20 sequences run "
-        "at once (10 s each): 600 output tokens/s of ~600 at batch 20",
-        "prefill: 2 req/s x 2 x 7.6e9 x 1000 = 3.0e13 FLOP/s of 62 TF/s: half an A10; one A10 is the smallest machine"])
+    n = matmul_params("Qwen2.5-7B")
+    demand = 2 * 2 * n * 1000 + 600 * 2 * n        # at the 2 req/s peak: prefill + 600 output tokens/s
+    lines, best = [], None
+    for key, inst, _gid, gb in ONE_GPU:
+        busy = demand / (rate(key) * MFU["prefill"])
+        step = 7.616e9 * 2 / (GPU[key][1] * BW_EFF)
+        month = price_cny(inst, "cn-shanghai") * MONTH_H
+        count = math.ceil(busy / UTIL)
+        lines.append(f"{key}: {demand:.3g} FLOP/s of {rate_words(key)} x {MFU['prefill']} = {busy:.0%} busy (target "
+                     f"<= {UTIL:.0%}): {count} GPU(s); decode {step * 1e3:.0f} ms per step at {gb} GB")
+        if best is None or count * month < best[0]:
+            best = (count * month, key, inst, count)
+    _cost, key, inst, count = best
+    return _service(f"{count} x {key} ({inst})", inst, "cn-shanghai", count, [
+        "memory: bf16 15.2 GB; an A10's 24 GB leave ~5 GB of KV cache (57 KB per token: ~60 sequences of 1,300 tokens)",
+        "at the 2 req/s peak ~20 sequences run at once (10 s each): 600 output tokens/s; the GEMMs of the prefills "
+        "and of the decode steps share one compute budget (chunked prefill rides the decode steps)", *lines,
+        f"the cheapest: {count} x {key}"])
 
 
 def ref_serve_sdxl() -> Reference:
     unet = 6.8e12 * 2          # SDXL UNet at 128 x 128 latents, classifier-free guidance: 2 passes per step
     flops = unet * 30 + 1.0e7 * 1024 * 1024
-    per = flops / (GPU["A10"][0] * 0.40)
-    gpus = math.ceil(0.5 * per / UTIL)
-    return _service(f"{gpus} x A10 (ecs.gn7i-c8g1.2xlarge)", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", gpus, [
-        f"FLOPs per 1024 x 1024 image, 30 steps: 2 x 6.8e12 x 30 + VAE decode 1e7 x 1024^2 = {flops:.3g}",
-        f"one A10 at 0.40 of 125e12 (convolution/attention mix): {per:.1f} s per image",
-        f"0.5 images/s x {per:.1f} s / {UTIL:.2f} = {0.5 * per / UTIL:.1f} GPUs: {gpus} A10"])
+    lines, best = [], None
+    for key, inst, _gid, _gb in ONE_GPU:
+        per = flops / (rate(key) * 0.40)
+        gpus = math.ceil(0.5 * per / UTIL)
+        month = price_cny(inst, "cn-shanghai") * MONTH_H
+        lines.append(f"{key} at 0.40 of {rate_words(key)} (convolution/attention mix): {per:.1f} s per image; 0.5 "
+                     f"images/s x {per:.1f} s / {UTIL:.2f} = {0.5 * per / UTIL:.1f}: {gpus} x CNY {month:,.0f}/month")
+        if best is None or gpus * month < best[0]:
+            best = (gpus * month, key, inst, gpus)
+    _cost, key, inst, gpus = best
+    return _service(f"{gpus} x {key} ({inst})", inst, "cn-shanghai", gpus, [
+        f"FLOPs per 1024 x 1024 image, 30 steps: 2 x 6.8e12 x 30 + VAE decode 1e7 x 1024^2 = {flops:.3g}", *lines,
+        f"the cheapest: {gpus} x {key}"])
 
 
 def ref_whisper() -> Reference:
@@ -256,7 +301,7 @@ def ref_whisper() -> Reference:
     self_kv = 32 * 2 * 1280 * 2 * tokens / 2
     step_bytes = 1.543e9 * 0.587 * 2 + batch * beams * (cross + self_kv)
     step = step_bytes / (GPU["A10"][1] * BW_EFF)
-    encode = batch * 2.27e12 / (GPU["A10"][0] * MFU["prefill"])
+    encode = batch * 2.27e12 / (rate("A10") * MFU["prefill"])
     per_batch = encode + tokens * step
     run = windows / batch * per_batch
     return _job("1 x A10 (ecs.gn7i-c8g1.2xlarge), faster-whisper batch 8", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", 1,
@@ -265,37 +310,52 @@ def ref_whisper() -> Reference:
                     f"memory: weights 3.1 GB + per window 5 beams x (cross-attention K/V 32 x 2 x 1500 x 1280 x 2 B = "
                     f"{cross / 1e6:.0f} MB + self-attention) = 1.3 GB: batch 8 on 24 GB, 16 does not fit",
                     f"decode step: {step_bytes / 1e9:.1f} GB / (600e9 x {BW_EFF}) = {step * 1e3:.1f} ms x 100 steps; "
-                    f"encoder 8 x 2.27e12 / (125e12 x 0.5) = {encode:.2f} s: {per_batch:.2f} s per 8 windows",
+                    f"encoder 8 x 2.27e12 / ({rate_words('A10')} x 0.5) = {encode:.2f} s: {per_batch:.2f} s per 8 windows",
                     f"{windows / batch:,.0f} batches x {per_batch:.2f} s = {run / HOUR:.1f} h "
                     "(faster-whisper README, large-v2 on an RTX 3070 Ti at batch 8: 1.5 windows/s)"], "1 x A10-24GB")
+
+
+def _cheapest_job(options: list[tuple[Reference, str]]) -> Reference:
+    """The cheapest of one-GPU job references, each one's arithmetic kept, the others' totals listed."""
+    best = min(options, key=lambda o: o[0].cost_cny)[0]
+    others = [f"{label}: CNY {r.cost_cny:,.0f} ({r.hours:.1f} h)" for r, label in options if r is not best]
+    return Reference(best.machine, best.hours, best.cost_cny, best.steps + ("dearer: " + "; ".join(others),), best.gpus)
 
 
 def ref_embeddings() -> Reference:
     n, layers, h = matmul_params("bge-m3") - 250002 * 1024, 24, 1024
     per_item = 2 * n * 512 + 4 * layers * h * 512 * 512
     flops = per_item * 1e7
-    run = flops / (GPU["A10"][0] * MFU["prefill"])
-    return _job("1 x A10 (ecs.gn7i-c8g1.2xlarge)", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", 1, run, 0.568e9 * 2, [
-        "bge-m3 (XLM-R large encoder): 0.30B parameters multiplied per token (the 250k x 1024 embedding is a lookup)",
-        f"FLOPs per 512-token item: 2N x 512 + 4Lhs x 512 = {per_item:.3g}; x 1e7 items = {flops:.3g}",
-        f"time: {flops:.3g} / (125e12 x {MFU['prefill']}) = {run / HOUR:.1f} h"], "1 x A10-24GB")
+    options = []
+    for key, inst, gid, _gb in ONE_GPU:
+        run = flops / (rate(key) * MFU["prefill"])
+        options.append((_job(f"1 x {key} ({inst})", inst, "cn-shanghai", 1, run, 0.568e9 * 2, [
+            "bge-m3 (XLM-R large encoder): 0.30B parameters multiplied per token (the 250k x 1024 embedding is a "
+            "lookup)",
+            f"FLOPs per 512-token item: 2N x 512 + 4Lhs x 512 = {per_item:.3g}; x 1e7 items = {flops:.3g}",
+            f"time: {flops:.3g} / ({rate_words(key)} x {MFU['prefill']}) = {run / HOUR:.1f} h"], f"1 x {gid}"), key))
+    return _cheapest_job(options)
 
 
 def ref_offline_7b() -> Reference:
     n = matmul_params("Qwen2.5-7B")
-    prefill = 2 * n * 1000 / (GPU["A10"][0] * MFU["prefill"])
-    batch = 64
-    kv = batch * 1150 * 28 * 2 * 4 * 128 * 2
-    step = (7.616e9 * 2 + kv) / (GPU["A10"][1] * BW_EFF)
-    per_req = prefill + 300 * step / batch
-    run = 1e5 * per_req
-    return _job("1 x A10 (ecs.gn7i-c8g1.2xlarge), vLLM offline", "ecs.gn7i-c8g1.2xlarge", "cn-beijing", 1, run,
-                7.616e9 * 2, [
-                    "memory: bf16 15.2 GB; KV 57 KB per token: ~64 sequences of 1,300 tokens in what remains",
-                    f"prefill per request: 2N x 1000 / (125e12 x {MFU['prefill']}) = {prefill:.3f} s",
-                    f"decode step at batch 64: (15.2 GB + {kv / 1e9:.1f} GB KV) / (600e9 x {BW_EFF}) = "
-                    f"{step * 1e3:.0f} ms; per request 300 steps / 64 = {300 * step / batch:.3f} s",
-                    f"1e5 requests x {per_req:.3f} s = {run / HOUR:.1f} h"], "1 x A10-24GB")
+    options = []
+    for key, inst, gid, gb in ONE_GPU:
+        prefill = 2 * n * 1000 / (rate(key) * MFU["prefill"])
+        # vLLM keeps 0.9 of the memory; weights 15.2 GB and ~2 GB of activations and graphs; at most 256 sequences
+        batch = min(256, int((0.9 * gb - 15.2 - 2.0) * 1e9 / (1150 * 28 * 2 * 4 * 128 * 2)))
+        kv = batch * 1150 * 28 * 2 * 4 * 128 * 2
+        step = (7.616e9 * 2 + kv) / (GPU[key][1] * BW_EFF)
+        per_req = prefill + 300 * step / batch
+        run = 1e5 * per_req
+        options.append((_job(f"1 x {key} ({inst}), vLLM offline", inst, "cn-beijing", 1, run, 7.616e9 * 2, [
+            f"memory: bf16 15.2 GB; KV 57 KB per token: {batch} sequences of 1,150 tokens in 0.9 x {gb} GB "
+            "less weights and 2 GB (at most 256)",
+            f"prefill per request: 2N x 1000 / ({rate_words(key)} x {MFU['prefill']}) = {prefill:.3f} s",
+            f"decode step at batch {batch}: (15.2 GB + {kv / 1e9:.1f} GB KV) / ({GPU[key][1] / 1e9:.0f}e9 x {BW_EFF}) "
+            f"= {step * 1e3:.0f} ms; per request 300 steps / {batch} = {300 * step / batch:.3f} s",
+            f"1e5 requests x {per_req:.3f} s = {run / HOUR:.1f} h"], f"1 x {gid}"), key))
+    return _cheapest_job(options)
 
 
 WORKLOADS: dict[str, tuple[dict, object]] = {

@@ -38,13 +38,14 @@ def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
     doc = yaml.safe_load(out["autoscale/hpa.yaml"])
     kv.validate(doc, kv.latest_version(), strict=True)
     spec = doc["spec"]
-    # 2/s off-peak, 20/s peak at 1.897/s x 1/1.15 each: max is the plan's own replicas at the peak
-    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 13) and plan["replicas"] == 13
+    # 2/s off-peak, 20/s peak at 1.049/s x 1/1.15 each (the A10's prefills at its sustained 0.59 of 125 TFLOPS):
+    # max is the plan's own replicas at the peak
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (3, 22) and plan["replicas"] == 22
     assert spec["scaleTargetRef"]["kind"] == "Deployment"
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", spec["scaleTargetRef"]["name"])
     names = [m["pods"]["metric"]["name"] for m in spec["metrics"]]
     assert names == ["vllm_num_requests_waiting", "vllm_num_requests_running"]
-    assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "3"   # floor(1.897/s x 1.78 s slack)
+    assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "1"   # floor(1.049/s x the TTFT slack, under 2 s)
     # running requests above the target utilisation (1/1.15) of the planned batch
     seqs = plan["parallel"]["max_num_seqs"]
     assert spec["metrics"][1]["pods"]["target"]["averageValue"] == str(math.floor(seqs / 1.15)) and seqs >= 8

@@ -34,7 +34,7 @@ from gpuplan.estimate.serving_case import (COMPILED, ServingCase, attention_dtyp
                                            stream_efficiency, version_tuple)
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training import peak_flops
+from gpuplan.estimate.training import sustained_flops
 
 __all__ = ["COMPILED", "DecodeConsts", "ServingCase", "WEIGHT_ONLY_MARLIN", "attention_dtype", "compute_dtype",
            "decode_consts", "decode_min_rows", "decode_step", "decode_step_time", "engine_allreduce_s",
@@ -133,8 +133,8 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
     # K/V by heads, never below one head per rank; the MLA latent is whole on every rank unless DP attention)
     kv_tok = s.kv_bytes_per_token_16bit * case.kv_dtype_bytes / 2.0 * kv_shard_fraction(s, layout)
     # decode GEMMs have M = the batch, not the thousands of prompt rows a prefill GEMM has
-    peak_eff = peak_flops(system, compute_dtype(case), notes) * float(inf["decode_gemm_efficiency"])
-    attn_eff = peak_flops(system, attention_dtype(case), []) * float(inf["decode_gemm_efficiency"])
+    peak_eff = sustained_flops(system, compute_dtype(case), notes) * float(inf["decode_gemm_efficiency"])
+    attn_eff = sustained_flops(system, attention_dtype(case), []) * float(inf["decode_gemm_efficiency"])
     # MoE: a decode step reads only the routed experts its batch touches: B tokens choosing k of E
     # experts each touch E·(1 - (1 - k/E)^B) of them (uniform routing), the rest stay in HBM unread.
     expert_s = 0.0

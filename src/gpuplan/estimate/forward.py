@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.params import table
 from gpuplan.estimate.system import System
-from gpuplan.estimate.training import peak_flops
+from gpuplan.estimate.training import sustained_flops
 from gpuplan.i18n import N_
 
 COMPILED_FRAMEWORKS = frozenset({"torch-compile", "trtllm"})  # one CUDA graph / TensorRT engine per forward
@@ -72,7 +72,7 @@ def gpu_seconds(cost: ForwardCost, batch: int, system: System, notes: list[str] 
     """GPU time of one forward of ``batch`` samples (see the module docstring)."""
     inf = table("inference")
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
-    peak = peak_flops(system, cost.precision, notes if notes is not None else [])
+    peak = sustained_flops(system, cost.precision, notes if notes is not None else [])
     compute = batch * cost.flops_per_sample / (peak * float(inf["prefill_efficiency"]))
     traffic = batch * cost.traffic_bytes_per_sample / bw
     return max(cost.weight_bytes / bw + compute + traffic, cost.kernels * gpu_floor_s_per_op())

@@ -16,7 +16,7 @@ from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import COMPONENTS, OPT_STATE_BYTES, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training import peak_flops
+from gpuplan.estimate.training import peak_flops, sustained_flops
 from gpuplan.estimate.profile import InputScale, NonLLMResult, dense_bytes, empty_perf, forward_cost, input_scale
 from gpuplan.i18n import _
 from gpuplan.units import GIB
@@ -135,7 +135,7 @@ def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, sys
     prof = model.profile
     if model.kind == "speech" and prof.components.get("decode_flops_per_token"):
         nl = table("nonllm")
-        peak = peak_flops(system, precision, [])
+        peak = sustained_flops(system, precision, notes)
         eff = nl["compute_efficiency"] * by_key(table("training", "framework_factor"), framework, "auto")
         latency, per_sample = _speech_latency(model, prof, nl, scale.flops, batch, precision, framework, system,
                                               peak, eff, notes)

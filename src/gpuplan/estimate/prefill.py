@@ -19,7 +19,7 @@ from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training import peak_flops
+from gpuplan.estimate.training import sustained_flops
 
 
 def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str],
@@ -33,9 +33,9 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     matmul = s.layers * (s.attn_params_layer + s.mlp_params_layer_active) if encoder else s.matmul_params_active
     lin_flops = batch * 2.0 * matmul * p
     attn_flops = batch * 2.0 * s.layers * s.heads * s.head_dim * p * p
-    peak = peak_flops(system, compute_dtype(case), notes)
+    peak = sustained_flops(system, compute_dtype(case), notes)
     # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8
-    peak_attn = peak_flops(system, attention_dtype(case), [])
+    peak_attn = sustained_flops(system, attention_dtype(case), [])
     flops = lin_flops + attn_flops * peak / peak_attn  # attention FLOPs in units of the GEMM rate
     eff = float(inf["prefill_efficiency"])
     if not marginal:

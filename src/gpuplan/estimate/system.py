@@ -35,6 +35,7 @@ class System:
     vcpus: int | None = None                 # per node
     gpu_fraction: float = 1.0                # vGPU slice share (< 1)
     capacity_override_bytes: float | None = None  # vGPU slice memory
+    gpu_p2p: bool = True                     # GPU peer-to-peer over PCIe (False: staged through host memory, a VM)
 
     @property
     def total_gpus(self) -> int:
@@ -53,7 +54,9 @@ class System:
             return self.gpu.nvlink_gb_s / 2 * 1e9 * comm["nvlink_efficiency"]
         gen = self.gpu.pcie_gen or 4
         per_dir = comm["pcie_gb_s"].get(gen, comm["pcie_gb_s"][4])
-        return per_dir * 1e9 * comm["pcie_efficiency"]
+        # without peer-to-peer NCCL stages every transfer through host memory (communication.pcie_vm)
+        staged = 1.0 if self.gpu_p2p else float(comm["pcie_vm"]["host_staged_share"])
+        return per_dir * 1e9 * comm["pcie_efficiency"] * staged
 
     def intra_latency_s(self) -> float:
         lat = table("communication", "latency_s")
@@ -256,8 +259,17 @@ def system_for_instance(inst: "InstanceType", nodes: int = 1) -> System:
         inter_node_gbit_s=(inst.rdma_gbit_s or inst.network_gbit_s) if inst.rdma else inst.network_gbit_s,
         rdma=inst.rdma or None, instance_type=inst.instance_type,
         host_memory_bytes=inst.memory_gib * (1024**3) if inst.memory_gib else None, vcpus=inst.vcpus,
-        gpu_fraction=slice_share, capacity_override_bytes=cap,
+        gpu_fraction=slice_share, capacity_override_bytes=cap, gpu_p2p=instance_gpu_p2p(inst, link),
     )
+
+
+def instance_gpu_p2p(inst: "InstanceType", link: str) -> bool:
+    """Whether the GPUs of one instance reach each other peer to peer: always over NVLink / NVSwitch and on bare
+    metal (the real PCIe topology); a VM's PCIe cards only where the cloud states P2P for the family
+    (communication.pcie_vm.p2p_families), else NCCL stages through host memory."""
+    if link != "pcie" or inst.kind != "vm":
+        return True
+    return inst.family in table("communication", "pcie_vm", "p2p_families")
 
 
 def assumed_node_network_gbit_s(gpu: "GpuSpec", gpus_per_node: int) -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from gpuplan.estimate.clocks import sustained_note, sustained_tensor_fraction
 from gpuplan.estimate.comm import (dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
                                    pipeline_p2p_s, ring_latency_s, tp_collective_s)
 from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
@@ -121,6 +122,16 @@ def peak_flops(system: System, precision: str, notes: list[str]) -> float:
     return val * 1e12 * system.gpu_fraction
 
 
+def sustained_flops(system: System, precision: str, notes: list[str]) -> float:
+    """Dense tensor FLOP/s one GPU delivers under a long GEMM load: :func:`peak_flops` times the GPU's sustained
+    fraction (power-limited cards do not hold the boost clock their datasheet rate assumes; estimate/clocks.py).
+    Compute-bound times use this; MFU stays relative to :func:`peak_flops`."""
+    note = sustained_note(system.gpu)
+    if note and note not in notes:
+        notes.append(note)
+    return peak_flops(system, precision, notes) * sustained_tensor_fraction(system.gpu)
+
+
 def routed_expert_share(s: Shape) -> float:
     """Share of a token's block FLOPs spent in its routed experts (MoE), else 0."""
     if not s.moe_experts or not s.moe_experts_per_token or not s.moe_expert_ffn:
@@ -178,7 +189,8 @@ def achievable_hfu(system: System, s: Shape, framework: str, quantization: str, 
     if quantization not in (None, "none") and quantization not in eff_table["dequant_traffic"]["bytes_per_param"]:
         q = float(eff_table["quantized_base_factor"].get(quantization, 0.6))
     ramp = min(1.0, 0.5 + 0.5 * tokens_mb / float(eff_table["min_tokens_for_full_efficiency"]))
-    return base * size * fw * q * ramp
+    # the HFU table is of cards that hold their boost clock; a power-limited card sustains less (clocks.py)
+    return base * size * fw * q * ramp * sustained_tensor_fraction(system.gpu)
 
 
 def dequant_s(system: System, s: Shape, layout: Layout, quantization: str) -> float:
@@ -241,6 +253,8 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     peak = peak_flops(system, precision, notes)
     tokens_mb = seq_len * layout.micro_batch
     eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
+    if (clock_note := sustained_note(system.gpu)) is not None:
+        notes.append(clock_note)
     eff_table = table("training")
     if precision == "fp8" and system.gpu.peak_tflops("fp8"):
         bf16 = peak_flops(system, "bf16", [])
@@ -340,7 +354,13 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         per_ar = tokens_mb * s.hidden * 2.0
         n_ar = 4 + (2 if layout.checkpointing == "full" else 0)
         t_tp = tp_collective_s(system, layout.tp, per_ar)
-        hidden_share = float(comm_tab["tp_comm_overlap_share"]) if layout.tp_comm_overlap else float(overlap["tp"])
+        # TE userbuffers write into the peers' memory: without GPU peer-to-peer nothing hides (communication.pcie_vm)
+        overlapped = layout.tp_comm_overlap and system.gpu_p2p
+        hidden_share = float(comm_tab["tp_comm_overlap_share"]) if overlapped else float(overlap["tp"])
+        if layout.tp_comm_overlap and not overlapped:
+            notes.append(_("tp_comm_overlap needs GPU peer-to-peer (Transformer Engine userbuffers); {inst} stages GPU "
+                           "traffic through host memory, so the TP all-reduces are not hidden").format(
+                inst=system.instance_type or system.gpu.id))
         t_all = t_tp * n_ar * s.layers / layout.pp * layout.grad_accum
         comm += t_all * (1 - hidden_share)
         comm_total += t_all

@@ -31,7 +31,7 @@ def machine(instance_type: str) -> tuple | None:
 def offer_key(p: Plan) -> tuple:
     """What makes two plans the same purchase for the user (the instance-type name aside)."""
     s = getattr(p.estimate, "system", None)
-    links = (s.gpus_per_node, s.intra_link, s.rdma, s.inter_node_gbit_s if s.nodes > 1 else None,
+    links = (s.gpus_per_node, s.intra_link, s.gpu_p2p, s.rdma, s.inter_node_gbit_s if s.nodes > 1 else None,
              s.gpu_fraction) if s is not None and p.platform != "function-compute" else None
     c = p.cost
     money = tuple(None if x is None else round(float(x), 2)

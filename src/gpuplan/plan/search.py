@@ -100,7 +100,8 @@ class Searcher(SearchSpace):
     @staticmethod
     def sys_key(s: System) -> tuple:
         inter = (s.inter_node_gbit_s, s.rdma) if s.nodes > 1 else None
-        return (s.gpu.id, s.gpus_per_node, s.nodes, s.intra_link, inter, s.gpu_fraction, s.capacity_override_bytes)
+        return (s.gpu.id, s.gpus_per_node, s.nodes, s.intra_link, s.gpu_p2p, inter, s.gpu_fraction,
+                s.capacity_override_bytes)
 
     @staticmethod
     def memory_sys_key(s: System) -> tuple:

@@ -1,0 +1,70 @@
+"""Sustained tensor throughput of power-limited GPUs (data/efficiency.yaml ``sustained_tensor``).
+
+A datasheet tensor rate is the rate at the boost clock. A card whose board power cannot feed every tensor core at
+that clock (A10 150 W, L4 72 W, T4 70 W, L40S 350 W) runs a long GEMM load at a lower SM clock; its memory clock
+stays. The efficiency tables were fitted on cards that hold their clock (A100 / H100 SXM), so every compute-bound
+time on a listed GPU is scaled by
+
+    fraction = min(1, (measured / datasheet) / (reference measured / reference datasheet))
+
+with both measurements from one benchmark (the same script on both cards). The fraction is a clock: it scales every
+tensor rate of the card (the measurements are 16-bit; MLPerf's INT8/FP8 runs show 8-bit loads holding somewhat more,
+efficiency.yaml ``sustained_tensor``). Bandwidth-bound times are not scaled: the memory clock does not drop.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpuplan.estimate.params import table
+from gpuplan.i18n import _
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpuplan.catalog.gpus import GpuSpec
+
+
+def _entry(gpu_id: str) -> dict[str, Any] | None:
+    return table("sustained_tensor", "gpus").get(gpu_id)
+
+
+def _datasheet(gpu: "GpuSpec", dtype: str) -> float | None:
+    return gpu.peak_tflops(dtype)
+
+
+def measured_share(gpu_id: str) -> tuple[float, float] | None:
+    """(the GPU's measured share of its datasheet rate, the reference card's share in the same benchmark), or None
+    when the GPU has no measurement in efficiency.yaml."""
+    from gpuplan.catalog.gpus import get_gpu
+
+    e = _entry(gpu_id)
+    if e is None:
+        return None
+    dtype = str(e["dtype"])
+    own = _datasheet(get_gpu(gpu_id), dtype)
+    ref = _datasheet(get_gpu(str(e["reference_gpu"])), dtype)
+    if not own or not ref:
+        return None
+    return float(e["measured_tflops"]) / own, float(e["reference_tflops"]) / ref
+
+
+def sustained_tensor_fraction(gpu: "GpuSpec") -> float:
+    """Share of its datasheet tensor rate ``gpu`` sustains under a long GEMM load, relative to a card that holds its
+    boost clock (1.0 when not power-limited or not measured)."""
+    shares = measured_share(gpu.id)
+    if shares is None:
+        return 1.0
+    own, ref = shares
+    return min(1.0, own / ref)
+
+
+def sustained_note(gpu: "GpuSpec") -> str | None:
+    """The sentence an estimate states when it scales ``gpu``'s compute by its sustained fraction (None: no scaling)."""
+    f = sustained_tensor_fraction(gpu)
+    if f >= 1.0:
+        return None
+    e = _entry(gpu.id) or {}
+    return _("{gpu} sustains {share:.0%} of the tensor rate its datasheet gives at the boost clock ({measured:g} TFLOP/s "
+             "measured on a long GEMM load against an A100's share in the same benchmark; board power {tdp:g} W): "
+             "compute-bound times are scaled by it, bandwidth-bound ones are not (data/efficiency.yaml "
+             "sustained_tensor)").format(gpu=gpu.id, share=f, measured=float(e.get("measured_tflops", 0.0)),
+                                         tdp=gpu.tdp_w or 0.0)
