@@ -55,6 +55,8 @@ class Estimate:
         return self.memory.fits
 
     def to_dict(self) -> dict:
+        from gpuplan.estimate import intervals
+
         sysd = {
             "gpu": self.system.gpu.id, "gpus_per_node": self.system.gpus_per_node, "nodes": self.system.nodes,
             "total_gpus": self.system.total_gpus, "instance_type": self.system.instance_type,
@@ -76,8 +78,10 @@ class Estimate:
                              ({"1f1b": "1F1B", "gpipe": "GPipe"}.get(lay.schedule) or f"interleaved 1F1B (vp {lay.vp})")
                              if lay.pp > 1 else None),
                          "virtual_stages": lay.vp, "tp_comm_overlap": lay.tp_comm_overlap},
-            "memory": self.memory.to_dict(),
+            "memory": {**self.memory.to_dict(), "fit_confidence": round(intervals.fit_confidence(self), 3)},
             "performance": self.performance,
+            # 80 % prediction intervals of every memory and time figure: {dotted path: [low, high]}
+            "intervals": intervals.estimate_intervals(self),
             "suggestions": list(self.suggestions),
             "assumptions": list(self.assumptions),
             "warnings": list(self.warnings),
@@ -294,6 +298,9 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     est = estimate_resolved(resolved, model, system, layout)
     est.assumptions[:0] = notes + sys_notes + list(getattr(model, "assumptions", ()) or ())
+    from gpuplan.estimate import intervals
+
+    est.assumptions.extend(intervals.notes(est))
     return est
 
 
