@@ -29,6 +29,7 @@ from typing import Any
 from gpuplan.i18n import N_, _
 
 COVERAGE = 0.8  # the central interval: 10th to 90th percentile of the measured/estimated ratio
+COVERAGE_TEXT = f"{COVERAGE:.0%}"  # shown in sentences (a placeholder: a literal % in a msgid reads as %-format)
 DATA_FILE = "intervals.json"
 KINDS = ("memory", "time")
 # Parent of each class: a class with few measurements borrows from it (interval_fit.py); "all" is the root.
@@ -96,13 +97,15 @@ class Band:
         kind = _(KIND_LABEL[self.kind])
         lo, hi = f"{math.exp(self.low) - 1:+.0%}", f"{math.exp(self.high) - 1:+.0%}"
         if self.pooled:
-            return _("{kind} range for {what}: {lo} to {hi} of the estimate (80 % interval); few measurements of this "
+            return _("{kind} range for {what}: {lo} to {hi} of the estimate ({coverage} interval); few measurements of this "
                      "class, so it is borrowed from {source} ({rows} measurements in {groups} source groups) and widened "
                      "x{widen}").format(kind=kind, what=what, lo=lo, hi=hi, source=class_words(self.source),
-                                        rows=self.rows, groups=self.groups, widen=f"{self.widen:.2f}")
-        return _("{kind} range for {what}: {lo} to {hi} of the estimate (80 % interval from {rows} measurements in "
+                                        rows=self.rows, groups=self.groups, widen=f"{self.widen:.2f}",
+                                        coverage=COVERAGE_TEXT)
+        return _("{kind} range for {what}: {lo} to {hi} of the estimate ({coverage} interval from {rows} measurements in "
                  "{groups} source groups, bench/accuracy.py)").format(kind=kind, what=what, lo=lo, hi=hi,
-                                                                     rows=self.rows, groups=self.groups)
+                                                                     rows=self.rows, groups=self.groups,
+                                                                     coverage=COVERAGE_TEXT)
 
 
 def class_words(cls: str) -> str:

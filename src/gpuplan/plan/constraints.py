@@ -8,6 +8,7 @@ from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.drafts import Draft
+from gpuplan.estimate.intervals import COVERAGE_TEXT
 from gpuplan.plan.ranges import cost_high, time_high
 from gpuplan.plan.record import Plan
 from gpuplan.units import GIB, HOUR_S
@@ -24,8 +25,8 @@ def check_constraints(ctx: PlanContext, p: Draft) -> fz.Reject | None:
         return None
     t_high = time_high(p)   # the deadline is checked at the high end of the 80 % time interval
     if cons.deadline_hours and t_high is not None and t_high > cons.deadline_hours * HOUR_S:
-        return fz.Reject("deadline", _("{label} x {n} ({billing}): takes up to {hours} h (high end of its 80 % "
-                                       "range) > deadline {deadline} h").format(
+        return fz.Reject("deadline", _("{label} x {n} ({billing}): takes up to {hours} h (high end of its {coverage} "
+                                       "range) > deadline {deadline} h").format(coverage=COVERAGE_TEXT,
                              label=label, n=p.instance_count, billing=_(p.billing or "unpriced"),
                              hours=f"{t_high / HOUR_S:,.1f}", deadline=f"{cons.deadline_hours:g}"),
                          t_high - cons.deadline_hours * HOUR_S)

@@ -104,11 +104,14 @@ def cost_high(p: Any, training: bool) -> float | None:
 
 def notes(w: Any, training: bool, job: bool) -> list[str]:
     """The recommendation's assumptions: which end of each range the plans were checked at."""
-    out = [_("plans are sized at the high end of the 80 % GPU-memory interval (the memory that fits 9 jobs in 10 "
-             "like this one; data/intervals.json, bench/accuracy.py)")]
+    cov = intervals.COVERAGE_TEXT
+    out = [_("plans are sized at the high end of the {coverage} GPU-memory interval (the memory that fits 9 jobs in 10 "
+             "like this one; data/intervals.json, bench/accuracy.py)").format(coverage=cov)]
     cons = getattr(w, "constraints", None)
     if cons and cons.deadline_hours and (training or job):
-        out.append(_("the deadline is checked at the high end of each plan's 80 % time interval"))
+        out.append(_("the deadline is checked at the high end of each plan's {coverage} time interval").format(
+            coverage=cov))
     if cons and cons.budget:
-        out.append(_("the budget is checked at the high end of each plan's 80 % cost interval"))
+        out.append(_("the budget is checked at the high end of each plan's {coverage} cost interval").format(
+            coverage=cov))
     return out

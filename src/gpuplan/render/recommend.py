@@ -10,6 +10,7 @@ from rich.table import Table
 from gpuplan.i18n import N_, localize, tr
 from gpuplan.plan.record import Plan
 from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
+from gpuplan.estimate.intervals import COVERAGE_TEXT
 from gpuplan.render import ranges as rng
 from gpuplan.units import GIB, fmt_duration
 
@@ -192,8 +193,9 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
     best = rec.plans[0]
     high = (best.intervals.get("memory_per_gpu_bytes") or [None, None])[1]
     if best.memory.per_gpu_bytes and high:
-        console.print(f"[bold]{t('Memory per GPU')}[/]{colon}" + t(
-            "{range}; the plan is sized at the high end of its 80 % range, {high} GiB").format(
+        console.print(f"[bold]{t('Memory per GPU')}[/]{colon}" + tr(
+            "{range}; the plan is sized at the high end of its {coverage} range, {high} GiB", lang).format(
+            coverage=COVERAGE_TEXT,
             range=rng.gib(best.memory.per_gpu_bytes, best.intervals, "memory_per_gpu_bytes"), high=f"{high / GIB:.1f}"))
     console.print(f"[bold]{t('Why')}[/]")
     for line in best.advice.why:

@@ -77,6 +77,8 @@ export const MSG = {
   search_failed: N_("The search failed; no result is shown."),
   capacity: N_("capacity"),
   per_month: N_("/ month"),
+  range80: N_("{coverage} range {range}"),
+  sized_at: N_("sized at {high}"),
   per_btok: N_("/ 1B tokens"),
   job: N_("job"),
   latency_s: N_("latency (s)"),
@@ -207,6 +209,8 @@ export function fmtNum(x, digits) {
 }
 export function fmtPct(x) { return x === null || x === undefined || !isFinite(x) ? "–" : fmtNum(100 * x, 1) + "%"; }
 export function fmtMoney(x, cur) { return x === null || x === undefined ? "–" : (cur || "") + " " + fmtNum(x, x < 100 ? 2 : 0); }
+/* "lo–hi" of an 80 % range [low, high] (plans' and estimates' `intervals`), formatted by `fmt`; "" without one. */
+export function fmtRange(pair, fmt) { return pair && pair.length === 2 ? fmt(pair[0]) + "–" + fmt(pair[1]) : ""; }
 export function fmtGiB(b) { return b === null || b === undefined ? "–" : fmtNum(b / GIB, 1) + " GiB"; }
 export function fmtDuration(s) {
   if (s === null || s === undefined || !isFinite(s)) return "–";
