@@ -165,20 +165,11 @@ SWIFT_DATASET_TOKENS = {"swspd": (3234.4, 2547.5)}
 
 def kept_sample_tokens(max_len: int, mean: float, sd: float, batch: int = 1) -> float:
     """Tokens per micro-batch row when samples longer than ``max_len`` are dropped: the expected longest of
-    ``batch`` kept samples (the batch is padded to it); for batch 1 the mean kept length."""
-    sigma2 = math.log(1.0 + (sd / mean) ** 2)
-    sigma, mu = math.sqrt(sigma2), math.log(mean) - sigma2 / 2.0
-    def phi(z: float) -> float:
-        return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+    ``batch`` kept samples (the batch is padded to it); for batch 1 the mean kept length. The estimator's own
+    mechanism (gpuplan.estimate.lengths, 'delete' policy): the bench passes the dataset's statistics instead."""
+    from gpuplan.estimate.lengths import sample_lengths
 
-    top = phi((math.log(max_len) - mu) / sigma)
-    n = 2000
-    total = 0.0
-    for i in range(n):  # E[max] = integral over [0, max_len] of 1 - G(x)^batch
-        x = (i + 0.5) * max_len / n
-        g = phi((math.log(x) - mu) / sigma) / top
-        total += (1.0 - g ** batch) * max_len / n
-    return total
+    return sample_lengths(mean, sd, int(max_len), int(batch), "delete").padded_tokens
 
 
 def _input_from_notes(notes: str) -> dict[str, int]:
@@ -236,8 +227,6 @@ def row_to_case(r: dict[str, str]):
     seq = _i(r["seq_len"], None)
     if seq is None and task != "inference":
         seq = 64  # PEFT examples pad short tweets; the length is not stated
-    if r["group"] in SWIFT_DATASET_TOKENS and seq and METRIC_KIND.get(r["metric"]) == "speed":
-        seq = max(1, round(kept_sample_tokens(seq, *SWIFT_DATASET_TOKENS[r["group"]], batch=mb)))
     data = {
         "model": r["model"], "task": task, "precision": r["precision"] or "bf16",
         "quantization": r["quantization"] or "none", "framework": framework, "batch_size": mb,
@@ -281,6 +270,10 @@ def row_to_case(r: dict[str, str]):
         data["lora"]["targets"] = _existing_targets(r["model"], data["lora"]["targets"])
         if r["framework"] in DEFAULT_LORA_DROPOUT:
             data["lora"]["dropout"] = DEFAULT_LORA_DROPOUT[r["framework"]]
+    if r["group"] in SWIFT_DATASET_TOKENS and seq and task != "inference":
+        # the benchmark's dataset: its samples are shorter than max_length and unpacked (estimate/lengths.py)
+        mean, sd = SWIFT_DATASET_TOKENS[r["group"]]
+        data["dataset"] = {"samples": 10000, "tokens_per_sample": mean, "tokens_per_sample_sd": sd}
     if task != "inference":
         # options the source states (the workload keys default to the framework's own defaults)
         if re.search(r"\bpacked to\b", notes):

@@ -13,6 +13,7 @@ from typing import Any
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import scale_performance, workload_class
 from gpuplan.estimate.inference import ServingCase, inference_perf
+from gpuplan.estimate.lengths import dataset_lengths
 from gpuplan.estimate.memory import (
     InferenceInputs,
     MemoryEstimate,
@@ -237,13 +238,42 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
         trainable = s.params_total
     dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
     adapted = _adapted_linears(model, t) if task in ("lora", "qlora") else (0.0, 0.0)
+    # unpacked samples shorter than seq_len: each micro-batch runs its longest sample's length (estimate/lengths.py)
+    lengths = dataset_lengths(ds, t.seq_len, layout.micro_batch, t.framework, packed=not t.variable_length)
+    run_len = max(1, round(lengths.padded_tokens)) if lengths else t.seq_len
+    if lengths and dataset_tokens and tokens_per_sample:
+        dataset_tokens = dataset_tokens / tokens_per_sample * lengths.kept_share * run_len   # padded tokens run
     perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
-                         seq_len=t.seq_len, layout=layout, system=system, trainable_params=trainable,
-                         dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash,
-                         optimizer=t.optimizer, adapted_linears=adapted[0], adapted_expert_linears=adapted[1])
+                         seq_len=run_len, layout=layout, system=system, trainable_params=trainable,
+                         dataset_tokens=dataset_tokens, tokens_per_sample=run_len if lengths else tokens_per_sample,
+                         flash=t.flash, optimizer=t.optimizer, adapted_linears=adapted[0],
+                         adapted_expert_linears=adapted[1])
     notes = list(perf.notes)
+    perf_d = perf.to_dict()
+    if lengths and tokens_per_sample:
+        _unpad(perf_d, lengths, tokens_per_sample, run_len)
+        notes.append(_("unpacked samples of {mean:.0f} tokens on average (sd {sd:.0f}; log-normal, assumed): each "
+                       "micro-batch is padded to its longest, {padded:.0f} tokens per row of {seq_len}{dropped}").format(
+            mean=tokens_per_sample, sd=tokens_per_sample * lengths.cv, padded=lengths.padded_tokens, seq_len=t.seq_len,
+            dropped=_("; samples longer than {seq_len} are dropped ({share} of them)").format(
+                seq_len=t.seq_len, share=f"{1 - lengths.kept_share:.0%}") if lengths.policy == "delete" else ""))
     notes.append(_("achievable hardware FLOPs utilisation {efficiency:.0%} of {peak_tflops:.0f} TFLOP/s dense ({gpu}, data/efficiency.yaml)").format(efficiency=perf.efficiency, peak_tflops=perf.peak_tflops, gpu=system.gpu.id))
-    return mem, perf.to_dict(), notes
+    return mem, perf_d, notes
+
+
+def _unpad(perf: dict, lengths, tokens_per_sample: float, run_len: int) -> None:
+    """Throughputs in the dataset's tokens, not the padded rows the GPUs ran: tokens/s is the rate the dataset's
+    tokens (as tokens_per_sample counts them, dropped samples included) go by, so dataset tokens / tokens_per_s is
+    the job's time; MFU counts the tokens trained."""
+    if not perf.get("tokens_per_s"):
+        return
+    rate = perf["samples_per_s"] * tokens_per_sample / max(lengths.kept_share, 1e-9)
+    ratio = rate / perf["tokens_per_s"]
+    for key in ("tokens_per_s", "tokens_per_s_per_gpu"):
+        if perf.get(key):
+            perf[key] *= ratio
+    if perf.get("mfu"):
+        perf["mfu"] *= lengths.mean_tokens / run_len
 
 
 def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
