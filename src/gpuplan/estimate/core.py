@@ -223,7 +223,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     tokens_per_sample = ds.tokens_per_sample if ds and ds.tokens_per_sample else None
     t = TrainingInputs(task=task, precision=w.precision or "bf16", quantization=w.quantization or "none",
                        optimizer=w.optimizer or "adamw", framework=w.framework or "auto",
-                       flash=bool(w.flash_attention), seq_len=w.seq_len or 2048,
+                       flash=bool(w.flash_attention), seq_len=_longest_row(w),
                        lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
                        variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
@@ -252,13 +252,26 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     perf_d = perf.to_dict()
     if lengths and tokens_per_sample:
         _unpad(perf_d, lengths, tokens_per_sample, run_len)
-        notes.append(_("unpacked samples of {mean:.0f} tokens on average (sd {sd:.0f}; log-normal, assumed): each "
-                       "micro-batch is padded to its longest, {padded:.0f} tokens per row of {seq_len}{dropped}").format(
-            mean=tokens_per_sample, sd=tokens_per_sample * lengths.cv, padded=lengths.padded_tokens, seq_len=t.seq_len,
-            dropped=_("; samples longer than {seq_len} are dropped ({share} of them)").format(
-                seq_len=t.seq_len, share=f"{1 - lengths.kept_share:.0%}") if lengths.policy == "delete" else ""))
+        args = {"mean": f"{tokens_per_sample:.0f}", "sd": f"{tokens_per_sample * lengths.cv:.0f}",
+                "padded": f"{lengths.padded_tokens:.0f}", "seq_len": t.seq_len,
+                "share": f"{1 - lengths.kept_share:.0%}"}
+        notes.append((_("unpacked samples of {mean} tokens on average (sd {sd}; log-normal, assumed): each micro-batch "
+                        "is padded to its longest, {padded} tokens per row of {seq_len}; samples longer than {seq_len} "
+                        "are dropped ({share} of them)") if lengths.policy == "delete" else
+                      _("unpacked samples of {mean} tokens on average (sd {sd}; log-normal, assumed): each micro-batch "
+                        "is padded to its longest, {padded} tokens per row of {seq_len}")).format(**args))
     notes.append(_("achievable hardware FLOPs utilisation {efficiency:.0%} of {peak_tflops:.0f} TFLOP/s dense ({gpu}, data/efficiency.yaml)").format(efficiency=perf.efficiency, peak_tflops=perf.peak_tflops, gpu=system.gpu.id))
     return mem, perf_d, notes
+
+
+def _longest_row(w: Workload) -> int:
+    """The longest row a training step runs: seq_len, or the dataset's longest sample when it is shorter (an
+    unpacked batch is padded to its longest sample, never to max_length)."""
+    seq = int(w.seq_len or 2048)
+    ds = w.dataset
+    if ds and ds.max_tokens_per_sample and not w.packed and ds.max_tokens_per_sample < seq:
+        return max(1, int(ds.max_tokens_per_sample))
+    return seq
 
 
 def _unpad(perf: dict, lengths, tokens_per_sample: float, run_len: int) -> None:

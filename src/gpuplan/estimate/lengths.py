@@ -26,7 +26,7 @@ class SampleLengths:
     mean_tokens: float      # mean tokens of a trained sample (after truncation, or of the samples kept)
     padded_tokens: float    # tokens of one row of a micro-batch: the expected longest of its samples
     kept_share: float       # share of the dataset's samples trained (below 1 only when long ones are dropped)
-    policy: str             # truncate | delete
+    policy: str             # truncate | delete | dataset (cut at the dataset's own longest sample)
     cv: float               # coefficient of variation of the sample lengths used
 
 
@@ -68,5 +68,10 @@ def dataset_lengths(dataset, seq_len: int, micro_batch: int, framework: str, pac
         mean * float(table("sample_lengths", "cv"))
     policies = table("sample_lengths", "long_sample_policy")
     policy = str(policies.get(framework, policies["default"]))
+    longest = dataset.max_tokens_per_sample
+    if longest and longest <= seq_len:
+        # no sample is longer than the dataset's longest: lengths are the log-normal below it, nothing dropped
+        got = sample_lengths(mean, sd, int(seq_len), max(1, int(micro_batch)), "delete")
+        return SampleLengths(got.mean_tokens, got.padded_tokens, 1.0, "dataset", got.cv)
     got = sample_lengths(mean, sd, int(seq_len), max(1, int(micro_batch)), policy)
     return None if got.padded_tokens >= 0.99 * seq_len and got.kept_share >= 0.99 else got
