@@ -821,6 +821,27 @@ class Result:
     warnings: list[str]
 
 
+def save_result(res: Result, holdout: list[Row] | None, path: Path) -> None:
+    """Every scored row of a run (JSON), so the report and the intervals can be rebuilt without re-scoring
+    (``--from-rows``)."""
+    import json
+
+    doc = {"shipped": [r.__dict__ for r in res.shipped], "insample": [r.__dict__ for r in res.insample],
+           "logo": [r.__dict__ for r in res.logo], "fold_knobs": res.fold_knobs, "insample_knobs": res.insample_knobs,
+           "warnings": res.warnings, "holdout": None if holdout is None else [r.__dict__ for r in holdout]}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def load_result(path: Path) -> tuple[Result, list[Row] | None]:
+    import json
+
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    rows = {k: [Row(**r) for r in doc[k]] for k in ("shipped", "insample", "logo")}
+    hold = None if doc.get("holdout") is None else [Row(**r) for r in doc["holdout"]]
+    return Result(rows["shipped"], rows["insample"], rows["logo"], doc["fold_knobs"], doc["insample_knobs"],
+                  doc["warnings"]), hold
+
+
 def cross_validate(rows: list[dict[str, str]]) -> Result:
     scored_rows = [r for r in rows if r["group"] not in EXCLUDED_GROUPS]
     excluded_rows = [r for r in rows if r["group"] in EXCLUDED_GROUPS]
@@ -1033,6 +1054,11 @@ def main(argv: list[str] | None = None) -> int:
                          "repeatable; for iterating (the figures are not the published ones)")
     ap.add_argument("--write-intervals", action="store_true",
                     help="rebuild src/gpuplan/data/intervals.json from this run's LOGO residuals")
+    ap.add_argument("--rows-json", type=Path, default=None,
+                    help="save every scored row of this run (JSON) for --from-rows")
+    ap.add_argument("--from-rows", type=Path, default=None,
+                    help="rebuild the report (and, with --write-intervals, the intervals) from a --rows-json file "
+                         "instead of scoring again")
     ap.add_argument("--holdout", action="store_true",
                     help=f"also score {interval_report.HOLDOUT_CSV.relative_to(HERE.parent)} (never fitted) and "
                          "report its point error and interval coverage")
@@ -1046,7 +1072,17 @@ def main(argv: list[str] | None = None) -> int:
 
         rows = [r for r in rows if any(descends(interval_class_of_row(r) or "-", c) for c in args.cls)]
         print(f"--class {' '.join(args.cls)}: {len(rows)} rows")
-    res = cross_validate(rows)
+    holdout = None
+    if args.from_rows:
+        res, holdout = load_result(args.from_rows)
+        if args.holdout and holdout is None:   # rows saved before the held-out set was scored
+            holdout = [score(r) for r in load([interval_report.HOLDOUT_CSV])]
+    else:
+        res = cross_validate(rows)
+        if args.holdout:
+            holdout = [score(r) for r in load([interval_report.HOLDOUT_CSV])]
+        if args.rows_json:
+            save_result(res, holdout, args.rows_json)
     names = [str(p.relative_to(HERE.parent)) if p.is_relative_to(HERE.parent) else str(p) for p in args.csv]
     text = summarize(res, names)
     scored = [r for r in res.logo if r.group not in EXCLUDED_GROUPS]
@@ -1056,9 +1092,6 @@ def main(argv: list[str] | None = None) -> int:
         from gpuplan.estimate import intervals
 
         doc = dict(intervals.table())
-    holdout = None
-    if args.holdout:
-        holdout = [score(r) for r in load([interval_report.HOLDOUT_CSV])]
     head, rest = text.split("## By workload class (LOGO)", 1)
     extra = ""
     if holdout is not None:

@@ -72,14 +72,16 @@ def _ratio(entry: dict | None) -> float | None:
 
 
 def _cover_stats(pairs: Sequence[tuple[fit.Residual, dict | None]]) -> tuple[int, str, str]:
-    """(rows, coverage with each group weighing the same, median high/low ratio) of (residual, band) pairs."""
+    """(rows, coverage of rows / with each group weighing the same, median high/low ratio) of (residual, band)
+    pairs."""
     pairs = [(r, e) for r, e in pairs if e is not None]
     if not pairs:
         return 0, "-", "-"
     wts = fit.group_weights([r for r, _e in pairs])
-    inside = sum(w for (r, e), w in zip(pairs, wts, strict=True) if e["low"] <= r.value <= e["high"])
+    hit = [e["low"] <= r.value <= e["high"] for r, e in pairs]
+    by_group = sum(w for h, w in zip(hit, wts, strict=True) if h) / sum(wts)
     ratios = [_ratio(e) or 0.0 for _r, e in pairs]
-    return len(pairs), f"{inside / sum(wts):.0%}", f"{statistics.median(ratios):.2f}"
+    return len(pairs), f"{sum(hit) / len(hit):.0%} / {by_group:.0%}", f"{statistics.median(ratios):.2f}"
 
 
 def nested_pairs(res: Sequence[fit.Residual], k: dict[str, float]) -> list[tuple[fit.Residual, dict | None]]:
@@ -109,7 +111,8 @@ def coverage_table(title: str, pairs_by_label: dict[str, list[tuple[fit.Residual
     """Rows per class and kind: coverage and median width for each labelled set of pairs."""
     labels = list(pairs_by_label)
     lines = [f"### {title}", "",
-             "| class | kind | " + " | ".join(f"{lb}: rows / coverage / median high÷low" for lb in labels) + " |",
+             "| class | kind | " + " | ".join(f"{lb}: rows / coverage (rows / groups) / median high÷low" for lb in labels)
+             + " |",
              "|---|---|" + "---|" * len(labels)]
     keys = sorted({(r.cls, r.kind) for pairs in pairs_by_label.values() for r, _e in pairs})
     for cls, kind in keys + [("all", "memory"), ("all", "time")]:
