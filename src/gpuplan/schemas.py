@@ -74,6 +74,7 @@ PLAN_PROPERTIES = {
     "aliases": {"type": "array", "items": {"type": "string"}},
     "deadline_slack": _NUM_OR_NULL,
     "intervals": INTERVALS_SCHEMA,
+    "fit_confidence": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
 }
 
 RECOMMEND_SCHEMA = {

@@ -70,8 +70,13 @@ def _serving_ranges(ctx: PlanContext, c: Candidate, p: Draft, cls: str, out: Ran
     monthly = p.monthly_cost or 0.0
     replicas = max(1, p.replicas or 1)
     if rate and group_rate > 0:
-        def at(f: float) -> float:
-            return monthly * size_replicas(rate, group_rate * f, slots(c), target_util(ctx)).replicas / replicas
+        s = ctx.w.serving
+        ttft = c.est.performance.get("ttft_s")
+        slack = s.ttft_ms / 1000.0 - float(ttft) if s and s.ttft_ms and ttft is not None else None
+
+        def at(f: float) -> float:   # the same sizing as costing.serving_costs, at a replica speed x f
+            sizing = size_replicas(rate, group_rate * f, slots(c), target_util(ctx), slack)
+            return monthly * sizing.replicas / replicas
         lo, hi = min(monthly, at(fast)), max(monthly, at(slow))
     else:
         lo = hi = monthly

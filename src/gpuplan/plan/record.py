@@ -273,6 +273,7 @@ class Plan:
             "warnings": list(a.warnings),
             "recipe": self.recipe.to_dict() if self.recipe is not None else None,
             "intervals": {k: list(v) for k, v in self.intervals.items()} or self._estimate_ranges(),
+            "fit_confidence": self._fit_confidence(),
         }
         for k in DETAIL_KEYS:
             d[k] = self.details.get(k)
@@ -290,6 +291,15 @@ class Plan:
 
         lo, hi = memory_bounds(est, est.memory.per_gpu_bytes)
         return {"memory_per_gpu_bytes": [int(lo), int(hi)]}
+
+    def _fit_confidence(self) -> float | None:
+        """The chance that the job's real peak memory fits the card (>= 0.9: plans are sized at the high end)."""
+        est = self.estimate
+        if est is None or getattr(est, "memory", None) is None:
+            return None
+        from gpuplan.estimate.intervals import fit_confidence
+
+        return round(fit_confidence(est), 3)
 
     def brief(self) -> dict[str, Any]:
         """The plan as one point of the Pareto front (``pareto`` in the recommend contract)."""
