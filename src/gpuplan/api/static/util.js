@@ -79,6 +79,8 @@ export const MSG = {
   per_month: N_("/ month"),
   range80: N_("{coverage} range {range}"),
   sized_at: N_("sized at {high}"),
+  d_memory_range: N_("Memory per GPU ({coverage} range)"),
+  d_fit_confidence: N_("{p} chance it fits"),
   per_btok: N_("/ 1B tokens"),
   job: N_("job"),
   latency_s: N_("latency (s)"),
