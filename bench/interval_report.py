@@ -37,10 +37,10 @@ def residuals(rows: Iterable[Any]) -> list[fit.Residual]:
 
 
 def write_intervals(rows: Sequence[Any], csv_names: list[str], clean_groups: set[str], excluded: dict[str, str],
-                    path: Path = DATA_FILE) -> dict:
+                    unfitted_groups: set[str] | None = None, path: Path = DATA_FILE) -> dict:
     """Build the bands from the rows' LOGO residuals, calibrate them on held-out groups, write intervals.json."""
     res = residuals(rows)
-    cal = fit.calibrate(res, clean_groups)
+    cal = fit.calibrate(res, clean_groups, unfitted_groups)
     k = {kind: entry["k"] for kind, entry in cal.items()}
     bands = fit.build_bands(res, k)
     doc = {
@@ -49,11 +49,12 @@ def write_intervals(rows: Sequence[Any], csv_names: list[str], clean_groups: set
         "date": datetime.date.today().isoformat(),
         "coverage": intervals.COVERAGE,
         "method": ("80 % bands of ln(measured / estimated) (time orientation for time figures) per workload class and "
-                   "kind, from leave-one-source-group-out predictions; each source group weighs the same; a class with "
+                   "kind, from leave-one-source-group-out predictions; a source group of n rows weighs sqrt(n); "
+                   "residuals capped at a factor of 3; a class with "
                    f"fewer than {fit.MIN_GROUPS} groups or {fit.MIN_ROWS} rows borrows its parent's residuals, widened "
                    f"x{fit.POOLED_WIDEN}; half-widths x t(0.9, groups - 1) / z(0.9), then x k per kind, k chosen so that "
-                   "bands built without a group cover 80 % of its rows (nested LOGO; the larger of all groups and "
-                   "the groups no constant or mechanism was designed on)"),
+                   "bands built without a group cover 80 % of its rows (nested LOGO; the largest k of all groups, the "
+                   "groups no constant was fitted to, and the groups no constant or mechanism was designed on)"),
         "sources": csv_names,
         "excluded_groups": sorted(excluded),
         "rows": {kind: sum(1 for r in res if r.kind == kind) for kind in intervals.KINDS},
@@ -147,14 +148,20 @@ def report(doc: dict, logo_rows: Sequence[Any], holdout_rows: Sequence[Any] | No
              f"Written to `src/gpuplan/data/intervals.json` by `python bench/accuracy.py --write-intervals` ({doc['date']}; "
              f"{doc['rows']['memory']} memory and {doc['rows']['time']} time residuals from {doc['groups']['memory']} / "
              f"{doc['groups']['time']} source groups). Method: {doc['method']}.", ""]
-    lines += ["Calibration (nested leave-one-group-out, each group weighing the same):", "",
-              "| kind | k all groups | k clean groups (n) | k kept | coverage at k = 1 | coverage at k | clean groups' coverage |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["Calibration (nested leave-one-group-out; a group of n rows weighs sqrt(n)):", "",
+              "| kind | k all groups (n) | k groups no constant was fitted to (n) | k clean groups (n) | k kept | "
+              "coverage at k = 1 | coverage at k: all / unfitted / clean |", "|---|---|---|---|---|---|---|"]
+
+    def kcell(c: dict, label: str) -> str:
+        k = c.get(f"k_{label}")
+        return "-" if k is None else f"{k:g} ({c.get(f'groups_{label}')})"
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{x:.0%}"
     for kind, c in doc["calibration"].items():
-        clean = "-" if c["k_clean_groups"] is None else f"{c['k_clean_groups']:g} ({c['clean_groups']})"
-        cc = "-" if c["nested_coverage_clean"] is None else f"{c['nested_coverage_clean']:.0%}"
-        lines.append(f"| {kind} | {c['k_all_groups']:g} | {clean} | {c['k']:g} | {c['nested_coverage_k1']:.0%} | "
-                     f"{c['nested_coverage']:.0%} | {cc} |")
+        lines.append(f"| {kind} | {kcell(c, 'all')} | {kcell(c, 'unfitted')} | {kcell(c, 'clean')} | {c['k']:g} | "
+                     f"{pct(c['nested_coverage_k1'])} | {pct(c['nested_coverage'])} / "
+                     f"{pct(c.get('nested_coverage_unfitted'))} / {pct(c.get('nested_coverage_clean'))} |")
     lines += ["", "### Bands", ""] + bands_table(doc) + [""]
     sets = {"in-sample": shipped_pairs(res), "nested LOGO": nested_pairs(res, k)}
     if holdout_rows is not None:

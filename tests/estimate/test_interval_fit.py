@@ -23,15 +23,23 @@ def test_weighted_quantile_matches_the_plain_quantile_for_equal_weights():
     assert fit.weighted_quantile(vals, [1.0] * 101, 0.9) == pytest.approx(90.0, abs=0.6)
 
 
-def test_each_source_group_weighs_the_same():
-    # one large table biased +0.5, four small groups unbiased: the median is theirs, not the big table's
+def test_a_group_weighs_the_square_root_of_its_rows():
+    # one large table biased +0.5 and twenty single-row groups near 0: the table counts as 10 rows, not 100
     rows = _rows("big", "train/lora", [0.5] * 100)
-    for g in "abcd":
-        rows += _rows(g, "train/lora", [0.0, 0.01])
+    for g in range(20):
+        rows += _rows(f"s{g}", "train/lora", [0.01 * g])
     sp = fit.spread(rows)
-    assert sp.groups == 5 and sp.rows == 108
-    assert abs(sp.centre) < 0.05
-    assert sp.high == pytest.approx(0.5, abs=0.05)   # the big group is one group in five: the top decile
+    assert sp.groups == 21 and sp.rows == 120
+    assert sum(fit.group_weights(rows)[:100]) == pytest.approx(10.0)
+    assert sp.centre < 0.25                              # row-weighted, the median would be the table's 0.5
+    assert sp.high == pytest.approx(0.5, abs=1e-9)       # a third of the weight: it makes the top decile
+
+
+def test_residuals_beyond_a_factor_of_three_count_as_three():
+    rows = []
+    for g in "abcdefgh":
+        rows += _rows(g, "serve/vllm", [-6.9 if g == "a" else 0.0, 0.0])
+    assert fit.spread(rows).low >= -fit.CAP - 1e-12
 
 
 def test_small_sample_factor_is_students_t_over_the_normal():
@@ -78,7 +86,7 @@ def test_calibration_reaches_the_target_coverage_on_held_out_groups():
         rows += _rows(f"g{g}", "train/lora", [bias + rng.gauss(0.0, 0.05) for _ in range(rng.randint(2, 12))])
     cal = fit.calibrate(rows, clean_groups=set())["memory"]
     assert cal["nested_coverage"] == pytest.approx(0.8, abs=0.03)
-    assert cal["k"] >= 1.0
+    assert cal["k"] >= fit.K_MIN
     # the calibrated band holds about 80 % of a fresh group's rows drawn the same way
     band = fit.build_bands(rows, {"memory": cal["k"]})["train/lora"]["memory"]
     fresh = [rng.gauss(0.0, 0.25) + rng.gauss(0.0, 0.05) for _ in range(4000)]
@@ -86,16 +94,20 @@ def test_calibration_reaches_the_target_coverage_on_held_out_groups():
     assert 0.7 <= inside <= 0.92
 
 
-def test_clean_groups_can_only_widen_the_bands():
+def test_groups_nobody_designed_on_can_only_widen_the_bands():
     rng = random.Random(3)
     rows = []
     for g in range(12):
         rows += _rows(f"seen{g}", "train/full", [rng.gauss(0.0, 0.05) for _ in range(4)])
-    for g in range(6):   # groups nobody designed on: their errors are larger
-        rows += _rows(f"clean{g}", "train/full", [rng.gauss(0.0, 0.4) for _ in range(4)])
-    cal = fit.calibrate(rows, clean_groups={f"clean{g}" for g in range(6)})["memory"]
-    assert cal["k_clean_groups"] is not None and cal["k_clean_groups"] > cal["k_all_groups"]
-    assert cal["k"] == cal["k_clean_groups"]
+    for g in range(6):   # groups no constant was fitted to: their errors are larger
+        rows += _rows(f"new{g}", "train/full", [rng.gauss(0.0, 0.4) for _ in range(4)])
+    new = {f"new{g}" for g in range(6)}
+    cal = fit.calibrate(rows, clean_groups=set(), unfitted_groups=new)["memory"]
+    assert cal["k_unfitted"] is not None and cal["k_unfitted"] > cal["k_all"]
+    assert cal["k"] == cal["k_unfitted"]
+    assert cal["k_clean"] is None and cal["groups_clean"] == 0     # fewer than MIN_GROUPS: not used
+    plain = fit.calibrate(rows, clean_groups=set())["memory"]
+    assert plain["k"] == plain["k_all"] < cal["k"]
 
 
 def test_excess_counts_half_widths_on_each_side():

@@ -4,18 +4,19 @@ Input: one :class:`Residual` per scored measurement, ln(measured / estimated) in
 time figures, taken from leave-one-source-group-out predictions (the constants that can be fitted are
 refitted without the row's own source group), with the row's workload class and source group.
 
-1. **Group-weighted quantiles.** Rows of one source group share its conditions and its bias, so each group
-   weighs the same (its rows 1/n each): the 10th and 90th percentiles and the median of a class are those of
-   its groups, not of its largest table.
+1. **Group-weighted quantiles.** Rows of one source group share its conditions and its bias, so a group of n
+   rows weighs sqrt(n) (its rows 1/sqrt(n) each): one large table does not make a class's band, and one
+   single-row group (often a condition the estimator does not model) does not make its tails either. Residuals
+   are capped at a factor of 3 (|r| <= ln 3, as the bench's fitting loss caps them) before the quantiles.
 2. **Few measurements.** A class with fewer than ``MIN_GROUPS`` groups or ``MIN_ROWS`` rows borrows the
    residuals of its nearest ancestor that has them (``intervals.CLASS_PARENT``) and is widened by
    ``POOLED_WIDEN``; every band is also widened by the small-sample factor t(0.9, G-1) / z(0.9) of the G
    groups it was read from (a quantile of 5 groups is a weak guess of the next group's).
 3. **Calibrated on groups held out.** LOGO residuals still flatter the estimator: its mechanisms were shaped
    with these groups in view. So the half-widths are scaled by one factor per kind, ``k``, chosen so that
-   bands built *without* a group cover 80 % of that group's rows (nested leave-one-group-out, each group
-   weighing the same) — over all groups and over the groups no constant and no mechanism was designed on;
-   the larger of the two is kept.
+   bands built *without* a group cover 80 % of that group's rows (nested leave-one-group-out) — over all
+   groups, over the groups no constant was fitted to, and over the groups nobody designed a mechanism on;
+   the largest k of the sets with at least MIN_GROUPS groups is kept (never below K_MIN).
 
 Pure functions over plain records: no I/O, no estimator calls (the bench does those).
 """
@@ -30,6 +31,8 @@ from gpuplan.estimate.intervals import CLASS_PARENT, COVERAGE, KINDS, parent
 
 MIN_GROUPS = 4
 MIN_ROWS = 8
+CAP = math.log(3.0)     # a residual beyond a factor of 3 counts as a factor of 3 (bench/accuracy.py's loss cap)
+K_MIN = 0.7             # the calibration may narrow the bands, not below 70 % of the quantiles
 POOLED_WIDEN = 1.25     # a class of its own sits somewhere in its parent's spread, not at its centre (assumed)
 Z90 = 1.2815515655446004
 # Student t, 0.9 quantile, by degrees of freedom (any statistics table); beyond 30: the normal's.
@@ -86,14 +89,15 @@ def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: floa
 
 
 def group_weights(rows: Sequence[Residual]) -> list[float]:
+    """A group of n rows weighs sqrt(n): each of its rows 1/sqrt(n)."""
     count: dict[str, int] = {}
     for r in rows:
         count[r.group] = count.get(r.group, 0) + 1
-    return [1.0 / count[r.group] for r in rows]
+    return [1.0 / math.sqrt(count[r.group]) for r in rows]
 
 
 def spread(rows: Sequence[Residual]) -> Spread:
-    vals, wts = [r.value for r in rows], group_weights(rows)
+    vals, wts = [max(-CAP, min(CAP, r.value)) for r in rows], group_weights(rows)
     tail = (1.0 - COVERAGE) / 2.0
     return Spread(centre=weighted_quantile(vals, wts, 0.5), low=weighted_quantile(vals, wts, tail),
                   high=weighted_quantile(vals, wts, 1.0 - tail), rows=len(rows), groups=len({r.group for r in rows}))
@@ -184,36 +188,46 @@ def nested_excess(residuals: Sequence[Residual]) -> list[tuple[Residual, float]]
 
 
 def calibration_factor(scored: Sequence[tuple[Residual, float]]) -> float:
-    """The k at which the bands cover COVERAGE of held-out rows, each group weighing the same."""
+    """The k at which the bands cover COVERAGE of held-out rows (groups weighted as in the quantiles)."""
     if not scored:
         return 1.0
     vals = [s for _r, s in scored]
     wts = group_weights([r for r, _s in scored])
-    return max(1.0, weighted_quantile(vals, wts, COVERAGE))
+    return max(K_MIN, weighted_quantile(vals, wts, COVERAGE))
 
 
-def calibrate(residuals: Sequence[Residual], clean_groups: set[str]) -> dict[str, dict]:
-    """Per kind: k over all groups, k over the clean groups (none of their rows was designed on), the k kept
-    (the larger; the clean one only with >= MIN_GROUPS groups) and the coverage before and after."""
+def calibrate(residuals: Sequence[Residual], clean_groups: set[str],
+              unfitted_groups: set[str] | None = None) -> dict[str, dict]:
+    """Per kind: k over all groups, over the groups no constant was fitted to (``unfitted_groups``) and over
+    the clean groups (no constant fitted, no mechanism designed on them), the k kept (the largest of the sets
+    with >= MIN_GROUPS groups) and the nested coverage before and after."""
     scored = nested_excess(residuals)
     out: dict[str, dict] = {}
     for kind in KINDS:
         mine = [(r, s) for r, s in scored if r.kind == kind]
+        entry: dict = {}
+        ks = []
+        for label, sel in (("all", None), ("unfitted", unfitted_groups), ("clean", clean_groups)):
+            sub = mine if sel is None else [(r, s) for r, s in mine if r.group in sel]
+            n = len({r.group for r, _s in sub})
+            k_sub = calibration_factor(sub) if n >= MIN_GROUPS else None
+            entry[f"k_{label}"] = None if k_sub is None else round(k_sub, 3)
+            entry[f"groups_{label}"] = n
+            if k_sub is not None:
+                ks.append(k_sub)
+        k = max(ks) if ks else 1.0
         clean = [(r, s) for r, s in mine if r.group in clean_groups]
-        k_all = calibration_factor(mine)
-        n_clean = len({r.group for r, _s in clean})
-        k_clean = calibration_factor(clean) if n_clean >= MIN_GROUPS else None
-        k = max(k_all, k_clean or 0.0)
-        out[kind] = {"k": round(k, 3), "k_all_groups": round(k_all, 3),
-                     "k_clean_groups": None if k_clean is None else round(k_clean, 3), "clean_groups": n_clean,
+        unfitted = [(r, s) for r, s in mine if unfitted_groups and r.group in unfitted_groups]
+        out[kind] = {"k": round(k, 3), **entry,
                      "nested_coverage_k1": round(weighted_cover(mine, 1.0), 3),
                      "nested_coverage": round(weighted_cover(mine, k), 3),
+                     "nested_coverage_unfitted": round(weighted_cover(unfitted, k), 3) if unfitted else None,
                      "nested_coverage_clean": round(weighted_cover(clean, k), 3) if clean else None}
     return out
 
 
 def weighted_cover(scored: Sequence[tuple[Residual, float]], k: float) -> float:
-    """Share of rows (each group weighing the same) within k half-widths."""
+    """Share of rows (groups weighted as in the quantiles) within k half-widths."""
     if not scored:
         return float("nan")
     wts = group_weights([r for r, _s in scored])
