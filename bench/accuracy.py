@@ -1,6 +1,14 @@
 """Accuracy benchmark: run the analytic estimator on published measurements and report the error.
 
-Usage: python bench/accuracy.py [CSV ...] [--out bench/results/accuracy.md]
+Usage: python bench/accuracy.py [CSV ...] [--out bench/results/accuracy.md] [--class CLASS ...]
+       [--write-intervals] [--holdout] [--rows-json FILE | --from-rows FILE]
+
+--write-intervals rebuilds src/gpuplan/data/intervals.json (the 80 % prediction bands per workload class) from
+this run's LOGO residuals (bench/interval_report.py); --holdout also scores bench/data/holdout/ (never designed
+on) and reports its point error and interval coverage; --class scores one interval class (train/lora, serve,
+diffusion, ...) while iterating; --rows-json saves every scored row so --from-rows can rebuild the report and the
+intervals without scoring again. The coordinator's command after a merge:
+    python bench/accuracy.py --write-intervals --holdout
 
 Reads measurement CSVs in the schema of ../shared/validation (bench/data/measurements.csv is the
 project's copy), maps each row to a workload, hardware and layout, and compares each measured
