@@ -31,14 +31,15 @@ def check_constraints(ctx: PlanContext, p: Draft) -> fz.Reject | None:
                              hours=f"{t_high / HOUR_S:,.1f}", deadline=f"{cons.deadline_hours:g}"),
                          t_high - cons.deadline_hours * HOUR_S)
     if cons.budget:
-        spend = cost_high(p, ctx.training or ctx.job)   # the high end of the 80 % cost interval
+        spend = p.total_cost if ctx.training or ctx.job else p.monthly_cost
         if spend is None:
             if p.price_per_hour is None:
                 return fz.Reject("no_price", _("{label}: no price known, cannot check the budget").format(label=label))
             return None
         # checked against the upper bound the ranking uses (cost x (1 + the price's margin))
         over = costm.budget_reason(label, p.instance_count, p.billing or "unpriced", ctx.book.currency, spend,
-                                   p.price_margin, cons.budget, monthly=not (ctx.training or ctx.job))
+                                   p.price_margin, cons.budget, monthly=not (ctx.training or ctx.job),
+                                   spend_high=cost_high(p, ctx.training or ctx.job))   # high end of the 80 % range
         if over is not None:
             return fz.Reject("budget", *over)
     return None
