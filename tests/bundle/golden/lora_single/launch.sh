@@ -29,7 +29,7 @@ NODE_RANK="${NODE_RANK:-0}"
 MASTER_ADDR="${MASTER_ADDR:-127.0.0.1}"
 MASTER_PORT="${MASTER_PORT:-29500}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen7b-lora-demo}"
-SAVE_STEPS="${SAVE_STEPS:-2261}"
+SAVE_STEPS="${SAVE_STEPS:-2342}"
 MAX_STEPS="${MAX_STEPS:-0}"   # 0: one pass over the data
 # shellcheck disable=SC2090
 export JOB_NAME

@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 MODEL=Qwen/Qwen2.5-7B-Instruct
 DATASET="${DATA:-data/train.jsonl}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen7b-lora-demo}"
-SAVE_STEPS="${SAVE_STEPS:-2261}"
+SAVE_STEPS="${SAVE_STEPS:-2342}"
 RESUME_FROM="${RESUME_FROM:-}"
 export NNODES="${NNODES:-1}"
 export NODE_RANK="${NODE_RANK:-0}"

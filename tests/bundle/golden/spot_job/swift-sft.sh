@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 MODEL=Qwen/Qwen2.5-14B-Instruct
 DATASET="${DATA:-data/train.jsonl}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen14b-qlora-spot}"
-SAVE_STEPS="${SAVE_STEPS:-311}"
+SAVE_STEPS="${SAVE_STEPS:-325}"
 RESUME_FROM="${RESUME_FROM:-}"
 export NNODES="${NNODES:-1}"
 export NODE_RANK="${NODE_RANK:-0}"

@@ -30,7 +30,7 @@ ARGS=(
   --tp-size 1
   --context-length 1536
   --mem-fraction-static 0.9
-  --max-running-requests 32
+  --max-running-requests 604
   --dtype bfloat16
   --kv-cache-dtype fp8_e4m3
   --enable-metrics

@@ -31,7 +31,7 @@ ARGS=(
   --pipeline-parallel-size 1
   --max-model-len 1536
   --gpu-memory-utilization 0.9
-  --max-num-seqs 32
+  --max-num-seqs 604
   --dtype bfloat16
   --kv-cache-dtype fp8
 )
