@@ -122,8 +122,14 @@ def memory_line(mem: dict, lang: str, ranges: dict | None = None) -> str:
     verdict = tr("fits", lang) if conf is None else tr("fits; {p} chance the real peak fits", lang).format(
         p=">99%" if conf >= 0.995 else f"{conf:.0%}")
     return tr("Memory per GPU: {used} / {capacity} ({verdict})", lang).format(
-        used=rng.gib(used, {k.removeprefix("memory."): v for k, v in (ranges or {}).items()}, "per_gpu_bytes"),
+        used=_used_with_range(used, (ranges or {}).get("memory.per_gpu_bytes")),
         capacity=fmt_bytes(cap), verdict=verdict)
+
+
+def _used_with_range(used: float, pair: list | None) -> str:
+    """'40.00 GiB (31.2-57.0)': the point as fmt_bytes writes it, then its 80 % range in GiB."""
+    text = fmt_bytes(used)
+    return text if not pair else rng.with_range(text, pair[0] / GIB, pair[1] / GIB, lambda x: f"{x:.1f}")
 
 
 def memory_view(est_dict: dict, lang: str) -> Table:
