@@ -1,9 +1,17 @@
 """Accuracy benchmark: run the analytic estimator on published measurements and report the error.
 
-Usage: python bench/accuracy.py [CSV ...] [--out bench/results/accuracy.md] [--only serving]
+Usage: python bench/accuracy.py [CSV ...] [--out bench/results/accuracy.md] [--only serving] [--class CLASS ...]
+       [--write-intervals] [--holdout] [--rows-json FILE | --from-rows FILE]
 
 ``--only CLASS`` scores the rows of the workload classes starting with CLASS (``serving`` for every serving
 class) and writes bench/results/accuracy-CLASS.md.
+
+--write-intervals rebuilds src/gpuplan/data/intervals.json (the 80 % prediction bands per workload class) from
+this run's LOGO residuals (bench/interval_report.py); --holdout also scores bench/data/holdout/ (never designed
+on) and reports its point error and interval coverage; --class scores one interval class (train/lora, serve,
+diffusion, ...) while iterating; --rows-json saves every scored row so --from-rows can rebuild the report and the
+intervals without scoring again. The coordinator's command after a merge:
+    python bench/accuracy.py --write-intervals --holdout
 
 Reads measurement CSVs in the schema of ../shared/validation (bench/data/measurements.csv is the
 project's copy), maps each row to a workload, hardware and layout, and compares each measured
@@ -43,6 +51,8 @@ from gpuplan.workload_defaults import resolve_defaults
 os.environ["GPUPLAN_CALIBRATION"] = "off"
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the sibling interval_report module (tests load this file by path)
+import interval_report  # noqa: E402
 DEFAULT_CSV = [HERE / "data" / "measurements.csv", HERE / "data" / "h200-calibration.csv",
                HERE / "data" / "measurements-dev2.csv", HERE / "data" / "measurements-nonllm.csv",
                HERE / "data" / "measurements-serving.csv"]
@@ -172,26 +182,17 @@ SWIFT_DATASET_TOKENS = {"swspd": (3234.4, 2547.5)}
 
 def kept_sample_tokens(max_len: int, mean: float, sd: float, batch: int = 1) -> float:
     """Tokens per micro-batch row when samples longer than ``max_len`` are dropped: the expected longest of
-    ``batch`` kept samples (the batch is padded to it); for batch 1 the mean kept length."""
-    sigma2 = math.log(1.0 + (sd / mean) ** 2)
-    sigma, mu = math.sqrt(sigma2), math.log(mean) - sigma2 / 2.0
-    def phi(z: float) -> float:
-        return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+    ``batch`` kept samples (the batch is padded to it); for batch 1 the mean kept length. The estimator's own
+    mechanism (gpuplan.estimate.lengths, 'delete' policy): the bench passes the dataset's statistics instead."""
+    from gpuplan.estimate.lengths import sample_lengths
 
-    top = phi((math.log(max_len) - mu) / sigma)
-    n = 2000
-    total = 0.0
-    for i in range(n):  # E[max] = integral over [0, max_len] of 1 - G(x)^batch
-        x = (i + 0.5) * max_len / n
-        g = phi((math.log(x) - mu) / sigma) / top
-        total += (1.0 - g ** batch) * max_len / n
-    return total
+    return sample_lengths(mean, sd, int(max_len), int(batch), "delete").padded_tokens
 
 
 def _input_from_notes(notes: str) -> dict[str, int]:
     """A non-LLM row's input as its notes state it ('image_size 1024', 'steps 50')."""
     out = {}
-    for key in ("image_size", "steps"):
+    for key in ("image_size", "steps", "audio_seconds"):
         m = re.search(rf"\b{key} (\d+)\b", notes or "")
         if m:
             out[key] = int(m.group(1))
@@ -243,8 +244,6 @@ def row_to_case(r: dict[str, str]):
     seq = _i(r["seq_len"], None)
     if seq is None and task != "inference":
         seq = 64  # PEFT examples pad short tweets; the length is not stated
-    if r["group"] in SWIFT_DATASET_TOKENS and seq and METRIC_KIND.get(r["metric"]) == "speed":
-        seq = max(1, round(kept_sample_tokens(seq, *SWIFT_DATASET_TOKENS[r["group"]], batch=mb)))
     data = {
         "model": r["model"], "task": task, "precision": r["precision"] or "bf16",
         "quantization": r["quantization"] or "none", "framework": framework, "batch_size": mb,
@@ -288,6 +287,10 @@ def row_to_case(r: dict[str, str]):
         data["lora"]["targets"] = _existing_targets(r["model"], data["lora"]["targets"])
         if r["framework"] in DEFAULT_LORA_DROPOUT:
             data["lora"]["dropout"] = DEFAULT_LORA_DROPOUT[r["framework"]]
+    if r["group"] in SWIFT_DATASET_TOKENS and seq and task != "inference":
+        # the benchmark's dataset: its samples are shorter than max_length and unpacked (estimate/lengths.py)
+        mean, sd = SWIFT_DATASET_TOKENS[r["group"]]
+        data["dataset"] = {"samples": 10000, "tokens_per_sample": mean, "tokens_per_sample_sd": sd}
     if task != "inference":
         # options the source states (the workload keys default to the framework's own defaults)
         if re.search(r"\bpacked to\b", notes):
@@ -354,6 +357,18 @@ def dataset_tokens_from_notes(notes: str) -> float | None:
 
 
 def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
+    """(predicted value, whether the run is predicted to fit, note) of one row."""
+    pred, fits, note, _est = predict_with_estimate(r)
+    return pred, fits, note
+
+
+def predict_with_estimate(r: dict[str, str]):
+    """predict(), and the estimate the value was read from (its interval class and ranges)."""
+    pred, fits, note, est = _predict(r)
+    return pred, fits, note, est
+
+
+def _predict(r: dict[str, str]):
     w, system, layout = row_to_case(r)
     model = resolve_model(r["model"])
     est = estimate_resolved(w, model, system, layout, with_suggestions=False)
@@ -370,53 +385,57 @@ def predict(r: dict[str, str]) -> tuple[float | None, bool | None, str]:
     fits = mem.fits
     if metric == "peak_mem_gib_per_gpu":
         val = {"max_allocated": mem.peak_allocated_bytes, "max_reserved": mem.peak_reserved_bytes}.get(api, mem.per_gpu_bytes)
-        return val / GIB, fits, ""
+        return val / GIB, fits, "", est
     if metric == "peak_mem_gib_total":  # the sum over the run's GPUs: one replica's GPUs x its replicas
         val = {"max_allocated": mem.total_allocated_bytes, "max_reserved": mem.total_reserved_bytes}.get(api, mem.total_bytes)
-        return val * max(1, layout.dp) * max(1, layout.cp) / GIB, fits, ""
+        return val * max(1, layout.dp) * max(1, layout.cp) / GIB, fits, "", est
     if metric == "output_tokens_per_s":
         if max_throughput_row(r):  # no batch given: the engine's offline maximum
-            return perf["max_output_tokens_per_s"], fits, ""
-        return perf["output_tokens_per_s"], fits, ""
+            return perf["max_output_tokens_per_s"], fits, "", est
+        return perf["output_tokens_per_s"], fits, "", est
     if metric == "max_output_tokens_per_s":  # offline maximum throughput (trtllm-bench / benchmark_throughput)
-        return perf["max_output_tokens_per_s"], fits, ""
+        return perf["max_output_tokens_per_s"], fits, "", est
     if metric == "total_tokens_per_s":  # (prompt + generated) tokens over the whole run
         tokens = (w.prompt_tokens or 0) + (w.output_tokens or 0)
         if max_throughput_row(r):
-            return perf["max_requests_per_s"] * tokens, fits, ""
-        return perf["sequences_per_s"] * tokens, fits, ""
+            return perf["max_requests_per_s"] * tokens, fits, "", est
+        return perf["sequences_per_s"] * tokens, fits, "", est
     if metric == "tpot_ms":  # mean time per output token of a concurrency benchmark (bench_serving)
-        return perf["tpot_s"] * 1000.0, fits, ""
+        return perf["tpot_s"] * 1000.0, fits, "", est
     if metric == "step_time_s":
-        return perf["step_time_s"], fits, ""
+        return perf["step_time_s"], fits, "", est
+    if metric == "ttft_s":  # time to the first token of one request at the row's batch
+        return perf["ttft_s"], fits, "", est
     if metric in ("images_per_s", "denoising_steps_per_s", "latency_s"):
-        return perf.get(metric), fits, "" if perf.get(metric) is not None else f"no {metric} for this model"
+        return perf.get(metric), fits, "" if perf.get(metric) is not None else f"no {metric} for this model", est
     if metric == "train_tokens_per_s_per_gpu":
-        return perf["tokens_per_s_per_gpu"], fits, ""
+        return perf["tokens_per_s_per_gpu"], fits, "", est
     if metric == "train_samples_per_s":
-        return perf["samples_per_s"], fits, ""
+        return perf["samples_per_s"], fits, "", est
     if metric == "tflops_per_gpu":
-        return perf["tflops_per_gpu"], fits, ""
+        return perf["tflops_per_gpu"], fits, "", est
     if metric == "mfu":
-        return perf["mfu"], fits, ""
+        return perf["mfu"], fits, "", est
     if metric == "wall_hours":
         tokens = dataset_tokens_from_notes(r["notes"])
         if not tokens:
-            return None, fits, "wall time needs the tokens trained, which the notes do not state"
-        return tokens / perf["tokens_per_s"] / 3600.0, fits, ""
+            return None, fits, "wall time needs the tokens trained, which the notes do not state", est
+        return tokens / perf["tokens_per_s"] / 3600.0, fits, "", est
     if metric == "gpu_hours":
         tokens = dataset_tokens_from_notes(r["notes"])
         if not tokens:
-            return None, fits, "dataset size not in notes"
-        return tokens / perf["tokens_per_s_per_gpu"] / 3600.0, fits, ""
-    return None, fits, f"unknown metric {metric}"
+            return None, fits, "dataset size not in notes", est
+        return tokens / perf["tokens_per_s_per_gpu"] / 3600.0, fits, "", est
+    return None, fits, f"unknown metric {metric}", est
 
 
 METRIC_KIND = {"peak_mem_gib_per_gpu": "memory", "peak_mem_gib_total": "memory", "output_tokens_per_s": "speed",
                "max_output_tokens_per_s": "speed", "total_tokens_per_s": "speed", "step_time_s": "speed",
                "train_tokens_per_s_per_gpu": "speed", "train_samples_per_s": "speed", "tflops_per_gpu": "speed",
                "gpu_hours": "speed", "mfu": "speed", "wall_hours": "speed", "images_per_s": "speed",
-               "denoising_steps_per_s": "speed", "latency_s": "speed", "tpot_ms": "speed"}
+               "denoising_steps_per_s": "speed", "latency_s": "speed", "ttft_s": "speed", "tpot_ms": "speed"}
+# Speed metrics that are durations (a larger value is slower); every other speed metric is a rate.
+TIME_METRICS = {"step_time_s", "gpu_hours", "wall_hours", "latency_s", "ttft_s", "tpot_ms"}
 
 
 def _p90(xs: list[float]) -> float:
@@ -615,10 +634,21 @@ class Row:
     error: float | None
     fits: bool | None
     note: str = ""
+    icls: str = ""                  # gpuplan.estimate.intervals class of the row's workload
+    fits_high: bool | None = None   # fits at the high end of the 80 % memory interval (what plans are sized at)
 
     @property
     def kind(self) -> str:
         return METRIC_KIND.get(self.metric, "speed")
+
+    @property
+    def residual(self) -> float | None:
+        """ln(measured / predicted) in the time orientation for speed rows (ln(measured time / predicted
+        time)): the quantity the prediction intervals are read from."""
+        if self.predicted is None or self.predicted <= 0 or self.measured <= 0:
+            return None
+        r = math.log(self.measured / self.predicted)
+        return -r if self.kind == "speed" and self.metric not in TIME_METRICS else r
 
 
 def layout_stated(r: dict[str, str]) -> bool:
@@ -635,16 +665,20 @@ def score(r: dict[str, str]) -> Row:
     measured = float(r["value"])
     base = Row(r["id"], r["group"], classify(r), r["metric"], measured, None, None, None)
     try:
-        pred, fits, note = predict(r)
+        pred, fits, note, est = predict_with_estimate(r)
     except GpuplanError as err:
         base.note = f"error: {err.message}"
         return base
     except Exception as err:  # noqa: BLE001 - a physics bug must not stop the whole benchmark; it is listed
         base.note = f"crash: {type(err).__name__}: {err}"
         return base
+    from gpuplan.estimate import intervals
+
+    base.icls = intervals.class_of(est)
+    fits_high = intervals.memory_high_bytes(est) <= est.memory.capacity_bytes
     if not layout_stated(r) or pred is None:
-        fits = None  # the run's GPU count or layout is not published (or nothing was estimated): says nothing
-    base.predicted, base.fits, base.note = pred, fits, note
+        fits = fits_high = None  # the run's GPU count or layout is not published (or nothing was estimated)
+    base.predicted, base.fits, base.note, base.fits_high = pred, fits, note, fits_high
     base.error = None if pred is None else (pred - measured) / measured
     return base
 
@@ -813,6 +847,27 @@ class Result:
     warnings: list[str]
 
 
+def save_result(res: Result, holdout: list[Row] | None, path: Path) -> None:
+    """Every scored row of a run (JSON), so the report and the intervals can be rebuilt without re-scoring
+    (``--from-rows``)."""
+    import json
+
+    doc = {"shipped": [r.__dict__ for r in res.shipped], "insample": [r.__dict__ for r in res.insample],
+           "logo": [r.__dict__ for r in res.logo], "fold_knobs": res.fold_knobs, "insample_knobs": res.insample_knobs,
+           "warnings": res.warnings, "holdout": None if holdout is None else [r.__dict__ for r in holdout]}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def load_result(path: Path) -> tuple[Result, list[Row] | None]:
+    import json
+
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    rows = {k: [Row(**r) for r in doc[k]] for k in ("shipped", "insample", "logo")}
+    hold = None if doc.get("holdout") is None else [Row(**r) for r in doc["holdout"]]
+    return Result(rows["shipped"], rows["insample"], rows["logo"], doc["fold_knobs"], doc["insample_knobs"],
+                  doc["warnings"]), hold
+
+
 def cross_validate(rows: list[dict[str, str]]) -> Result:
     scored_rows = [r for r in rows if r["group"] not in EXCLUDED_GROUPS]
     excluded_rows = [r for r in rows if r["group"] in EXCLUDED_GROUPS]
@@ -838,7 +893,7 @@ def cross_validate(rows: list[dict[str, str]]) -> Result:
             key = r["id"] + r["metric"]
             row = s.get(key) or m[key]
             if key in s:
-                row = Row(**{**row.__dict__, "fits": m[key].fits})
+                row = Row(**{**row.__dict__, "fits": m[key].fits, "fits_high": m[key].fits_high})
             out.append(row)
         return out
 
@@ -874,11 +929,11 @@ def _stats(rows: list[Row]) -> tuple[int, str, str, str]:
     return len(errs), f"{statistics.median(a):.1%}", f"{_p90(a):.1%}", f"{statistics.median(errs):+.1%}"
 
 
-def _fit_share(rows: list[Row]) -> str:
-    sel = [r for r in rows if r.fits is not None]
+def _fit_share(rows: list[Row], attr: str = "fits") -> str:
+    sel = [r for r in rows if getattr(r, attr) is not None]
     if not sel:
         return "-"
-    ok = sum(1 for r in sel if r.fits)
+    ok = sum(1 for r in sel if getattr(r, attr))
     return f"{ok}/{len(sel)} ({ok / len(sel):.1%})"
 
 
@@ -902,7 +957,8 @@ def summarize(res: Result, csv_names: list[str]) -> str:
     for kind in ("memory", "speed"):
         n, med, p90, bias = _stats([r for r in logo if r.kind == kind])
         L.append(f"| {kind} | {n} | {med} | {p90} | {bias} |")
-    L += ["", f"Completed runs predicted to fit (LOGO, every scored row is a run that completed): {_fit_share(logo)}.", ""]
+    L += ["", f"Completed runs predicted to fit (LOGO, every scored row is a run that completed): {_fit_share(logo)}; "
+          f"at the high end of the 80 % memory interval (what `recommend` sizes plans at): {_fit_share(logo, 'fits_high')}.", ""]
     L += ["Secondary (in-sample) lines: constants as shipped, and all knobs refitted on every group:", "",
           "| kind | as shipped: rows / median / p90 | refitted in-sample: median / p90 |", "|---|---|---|"]
     for kind in ("memory", "speed"):
@@ -996,6 +1052,45 @@ def summarize(res: Result, csv_names: list[str]) -> str:
     return "\n".join(L) + "\n"
 
 
+def refresh_fits_high(scored: list[Row], rows: list[dict[str, str]]) -> None:
+    """Whether each run fits at the high end of its memory interval, read again with the bands just written
+    (the rows were scored with the previous ones); constants as shipped."""
+    from gpuplan.estimate import intervals
+
+    by_id = {r["id"]: r for r in rows}
+    cache: dict[str, bool | None] = {}
+    for row in scored:
+        src = by_id.get(row.id)
+        if src is None or row.fits_high is None:
+            continue
+        if row.id not in cache:
+            try:
+                est = predict_with_estimate(src)[3]
+                cache[row.id] = intervals.memory_high_bytes(est) <= est.memory.capacity_bytes
+            except Exception:  # noqa: BLE001 - a row that scored before scores again; listed if not
+                cache[row.id] = row.fits_high
+        row.fits_high = cache[row.id]
+
+
+def interval_class_of_row(r: dict[str, str]) -> str:
+    """The gpuplan.estimate.intervals class of a row's workload (without estimating it)."""
+    from gpuplan.estimate import intervals
+
+    try:
+        w, _system, layout = row_to_case(r)
+        model = resolve_model(r["model"])
+    except GpuplanError:
+        return ""
+    return intervals.interval_class(w.task or "inference", w.framework, getattr(model, "kind", "decoder"),
+                                    profile=getattr(model, "profile", None) is not None, tp=layout.tp, pp=layout.pp,
+                                    zero=layout.zero, fsdp=layout.fsdp)
+
+
+def clean_groups_of(groups: set[str]) -> set[str]:
+    """Source groups no shipped constant was fitted to and nobody examined while mechanisms were designed."""
+    return set(groups) - CALIBRATED_GROUPS - EXAMINED_FOR_ISSUE23 - set(EXCLUDED_GROUPS)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="*", type=Path, default=DEFAULT_CSV)
@@ -1003,7 +1098,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="report file (default results/accuracy.md; results/accuracy-<class>.md with --only)")
     ap.add_argument("--only", default=None, metavar="CLASS",
                     help="score only the rows whose workload class starts with CLASS, e.g. 'serving' (its own report)")
+    ap.add_argument("--class", dest="cls", action="append", default=[],
+                    help="score only rows of this interval class or its children (train/lora, serve, diffusion, ...); "
+                         "repeatable; for iterating (the figures are not the published ones)")
+    ap.add_argument("--write-intervals", action="store_true",
+                    help="rebuild src/gpuplan/data/intervals.json from this run's LOGO residuals")
+    ap.add_argument("--rows-json", type=Path, default=None,
+                    help="save every scored row of this run (JSON) for --from-rows")
+    ap.add_argument("--from-rows", type=Path, default=None,
+                    help="rebuild the report (and, with --write-intervals, the intervals) from a --rows-json file "
+                         "instead of scoring again")
+    ap.add_argument("--holdout", action="store_true",
+                    help=f"also score {interval_report.HOLDOUT_CSV.relative_to(HERE.parent)} (never fitted) and "
+                         "report its point error and interval coverage")
     args = ap.parse_args(argv)
+    if (args.cls or args.only) and args.write_intervals:
+        ap.error("--write-intervals needs every row: drop --class and --only")
     os.environ["GPUPLAN_ONLINE"] = "0"  # reproducible: the bundled model library only, never the network
     rows = load(args.csv)
     if args.only:
@@ -1011,9 +1121,42 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         args.out = HERE / "results" / (f"accuracy-{re.sub(r'[^a-z0-9]+', '-', args.only.lower()).strip('-')}.md"
                                        if args.only else "accuracy.md")
-    res = cross_validate(rows)
+    if args.cls:
+        from gpuplan.estimate.interval_fit import descends
+
+        rows = [r for r in rows if any(descends(interval_class_of_row(r) or "-", c) for c in args.cls)]
+        print(f"--class {' '.join(args.cls)}: {len(rows)} rows")
+    holdout = None
+    if args.from_rows:
+        res, holdout = load_result(args.from_rows)
+        if args.holdout and holdout is None:   # rows saved before the held-out set was scored
+            holdout = [score(r) for r in load([interval_report.HOLDOUT_CSV])]
+    else:
+        res = cross_validate(rows)
+        if args.holdout:
+            holdout = [score(r) for r in load([interval_report.HOLDOUT_CSV])]
+        if args.rows_json:
+            save_result(res, holdout, args.rows_json)
     names = [str(p.relative_to(HERE.parent)) if p.is_relative_to(HERE.parent) else str(p) for p in args.csv]
     text = summarize(res, names)
+    scored = [r for r in res.logo if r.group not in EXCLUDED_GROUPS]
+    if args.write_intervals:
+        groups = {r.group for r in scored}
+        doc = interval_report.write_intervals(scored, names, clean_groups_of(groups), EXCLUDED_GROUPS,
+                                              groups - CALIBRATED_GROUPS)
+        refresh_fits_high(res.logo + (holdout or []), rows + (load([interval_report.HOLDOUT_CSV]) if holdout else []))
+        text = summarize(res, names)
+    else:
+        from gpuplan.estimate import intervals
+
+        doc = dict(intervals.table())
+    head, rest = text.split("## By workload class (LOGO)", 1)
+    extra = ""
+    if holdout is not None:
+        extra += "\n".join(interval_report.holdout_summary(holdout, _stats, _fit_share)) + "\n"
+    if "calibration" in doc and not args.cls:
+        extra += interval_report.report(doc, scored, holdout) + "\n"
+    text = head + extra + "## By workload class (LOGO)" + rest
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text.split("## By source group")[0])

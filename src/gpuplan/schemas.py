@@ -19,6 +19,7 @@ MEMORY_SCHEMA = {
         "peak_reserved_bytes": {"type": "integer"}, "engine_reserved_bytes": _INT,
         "capacity_bytes": {"type": "integer"}, "fits": {"type": "boolean"}, "shortfall_bytes": {"type": "integer"},
         "host_bytes": {"type": "integer"},
+        "fit_confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "components": {"type": "object", "required": ["weights", "gradients", "optimizer", "activations", "kv_cache",
                                                       "adapters", "logits", "overhead"],
                        "additionalProperties": {"type": "integer"}},
@@ -29,15 +30,21 @@ PERFORMANCE_KEYS = ["step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "samp
                     "comm_fraction", "total_time_s", "gpu_hours", "ttft_s", "tpot_s", "output_tokens_per_s",
                     "max_concurrency", "max_requests_per_s"]
 
+# 80 % prediction intervals: {dotted path of a figure: [low, high]} (gpuplan.estimate.intervals)
+INTERVALS_SCHEMA = {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"},
+                                                               "minItems": 2, "maxItems": 2}}
+
 ESTIMATE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "gpuplan estimate --json",
     "type": "object",
-    "required": ["schema_version", "workload", "memory", "performance", "suggestions", "assumptions", "warnings"],
+    "required": ["schema_version", "workload", "memory", "performance", "intervals", "suggestions", "assumptions",
+                 "warnings"],
     "properties": {
         "schema_version": {"const": 1},
         "workload": {"type": "object"},
         "memory": MEMORY_SCHEMA,
+        "intervals": INTERVALS_SCHEMA,
         "performance": {"type": "object", "required": PERFORMANCE_KEYS,
                         "properties": {k: _NUM for k in PERFORMANCE_KEYS}},
         "suggestions": {"type": "array", "items": {"type": "string"}},
@@ -49,7 +56,8 @@ ESTIMATE_SCHEMA = {
 PLAN_KEYS = ["platform", "instance_type", "instance_count", "gpu", "gpus_total", "parallel", "memory_per_gpu_bytes",
              "capacity_per_gpu_bytes", "billing", "region", "price_region", "instance_price_per_hour",
              "price_per_hour", "currency", "price_as_of", "price_source", "time_s", "total_cost", "replicas",
-             "monthly_cost", "cost_per_million_output_tokens", "storage", "network", "host", "pareto", "why"]
+             "monthly_cost", "cost_per_million_output_tokens", "storage", "network", "host", "pareto", "why",
+             "intervals"]
 
 # LLM serving plans: what the configuration is and what the user gets (plan/serving_report.py)
 SERVING_KEYS = ["engine", "engine_copies", "instances", "tp", "pp", "dp", "ep", "dp_attention", "weight_format",
@@ -70,6 +78,8 @@ PLAN_PROPERTIES = {
                                      "utilization", "ttft_target_s", "tpot_target_s")}}}]},
     "aliases": {"type": "array", "items": {"type": "string"}},
     "deadline_slack": _NUM_OR_NULL,
+    "intervals": INTERVALS_SCHEMA,
+    "fit_confidence": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
 }
 
 RECOMMEND_SCHEMA = {

@@ -151,6 +151,10 @@ class DatasetSpec(_Strict):
     tokens: float | None = Field(None, gt=0, le=1e15)
     samples: float | None = Field(None, gt=0, le=1e13)
     tokens_per_sample: float | None = Field(None, gt=0, le=MAX_TOKENS)
+    tokens_per_sample_sd: float | None = Field(None, gt=0, le=MAX_TOKENS, description=(
+        "standard deviation of the sample lengths (tokens): unpacked batches are padded to their longest sample"))
+    max_tokens_per_sample: float | None = Field(None, gt=0, le=MAX_TOKENS, description=(
+        "the dataset's longest sample (tokens): below seq_len, memory and rows are sized at it instead"))
     bytes_per_sample: float | None = Field(None, gt=0, le=1e10, description="non-LLM datasets: stored bytes per sample")
     epochs: float = Field(1.0, gt=0, le=10_000)
     size_gib: float | None = Field(None, gt=0, le=1e7, description="stored dataset size, for storage advice")

@@ -15,22 +15,30 @@ def _family(p) -> str:
 ALL_STATUS = ["ga", "preview", "ticket", "not-recommended", "retired", "unconfirmed"]
 
 
-def test_qwen25_7b_lora_fits_one_a10_with_checkpointing_and_is_cheapest_per_hour():
-    rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048,
-                     "dataset": {"tokens": 1e8}, "constraints": {"billing": ["payg"]}})
-    a10 = [p for p in rec.all_plans if _family(p) == "gn7i" and p.gpus_total == 1]
-    assert a10, "one A10 should hold Qwen2.5-7B LoRA at seq 2048 with checkpointing"
-    p = min(a10, key=lambda x: x.cost.price_per_hour)
-    mem = p.memory
-    print(f"\nLoRA 7B on 1 x A10: {mem.per_gpu_bytes / GIB:.1f}/{mem.capacity_per_gpu_bytes / GIB:.1f} GiB,"
-          f" {p.parallel['checkpointing']} ckpt, {p.performance['tokens_per_s']:.0f} tok/s, CNY {p.cost.total_cost:.0f}"
-          f" per 1e8 tokens; top plan {rec.best.short_name} CNY {rec.best.cost.total_cost:.0f}")
-    assert p.parallel["checkpointing"] in ("full", "selective")
-    assert 18 * GIB < mem.per_gpu_bytes <= mem.capacity_per_gpu_bytes
-    # the cheapest pay-as-you-go plan per hour of all feasible plans
-    assert p.cost.price_per_hour == min(x.cost.price_per_hour for x in rec.all_plans if x.cost.price_per_hour)
-    # per job, a faster GPU may win; the top plan never costs more than the A10 plan
-    assert rec.best.cost.total_cost <= p.cost.total_cost
+def test_qwen25_7b_lora_on_one_a10_fits_the_estimate_but_not_its_high_end():
+    """7B LoRA at seq 2048 with checkpointing needs ~22 GiB of the A10's 22.5 usable: it fits the point estimate,
+    but LoRA memory is measured to run up to ~50 % over the estimate (data/intervals.json), so one job in two would
+    run out. Plans are sized at the high end of the 80 % range (issue 30): the A10 is rejected, the plans kept fit
+    nine jobs in ten."""
+    from gpuplan import estimate
+    from gpuplan.estimate import intervals
+
+    w = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "dataset": {"tokens": 1e8},
+         "constraints": {"billing": ["payg"]}}
+    e = estimate({**w, "hardware": {"gpu": "A10-24GB", "count": 1}})
+    print(f"\nLoRA 7B on 1 x A10: {e.memory.per_gpu_bytes / GIB:.1f}/{e.memory.capacity_bytes / GIB:.1f} GiB, "
+          f"high end {intervals.memory_high_bytes(e) / GIB:.1f} GiB, fit confidence {intervals.fit_confidence(e):.0%}")
+    assert e.fits and 18 * GIB < e.memory.per_gpu_bytes
+    assert intervals.memory_high_bytes(e) > e.memory.capacity_bytes and intervals.fit_confidence(e) < 0.9
+    rec = recommend(w)
+    assert not [p for p in rec.all_plans if _family(p) == "gn7i" and p.gpus_total == 1]
+    a10 = [r for r in rec.rejected if r["instance_type"] == "ecs.gn7i-c8g1.2xlarge"]
+    assert a10 and a10[0]["code"] == "memory"
+    for p in rec.all_plans:
+        assert p.to_dict()["fit_confidence"] >= 0.89
+    assert any("high end" in a for a in rec.assumptions)
+    # the top plan never costs more than any other feasible plan at the same billing
+    assert rec.best.cost.total_cost <= min(p.cost.total_cost for p in rec.all_plans if p.cost.total_cost)
 
 
 def test_qwen25_7b_lora_without_checkpointing_needs_more_than_an_a10():

@@ -88,6 +88,8 @@ def test_a_budget_between_point_cost_and_upper_bound_is_not_called_within_budget
     assert free.cost.price_basis == "derived" and free.cost.price_margin == pytest.approx(0.5)
     point, high = free.cost.total_cost, pessimistic_cost(free)
     assert high == pytest.approx(point * 1.5)
+    # the budget is checked at the high end of the cost's 80 % range, then the price margin on top (issue 30)
+    high = free.intervals["total_cost"][1] * 1.5
     budget = (point + high) / 2
     rec = recommend({**base, "constraints": {"billing": ["payg"], "budget": budget}}, top=1, today=TODAY)
     assert not rec.plans

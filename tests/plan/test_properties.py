@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from gpuplan.plan.ranges import memory_need
 from gpuplan.catalog.instances import load_instances
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate_resolved
@@ -91,7 +92,8 @@ def _brute_force_min_cost(wd: dict) -> float:
                         if vp not in (None, 1):
                             lay = replace(lay, vp=vp, schedule="interleaved")
                         e = estimate_resolved(v.w, model, system, lay, shape=shape, with_suggestions=False)
-                        if not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes):
+                        # plans are sized at the high end of the memory range (issue 30), as the search does
+                        if not fz.check_memory(memory_need(e), e.memory.capacity_bytes):
                             continue
                         if fz.check_host(inst, e.memory.host_bytes) is not None:
                             continue

@@ -13,6 +13,7 @@ from typing import Any
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import scale_performance, workload_class
 from gpuplan.estimate.inference import ServingCase, inference_perf
+from gpuplan.estimate.lengths import dataset_lengths
 from gpuplan.estimate.memory import (
     InferenceInputs,
     MemoryEstimate,
@@ -60,6 +61,8 @@ class Estimate:
         return self.memory.fits
 
     def to_dict(self) -> dict:
+        from gpuplan.estimate import intervals
+
         sysd = {
             "gpu": self.system.gpu.id, "gpus_per_node": self.system.gpus_per_node, "nodes": self.system.nodes,
             "total_gpus": self.system.total_gpus, "instance_type": self.system.instance_type,
@@ -81,8 +84,10 @@ class Estimate:
                              ({"1f1b": "1F1B", "gpipe": "GPipe"}.get(lay.schedule) or f"interleaved 1F1B (vp {lay.vp})")
                              if lay.pp > 1 else None),
                          "virtual_stages": lay.vp, "tp_comm_overlap": lay.tp_comm_overlap},
-            "memory": self.memory.to_dict(),
+            "memory": {**self.memory.to_dict(), "fit_confidence": round(intervals.fit_confidence(self), 3)},
             "performance": self.performance,
+            # 80 % prediction intervals of every memory and time figure: {dotted path: [low, high]}
+            "intervals": intervals.estimate_intervals(self),
             "suggestions": list(self.suggestions),
             "assumptions": list(self.assumptions),
             "warnings": list(self.warnings),
@@ -229,7 +234,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     tokens_per_sample = ds.tokens_per_sample if ds and ds.tokens_per_sample else None
     t = TrainingInputs(task=task, precision=w.precision or "bf16", quantization=w.quantization or "none",
                        optimizer=w.optimizer or "adamw", framework=w.framework or "auto",
-                       flash=bool(w.flash_attention), seq_len=w.seq_len or 2048,
+                       flash=bool(w.flash_attention), seq_len=_longest_row(w),
                        lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
                        variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
@@ -244,13 +249,55 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
         trainable = s.params_total
     dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
     adapted = _adapted_linears(model, t) if task in ("lora", "qlora") else (0.0, 0.0)
+    # unpacked samples shorter than seq_len: each micro-batch runs its longest sample's length (estimate/lengths.py)
+    lengths = dataset_lengths(ds, t.seq_len, layout.micro_batch, t.framework, packed=not t.variable_length)
+    run_len = max(1, round(lengths.padded_tokens)) if lengths else t.seq_len
+    if lengths and dataset_tokens and tokens_per_sample:
+        dataset_tokens = dataset_tokens / tokens_per_sample * lengths.kept_share * run_len   # padded tokens run
     perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
-                         seq_len=t.seq_len, layout=layout, system=system, trainable_params=trainable,
-                         dataset_tokens=dataset_tokens, tokens_per_sample=tokens_per_sample, flash=t.flash,
-                         optimizer=t.optimizer, adapted_linears=adapted[0], adapted_expert_linears=adapted[1])
+                         seq_len=run_len, layout=layout, system=system, trainable_params=trainable,
+                         dataset_tokens=dataset_tokens, tokens_per_sample=run_len if lengths else tokens_per_sample,
+                         flash=t.flash, optimizer=t.optimizer, adapted_linears=adapted[0],
+                         adapted_expert_linears=adapted[1])
     notes = list(perf.notes)
+    perf_d = perf.to_dict()
+    if lengths and tokens_per_sample:
+        _unpad(perf_d, lengths, tokens_per_sample, run_len)
+        args = {"mean": f"{tokens_per_sample:.0f}", "sd": f"{tokens_per_sample * lengths.cv:.0f}",
+                "padded": f"{lengths.padded_tokens:.0f}", "seq_len": t.seq_len,
+                "share": f"{1 - lengths.kept_share:.0%}"}
+        notes.append((_("unpacked samples of {mean} tokens on average (sd {sd}; log-normal, assumed): each micro-batch "
+                        "is padded to its longest, {padded} tokens per row of {seq_len}; samples longer than {seq_len} "
+                        "are dropped ({share} of them)") if lengths.policy == "delete" else
+                      _("unpacked samples of {mean} tokens on average (sd {sd}; log-normal, assumed): each micro-batch "
+                        "is padded to its longest, {padded} tokens per row of {seq_len}")).format(**args))
     notes.append(_("achievable hardware FLOPs utilisation {efficiency:.0%} of {peak_tflops:.0f} TFLOP/s dense ({gpu}, data/efficiency.yaml)").format(efficiency=perf.efficiency, peak_tflops=perf.peak_tflops, gpu=system.gpu.id))
-    return mem, perf.to_dict(), notes
+    return mem, perf_d, notes
+
+
+def _longest_row(w: Workload) -> int:
+    """The longest row a training step runs: seq_len, or the dataset's longest sample when it is shorter (an
+    unpacked batch is padded to its longest sample, never to max_length)."""
+    seq = int(w.seq_len or 2048)
+    ds = w.dataset
+    if ds and ds.max_tokens_per_sample and not w.packed and ds.max_tokens_per_sample < seq:
+        return max(1, int(ds.max_tokens_per_sample))
+    return seq
+
+
+def _unpad(perf: dict, lengths, tokens_per_sample: float, run_len: int) -> None:
+    """Throughputs in the dataset's tokens, not the padded rows the GPUs ran: tokens/s is the rate the dataset's
+    tokens (as tokens_per_sample counts them, dropped samples included) go by, so dataset tokens / tokens_per_s is
+    the job's time; MFU counts the tokens trained."""
+    if not perf.get("tokens_per_s"):
+        return
+    rate = perf["samples_per_s"] * tokens_per_sample / max(lengths.kept_share, 1e-9)
+    ratio = rate / perf["tokens_per_s"]
+    for key in ("tokens_per_s", "tokens_per_s_per_gpu"):
+        if perf.get(key):
+            perf[key] *= ratio
+    if perf.get("mfu"):
+        perf["mfu"] *= lengths.mean_tokens / run_len
 
 
 def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
@@ -324,6 +371,9 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
                                     lambda v: estimate_resolved(v, model, system, layout))
     est.assumptions[:0] = notes + sys_notes + list(getattr(model, "assumptions", ()) or ())
     est.warnings.extend(est.concurrency_warnings)
+    from gpuplan.estimate import intervals
+
+    est.assumptions.extend(intervals.notes(est))
     return est
 
 

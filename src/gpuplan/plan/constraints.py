@@ -8,6 +8,8 @@ from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.drafts import Draft
+from gpuplan.estimate.intervals import COVERAGE_TEXT
+from gpuplan.plan.ranges import cost_high, time_high
 from gpuplan.plan.record import Plan
 from gpuplan.units import GIB, HOUR_S
 
@@ -21,11 +23,13 @@ def check_constraints(ctx: PlanContext, p: Draft) -> fz.Reject | None:
                          p.gpus_total - ctx.max_gpus)
     if not cons:
         return None
-    if cons.deadline_hours and p.time_s is not None and p.time_s > cons.deadline_hours * HOUR_S:
-        return fz.Reject("deadline", _("{label} x {n} ({billing}): takes {hours} h > deadline {deadline} h").format(
+    t_high = time_high(p)   # the deadline is checked at the high end of the 80 % time interval
+    if cons.deadline_hours and t_high is not None and t_high > cons.deadline_hours * HOUR_S:
+        return fz.Reject("deadline", _("{label} x {n} ({billing}): takes up to {hours} h (high end of its {coverage} "
+                                       "range) > deadline {deadline} h").format(coverage=COVERAGE_TEXT,
                              label=label, n=p.instance_count, billing=_(p.billing or "unpriced"),
-                             hours=f"{p.time_s / HOUR_S:,.1f}", deadline=f"{cons.deadline_hours:g}"),
-                         p.time_s - cons.deadline_hours * HOUR_S)
+                             hours=f"{t_high / HOUR_S:,.1f}", deadline=f"{cons.deadline_hours:g}"),
+                         t_high - cons.deadline_hours * HOUR_S)
     if cons.budget:
         spend = p.total_cost if ctx.training or ctx.job else p.monthly_cost
         if spend is None:
@@ -34,7 +38,8 @@ def check_constraints(ctx: PlanContext, p: Draft) -> fz.Reject | None:
             return None
         # checked against the upper bound the ranking uses (cost x (1 + the price's margin))
         over = costm.budget_reason(label, p.instance_count, p.billing or "unpriced", ctx.book.currency, spend,
-                                   p.price_margin, cons.budget, monthly=not (ctx.training or ctx.job))
+                                   p.price_margin, cons.budget, monthly=not (ctx.training or ctx.job),
+                                   spend_high=cost_high(p, ctx.training or ctx.job))   # high end of the 80 % range
         if over is not None:
             return fz.Reject("budget", *over)
     return None
@@ -57,21 +62,22 @@ def binding(ctx: PlanContext, rejected_plans: list[tuple[Draft, fz.Reject]], res
     for p, r in rejected_plans:
         by_code.setdefault(r.code, []).append((p, r))
     if "budget" in by_code or "deadline" in by_code:
-        point = (lambda p: p.total_cost) if ctx.training or ctx.job else (lambda p: p.monthly_cost)
+        def point(p):   # the high end of the 80 % cost interval, as check_constraints reads it
+            return cost_high(p, ctx.training or ctx.job)
 
         def spend(p):   # the upper bound the budget is checked against (and the ranking compares)
             x = point(p)
             return None if x is None else costm.upper_bound(x, p.price_margin)
         priced = [p for p, _r in rejected_plans if spend(p) is not None]
         if cons and cons.budget and priced:
-            meets_deadline = [p for p in priced if not (cons.deadline_hours and p.time_s is not None
-                                                        and p.time_s > cons.deadline_hours * HOUR_S)]
+            meets_deadline = [p for p in priced if not (cons.deadline_hours and time_high(p) is not None
+                                                        and (time_high(p) or 0.0) > cons.deadline_hours * HOUR_S)]
             pool = meets_deadline or priced
             cheapest = min(pool, key=spend)
             need = spend(cheapest)
             if need > cons.budget:
                 out.append({"constraint": "budget", "limit": cons.budget, "needed": round(need, 2),
-                            "short_by": round(need - cons.budget, 2), "unit": cur,
+                            "short_by": round(need - cons.budget, 2), "unit": cur, "end": "high",
                             "text": (_("budget {cur} {budget} is {cur} {short} short of the cheapest plan that meets "
                                        "the deadline ({n} x {instance}, {billing}: {cur} {need})")
                                      if meets_deadline and cons.deadline_hours else
@@ -84,11 +90,11 @@ def binding(ctx: PlanContext, rejected_plans: list[tuple[Draft, fz.Reject]], res
         if cons and cons.deadline_hours and timed:
             within = [p for p in timed if cons.budget and spend(p) is not None and spend(p) <= cons.budget]
             pool = within or timed
-            fastest = min(pool, key=lambda p: p.time_s or 0.0)        # timed: time_s is set
-            hours = (fastest.time_s or 0.0) / HOUR_S
+            fastest = min(pool, key=lambda p: time_high(p) or 0.0)        # timed: time_s is set
+            hours = (time_high(fastest) or 0.0) / HOUR_S
             if hours > cons.deadline_hours:
                 out.append({"constraint": "deadline_hours", "limit": cons.deadline_hours, "needed": round(hours, 2),
-                            "short_by": round(hours - cons.deadline_hours, 2), "unit": "h",
+                            "short_by": round(hours - cons.deadline_hours, 2), "unit": "h", "end": "high",
                             "text": (_("deadline {deadline} h is {short} h short of the fastest plan within budget "
                                        "({n} x {instance}: {hours} h)") if within and cons.budget else
                                      _("deadline {deadline} h is {short} h short of the fastest plan ({n} x "
@@ -117,7 +123,7 @@ def binding(ctx: PlanContext, rejected_plans: list[tuple[Draft, fz.Reject]], res
         if mem:
             best = min(mem, key=lambda r: r.shortfall)
             out.append({"constraint": "memory", "limit": None, "needed": None,
-                        "short_by": round(best.shortfall / GIB, 2), "unit": "GiB",
+                        "short_by": round(best.shortfall / GIB, 2), "unit": "GiB", "end": "high",
                         "text": (_("no searched configuration fits in GPU memory (up to {n} GPUs); closest: {reason}; "
                                    "preview/by-ticket types were not searched (constraints.include_status)") if status
                                  else _("no searched configuration fits in GPU memory (up to {n} GPUs); closest: "

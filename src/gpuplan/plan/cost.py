@@ -241,11 +241,12 @@ def upper_bound(amount: float, margin: float | None) -> float:
 
 
 def budget_reason(label: str, n: int, billing: str, currency: str, spend: float, margin: float | None,
-                  budget: float, monthly: bool) -> tuple[str, float] | None:
+                  budget: float, monthly: bool, spend_high: float | None = None) -> tuple[str, float] | None:
     """(why a plan is over the budget, by how much) or None when even its upper bound fits. A plan whose
-    point cost fits but whose upper bound (an estimated price at the top of its margin) does not is
-    within budget only at the point estimate, and is not called within budget."""
-    high = upper_bound(spend, margin)
+    point cost fits but whose upper bound (an estimated price at the top of its margin, and the high end of the
+    cost's 80 % range, ``spend_high``: plan/ranges.py) does not is within budget only at the point estimate,
+    and is not called within budget."""
+    high = upper_bound(max(spend, spend_high or spend), margin)
     if high <= budget:
         return None
     args = {"label": label, "n": n, "billing": _(billing), "cur": currency, "spend": f"{spend:,.0f}",
@@ -254,6 +255,12 @@ def budget_reason(label: str, n: int, billing: str, currency: str, spend: float,
         text = (_("{label} x {n} ({billing}): costs {cur} {spend}/month > budget {budget}") if monthly
                 else _("{label} x {n} ({billing}): costs {cur} {spend} > budget {budget}"))
         return text.format(**args), spend - budget
+    if spend_high and spend_high > spend:
+        text = (_("{label} x {n} ({billing}): within budget {budget} only at the point estimate ({cur} {spend}/month); "
+                  "up to {cur} {high}/month at the high end of its cost range and price margin") if monthly
+                else _("{label} x {n} ({billing}): within budget {budget} only at the point estimate ({cur} {spend}); up "
+                       "to {cur} {high} at the high end of its cost range and price margin"))
+        return text.format(**args), high - budget
     text = (_("{label} x {n} ({billing}): within budget {budget} only at the point estimate ({cur} {spend}/month); up "
               "to {cur} {high}/month at the top of its price margin") if monthly
             else _("{label} x {n} ({billing}): within budget {budget} only at the point estimate ({cur} {spend}); up to "

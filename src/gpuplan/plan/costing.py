@@ -157,7 +157,9 @@ def deadline_margin(ctx: PlanContext, p: Draft) -> None:
     if not (cons and cons.deadline_hours) or p.time_s is None:
         return
     deadline_s = cons.deadline_hours * HOUR_S
-    p.deadline_slack = (deadline_s - p.time_s) / deadline_s
+    # at the high end of the job's 80 % time range, where the deadline is checked (plan/ranges.py)
+    time_s = (p.intervals or {}).get("time_s", [None, p.time_s])[1]
+    p.deadline_slack = (deadline_s - time_s) / deadline_s
     if p.billing == "spot" and 0.0 <= p.deadline_slack < SLACK_MIN:
         p.warnings.append(_("{instance} x {n} on spot is expected to finish with only {share} of the {deadline} h "
                             "deadline to spare; interruptions are random, so it may miss it: ranked after the plans "

@@ -11,6 +11,7 @@ from gpuplan.plan import cost as costm
 from gpuplan.plan.candidates import TRAIN_TASKS, launcher_for
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.costing import deadline_margin, training_costs
+from gpuplan.plan.ranges import draft_ranges
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory
 from gpuplan.plan.search_point import Candidate
 from gpuplan.plan.serving_config import describe
@@ -56,6 +57,7 @@ class Draft:
     deadline_slack: float | None = None
     framework: str | None = None    # the framework the workload names (its launcher wins)
     serving_sizing: dict | None = None   # LLM serving: how the replicas were sized (plan/serving_costs.py)
+    intervals: dict | None = None   # 80 % ranges of memory, time and cost (plan/ranges.py)
 
     def record(self) -> Plan:
         """The frozen plan record (advice is added later, for the plans that are shown)."""
@@ -102,7 +104,7 @@ class Draft:
                     performance={k: v for k, v in c.est.performance.items() if v is not None}, cost=cost,
                     advice=PlanAdvice(why=tuple(self.why), warnings=tuple(self.warnings)),
                     cost_key=self.cost_key, time_key=self.time_key, estimate=c.est, deadline_slack=self.deadline_slack,
-                    recipe=c.recipe)
+                    recipe=c.recipe, intervals=self.intervals or {})
 
 
 
@@ -155,6 +157,7 @@ def draft(ctx: PlanContext, c: Candidate, price: costm.Price | None, region: str
         training_costs(ctx, c, p, price)
     else:
         serving_costs(ctx, c, p, price)
+    p.intervals = draft_ranges(ctx, c, p, price)
     deadline_margin(ctx, p)
     return p
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from gpuplan.catalog.instances import InstanceType
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
+from gpuplan.plan.ranges import memory_need
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.context import PlanContext, ckpt_bytes, final_export_bytes, model_bytes
 from gpuplan.plan.network import network_advice
@@ -210,7 +211,7 @@ def relaxation_hint(ctx: PlanContext, inst: InstanceType, res, searcher: Searche
     v = Variant(ctx.w.quantization or "none", ctx.w.optimizer, ctx.w)
     if ctx.training and lay.checkpointing != "full":
         e2 = searcher.estimate(v, system, replace(lay, checkpointing="full"))
-        if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
+        if e2 and fz.check_memory(memory_need(e2), e2.memory.capacity_bytes, searcher.headroom):
             return _("with full gradient checkpointing ({gib} GiB)").format(gib=f"{e2.memory.per_gpu_bytes / GIB:.1f}")
     if ctx.training and ctx.task in ("full", "pretrain"):
         try:
@@ -218,7 +219,7 @@ def relaxation_hint(ctx: PlanContext, inst: InstanceType, res, searcher: Searche
             e2 = searcher.estimate(v2, system, replace(lay, zero=0, offload="none", checkpointing="full"))
         except GpuplanError:
             e2 = None
-        if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
+        if e2 and fz.check_memory(memory_need(e2), e2.memory.capacity_bytes, searcher.headroom):
             return _("with LoRA instead of full fine-tuning ({gib} GiB)").format(
                 gib=f"{e2.memory.per_gpu_bytes / GIB:.1f}")
     if not ctx.training and (ctx.w.quantization or "none") == "none" and ctx.llm:
@@ -228,7 +229,7 @@ def relaxation_hint(ctx: PlanContext, inst: InstanceType, res, searcher: Searche
             except GpuplanError:
                 continue
             e2 = searcher.estimate(Variant(q, None, w2), system, lay)
-            if e2 and fz.check_memory(e2.memory.per_gpu_bytes, e2.memory.capacity_bytes, searcher.headroom):
+            if e2 and fz.check_memory(memory_need(e2), e2.memory.capacity_bytes, searcher.headroom):
                 return _("with {q} weights ({gib} GiB; allow it in constraints.quantization)").format(
                     q=q, gib=f"{e2.memory.per_gpu_bytes / GIB:.1f}")
     return None

@@ -99,8 +99,9 @@ def serverless_month(traffic: Traffic, *, per_instance_rps: float, latency_s: fl
 
 
 def _fits(est, headroom: float) -> bool:
-    mem = est.memory
-    return mem.per_gpu_bytes <= mem.capacity_bytes * (1.0 - headroom)
+    from gpuplan.plan.ranges import memory_need
+
+    return memory_need(est) <= est.memory.capacity_bytes * (1.0 - headroom)
 
 
 def _latency_s(perf: dict, output_tokens: int) -> float:

@@ -19,6 +19,7 @@ from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import calibration_notes
 from gpuplan.i18n import _
+from gpuplan.plan.ranges import notes as range_notes
 from gpuplan.plan import cost as costm
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
@@ -224,6 +225,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                           "quote (`gpuplan catalog import FILE`)")
                         .format(types=", ".join(u["instance_type"] for u in no_price)))
     assumptions.extend(stated_assumptions(ctx, book, memory_headroom, spot_model))
+    assumptions.extend(range_notes(ctx.w, ctx.training, ctx.job))   # which end of each 80 % range was checked
     assumptions.extend(calibration_notes(p.estimate.assumptions for p in shown if p.estimate is not None))
     rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]

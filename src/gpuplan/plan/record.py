@@ -174,6 +174,9 @@ class Plan:
     # Training: the recipe the search chose (plan/recipe.py Recipe: micro-batch, accumulation, global batch,
     # checkpointing, parallel sizes, bubble, MFU, chosen/pinned fields and why); None for serving.
     recipe: Any = None
+    # 80 % ranges of the plan's figures ({key: [low, high]}: memory_per_gpu_bytes, time_s, total_cost,
+    # monthly_cost, cost_per_million_output_tokens; plan/ranges.py); empty: read from the estimate.
+    intervals: Mapping[str, Any] = field(default_factory=dict)
     # The estimate the memory and performance come from (the exact ECS hardware and layout, or one
     # Function Compute GPU slice); the bundle renders its launch files from it. Not part of the JSON.
     estimate: Any = field(default=None, compare=False, repr=False)
@@ -272,6 +275,8 @@ class Plan:
             "why": list(a.why),
             "warnings": list(a.warnings),
             "recipe": self.recipe.to_dict() if self.recipe is not None else None,
+            "intervals": {k: list(v) for k, v in self.intervals.items()} or self._estimate_ranges(),
+            "fit_confidence": self._fit_confidence(),
         }
         for k in DETAIL_KEYS:
             d[k] = self.details.get(k)
@@ -279,6 +284,25 @@ class Plan:
             if k in self.details:
                 d[k] = self.details[k]
         return d
+
+    def _estimate_ranges(self) -> dict[str, Any]:
+        """Ranges of a plan built without them (Function Compute, PAI-EAS, ACK): its memory, from its estimate."""
+        est = self.estimate
+        if est is None or getattr(est, "memory", None) is None:
+            return {}
+        from gpuplan.estimate.intervals import memory_bounds
+
+        lo, hi = memory_bounds(est, est.memory.per_gpu_bytes)
+        return {"memory_per_gpu_bytes": [int(lo), int(hi)]}
+
+    def _fit_confidence(self) -> float | None:
+        """The chance that the job's real peak memory fits the card (>= 0.9: plans are sized at the high end)."""
+        est = self.estimate
+        if est is None or getattr(est, "memory", None) is None:
+            return None
+        from gpuplan.estimate.intervals import fit_confidence
+
+        return round(fit_confidence(est), 3)
 
     def brief(self) -> dict[str, Any]:
         """The plan as one point of the Pareto front (``pareto`` in the recommend contract)."""

@@ -23,6 +23,7 @@ from gpuplan.estimate.system import (
 )
 from gpuplan.i18n import _, localize
 from gpuplan.plan import feasibility as fz
+from gpuplan.plan.ranges import memory_need
 from gpuplan.plan.candidates import (
     OFFLOAD_ORDER,
     TRAIN_TASKS,
@@ -317,8 +318,9 @@ class Searcher(SearchSpace):
         if e is None or self._unlaunchable(lay, v, system):
             return fz.Reject("layout", _("{label}: layout {layout} is not supported").format(
                 label=fz.gpu_label(inst), layout=localize(lay.describe())))
-        if not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom):
-            r = fz.memory_reject(inst, e.memory.per_gpu_bytes, e.memory.capacity_bytes, functools.partial(
+        need = memory_need(e)   # the high end of the 80 % memory interval
+        if not fz.check_memory(need, e.memory.capacity_bytes, self.headroom):
+            r = fz.memory_reject(inst, need, e.memory.capacity_bytes, functools.partial(
                 what, lay, v.w, self.model, self.training, v.quantization, system), self.headroom)
             if best_mem is not None:
                 cur = best_mem.get(inst.instance_type)
@@ -338,7 +340,7 @@ class Searcher(SearchSpace):
         if self._unlaunchable(lay, v, system):
             return None
         e = self.estimate(v, system, lay, full=True)
-        if e is None or not fz.check_memory(e.memory.per_gpu_bytes, e.memory.capacity_bytes, self.headroom) \
+        if e is None or not fz.check_memory(memory_need(e), e.memory.capacity_bytes, self.headroom) \
                 or fz.check_host(inst, e.memory.host_bytes) is not None:
             return None
         c = Candidate(inst, nodes, tp, pp, dp, Knobs(), v, e, lay)

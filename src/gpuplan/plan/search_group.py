@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from gpuplan.estimate.core import Estimate
 from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout
 from gpuplan.i18n import _
+from gpuplan.plan.ranges import memory_need
 from gpuplan.plan import feasibility as fz
 from gpuplan.plan.candidates import Knobs, _structure, lattice
 from gpuplan.plan.model_parallel import split
@@ -90,8 +91,9 @@ class GroupSearch:
         if e is None:
             return None
         comp = e.memory.components
-        var = float(comp.get("activations", 0.0)) + float(comp.get("logits", 0.0))
-        rest = e.memory.per_gpu_bytes - var
+        scale = memory_need(e) / max(1.0, e.memory.per_gpu_bytes)   # sized at the high end of the interval
+        var = (float(comp.get("activations", 0.0)) + float(comp.get("logits", 0.0))) * scale
+        rest = e.memory.per_gpu_bytes * scale - var
         limit = e.memory.capacity_bytes * (1 - self.s.headroom)
         per_mb = var / self.opts[i].micro_batch
         return max((j for j, o in enumerate(self.opts) if rest + per_mb * o.micro_batch <= limit), default=-1)

@@ -10,6 +10,8 @@ from rich.table import Table
 from gpuplan.i18n import N_, localize, tr
 from gpuplan.plan.record import Plan
 from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
+from gpuplan.estimate.intervals import COVERAGE_TEXT
+from gpuplan.render import ranges as rng
 from gpuplan.units import GIB, fmt_duration
 
 # Labels chosen at run time (t(col)): msgids for the message catalog.
@@ -58,11 +60,11 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
         per_b = not any(p.cost.total_cost is not None for p in rec.plans)
         cols += [
             (Column(t("Time"), 1, "right"),
-             lambda p: fmt_duration(p.cost.time_s) if p.cost.time_s is not None else
+             lambda p: rng.duration(p.cost.time_s, p.intervals, "time_s") if p.cost.time_s is not None else
              (fmt_duration(p.cost.time_per_billion_tokens_s) + "/1B" if p.cost.time_per_billion_tokens_s else "-")),
             (Column(t("per 1B tokens") if per_b else t("Total cost"), 0, "right"),
-             lambda p: _price(p, p.cost.total_cost if p.cost.total_cost is not None else p.cost.cost_per_billion_tokens,
-                              cur)),
+             lambda p: rng.money(_price(p, p.cost.total_cost if p.cost.total_cost is not None
+                                        else p.cost.cost_per_billion_tokens, cur), p.intervals, "total_cost")),
         ]
         if job:
             cols.append((Column(t(per_unit or "per request"), 3, "right"),
@@ -72,7 +74,8 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
     else:
         cols += [
             (Column(t("Replicas"), 3, "right"), _replicas),
-            (Column(t("Monthly"), 0, "right"), lambda p: _price(p, p.cost.monthly_cost, cur)),
+            (Column(t("Monthly"), 0, "right"),
+             lambda p: rng.money(_price(p, p.cost.monthly_cost, cur), p.intervals, "monthly_cost")),
             (Column(t(per_unit or "per 1M output tokens"), 4, "right"),
              lambda p: _small_money(_unit_cost(p.cost), cur) if per_unit else
              _price(p, p.cost.cost_per_million_output_tokens, cur)),
@@ -218,6 +221,12 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
         console.print(t("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price")
                       .format(instance=name, ranks=", ".join(ranks), aliases=", ".join(aliases)))
     best = rec.plans[0]
+    high = (best.intervals.get("memory_per_gpu_bytes") or [None, None])[1]
+    if best.memory.per_gpu_bytes and high:
+        console.print(f"[bold]{t('Memory per GPU')}[/]{colon}" + tr(
+            "{range}; the plan is sized at the high end of its {coverage} range, {high} GiB", lang).format(
+            coverage=COVERAGE_TEXT,
+            range=rng.gib(best.memory.per_gpu_bytes, best.intervals, "memory_per_gpu_bytes"), high=f"{high / GIB:.1f}"))
     console.print(f"[bold]{t('Why')}[/]")
     for line in best.advice.why:
         console.print(f"  - {localize(line, lang)}")

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from gpuplan.i18n import N_, localize, tr
 from gpuplan.fieldnames import field_label
+from gpuplan.render import ranges as rng
 from gpuplan.units import GIB, fmt_bytes, fmt_duration
 
 
@@ -104,11 +105,12 @@ def record_table(title: str, record: dict, lang: str) -> Table:
 BAR_WIDTH = 40
 
 
-def memory_line(mem: dict, lang: str) -> str:
-    """'Memory per GPU: used / capacity (verdict)', with the real need when it exceeds the card: the
-    allocator's reserve (or an engine's pool) is capped at the card, so the capped figure alone would
-    read 80.0 / 80.0 GiB exactly when the job is at the limit."""
+def memory_line(mem: dict, lang: str, ranges: dict | None = None) -> str:
+    """'Memory per GPU: used (80 % range) / capacity (verdict, confidence)', with the real need when it exceeds
+    the card: the allocator's reserve (or an engine's pool) is capped at the card, so the capped figure alone
+    would read 80.0 / 80.0 GiB exactly when the job is at the limit."""
     used, cap = mem["per_gpu_bytes"], mem["capacity_bytes"]
+    conf = mem.get("fit_confidence")
     need = max(used, mem.get("need_bytes") or 0)
     if need > cap and mem["fits"]:
         return tr("Memory per GPU: needs {need}, {capacity} on the card ({verdict})", lang).format(
@@ -117,15 +119,24 @@ def memory_line(mem: dict, lang: str) -> str:
     if need > cap:
         return tr("Memory per GPU: needs {need}, {capacity} on the card ({verdict})", lang).format(
             need=fmt_bytes(need), capacity=fmt_bytes(cap), verdict=tr("does not fit", lang))
+    verdict = tr("fits", lang) if conf is None else tr("fits; {p} chance the real peak fits", lang).format(
+        p=">99%" if conf >= 0.995 else f"{conf:.0%}")
     return tr("Memory per GPU: {used} / {capacity} ({verdict})", lang).format(
-        used=fmt_bytes(used), capacity=fmt_bytes(cap), verdict=tr("fits", lang))
+        used=_used_with_range(used, (ranges or {}).get("memory.per_gpu_bytes")),
+        capacity=fmt_bytes(cap), verdict=verdict)
+
+
+def _used_with_range(used: float, pair: list | None) -> str:
+    """'40.00 GiB (31.2-57.0)': the point as fmt_bytes writes it, then its 80 % range in GiB."""
+    text = fmt_bytes(used)
+    return text if not pair else rng.with_range(text, pair[0] / GIB, pair[1] / GIB, lambda x: f"{x:.1f}")
 
 
 def memory_view(est_dict: dict, lang: str) -> Table:
     mem = est_dict["memory"]
     total = max(1, mem["per_gpu_bytes"])
     cap = mem["capacity_bytes"]
-    t = Table(title=memory_line(mem, lang))
+    t = Table(title=memory_line(mem, lang, est_dict.get("intervals")))
     t.add_column(tr("Component", lang))
     t.add_column("GiB", justify="right")
     t.add_column(tr("Share", lang), justify="right")
@@ -176,10 +187,31 @@ def performance_view(est_dict: dict, lang: str) -> Table:
         ("Max concurrency", str(p["max_concurrency"]) if p.get("max_concurrency") is not None else None),
         ("Max requests/s", f"{p['max_requests_per_s']:.3g}" if p.get("max_requests_per_s") is not None else None),
     ]
+    ranges = est_dict.get("intervals") or {}
     for k, v in rows:
         if v is not None:
-            t.add_row(tr(k, lang), v)
+            t.add_row(tr(k, lang), _with_range(k, v, p, ranges))
     return t
+
+
+# the performance rows that get their 80 % range: label -> (figure, shown as a duration, scale of the shown number)
+RANGED = {"Step time": ("step_time_s", True, 1.0), "Tokens/s": ("tokens_per_s", False, 1.0),
+          "Tokens/s per GPU": ("tokens_per_s_per_gpu", False, 1.0), "Samples/s": ("samples_per_s", False, 1.0),
+          "MFU": ("mfu", False, 100.0), "TFLOP/s per GPU": ("tflops_per_gpu", False, 1.0),
+          "Total time": ("total_time_s", True, 1.0), "GPU-hours": ("gpu_hours", False, 1.0), "TTFT": ("ttft_s", True, 1.0),
+          "TPOT": ("tpot_s", True, 1.0), "Output tokens/s": ("output_tokens_per_s", False, 1.0),
+          "Max output tokens/s": ("max_output_tokens_per_s", False, 1.0), "Latency": ("latency_s", True, 1.0),
+          "Images/s": ("images_per_s", False, 1.0), "Denoising steps/s": ("denoising_steps_per_s", False, 1.0),
+          "Max requests/s": ("max_requests_per_s", False, 1.0)}
+
+
+def _with_range(label: str, text: str, perf: dict, ranges: dict) -> str:
+    """A performance row's value followed by its 80 % range (from the estimate's ``intervals``)."""
+    key, is_time, scale = RANGED.get(label, (None, False, 1.0))
+    if key is None or f"performance.{key}" not in ranges:
+        return text
+    sub = {key: ranges[f"performance.{key}"]}
+    return rng.duration(perf.get(key), sub, key) if is_time else (rng.number(text, sub, key, scale) or text)
 
 
 # activation checkpointing modes as text output names them

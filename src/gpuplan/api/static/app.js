@@ -14,7 +14,7 @@ import {
   showModelList, toggleTaskFields, updateUrl,
 } from "./form.js";
 import { planFacts } from "./facts.js";
-import { $, el, fmtDuration, fmtGiB, fmtMoney, fmtNum, fmtPct, GIB, joinUnits, nobreak, state, t, TRAINING, unique } from "./util.js";
+import { $, el, fmtDuration, fmtGiB, fmtMoney, fmtNum, fmtPct, fmtRange, GIB, joinUnits, nobreak, state, t, TRAINING, unique } from "./util.js";
 
 /* ---------------------------------------------------------------- i18n */
 function applyLang(lang, refetch) {
@@ -276,7 +276,8 @@ function planTime(p, doc) {
     const ttft = s.ttft_p50_s ?? perf.ttft_s, tpot = s.tpot_s ?? perf.tpot_s, load = s.utilization ?? p.utilization;
     return [nobreak("TTFT " + fmtDuration(ttft)), nobreak("TPOT " + fmtDuration(tpot)) + (load != null ? " · " + fmtPct(load) : "")];
   }
-  if (p.time_s !== null && p.time_s !== undefined) return [fmtDuration(p.time_s), ""];
+  const span = fmtRange((p.intervals || {}).time_s, fmtDuration);
+  if (p.time_s !== null && p.time_s !== undefined) return [fmtDuration(p.time_s), span ? t("range80", { coverage: "80%", range: span }) : ""];
   if (p.time_per_billion_tokens_s) return [nobreak(fmtDuration(p.time_per_billion_tokens_s) + " " + t("per_btok")), ""];
   return ["–", ""];
 }
@@ -371,6 +372,9 @@ function render() {
     const est = priceIsEstimate(p);
     const [time, timeSub] = planTime(p, doc);
     const [cost, costSub] = planCost(p);
+    const iv = p.intervals || {};
+    const costSpan = fmtRange(iv.total_cost || iv.monthly_cost, (x) => fmtMoney(x, p.currency));
+    const memHigh = (iv.memory_per_gpu_bytes || [])[1];
     // [column key, main text, second line, class]: the second line keeps the table narrow enough for
     // 1280 px; under 760 px the CSS turns each row into a card labelled by data-label.
     const cells = [["col_rank", String(p.rank)],
@@ -379,8 +383,9 @@ function render() {
                    ["col_billing", t("b_" + p.billing)],
                    ["col_price", (est ? "~" : "") + fmtMoney(p.price_per_hour, p.currency), priceDated(p), "num"],
                    [serving ? "col_latency" : "col_time", time, timeSub, "num wrap"],
-                   ["col_cost", (est ? "~" : "") + cost, costSub, "num wrap"],
-                   ["col_memory", fmtNum((p.memory_per_gpu_bytes ?? NaN) / GIB, 1) + " / " + fmtGiB(p.capacity_per_gpu_bytes), "", "num"]];
+                   ["col_cost", (est ? "~" : "") + cost, [costSub, costSpan ? t("range80", { coverage: "80%", range: costSpan }) : ""].filter(Boolean).join(" · "), "num wrap"],
+                   ["col_memory", fmtNum((p.memory_per_gpu_bytes ?? NaN) / GIB, 1) + " / " + fmtGiB(p.capacity_per_gpu_bytes),
+                    memHigh ? t("sized_at", { high: fmtGiB(memHigh) }) : "", "num"]];
     for (const [key, text, sub, cls] of cells) {
       const td = el("td", cls ? { class: cls, "data-label": t(key) } : { "data-label": t(key) });
       const val = key === "col_rank"

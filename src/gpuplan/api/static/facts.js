@@ -5,7 +5,7 @@
  * before those blocks existed falls back to `performance`, `parallel` and `utilization`. */
 "use strict";
 
-import { fmtDuration, fmtMoney, fmtNum, fmtPct, t, TRAINING } from "./util.js";
+import { fmtDuration, fmtGiB, fmtMoney, fmtNum, fmtPct, fmtRange, t, TRAINING } from "./util.js";
 
 const has = (v) => v !== null && v !== undefined && !(typeof v === "number" && !isFinite(v));
 
@@ -66,8 +66,15 @@ function trainingFacts(p, doc) {
 export function planFacts(p, doc) {
   const training = TRAINING.has((doc.workload || {}).task);
   const facts = training ? trainingFacts(p, doc) : servingFacts(p, doc);
-  if (has(p.time_s)) facts.push([t("d_time"), fmtDuration(p.time_s)]);
+  const iv = p.intervals || {};
+  const span = (pair, fmt) => { const r = fmtRange(pair, fmt); return r ? " (" + r + ")" : ""; };
+  if (has(p.time_s)) facts.push([t("d_time"), fmtDuration(p.time_s) + span(iv.time_s, fmtDuration)]);
   const cost = p.total_cost ?? p.monthly_cost;
-  if (has(cost)) facts.push([t("d_cost"), fmtMoney(cost, p.currency) + (has(p.total_cost) ? "" : " " + t("per_month"))]);
+  const money = (x) => fmtMoney(x, p.currency);
+  if (has(cost)) facts.push([t("d_cost"), fmtMoney(cost, p.currency) + (has(p.total_cost) ? "" : " " + t("per_month"))
+                                          + span(has(p.total_cost) ? iv.total_cost : iv.monthly_cost, money)]);
+  if (iv.memory_per_gpu_bytes) facts.push([t("d_memory_range", { coverage: "80%" }),
+                                           fmtRange(iv.memory_per_gpu_bytes, fmtGiB)
+                                           + (has(p.fit_confidence) ? " · " + t("d_fit_confidence", { p: fmtPct(p.fit_confidence) }) : "")]);
   return facts;
 }

@@ -98,6 +98,10 @@ export const MSG = {
   search_failed: N_("The search failed; no result is shown."),
   capacity: N_("capacity"),
   per_month: N_("/ month"),
+  range80: N_("{coverage} range {range}"),
+  sized_at: N_("sized at {high}"),
+  d_memory_range: N_("Memory per GPU ({coverage} range)"),
+  d_fit_confidence: N_("{p} chance it fits"),
   per_btok: N_("/ 1B tokens"),
   job: N_("job"),
   latency_s: N_("latency (s)"),
@@ -258,6 +262,8 @@ export function fmtNum(x, digits) {
 export function fmtPct(x) { return x === null || x === undefined || !isFinite(x) ? "–" : fmtNum(100 * x, 1) + "%"; }
 export function fmtMoney(x, cur) { return x === null || x === undefined ? "–" : nobreak((cur || "") + " " + fmtNum(x, x < 100 ? 2 : 0)); }
 export function fmtGiB(b) { return b === null || b === undefined ? "–" : nobreak(fmtNum(b / GIB, 1) + " GiB"); }
+/* "lo–hi" of an 80 % range [low, high] (plans' and estimates' `intervals`), formatted by `fmt`; "" without one. */
+export function fmtRange(pair, fmt) { return pair && pair.length === 2 ? fmt(pair[0]) + "–" + fmt(pair[1]) : ""; }
 export function fmtDuration(s) {
   if (s === null || s === undefined || !isFinite(s)) return "–";
   if (s < 1) return nobreak(t("u_ms", { n: fmtNum(s * 1000, s < 0.1 ? 1 : 0) }));

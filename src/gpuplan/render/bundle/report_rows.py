@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuplan import i18n
 from gpuplan.i18n import N_
+from gpuplan.render import ranges as rng
 from gpuplan.render import svg
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.report_text import billing_label, component_name, gib_text, money_text, say, tr
@@ -18,6 +19,7 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     lang = c.lang
     cur = c.currency
     mem = estimate.get("memory") or {}
+    ranges = plan.get("intervals") or {}   # 80 % ranges (gpuplan.plan.ranges)
     if c.training:
         layout = tr("TP {tp}, PP {pp}, DP {dp}, ZeRO {zero}, FSDP {fsdp}, offload {offload}, micro-batch {micro}, "
                     "accumulation {accum}", lang).format(tp=c.tp, pp=c.pp, dp=c.dp, zero=c.zero,
@@ -32,7 +34,8 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
         (N_("Instances"), f"{c.nodes} x {c.instance_type}"),
         (N_("GPUs"), f"{c.gpus_total} x {c.gpu}"),
         (N_("Parallel layout"), layout),
-        (N_("Memory per GPU"), f"{gib_text(plan.get('memory_per_gpu_bytes') or mem.get('per_gpu_bytes'))} GiB / "
+        (N_("Memory per GPU"), f"{gib_text(plan.get('memory_per_gpu_bytes') or mem.get('per_gpu_bytes'))} GiB"
+                               f"{_span(ranges, 'memory_per_gpu_bytes', lambda x: f'{x / 2**30:.1f}')} / "
                                f"{gib_text(plan.get('capacity_per_gpu_bytes') or mem.get('capacity_bytes'))} GiB"),
     ]
     region = c.region
@@ -53,8 +56,9 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
         rows.append((N_("Price source"), i18n.localize(str(plan["price_source"]), lang)))
     if c.training:
         rows.append((N_("Job time"),
-                     fmt_duration(plan.get("time_s") or (estimate.get("performance") or {}).get("total_time_s"))))
-        rows.append((N_("Total cost"), money_text(plan.get("total_cost"), cur) or "-"))
+                     rng.duration(plan.get("time_s") or (estimate.get("performance") or {}).get("total_time_s"),
+                                  ranges if plan.get("time_s") else {}, "time_s")))
+        rows.append((N_("Total cost"), rng.money(money_text(plan.get("total_cost"), cur) or "-", ranges, "total_cost")))
     elif plan.get("serving"):
         sv = plan["serving"]
         rows.append((N_("Replicas"), tr("engine copies {copies}, instances {instances}", lang).format(
@@ -62,7 +66,8 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     else:
         rows.append((N_("Replicas"), str(c.replicas)))
     if not c.training:
-        rows.append((N_("Monthly cost"), money_text(plan.get("monthly_cost"), cur) or "-"))
+        rows.append((N_("Monthly cost"), rng.money(money_text(plan.get("monthly_cost"), cur) or "-", ranges,
+                                                   "monthly_cost")))
         unit = plan.get("unit_cost") or {}
         if unit.get("unit") == "1M input tokens":    # prefill-only work: no output tokens to price
             rows.append((N_("Cost per million input tokens"), money_text(unit.get("cost"), cur) or "-"))
@@ -74,6 +79,12 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     if plan.get("ranking_basis"):
         rows.append((N_("Ranked by"), i18n.localize(str(plan["ranking_basis"]), lang)))
     return [(tr(k, lang), md(v)) for k, v in rows]
+
+
+def _span(ranges: dict, key: str, fmt) -> str:
+    """' (low-high)' of an 80 % range, or nothing."""
+    pair = ranges.get(key)
+    return f" ({fmt(pair[0])}-{fmt(pair[1])})" if pair else ""
 
 
 SLA_WORDS = {True: N_("met ({targets})"), False: N_("missed ({targets})")}

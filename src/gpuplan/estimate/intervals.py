@@ -1,0 +1,262 @@
+"""Prediction intervals: how far a figure may be from the estimate, read from measured error.
+
+The one place that turns an estimate into a range. ``bench/accuracy.py --write-intervals`` scores the
+estimator on the project's published measurements (leave-one-source-group-out, each source group weighing
+the same), builds one 80 % band per workload class and kind of figure (:mod:`gpuplan.estimate.interval_fit`)
+and writes them to ``data/intervals.json`` with their provenance; this module reads that file and applies it.
+
+A band is two quantiles of ln(measured / estimated), in the time orientation for time-like figures
+(ln(measured time / estimated time)): a memory or time figure E has the range [E·e^low, E·e^high]; a rate
+(tokens/s, images/s, TFLOP/s) has [E·e^-high, E·e^-low]. Classes follow the issue's split of the error
+(``CLASS_PARENT``): LLM training (full, LoRA, QLoRA, sharded, pipelined), serving per engine, diffusion,
+vision, speech and embeddings; a class with too few measurements borrows its parent's errors and is widened,
+and its band says so (:meth:`Band.describe`).
+
+The recommender sizes plans at the high end: :func:`memory_high_bytes` for the fit decision and the
+micro-batch, :func:`time_bounds` for deadlines and costs. Nothing else derives a range.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpuplan.i18n import N_, _
+
+COVERAGE = 0.8  # the central interval: 10th to 90th percentile of the measured/estimated ratio
+COVERAGE_TEXT = f"{COVERAGE:.0%}"  # shown in sentences (a placeholder: a literal % in a msgid reads as %-format)
+DATA_FILE = "intervals.json"
+KINDS = ("memory", "time")
+# Parent of each class: a class with few measurements borrows from it (interval_fit.py); "all" is the root.
+CLASS_PARENT = {
+    "train/full": "train", "train/lora": "train", "train/qlora": "train", "train/sharded": "train",
+    "train/pipelined": "train",
+    "diffusion": "non-llm", "vision": "non-llm", "speech": "non-llm", "embeddings": "non-llm",
+    "train": "all", "serve": "all", "non-llm": "all",
+}
+# Class names in words (assumption sentences); "serve/<engine>" classes name their engine.
+CLASS_LABEL = {
+    "train/full": N_("full fine-tuning / pre-training"), "train/lora": N_("LoRA training"),
+    "train/qlora": N_("QLoRA training"), "train/sharded": N_("sharded training (ZeRO-3 / FSDP)"),
+    "train/pipelined": N_("tensor / pipeline-parallel training"), "train": N_("LLM training"),
+    "serve": N_("LLM serving"), "diffusion": N_("diffusion"), "vision": N_("vision models"),
+    "speech": N_("speech models"), "embeddings": N_("embedding / encoder models"), "non-llm": N_("non-LLM models"),
+    "all": N_("all workloads"),
+}
+KIND_LABEL = {"memory": N_("memory"), "time": N_("time")}
+NON_LLM_CLASS = {"diffusion": "diffusion", "vision": "vision", "speech": "speech", "encoder": "embeddings"}
+
+# Figures of `performance` that get a range: time-like ones scale with the time band, rates inversely.
+TIME_KEYS = ("step_time_s", "total_time_s", "gpu_hours", "ttft_s", "tpot_s", "latency_s", "prefill_s")
+RATE_KEYS = ("tokens_per_s", "tokens_per_s_per_gpu", "samples_per_s", "tflops_per_gpu", "mfu", "output_tokens_per_s",
+             "max_output_tokens_per_s", "max_requests_per_s", "sequences_per_s", "input_tokens_per_s", "images_per_s",
+             "denoising_steps_per_s")
+MEMORY_KEYS = ("per_gpu_bytes", "need_bytes", "peak_allocated_bytes", "peak_reserved_bytes")
+
+
+@dataclass(frozen=True)
+class Band:
+    """The 80 % band of one class and kind: ln(measured / estimated) from ``low`` to ``high``."""
+
+    cls: str                # the class asked for
+    kind: str               # memory | time
+    low: float
+    high: float
+    rows: int               # measurements behind the band
+    groups: int             # their source groups
+    source: str             # the class whose measurements gave it (cls, or a parent when pooled)
+    widen: float = 1.0      # small-sample factor applied to the half-widths (1: none)
+
+    @property
+    def pooled(self) -> bool:
+        return self.source != self.cls
+
+    @property
+    def ratio(self) -> float:
+        """high / low of the range (the width the issue's target bounds: median <= 2.2)."""
+        return math.exp(self.high - self.low)
+
+    def bounds(self, value: float, *, rate: bool = False) -> tuple[float, float]:
+        """[low, high] of a figure: a size or a time scales with the band, a rate against it."""
+        if rate:
+            return value * math.exp(-self.high), value * math.exp(-self.low)
+        return value * math.exp(self.low), value * math.exp(self.high)
+
+    def upper(self, value: float) -> float:
+        """The high end of a memory or time figure (what plans are sized and checked at)."""
+        return value * math.exp(self.high)
+
+    def describe(self) -> str:
+        """One assumption sentence: where the band comes from, and whether it is borrowed and widened."""
+        what = class_words(self.cls)
+        kind = _(KIND_LABEL[self.kind])
+        lo, hi = f"{math.exp(self.low) - 1:+.0%}", f"{math.exp(self.high) - 1:+.0%}"
+        if self.pooled:
+            return _("{kind} range for {what}: {lo} to {hi} of the estimate ({coverage} interval); few measurements of this "
+                     "class, so it is borrowed from {source} ({rows} measurements in {groups} source groups) and widened "
+                     "x{widen}").format(kind=kind, what=what, lo=lo, hi=hi, source=class_words(self.source),
+                                        rows=self.rows, groups=self.groups, widen=f"{self.widen:.2f}",
+                                        coverage=COVERAGE_TEXT)
+        return _("{kind} range for {what}: {lo} to {hi} of the estimate ({coverage} interval from {rows} measurements in "
+                 "{groups} source groups, bench/accuracy.py)").format(kind=kind, what=what, lo=lo, hi=hi,
+                                                                     rows=self.rows, groups=self.groups,
+                                                                     coverage=COVERAGE_TEXT)
+
+
+def class_words(cls: str) -> str:
+    """A class in words, in the current language."""
+    if cls.startswith("serve/"):
+        return _("LLM serving on {engine}").format(engine=cls.split("/", 1)[1])
+    return _(CLASS_LABEL[cls]) if cls in CLASS_LABEL else cls
+
+
+def parent(cls: str) -> str | None:
+    if cls == "all":
+        return None
+    if cls.startswith("serve/"):
+        return "serve"
+    return CLASS_PARENT.get(cls, "all")
+
+
+def interval_class(task: str, framework: str | None, model_kind: str, *, profile: bool, tp: int = 1, pp: int = 1,
+                   zero: int = 0, fsdp: str = "none") -> str:
+    """The workload class whose measured error sizes the ranges (the issue's split; one class per workload)."""
+    if model_kind in NON_LLM_CLASS and (profile or model_kind == "encoder"):
+        return NON_LLM_CLASS[model_kind]
+    if task == "inference":
+        return f"serve/{framework or 'auto'}"
+    if task == "qlora":
+        return "train/qlora"
+    if task == "lora":
+        return "train/lora"
+    if tp > 1 or pp > 1:
+        return "train/pipelined"
+    if zero >= 3 or (fsdp or "none") != "none":
+        return "train/sharded"
+    return "train/full"
+
+
+def class_of(est: Any) -> str:
+    """The class of an Estimate (its resolved workload, model and layout)."""
+    w, lay, model = est.workload, est.layout, est.model
+    return interval_class(w.task or "inference", w.framework, getattr(model, "kind", "decoder"),
+                          profile=getattr(model, "profile", None) is not None, tp=lay.tp, pp=lay.pp, zero=lay.zero,
+                          fsdp=lay.fsdp)
+
+
+# ------------------------------------------------------------------------------------------ the data file
+
+@functools.cache
+def table() -> Mapping[str, Any]:
+    """data/intervals.json (read once, on first use)."""
+    path = importlib.resources.files("gpuplan") / "data" / DATA_FILE
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def provenance() -> dict[str, Any]:
+    """What the bands were computed from (date, measurement files, rows, groups, method, calibration)."""
+    return {k: v for k, v in table().items() if k != "classes"}
+
+
+@functools.cache
+def band(cls: str, kind: str) -> Band:
+    """The band of a class: its own entry, else the nearest ancestor's (marked pooled)."""
+    classes = table()["classes"]
+    cur: str | None = cls
+    while cur is not None:
+        entry = classes.get(cur, {}).get(kind)
+        if entry:
+            return Band(cls=cls, kind=kind, low=float(entry["low"]), high=float(entry["high"]),
+                        rows=int(entry["rows"]), groups=int(entry["groups"]), source=str(entry.get("source", cur)),
+                        widen=float(entry.get("widen", 1.0)))
+        cur = parent(cur)
+    raise KeyError(f"intervals.json has no {kind} band for {cls!r} nor for 'all'")  # shipped file: a bug
+
+
+# ------------------------------------------------------------------------------------------ applying bands
+
+def _num(x: float, whole: bool) -> float | int:
+    return int(round(x)) if whole else float(f"{x:.6g}")
+
+
+def _engine_need(mem: Any) -> float:
+    """What a serving engine needs (weights, KV cache of the batch, activations, graphs, context) as opposed to
+    what it pre-allocates: the peak allocation plus the fixed costs outside the allocator."""
+    return mem.peak_allocated_bytes + max(0.0, mem.per_gpu_bytes - mem.peak_reserved_bytes)
+
+
+def memory_bounds(est: Any, value: float) -> tuple[float, float]:
+    """The range of the per-GPU memory of this estimate (``value``: per_gpu_bytes or need_bytes). A serving
+    engine pre-allocates a fixed share of the card (vLLM gpu_memory_utilization, SGLang mem_fraction_static):
+    only what it needs beyond that share is uncertain."""
+    b = band(class_of(est), "memory")
+    reserved = est.memory.engine_reserved_bytes
+    if reserved:
+        lo, hi = b.bounds(_engine_need(est.memory))
+        return max(reserved, lo), max(reserved, hi)
+    return b.bounds(value)
+
+
+def memory_high_bytes(est: Any) -> float:
+    """GPU memory at the high end of its 80 % interval: what the recommender's fit decision and micro-batch
+    use (the point figure is the middle of the range, not a bound)."""
+    return memory_bounds(est, est.memory.per_gpu_bytes)[1]
+
+
+def time_bounds(seconds: float, cls: str) -> tuple[float, float]:
+    """The range of a duration of this class (a job's compute time; fixed costs are added outside)."""
+    return band(cls, "time").bounds(seconds)
+
+
+def estimate_intervals(est: Any) -> dict[str, list[float | int]]:
+    """``intervals`` of the estimate contract: {dotted path: [low, high]} for every memory and time figure."""
+    out: dict[str, list[float | int]] = {}
+    mem = est.memory
+    figures = {"per_gpu_bytes": mem.per_gpu_bytes, "need_bytes": mem.required_bytes,
+               "peak_allocated_bytes": mem.peak_allocated_bytes, "peak_reserved_bytes": mem.peak_reserved_bytes}
+    for key in MEMORY_KEYS:
+        value = figures[key]
+        if value:
+            lo, hi = memory_bounds(est, value) if key in ("per_gpu_bytes", "need_bytes") else \
+                band(class_of(est), "memory").bounds(value)
+            out[f"memory.{key}"] = [_num(lo, True), _num(hi, True)]
+    perf = est.performance or {}
+    tb = band(class_of(est), "time")
+    for key in TIME_KEYS + RATE_KEYS:
+        value = perf.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            lo, hi = tb.bounds(float(value), rate=key in RATE_KEYS)
+            out[f"performance.{key}"] = [_num(lo, False), _num(hi, False)]
+    return out
+
+
+def fit_confidence(est: Any) -> float:
+    """The chance that the job's real peak stays within the card, reading the band as a split normal (its
+    10th and 90th percentiles on each side of the median). 0.9 at the high end of the interval."""
+    b = band(class_of(est), "memory")
+    value, cap = est.memory.per_gpu_bytes, est.memory.capacity_bytes
+    if value <= 0 or cap <= 0:
+        return 1.0
+    if est.memory.engine_reserved_bytes:
+        value = _engine_need(est.memory)
+    z90 = 1.2815515655446004
+    mid = (b.low + b.high) / 2.0
+    x = math.log(cap / value) - mid
+    sigma = (b.high - mid if x >= 0 else mid - b.low) / z90
+    if sigma <= 0:
+        return 1.0 if x >= 0 else 0.0
+    return 0.5 * (1.0 + math.erf(x / sigma / math.sqrt(2.0)))
+
+
+def notes(est: Any) -> list[str]:
+    """The assumption sentences of an estimate's ranges (memory and time bands of its class)."""
+    cls = class_of(est)
+    out = [band(cls, "memory").describe()]
+    if est.performance:
+        out.append(band(cls, "time").describe())
+    return out

@@ -1,0 +1,141 @@
+"""Prediction intervals (gpuplan.estimate.intervals): every memory and time figure of an estimate and of a plan
+gets an 80 % range from the measured error of its workload class, and plans are sized and checked at the high
+ends."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import gpuplan
+from gpuplan import estimate
+from gpuplan.estimate import intervals
+from gpuplan.units import HOUR_S
+
+LORA = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048,
+        "hardware": {"gpu": "A100-SXM4-80GB", "count": 1}}
+SERVE = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "framework": "vllm", "prompt_tokens": 1024,
+         "output_tokens": 256, "batch_size": 16, "hardware": {"gpu": "A100-SXM4-80GB", "count": 1}}
+
+
+@pytest.mark.parametrize("task,framework,kind,kw,cls", [
+    ("lora", "transformers", "decoder", {}, "train/lora"),
+    ("qlora", "swift", "decoder", {"zero": 3}, "train/qlora"),
+    ("pretrain", "megatron", "decoder", {"tp": 4, "pp": 2}, "train/pipelined"),
+    ("full", "deepspeed", "decoder", {"zero": 3}, "train/sharded"),
+    ("full", "fsdp", "decoder", {"fsdp": "full_shard"}, "train/sharded"),
+    ("full", "transformers", "decoder", {}, "train/full"),
+    ("inference", "vllm", "decoder", {"tp": 2}, "serve/vllm"),
+    ("inference", "transformers", "encoder", {}, "embeddings"),
+])
+def test_each_workload_has_one_class(task, framework, kind, kw, cls):
+    assert intervals.interval_class(task, framework, kind, profile=False, **kw) == cls
+
+
+def test_non_llm_models_are_classed_by_kind():
+    for kind in ("diffusion", "vision", "speech"):
+        assert intervals.interval_class("inference", "transformers", kind, profile=True) == kind
+        assert intervals.interval_class("full", "transformers", kind, profile=True) == kind
+
+
+def test_a_band_scales_sizes_and_times_with_it_and_rates_against_it():
+    b = intervals.Band("train/lora", "time", low=math.log(0.8), high=math.log(1.5), rows=10, groups=5, source="train/lora")
+    assert b.bounds(100.0) == pytest.approx((80.0, 150.0))
+    assert b.bounds(100.0, rate=True) == pytest.approx((100 / 1.5, 100 / 0.8))
+    assert b.ratio == pytest.approx(1.5 / 0.8)
+    assert not b.pooled
+
+
+def test_every_class_reads_a_band_and_says_where_it_comes_from():
+    for cls in list(intervals.CLASS_PARENT) + ["all", "serve/some-new-engine"]:
+        for kind in intervals.KINDS:
+            b = intervals.band(cls, kind)
+            assert b.low <= b.high
+            text = b.describe()
+            assert "%" in text and (("borrowed" in text) == b.pooled)
+    assert intervals.band("serve/some-new-engine", "time").pooled
+
+
+def test_the_shipped_bands_have_their_provenance():
+    meta = intervals.provenance()
+    assert meta["coverage"] == intervals.COVERAGE
+    assert "bench/accuracy.py" in meta["generated_by"]
+    for cls, kinds in intervals.table()["classes"].items():
+        for kind, e in kinds.items():
+            assert e["low"] <= e["centre"] <= e["high"], (cls, kind)
+            assert e["rows"] >= 0 and e["groups"] >= 0 and e["widen"] >= 1.0
+
+
+def _in(pair, value) -> bool:
+    return pair[0] <= value * (1 + 1e-9) and value <= pair[1] * (1 + 1e-9)
+
+
+def test_an_estimate_gives_a_range_for_every_memory_and_time_figure():
+    e = estimate({**LORA, "dataset": {"tokens": 1e8}})
+    d = e.to_dict()
+    iv = d["intervals"]
+    for key in ("per_gpu_bytes", "peak_allocated_bytes", "peak_reserved_bytes"):
+        assert f"memory.{key}" in iv
+    for key in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "samples_per_s", "tflops_per_gpu", "mfu",
+                "total_time_s", "gpu_hours"):
+        assert f"performance.{key}" in iv, key
+    band_m, band_t = intervals.band("train/lora", "memory"), intervals.band("train/lora", "time")
+    lo, hi = iv["memory.per_gpu_bytes"]
+    assert hi / lo == pytest.approx(band_m.ratio, rel=1e-6)
+    assert lo == pytest.approx(d["memory"]["per_gpu_bytes"] * math.exp(band_m.low), rel=1e-6)
+    # a time grows with the band, a rate shrinks against it
+    t_lo, t_hi = iv["performance.step_time_s"]
+    assert t_hi == pytest.approx(d["performance"]["step_time_s"] * math.exp(band_t.high), rel=1e-5)
+    r_lo, r_hi = iv["performance.tokens_per_s"]
+    assert r_lo == pytest.approx(d["performance"]["tokens_per_s"] * math.exp(-band_t.high), rel=1e-5)
+    assert any("80%" in a and "LoRA training" in a for a in d["assumptions"])
+    assert 0.0 <= d["memory"]["fit_confidence"] <= 1.0
+
+
+def test_a_serving_engine_reservation_is_not_uncertain():
+    e = estimate(SERVE)
+    d = e.to_dict()
+    lo, hi = d["intervals"]["memory.per_gpu_bytes"]
+    reserved = d["memory"]["engine_reserved_bytes"]
+    assert lo >= reserved - 1 and hi >= lo
+    for key in ("ttft_s", "tpot_s", "output_tokens_per_s", "max_requests_per_s"):
+        assert f"performance.{key}" in d["intervals"]
+
+
+def test_fit_confidence_is_ninety_percent_at_the_high_end_of_the_memory_range():
+    e = estimate(LORA)
+    high = intervals.memory_high_bytes(e)
+    e.memory.capacity_bytes = high
+    assert intervals.fit_confidence(e) == pytest.approx(0.9, abs=0.005)
+    e.memory.capacity_bytes = high * 10
+    assert intervals.fit_confidence(e) > 0.99
+
+
+def test_plans_are_sized_and_checked_at_the_high_ends():
+    w = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048,
+         "dataset": {"tokens": 2e8}, "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}}
+    rec = gpuplan.recommend(w, top=5)
+    assert rec.plans
+    for p in rec.plans:
+        d = p.to_dict()
+        iv = d["intervals"]
+        assert _in(iv["memory_per_gpu_bytes"], iv["memory_per_gpu_bytes"][1])
+        # the fit decision used the high end of the memory range
+        assert iv["memory_per_gpu_bytes"][1] <= d["capacity_per_gpu_bytes"] * 0.98 + 1
+        t_lo, t_hi = iv["time_s"]
+        assert t_lo <= t_hi and "total_cost" in iv
+        c_lo, c_hi = iv["total_cost"]
+        assert c_lo <= c_hi
+    assumptions = " ".join(rec.assumptions)
+    assert "high end" in assumptions
+    # a deadline between a plan's point time and its high end rejects it: deadlines are checked at the high end
+    best = rec.plans[0]
+    t_point, t_high = best.cost.time_s, best.intervals["time_s"][1]
+    if t_high > t_point * 1.02:
+        mid_h = (t_point + t_high) / 2 / HOUR_S
+        rec2 = gpuplan.recommend({**w, "constraints": {**w["constraints"], "deadline_hours": mid_h}}, top=20)
+        same = [p for p in rec2.plans if p.instance_type == best.instance_type and p.instance_count == best.instance_count
+                and p.parallel == best.parallel]
+        assert not same
+        assert "deadline" in " ".join(rec2.assumptions)
