@@ -51,8 +51,8 @@ def draft_ranges(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | 
         if price is not None and p.total_cost is not None:
             instances = p.instance_count
             lo_cost, hi_cost = (costm.training_cost(price, instances, ctx.fixed.billed_s(price.billing, t))
-                            for t in (t_lo + fixed_s, t_hi + fixed_s))
-        out["total_cost"] = _pair(lo_cost, hi_cost, 2) or []
+                                for t in (t_lo + fixed_s, t_hi + fixed_s))
+            out["total_cost"] = _pair(lo_cost, hi_cost, 2) or []
     elif p.monthly_cost is not None and not ctx.training:
         _serving_ranges(ctx, c, p, cls, out)
     return {k: v for k, v in out.items() if v}
