@@ -35,7 +35,7 @@ def _serve(name: str, engine: str, traffic: dict = SERVING, model: str = QWEN7B)
 
 CASES: tuple[Case, ...] = (
     # training x launchers
-    Case("lora-torchrun", _train("lora-torchrun", "lora", hardware={"instance_type": "ecs.gn7i-c8g1.2xlarge"},
+    Case("lora-torchrun", _train("lora-torchrun", "lora", hardware={"instance_type": "ecs.gn8is.2xlarge"},
                                  parallel={"tp": 1, "pp": 1})),
     Case("full-deepspeed", _train("full-deepspeed", "full", "deepspeed", parallel={"zero": 3})),
     Case("full-fsdp", _train("full-fsdp", "full", "fsdp", parallel={"fsdp": "full_shard", "offload": "none"})),
