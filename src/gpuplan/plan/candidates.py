@@ -178,7 +178,11 @@ class Fixed:
             gpus = par.tp * par.pp * par.dp
         return cls(
             tp=par.tp if par else None, pp=par.pp if par else None, dp=par.dp if par else None,
-            zero=max(default_zero(par, w.framework or "auto"), FSDP_TO_ZERO[par.fsdp]) if par else None,
+            # a ZeRO stage is fixed only when the workload (or its framework's default, or an FSDP mode) says
+            # one; a parallel block naming only TP/PP leaves the distributed optimizer to the search
+            zero=max(default_zero(par, w.framework or "auto"), FSDP_TO_ZERO[par.fsdp])
+            if par and (par.zero is not None or par.fsdp != "none"
+                        or default_zero(par, w.framework or "auto") > 0) else None,
             offload=par.offload if par else None,
             checkpointing=ckpt, optimizer=w.optimizer, gpus=gpus, nodes=hw.nodes if hw and hw.nodes else None,
             framework=framework if framework in FRAMEWORK_LAUNCHER else None,

@@ -92,7 +92,9 @@ def smoke_layout(c: Ctx) -> SmokeLayout:
     tp, pp = (min(c.tp, 2), min(c.pp, 2)) if megatron else (1, 1)
     dp = 1 if megatron else (2 if b.dp % 2 == 0 else 1)
     world = tp * pp * dp
-    nodes = min(c.job_nodes, world) if world % min(c.job_nodes, world) == 0 else 1
+    # local nodes as the plan places them: a TP group stays inside one node, stages and replicas go across
+    across = world // tp
+    nodes = min(c.job_nodes, across) if across % min(c.job_nodes, across) == 0 else 1
     accum = b.global_batch // (b.micro * dp)
     def _(text: str) -> str:  # the catalog's keyword, so Babel extracts the literals below
         return tr(text, c.lang)
