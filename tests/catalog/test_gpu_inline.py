@@ -11,20 +11,24 @@ from clirun import run_cli
 from gpuplan.catalog.gpu_inline import GpuInlineSpec, inline_gpu, parse_gpu_spec_arg
 from gpuplan.catalog.gpus import get_gpu, resolve_gpu
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.clocks import sustained_tensor_fraction
 from gpuplan.estimate.core import estimate
 from gpuplan.plan import recommend
 from gpuplan.workload import parse_workload
 
-# The A10 as its datasheet gives it (data/gpus.yaml): an inline copy must estimate exactly like the catalog card.
+# The A10 as its datasheet gives it (data/gpus.yaml), with the share of it the card sustains under load
+# (data/efficiency.yaml sustained_tensor, 0.59): an inline copy must estimate exactly like the catalog card.
+A10_SUSTAINED = sustained_tensor_fraction(get_gpu("A10-24GB"))
 A10 = {"name": "my-A10", "memory_gib": 24, "driver_memory_mib": 23028, "mem_bandwidth_gb_s": 600, "bf16_dense_tflops": 125,
        "fp16_dense_tflops": 125, "fp32_tflops": 31.2, "tf32_dense_tflops": 62.5, "int8_dense_tops": 250,
-       "pcie_gen": 4, "architecture": "Ampere"}
+       "pcie_gen": 4, "architecture": "Ampere", "sustained_tensor_fraction": A10_SUSTAINED}
 LORA = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "batch_size": 1}
 
 
 def test_an_inline_copy_of_a_catalog_card_estimates_like_the_card():
     a10 = get_gpu("A10-24GB")
     assert (a10.mem_bandwidth_gb_s, a10.bf16_dense_tflops, a10.driver_memory_mib) == (600, 125, 23028)
+    assert A10_SUSTAINED == pytest.approx((56 / 125) / (237 / 312))    # measured shares, A10 over A100
     catalog = estimate({**LORA, "hardware": {"gpu": "A10"}})
     inline = estimate({**LORA, "hardware": {"gpu": A10}})
     assert inline.system.gpu.id == "my-A10"
@@ -32,6 +36,18 @@ def test_an_inline_copy_of_a_catalog_card_estimates_like_the_card():
     assert inline.memory.capacity_bytes == catalog.memory.capacity_bytes
     assert inline.to_dict()["performance"]["step_time_s"] == pytest.approx(
         catalog.to_dict()["performance"]["step_time_s"], rel=1e-6)
+    assert any("sustains 59% of its datasheet tensor rate" in a for a in inline.assumptions)
+
+
+def test_an_inline_card_without_a_sustained_fraction_holds_its_datasheet_rate_and_says_so():
+    # the sustained table is keyed by catalog id: an inline name never matches it, so the assumption is stated
+    plain = estimate({**LORA, "hardware": {"gpu": {k: v for k, v in A10.items() if k != "sustained_tensor_fraction"}}})
+    sustained = estimate({**LORA, "hardware": {"gpu": A10}})
+    assert any("sustained_tensor_fraction not given, assumed 1" in a for a in plain.assumptions)
+    assert not any("sustained_tensor_fraction not given" in a for a in sustained.assumptions)
+    # LoRA on one A10 is compute-bound: the sustained card takes longer, by at most 1 / 0.59
+    ratio = sustained.performance["step_time_s"] / plain.performance["step_time_s"]
+    assert 1.0 < ratio <= 1 / A10_SUSTAINED + 1e-9
 
 
 def test_missing_dtypes_are_assumed_and_said():

@@ -38,14 +38,17 @@ def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
     doc = yaml.safe_load(out["autoscale/hpa.yaml"])
     kv.validate(doc, kv.latest_version(), strict=True)
     spec = doc["spec"]
-    # 2/s off-peak, 20/s peak at 1.049/s x 1/1.15 each (the A10's prefills at its sustained 0.59 of 125 TFLOPS):
-    # max is the plan's own replicas at the peak
-    assert (spec["minReplicas"], spec["maxReplicas"]) == (3, 22) and plan["replicas"] == 22
+    # 2/s off-peak, 20/s peak at 1.767/s x 1/1.15 each (the load model's capacity at the 2 s p90 TTFT, no TPOT
+    # target, the A10 at its sustained 0.59 of 125 TFLOPS): ceil(2 / 1.537) = 2, ceil(20 / 1.537) = 14; max is the
+    # plan's own replicas at the peak
+    assert plan["performance"]["max_requests_per_s"] == pytest.approx(1.767, rel=0.01)
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 14) and plan["replicas"] == 14
     assert spec["scaleTargetRef"]["kind"] == "Deployment"
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", spec["scaleTargetRef"]["name"])
     names = [m["pods"]["metric"]["name"] for m in spec["metrics"]]
     assert names == ["vllm_num_requests_waiting", "vllm_num_requests_running"]
-    assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "1"   # floor(1.049/s x the TTFT slack, under 2 s)
+    # floor(1.767/s x the TTFT slack: 2 s - the 0.42 s unloaded TTFT = 1.58 s) = floor(2.80)
+    assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "2"
     # running requests above the target utilisation (1/1.15) of the planned batch
     seqs = plan["parallel"]["max_num_seqs"]
     assert spec["metrics"][1]["pods"]["target"]["averageValue"] == str(math.floor(seqs / 1.15)) and seqs >= 8
@@ -90,7 +93,8 @@ def test_ess_references_resolve_hcl2(rendered):
     used_res = set(re.findall(r"\b(alicloud_[a-z_]+\.[a-z_]+)\.(?:id|ari)\b", text))
     assert used_res and used_res <= declared_res, used_res - declared_res
     group = next(r for r in hcl2.load((ess / "variables.tf").open())["variable"] if "min_size" in map(_unq, r))
-    assert next(iter(group.values()))["default"] == 1      # the off-peak replicas (1 node each)
+    # the off-peak replicas, ceil(2 / (1.767 / 1.15)), 1 node each
+    assert next(iter(group.values()))["default"] == 2
 
 
 def test_user_strings_are_quoted_and_no_credentials(rendered):

@@ -13,6 +13,8 @@ Assumptions for what is left out (docs/workload.md "An inline GPU"):
   of 0 means the GPU has no such path);
 * ``fp32_tflops``: a quarter of the 16-bit rate (the spread is 1/2 on GeForce Ada to 1/16 on A100/H100);
 * ``tf32``, ``fp8``, ``int8``: no such path unless given;
+* ``sustained_tensor_fraction``: 1 (the datasheet rates hold under load; a catalog card's comes from
+  data/efficiency.yaml ``sustained_tensor``, keyed by catalog id, which an inline name does not match);
 * usable memory: ``memory_gib`` x 15/16 (catalog/gpus.UNKNOWN_DRIVER_MEMORY_FACTOR) unless
   ``driver_memory_mib`` is given; PCIe gen 4, no NVLink unless given.
 """
@@ -47,6 +49,9 @@ class GpuInlineSpec(BaseModel):
     pcie_gen: int | None = Field(None, ge=1, le=7)
     architecture: str | None = Field(None, max_length=40)
     form_factor: Literal["PCIe", "SXM", "OAM", "NVL"] | None = None
+    sustained_tensor_fraction: float | None = Field(
+        None, gt=0, le=1, description="share of the datasheet tensor rates the card sustains under a long GEMM load "
+                                      "(a power-limited card's clock drops; the catalog's A10 0.59)")
 
     @model_validator(mode="after")
     def _some_rate(self) -> "GpuInlineSpec":
@@ -92,6 +97,10 @@ def inline_gpu(spec: GpuInlineSpec):
         notes.append(_("GPU {name}: usable memory assumed {share:.1%} of {gib:g} GiB (give driver_memory_mib, "
                        "nvidia-smi's memory.total, to set it)").format(
             name=spec.name, share=UNKNOWN_DRIVER_MEMORY_FACTOR, gib=spec.memory_gib))
+    if spec.sustained_tensor_fraction is None:
+        notes.append(_("GPU {name}: sustained_tensor_fraction not given, assumed 1 (the datasheet tensor rates hold "
+                       "under a long GEMM load; a power-limited card runs it at a lower clock: data/efficiency.yaml "
+                       "sustained_tensor lists the catalog's)").format(name=spec.name))
     gpu = GpuSpec(
         id=spec.name, name=spec.name, vendor="user", architecture=spec.architecture or "unknown",
         compute_capability=None, form_factor=spec.form_factor or "PCIe", memory_gib=float(spec.memory_gib or 0.0),
@@ -102,6 +111,7 @@ def inline_gpu(spec: GpuInlineSpec):
         nvlink_gb_s=spec.nvlink_gb_s, pcie_gen=spec.pcie_gen or 4, tdp_w=None, mig_instances=0, aliases=(),
         sources=("workload hardware.gpu (user-supplied figures)",), unconfirmed=(),
         notes=_("described in the workload, not in the catalog"),
+        sustained_tensor_fraction=1.0 if spec.sustained_tensor_fraction is None else spec.sustained_tensor_fraction,
     )
     return gpu, notes
 

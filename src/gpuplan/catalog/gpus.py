@@ -70,6 +70,7 @@ _NUMBER_FIELDS = (
     "tdp_w",
 )
 _INT_FIELDS = ("driver_memory_mib", "pcie_gen", "mig_instances")
+_NOT_IN_YAML = ("sustained_tensor_fraction",)   # inline GPUs only (GpuSpec)
 # Every estimate reads the memory bandwidth (decode, optimizer step, weight streaming): never null.
 _REQUIRED_NOT_NULL = ("id", "name", "vendor", "architecture", "form_factor", "memory_gib", "mem_bandwidth_gb_s",
                       "mig_instances")
@@ -105,6 +106,10 @@ class GpuSpec:
     sources: tuple[str, ...]
     unconfirmed: tuple[str, ...]
     notes: str
+    # A card described inline (catalog/gpu_inline.py) may declare the share of its datasheet tensor rate it
+    # sustains under a long GEMM load; a catalog card's comes from data/efficiency.yaml sustained_tensor
+    # (estimate/clocks.py). Not a gpus.yaml field.
+    sustained_tensor_fraction: float | None = None
 
     @property
     def mig(self) -> bool:
@@ -210,7 +215,7 @@ def _parse_entry(raw: object) -> GpuSpec:
     if not isinstance(raw, dict):
         raise _fail(None, "each entry must be a mapping")
     entry_id = raw.get("id")
-    names = [f.name for f in fields(GpuSpec)]
+    names = [f.name for f in fields(GpuSpec) if f.name not in _NOT_IN_YAML]
     missing = [n for n in names if n not in raw]
     extra = [k for k in raw if k not in names]
     if missing:

@@ -49,7 +49,11 @@ def measured_share(gpu_id: str) -> tuple[float, float] | None:
 
 def sustained_tensor_fraction(gpu: "GpuSpec") -> float:
     """Share of its datasheet tensor rate ``gpu`` sustains under a long GEMM load, relative to a card that holds its
-    boost clock (1.0 when not power-limited or not measured)."""
+    boost clock (1.0 when not power-limited or not measured). An inline GPU's declared fraction comes first: its
+    name is the user's, so the table (keyed by catalog id) cannot know it."""
+    declared = getattr(gpu, "sustained_tensor_fraction", None)
+    if declared is not None:
+        return min(1.0, float(declared))
     shares = measured_share(gpu.id)
     if shares is None:
         return 1.0
@@ -62,6 +66,10 @@ def sustained_note(gpu: "GpuSpec") -> str | None:
     f = sustained_tensor_fraction(gpu)
     if f >= 1.0:
         return None
+    if getattr(gpu, "sustained_tensor_fraction", None) is not None:
+        return _("{gpu} sustains {share:.0%} of its datasheet tensor rate under a long GEMM load (hardware.gpu "
+                 "sustained_tensor_fraction): compute-bound times are scaled by it, bandwidth-bound ones are "
+                 "not").format(gpu=gpu.id, share=f)
     e = _entry(gpu.id) or {}
     return _("{gpu} sustains {share:.0%} of the tensor rate its datasheet gives at the boost clock ({measured:g} TFLOP/s "
              "measured on a long GEMM load against an A100's share in the same benchmark; board power {tdp:g} W): "
