@@ -38,12 +38,17 @@ def test_megatron_args_carry_context_parallel_size():
 
 
 def test_recommend_keeps_a_set_context_parallel_size():
+    """A pinned CP 2 reaches every plan. TP 2 is pinned too: at TP 1 the 8B model's bf16 weights, fp32 gradients and
+    ZeRO-1 optimizer share plus seq-8192 activations need ~79 GiB per GPU, ~116 GiB at the high end of the
+    training memory interval the plans are sized at (issue 30), over every card in the catalog; TP 2 halves the
+    weights, gradients and activations (~82 GiB at the high end on one 8-GPU node, less as ZeRO-1 spreads the
+    optimizer over more nodes), so A100-80GB nodes fit."""
     from gpuplan.plan import recommend
 
     d = recommend({"model": "meta-llama/Llama-3.1-8B", "task": "pretrain", "framework": "nemo", "seq_len": 8192,
-                   "grad_checkpointing": False, "parallel": {"cp": 2}, "dataset": {"tokens": 1e9}}).to_dict()
+                   "grad_checkpointing": False, "parallel": {"cp": 2, "tp": 2}, "dataset": {"tokens": 1e9}}).to_dict()
     assert d["plans"]
     for p in d["plans"]:
         par = p["parallel"]
-        assert par["cp"] == 2 and par["launcher"] == "megatron"
+        assert par["cp"] == 2 and par["tp"] == 2 and par["launcher"] == "megatron"
         assert par["tp"] * par["pp"] * par["cp"] * par["dp"] == p["gpus_total"]

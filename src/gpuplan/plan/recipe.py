@@ -234,7 +234,8 @@ def batch_why(target: BatchTarget, opt: BatchOption, dp: int, *, mem_gib: tuple[
                          "leaves no larger one").format(micro=opt.micro_batch, need=f"{need:.1f}", cap=f"{cap:.1f}",
                                                         glob=glob, dp=dp))
         elif next_mb[1] is not None:
-            out.append(_("micro-batch {micro}: {need} of {cap} GiB; {next} would need {next_need} GiB").format(
+            out.append(_("micro-batch {micro}: {need} of {cap} GiB; {next} would need {next_need} GiB at the high end "
+                         "of its memory range").format(
                 micro=opt.micro_batch, need=f"{need:.1f}", cap=f"{cap:.1f}", next=next_mb[0],
                 next_need=f"{next_mb[1]:.1f}"))
         else:

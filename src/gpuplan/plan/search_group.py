@@ -186,15 +186,15 @@ class GroupSearch:
             c.recipe = recipe_of(c, s.w, s.target, llm=s.target is not None)
 
     def next_need(self, k: Knobs, i: int) -> tuple[int, float | None] | None:
-        """(the next micro-batch, its GiB per GPU, or None when only the host RAM stops it); None when the
-        chosen one is the largest the global batch allows."""
+        """(the next micro-batch, its GiB per GPU at the high end of the memory range (what rejected it), or None
+        when only the host RAM stops it); None when the chosen one is the largest the global batch allows."""
         t = self.s.target
         if t is None or t.micro_batch is not None or i + 1 >= len(self.opts):
             return None
         e, _lay, r = self.evaluate(k, i + 1)
         if e is None or r is None:
             return None
-        return (self.opts[i + 1].micro_batch, e.memory.per_gpu_bytes / GIB if r.code == "memory" else None)
+        return (self.opts[i + 1].micro_batch, memory_need(e) / GIB if r.code == "memory" else None)
 
 
 def shape_bound(s: "Searcher", system, shape: tuple[int, int, int, int], v: "Variant") -> float:

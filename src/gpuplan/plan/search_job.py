@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from gpuplan.i18n import _
 from gpuplan.plan.candidates import Knobs, is_llm
+from gpuplan.plan.ranges import memory_need
 from gpuplan.plan.recipe import BatchOption, search_setting
 from gpuplan.plan.search_point import Candidate, Variant
 from gpuplan.units import GIB
@@ -61,8 +62,10 @@ def search_job_batch(s: "Searcher", inst, nodes: int, system, shape: tuple[int, 
             if best is None and r is not None:
                 reject(inst, r)
             elif best is not None and e is not None and r is not None and r.code == "memory":
-                stop = _("batch {next} would need {need} GiB of {cap} GiB per GPU").format(
-                    next=b, need=f"{e.memory.per_gpu_bytes / GIB:.1f}", cap=f"{e.memory.capacity_bytes / GIB:.1f}")
+                stop = _("batch {next} would need {need} GiB per GPU at the high end of its memory range, over the "
+                         "{cap} GiB usable").format(
+                    next=b, need=f"{memory_need(e) / GIB:.1f}",
+                    cap=f"{e.memory.capacity_bytes * (1 - s.headroom) / GIB:.1f}")
             elif best is not None:
                 stop = _("batch {next} does not fit the host RAM").format(next=b)
             break
