@@ -296,7 +296,7 @@ function priceDated(p) {
   if (!p.price_as_of) return "";
   const basis = p.price_basis && p.price_basis !== "quoted" ? p.price_basis
     : p.price_kind === "user" ? "yours" : p.price_kind === "third-party" ? "third-party" : "official";
-  return t("price_dated", { basis: t("pb_" + basis), date: p.price_as_of, days: p.price_age_days ?? "?" });
+  return joinUnits(t("price_dated", { basis: t("pb_" + basis), date: p.price_as_of, days: p.price_age_days ?? "?" }));
 }
 function priceNote(sel, plans) {
   const parts = [t("prices_from", { region: sel.price_region || sel.region || "–", date: sel.price_as_of || "–" })];
