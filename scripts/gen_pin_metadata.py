@@ -1,7 +1,7 @@
 """Record pip's resolution of every requirements set a bundle can write, and ship the metadata `gpuplan check` proves
 pins with.
 
-One source of pins: data/environments.yaml (``gpuplan.plan.node_env.pin_sets()``: each stack with its optional
+One source of pins: data/environments.yaml (``gpuplan.plan.advice.node_env.pin_sets()``: each stack with its optional
 parts, for the Python of its image). For each set this script runs pip's resolver for that Python on Linux x86_64
 against PyPI (scripts/pip_resolve.py) and writes
 
@@ -54,7 +54,7 @@ def _resolver():
 def wanted() -> dict[str, tuple[str, list[str], bool]]:
     """{name: (Python, pin lines, expected to resolve)} of every set to record."""
     sys.path.insert(0, str(ROOT / "src"))
-    from gpuplan.plan.node_env import pin_sets
+    from gpuplan.plan.advice.node_env import pin_sets
 
     out = {name: (python, [f"{k}=={v}" for k, v in pins], True) for name, (python, pins) in pin_sets().items()}
     out.update({name: (python, lines, False) for name, (python, lines) in REFUSED.items()})

@@ -103,4 +103,13 @@ def test_no_import_cycles_between_modules():
 def test_the_checker_sees_deferred_imports():
     """The test above is not vacuous: a function-level import is an edge (write_bundle joins plan and render)."""
     assert "gpuplan.render.bundle" in GRAPH["gpuplan.write_bundle"]
-    assert "gpuplan.plan.search_point" in GRAPH["gpuplan.plan.search_group"]
+    assert "gpuplan.plan.search.search_point" in GRAPH["gpuplan.plan.search.search_group"]
+
+
+def test_the_planner_is_split_into_packages_a_reader_can_name():
+    """plan/ grew past 45 modules; it is split into search/, money/, serving/, deploy/ and advice/, and no folder
+    of it holds more than 15 modules again (docs/architecture.md, "Suggested layout")."""
+    folders = [PKG / "plan"] + sorted(p for p in (PKG / "plan").iterdir() if (p / "__init__.py").is_file())
+    sizes = {f.name: len([m for m in f.glob("*.py") if m.name != "__init__.py"]) for f in folders}
+    assert {"search", "money", "serving", "deploy", "advice"} <= set(sizes), sizes
+    assert max(sizes.values()) <= 15, sizes

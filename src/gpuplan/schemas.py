@@ -59,7 +59,7 @@ PLAN_KEYS = ["platform", "instance_type", "instance_count", "gpu", "gpus_total",
              "monthly_cost", "cost_per_million_output_tokens", "storage", "network", "host", "pareto", "why",
              "intervals"]
 
-# LLM serving plans: what the configuration is and what the user gets (plan/serving_report.py)
+# LLM serving plans: what the configuration is and what the user gets (plan/serving/serving_report.py)
 SERVING_KEYS = ["engine", "engine_copies", "instances", "tp", "pp", "dp", "ep", "dp_attention", "weight_format",
                 "kv_cache_dtype", "max_num_seqs", "replicas_at_peak", "disaggregation", "ttft_p50_s", "ttft_p90_s",
                 "tpot_s", "output_tokens_per_s_per_replica", "utilization", "ttft_target_s", "tpot_target_s",

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from gpuplan.plan.node_env import forbidden_hosts
+from gpuplan.plan.advice.node_env import forbidden_hosts
 from gpuplan.render.bundle.environment import environments, mirror_region, node_environment, scope_of
 
 from .env_matrix import MATRIX

@@ -19,7 +19,7 @@ import yaml
 
 from gpuplan.render.bundle import render_bundle
 from gpuplan.render.bundle.context import build_context
-from gpuplan.plan.transfer import MBIT, release_hours, transfer_s
+from gpuplan.plan.money.transfer import MBIT, release_hours, transfer_s
 from gpuplan.render.bundle.transfer import transfers
 
 from .scenarios import inputs
@@ -52,7 +52,7 @@ def test_auto_release_is_never_before_the_download_and_the_run_end():
 
 def test_the_plan_json_advice_and_the_terraform_release_at_the_same_hour(tmp_path):
     """recommend --json's ops.auto_release and the bundle's auto_release_hours are one computation
-    (gpuplan.plan.transfer): first boot + model download + run x 1.2 + checkpoint upload."""
+    (gpuplan.plan.money.transfer): first boot + model download + run x 1.2 + checkpoint upload."""
     import json
 
     from gpuplan.workload_loading import load_workload

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.plan.storage import storage_advice, storage_budget
+from gpuplan.plan.advice.storage import storage_advice, storage_budget
 from gpuplan.render.bundle import render_bundle
 from gpuplan.units import GIB, TIB
 from gpuplan.workload import Workload

@@ -1,6 +1,6 @@
 """Every pin of every bundle installs on the node it targets (issue 28), proven by pip's own resolver.
 
-The pins come from one place, data/environments.yaml (``gpuplan.plan.node_env.pin_sets()``: each stack with its
+The pins come from one place, data/environments.yaml (``gpuplan.plan.advice.node_env.pin_sets()``: each stack with its
 optional parts, for its image's Python). ``python scripts/gen_pin_metadata.py`` resolves every set with pip for that
 Python on Linux x86_64 (glibc 2.35, the node image's Ubuntu 22.04) against PyPI and commits the resolution as
 tests/bundle/resolved/<key>.json. These tests check, offline and in seconds:
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.plan.node_env import pin_sets
+from gpuplan.plan.advice.node_env import pin_sets
 
 from .env_matrix import MATRIX
 

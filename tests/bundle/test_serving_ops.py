@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.plan.cost_breakdown import cost_breakdown
+from gpuplan.plan.money.cost_breakdown import cost_breakdown
 from gpuplan.render.autoscale import QUEUE_METRIC, QUEUE_SOURCE, adapter_rules, hpa_manifest, sizing
 from gpuplan.render.bundle import build_bundle, render_bundle
 
@@ -213,7 +213,7 @@ def test_whisper_gets_a_batch_transcription_script(whisper_bundle, tmp_path):
 # --- 5. Nodes that can run the job -------------------------------------------------------------------------
 
 def test_cloud_init_installs_pinned_runtime_toolkit_driver_and_runs_gpu_check(bundles):
-    from gpuplan.plan.ops import load_ops
+    from gpuplan.plan.advice.ops import load_ops
 
     pins = load_ops()["node_bootstrap"]
     for name in ("lora_single", "two_node", "vllm_service"):

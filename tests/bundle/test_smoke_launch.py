@@ -23,7 +23,7 @@ import yaml
 
 from gpuplan.errors import GpuplanError
 from gpuplan.write_bundle import write_plan_bundle
-from gpuplan.plan.candidates import launchable, launcher_for
+from gpuplan.plan.search.candidates import launchable, launcher_for
 from gpuplan.render.bundle import build_bundle
 from gpuplan.workload import Workload
 from gpuplan.workload_loading import load_workload

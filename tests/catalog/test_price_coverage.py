@@ -26,7 +26,7 @@ from gpuplan.catalog.instances import load_instances
 from gpuplan.catalog.regions import check_regions
 from gpuplan.catalog.prices import PRICE_BASES, PRICE_KINDS, load_offers, offers_for
 from gpuplan.errors import GpuplanError
-from gpuplan.plan import cost as costm
+from gpuplan.plan.money import cost as costm
 from gpuplan.workload import parse_workload
 
 REQUIRED_REGIONS = ("cn-hangzhou", "cn-shanghai", "cn-beijing", "ap-southeast-1")

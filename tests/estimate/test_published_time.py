@@ -237,7 +237,7 @@ def test_tp_across_nodes_needs_whole_nodes():
 
 def test_search_offers_tp_across_nodes_for_serving_only():
     from gpuplan.catalog.models import resolve_model
-    from gpuplan.plan.candidates import Fixed, parallel_shapes
+    from gpuplan.plan.search.candidates import Fixed, parallel_shapes
 
     model = resolve_model("deepseek-ai/DeepSeek-R1")
     assert (16, 1, 1) in parallel_shapes(model, 16, 8, "inference", Fixed())

@@ -321,7 +321,7 @@ def test_the_savings_plan_sentence_names_its_source_in_chinese():
     from types import SimpleNamespace
 
     from gpuplan.i18n import localize, use_lang
-    from gpuplan.plan.billing import break_even_sentences, savings_plan
+    from gpuplan.plan.money.billing import break_even_sentences, savings_plan
 
     sp = savings_plan()
     assert sp is not None

@@ -8,7 +8,7 @@ import pytest
 
 from gpuplan.estimate.core import estimate
 from gpuplan.plan import recommend
-from gpuplan.plan.model_parallel import min_saving
+from gpuplan.plan.search.model_parallel import min_saving
 from gpuplan.units import GIB
 
 LLAMA70_FULL = {"model": "meta-llama/Llama-3.1-70B", "task": "full", "dataset": {"tokens": 1e9},

@@ -5,7 +5,7 @@ Figures pinned here:
   CNY 133,408/month; gn7i-c8g1.2xlarge CNY 9.53/h; DescribePrice quote (2026-09-24, third-party record):
   gn7i-c8g1.2xlarge CNY 9.74/h and CNY 4,675.66/month, gn8is.2xlarge CNY 14.63/h.
 - Spot: the market price "can be up to the pay-as-you-go price" (Alibaba ECS API reference, SpotAsPriceGo);
-  0.05 interruptions per instance-hour and a 10 min restart are assumptions (plan/spot.py).
+  0.05 interruptions per instance-hour and a 10 min restart are assumptions (plan/money/spot.py).
 - Young 1974: checkpoint interval sqrt(2 C M); a job that needs all N instances has M = 1 / (N x rate).
 """
 
@@ -17,7 +17,7 @@ import math
 import pytest
 
 from gpuplan.catalog.prices import load_offers
-from gpuplan.plan import cost as costm
+from gpuplan.plan.money import cost as costm
 from gpuplan.plan import recommend
 from gpuplan.plan.rank import pessimistic_cost
 from gpuplan.units import HOUR_S

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from gpuplan.i18n import use_lang
 from gpuplan.plan import recommend
-from gpuplan.plan.price_check import check_command, held_back_check, held_back_reason
+from gpuplan.plan.money.price_check import check_command, held_back_check, held_back_reason
 from gpuplan.render.recommend import render_recommendation
 
 TODAY = dt.date(2026, 12, 3)

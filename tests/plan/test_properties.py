@@ -6,20 +6,20 @@ from dataclasses import replace
 
 import pytest
 
-from gpuplan.plan.ranges import memory_need
+from gpuplan.plan.money.ranges import memory_need
 from gpuplan.catalog.instances import load_instances
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.shapes import shape_of
 from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout, system_for_instance
-from gpuplan.plan import cost as costm
-from gpuplan.plan import feasibility as fz
+from gpuplan.plan.money import cost as costm
+from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan import recommend
-from gpuplan.plan.candidates import Fixed, lattice, node_options, parallel_shapes
-from gpuplan.plan.model_parallel import min_saving
+from gpuplan.plan.search.candidates import Fixed, lattice, node_options, parallel_shapes
+from gpuplan.plan.search.model_parallel import min_saving
 from gpuplan.plan.rank import TIE_TOLERANCE
-from gpuplan.plan.search import Searcher
-from gpuplan.plan.search_point import Variant
+from gpuplan.plan.search.search import Searcher
+from gpuplan.plan.search.search_point import Variant
 from gpuplan.catalog.prices import load_offers
 from gpuplan.workload_defaults import resolve_defaults
 from gpuplan.workload_loading import load_workload
@@ -52,7 +52,7 @@ def _brute_force_min_cost(wd: dict) -> float:
     (run + fixed start-up/download/tail time) x price x (1 + the price's margin), of the plan the rules choose:
     per machine group its fastest point, a split of the model (TP/PP) only where no plain point fits or it is at
     least the margin faster; then across groups the cheapest, a split plan only at least the margin cheaper than
-    the cheapest plain one (plan/model_parallel.py)."""
+    the cheapest plain one (plan/search/model_parallel.py)."""
     w = load_workload(wd)
     searched = frozenset(f for f in ("parallel", "hardware", "grad_checkpointing", "optimizer", "batch_size",
                                      "gradient_accumulation") if getattr(w, f) is None)

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from gpuplan.estimate import queue_math as qm
-from gpuplan.plan import queueing as q
+from gpuplan.plan.serving import queueing as q
 
 
 def reference_erlang_c(c: int, a: float) -> float:

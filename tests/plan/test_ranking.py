@@ -8,8 +8,8 @@ import pytest
 
 from gpuplan.catalog.instances import load_instances
 from gpuplan.plan import recommend
-from gpuplan.plan.cost import image_pull, load_fixed_costs, price_margins
-from gpuplan.plan.queueing import (
+from gpuplan.plan.money.cost import image_pull, load_fixed_costs, price_margins
+from gpuplan.plan.serving.queueing import (
     DEFAULT_TARGET_UTILIZATION,
     erlang_c,
     size_replicas,

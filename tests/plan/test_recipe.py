@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from gpuplan.catalog.instances import load_instances
 from gpuplan.errors import GpuplanError
-from gpuplan.plan import feasibility as fz
+from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan import recommend
 from gpuplan.write_bundle import write_plan_bundle
-from gpuplan.plan.recipe import BatchTarget, batch_options, batch_target, search_setting
+from gpuplan.plan.search.recipe import BatchTarget, batch_options, batch_target, search_setting
 from gpuplan.catalog.models import resolve_model
 from gpuplan.workload_defaults import resolve_defaults
 from gpuplan.workload_loading import load_workload

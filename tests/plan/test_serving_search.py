@@ -16,10 +16,10 @@ from gpuplan.catalog.models import resolve_model
 from gpuplan.i18n import use_lang
 from gpuplan.plan import recommend
 from gpuplan.plan.aliases import machine, merge_aliases, offer_key
-from gpuplan.plan.model_parallel import _is_split, min_saving
+from gpuplan.plan.search.model_parallel import _is_split, min_saving
 from gpuplan.plan.rank import SLACK_MIN, TIE_TOLERANCE, pessimistic_cost, thin_margin
-from gpuplan.plan.serving_config import weight_format
-from gpuplan.plan.serving_report import sla_met
+from gpuplan.plan.serving.serving_config import weight_format
+from gpuplan.plan.serving.serving_report import sla_met
 from gpuplan.render.recommend import render_recommendation
 
 R1 = {"model": "deepseek-ai/DeepSeek-R1", "task": "inference", "prompt_tokens": 2048, "output_tokens": 1024,
@@ -195,7 +195,7 @@ def test_no_lower_ranked_plan_is_cheaper_on_the_stated_basis(w):
         for a, b in zip(ranked[:-1], ranked[1:], strict=True):
             if thin_margin(a) == thin_margin(b) and a.cost_key is not None and b.cost_key is not None:
                 # a model-parallel plan held back behind a plain one saves less than the stated margin
-                # (plan/model_parallel.py prefer_plain, data/recipes.yaml)
+                # (plan/search/model_parallel.py prefer_plain, data/recipes.yaml)
                 held = _is_split(b) and not _is_split(a)
                 slack = min_saving() if held else TIE_TOLERANCE
                 assert pessimistic_cost(b) >= pessimistic_cost(a) * (1 - slack) * (1 - 1e-9), (a, b)
@@ -326,7 +326,7 @@ def test_huge_rates_recommend_with_bounded_replicas():
 def test_engines_are_estimated_only_where_their_constants_allow_the_gain():
     from gpuplan.estimate.inference import engine_speedup_bound
     from gpuplan.estimate.params import overrides, table
-    from gpuplan.plan.serving_config import SWITCH_GAIN
+    from gpuplan.plan.serving.serving_config import SWITCH_GAIN
 
     # the engines differ by their step overhead and per-kernel latency (and the memory they reserve): the bound
     # is the larger ratio of the two
@@ -352,7 +352,7 @@ def test_serving_layouts_carry_no_training_fields(w):
 
 
 def test_an_absurd_request_rate_is_flagged_not_silently_sized():
-    from gpuplan.plan.serving_costs import FLEET_WARN_GPUS
+    from gpuplan.plan.serving.serving_costs import FLEET_WARN_GPUS
 
     huge = recommend({"model": "qwen2.5-7b", "task": "inference", "serving": {"requests_per_s": 1e7}}, top=1)
     top = huge.plans[0]

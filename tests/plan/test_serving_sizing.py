@@ -117,7 +117,7 @@ def test_prefill_decode_pools_where_they_cost_less_and_are_launched_as_such():
         assert p.serving["engine"] == "sglang" and p.serving["sla_met"] is True
         assert d["tpot_s"] <= 0.04 and d["ttft_p90_s"] <= 2.0
     # the colocated replicas of the same layout are at least 10 % more
-    from gpuplan.plan.disaggregation import SWITCH_GAIN
+    from gpuplan.plan.serving.disaggregation import SWITCH_GAIN
     p = pd[0]
     colocated = p.estimate.performance["max_requests_per_s"] * int(p.parallel.get("dp") or 1)
     import math

@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from gpuplan.plan import cost as costm
-from gpuplan.plan.candidates import Fixed, Knobs, lattice, walk_lattice
+from gpuplan.plan.money import cost as costm
+from gpuplan.plan.search.candidates import Fixed, Knobs, lattice, walk_lattice
 from gpuplan.plan.rank import pareto_front, rank
-from gpuplan.plan.storage import choose_essd, essd_levels
+from gpuplan.plan.advice.storage import choose_essd, essd_levels
 
 
 def test_essd_pl1_formula_matches_alibaba_doc():

@@ -7,8 +7,8 @@ import datetime as dt
 import yaml
 from importlib.resources import files
 
-from gpuplan.plan.ops import load_compliance, load_ops
-from gpuplan.plan.platform_data import load_platforms
+from gpuplan.plan.advice.ops import load_compliance, load_ops
+from gpuplan.plan.deploy.platform_data import load_platforms
 
 
 def _date(x) -> dt.date:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.plan.platforms import compare, platform_plans
-from gpuplan.plan.traffic import always_on_monthly
+from gpuplan.plan.deploy.platforms import compare, platform_plans
+from gpuplan.plan.serving.traffic import always_on_monthly
 
 GN7I = "ecs.gn7i-c8g1.2xlarge"
 GN7I_PRICE = 9.74

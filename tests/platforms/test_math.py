@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from gpuplan.plan.function_compute import active_fraction
-from gpuplan.plan.platform_data import fc_gpu_types, fc_pricing
-from gpuplan.plan.traffic import always_on_monthly, replicas_for, scaled_node_hours, traffic_profile
+from gpuplan.plan.deploy.function_compute import active_fraction
+from gpuplan.plan.deploy.platform_data import fc_gpu_types, fc_pricing
+from gpuplan.plan.serving.traffic import always_on_monthly, replicas_for, scaled_node_hours, traffic_profile
 from gpuplan.workload import ServingSpec
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from gpuplan.catalog.models import resolve_model
-from gpuplan.plan.ops import is_mainland, ops_advice
+from gpuplan.plan.advice.ops import is_mainland, ops_advice
 from gpuplan.workload_loading import load_workload
 
 SERVE = load_workload({"model": "Qwen/Qwen2.5-7B-Instruct"})

@@ -41,7 +41,7 @@ def _strip_schema_keyword(schema: dict[str, Any]) -> dict[str, Any]:
 def _recommend_schema() -> dict[str, Any]:
     """RECOMMEND_SCHEMA with the rejection codes the recommender really emits (feasibility.CODES
     has "sla", which gpuplan.schemas does not list yet)."""
-    from gpuplan.plan.feasibility import CODES
+    from gpuplan.plan.search.feasibility import CODES
 
     schema = copy.deepcopy(_strip_schema_keyword(RECOMMEND_SCHEMA))
     code = schema["properties"]["rejected"]["items"]["properties"]["code"]

@@ -4,7 +4,7 @@ The spec is the user's input (pydantic); :func:`inline_gpu` turns it into the sa
 :class:`~gpuplan.catalog.gpus.GpuSpec` the catalog yields, so every estimator reads it the same way, and
 lists each value it had to assume (a dtype left out, the usable memory, the links) for the result's
 assumptions. ``estimate`` runs on it; ``recommend`` searches the catalog's instances only, so an inline GPU
-there must name a catalog card (plan/scope.py says so).
+there must name a catalog card (plan/search/scope.py says so).
 
 Assumptions for what is left out (docs/workload.md "An inline GPU"):
 

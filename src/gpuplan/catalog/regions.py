@@ -88,7 +88,7 @@ def load_compliance() -> dict[str, Any]:
 
 def is_mainland(region: str | None) -> bool:
     """Alibaba region ids in the Chinese mainland (compliance.yaml; any ``cn-`` id but cn-hongkong). One rule
-    for the compliance notes (plan/ops.py) and the model hub a config is fetched from (catalog/hub.py)."""
+    for the compliance notes (plan/advice/ops.py) and the model hub a config is fetched from (catalog/hub.py)."""
     if not region:
         return False
     doc = load_compliance()

@@ -149,6 +149,6 @@ class Bundle:
 
     @property
     def mainland(self) -> bool:
-        from gpuplan.plan.ops import is_mainland
+        from gpuplan.plan.advice.ops import is_mainland
 
         return is_mainland(self.region)

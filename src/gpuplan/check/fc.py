@@ -28,14 +28,14 @@ PAIRS = (
 
 
 def _card_mb() -> dict[str, float]:
-    from gpuplan.plan.platform_data import fc_gpu_types
+    from gpuplan.plan.deploy.platform_data import fc_gpu_types
 
     return {g.gpu_type: g.card_memory_gib * 1024 for g in fc_gpu_types()}
 
 
 def limit_problems(memory_mb, vcpu, disk_mb=None, gpu_type=None, gpu_memory_mb=None) -> list[str]:
     """What in one function's size the CreateFunction API refuses (empty: within the limits)."""
-    from gpuplan.plan.platform_data import fc_function_limits
+    from gpuplan.plan.deploy.platform_data import fc_function_limits
 
     lim = fc_function_limits()
     out = []

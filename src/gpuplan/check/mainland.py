@@ -25,7 +25,7 @@ from gpuplan.i18n import _
 def _hosts() -> re.Pattern:
     """A forbidden host (or a subdomain of one) in a URL (``https://huggingface.co``) or a reference followed by a
     path or port (``nvcr.io/nvidia/...``); a bare word such as Ubuntu's ``docker.io`` package is not a host."""
-    from gpuplan.plan.node_env import forbidden_hosts
+    from gpuplan.plan.advice.node_env import forbidden_hosts
 
     names = "|".join(re.escape(h) for h in sorted(forbidden_hosts(), key=len, reverse=True))
     return re.compile(rf"(?:[a-z][a-z0-9+.-]*://(?:[\w-]+\.)*(?:{names})(?![\w.-])|(?<![\w.-])(?:[\w-]+\.)*(?:{names})(?=[/:]))",

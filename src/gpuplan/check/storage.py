@@ -2,7 +2,7 @@
 plan's storage was sized for, and the plan's own storage figure fits the disks the bundle creates.
 
 Reads what the plan wrote (docs/plan-bundle.md, "Storage for the whole run"): ``plan.storage.budget`` (the bytes the
-run keeps, counted once by gpuplan.plan.storage.storage_budget: ``checkpoints_kept``, ``disk_needed_bytes`` on each
+run keeps, counted once by gpuplan.plan.advice.storage.storage_budget: ``checkpoints_kept``, ``disk_needed_bytes`` on each
 node's data disk, ``shared_needed_bytes`` on the shared file system) and ``bundle.checkpoint_rotation`` (the
 ``save_total_limit`` the launchers were written with). The check does not count the bytes again: it compares the
 plan's figures with the rotation in the launch files and with the disks in the files the cloud reads (Terraform's

@@ -51,7 +51,7 @@ class Estimate:
     warnings: list[str] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
     # LLM serving: the replica load model the performance figures were read from (estimate/replica.py);
-    # the recommender reads the planned load off it (plan/serving_report.py). Not part of the JSON.
+    # the recommender reads the planned load off it (plan/serving/serving_report.py). Not part of the JSON.
     serving_model: Any = field(default=None, repr=False, compare=False)
     # a concurrency one replica cannot hold (the `estimate` command warns; the recommender adds replicas)
     concurrency_warnings: list[str] = field(default_factory=list, repr=False, compare=False)

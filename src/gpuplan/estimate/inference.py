@@ -9,7 +9,7 @@ replica model of one workload and reads the figures off it:
   p90), TPOT, the request's latency and the tokens/s it sees;
 - at the SLA: the batch limit (``max_num_seqs``) and the requests/s one replica sustains with the TPOT under
   load and the p90 TTFT within their targets (the figure the recommender sizes replicas with, and the one
-  every plan shows: plan/serving_report.py reads the same model at the planned load).
+  every plan shows: plan/serving/serving_report.py reads the same model at the planned load).
 
 Work that generates nothing (embeddings, reranking, scoring) is one forward per batch of prompts.
 """

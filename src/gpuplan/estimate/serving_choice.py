@@ -1,7 +1,7 @@
 """The serving configuration of an LLM on a given machine: weight format as published, engine and KV-cache dtype.
 
 One set of rules for both entry points: ``gpuplan recommend`` applies them to every candidate layout
-(plan/serving_config.py) and ``gpuplan estimate`` to the machine and layout it is given
+(plan/serving/serving_config.py) and ``gpuplan estimate`` to the machine and layout it is given
 (:func:`choose_serving`), so that ``estimate`` of a plan's machine and layout reproduces the plan's figures.
 
 - **Weight format** (:func:`weight_format`): a model published in FP8 (``ModelSpec.native_dtype``:
@@ -105,7 +105,7 @@ def choose_serving(given, resolved, model, system, layout, estimate_fn, headroom
     precision = resolved.precision or "bf16"
     base_q = resolved.quantization or "none"
     moe = getattr(model, "moe", None) is not None
-    # data-parallel attention runs on SGLang, or on vLLM as DP + EP for MoE models (plan/serving_config.py)
+    # data-parallel attention runs on SGLang, or on vLLM as DP + EP for MoE models (plan/serving/serving_config.py)
     first = resolved.framework if "framework" not in free else (
         DEFAULT_ENGINE if not layout.dp_attention or moe else "sglang")
 

@@ -93,7 +93,7 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
         changes["batch_size"] = par["micro_batch"]
     if par.get("gradient_accumulation"):
         changes["gradient_accumulation"] = par["gradient_accumulation"]
-    if par.get("engine"):    # serving: the configuration the search chose (plan/serving_config.py)
+    if par.get("engine"):    # serving: the configuration the search chose (plan/serving/serving_config.py)
         changes["framework"] = par["engine"]
         changes["kv_cache_dtype"] = par.get("kv_cache_dtype") or "auto"
         changes["parallel"].update(dp_attention=bool(par.get("dp_attention")), ep=int(par.get("ep") or 1))

@@ -95,7 +95,7 @@ def compare_clouds(w: Workload, *, currency: str = "CNY", today: dt.date | None 
     ``currency`` (the dated rate of data/fx.yaml), as rows that can be read side by side."""
     from gpuplan.catalog.instances import available_clouds, load_instances
     from gpuplan.plan import recommend
-    from gpuplan.plan.cost import load_fx
+    from gpuplan.plan.money.cost import load_fx
 
     clouds, rows, notes = [], [], []
     workload_dump = None

@@ -4,12 +4,12 @@ left, which constraint binds and by how much (``binding_constraints`` in the JSO
 from __future__ import annotations
 
 from gpuplan.i18n import _
-from gpuplan.plan import cost as costm
-from gpuplan.plan import feasibility as fz
+from gpuplan.plan.money import cost as costm
+from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.drafts import Draft
 from gpuplan.estimate.intervals import COVERAGE_TEXT
-from gpuplan.plan.ranges import cost_high, time_high
+from gpuplan.plan.money.ranges import cost_high, time_high
 from gpuplan.plan.record import Plan
 from gpuplan.units import GIB, HOUR_S
 

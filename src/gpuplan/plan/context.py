@@ -10,9 +10,9 @@ from typing import Any
 
 from gpuplan.catalog.instances import InstanceType
 from gpuplan.i18n import N_
-from gpuplan.plan import cost as costm
-from gpuplan.plan.candidates import is_llm
-from gpuplan.plan.storage import checkpoint_bytes
+from gpuplan.plan.money import cost as costm
+from gpuplan.plan.search.candidates import is_llm
+from gpuplan.plan.advice.storage import checkpoint_bytes
 from gpuplan.units import HOUR_S
 from gpuplan.workload import Workload
 
@@ -102,7 +102,7 @@ ITEM_UNITS = {"image": N_("images"), "clip": N_("clips"), "request": N_("request
 
 
 def target_util(ctx: PlanContext) -> float:
-    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+    from gpuplan.plan.serving.queueing import DEFAULT_TARGET_UTILIZATION
 
     s = ctx.w.serving
     return s.target_utilization if s and s.target_utilization else DEFAULT_TARGET_UTILIZATION
@@ -135,6 +135,6 @@ def final_export_bytes(ctx: PlanContext, weights_bytes: float) -> float:
 
 def model_bytes(ctx: PlanContext) -> float:
     """Bytes of the model checkpoint each node downloads (16-bit, or the quantized size)."""
-    from gpuplan.plan.transfer import download_bytes
+    from gpuplan.plan.money.transfer import download_bytes
 
     return download_bytes(getattr(ctx.model, "params_total", 0.0), ctx.w.quantization, ctx.training) or 0.0

@@ -7,15 +7,15 @@ import re
 from dataclasses import dataclass, field
 
 from gpuplan.i18n import _
-from gpuplan.plan import cost as costm
-from gpuplan.plan.candidates import TRAIN_TASKS, launcher_for
+from gpuplan.plan.money import cost as costm
+from gpuplan.plan.search.candidates import TRAIN_TASKS, launcher_for
 from gpuplan.plan.context import PlanContext
-from gpuplan.plan.costing import deadline_margin, training_costs
-from gpuplan.plan.ranges import draft_ranges
+from gpuplan.plan.money.costing import deadline_margin, training_costs
+from gpuplan.plan.money.ranges import draft_ranges
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory
-from gpuplan.plan.search_point import Candidate
-from gpuplan.plan.serving_config import describe
-from gpuplan.plan.serving_costs import serving_costs
+from gpuplan.plan.search.search_point import Candidate
+from gpuplan.plan.serving.serving_config import describe
+from gpuplan.plan.serving.serving_costs import serving_costs
 
 
 @dataclass
@@ -56,8 +56,8 @@ class Draft:
     unit_cost: dict | None = None
     deadline_slack: float | None = None
     framework: str | None = None    # the framework the workload names (its launcher wins)
-    serving_sizing: dict | None = None   # LLM serving: how the replicas were sized (plan/serving_costs.py)
-    intervals: dict | None = None   # 80 % ranges of memory, time and cost (plan/ranges.py)
+    serving_sizing: dict | None = None   # LLM serving: how the replicas were sized (plan/serving/serving_costs.py)
+    intervals: dict | None = None   # 80 % ranges of memory, time and cost (plan/money/ranges.py)
 
     def record(self) -> Plan:
         """The frozen plan record (advice is added later, for the plans that are shown)."""
@@ -75,7 +75,7 @@ class Draft:
                     "nodes_per_replica": c.nodes,
                     "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp, self.framework)
                     if c.variant.w.task in TRAIN_TASKS else None,
-                    # the framework whose memory and time rules sized this plan (plan/candidates.py sizing_framework)
+                    # the framework whose memory and time rules sized this plan (plan/search/candidates.py sizing_framework)
                     "framework": c.variant.w.framework if c.variant.w.task in TRAIN_TASKS else None}
         layout = re.sub(r", mb \d+ x ga \d+$" if c.recipe else r", mb 1 x ga 1$", "", lay.describe())
         if c.variant.w.task not in TRAIN_TASKS:

@@ -10,16 +10,16 @@ from dataclasses import replace
 from gpuplan.catalog.instances import InstanceType
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
-from gpuplan.plan.ranges import memory_need
-from gpuplan.plan import feasibility as fz
+from gpuplan.plan.money.ranges import memory_need
+from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan.context import PlanContext, ckpt_bytes, final_export_bytes, model_bytes
-from gpuplan.plan.network import network_advice
-from gpuplan.plan.price_check import held_back_check, held_back_reason
+from gpuplan.plan.advice.network import network_advice
+from gpuplan.plan.money.price_check import held_back_check, held_back_reason
 from gpuplan.plan.rank import thin_margin
 from gpuplan.plan.record import Plan
-from gpuplan.plan.search import Searcher
-from gpuplan.plan.search_point import Variant
-from gpuplan.plan.storage import data_read_bytes_s, storage_advice
+from gpuplan.plan.search.search import Searcher
+from gpuplan.plan.search.search_point import Variant
+from gpuplan.plan.advice.storage import data_read_bytes_s, storage_advice
 from gpuplan.units import GIB, fmt_duration
 
 
@@ -41,7 +41,7 @@ def advise(ctx: PlanContext, p: Plan) -> Plan:
         toks = ds.tokens or ((ds.samples or 0) * (ds.tokens_per_sample or ctx.w.seq_len or 2048))
         ds_bytes = toks * 4.0 if toks else None
     # the weights each node downloads (16-bit for training, the served weight format otherwise), the number the
-    # plan's download time and the bundle's fetch-model.sh use (plan/transfer.py)
+    # plan's download time and the bundle's fetch-model.sh use (plan/money/transfer.py)
     weights = model_bytes(ctx) or float(p.memory.components.get("weights", 0.0)) * max(1, p.parallel["tp"] * p.parallel["pp"])
     storage = storage_advice(training=ctx.training, nodes=nodes, read_bytes_s=read, checkpoint_bytes=ckpt,
                              model_bytes=weights, dataset_bytes=ds_bytes,

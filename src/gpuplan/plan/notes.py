@@ -7,8 +7,8 @@ import datetime as dt
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.plan import cost as costm
-from gpuplan.plan import feasibility as fz
+from gpuplan.plan.money import cost as costm
+from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan.context import PlanContext, target_util
 from gpuplan.plan.record import Plan
 
@@ -95,7 +95,7 @@ NON_LLM_SERVING_SKIP = ("framework", "quantization")   # the vLLM default is an 
 def applicable(notes: list[str], resolved, model) -> list[str]:
     """The resolver's "assumed ..." notes that apply to this model: none about KV caches, tokens or LLM
     engines for diffusion, speech and vision models."""
-    from gpuplan.plan.candidates import is_llm
+    from gpuplan.plan.search.candidates import is_llm
 
     if is_llm(model):
         return list(notes)

@@ -54,7 +54,7 @@ def thin_margin(p) -> bool:
 
 def ranking_basis(objective: str, *, spot: bool = False, deadline: bool = False) -> str:
     """What "best" means for this ranking, in one sentence (the ``ranking_basis`` of the recommendation)."""
-    from gpuplan.plan.cost import margin_words
+    from gpuplan.plan.money.cost import margin_words
 
     risk = _(", spot interruptions included") if spot else ""
     margin = (_("; spot plans that would finish with less than {share} of the deadline to spare rank after the "

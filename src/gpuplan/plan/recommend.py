@@ -19,37 +19,37 @@ from gpuplan.catalog.prices import load_offers
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import calibration_notes
 from gpuplan.i18n import _
-from gpuplan.plan.ranges import notes as range_notes
-from gpuplan.plan import cost as costm
-from gpuplan.plan import feasibility as fz
-from gpuplan.plan.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
+from gpuplan.plan.money.ranges import notes as range_notes
+from gpuplan.plan.money import cost as costm
+from gpuplan.plan.search import feasibility as fz
+from gpuplan.plan.search.candidates import DEFAULT_MAX_GPUS, TRAIN_TASKS, Fixed, is_llm
 from gpuplan.plan.constraints import binding, check_constraints
 from gpuplan.plan.aliases import merge_aliases
-from gpuplan.plan.billing import annotate
+from gpuplan.plan.money.billing import annotate
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.drafts import Draft, plans_for, unpriced
 from gpuplan.plan.explain import advise, headline, why_not
-from gpuplan.plan.model_parallel import prefer_plain
+from gpuplan.plan.search.model_parallel import prefer_plain
 from gpuplan.plan.notes import assumptions as stated_assumptions
 from gpuplan.plan.notes import applicable, dedupe, global_warnings
 from gpuplan.plan.rank import pareto_front, rank, ranking_basis
 from gpuplan.plan.record import PLATFORMS, Plan
-from gpuplan.plan.scope import default_regions, instances as scoped_instances, platforms_wanted, variants as scoped_variants
-from gpuplan.plan.search import Searcher, SearchResult
-from gpuplan.plan.search_point import Candidate, best_per_group
-from gpuplan.plan.serving_config import ServingSpace
-from gpuplan.plan.serving_costs import concurrency_demand
-from gpuplan.plan.serving_report import serving_block
+from gpuplan.plan.search.scope import default_regions, instances as scoped_instances, platforms_wanted, variants as scoped_variants
+from gpuplan.plan.search.search import Searcher, SearchResult
+from gpuplan.plan.search.search_point import Candidate, best_per_group
+from gpuplan.plan.serving.serving_config import ServingSpace
+from gpuplan.plan.serving.serving_costs import concurrency_demand
+from gpuplan.plan.serving.serving_report import serving_block
 from gpuplan.workload import Workload
 from gpuplan.estimate.calibration import pinned as pinned_calibration
-from gpuplan.plan.transfer import download_bytes
+from gpuplan.plan.money.transfer import download_bytes
 from gpuplan.workload_defaults import resolve_defaults
 from gpuplan.workload_loading import load_workload
 
 SCHEMA_VERSION = 1
 SEARCHED_FIELDS = ("parallel", "hardware", "grad_checkpointing", "optimizer")
-RECIPE_FIELDS = ("batch_size", "gradient_accumulation")   # training: searched too (plan/recipe.py)
-SERVING_SEARCHED_FIELDS = ("quantization", "framework", "kv_cache_dtype")   # LLM serving (plan/serving_config.py)
+RECIPE_FIELDS = ("batch_size", "gradient_accumulation")   # training: searched too (plan/search/recipe.py)
+SERVING_SEARCHED_FIELDS = ("quantization", "framework", "kv_cache_dtype")   # LLM serving (plan/serving/serving_config.py)
 DEFAULT_TOP = 5
 SERVING_DEFAULT_BILLING = ("payg", "subscription")   # spot for online serving only when asked
 TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
@@ -102,7 +102,7 @@ class Recommendation:
 
 def _with_ops(p: Plan, workload: Workload) -> dict:
     """A plan's contract dict with its operational advice (image, driver/CUDA, auto-release, logs, compliance)."""
-    from gpuplan.plan.ops import ops_advice
+    from gpuplan.plan.advice.ops import ops_advice
 
     d = p.to_dict()
     params = getattr(getattr(p.estimate, "model", None), "params_total", None)
@@ -130,14 +130,14 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     t0 = time.perf_counter()
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     llm = is_llm(resolve_model(w.model, region=workload_region(w)))
-    # an offline job of a non-LLM model searches its batch per forward (plan/search_job.py)
+    # an offline job of a non-LLM model searches its batch per forward (plan/search/search_job.py)
     job_batch = ("batch_size",) if not w.is_training and w.dataset is not None and not llm else ()
     searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else job_batch)
                          if getattr(w, f) is None)
-    # LLM serving: weight format, engine and KV-cache dtype are chosen per plan (plan/serving_config.py), so
+    # LLM serving: weight format, engine and KV-cache dtype are chosen per plan (plan/serving/serving_config.py), so
     # their defaults are where the search starts, not assumptions of the answer
     start = frozenset(SERVING_SEARCHED_FIELDS) if not w.is_training and llm else frozenset()
-    # training: each plan is sized by the framework its launcher runs (plan/candidates.py sizing_framework), so an
+    # training: each plan is sized by the framework its launcher runs (plan/search/candidates.py sizing_framework), so an
     # unset framework is not one assumption of the whole answer
     per_plan_framework = w.is_training and w.framework in (None, "auto")
     resolved, notes = resolve_defaults(w, searched=searched,
@@ -284,7 +284,7 @@ def _platform_plans(ctx: PlanContext, plans: list[Plan], objective: str, top: in
     if (cons is not None and cons.clouds and "alibaba" not in cons.clouds) or plans[0].instance_type not in {
             i.instance_type for i in ctx.insts if i.cloud == DEFAULT_CLOUD}:
         return []
-    from gpuplan.plan.platforms import platform_plans
+    from gpuplan.plan.deploy.platforms import platform_plans
 
     ecs_ranked = rank(plans, objective)
     # every ECS plan, best first (ACK and PAI-EAS keep one plan per instance type): the managed plans, and so the

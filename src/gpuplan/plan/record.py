@@ -98,7 +98,7 @@ class PlanCost:
     # the same hardware under each billing mode at the workload's duration, with the break-even in words
     billing_options: Mapping[str, Any] | None = None
     # serving: how the replicas were sized (colocated or prefill/decode pools, the batch limit, the replicas
-    # at the peak the autoscaler's maximum uses); plan/serving_costs.py, read by plan/serving_report.py
+    # at the peak the autoscaler's maximum uses); plan/serving/serving_costs.py, read by plan/serving/serving_report.py
     sizing: Mapping[str, Any] | None = None
 
     @property
@@ -165,17 +165,17 @@ class Plan:
     rank: int = 0
     pareto: bool = False
     # LLM serving: engine, parallelism, formats and what the user gets (TTFT p50/p90, TPOT, load, SLA);
-    # None for training, batch jobs and non-LLM models (plan/serving_report.py)
+    # None for training, batch jobs and non-LLM models (plan/serving/serving_report.py)
     serving: Mapping[str, Any] | None = None
     # other instance types that are the same machine at the same price (shown once: plan/aliases.py)
     aliases: tuple[str, ...] = ()
     # (deadline - time) / deadline for jobs with a deadline, else None
     deadline_slack: float | None = None
-    # Training: the recipe the search chose (plan/recipe.py Recipe: micro-batch, accumulation, global batch,
+    # Training: the recipe the search chose (plan/search/recipe.py Recipe: micro-batch, accumulation, global batch,
     # checkpointing, parallel sizes, bubble, MFU, chosen/pinned fields and why); None for serving.
     recipe: Any = None
     # 80 % ranges of the plan's figures ({key: [low, high]}: memory_per_gpu_bytes, time_s, total_cost,
-    # monthly_cost, cost_per_million_output_tokens; plan/ranges.py); empty: read from the estimate.
+    # monthly_cost, cost_per_million_output_tokens; plan/money/ranges.py); empty: read from the estimate.
     intervals: Mapping[str, Any] = field(default_factory=dict)
     # The estimate the memory and performance come from (the exact ECS hardware and layout, or one
     # Function Compute GPU slice); the bundle renders its launch files from it. Not part of the JSON.
@@ -213,7 +213,7 @@ class Plan:
         c = self.cost
         if c.price_margin is not None:
             return c.price_margin
-        from gpuplan.plan.cost import kind_margin
+        from gpuplan.plan.money.cost import kind_margin
 
         return kind_margin(c.price_kind, c.price_estimated)
 

@@ -76,7 +76,7 @@ def sizing(plan: dict, workload, copies: int | None = None) -> dict:
     ``copies`` says how many model copies one unit holds (a Kubernetes pod per copy: 1). max = the plan's peak
     replicas in units; min = the plan's off-peak replicas (ACK's ``autoscaling.min_replicas``, else the off-peak
     rate over one replica's rate at the plan's target utilisation)."""
-    from gpuplan.plan.traffic import replicas_for, traffic_profile
+    from gpuplan.plan.serving.traffic import replicas_for, traffic_profile
 
     perf = plan.get("performance") or {}
     par = plan.get("parallel") or {}
@@ -97,7 +97,7 @@ def sizing(plan: dict, workload, copies: int | None = None) -> dict:
     sla = workload.serving.ttft_ms / 1000.0 if workload.serving and workload.serving.ttft_ms else None
     slack = max(0.5, (sla - ttft) if sla else DEFAULT_TTFT_SLACK_S)
     queue = max(1, math.floor(mu * slack)) if mu > 0 else 4
-    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+    from gpuplan.plan.serving.queueing import DEFAULT_TARGET_UTILIZATION
 
     u = (traffic.target_utilization if traffic is not None else None) or DEFAULT_TARGET_UTILIZATION
     seqs = int(par.get("max_num_seqs") or 0) * per_unit

@@ -1,7 +1,7 @@
 """A figure with its 80 % range, as text: "25.8 h (21.4-31.2)", "CNY 1,234 (1,050-1,480)", "34.1 GiB (29.0-41.2)".
 
 The range is written in the point's unit so it reads at a glance; the ranges themselves come from the
-estimate's and the plans' ``intervals`` (gpuplan.estimate.intervals, gpuplan.plan.ranges).
+estimate's and the plans' ``intervals`` (gpuplan.estimate.intervals, gpuplan.plan.money.ranges).
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def price_age(p: Plan, t) -> str:
 
 def serving_columns(t) -> list[tuple[Column, Callable[[Plan], str]]]:
     """What an LLM serving plan gives: TTFT p50/p90 under the planned load, TPOT, output tokens/s per
-    model copy, load, and whether the SLA is met (plan.serving, plan/serving_report.py)."""
+    model copy, load, and whether the SLA is met (plan.serving, plan/serving/serving_report.py)."""
     return [
         (Column(t("TTFT p50/p90"), 1, "right"), lambda p: _ttft(p.serving, t)),
         (Column(t("TPOT"), 1, "right"), lambda p: _ms(p.serving.get("tpot_s"), t) if p.serving else "-"),

@@ -63,7 +63,7 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     if chart is not None:
         files["cost-time.svg"] = chart
     paths = sorted([*files, "PLAN.md"])
-    from gpuplan.plan.cost_breakdown import cost_breakdown
+    from gpuplan.plan.money.cost_breakdown import cost_breakdown
 
     breakdown = cost_breakdown(plan, workload)
     files["PLAN.md"] = report.plan_markdown(c, plan, estimate, rejected, paths, chart is not None, breakdown=breakdown)

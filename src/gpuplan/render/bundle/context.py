@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.plan.candidates import LAUNCHERS, launcher_for
+from gpuplan.plan.search.candidates import LAUNCHERS, launcher_for
 from gpuplan.render.bundle import nccl
 from gpuplan.render.bundle.context_serving import finite_number, serving_fields
 from gpuplan.render.bundle.environment import Environment, node_environment, stack_for

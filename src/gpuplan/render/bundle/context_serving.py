@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuplan.plan.node_env import scope
-from gpuplan.plan.transfer import download_bytes, plan_fixed_s
+from gpuplan.plan.advice.node_env import scope
+from gpuplan.plan.money.transfer import download_bytes, plan_fixed_s
 
 
 def finite_number(value: Any) -> float | None:

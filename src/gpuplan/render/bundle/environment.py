@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.plan.node_env import (STACKS, base_image, environments, mirror_region, requirement_pins, scope,
+from gpuplan.plan.advice.node_env import (STACKS, base_image, environments, mirror_region, requirement_pins, scope,
                                    scope_of)
 
 __all__ = ["STACKS", "Environment", "environments", "image_ref", "mirror_region", "node_environment",

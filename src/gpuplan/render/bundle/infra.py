@@ -72,7 +72,7 @@ def gpu_check(c: Ctx) -> str:
 
 def bootstrap_pins() -> dict:
     """node_bootstrap of data/ops.yaml: pinned driver / CUDA / toolkit / eRDMA versions."""
-    from gpuplan.plan.ops import load_ops
+    from gpuplan.plan.advice.ops import load_ops
 
     return load_ops()["node_bootstrap"]
 

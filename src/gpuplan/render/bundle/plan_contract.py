@@ -21,7 +21,7 @@ def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[
     plan_out = dict(plan)
     plan_out.setdefault("ops", {"min_driver_version": str(required_driver_major(c)), "cuda_version": None})
     if breakdown:
-        from gpuplan.plan.cost_breakdown import public
+        from gpuplan.plan.money.cost_breakdown import public
 
         plan_out["cost_breakdown"] = [public(ln) for ln in breakdown["lines"]]
         plan_out["cost_breakdown_total"] = {k: breakdown[k] for k in ("total", "basis", "hours", "currency", "unknown")}

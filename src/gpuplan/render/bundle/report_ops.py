@@ -29,7 +29,7 @@ def _gb(n_bytes: float | None) -> str:
 
 def download_lines(c: Ctx, plan: dict) -> list[Safe]:
     """Where the weights come from and how long the download takes on this plan's nodes (ECS)."""
-    from gpuplan.plan.transfer import MB, transfer_s
+    from gpuplan.plan.money.transfer import MB, transfer_s
     from gpuplan.render.bundle.transfer import transfers
 
     t = transfers(c)

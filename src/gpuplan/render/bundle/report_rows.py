@@ -19,7 +19,7 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     lang = c.lang
     cur = c.currency
     mem = estimate.get("memory") or {}
-    ranges = plan.get("intervals") or {}   # 80 % ranges (gpuplan.plan.ranges)
+    ranges = plan.get("intervals") or {}   # 80 % ranges (gpuplan.plan.money.ranges)
     if c.training:
         layout = tr("TP {tp}, PP {pp}, DP {dp}, ZeRO {zero}, FSDP {fsdp}, offload {offload}, micro-batch {micro}, "
                     "accumulation {accum}", lang).format(tp=c.tp, pp=c.pp, dp=c.dp, zero=c.zero,
@@ -91,7 +91,7 @@ SLA_WORDS = {True: N_("met ({targets})"), False: N_("missed ({targets})")}
 
 
 def serving_items(sv: dict, lang: str) -> list[tuple[str, str | None]]:
-    """What an LLM serving plan gives under its planned load (plan["serving"], plan/serving_report.py)."""
+    """What an LLM serving plan gives under its planned load (plan["serving"], plan/serving/serving_report.py)."""
     def sec(x: Any) -> str | None:
         return tr("{value} s", lang).format(value=f"{x:.2f}") if isinstance(x, (int, float)) else None
 
@@ -161,7 +161,7 @@ def memory_rows(c: Ctx, estimate: dict) -> list[tuple[Safe, Safe]]:
 
 def cost_rows(c: Ctx, breakdown: dict | None) -> tuple[list[dict], Safe | None]:
     """Whole-cost table rows (item, quantity, amount, source, as_of) and the total."""
-    from gpuplan.plan.cost_breakdown import item_text
+    from gpuplan.plan.money.cost_breakdown import item_text
 
     if not breakdown:
         return [], None

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpuplan import i18n
 from gpuplan.i18n import N_
-from gpuplan.plan.cost_breakdown import BILLING_NAMES as BILLING
+from gpuplan.plan.money.cost_breakdown import BILLING_NAMES as BILLING
 from gpuplan.render.bundle.safe import Safe, md
 from gpuplan.units import GIB
 

@@ -185,7 +185,7 @@ def serve_requirements(c: Ctx) -> str:
 
 
 def files(c: Ctx) -> dict[str, str]:
-    # a batch job runs the batch its plan chose (plan/search_job.py); a server's batch script keeps at most 16
+    # a batch job runs the batch its plan chose (plan/search/search_job.py); a server's batch script keeps at most 16
     batch = max(1, c.max_num_seqs if not c.online else min(c.max_num_seqs, 16))
     if c.model_kind == "diffusion":
         steps = int(c.model_input.get("steps") or 30)

@@ -2,7 +2,7 @@
 requirements.txt, the sample dataset, ds_config.json, the LLaMA-Factory config and ms-swift script
 for LoRA/QLoRA jobs, nccl.env and the checkpoint wrapper.
 
-The launcher comes from the layout (:func:`gpuplan.plan.candidates.launcher_for`): DP, FSDP and
+The launcher comes from the layout (:func:`gpuplan.plan.search.candidates.launcher_for`): DP, FSDP and
 DeepSpeed ZeRO run the bundle's train.py under torchrun; TP/PP layouts run ms-swift's Megatron mode
 (`megatron sft|pt`, Megatron-Core). Batch arithmetic comes from :func:`batch_layout` only.
 

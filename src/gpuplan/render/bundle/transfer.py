@@ -1,16 +1,16 @@
-"""The bundle's view of a plan's transfers (gpuplan.plan.transfer computes them): its download, upload and
+"""The bundle's view of a plan's transfers (gpuplan.plan.money.transfer computes them): its download, upload and
 auto-release figures from the bundle context, and durations written into scripts."""
 
 from __future__ import annotations
 
-from gpuplan.plan.ops import load_ops
-from gpuplan.plan.transfer import Transfers, job_transfers
+from gpuplan.plan.advice.ops import load_ops
+from gpuplan.plan.money.transfer import Transfers, job_transfers
 from gpuplan.render.bundle.context import Ctx
 
 
 def transfers(c: Ctx) -> Transfers:
     """The bundle's download/upload times and auto-release hours for this plan (the same figures as the plan's
-    ops advice: gpuplan.plan.transfer)."""
+    ops advice: gpuplan.plan.money.transfer)."""
     return job_transfers(load_ops(), training=c.training, billing=c.billing, model_bytes=c.model_bytes,
                          checkpoint_bytes=c.checkpoint_bytes, time_s=c.job_time_s, fixed_s=c.plan_fixed_s)
 

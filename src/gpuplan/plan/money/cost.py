@@ -31,7 +31,7 @@ from typing import Any
 from gpuplan.catalog.prices import BASIS_WORDS, RULE_REGION_PROXY, Offer, offer_note
 from gpuplan.datafiles import load_data
 from gpuplan.i18n import _, localize
-from gpuplan.plan.spot import (DEFAULT_SPOT, SPOT_CAP_SOURCE, SPOT_SOURCE, SpotDefault, SpotModel,  # noqa: F401
+from gpuplan.plan.money.spot import (DEFAULT_SPOT, SPOT_CAP_SOURCE, SPOT_SOURCE, SpotDefault, SpotModel,  # noqa: F401
                                SpotRun, describe_spot, job_interruption_rate, spot_default, spot_run, spot_summary,
                                spot_why)
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
@@ -244,7 +244,7 @@ def budget_reason(label: str, n: int, billing: str, currency: str, spend: float,
                   budget: float, monthly: bool, spend_high: float | None = None) -> tuple[str, float] | None:
     """(why a plan is over the budget, by how much) or None when even its upper bound fits. A plan whose
     point cost fits but whose upper bound (an estimated price at the top of its margin, and the high end of the
-    cost's 80 % range, ``spend_high``: plan/ranges.py) does not is within budget only at the point estimate,
+    cost's 80 % range, ``spend_high``: plan/money/ranges.py) does not is within budget only at the point estimate,
     and is not called within budget."""
     high = upper_bound(max(spend, spend_high or spend), margin)
     if high <= budget:
@@ -341,8 +341,8 @@ class ImagePull:
 
 def image_pull(fixed: FixedCosts, region: str | None, *, training: bool, platform: str = "ecs") -> ImagePull:
     """The image pull one node of a plan pays (see :class:`ImagePull`)."""
-    from gpuplan.plan.node_env import image_pull as env_pull
-    from gpuplan.plan.ops import load_ops
+    from gpuplan.plan.advice.node_env import image_pull as env_pull
+    from gpuplan.plan.advice.ops import load_ops
 
     n_bytes, source = env_pull(region or "", "training" if training else "vllm", platform)
     if source == "acr-vpc":

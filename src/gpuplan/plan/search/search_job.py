@@ -16,14 +16,14 @@ import functools
 from typing import TYPE_CHECKING
 
 from gpuplan.i18n import _
-from gpuplan.plan.candidates import Knobs, is_llm
-from gpuplan.plan.ranges import memory_need
-from gpuplan.plan.recipe import BatchOption, search_setting
-from gpuplan.plan.search_point import Candidate, Variant
+from gpuplan.plan.search.candidates import Knobs, is_llm
+from gpuplan.plan.money.ranges import memory_need
+from gpuplan.plan.search.recipe import BatchOption, search_setting
+from gpuplan.plan.search.search_point import Candidate, Variant
 from gpuplan.units import GIB
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gpuplan.plan.search import Searcher
+    from gpuplan.plan.search.search import Searcher
 
 JOB_BATCH_MIN_GAIN = 0.02    # a doubling that adds less throughput than this stops the climb (assumed)
 

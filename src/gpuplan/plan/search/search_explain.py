@@ -1,5 +1,5 @@
 """What the search says about a layout: the words of a memory rejection, why a memory-saving knob is
-on, and the ``recipe`` record of a training candidate (plan/recipe.py). Text only; no estimates here."""
+on, and the ``recipe`` record of a training candidate (plan/search/recipe.py). Text only; no estimates here."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import _
-from gpuplan.plan.candidates import Knobs, is_llm
-from gpuplan.plan.recipe import BatchTarget, Recipe, batch_why, chosen_fields, optimizer_steps, pinned_fields
+from gpuplan.plan.search.candidates import Knobs, is_llm
+from gpuplan.plan.search.recipe import BatchTarget, Recipe, batch_why, chosen_fields, optimizer_steps, pinned_fields
 from gpuplan.units import GIB
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gpuplan.plan import feasibility as fz
-    from gpuplan.plan.search_point import Candidate
+    from gpuplan.plan.search import feasibility as fz
+    from gpuplan.plan.search.search_point import Candidate
     from gpuplan.workload import Workload
 
 

@@ -3,7 +3,7 @@ recommender checks them at.
 
 The bands come from :mod:`gpuplan.estimate.intervals` (the one place that turns an estimate into a range);
 this module only carries them through the plan's own arithmetic: a job's time is its compute time's range plus
-the fixed costs, its cost is the price applied to each end of the time (the billing rules of plan/cost.py), a
+the fixed costs, its cost is the price applied to each end of the time (the billing rules of plan/money/cost.py), a
 service's monthly cost is the replicas it needs at each end of its speed. Plans are checked at the high ends:
 GPU memory (:func:`memory_need`: the fit decision and the micro-batch), time against the deadline
 (:func:`time_high`) and cost against the budget (:func:`cost_high`).
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from gpuplan.estimate import intervals
 from gpuplan.i18n import _
-from gpuplan.plan import cost as costm
+from gpuplan.plan.money import cost as costm
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan.context import PlanContext
     from gpuplan.plan.drafts import Draft
-    from gpuplan.plan.search_point import Candidate
+    from gpuplan.plan.search.search_point import Candidate
 
 Ranges = dict[str, list[float]]
 
@@ -62,7 +62,7 @@ def _serving_ranges(ctx: PlanContext, c: Candidate, p: Draft, cls: str, out: Ran
     """A service: the replicas its request rate needs when a replica serves the fast or the slow end of its
     speed (the monthly cost scales with them); without a rate the fleet is fixed and the cost per token moves."""
     from gpuplan.plan.context import target_util
-    from gpuplan.plan.queueing import size_replicas
+    from gpuplan.plan.serving.queueing import size_replicas
 
     rate = ctx.request_rate()
     group_rate = c.speed(False)

@@ -9,7 +9,7 @@ then the smallest count r with
     1 / 1.15: capacity at least 15 % above the peak demand, issue 14),
 
 which also keeps every replica's load below its SLA capacity, so the p50 / p90 TTFT the plan reports at the
-planned load (plan/serving_report.py, the same model read at rate / r) meet the targets. A stated
+planned load (plan/serving/serving_report.py, the same model read at rate / r) meet the targets. A stated
 concurrency without a rate (``batch_size`` users always waiting for their answer) needs r copies holding
 batch_size / r sequences each within the batch limit.
 

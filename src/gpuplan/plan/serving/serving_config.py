@@ -44,11 +44,11 @@ from typing import TYPE_CHECKING
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.inference import engine_speedup_bound
 from gpuplan.i18n import N_, _
-from gpuplan.plan.search_point import Candidate, Variant
+from gpuplan.plan.search.search_point import Candidate, Variant
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.estimate.system import System
-    from gpuplan.plan.search import Searcher
+    from gpuplan.plan.search.search import Searcher
     from gpuplan.workload import Workload
 
 from gpuplan.estimate.serving_choice import (DEFAULT_ENGINE, FP8_KV_ENGINES, SEARCHED_ENGINES, SWITCH_GAIN, choose,
@@ -93,7 +93,7 @@ class ServingSpace:
     @classmethod
     def for_workload(cls, given: Workload, resolved: Workload, model) -> ServingSpace | None:
         """The space of an LLM serving (or batch generation) workload; None for anything else."""
-        from gpuplan.plan.candidates import is_llm
+        from gpuplan.plan.search.candidates import is_llm
 
         if (resolved.task or "inference") != "inference" or not is_llm(model):
             return None

@@ -13,8 +13,8 @@ from typing import Any
 from gpuplan.catalog.instances import InstanceType
 from gpuplan.estimate.core import Estimate
 from gpuplan.estimate.system import Layout
-from gpuplan.plan.candidates import Knobs
-from gpuplan.plan.recipe import BatchOption, Recipe
+from gpuplan.plan.search.candidates import Knobs
+from gpuplan.plan.search.recipe import BatchOption, Recipe
 from gpuplan.workload import Workload
 
 
@@ -71,15 +71,15 @@ class Variant:
     quantization: str
     optimizer: str | None
     w: Workload
-    config: Any = None    # serving: the engine / weight / KV / DP-attention point (plan/serving_config.py)
+    config: Any = None    # serving: the engine / weight / KV / DP-attention point (plan/serving/serving_config.py)
 
 
 def best_per_group(cands: list[Candidate], training: bool) -> list[Candidate]:
     """Keep the fastest layout per (instance type, nodes): the price per hour is the same, so the
     fastest is also the cheapest for every billing mode (ties: fewer GPUs of memory pressure). Training splits
     the model over GPUs (TP/PP/CP) only where nothing else fits or it is at least the margin faster
-    (plan/model_parallel.py), and says so."""
-    from gpuplan.plan.model_parallel import pick_in_group, split
+    (plan/search/model_parallel.py), and says so."""
+    from gpuplan.plan.search.model_parallel import pick_in_group, split
 
     best: dict[tuple, list[Candidate | None]] = {}
     for c in cands:

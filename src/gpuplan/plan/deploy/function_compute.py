@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.i18n import N_, _
-from gpuplan.plan.platform_data import ColdStart, FcGpuType, FcPricing, cold_start_model, fc_gpu_types, fc_pricing, fx_rate
+from gpuplan.plan.deploy.platform_data import ColdStart, FcGpuType, FcPricing, cold_start_model, fc_gpu_types, fc_pricing, fx_rate
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory, rnd
-from gpuplan.plan.traffic import (DAYS_PER_MONTH, Traffic, cost_per_million_output_tokens, peak_utilization,
+from gpuplan.plan.serving.traffic import (DAYS_PER_MONTH, Traffic, cost_per_million_output_tokens, peak_utilization,
                                   replicas_for)
 from gpuplan.units import HOUR_S
 
@@ -99,7 +99,7 @@ def serverless_month(traffic: Traffic, *, per_instance_rps: float, latency_s: fl
 
 
 def _fits(est, headroom: float) -> bool:
-    from gpuplan.plan.ranges import memory_need
+    from gpuplan.plan.money.ranges import memory_need
 
     return memory_need(est) <= est.memory.capacity_bytes * (1.0 - headroom)
 

@@ -2,14 +2,14 @@
 latency model that reports the plan's TTFT and TPOT, prefill/decode pools where they cost less, the monthly
 cost, and the unit costs on the stated traffic.
 
-- **Replicas** (plan/queueing.py): one engine copy's capacity at the SLA is ``max_requests_per_s`` of its
+- **Replicas** (plan/serving/queueing.py): one engine copy's capacity at the SLA is ``max_requests_per_s`` of its
   estimate (estimate/replica.py: the largest rate whose TPOT under load and p90 TTFT meet the targets with
   its batch limit ``max_num_seqs``); replicas = ceil(peak / (copies per replica x capacity x target
   utilisation)). A concurrency without a rate (``batch_size`` users) needs copies holding batch_size / copies
   sequences each within the batch limit.
-- **Prefill/decode pools** (plan/disaggregation.py) replace the colocated replicas when they serve the same
+- **Prefill/decode pools** (plan/serving/disaggregation.py) replace the colocated replicas when they serve the same
   SLA with at least 10 % fewer copies.
-- **Money on the stated traffic** (plan/traffic.py): cost per 1M output tokens (per 1M input tokens for
+- **Money on the stated traffic** (plan/serving/traffic.py): cost per 1M output tokens (per 1M input tokens for
   prefill-only work, per item for images and clips) is the month's cost over the month's requests of the
   stated traffic, the same function for ECS, ACK, PAI-EAS and Function Compute; the peak only sizes. With no
   traffic stated: at what the replicas serve at capacity, said so.
@@ -21,15 +21,15 @@ import math
 from typing import TYPE_CHECKING
 
 from gpuplan.i18n import _, localize
-from gpuplan.plan import cost as costm
+from gpuplan.plan.money import cost as costm
 from gpuplan.plan.context import PlanContext, item_unit, target_util
-from gpuplan.plan.costing import job_costs
-from gpuplan.plan.disaggregation import PD_ENGINES, better_than_colocated, pd_sizing
-from gpuplan.plan.queueing import copies_for_concurrency, size_replicas
+from gpuplan.plan.money.costing import job_costs
+from gpuplan.plan.serving.disaggregation import PD_ENGINES, better_than_colocated, pd_sizing
+from gpuplan.plan.serving.queueing import copies_for_concurrency, size_replicas
 from gpuplan.plan.record import rnd
-from gpuplan.plan.search_point import Candidate
-from gpuplan.plan.serving_config import describe
-from gpuplan.plan.traffic import (Traffic, cost_per_million_output_tokens, cost_per_request, full_capacity,
+from gpuplan.plan.search.search_point import Candidate
+from gpuplan.plan.serving.serving_config import describe
+from gpuplan.plan.serving.traffic import (Traffic, cost_per_million_output_tokens, cost_per_request, full_capacity,
                                   traffic_profile)
 
 if TYPE_CHECKING:  # pragma: no cover

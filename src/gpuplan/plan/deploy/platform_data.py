@@ -1,5 +1,5 @@
 """data/clouds/alibaba/platforms.yaml read into typed records: Function Compute GPU types, CU pricing and the
-cold-start assumptions (the ACK fee and PAI-EAS resources are read as plain mappings by plan/managed.py)."""
+cold-start assumptions (the ACK fee and PAI-EAS resources are read as plain mappings by plan/deploy/managed.py)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ The global batch (sequences per optimizer step) is micro-batch x gradient accumu
 It is taken from the workload (``global_batch_size`` or ``global_batch_tokens``), else from a
 published recipe for the task and model size (data/recipes.yaml, every value sourced). For one DP
 size the search may run any split whose global batch lies within the tolerance of the target
-(:func:`batch_options`); :mod:`gpuplan.plan.recipe_search` picks the split, the checkpointing, the
+(:func:`batch_options`); :mod:`gpuplan.plan.search.recipe_search` picks the split, the checkpointing, the
 ZeRO stage and the virtual pipeline stages. Pure: no prices, no estimates here.
 """
 

@@ -1,5 +1,5 @@
 """Costing of plan drafts: training (time, spot interruptions, fixed costs) and batch inference jobs
-(replicas to meet the deadline, cost per item). Online serving is costed in plan/serving_costs.py."""
+(replicas to meet the deadline, cost per item). Online serving is costed in plan/serving/serving_costs.py."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.i18n import N_, _
-from gpuplan.plan import cost as costm
+from gpuplan.plan.money import cost as costm
 from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items, model_bytes
 from gpuplan.plan.record import rnd
 from gpuplan.plan.rank import SLACK_MIN
-from gpuplan.plan.search_point import Candidate
+from gpuplan.plan.search.search_point import Candidate
 from gpuplan.units import HOUR_S
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,7 +120,7 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
                   "checkpoint_write_s": None,
                   "expected_interruptions": round(run.expected_interruptions * replicas, 2)}
     p.time_s = base * factor + fixed_s
-    # the batch each forward (or engine step) runs: the job search's (plan/search_job.py), the LLM serving batch
+    # the batch each forward (or engine step) runs: the job search's (plan/search/search_job.py), the LLM serving batch
     batch = c.est.performance.get("serving_batch") if ctx.llm else c.layout.micro_batch
     job: dict[str, Any] = {"items": rnd(items, 1), "unit": unit, "items_per_s": rnd(group_rate * replicas),
                            "replicas": replicas, "batch": int(batch) if batch else None}
@@ -157,7 +157,7 @@ def deadline_margin(ctx: PlanContext, p: Draft) -> None:
     if not (cons and cons.deadline_hours) or p.time_s is None:
         return
     deadline_s = cons.deadline_hours * HOUR_S
-    # at the high end of the job's 80 % time range, where the deadline is checked (plan/ranges.py)
+    # at the high end of the job's 80 % time range, where the deadline is checked (plan/money/ranges.py)
     time_s = (p.intervals or {}).get("time_s", [None, p.time_s])[1]
     p.deadline_slack = (deadline_s - time_s) / deadline_s
     if p.billing == "spot" and 0.0 <= p.deadline_slack < SLACK_MIN:

@@ -35,7 +35,7 @@ class Traffic:
 
     segments: tuple[Segment, ...]
     basis: str
-    target_utilization: float | None = None   # serving.target_utilization (None: 1/1.15, plan/queueing.py)
+    target_utilization: float | None = None   # serving.target_utilization (None: 1/1.15, plan/serving/queueing.py)
     stated_peak_rps: float | None = None      # serving.peak_requests_per_s: the burst every platform is sized for
 
     @property
@@ -110,8 +110,8 @@ def _segments(serving) -> Traffic | None:
 def replicas_for(rate_rps: float, per_replica_rps: float, minimum: int = 1,
                  target_utilization: float | None = None) -> int:
     """Replicas that serve ``rate_rps`` with headroom: ceil(rate / (capacity x target utilisation)), at
-    least ``minimum``. The target defaults to 1/1.15 (capacity 15 % above demand, plan/queueing.py)."""
-    from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+    least ``minimum``. The target defaults to 1/1.15 (capacity 15 % above demand, plan/serving/queueing.py)."""
+    from gpuplan.plan.serving.queueing import DEFAULT_TARGET_UTILIZATION
 
     if per_replica_rps <= 0:
         return max(minimum, 1)

@@ -26,7 +26,7 @@ from typing import Any
 from gpuplan.catalog.availability import availability
 from gpuplan.catalog.prices import STALE_AFTER_DAYS
 from gpuplan.i18n import N_, _
-from gpuplan.plan import cost as costm
+from gpuplan.plan.money import cost as costm
 from gpuplan.plan.record import Plan, rnd
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
 

@@ -3,9 +3,9 @@
 The question: for the user's request pattern, does an always-on replica or per-second serverless
 billing cost less, and what do cold starts do to the time to first token?
 
-This module orchestrates: the day's traffic and the replica arithmetic are in plan/traffic.py, the
-platforms.yaml records in plan/platform_data.py, Function Compute (serverless) plans in
-plan/function_compute.py, and ACK / PAI-EAS plans on the ECS instance types in plan/managed.py.
+This module orchestrates: the day's traffic and the replica arithmetic are in plan/serving/traffic.py, the
+platforms.yaml records in plan/deploy/platform_data.py, Function Compute (serverless) plans in
+plan/deploy/function_compute.py, and ACK / PAI-EAS plans on the ECS instance types in plan/deploy/managed.py.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from gpuplan.plan.function_compute import EstimateForGpu, function_compute_plans
-from gpuplan.plan.managed import ack_plans, pai_eas_plans
+from gpuplan.plan.deploy.function_compute import EstimateForGpu, function_compute_plans
+from gpuplan.plan.deploy.managed import ack_plans, pai_eas_plans
 from gpuplan.plan.record import Plan, rnd
-from gpuplan.plan.traffic import traffic_profile
+from gpuplan.plan.serving.traffic import traffic_profile
 from gpuplan.units import GIB
 
 PLATFORMS = ("function-compute", "pai-eas", "ack")
@@ -86,7 +86,7 @@ def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, 
 
         traffic = _replace(traffic, target_utilization=w.serving.target_utilization)
     if fx is None:
-        from gpuplan.plan.cost import load_fx
+        from gpuplan.plan.money.cost import load_fx
 
         fx = load_fx()
     cons = w.constraints

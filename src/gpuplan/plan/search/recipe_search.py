@@ -1,7 +1,7 @@
 """The joint search over memory-saving knobs and the split of the global batch, for one layout group.
 
-The space is the knob lattice (ZeRO stage, offload, checkpointing, optimizer: plan/candidates.py) times
-the batch options of one DP size (plan/recipe.py ``batch_options``: micro-batch 1, 2, 4, ... with the
+The space is the knob lattice (ZeRO stage, offload, checkpointing, optimizer: plan/search/candidates.py) times
+the batch options of one DP size (plan/search/recipe.py ``batch_options``: micro-batch 1, 2, 4, ... with the
 accumulation that keeps the global batch). Two monotone facts bound it:
 
 - memory never grows up the lattice and never shrinks with the micro-batch (activations and logits grow
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Sequence
 
-from gpuplan.plan.candidates import Knobs, _structure, walk_lattice
+from gpuplan.plan.search.candidates import Knobs, _structure, walk_lattice
 
 
 _Rel = dict[Knobs, tuple[Knobs, ...]]

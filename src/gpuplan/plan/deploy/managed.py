@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuplan.i18n import _
-from gpuplan.plan.platform_data import fx_rate, load_platforms
+from gpuplan.plan.deploy.platform_data import fx_rate, load_platforms
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, rnd
-from gpuplan.plan.traffic import (Traffic, always_on_monthly, cost_per_million_output_tokens, peak_utilization,
+from gpuplan.plan.serving.traffic import (Traffic, always_on_monthly, cost_per_million_output_tokens, peak_utilization,
                                   replicas_for, scaled_node_hours)
 from gpuplan.units import HOURS_PER_MONTH
 

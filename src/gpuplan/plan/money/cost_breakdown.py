@@ -39,7 +39,7 @@ def load_extra_costs() -> dict[str, Any]:
 def _conv(amount: float, src: str, dst: str) -> tuple[float, str | None]:
     if src == dst:
         return amount, None
-    from gpuplan.plan.cost import load_fx
+    from gpuplan.plan.money.cost import load_fx
 
     fx = load_fx()
     return fx.convert(amount, src, dst), N_("converted at {rate} CNY/USD ({date})").format(rate=fx.usd_cny, date=fx.as_of)
@@ -80,7 +80,7 @@ def _line(item: Text, amount: float | None, unit: str, currency: str, source: st
 
 def _average_rps(workload: Any) -> float:
     """Mean request rate over a day (the traffic profile: steady rate, or peak hours + daily requests)."""
-    from gpuplan.plan.traffic import traffic_profile
+    from gpuplan.plan.serving.traffic import traffic_profile
 
     serving = getattr(workload, "serving", None)
     traffic = traffic_profile(serving) if serving else None

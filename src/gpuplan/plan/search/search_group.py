@@ -1,5 +1,5 @@
 """The search of one layout group: one instance type and node count, one (TP, PP, DP, CP) shape, one
-variant and one lattice of memory-saving knobs. It probes memory (plan/recipe_search.py walks the knobs and
+variant and one lattice of memory-saving knobs. It probes memory (plan/search/recipe_search.py walks the knobs and
 the splits of the global batch), times the points that can be fastest, and leaves the reasons for later:
 only the candidates that win their group are explained (:meth:`GroupSearch.explain`)."""
 
@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 from gpuplan.estimate.core import Estimate
 from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout
 from gpuplan.i18n import _
-from gpuplan.plan.ranges import memory_need
-from gpuplan.plan import feasibility as fz
-from gpuplan.plan.candidates import Knobs, _structure, lattice
-from gpuplan.plan.model_parallel import split
-from gpuplan.plan.recipe_search import walk_recipes
-from gpuplan.plan.search_explain import knob_why, recipe_of
-from gpuplan.plan.search_point import Candidate, Variant
+from gpuplan.plan.money.ranges import memory_need
+from gpuplan.plan.search import feasibility as fz
+from gpuplan.plan.search.candidates import Knobs, _structure, lattice
+from gpuplan.plan.search.model_parallel import split
+from gpuplan.plan.search.recipe_search import walk_recipes
+from gpuplan.plan.search.search_explain import knob_why, recipe_of
+from gpuplan.plan.search.search_point import Candidate, Variant
 from gpuplan.units import GIB
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gpuplan.plan.search import Searcher
+    from gpuplan.plan.search.search import Searcher
 
 
 class GroupSearch:

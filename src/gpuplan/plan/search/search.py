@@ -22,9 +22,9 @@ from gpuplan.estimate.system import (
     system_for_instance,
 )
 from gpuplan.i18n import _, localize
-from gpuplan.plan import feasibility as fz
-from gpuplan.plan.ranges import memory_need
-from gpuplan.plan.candidates import (
+from gpuplan.plan.search import feasibility as fz
+from gpuplan.plan.money.ranges import memory_need
+from gpuplan.plan.search.candidates import (
     OFFLOAD_ORDER,
     TRAIN_TASKS,
     Fixed,
@@ -35,13 +35,13 @@ from gpuplan.plan.candidates import (
     node_options,
     parallel_shapes,
 )
-from gpuplan.plan.model_parallel import min_saving, split
-from gpuplan.plan.recipe import BatchOption, BatchTarget, batch_target, no_batch_reason
-from gpuplan.plan.search_explain import what
-from gpuplan.plan.search_job import job_batches, search_job_batch
-from gpuplan.plan.search_point import Candidate, Variant
-from gpuplan.plan.search_space import SearchSpace
-from gpuplan.plan.search_group import GroupSearch, shape_bound
+from gpuplan.plan.search.model_parallel import min_saving, split
+from gpuplan.plan.search.recipe import BatchOption, BatchTarget, batch_target, no_batch_reason
+from gpuplan.plan.search.search_explain import what
+from gpuplan.plan.search.search_job import job_batches, search_job_batch
+from gpuplan.plan.search.search_point import Candidate, Variant
+from gpuplan.plan.search.search_space import SearchSpace
+from gpuplan.plan.search.search_group import GroupSearch, shape_bound
 from gpuplan.workload import Workload
 
 
@@ -80,7 +80,7 @@ class Searcher(SearchSpace):
         # the global batch of a training recipe (transformer models; others keep their batch_size)
         self.target: BatchTarget | None = batch_target(w, model) if self.training and shape is not None else None
         self.batch_reason: str | None = None
-        self.job_batches = job_batches(self)   # an offline non-LLM job's batches to try (plan/search_job.py)
+        self.job_batches = job_batches(self)   # an offline non-LLM job's batches to try (plan/search/search_job.py)
         self.best = 0.0        # the fastest candidate of the (instance, nodes) being searched (pruning bound)
         self.best_plain = 0.0  # ... of those without tensor, pipeline or context parallelism
         self._layouts: dict[tuple, Layout] = {}
@@ -289,14 +289,14 @@ class Searcher(SearchSpace):
 
     def bar(self, shape: tuple[int, int, int, int]) -> float:
         """The speed a candidate of ``shape`` must beat to be kept: the group's fastest so far; a layout that splits
-        the model (TP/PP/CP) must also beat the fastest plain one by the margin (plan/model_parallel.py)."""
+        the model (TP/PP/CP) must also beat the fastest plain one by the margin (plan/search/model_parallel.py)."""
         tp, pp, _dp, cp = shape
         if self.training and split(tp, pp, cp) and self.best_plain > 0:
             return max(self.best, self.best_plain / (1.0 - min_saving()))
         return self.best
 
     def _search_layout(self, inst, nodes, system, shape, v, cands, reject, best_mem) -> None:
-        if self.job_batches:    # an offline job of a non-LLM model: its batch per forward (plan/search_job.py)
+        if self.job_batches:    # an offline job of a non-LLM model: its batch per forward (plan/search/search_job.py)
             search_job_batch(self, inst, nodes, system, shape, v, cands, reject, best_mem)
             return
         tp, pp, dp, cp = shape

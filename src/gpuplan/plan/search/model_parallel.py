@@ -19,7 +19,7 @@ T = TypeVar("T")
 
 def min_saving() -> float:
     """The least saving a model-parallel plan must show (data/recipes.yaml ``search.model_parallel_min_saving``)."""
-    from gpuplan.plan.recipe import search_setting
+    from gpuplan.plan.search.recipe import search_setting
 
     return float(search_setting("model_parallel_min_saving"))
 

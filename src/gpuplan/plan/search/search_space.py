@@ -1,6 +1,6 @@
 """The declared space of one search, as the searcher walks it: the framework whose rules size each training point
 (its launcher's), the workload variant of a knob setting, the splits of the global batch, virtual pipeline
-stages, context-parallel sizes and optimizer levels. A mix-in of :class:`gpuplan.plan.search.Searcher` (which
+stages, context-parallel sizes and optimizer levels. A mix-in of :class:`gpuplan.plan.search.search.Searcher` (which
 holds the workload, the fixed fields and the recipe target these read)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS
-from gpuplan.plan.candidates import OFFLOAD_ORDER, OPTIMIZER_ORDER, Fixed, Knobs, launcher_for, sizing_framework
-from gpuplan.plan.recipe import BatchOption, BatchTarget, batch_options, search_setting
-from gpuplan.plan.search_point import Variant
+from gpuplan.plan.search.candidates import OFFLOAD_ORDER, OPTIMIZER_ORDER, Fixed, Knobs, launcher_for, sizing_framework
+from gpuplan.plan.search.recipe import BatchOption, BatchTarget, batch_options, search_setting
+from gpuplan.plan.search.search_point import Variant
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.workload import Workload
@@ -29,7 +29,7 @@ class SearchSpace:
     _opts: dict[tuple[int, int], tuple[BatchOption, ...]]
 
     def framework_for(self, k: Knobs, shape: tuple[int, int, int, int]) -> str:
-        """The framework whose rules size a training point: the one its launcher runs (plan/candidates.py
+        """The framework whose rules size a training point: the one its launcher runs (plan/search/candidates.py
         ``sizing_framework``: Megatron mode brings Megatron-Core's memory and kernels whatever the task's default)."""
         tp, pp, _dp, cp = shape
         offload = self.fixed.offload if self.fixed.offload not in (None, *OFFLOAD_ORDER) else k.offload_name
@@ -73,7 +73,7 @@ class SearchSpace:
             else (None,)
 
     def batch_options(self, dp: int, pp: int = 1) -> tuple[BatchOption, ...]:
-        """The splits of the global batch on ``dp`` ranks (plan/recipe.py); one fixed split when no recipe is
+        """The splits of the global batch on ``dp`` ranks (plan/search/recipe.py); one fixed split when no recipe is
         searched (serving, non-transformer models). With a pipeline of ``pp`` stages only splits with at least
         ``pp`` micro-batches per step, where there are any: fewer leave at least half of each step idle (bubble
         (p-1)/m >= 1), and the next smaller micro-batch, which fits whenever they do, halves that."""

@@ -8,9 +8,9 @@ from typing import Any
 from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType, load_instances
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.plan import cost as costm
+from gpuplan.plan.money import cost as costm
 from gpuplan.plan.record import PLATFORMS
-from gpuplan.plan.search_point import Variant
+from gpuplan.plan.search.search_point import Variant
 from gpuplan.workload import Workload
 
 

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.params import table
 from gpuplan.estimate.queue_math import mg1_wait_quantile_s
-from gpuplan.plan.queueing import DEFAULT_TARGET_UTILIZATION
+from gpuplan.plan.serving.queueing import DEFAULT_TARGET_UTILIZATION
 
 PD_ENGINES = frozenset({"sglang"})        # the bundle launches SGLang's PD mode (serve-sglang.sh, router-pd.sh)
-SWITCH_GAIN = 0.10                         # as plan/serving_config.py: about the estimator's speed error
+SWITCH_GAIN = 0.10                         # as plan/serving/serving_config.py: about the estimator's speed error
 MIN_COLOCATED_REPLICAS = 2
 
 

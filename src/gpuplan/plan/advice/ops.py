@@ -18,7 +18,7 @@ from typing import Any
 from gpuplan.catalog.regions import is_mainland, load_compliance  # noqa: F401 - re-exported (one rule)
 from gpuplan.datafiles import load_data
 from gpuplan.i18n import _
-from gpuplan.plan.transfer import job_transfers, plan_fixed_s
+from gpuplan.plan.money.transfer import job_transfers, plan_fixed_s
 from gpuplan.units import HOUR_S
 
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
@@ -69,7 +69,7 @@ def compliance_notes(region: str | None, task: str) -> list[dict]:
 
 def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_bytes: float | None = None) -> dict | None:
     """Auto-release for pay-as-you-go/spot training: first boot + model download + run x (1 + margin) + checkpoint
-    upload, rounded up to the hour (gpuplan.plan.transfer: the same hours the bundle's Terraform sets)."""
+    upload, rounded up to the hour (gpuplan.plan.money.transfer: the same hours the bundle's Terraform sets)."""
     if task not in TRAIN_TASKS or plan.get("billing") not in ("payg", "spot") or plan.get("platform", "ecs") != "ecs":
         return None
     ops = load_ops()
@@ -125,7 +125,7 @@ def _driver_block(plan: dict) -> dict:
 
 
 def load_platform_sources() -> list[str]:
-    from gpuplan.plan.platform_data import load_platforms
+    from gpuplan.plan.deploy.platform_data import load_platforms
 
     return list(load_platforms()["function_compute"]["sources"])
 

@@ -1,0 +1,1 @@
+"""Advice every plan carries: storage, network, the node environment (image, pins, mirrors) and operations."""
