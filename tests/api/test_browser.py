@@ -455,7 +455,7 @@ def test_workload_downloads_as_yaml_and_loads_back(page, live_server, tmp_path):
 
 # ----------------------------------------------------------------------------------------- issue 31
 
-@pytest.mark.parametrize("lang, dated", [("en", r"\d{4}-\d{2}-\d{2} \(\d+ d\)"), ("zh", r"\d{4}-\d{2}-\d{2}（\d+ 天）")])
+@pytest.mark.parametrize("lang, dated", [("en", r"\d{4}-\d{2}-\d{2} \(\d+ d\)"), ("zh", r"\d{4}-\d{2}-\d{2}（\d+[ \u00a0]天）")])
 def test_every_plan_row_shows_its_own_price_basis_and_date(page, live_server, lang, dated):
     # not only plan 1's: each row's price cell says how its price was obtained, its date and its age
     _goto(page, live_server + "/" + SERVING_Q + ("&lang=zh" if lang == "zh" else ""))

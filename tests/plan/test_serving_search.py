@@ -16,7 +16,7 @@ from gpuplan.catalog.models import resolve_model
 from gpuplan.i18n import use_lang
 from gpuplan.plan import recommend
 from gpuplan.plan.aliases import machine, merge_aliases, offer_key
-from gpuplan.plan.search.model_parallel import _is_split, min_saving
+from gpuplan.plan.search.model_parallel import is_split, min_saving
 from gpuplan.plan.rank import SLACK_MIN, TIE_TOLERANCE, pessimistic_cost, thin_margin
 from gpuplan.plan.serving.serving_config import weight_format
 from gpuplan.plan.serving.serving_report import sla_met
@@ -196,7 +196,7 @@ def test_no_lower_ranked_plan_is_cheaper_on_the_stated_basis(w):
             if thin_margin(a) == thin_margin(b) and a.cost_key is not None and b.cost_key is not None:
                 # a model-parallel plan held back behind a plain one saves less than the stated margin
                 # (plan/search/model_parallel.py prefer_plain, data/recipes.yaml)
-                held = _is_split(b) and not _is_split(a)
+                held = is_split(b) and not is_split(a)
                 slack = min_saving() if held else TIE_TOLERANCE
                 assert pessimistic_cost(b) >= pessimistic_cost(a) * (1 - slack) * (1 - 1e-9), (a, b)
             assert thin_margin(a) <= thin_margin(b)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import pickle
 import shutil
 import signal
@@ -57,9 +58,14 @@ def _context() -> Any:
     return multiprocessing.get_context("spawn")   # pragma: no cover - platforms without fork
 
 
-def _serve(conn: Any, tmpdir: str) -> None:
-    """A worker's loop: receive (function, args, language), send back ("ok", result) or the error."""
+def _serve(conn: Any, tmpdir: str, env: dict[str, str]) -> None:
+    """A worker's loop: receive (function, args, language), send back ("ok", result) or the error. ``env``: the
+    server's GPUPLAN_* settings when it started the worker (the fork server keeps the environment of the first
+    start, which may be older), so a worker reads the cache folder and offline switch its server reads."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C stops the server, and the server stops us
+    for key in [k for k in os.environ if k.startswith("GPUPLAN_") and k not in env]:
+        del os.environ[key]
+    os.environ.update(env)
     tempfile.tempdir = tmpdir
     while True:
         try:
@@ -99,7 +105,8 @@ class _Worker:
     def __init__(self, ctx: Any):
         self.tmpdir = tempfile.mkdtemp(prefix="gpuplan-worker-")
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_serve, args=(child, self.tmpdir), daemon=True, name="gpuplan-api-worker")
+        env = {k: v for k, v in os.environ.items() if k.startswith("GPUPLAN_")}
+        self.proc = ctx.Process(target=_serve, args=(child, self.tmpdir, env), daemon=True, name="gpuplan-api-worker")
         with _without_main():
             self.proc.start()
         child.close()

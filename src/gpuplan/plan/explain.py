@@ -17,6 +17,7 @@ from gpuplan.plan.advice.network import network_advice
 from gpuplan.plan.money.price_check import held_back_check, held_back_reason
 from gpuplan.plan.rank import thin_margin
 from gpuplan.plan.record import Plan
+from gpuplan.plan.search.model_parallel import is_split, min_saving
 from gpuplan.plan.search.search import Searcher
 from gpuplan.plan.search.search_point import Variant
 from gpuplan.plan.advice.storage import data_read_bytes_s, storage_advice
@@ -140,6 +141,9 @@ def _why_lower(p: Plan, q: Plan, objective: str, named: bool = True) -> str:
             share=f"{max(0.0, q.deadline_slack or 0.0):.1%}")
     elif _held_back(p, q, objective):
         reason = held_back_reason(q)
+    elif is_split(q) and not is_split(p):
+        reason = _("it splits the model over GPUs (tensor or pipeline parallel) and saves less than the {margin} a "
+                   "split must save (data/recipes.yaml)").format(margin=f"{min_saving():.0%}")
     else:
         reason = _("within the 0.5 % tie the plan with fewer instances ranks first")
     if objective == "time":

@@ -63,7 +63,7 @@ def pick_in_group(plain: Any | None, splitting: Any | None, speed: Callable[[Any
         split=words, gain=f"{gain:.0%}", gpus=gpus, margin=f"{m:.0%}")
 
 
-def _is_split(p: Any) -> bool:
+def is_split(p: Any) -> bool:
     par = getattr(p, "parallel", None) or {}
     return bool(par.get("launcher")) and split(int(par.get("tp") or 1), int(par.get("pp") or 1), int(par.get("cp") or 1))
 
@@ -84,7 +84,7 @@ def prefer_plain(ranked: Sequence[T], objective: str) -> tuple[list[T], str | No
     """The ranked training plans with every split plan that ranks above the best plan without a split, but saves
     less than the margin against it, moved to just after that plan; and the sentence for the top plan."""
     plans = list(ranked)
-    best = next((p for p in plans if not _is_split(p)), None)
+    best = next((p for p in plans if not is_split(p)), None)
     if best is None or not plans or plans[0] is best:
         return plans, None
     m = min_saving()
