@@ -96,8 +96,21 @@ MFU = {
 BW_EFF = 0.80             # share of HBM bandwidth a streaming decode reaches (vLLM / CTranslate2 kernels)
 UTIL = 1 / 1.15           # services keep 15 % headroom over the peak rate (the planner's target, docs/recommender.md)
 # Per job and instance (data/plan_costs.yaml, the same billing assumptions as the plans'): start-up, image pull,
-# model download, idle tail.
-BOOT_S, IMAGE_GIB, IMAGE_MB_S, DOWNLOAD_MB_S, TAIL_S = 300.0, 10.0, 100.0, 200.0, 300.0
+# model download, idle tail. The image pull: an ECS node builds the bundle's image from the base image, which it
+# pulls over its public bandwidth (data/environments.yaml images.*.compressed_gib at data/ops.yaml
+# bundle_network.public_bandwidth_mbit / 8; data/plan_costs.yaml image_pull_mb_s is the VPC rate of ACK/PAI/FC).
+BOOT_S, DOWNLOAD_MB_S, TAIL_S = 300.0, 200.0, 300.0
+
+
+def image_pull_s() -> float:
+    """Seconds one ECS node spends pulling the node image: compressed size over the public bandwidth."""
+    import yaml
+
+    data = ROOT / "src/gpuplan/data"
+    env = yaml.safe_load((data / "environments.yaml").read_text(encoding="utf-8"))
+    ops = yaml.safe_load((data / "ops.yaml").read_text(encoding="utf-8"))
+    gib = max(float(img["compressed_gib"]) for img in env["images"].values())
+    return gib * 2**30 / (float(ops["bundle_network"]["public_bandwidth_mbit"]) * 1e6 / 8)
 
 
 def fx_cny_per_usd() -> float:
@@ -113,7 +126,7 @@ def price_cny(inst: str, region: str) -> float:
 
 
 def fixed_s(model_bytes: float) -> float:
-    return BOOT_S + IMAGE_GIB * 2**30 / (IMAGE_MB_S * 1e6) + model_bytes / (DOWNLOAD_MB_S * 1e6) + TAIL_S
+    return BOOT_S + image_pull_s() + model_bytes / (DOWNLOAD_MB_S * 1e6) + TAIL_S
 
 
 def matmul_params(name: str) -> float:

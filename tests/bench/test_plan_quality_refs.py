@@ -65,10 +65,22 @@ def test_model_shapes_are_the_catalogs(pq):
 
 def test_the_70b_reference_is_6nd_on_32_a100s(pq):
     """6ND: 6 x (70.55B - 1.05B embedding) x 1e9 tokens + attention = 4.33e20 FLOPs; at 45 % of 32 x 312 TFLOP/s
-    that is 26.8 h, plus the per-instance fixed time, on four 8-GPU nodes at CNY 277.93/h."""
+    that is 26.8 h, plus the per-instance fixed time (boot 300 s + the 20 GiB node image at 100 Mbit/s = 1,718 s +
+    141 GB of weights at 200 MB/s = 705 s + idle tail 300 s = 0.84 h), on four 8-GPU nodes at CNY 277.93/h."""
     ref = pq.ref_full_70b()
-    assert ref.hours == pytest.approx(4.33e20 / (32 * 312e12 * 0.45) / 3600 + 0.39, rel=0.01)
+    assert ref.hours == pytest.approx(4.33e20 / (32 * 312e12 * 0.45) / 3600 + 0.84, rel=0.01)
     assert ref.cost_cny == pytest.approx(ref.hours * 4 * 277.93, rel=1e-9)
+
+
+def test_the_fixed_time_is_the_plans(pq):
+    """The references pay the plans' per-instance fixed time: an ECS node pulls the 20 GiB node image over its
+    100 Mbit/s public bandwidth (28.6 min, plan/money/cost.py image_pull), not 10 GiB at 100 MB/s (1.8 min)."""
+    from gpuplan.plan.money.cost import image_pull, load_fixed_costs
+
+    for region, training in (("cn-shanghai", True), ("cn-beijing", False), ("ap-southeast-1", True)):
+        assert pq.image_pull_s() == pytest.approx(image_pull(load_fixed_costs(), region, training=training).seconds,
+                                                  rel=1e-9), region
+    assert pq.image_pull_s() == pytest.approx(20 * 2**30 / 12.5e6, rel=1e-9)
 
 
 def test_every_reference_writes_its_steps(pq):
