@@ -314,7 +314,7 @@ def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str
             return resolved.with_updates(grad_checkpointing=False), kept
         return resolved, notes
     if getattr(model, "profile", None) is not None and not _is_llm(model):
-        return _profile_defaults(given, resolved, notes)
+        return _profile_defaults(given, resolved, model, notes)
     if model.kind != "encoder":
         return resolved, notes
     changes: dict[str, Any] = {}
@@ -333,13 +333,20 @@ def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str
     return resolved.with_updates(**changes), kept
 
 
-def _profile_defaults(given: Workload, resolved: Workload, notes: list[str]) -> tuple[Workload, list[str]]:
+def _profile_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
     """A vision, diffusion or speech model runs in eager PyTorch (torchvision, diffusers, transformers) unless
     the workload names a framework; the LLM serving defaults (prompt/output tokens, KV cache dtype) do not
     apply and are not listed as assumptions."""
     unused = {"prompt_tokens", "output_tokens", "kv_cache_dtype"}
     dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in unused}
     kept = [n for n in notes if n not in dropped]
+    if model.kind == "speech" and given.framework in (None, "auto"):
+        # the bundle transcribes with faster-whisper (CTranslate2: batched decode steps with an engine's fixed cost,
+        # not eager transformers); the planner's default engine step stands for it, so estimate and recommend
+        # give one figure (unconfirmed against a faster-whisper measurement: docs/formulas.md)
+        kept.append(_("speech: decoder steps at an inference engine's step cost (the bundle runs faster-whisper, a "
+                      "CTranslate2 engine) unless framework is set"))
+        return resolved, kept
     if given.framework in (None, "auto"):
         kept = [n for n in kept if n != _("assumed {key} {value}").format(key="framework", value=resolved.framework)]
         kept.append(_("assumed {key} {value}").format(key="framework", value="transformers"))
