@@ -93,6 +93,8 @@ MFU = {
     "qlora": 0.25,        # bitsandbytes NF4: dequantisation in every GEMM (QLoRA, Dettmers et al. 2023 §4: slower)
     "prefill": 0.50,      # serving prefill / encoder forwards at hundreds of rows per GEMM
 }
+# NCCL bus bandwidth over PCIe Gen4 x16 with P2P: 32 GB/s x 0.70 (docs/formulas.md, "bus bandwidth")
+PCIE4_BUS_BYTES_S = 32e9 * 0.70
 BW_EFF = 0.80             # share of HBM bandwidth a streaming decode reaches (vLLM / CTranslate2 kernels)
 UTIL = 1 / 1.15           # services keep 15 % headroom over the peak rate (the planner's target, docs/recommender.md)
 # Per job and instance (data/plan_costs.yaml, the same billing assumptions as the plans'): start-up, image pull,
@@ -232,24 +234,71 @@ def ref_full_8b_h20() -> Reference:
         f"time: {flops:.3g} / (4 x 148e12 x {MFU['full']}) = {run / HOUR:.1f} h"], "4 x H20-96GB")
 
 
+def _md1_wait_quantile_s(rate: float, service_s: float, q: float = 0.9) -> float:
+    """Waiting-time quantile of an M/D/1 queue (Poisson arrivals, fixed service): Erlang's exact formula
+    P(W <= t) = (1 - rho) sum_{k=0}^{floor(t/S)} (lam (kS - t))^k / k! e^{-lam (kS - t)}, bisected."""
+    rho = rate * service_s
+    if rho >= 1.0:
+        return math.inf
+
+    def cdf(t: float) -> float:
+        xs = (rate * (k * service_s - t) for k in range(int(t // service_s) + 1))
+        return (1 - rho) * sum(x ** k / math.factorial(k) * math.exp(-x) for k, x in enumerate(xs))
+
+    if cdf(0.0) >= q:
+        return 0.0
+    lo, hi = 0.0, 10.0
+    if cdf(hi) < q:
+        return math.inf
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if cdf(mid) >= q else (mid, hi)
+    return hi
+
+
 def ref_serve_72b() -> Reference:
-    n = 72.706e9
-    per_req = 2 * n * (1000 + 300)
-    demand = 20 * per_req
+    n, layers, hidden = 72.706e9, 80, 8192
+    prompt, out, rate_total, ttft_s = 1000, 300, 20.0, 2.0
     per_gpu = GPU["L20"][0] * MFU["prefill"]
-    gpus = demand / per_gpu / UTIL
-    replicas = math.ceil(gpus / 2)
-    nodes = math.ceil(replicas * 2 / 8)
-    return _service(f"{nodes} x 8 L20 (ecs.gn8is-8x.32xlarge), {replicas} TP2 replicas", "ecs.gn8is-8x.32xlarge",
-                    "cn-shanghai", nodes, [
-                        "memory: GPTQ-Int4 weights 72.7B x 4.16/8 B + 16-bit embeddings = 40 GB: TP2 on 2 x 48 GB "
-                        "leaves ~45 GB of KV cache (0.33 MB per token: ~100 sequences of 1,300 tokens)",
-                        f"compute per request: 2N x (1000 + 300) = {per_req:.3g} FLOPs; 20 req/s = {demand:.3g} FLOP/s",
-                        f"an L20 at {MFU['prefill']} of 119e12 (Marlin W4A16 GEMMs at hundreds of rows are compute-"
-                        f"bound): {demand / per_gpu:.1f} GPUs busy, / {UTIL:.2f} utilisation = {gpus:.1f} GPUs",
-                        f"{replicas} TP2 replicas = {replicas * 2} GPUs = {nodes} nodes of 8",
-                        f"TTFT of one 1,000-token prompt on TP2: {2 * n * 1000:.3g} / (2 x {per_gpu:.3g}) = "
-                        f"{2 * n * 1000 / (2 * per_gpu):.1f} s < 2 s"])
+    bus = PCIE4_BUS_BYTES_S
+    lines = [
+        "memory: GPTQ-Int4 weights 72.7B x 4.16/8 B + 16-bit embeddings = 40 GB: TP2 on 2 x 48 GB leaves ~45 GB of "
+        "KV cache (0.33 MB per token: ~100 sequences of 1,300 tokens); TP4 and TP8 leave more",
+        f"compute per request: 2N x ({prompt} + {out}) = {2 * n * (prompt + out):.3g} FLOPs (prefill and decode "
+        f"alike compute-bound: Marlin W4A16 GEMMs at hundreds of rows); an L20 at {MFU['prefill']} of 119e12",
+        f"TP over PCIe (bare-metal ebmgn8is keeps P2P through its PCIe switch; vLLM's custom all-reduce is off on "
+        f"more than two PCIe GPUs, so NCCL, not overlapped): 2 all-reduces per layer x {layers} layers of "
+        f"{prompt} x {hidden} x 2 B, each 2(t-1)/t of it over {bus / 1e9:.0f} GB/s",
+        "the 2 s TTFT is a p90 under load: a prompt waits for the prompts ahead of it (M/D/1 queue of prefills, "
+        "Poisson arrivals, decode riding on the same steps); a replica's capacity is the rate where prefill S + the "
+        "90th-percentile wait = 2 s (its GPUs <= 100 % busy), and the peak stays <= 87 % of that capacity (the "
+        "planner's 15 % headroom)"]
+    best = None
+    for tp in (2, 4, 8):
+        comm = 2 * layers * 2 * (tp - 1) / tp * prompt * hidden * 2 / bus
+        service = 2 * n * prompt / (tp * per_gpu) + comm
+        work = 2 * n * (prompt + out) / (tp * per_gpu) + comm
+        lo, hi = 0.0, 1.0 / service
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            ok = service + _md1_wait_quantile_s(mid, service) <= ttft_s and mid * work <= 1.0
+            lo, hi = (mid, hi) if ok else (lo, mid)
+        replicas = math.ceil(rate_total / (lo * UTIL))
+        nodes = math.ceil(replicas * tp / 8)
+        lines.append(f"TP{tp}: prefill S = {2 * n * prompt:.3g} / ({tp} x {per_gpu:.3g}) + {comm:.2f} s all-reduce "
+                     f"= {service:.2f} s; capacity {lo:.3f} req/s per replica (prefills {lo * service:.0%} busy); "
+                     f"{rate_total:.0f} / ({lo:.3f} x {UTIL:.2f}) = {replicas} replicas = {replicas * tp} GPUs = "
+                     f"{nodes} nodes of 8")
+        if best is None or nodes < best[0]:
+            best = (nodes, tp, replicas)
+    nodes, tp, replicas = best
+    per_tp2 = rate_total / 37
+    s2 = 2 * n * prompt / (2 * per_gpu)
+    lines.append(f"(the old reference, 37 TP2 replicas at {per_tp2:.2f} req/s each, keeps their prefills "
+                 f"{per_tp2 * s2:.0%} busy even without the all-reduce: p90 TTFT {s2 + _md1_wait_quantile_s(per_tp2, s2):.1f} s, "
+                 "over the 2 s target)")
+    return _service(f"{nodes} x 8 L20 (ecs.ebmgn8is.32xlarge at the CNY 133.04/h of ecs.gn8is-8x.32xlarge), "
+                    f"{replicas} TP{tp} replicas", "ecs.gn8is-8x.32xlarge", "cn-shanghai", nodes, lines)
 
 
 def ref_serve_r1() -> Reference:
@@ -259,8 +308,10 @@ def ref_serve_r1() -> Reference:
     weights = 671e9 / 8
     step = weights / (GPU["H20"][1] * BW_EFF)
     return _service("1 x 8 H20 (ecs.gn8v-8x.16xlarge), TP8, FP8 weights", "ecs.gn8v-8x.16xlarge", "cn-shanghai", 1, [
-        "memory: FP8 checkpoint 671 GB over 8 x 96 GB leaves ~75 GB for the MLA cache (70 KB per token: 8 users x "
-        "32.7k tokens = 18 GB)",
+        "memory: FP8 checkpoint 671 GB over 8 x 96 GB = 84 GB per GPU; under TP8 every rank keeps the whole MLA "
+        "latent of its sequences (vLLM): FP8 cache 61 x 576 B = 35 KB per token x 8 users x 32.7k tokens = 9.2 GB "
+        "per GPU; 93 GB = 87 GiB of the H20's 95.6 GiB (gpu_memory_utilization ~0.93 with the engine's ~1.5 GiB); "
+        "a 16-bit cache (18.4 GB) would not fit",
         f"prefill of one 30k prompt: 2 x 37e9 x 30000 = {prefill:.3g} FLOPs x 2 (attention) / (8 x 296e12 x 0.5) = "
         f"{ttft:.1f} s",
         f"decode: {weights / 1e9:.0f} GB of weights per GPU per step / (4 TB/s x {BW_EFF}) = {step * 1e3:.0f} ms + the "

@@ -88,3 +88,29 @@ def test_every_reference_writes_its_steps(pq):
         ref = ref_fn()
         assert ref.cost_cny > 0 and len(ref.steps) >= 3, name
         assert (ref.hours is None) == ("serving" in _wd), name
+
+
+def test_md1_wait_quantile_matches_a_simulated_queue(pq):
+    """The 72B reference's p90 TTFT rests on the M/D/1 waiting time: no wait below P(W = 0) = 1 - rho, and the
+    quantiles of Lindley's recursion over 200,000 Poisson arrivals (fixed service, seeded) within 3 %."""
+    import random
+
+    rate, service = 0.54, 1.222              # 37 TP2 replicas at 20 req/s: the prefills 66 % busy
+    assert pq._md1_wait_quantile_s(rate, service, 1 - rate * service - 0.01) == 0.0
+    rng, wait, waits = random.Random(7), 0.0, []
+    for _ in range(200_000):
+        waits.append(wait)
+        wait = max(0.0, wait + service - rng.expovariate(rate))
+    waits.sort()
+    for q in (0.5, 0.9):
+        assert pq._md1_wait_quantile_s(rate, service, q) == pytest.approx(waits[int(q * len(waits))], rel=0.03)
+    assert pq._md1_wait_quantile_s(1.0, service) == float("inf")
+
+
+def test_72b_reference_meets_its_ttft_at_the_load_it_plans(pq):
+    """Every replica of the 72B reference serves at most its TTFT-bound capacity x 0.87; the old 37 TP2 replicas
+    would have queued their prompts past the 2 s p90."""
+    ref = pq.ref_serve_72b()
+    assert ref.cost_cny == pytest.approx(18 * 133.04 * 730)
+    s2 = 2 * 72.706e9 * 1000 / (2 * 119e12 * 0.5)
+    assert s2 + pq._md1_wait_quantile_s(20 / 37, s2) > 2.0
