@@ -197,9 +197,17 @@ def memory_bounds(est: Any, value: float) -> tuple[float, float]:
     b = band(class_of(est), "memory")
     reserved = est.memory.engine_reserved_bytes
     if reserved:
-        lo, hi = b.bounds(_engine_need(est.memory))
-        return max(reserved, lo), max(reserved, hi)
+        # the weights an engine loads are a checkpoint's bytes, known exactly: the band spreads what the engine
+        # needs beside them (KV cache of the batch, activations, graphs, context), not the weights
+        weights = _exact_weights(est.memory)
+        lo, hi = b.bounds(max(1.0, _engine_need(est.memory) - weights))
+        return max(reserved, weights + lo), max(reserved, weights + hi)
     return b.bounds(value)
+
+
+def _exact_weights(mem: Any) -> float:
+    """The weight bytes a serving engine loads (0 when the estimate has no breakdown)."""
+    return float((getattr(mem, "components", None) or {}).get("weights", 0.0))
 
 
 def memory_high_bytes(est: Any) -> float:
@@ -242,8 +250,11 @@ def fit_confidence(est: Any) -> float:
     value, cap = est.memory.per_gpu_bytes, est.memory.capacity_bytes
     if value <= 0 or cap <= 0:
         return 1.0
-    if est.memory.engine_reserved_bytes:
-        value = _engine_need(est.memory)
+    if est.memory.engine_reserved_bytes:   # as memory_bounds: the weights are exact, the rest is spread
+        weights = _exact_weights(est.memory)
+        value, cap = max(1.0, _engine_need(est.memory) - weights), cap - weights
+        if cap <= 0:
+            return 0.0
     z90 = 1.2815515655446004
     mid = (b.low + b.high) / 2.0
     x = math.log(cap / value) - mid

@@ -104,6 +104,16 @@ def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price |
     else:
         replicas = 1
     sizing["replicas_at_peak"] = replicas
+    copies = replicas * max(1, c.dp)
+    stated = int(ctx.w.batch_size or 1) if ctx.llm else 1     # users in flight, with or without a request rate
+    if stated > 1 and stated > limit * copies:   # a stated concurrency the copies sized by the request rate cannot hold
+        if copies == 1 and c.est.concurrency_warnings:
+            p.warnings.extend(c.est.concurrency_warnings)   # the estimate's own sentence (estimate says the same)
+        else:
+            p.warnings.append(_("the {copies} model copies hold {held} of the {users} concurrent sequences asked for "
+                                "(batch limit {limit} each); the others wait for a free slot: more replicas, more "
+                                "GPUs per model copy or an FP8 KV cache would serve them all").format(
+                copies=copies, held=limit * copies, users=stated, limit=limit))
     p.replicas = replicas
     p.serving_sizing = sizing
     p.instance_count = c.nodes * replicas
