@@ -194,15 +194,19 @@ def memory_bounds(est: Any, value: float) -> tuple[float, float]:
     """The range of the per-GPU memory of this estimate (``value``: per_gpu_bytes or need_bytes). A serving
     engine pre-allocates a fixed share of the card (vLLM gpu_memory_utilization, SGLang mem_fraction_static):
     only what it needs beyond that share is uncertain."""
-    b = band(class_of(est), "memory")
     reserved = est.memory.engine_reserved_bytes
     if reserved:
-        # the weights an engine loads are a checkpoint's bytes, known exactly: the band spreads what the engine
-        # needs beside them (KV cache of the batch, activations, graphs, context), not the weights
-        weights = _exact_weights(est.memory)
-        lo, hi = b.bounds(max(1.0, _engine_need(est.memory) - weights))
-        return max(reserved, weights + lo), max(reserved, weights + hi)
-    return b.bounds(value)
+        lo, hi = _engine_bounds(est, _engine_need(est.memory))
+        return max(reserved, lo), max(reserved, hi)
+    return band(class_of(est), "memory").bounds(value)
+
+
+def _engine_bounds(est: Any, value: float) -> tuple[float, float]:
+    """A serving engine's figure: the weights it loads are a checkpoint's bytes, known exactly, so the band spreads
+    only what ``value`` holds beside them (KV cache of the batch, activations, graphs, context)."""
+    weights = _exact_weights(est.memory)
+    lo, hi = band(class_of(est), "memory").bounds(max(1.0, value - weights))
+    return weights + lo, weights + hi
 
 
 def _exact_weights(mem: Any) -> float:
@@ -230,8 +234,12 @@ def estimate_intervals(est: Any) -> dict[str, list[float | int]]:
     for key in MEMORY_KEYS:
         value = figures[key]
         if value:
-            lo, hi = memory_bounds(est, value) if key in ("per_gpu_bytes", "need_bytes") else \
-                band(class_of(est), "memory").bounds(value)
+            if key in ("per_gpu_bytes", "need_bytes"):
+                lo, hi = memory_bounds(est, value)
+            elif mem.engine_reserved_bytes:    # the engine's peaks hold the same exact weights
+                lo, hi = _engine_bounds(est, value)
+            else:
+                lo, hi = band(class_of(est), "memory").bounds(value)
             out[f"memory.{key}"] = [_num(lo, True), _num(hi, True)]
     perf = est.performance or {}
     tb = band(class_of(est), "time")

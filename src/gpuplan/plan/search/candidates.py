@@ -176,13 +176,12 @@ class Fixed:
         gpus = hw.count if hw and hw.count else None
         if par is not None and par.dp is not None and gpus is None:
             gpus = par.tp * par.pp * par.dp
+        # a ZeRO stage is fixed only when the workload (or its framework's default, or an FSDP mode) says one;
+        # a parallel block naming only TP/PP leaves the distributed optimizer to the search
+        zero = max(default_zero(par, w.framework or "auto"), FSDP_TO_ZERO[par.fsdp]) if par else 0
         return cls(
             tp=par.tp if par else None, pp=par.pp if par else None, dp=par.dp if par else None,
-            # a ZeRO stage is fixed only when the workload (or its framework's default, or an FSDP mode) says
-            # one; a parallel block naming only TP/PP leaves the distributed optimizer to the search
-            zero=max(default_zero(par, w.framework or "auto"), FSDP_TO_ZERO[par.fsdp])
-            if par and (par.zero is not None or par.fsdp != "none"
-                        or default_zero(par, w.framework or "auto") > 0) else None,
+            zero=zero if par and (par.zero is not None or zero > 0) else None,
             offload=par.offload if par else None,
             checkpointing=ckpt, optimizer=w.optimizer, gpus=gpus, nodes=hw.nodes if hw and hw.nodes else None,
             framework=framework if framework in FRAMEWORK_LAUNCHER else None,
