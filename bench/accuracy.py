@@ -636,6 +636,7 @@ class Row:
     note: str = ""
     icls: str = ""                  # gpuplan.estimate.intervals class of the row's workload
     fits_high: bool | None = None   # fits at the high end of the 80 % memory interval (what plans are sized at)
+    exact: float | None = None      # memory rows: the weight bytes inside `predicted` (same unit), known exactly
 
     @property
     def kind(self) -> str:
@@ -644,9 +645,14 @@ class Row:
     @property
     def residual(self) -> float | None:
         """ln(measured / predicted) in the time orientation for speed rows (ln(measured time / predicted
-        time)): the quantity the prediction intervals are read from."""
+        time)): the quantity the prediction intervals are read from. A memory row compares what sits beside
+        the weights (a checkpoint's bytes, exact): ln((measured - weights) / (predicted - weights)), the way
+        gpuplan.estimate.intervals applies its memory bands."""
         if self.predicted is None or self.predicted <= 0 or self.measured <= 0:
             return None
+        if self.kind == "memory" and self.exact:
+            w = min(self.exact, 0.95 * self.predicted)
+            return math.log(max(self.measured - w, 0.01 * self.measured) / (self.predicted - w))
         r = math.log(self.measured / self.predicted)
         return -r if self.kind == "speed" and self.metric not in TIME_METRICS else r
 
@@ -679,6 +685,13 @@ def score(r: dict[str, str]) -> Row:
     if not layout_stated(r) or pred is None:
         fits = fits_high = None  # the run's GPU count or layout is not published (or nothing was estimated)
     base.predicted, base.fits, base.note, base.fits_high = pred, fits, note, fits_high
+    if pred is not None and base.kind == "memory":
+        per_gpu = est.memory.per_gpu_bytes
+        weights = float((est.memory.components or {}).get("weights", 0.0))
+        if r["metric"] == "peak_mem_gib_per_gpu":
+            base.exact = weights / GIB
+        elif per_gpu > 0:   # a sum over the run's GPUs: the same share of it
+            base.exact = pred * weights / per_gpu
     base.error = None if pred is None else (pred - measured) / measured
     return base
 

@@ -32,7 +32,10 @@ def residuals(rows: Iterable[Any]) -> list[fit.Residual]:
         value = r.residual
         if value is None or not r.icls:
             continue
-        out.append(fit.Residual(group=r.group, cls=r.icls, kind=KIND_OF[r.kind], value=value))
+        share = 1.0
+        if r.kind == "memory" and r.exact and r.predicted:
+            share = 1.0 - min(r.exact, 0.95 * r.predicted) / r.predicted
+        out.append(fit.Residual(group=r.group, cls=r.icls, kind=KIND_OF[r.kind], value=value, share=share))
     return out
 
 
@@ -68,8 +71,12 @@ def write_intervals(rows: Sequence[Any], csv_names: list[str], clean_groups: set
     return doc
 
 
-def _ratio(entry: dict | None) -> float | None:
-    return None if entry is None else math.exp(entry["high"] - entry["low"])
+def _ratio(entry: dict | None, share: float = 1.0) -> float | None:
+    """high / low of a figure's range: the band spreads `share` of the estimate (memory: what sits beside the
+    exact weights), so the figure's own range is narrower than the band's when weights are part of it."""
+    if entry is None:
+        return None
+    return (1.0 - share + share * math.exp(entry["high"])) / (1.0 - share + share * math.exp(entry["low"]))
 
 
 def _cover_stats(pairs: Sequence[tuple[fit.Residual, dict | None]]) -> tuple[int, str, str]:
@@ -81,7 +88,7 @@ def _cover_stats(pairs: Sequence[tuple[fit.Residual, dict | None]]) -> tuple[int
     wts = fit.group_weights([r for r, _e in pairs])
     hit = [e["low"] <= r.value <= e["high"] for r, e in pairs]
     by_group = sum(w for h, w in zip(hit, wts, strict=True) if h) / sum(wts)
-    ratios = [_ratio(e) or 0.0 for _r, e in pairs]
+    ratios = [_ratio(e, r.share) or 0.0 for r, e in pairs]
     return len(pairs), f"{sum(hit) / len(hit):.0%} / {by_group:.0%}", f"{statistics.median(ratios):.2f}"
 
 

@@ -45,7 +45,8 @@ class Residual:
     group: str
     cls: str        # intervals.interval_class of the row's workload
     kind: str       # memory | time
-    value: float    # ln(measured / estimated), time orientation for time figures
+    value: float    # ln(measured / estimated), time orientation for time figures (memory: beside the weights)
+    share: float = 1.0   # the part of the estimate the band spreads (memory: all but the exact weights)
 
 
 @dataclass(frozen=True)

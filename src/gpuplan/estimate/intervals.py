@@ -196,21 +196,23 @@ def memory_bounds(est: Any, value: float) -> tuple[float, float]:
     only what it needs beyond that share is uncertain."""
     reserved = est.memory.engine_reserved_bytes
     if reserved:
-        lo, hi = _engine_bounds(est, _engine_need(est.memory))
+        lo, hi = _weights_exact_bounds(est, _engine_need(est.memory))
         return max(reserved, lo), max(reserved, hi)
-    return band(class_of(est), "memory").bounds(value)
+    return _weights_exact_bounds(est, value)
 
 
-def _engine_bounds(est: Any, value: float) -> tuple[float, float]:
-    """A serving engine's figure: the weights it loads are a checkpoint's bytes, known exactly, so the band spreads
-    only what ``value`` holds beside them (KV cache of the batch, activations, graphs, context)."""
-    weights = _exact_weights(est.memory)
+def _weights_exact_bounds(est: Any, value: float) -> tuple[float, float]:
+    """The range of a memory figure that holds the weights: the weights are a checkpoint's bytes, known exactly,
+    so the band spreads only what ``value`` holds beside them (activations, optimizer state, KV cache, logits,
+    allocator and context). The bands are fitted the same way (bench/accuracy.py: ln of measured over estimated
+    memory beside the weights)."""
+    weights = min(_exact_weights(est.memory), 0.95 * value)
     lo, hi = band(class_of(est), "memory").bounds(max(1.0, value - weights))
     return weights + lo, weights + hi
 
 
 def _exact_weights(mem: Any) -> float:
-    """The weight bytes a serving engine loads (0 when the estimate has no breakdown)."""
+    """The weight bytes the estimate counts on one GPU (0 when the estimate has no breakdown)."""
     return float((getattr(mem, "components", None) or {}).get("weights", 0.0))
 
 
@@ -236,10 +238,8 @@ def estimate_intervals(est: Any) -> dict[str, list[float | int]]:
         if value:
             if key in ("per_gpu_bytes", "need_bytes"):
                 lo, hi = memory_bounds(est, value)
-            elif mem.engine_reserved_bytes:    # the engine's peaks hold the same exact weights
-                lo, hi = _engine_bounds(est, value)
-            else:
-                lo, hi = band(class_of(est), "memory").bounds(value)
+            else:    # the peaks hold the same exact weights
+                lo, hi = _weights_exact_bounds(est, value)
             out[f"memory.{key}"] = [_num(lo, True), _num(hi, True)]
     perf = est.performance or {}
     tb = band(class_of(est), "time")
@@ -258,11 +258,12 @@ def fit_confidence(est: Any) -> float:
     value, cap = est.memory.per_gpu_bytes, est.memory.capacity_bytes
     if value <= 0 or cap <= 0:
         return 1.0
-    if est.memory.engine_reserved_bytes:   # as memory_bounds: the weights are exact, the rest is spread
-        weights = _exact_weights(est.memory)
-        value, cap = max(1.0, _engine_need(est.memory) - weights), cap - weights
-        if cap <= 0:
-            return 0.0
+    if est.memory.engine_reserved_bytes:   # what the engine needs, not the share it pre-allocates
+        value = _engine_need(est.memory)
+    weights = min(_exact_weights(est.memory), 0.95 * value)   # as memory_bounds: exact, the rest is spread
+    value, cap = max(1.0, value - weights), cap - weights
+    if cap <= 0:
+        return 0.0
     z90 = 1.2815515655446004
     mid = (b.low + b.high) / 2.0
     x = math.log(cap / value) - mid
