@@ -6,8 +6,9 @@ the same), builds one 80 % band per workload class and kind of figure (:mod:`gpu
 and writes them to ``data/intervals.json`` with their provenance; this module reads that file and applies it.
 
 A band is two quantiles of ln(measured / estimated), in the time orientation for time-like figures
-(ln(measured time / estimated time)): a memory or time figure E has the range [E·e^low, E·e^high]; a rate
-(tokens/s, images/s, TFLOP/s) has [E·e^-high, E·e^-low]. Classes follow the issue's split of the error
+(ln(measured time / estimated time)): a time figure E has the range [E·e^low, E·e^high]; a rate (tokens/s,
+images/s, TFLOP/s) has [E·e^-high, E·e^-low]. A memory figure M holds the weights W, a checkpoint's bytes known
+exactly: its band is of ln((measured - W) / (estimated - W)) and its range [W + (M - W)·e^low, W + (M - W)·e^high]. Classes follow the issue's split of the error
 (``CLASS_PARENT``): LLM training (full, LoRA, QLoRA, sharded, pipelined), serving per engine, diffusion,
 vision, speech and embeddings; a class with too few measurements borrows its parent's errors and is widened,
 and its band says so (:meth:`Band.describe`).
