@@ -217,7 +217,7 @@ def speech_latency(model, *, scale: float, batch: int, precision: str, framework
     encode = enc * batch / (peak * eff)
     notes.append(_("speech ({engine}): encoder {encode:.2f} s per batch of {batch}, then {tokens:.0f} decoder steps "
                    "of {step_ms:.1f} ms ({tokens:.0f} tokens per {window_s:.0f} s, assumed; {beams:g} beams); host "
-                   "{host:.2f} s").format(engine=engine, encode=encode, batch=batch, tokens=tokens,
+                   "work (audio decoding, VAD, features) {host:.2f} s").format(engine=engine, encode=encode, batch=batch, tokens=tokens,
                                           step_ms=(step_gpu + over) * 1000, window_s=30 * windows, beams=beams,
                                           host=host))
     return encode + decode + host, enc + tokens * beams * flops_tok, per_item
