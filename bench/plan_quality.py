@@ -358,25 +358,64 @@ def ref_serve_sdxl() -> Reference:
         f"the cheapest: {gpus} x {key}"])
 
 
+# faster-whisper (CTranslate2), what the bundle runs. Memory: CTranslate2 >= 3.10 keeps the projected encoder keys
+# and values once per window, not per beam (src/layers/transformer.cc TransformerDecoder::replicate_state, PR #1088).
+# Published (SYSTRAN/faster-whisper README @97a4785, 2024-11-21, v1.1.0; large-v2, 13 min of audio, beam 5, RTX 3070
+# Ti 8GB, CUDA 12.4): batched fp16 at batch 8, 17 s and 6090 MiB of GPU memory.
+FW_README = {"windows": 13 * 60 / 30, "batch": 8, "wall_s": 17.0, "mib": 6090, "gpu": (43.5e12, 608e9)}
+FW_STEP_S = 0.003   # a C++ engine's launches per decoder step: ~25 kernels x 32 layers x ~4 us (no CUDA graphs)
+
+
+def _whisper_gpu_s(batch: int, windows: float, flops: float, bw: float) -> tuple[float, float, float]:
+    """(encoder s, decoder s, decoder step s) of faster-whisper on ``windows`` windows at ``batch``."""
+    cross = 32 * 2 * 1500 * 1280 * 2                 # one window's cross-attention K/V (16-bit)
+    self_kv = 5 * 32 * 2 * 1280 * 2 * 100            # five beams' self-attention K/V at 100 tokens
+    step_bytes = 0.906e9 * 2 + batch * (cross + 5 * self_kv / 2)   # read + gather + concat: 5 passes of half of it
+    step = step_bytes / (bw * BW_EFF) + FW_STEP_S
+    return windows * 2.27e12 / (flops * MFU["prefill"]), windows / batch * 100 * step, step
+
+
 def ref_whisper() -> Reference:
     windows = 1000 * 3600 / 30
-    batch, beams, tokens = 8, 5, 100
-    cross = 32 * 2 * 1500 * 1280 * 2
-    self_kv = 32 * 2 * 1280 * 2 * tokens / 2
-    step_bytes = 1.543e9 * 0.587 * 2 + batch * beams * (cross + self_kv)
-    step = step_bytes / (GPU["A10"][1] * BW_EFF)
-    encode = batch * 2.27e12 / (rate("A10") * MFU["prefill"])
-    per_batch = encode + tokens * step
-    run = windows / batch * per_batch
-    return _job("1 x A10 (ecs.gn7i-c8g1.2xlarge), faster-whisper batch 8", "ecs.gn7i-c8g1.2xlarge", "cn-shanghai", 1,
-                run, 1.543e9 * 2, [
-                    f"{windows:,.0f} windows of 30 s; ~100 tokens each, beam 5 (faster-whisper's default)",
-                    f"memory: weights 3.1 GB + per window 5 beams x (cross-attention K/V 32 x 2 x 1500 x 1280 x 2 B = "
-                    f"{cross / 1e6:.0f} MB + self-attention) = 1.3 GB: batch 8 on 24 GB, 16 does not fit",
-                    f"decode step: {step_bytes / 1e9:.1f} GB / (600e9 x {BW_EFF}) = {step * 1e3:.1f} ms x 100 steps; "
-                    f"encoder 8 x 2.27e12 / ({rate_words('A10')} x 0.5) = {encode:.2f} s: {per_batch:.2f} s per 8 windows",
-                    f"{windows / batch:,.0f} batches x {per_batch:.2f} s = {run / HOUR:.1f} h "
-                    "(faster-whisper README, large-v2 on an RTX 3070 Ti at batch 8: 1.5 windows/s)"], "1 x A10-24GB")
+    cross, self_kv = 32 * 2 * 1500 * 1280 * 2, 5 * 32 * 2 * 1280 * 2 * 100
+    per_window = cross + self_kv + 1500 * 1280 * 2
+    weights, context = 3.087e9, 0.63e9               # large-v3's 16-bit weights; CUDA context and handles
+    fixed_gpu = weights + context
+
+    def high(batch: int) -> float:                   # 50 % margin on what sits beside the (exact) weights
+        return weights + 1.5 * (context + batch * per_window)
+
+    r = FW_README
+    enc_r, dec_r, _ = _whisper_gpu_s(r["batch"], r["windows"], *r["gpu"])
+    host = (r["wall_s"] - enc_r - dec_r) / r["windows"]
+    options = []
+    for key, inst, gid, gb in ONE_GPU[:2]:
+        batch = 1
+        while high(2 * batch) <= gb * 1e9 * 0.92 and batch < 64:
+            batch *= 2
+        enc, dec, step = _whisper_gpu_s(batch, windows, rate(key), GPU[key][1])
+        run = enc + dec + windows * host
+        options.append((_job(f"1 x {key} ({inst}), faster-whisper batch {batch}", inst, "cn-shanghai", 1, run,
+                             1.543e9 * 2, [
+            f"{windows:,.0f} windows of 30 s; ~100 tokens each, beam 5 (faster-whisper's default)",
+            f"memory per window: cross-attention K/V once per window (CTranslate2 >= 3.10 multiplies the beams "
+            f"against one copy) 32 x 2 x 1500 x 1280 x 2 B = {cross / 1e6:.0f} MB + 5 beams' self-attention K/V at "
+            f"100 tokens {self_kv / 1e6:.0f} MB + encoder output = {per_window / 1e6:.0f} MB; the faster-whisper "
+            f"README's large-v2 batch 8 (6090 MiB on an 8 GB card) is 3.1 GB of weights + 0.6 GB of context + 8 x "
+            f"{per_window / 1e6:.0f} MB = {(fixed_gpu + 8 * per_window) / 2**20:,.0f} MiB",
+            f"batch {batch} on {gb} GB ({0.92 * gb:.1f} usable): {fixed_gpu / 1e9:.1f} GB + {batch} x "
+            f"{per_window / 1e9:.2f} GB = {(fixed_gpu + batch * per_window) / 1e9:.1f} GB, "
+            f"{high(batch) / 1e9:.1f} GB with 50 % more beside the weights; batch {2 * batch}: "
+            f"{high(2 * batch) / 1e9:.1f} GB" + (" does not fit" if batch < 64 else " (64: the largest searched)"),
+            f"decoder step: (1.81 GB of decoder weights + {batch} x ({cross / 1e6:.0f} MB cross K/V + 5 passes of "
+            f"half the self K/V)) / ({GPU[key][1] / 1e9:.0f}e9 x {BW_EFF}) + {FW_STEP_S * 1e3:.0f} ms of launches "
+            f"= {step * 1e3:.1f} ms x 100 steps; encoder 2.27e12 per window / ({rate_words(key)} x "
+            f"{MFU['prefill']}): {(enc + dec) / windows:.3f} s of GPU per window",
+            f"host per window (audio decoding, VAD, log-Mel features between the batches): the README's 17 s for "
+            f"26 windows at batch 8 on an RTX 3070 Ti (43.5e12, 608e9) less the same GPU arithmetic there "
+            f"({enc_r + dec_r:.1f} s) = {host:.2f} s",
+            f"{windows:,.0f} x {(enc + dec) / windows + host:.3f} s = {run / HOUR:.1f} h"], f"1 x {gid}"), key))
+    return _cheapest_job(options)
 
 
 def _cheapest_job(options: list[tuple[Reference, str]]) -> Reference:

@@ -12,6 +12,7 @@ import pytest
 from gpuplan.catalog.library import closest_models, get_model, list_models, lookup, resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate
+from gpuplan.estimate.params import table
 
 M, B, G = 1e6, 1e9, 1e9
 
@@ -190,7 +191,10 @@ def test_whisper_from_its_config_reproduces_the_curated_large_v3_profile():
                      "hardware": {"gpu": "A10"}}).to_dict()["performance"]["latency_s"]
     slow = estimate({"model": "openai/whisper-large-v2", "task": "inference", "batch_size": 1,
                      "hardware": {"gpu": "A10"}}).to_dict()["performance"]["latency_s"]
-    assert fast < 0.5 * slow     # the turbo decoder streams 8x fewer decoder weights per token
+    # the turbo decoder streams 8x fewer decoder weights per token; the host's work per window (audio decoding, VAD,
+    # features: nonllm.faster_whisper.host_s_per_window) is the same for both
+    host = table("nonllm", "faster_whisper", "host_s_per_window")
+    assert fast - host < 0.5 * (slow - host)
 
 
 def test_dit_denoisers_match_their_published_sizes():

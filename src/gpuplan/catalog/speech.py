@@ -77,7 +77,8 @@ def whisper_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
         sources=SOURCE_SOURCES,
         components={"encoder_flops": float(enc_flops), "decoder_flops_448_tokens": float(dec_flops),
                     "decode_flops_per_token": float(decode_per_token), "encoder_params": float(enc_p),
-                    "decoder_params": float(dec_p)},
+                    "decoder_params": float(dec_p), "decoder_layers": dec_l, "d_model": d, "heads": heads,
+                    "ffn_dim": ffn_e},
         # eager ops: ~13 per encoder layer (2 LayerNorms, q/k/v/o, attention, 2 adds, fc1, GELU, fc2) and ~20 per
         # decoder layer (self- and cross-attention), plus the convolutions, embeddings and the final norms
         kernels_per_forward=float(13 * enc_l + 20 * dec_l + 10),

@@ -341,11 +341,10 @@ def _profile_defaults(given: Workload, resolved: Workload, model, notes: list[st
     dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in unused}
     kept = [n for n in notes if n not in dropped]
     if model.kind == "speech" and given.framework in (None, "auto"):
-        # the bundle transcribes with faster-whisper (CTranslate2: batched decode steps with an engine's fixed cost,
-        # not eager transformers); the planner's default engine step stands for it, so estimate and recommend
-        # give one figure (unconfirmed against a faster-whisper measurement: docs/formulas.md)
-        kept.append(_("speech: decoder steps at an inference engine's step cost (the bundle runs faster-whisper, a "
-                      "CTranslate2 engine) unless framework is set"))
+        # the bundle transcribes with faster-whisper (CTranslate2): estimate and recommend both size and time the
+        # job on its mechanism (estimate/speech.py), pinned to the faster-whisper README's memory figures
+        kept.append(_("speech: sized and timed as faster-whisper (CTranslate2, beam 5), what the bundle's "
+                      "transcribe.py runs, unless framework is transformers"))
         return resolved, kept
     if given.framework in (None, "auto"):
         kept = [n for n in kept if n != _("assumed {key} {value}").format(key="framework", value=resolved.framework)]

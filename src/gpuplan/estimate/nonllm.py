@@ -18,66 +18,18 @@ from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops, sustained_flops
 from gpuplan.estimate.profile import InputScale, NonLLMResult, dense_bytes, empty_perf, forward_cost, input_scale
+from gpuplan.estimate.speech import ct2_compute_type, ct2_memory, runs_faster_whisper, speech_cache_bytes, speech_latency
 from gpuplan.i18n import _
 from gpuplan.units import GIB
 
 __all__ = ["NonLLMResult", "input_scale", "nonllm_estimate"]
 
 
-def speech_cache_bytes(prof, nl, precision: str, scale: float) -> tuple[float, float]:
-    """(bytes one decoding hypothesis reads per step, bytes a batch element holds) of a Whisper-style decoder:
-    its cross-attention keys and values over the encoder frames (decoder_layers x 2 x frames x d_model) plus
-    its self-attention cache at half the transcript (read) or the whole transcript (held), times the beams
-    (nonllm.speech_beam_size). 0 for a profile that does not give the decoder's shape."""
-    comps = prof.components
-    layers, d = float(comps.get("decoder_layers") or 0), float(comps.get("d_model") or 0)
-    if not layers or not d:
-        return 0.0, 0.0
-    frames = float(prof.reference_input.get("encoder_frames") or 1500)
-    tokens = float(nl.get("speech_tokens_per_30s", 100)) * max(1.0, scale)
-    per_token = layers * 2.0 * d * dense_bytes(precision)
-    beams = float(nl["speech_beam_size"]["value"])
-    return beams * per_token * (frames + tokens / 2.0), beams * per_token * (frames + tokens)
-
-
-def _speech_latency(model, prof, nl, scale: float, batch: int, precision: str, framework: str, system: System,
-                    peak: float, eff: float, notes: list[str]) -> tuple[float, float]:
-    """(seconds for one batch of windows, FLOPs per sample) of an encoder-decoder speech model: the
-    encoder's FLOPs, then the decoder's token-by-token steps, each the larger of streaming the decoder
-    weights plus every hypothesis's cross- and self-attention cache (:func:`speech_cache_bytes`) and its FLOPs,
-    plus the engine's per-step cost. The transcript's decoding is part of the time."""
-    inf = table("inference")
-    comps = prof.components
-    enc = float(comps.get("encoder_flops") or prof.forward_flops_per_sample) * scale
-    windows = max(1.0, scale)
-    tokens = float(nl.get("speech_tokens_per_30s", 100)) * windows
-    dense = dense_bytes(precision)
-    dec_params = comps.get("decoder_params")  # counted from the config (catalog/speech.py), else the share
-    dec_bytes = (float(dec_params) if dec_params else
-                 float(model.params_total) * float(nl.get("speech_decoder_param_share", 0.5))) * dense
-    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
-    cache_read, _held = speech_cache_bytes(prof, nl, precision, scale)
-    beams = float(nl["speech_beam_size"]["value"]) if cache_read else 1.0
-    step_gpu = max((dec_bytes + batch * cache_read) / bw,
-                   batch * beams * float(comps["decode_flops_per_token"]) / (peak * eff))
-    overheads = inf["engine_step_overhead_s"]
-    layers = int(getattr(model, "num_decoder_layers", 0) or getattr(model, "num_layers", 0) or 32)
-    if framework in overheads and framework != "transformers":
-        over = float(overheads[framework]) + float(inf["engine_layer_floor_s"]) * layers
-    else:
-        over = float(inf["eager_cpu_s_per_layer"]) * layers
-    decode = tokens * (step_gpu + over)
-    encode = enc * batch / (peak * eff)
-    notes.append(_("speech: encoder {encode:.2f} s per batch of {batch}, then {tokens:.0f} decoder steps of {step_ms:.1f} ms "
-                   "({tokens:.0f} tokens per {window_s:.0f} s, assumed; {beams:g} beams)").format(
-        encode=encode, batch=batch, tokens=tokens, step_ms=(step_gpu + over) * 1000, window_s=30 * windows,
-        beams=beams))
-    per_sample = enc + tokens * beams * float(comps["decode_flops_per_token"])
-    return encode + decode, per_sample
-
-
 def _memory(model, *, training: bool, precision: str, batch: int, scale: InputScale, optimizer: str,
-            layout: Layout, system: System, notes: list[str]) -> MemoryEstimate:
+            framework: str, layout: Layout, system: System, notes: list[str]) -> MemoryEstimate:
+    if not training and runs_faster_whisper(model, framework):
+        return ct2_memory(model, batch=batch, compute_type=ct2_compute_type(precision), layout=layout,
+                          system=system, notes=notes)
     prof = model.profile
     nl = table("nonllm")
     mem_tab = table("memory")
@@ -100,7 +52,7 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
         comp["activations"] = acts * nl["inference_activation_share"]
         notes.append(_("inference keeps about {nl:.0%} of the training activations live (assumed)").format(nl=nl['inference_activation_share']))
         if model.kind == "speech":   # every hypothesis's cross- and self-attention cache (nonllm.speech_beam_size)
-            comp["kv_cache"] = speech_cache_bytes(prof, nl, precision, scale.flops)[1] * batch
+            comp["kv_cache"] = speech_cache_bytes(model, precision, scale.flops)[1] * batch
     alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
     reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * comp["activations"]
     per_gpu = reserved + ctx + nccl
@@ -133,19 +85,21 @@ def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, sys
     ft = forward_time(cost, batch, system, framework, notes)
     latency, per_sample = ft.seconds, cost.flops_per_sample
     prof = model.profile
+    per_item = 1.0
     if model.kind == "speech" and prof.components.get("decode_flops_per_token"):
-        nl = table("nonllm")
         peak = sustained_flops(system, precision, notes)
-        eff = nl["compute_efficiency"] * by_key(table("training", "framework_factor"), framework, "auto")
-        latency, per_sample = _speech_latency(model, prof, nl, scale.flops, batch, precision, framework, system,
-                                              peak, eff, notes)
+        eff = table("nonllm", "compute_efficiency") * by_key(table("training", "framework_factor"), framework, "auto")
+        latency, per_sample, per_item = speech_latency(model, scale=scale.flops, batch=batch, precision=precision,
+                                                      framework=framework, system=system, peak=peak, eff=eff,
+                                                      notes=notes)
     else:
         notes.append(_("{batch} sample(s) per forward: {ms:.2f} ms ({bound}-bound: CPU launches {cpu_ms:.2f} ms, "
                        "GPU {gpu_ms:.2f} ms)").format(batch=batch, ms=latency * 1e3, bound=_(ft.bound),
                                                     cpu_ms=ft.cpu_s * 1e3, gpu_ms=ft.gpu_s * 1e3))
     perf = empty_perf()
-    perf.update(ttft_s=latency, max_concurrency=batch, max_requests_per_s=batch / latency, latency_s=latency,
-                samples_per_s=batch / latency, tflops_per_gpu=per_sample * batch / latency / 1e12)
+    items = batch / per_item    # faster-whisper batches 30 s windows; a longer clip is several of them
+    perf.update(ttft_s=latency, max_concurrency=batch, max_requests_per_s=items / latency, latency_s=latency,
+                samples_per_s=items / latency, tflops_per_gpu=per_sample * items / latency / 1e12)
     if model.kind == "vision":
         perf["images_per_s"] = batch / latency
     return perf
@@ -160,7 +114,7 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
         return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
                                    layout=layout, system=system, scale=scale, notes=notes)
     mem = _memory(model, training=training, precision=precision, batch=batch, scale=scale, optimizer=optimizer,
-                  layout=layout, system=system, notes=notes)
+                  framework=framework, layout=layout, system=system, notes=notes)
     perf_notes: list[str] = []
     cost = forward_cost(model, scale, precision)
     if training:
