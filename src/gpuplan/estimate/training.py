@@ -193,14 +193,23 @@ def achievable_hfu(system: System, s: Shape, framework: str, quantization: str, 
     return base * size * fw * q * ramp * sustained_tensor_fraction(system.gpu)
 
 
+def dequant_passes(layout: Layout, quantization: str) -> float:
+    """Times a quantized base is unpacked per micro-batch: the forward, the recomputed forward under full
+    checkpointing, and the backward where the stack unpacks again for the input gradient (bitsandbytes)."""
+    tab = table("training", "dequant_traffic")
+    return (float(tab["passes_per_micro_batch"]) + float(tab["backward_passes"].get(quantization, 0))
+            + (1.0 if layout.checkpointing == "full" else 0.0))
+
+
 def dequant_s(system: System, s: Shape, layout: Layout, quantization: str) -> float:
-    """HBM time to unpack a GPTQ base in PyTorch ops per micro-batch (training.dequant_traffic):
-    bytes per quantized weight x the local block matrices x the passes (forward, + recompute)."""
+    """HBM time to unpack a quantized base per micro-batch (training.dequant_traffic): bytes per quantized
+    weight x the local block matrices x the passes. GPTQ's torch path unpacks in PyTorch ops; bitsandbytes
+    NF4 in one kernel that writes the 16-bit weight the GEMM reads."""
     tab = table("training", "dequant_traffic")
     per = tab["bytes_per_param"].get(quantization)
     if per is None:
         return 0.0
-    passes = float(tab["passes_per_micro_batch"]) + (1.0 if layout.checkpointing == "full" else 0.0)
+    passes = dequant_passes(layout, quantization)
     local = s.linear_params_total / (layout.tp * (1 if layout.naive_pipeline else layout.pp))
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
     return passes * local * float(per) / bw
@@ -213,11 +222,11 @@ def dequant_cpu_s(s: Shape, layout: Layout, quantization: str) -> float:
     tab = table("training", "dequant_traffic")
     if quantization not in tab["bytes_per_param"]:
         return 0.0
-    passes = float(tab["passes_per_micro_batch"]) + (1.0 if layout.checkpointing == "full" else 0.0)
+    passes = dequant_passes(layout, quantization)
     linears = 4 + (3 if s.gated else 2)  # q, k, v, o + the MLP's matrices
     per_op = float(table("inference", "eager_cpu_s_per_layer")) / float(tab["eager_ops_per_layer"])
     layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
-    return passes * layers * linears * float(tab["eager_ops_per_call"]) * per_op
+    return passes * layers * linears * float(tab["eager_ops_per_call"][quantization]) * per_op
 
 
 def framework_overhead_s(framework: str, grad_accum: int, deepspeed_engine: bool = False) -> float:
