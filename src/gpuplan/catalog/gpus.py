@@ -178,6 +178,7 @@ class _Catalog:
 _PREFIXES = ("nvidia", "tesla", "geforce")
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_key(name: str) -> str:
     """Case-, space-, dash- and underscore-insensitive key; a bare "80G"/"80GiB" token means "80GB"."""
     tokens = [t for t in re.split(r"[\s_\-/]+", name.strip().lower()) if t]

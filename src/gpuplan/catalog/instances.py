@@ -281,8 +281,9 @@ def parse_instances_csv(text: str, cloud: str, source: str) -> list[InstanceType
 
 
 @functools.cache
+@functools.cache
 def available_clouds() -> tuple[str, ...]:
-    """Clouds with a bundled catalog (the folders under ``data/clouds/``)."""
+    """Clouds with a bundled catalog (the folders under ``data/clouds/``; the package's own files, listed once)."""
     root = data_root() / "clouds"
     return tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "instances.csv").is_file()))
 

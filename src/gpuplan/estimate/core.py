@@ -12,17 +12,13 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import scale_performance, workload_class
-from gpuplan.estimate.inference import ServingCase, inference_perf
 from gpuplan.estimate.lengths import dataset_lengths
 from gpuplan.estimate.memory import (
-    InferenceInputs,
     MemoryEstimate,
     TrainingInputs,
-    inference_memory,
     lora_param_count,
     training_memory,
 )
-from gpuplan.estimate.nonllm import nonllm_estimate
 from gpuplan.estimate.params import calibration
 from gpuplan.estimate.shapes import Shape, shape_of
 from gpuplan.estimate.system import Layout, System, layout_from_workload, system_from_workload
@@ -146,6 +142,8 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     framework = w.framework or "auto"
     task = w.task or "inference"
     if getattr(model, "profile", None) is not None and not _is_llm(model):
+        from gpuplan.estimate.nonllm import nonllm_estimate   # imported by the workloads that need it
+
         # the layout's batch: the workload's batch_size (layout_from_workload), or the one the job search tries
         res = nonllm_estimate(model, task=task, precision=w.precision or "bf16", batch=layout.micro_batch,
                               inp=w.input.model_dump() if w.input else None, optimizer=w.optimizer or "adamw",
@@ -189,6 +187,10 @@ def _apply_calibration(est: Estimate) -> None:
 
 
 def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
+    # the serving models are imported by the serving workloads only (a cold training `estimate` skips them)
+    from gpuplan.estimate.inference import ServingCase, inference_perf
+    from gpuplan.estimate.memory import InferenceInputs, inference_memory
+
     framework = w.framework or "vllm"
     conc = w.batch_size or 1
     encoder = model.kind == "encoder"

@@ -12,7 +12,7 @@ rank order is kept; the others are named in its ``aliases``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from gpuplan.catalog.instances import available_clouds, load_instances
@@ -28,15 +28,16 @@ def machine(instance_type: str) -> tuple | None:
     return None
 
 
-def offer_key(p: Plan) -> tuple:
-    """What makes two plans the same purchase for the user (the instance-type name aside)."""
+def offer_key(p: Plan, machine_of: Callable[[str], tuple | None] = machine) -> tuple:
+    """What makes two plans the same purchase for the user (the instance-type name aside). ``machine_of``:
+    :func:`machine`, or a memo of it (merge_aliases asks once per instance type, not once per plan)."""
     s = getattr(p.estimate, "system", None)
     links = (s.gpus_per_node, s.intra_link, s.gpu_p2p, s.rdma, s.inter_node_gbit_s if s.nodes > 1 else None,
              s.gpu_fraction) if s is not None and p.platform != "function-compute" else None
     c = p.cost
     money = tuple(None if x is None else round(float(x), 2)
                   for x in (c.price_per_hour, c.monthly_cost, c.total_cost, c.cost_per_billion_tokens))
-    return (p.platform, p.gpu, p.gpus_total, p.instance_count, links, machine(p.instance_type), p.layout, c.billing,
+    return (p.platform, p.gpu, p.gpus_total, p.instance_count, links, machine_of(p.instance_type), p.layout, c.billing,
             c.region, c.price_region, money, c.replicas)
 
 
@@ -45,8 +46,15 @@ def merge_aliases(ranked: Sequence[Plan]) -> list[Plan]:
     first: dict[tuple, int] = {}
     out: list[Plan] = []
     names: list[list[str]] = []
+    machines: dict[str, tuple | None] = {}
+
+    def machine_of(instance_type: str) -> tuple | None:
+        if instance_type not in machines:
+            machines[instance_type] = machine(instance_type)
+        return machines[instance_type]
+
     for p in ranked:
-        key = offer_key(p)
+        key = offer_key(p, machine_of)
         at = first.get(key)
         if at is None:
             first[key] = len(out)

@@ -14,8 +14,6 @@ from gpuplan.plan.money.costing import deadline_margin, training_costs
 from gpuplan.plan.money.ranges import draft_ranges
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory
 from gpuplan.plan.search.search_point import Candidate
-from gpuplan.plan.serving.serving_config import describe
-from gpuplan.plan.serving.serving_costs import serving_costs
 
 
 @dataclass
@@ -85,6 +83,8 @@ class Draft:
             parallel.update(engine=cfg.engine, ep=cfg.ep, dp_attention=cfg.dp_attention,
                             kv_cache_dtype=cfg.kv_cache_dtype, weight_format=cfg.weight_format,
                             max_num_seqs=c.est.performance.get("serving_batch"))
+            from gpuplan.plan.serving.serving_config import describe   # serving plans only
+
             layout = describe(c)
         cost = PlanCost(currency=self.currency, billing=self.billing, region=self.region,
                         price_region=self.price_region, instance_price_per_hour=self.instance_price_per_hour,
@@ -156,6 +156,8 @@ def draft(ctx: PlanContext, c: Candidate, price: costm.Price | None, region: str
     if ctx.training:
         training_costs(ctx, c, p, price)
     else:
+        from gpuplan.plan.serving.serving_costs import serving_costs   # serving plans only
+
         serving_costs(ctx, c, p, price)
     p.intervals = draft_ranges(ctx, c, p, price)
     deadline_margin(ctx, p)

@@ -37,9 +37,6 @@ from gpuplan.plan.record import PLATFORMS, Plan
 from gpuplan.plan.search.scope import default_regions, instances as scoped_instances, platforms_wanted, variants as scoped_variants
 from gpuplan.plan.search.search import Searcher, SearchResult
 from gpuplan.plan.search.search_point import Candidate, best_per_group
-from gpuplan.plan.serving.serving_config import ServingSpace
-from gpuplan.plan.serving.serving_costs import concurrency_demand
-from gpuplan.plan.serving.serving_report import serving_block
 from gpuplan.workload import Workload
 from gpuplan.estimate.calibration import pinned as pinned_calibration
 from gpuplan.plan.money.transfer import download_bytes
@@ -166,7 +163,11 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
 
     variants = scoped_variants(resolved, cons)
     insts = scoped_instances(resolved, instances, cache_dir)
-    space = ServingSpace.for_workload(w, resolved, model)
+    space = None
+    if (resolved.task or "inference") == "inference":   # the serving planner is imported by serving workloads only
+        from gpuplan.plan.serving.serving_config import ServingSpace
+
+        space = ServingSpace.for_workload(w, resolved, model)
     searcher = Searcher(resolved, model, shape, fixed, variants, max_gpus=search_gpus,
                         allowed_status=allowed_status, headroom=memory_headroom, serving=space,
                         named_framework=w.framework)
@@ -194,6 +195,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     ecs_all = [p for p in plans if p.is_ecs]
     plans = [p for p in plans if p.platform in wanted]
     if ctx.service and space is not None:      # LLM serving (decoder / encoder-decoder models)
+        from gpuplan.plan.serving.serving_costs import concurrency_demand
+        from gpuplan.plan.serving.serving_report import serving_block
+
         rate = ctx.request_rate()
         users = concurrency_demand(ctx)
         plans = [replace(p, serving=serving_block(p, resolved, rate, users)) for p in plans]

@@ -14,17 +14,16 @@ import functools
 from importlib.resources import files as _pkg_files
 from typing import Any
 
-import yaml
-
 from gpuplan.catalog.regions import is_mainland
+from gpuplan.datafiles import load_data
 
 STACKS = ("training", "megatron", "vllm", "sglang", "diffusers", "whisper")
 
 
 @functools.cache
 def environments() -> dict[str, Any]:
-    """data/environments.yaml, loaded once."""
-    return yaml.safe_load((_pkg_files("gpuplan") / "data" / "environments.yaml").read_text(encoding="utf-8"))
+    """data/environments.yaml, loaded once (gpuplan.datafiles: libyaml, then its compiled copy)."""
+    return load_data(_pkg_files("gpuplan") / "data" / "environments.yaml")
 
 
 def scope_of(region: str) -> str:
