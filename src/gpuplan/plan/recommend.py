@@ -120,8 +120,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     are fixed. Raises GpuplanError only for unusable input; an unsatisfiable workload returns a
     Recommendation with no plans and its ``binding_constraints``.
     """
-    from gpuplan.catalog.hub import workload_region
-    from gpuplan.catalog.models import resolve_model
+    from gpuplan.catalog.models import resolve_model, workload_region
     from gpuplan.estimate.shapes import shape_of
 
     t0 = time.perf_counter()
