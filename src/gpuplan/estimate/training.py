@@ -37,6 +37,8 @@ MEGATRON_CORE = frozenset({"megatron", "nemo"})   # stacks on Megatron-Core's DD
 
 @dataclass
 class TrainingPerf:
+    """Time and throughput of one training step (what `estimate` prints under performance)."""
+
     step_time_s: float
     tokens_per_s: float
     tokens_per_s_per_gpu: float
