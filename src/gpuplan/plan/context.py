@@ -19,6 +19,8 @@ from gpuplan.workload import Workload
 
 @dataclass
 class PlanContext:
+    """What one recommend run shares across its plans."""
+
     w: Workload
     model: Any
     task: str

@@ -50,6 +50,8 @@ def parse_params(text: str | float | int) -> float:
 
 @dataclass
 class QuickResult:
+    """The one-line answer of `gpuplan quick`."""
+
     params_b: float
     task: str
     bucket: str
