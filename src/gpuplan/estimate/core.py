@@ -33,7 +33,7 @@ SCHEMA_VERSION = 1
 KV_DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Estimate:
     """The result of one estimate (the JSON contract of `gpuplan estimate --json`)."""
 

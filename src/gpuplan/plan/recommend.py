@@ -52,7 +52,7 @@ SERVING_DEFAULT_BILLING = ("payg", "subscription")   # spot for online serving o
 TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Recommendation:
     """The answer of `recommend()`: ranked plans, rejections with reasons, and what binds."""
 
