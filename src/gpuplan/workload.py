@@ -10,8 +10,9 @@ defaults and returns the list of assumptions it made, which every result reports
 gpuplan.workload_files, loading with flags gpuplan.workload_loading, error sentences gpuplan.workload_errors.
 """
 
-from __future__ import annotations
 
+# No `from __future__ import annotations` here: pydantic would compile and evaluate every field's
+# annotation string when the models are built (a cold `estimate` builds them).
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (

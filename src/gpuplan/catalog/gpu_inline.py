@@ -19,8 +19,9 @@ Assumptions for what is left out (docs/workload.md "An inline GPU"):
   ``driver_memory_mib`` is given; PCIe gen 4, no NVLink unless given.
 """
 
-from __future__ import annotations
 
+# No `from __future__ import annotations` here: pydantic would compile and evaluate every field's
+# annotation string when the models are built (a cold `estimate` builds them).
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator

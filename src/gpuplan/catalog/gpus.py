@@ -77,7 +77,7 @@ _REQUIRED_NOT_NULL = ("id", "name", "vendor", "architecture", "form_factor", "me
 _FIX_HINT = N_("Fix src/gpuplan/data/gpus.yaml (see docs/hardware-facts.md for the schema).")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class GpuSpec:
     """One GPU part. Tensor figures are dense peaks; ``None`` means the GPU has no such path."""
 
@@ -156,7 +156,7 @@ class GpuSpec:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class PartialName:
     """A name that leaves the part open (form factor or memory) and the documented default."""
 
@@ -165,8 +165,10 @@ class PartialName:
     assumed: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class _Catalog:
+    """The GPU catalog and its name indexes."""
+
     gpus: dict[str, GpuSpec]
     partial: dict[str, PartialName]  # stripped key -> default
     exact: dict[str, str]  # full key -> gpu id

@@ -96,13 +96,6 @@ def hub_order(named: str, region: str | None = None) -> tuple[str, ...]:
     return (first, *(h for h in HUBS if h != first))
 
 
-def workload_region(w) -> str | None:
-    """The region a workload plans for (its first constraints.regions), which orders the hubs; None if unset."""
-    cons = getattr(w, "constraints", None)
-    regions = getattr(cons, "regions", None) if cons is not None else None
-    return str(regions[0]) if regions else None
-
-
 def file_url(hub: str, repo: str, path: str = "config.json") -> str:
     """Where one file of a repo is downloaded from (main branch / master revision)."""
     if hub == "modelscope":

@@ -55,7 +55,7 @@ _INT_COLUMNS = ("vcpus", "pps", "disk_iops", "disk_bandwidth_mb_s")
 _REQUIRED_VALUES = ("instance_type", "family", "kind", "gpu", "gpu_count", "status", "gpu_basis", "sources")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class InstanceType:
     """One purchasable instance type. Units are in the field names; None = not published/unknown.
 
@@ -117,7 +117,7 @@ class InstanceType:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Family:
     """One instance family from ``families.yaml``."""
 

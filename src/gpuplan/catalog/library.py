@@ -17,19 +17,20 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
-from gpuplan.catalog import hub
-from gpuplan.catalog.hf_config import from_hf_config, load_config_file
 from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec, NonLLMProfile
 from gpuplan.catalog.model_validate import validate_spec
-from gpuplan.catalog.quantized import QuantizedId, parse_quantized_id
-from gpuplan.catalog.synth import synthesize_from_params_b
-from gpuplan.catalog.vision import timm_spec, timm_spec_from_row
 from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
+
+if TYPE_CHECKING:
+    from gpuplan.catalog.quantized import QuantizedId
+
+# hub, hf_config, quantized, synth and vision are imported where used: a bundled name (the common case)
+# needs none of them, and their imports (regexes, tables, records) are a tenth of a cold `estimate`.
 
 _SUB_RECORDS = {"moe": MoESpec, "mla": MLASpec}
 PARAMS_B_EXAMPLE = "{params_b: N}"   # how the unknown-model hint spells the synthesized shape (synth.py)
@@ -117,6 +118,8 @@ def load_generated() -> tuple[ModelSpec, ...]:
 @functools.cache
 def load_timm() -> tuple[ModelSpec, ...]:
     """Every timm architecture of the generated library's timm table (catalog/vision.py), as ModelSpecs."""
+    from gpuplan.catalog.vision import timm_spec_from_row
+
     table = _generated_raw().get("timm") or {}
     cols = list(table.get("columns") or ())
     taken = {**_curated_index(), **_generated_names()}
@@ -205,6 +208,8 @@ def lookup(name: str) -> ModelSpec | None:
         model_id = _generated_names().get(key)
         if model_id is not None:
             return _generated_spec(model_id)
+    from gpuplan.catalog.vision import timm_spec
+
     return timm_spec(str(name), _generated_raw().get("timm"))
 
 
@@ -243,6 +248,8 @@ def quantized_base(name: str) -> tuple[QuantizedId, ModelSpec | None] | None:
     bundled model or names no quantization."""
     if lookup(name) is not None:
         return None
+    from gpuplan.catalog.quantized import parse_quantized_id
+
     parsed = parse_quantized_id(name)
     if parsed is None:
         return None
@@ -307,6 +314,14 @@ def get_model_error(name: str) -> GpuplanError:
 # --------------------------------------------------------------------------------------------
 
 
+def workload_region(w) -> str | None:
+    """The region a workload plans for (its first constraints.regions), which orders the hubs
+    (catalog/hub.py); None if unset."""
+    cons = getattr(w, "constraints", None)
+    regions = getattr(cons, "regions", None) if cons is not None else None
+    return str(regions[0]) if regions else None
+
+
 def resolve_model(ref: Any, *, region: str | None = None) -> ModelSpec:
     """Turn a workload's ``model:`` value into a ModelSpec.
 
@@ -320,10 +335,16 @@ def resolve_model(ref: Any, *, region: str | None = None) -> ModelSpec:
         return ref
     if isinstance(ref, Mapping):
         if "params_b" in ref:
+            from gpuplan.catalog.synth import synthesize_from_params_b
+
             return synthesize_from_params_b(ref)
+        from gpuplan.catalog.hf_config import from_hf_config
+
         name = ref.get("_name_or_path") or ref.get("name") or "inline-config"
         return from_hf_config(ref, name=str(name)[:200])
     if isinstance(ref, os.PathLike):
+        from gpuplan.catalog.hf_config import load_config_file
+
         return load_config_file(ref)
     if not isinstance(ref, str) or not ref.strip():
         raise GpuplanError(
@@ -336,10 +357,14 @@ def resolve_model(ref: Any, *, region: str | None = None) -> ModelSpec:
     if spec is not None:
         return spec
     if _looks_like_path(name):
+        from gpuplan.catalog.hf_config import load_config_file
+
         return load_config_file(name)
     quantized = quantized_base(name)
     if quantized is not None and quantized[1] is not None:
         return quantized[1]  # a published quantized checkpoint: its base model's shape
+    from gpuplan.catalog import hub
+
     if hub.parse_repo_id(name) is not None:
         # A Hugging Face / ModelScope id the library lacks: its cached config, or a download where the
         # network allows; otherwise the unknown-model error, saying why the hub gave nothing.

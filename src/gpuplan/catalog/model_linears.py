@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class _Linear:
+    """One shape of linear layer of a model (LoRA targets)."""
+
     name: str
     roles: frozenset[str]
     d_in: int

@@ -55,7 +55,7 @@ LIMITS: dict[str, tuple[int, int]] = {
 MAX_PARAMS = 1e14  # 100 T parameters: anything larger is a typo
 MAX_PARAMS_B = 3000.0  # {params_b: N} accepts 0 < N <= 3000
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class MoESpec:
     """Mixture-of-experts layout. Expert MLPs have the same form (gated/plain) as the dense MLP."""
 
@@ -71,7 +71,7 @@ class MoESpec:
     shared_expert_gate: bool = False  # Qwen2-MoE sigmoid gate (hidden -> 1) on the shared expert
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class MLASpec:
     """DeepSeek multi-head latent attention (DeepSeek-V2 paper, arXiv:2405.04434, §2.1)."""
 
@@ -82,7 +82,7 @@ class MLASpec:
     v_head_dim: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class NonLLMProfile:
     """Compute/memory profile of a non-transformer-LM model at a reference input size."""
 
@@ -100,7 +100,7 @@ class NonLLMProfile:
     pipeline: dict = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class ModelSpec:
     """One model's shape. Integers are per layer unless named otherwise.
 

@@ -54,7 +54,7 @@ _CURRENCY = re.compile(r"^[A-Z]{3}$")
 KNOWN_CURRENCIES = ("CNY", "USD")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Offer:
     """One price for one instance type, region and billing mode, with its date and source."""
 

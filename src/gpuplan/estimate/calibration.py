@@ -35,7 +35,7 @@ FACTOR_RANGE = (0.05, 20.0)  # a measurement 20x off the estimate is a wrong row
 _NOT_SCALED = {"peak_tflops_per_gpu", "hfu_assumed", "comm_fraction"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Calibration:
     """One overlay entry: how far the estimate for this GPU, framework and workload class was from a
     measurement of it."""

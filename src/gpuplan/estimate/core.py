@@ -33,7 +33,7 @@ SCHEMA_VERSION = 1
 KV_DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Estimate:
     """The result of one estimate (the JSON contract of `gpuplan estimate --json`)."""
 
@@ -362,8 +362,7 @@ def _serving_llm(model) -> bool:
 
 def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     """Estimate one workload on its fixed hardware (``hardware:`` block or --gpu/--gpus)."""
-    from gpuplan.catalog.hub import workload_region
-    from gpuplan.catalog.models import resolve_model
+    from gpuplan.catalog.models import resolve_model, workload_region
 
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
@@ -501,8 +500,7 @@ def max_fit(workload: Workload | dict | str, field_name: str, *, clean: bool = T
     """Largest value of ``field_name`` (batch_size | seq_len | prompt_tokens | concurrency) that fits: by the
     verdict `estimate` prints as "fits" (:func:`fits_cleanly`), or with ``clean=False`` the largest that runs
     at all (``memory.fits``, the allocator's cache freed when needed)."""
-    from gpuplan.catalog.hub import workload_region
-    from gpuplan.catalog.models import resolve_model
+    from gpuplan.catalog.models import resolve_model, workload_region
 
     if field_name not in MAX_FIELDS:
         raise GpuplanError(_("Cannot maximise {field_name!r}.").format(field_name=field_name), hint=_("Choose one of {MAX_FIELDS}.").format(MAX_FIELDS=', '.join(MAX_FIELDS)))

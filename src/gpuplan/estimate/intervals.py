@@ -60,7 +60,7 @@ RATE_KEYS = ("tokens_per_s", "tokens_per_s_per_gpu", "samples_per_s", "tflops_pe
 MEMORY_KEYS = ("per_gpu_bytes", "need_bytes", "peak_allocated_bytes", "peak_reserved_bytes")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Band:
     """The 80 % band of one class and kind: ln(measured / estimated) from ``low`` to ``high``."""
 

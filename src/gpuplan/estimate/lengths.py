@@ -21,8 +21,10 @@ from gpuplan.estimate.params import table
 POLICIES = ("truncate", "delete")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class SampleLengths:
+    """The sample lengths a dataset trains (mean, padded row, share kept)."""
+
     mean_tokens: float      # mean tokens of a trained sample (after truncation, or of the samples kept)
     padded_tokens: float    # tokens of one row of a micro-batch: the expected longest of its samples
     kept_share: float       # share of the dataset's samples trained (below 1 only when long ones are dropped)

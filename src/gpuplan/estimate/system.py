@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.workload import Workload
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class System:
     """GPUs and links: ``gpus_per_node`` GPUs in each of ``nodes`` nodes."""
 

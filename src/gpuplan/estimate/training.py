@@ -35,8 +35,10 @@ from gpuplan.i18n import _
 MEGATRON_CORE = frozenset({"megatron", "nemo"})   # stacks on Megatron-Core's DDP and distributed optimizer
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class TrainingPerf:
+    """Time and throughput of one training step (what `estimate` prints under performance)."""
+
     step_time_s: float
     tokens_per_s: float
     tokens_per_s_per_gpu: float

@@ -12,17 +12,18 @@ rank order is kept; the others are named in its ``aliases``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from gpuplan.catalog.instances import available_clouds, load_instances
+from gpuplan.catalog.instances import InstanceType, available_clouds, load_instances
 from gpuplan.plan.record import Plan
 
 
-def machine(instance_type: str) -> tuple | None:
-    """(kind, network Gbit/s, RDMA Gbit/s) of a catalog instance type: vm | bare-metal | vgpu | scc."""
-    for cloud in available_clouds():
-        inst = load_instances(cloud).get(instance_type)
+def machine(instance_type: str, catalogs: Sequence[Mapping[str, InstanceType]] | None = None) -> tuple | None:
+    """(kind, network Gbit/s, RDMA Gbit/s) of a catalog instance type: vm | bare-metal | vgpu | scc.
+    ``catalogs``: every cloud's ``load_instances`` (merge_aliases loads them once for all its plans)."""
+    for catalog in catalogs if catalogs is not None else (load_instances(c) for c in available_clouds()):
+        inst = catalog.get(instance_type)
         if inst is not None:
             return inst.kind, inst.network_gbit_s, inst.rdma_gbit_s
     return None
@@ -47,10 +48,13 @@ def merge_aliases(ranked: Sequence[Plan]) -> list[Plan]:
     out: list[Plan] = []
     names: list[list[str]] = []
     machines: dict[str, tuple | None] = {}
+    catalogs: list[Mapping[str, InstanceType]] = []
 
     def machine_of(instance_type: str) -> tuple | None:
         if instance_type not in machines:
-            machines[instance_type] = machine(instance_type)
+            if not catalogs:
+                catalogs.extend(load_instances(c) for c in available_clouds())
+            machines[instance_type] = machine(instance_type, catalogs)
         return machines[instance_type]
 
     for p in ranked:

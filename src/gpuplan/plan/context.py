@@ -17,8 +17,10 @@ from gpuplan.units import HOUR_S
 from gpuplan.workload import Workload
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class PlanContext:
+    """What one recommend run shares across its plans."""
+
     w: Workload
     model: Any
     task: str

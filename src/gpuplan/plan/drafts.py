@@ -16,7 +16,7 @@ from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory
 from gpuplan.plan.search.search_point import Candidate
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Draft:
     """An ECS plan while it is being costed and checked (internal; frozen into a ``Plan`` record)."""
 

@@ -48,8 +48,10 @@ def parse_params(text: str | float | int) -> float:
     return value
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class QuickResult:
+    """The one-line answer of `gpuplan quick`."""
+
     params_b: float
     task: str
     bucket: str

@@ -52,7 +52,7 @@ SERVING_DEFAULT_BILLING = ("payg", "subscription")   # spot for online serving o
 TRAINING_DEFAULT_BILLING = ("payg", "spot", "subscription")
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Recommendation:
     """The answer of `recommend()`: ranked plans, rejections with reasons, and what binds."""
 
@@ -120,8 +120,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     are fixed. Raises GpuplanError only for unusable input; an unsatisfiable workload returns a
     Recommendation with no plans and its ``binding_constraints``.
     """
-    from gpuplan.catalog.hub import workload_region
-    from gpuplan.catalog.models import resolve_model
+    from gpuplan.catalog.models import resolve_model, workload_region
     from gpuplan.estimate.shapes import shape_of
 
     t0 = time.perf_counter()

@@ -65,7 +65,7 @@ class UnmappedType:
     gpu_memory_gib: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class CatalogSnapshot:
     """One cloud's freshly fetched catalog, rows already in the shared file schema.
 

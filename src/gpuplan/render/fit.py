@@ -33,6 +33,8 @@ DETAIL_SEP = " · "
 
 @dataclass(frozen=True)
 class Column:
+    """One column of a fitted table."""
+
     header: str
     priority: int = 0
     justify: str = "left"           # left | right

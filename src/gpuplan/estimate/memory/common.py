@@ -50,7 +50,7 @@ NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune"}
 BF16_ADAPTER_FRAMEWORKS = {"torchtune"}
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class MemoryEstimate:
     """Per-GPU memory of the busiest GPU, with its breakdown (bytes). Components add up to per_gpu_bytes.
 

@@ -22,8 +22,10 @@ from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class TrainingInputs:
+    """The workload fields a training memory estimate reads."""
+
     task: str
     precision: str
     quantization: str
@@ -40,7 +42,7 @@ class TrainingInputs:
     compiled: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Run:
     """What every pipeline stage of one training run shares: bytes per parameter, shard factors and sizes."""
 

@@ -18,8 +18,10 @@ from gpuplan.i18n import _
 from gpuplan.units import GIB
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class InferenceInputs:
+    """The workload fields an inference memory estimate reads."""
+
     precision: str
     quantization: str
     kv_dtype_bytes: float

@@ -32,7 +32,7 @@ _NOTE_WORDS = (N_("forward/backward"), N_("optimizer step"), N_("pure"), N_("mix
 __all__ = ["TrainingInputs", "stage_inflight", "stage_layers", "training_memory"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class _Stage:
     """One pipeline stage's peak: per-GPU bytes, allocated, reserved, breakdown, phase, paged spill."""
 

@@ -28,6 +28,8 @@ def storage_facts() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class EssdLevel:
+    """One cloud disk performance level."""
+
     level: str
     min_gib: float
     max_gib: float

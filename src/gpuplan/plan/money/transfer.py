@@ -16,7 +16,7 @@ MB = 1e6
 MBIT = 1e6 / 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Transfers:
     """Seconds and bytes of one node's start-up, download and upload; ``release_hours`` 0 = no auto-release."""
 

@@ -27,6 +27,8 @@ NETWORK_BOUND_COMM_FRACTION = 0.5  # multi-node without RDMA: reject when commun
 
 @dataclass(frozen=True)
 class Reject:
+    """Why a candidate was dropped."""
+
     code: str
     text: str | Callable[[], str]  # the reason, or a function that writes it when it is shown
     shortfall: float = 0.0    # how far from feasible, in the unit of the code (bytes, currency, s)

@@ -47,6 +47,8 @@ from gpuplan.workload import Workload
 
 @dataclass
 class SearchResult:
+    """What the search found (and rejected)."""
+
     candidates: list[Candidate]
     rejects: dict[str, fz.Reject]          # best rejection per instance type (by CODE_RANK, then shortfall)
     best_memory: dict[str, tuple[Candidate | None, Any]]  # per type: smallest-shortfall estimate (for why-not)

@@ -18,7 +18,7 @@ from gpuplan.plan.search.recipe import BatchOption, Recipe
 from gpuplan.workload import Workload
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Candidate:
     """One feasible point of the space, with its estimate."""
 
