@@ -636,7 +636,7 @@ class Row:
     note: str = ""
     icls: str = ""                  # gpuplan.estimate.intervals class of the row's workload
     fits_high: bool | None = None   # fits at the high end of the 80 % memory interval (what plans are sized at)
-    exact: float | None = None      # memory rows: the weight bytes inside `predicted` (same unit), known exactly
+    exact: float | None = None      # engine memory rows: the weight bytes inside `predicted` (same unit), exact
 
     @property
     def kind(self) -> str:
@@ -645,9 +645,9 @@ class Row:
     @property
     def residual(self) -> float | None:
         """ln(measured / predicted) in the time orientation for speed rows (ln(measured time / predicted
-        time)): the quantity the prediction intervals are read from. A memory row compares what sits beside
-        the weights (a checkpoint's bytes, exact): ln((measured - weights) / (predicted - weights)), the way
-        gpuplan.estimate.intervals applies its memory bands."""
+        time)): the quantity the prediction intervals are read from. A serving engine's memory row compares
+        what sits beside the weights (a checkpoint's bytes, exact): ln((measured - weights) / (predicted -
+        weights)), the way gpuplan.estimate.intervals applies an engine's band."""
         if self.predicted is None or self.predicted <= 0 or self.measured <= 0:
             return None
         if self.kind == "memory" and self.exact:
@@ -685,7 +685,7 @@ def score(r: dict[str, str]) -> Row:
     if not layout_stated(r) or pred is None:
         fits = fits_high = None  # the run's GPU count or layout is not published (or nothing was estimated)
     base.predicted, base.fits, base.note, base.fits_high = pred, fits, note, fits_high
-    if pred is not None and base.kind == "memory":
+    if pred is not None and base.kind == "memory" and est.memory.engine_reserved_bytes:   # as intervals applies it
         per_gpu = est.memory.per_gpu_bytes
         weights = float((est.memory.components or {}).get("weights", 0.0))
         if r["metric"] == "peak_mem_gib_per_gpu":

@@ -82,12 +82,8 @@ def test_an_estimate_gives_a_range_for_every_memory_and_time_figure():
         assert f"performance.{key}" in iv, key
     band_m, band_t = intervals.band("train/lora", "memory"), intervals.band("train/lora", "time")
     lo, hi = iv["memory.per_gpu_bytes"]
-    # the weights are a checkpoint's bytes, exact: the band spreads only what sits beside them
-    weights, total = d["memory"]["components"]["weights"], d["memory"]["per_gpu_bytes"]
-    assert 0 < weights < total
-    assert lo == pytest.approx(weights + (total - weights) * math.exp(band_m.low), rel=1e-6)
-    assert hi == pytest.approx(weights + (total - weights) * math.exp(band_m.high), rel=1e-6)
-    assert hi / lo < band_m.ratio
+    assert hi / lo == pytest.approx(band_m.ratio, rel=1e-6)
+    assert lo == pytest.approx(d["memory"]["per_gpu_bytes"] * math.exp(band_m.low), rel=1e-6)
     # a time grows with the band, a rate shrinks against it
     t_lo, t_hi = iv["performance.step_time_s"]
     assert t_hi == pytest.approx(d["performance"]["step_time_s"] * math.exp(band_t.high), rel=1e-5)
