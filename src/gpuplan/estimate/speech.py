@@ -138,8 +138,7 @@ def ct2_memory(model, *, batch: int, compute_type: str, layout: Layout, system: 
     weights = ct2_weight_bytes(model, compute_type)
     live = batch * win.peak
     alloc_cache = float(fw["allocator_cache_fraction"]) * live
-    runtime = float(fw["runtime_bytes"])
-    _ctx, nccl = overhead_fixed(system)
+    runtime, nccl = overhead_fixed(system)   # the CUDA context stands for CTranslate2's runtime (data/efficiency.yaml)
     comp = dict.fromkeys(COMPONENTS, 0.0)
     comp["weights"] = weights
     comp["kv_cache"] = batch * (win.decoding if win.decoding >= win.encoder_live else 0.0)
@@ -199,7 +198,7 @@ def speech_latency(model, *, scale: float, batch: int, precision: str, framework
         # the self-attention cache averages half the transcript over the steps, and moves several times a step
         step_bytes = dec_bytes + batch * (win.cross_kv + float(fw["self_kv_passes_per_step"]) * win.self_kv / 2.0)
         step_gpu = max(step_bytes / bw, batch * beams * flops_tok / (peak * eff))
-        over = float(fw["step_overhead_s"]) + float(fw["step_overhead_s_per_layer"]) * layers
+        over = float(inf["engine_step_overhead_s"]["default"]) + float(inf["engine_layer_floor_s"]) * layers
         host = float(fw["host_s_per_window"]) * batch
         engine = _("faster-whisper")
     else:
