@@ -281,7 +281,6 @@ def parse_instances_csv(text: str, cloud: str, source: str) -> list[InstanceType
 
 
 @functools.cache
-@functools.cache
 def available_clouds() -> tuple[str, ...]:
     """Clouds with a bundled catalog (the folders under ``data/clouds/``; the package's own files, listed once)."""
     root = data_root() / "clouds"
