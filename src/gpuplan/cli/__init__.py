@@ -65,6 +65,9 @@ def main() -> None:
         except BrokenPipeError:   # pragma: no cover - `gpuplan --help | head`
             pass
         sys.exit(0)
+    from gpuplan.cli.fastparams import install
+
+    install()   # no pydantic validator built for an option that was not given
     try:
         app(args=args, prog_name="gpuplan", standalone_mode=False)
     except _Exit as e:

@@ -51,10 +51,12 @@ def _lang(lang: str | None) -> str:
 def _console() -> Console:
     """The terminal's width; COLUMNS when set (also when piped); 160 for a pipe without COLUMNS. Numbers and
     strings are highlighted only where colours are written: without them the highlighter's styles print nothing,
-    and its regular expressions cost a cold `estimate` about 2 % of its run."""
+    and its regular expressions cost a cold `estimate` about 2 % of its run. No ``:name:`` emoji codes: gpuplan's
+    own text has none (tests/cli/test_console.py), so they could only rewrite a name the user typed, and rich's
+    table of them costs a cold `estimate` about 1 %."""
     probe = Console()
     return Console(soft_wrap=False, width=probe.width if probe.is_terminal or os.environ.get("COLUMNS") else 160,
-                   highlight=probe.color_system is not None)
+                   highlight=probe.color_system is not None, emoji=False)
 
 
 def _emit_json(obj: Any) -> None:
@@ -75,7 +77,7 @@ def _fail(err: GpuplanError, as_json: bool, lang: str = "en") -> None:
     if as_json:
         _emit_json(err.to_dict("cli"))
     else:
-        err_console = Console(stderr=True, soft_wrap=True)  # one line per message, never wrapped
+        err_console = Console(stderr=True, soft_wrap=True, emoji=False)  # one line per message, never wrapped
         err_console.print(f"[bold red]{tr('Error', lang)}:[/bold red] {escape(err.message)}", highlight=False, markup=True)
         hint = err.hint_for("cli")
         if hint:
