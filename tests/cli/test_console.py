@@ -76,7 +76,8 @@ def test_lazy_coercion_answers_what_typer_does():
             continue
         seen.add(kind)
         real, lazy = build_runtime_param(desc), _LazyCoercion(desc)
-        for value in (None, "qwen2.5-7b", " spaced ", "12", "1e3", "abc", "", ("a", "b")):
+        for value in (None, "qwen2.5-7b", " spaced ", "12", "1e3", "abc", "", ("a", "b"), 5, 2.5, True,
+                      "examples/qwen2.5-7b-lora.yaml", "examples", "/no/such/file.yaml", "-"):
             assert outcome(lazy, value, param, ctx) == outcome(real, value, param, ctx), (param.name, value)
             checked += 1
     assert checked >= 40
@@ -99,11 +100,14 @@ def test_an_unused_option_builds_no_validator():
     coercion.build_runtime_param = counting
     try:
         code, out, _err = run_cli("estimate", "--model", "qwen2.5-7b", "--task", "lora", "--gpu", "A10", "--json")
+        assert code == 0 and '"fits"' in out
+        assert built == []
+        code, out, _err = run_cli("recommend", str(SRC.parents[1] / "examples" / "qwen2.5-7b-lora.yaml"), "--json")
+        assert code == 0 and '"plans"' in out
+        assert built == []
     finally:
         coercion.build_runtime_param = real
-    assert code == 0 and '"fits"' in out
     assert fastparams._supported()
-    assert built == []
     # a value that is not a plain string still goes through typer's validator (and its error)
     code, _out, err = run_cli("estimate", "--model", "qwen2.5-7b", "--seq-len", "many")
     assert code == 2 and "--seq-len" in err and "valid integer" in err
