@@ -18,6 +18,7 @@ from gpuplan.estimate.memory import (
     TrainingInputs,
     lora_param_count,
     training_memory,
+    training_memory_key,
 )
 from gpuplan.estimate.params import calibration
 from gpuplan.estimate.shapes import Shape, shape_of
@@ -130,11 +131,13 @@ def _is_llm(model) -> bool:
 
 def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
                       shape: Shape | None = None, with_suggestions: bool = True,
-                      memory_only: bool = False, explain: bool = True) -> Estimate:
+                      memory_only: bool = False, explain: bool = True, memo: dict | None = None) -> Estimate:
     """Estimate a workload whose defaults are already filled (see workload_defaults.resolve_defaults).
 
     ``memory_only`` skips the time model (the recommender's feasibility pass); performance is then {}.
-    ``explain=False`` skips the warnings and the memory notes (the recommender's recipe search; same numbers)."""
+    ``explain=False`` skips the warnings and the memory notes (the recommender's recipe search; same numbers).
+    ``memo``: a dict one caller keeps for one model and shape (the recommender's search): a training memory whose
+    inputs were seen before (training_memory_key) is taken from it instead of computed again."""
     warnings: list[str] = []
     assumptions: list[str] = []
     if not memory_only and explain:  # the feasibility pass keeps memory only; the time pass writes the warnings
@@ -161,7 +164,7 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
         mem, perf_d, notes, serving_model, perf_warnings = _inference(w, model, s, system, layout, memory_only)
     else:
         perf_warnings = []
-        mem, perf_d, notes = _training(w, model, s, system, layout, memory_only, explain)
+        mem, perf_d, notes = _training(w, model, s, system, layout, memory_only, explain, memo)
     assumptions.extend(notes)
     assumptions.extend(mem.notes)
     est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings, serving_model=serving_model,
@@ -230,7 +233,7 @@ def _adapted_linears(model, t) -> tuple[float, float]:
 
 
 def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False,
-              explain: bool = True):
+              explain: bool = True, memo: dict | None = None):
     task = w.task or "full"
     ds = w.dataset
     tokens_per_sample = ds.tokens_per_sample if ds and ds.tokens_per_sample else None
@@ -242,7 +245,14 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
                        optimizer_in_backward=bool(w.optimizer_in_backward),
                        activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile))
-    mem = training_memory(model, s, t, layout, system, with_notes=explain and not memory_only)
+    with_notes = explain and not memory_only
+    if memo is None:
+        mem = training_memory(model, s, t, layout, system, with_notes=with_notes)
+    else:
+        key = (id(model), training_memory_key(s, t, layout, system, with_notes))
+        mem = memo.get(key)
+        if mem is None:
+            mem = memo[key] = training_memory(model, s, t, layout, system, with_notes=with_notes)
     if memory_only:
         return mem, {}, []
     if task in ("lora", "qlora"):

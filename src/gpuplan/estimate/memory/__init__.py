@@ -47,7 +47,13 @@ from gpuplan.estimate.memory.serve import (
     prompt_logits_bytes_per_vocab,
 )
 from gpuplan.estimate.memory.sharding import gathered_param_bytes, shard_group, sharded_traffic_bytes
-from gpuplan.estimate.memory.train import TrainingInputs, stage_inflight, stage_layers, training_memory
+from gpuplan.estimate.memory.train import (
+    TrainingInputs,
+    stage_inflight,
+    stage_layers,
+    training_memory,
+    training_memory_key,
+)
 
 __all__ = [
     "BF16_ADAPTER_FRAMEWORKS", "COMPONENTS", "ENGINES", "MAX_SHARD_BYTES", "NO_KBIT_UPCAST_FRAMEWORKS",
@@ -57,5 +63,5 @@ __all__ = [
     "kv_shard_fraction", "largest_block_matrix", "largest_param_tensor", "logits_bytes_per_token",
     "lora_param_count", "overhead_fixed", "precision_mode", "prefill_transient_bytes",
     "prompt_logits_bytes_per_vocab", "shard_group", "sharded_traffic_bytes", "stage_inflight", "stage_layers",
-    "training_memory",
+    "training_memory", "training_memory_key",
 ]

@@ -280,6 +280,14 @@ def _notes(run: Run, phase: str) -> list[str]:
     return notes
 
 
+def training_memory_key(s: Shape, t: TrainingInputs, layout: Layout, system: System, with_notes: bool) -> tuple:
+    """What :func:`training_memory` reads besides the model and the efficiency tables in force: equal keys give
+    equal results (the recommender's search computes one memory per key). Of the system only the node shape and
+    the usable memory: the GPU's rates and the links change times, never bytes."""
+    inputs = tuple(tuple(v) if isinstance(v, list) else v for v in vars(t).values())
+    return (s, inputs, layout, system.gpus_per_node, system.nodes, system.capacity_bytes, with_notes)
+
+
 def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: System, *,
                     with_notes: bool = True) -> MemoryEstimate:
     """Memory of one training step on the busiest GPU (and the sum over one replica's GPUs).

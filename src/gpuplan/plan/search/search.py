@@ -76,6 +76,7 @@ class Searcher(SearchSpace):
         self.serving = serving     # serving_config.ServingSpace for LLM serving, else None
         self.named_framework = named_framework   # the framework the user set (None: unset; resolved = task default)
         self._est: dict[tuple, Estimate | None] = {}  # None: the estimate failed (cached too)
+        self._memory: dict[tuple, object] = {}   # training memory by its inputs (estimate_resolved's memo)
         self._sys: dict[tuple, System] = {}
         self._mem_eval: dict[tuple, tuple[Estimate | None, Layout]] = {}
         self.calls = 0
@@ -174,7 +175,7 @@ class Searcher(SearchSpace):
         self.calls += 1
         try:
             e = estimate_resolved(v.w, self.model, system, layout, shape=self.shape, with_suggestions=False,
-                                  memory_only=not full, explain=explain)
+                                  memory_only=not full, explain=explain, memo=self._memory)
         except GpuplanError:
             e = None
         self._est[key] = e
