@@ -170,7 +170,13 @@ def _detail_text(problem: str) -> str:
 
 
 def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
-    """Parse YAML (or JSON, which is YAML) with the limits above; any failure is one GpuplanError."""
+    """Parse YAML (or JSON, which is YAML) with the limits above; any failure is one GpuplanError. A plain
+    workload file is read without PyYAML (gpuplan.simpleyaml: the same values, or not read there at all)."""
+    from gpuplan.simpleyaml import read_simple
+
+    simple = read_simple(text)
+    if simple is not None:
+        return simple
     import yaml   # here, not at import: a command that reads no YAML never pays for it
 
     from gpuplan.safeyaml import LimitedYamlLoader
