@@ -55,6 +55,9 @@ def main() -> None:
     # uses no pydantic plugin, never needs. An explicit setting in the environment is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     _skip_plugin_loader()
+    from gpuplan.cli import fastclasses
+
+    fastclasses.install()   # dataclasses made from here on compile only their __init__ (gpuplan/cli/fastclasses.py)
     from gpuplan.cli import common
 
     common.ROOT_LANG[0] = None
