@@ -4,6 +4,7 @@ ones dataclasses compiles: the same strings, results, hashes and errors, class b
 from __future__ import annotations
 
 import dataclasses
+import operator
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,9 +55,9 @@ def _instances(classes: dict[str, type]) -> list[Any]:
             m(ignored=99), m(hidden=5), classes["Child"](), classes["Child"](e=[1]), classes["Child"](e=m())]
 
 
-def _outcome(fn) -> Any:
+def _outcome(fn, *args) -> Any:
     try:
-        return ("ok", fn())
+        return ("ok", fn(*args))
     except Exception as exc:  # noqa: BLE001 - the error is compared
         return ("error", type(exc).__name__, str(exc))
 
@@ -66,19 +67,19 @@ def _behaviour(options: dict) -> list[Any]:
     objs = _instances(classes)
     out: list[Any] = []
     for a in objs:
-        out.append(_outcome(lambda: repr(a)) if "__repr__" in type(a).__dict__ else "object's repr")
+        out.append(_outcome(repr, a) if "__repr__" in type(a).__dict__ else "object's repr")
         own_hash = type(a).__dict__.get("__hash__", "inherited")   # object's own hash is by identity: not compared
-        out.append(_outcome(lambda: hash(a) if callable(own_hash) else own_hash))
-        out.append(_outcome(lambda: setattr(a, "a", 5)))
-        out.append(_outcome(lambda: setattr(a, "new_attr", 5)))
-        out.append(_outcome(lambda: delattr(a, "x")))
+        out.append(_outcome(hash, a) if callable(own_hash) else own_hash)
+        out.append(_outcome(setattr, a, "a", 5))
+        out.append(_outcome(setattr, a, "new_attr", 5))
+        out.append(_outcome(delattr, a, "x"))
         out.append(sorted(k for k in type(a).__dict__ if k.startswith("__") and callable(type(a).__dict__[k])))
         for b in objs:
             for op in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
-                out.append(_outcome(lambda: getattr(a, op)(b)))
-        out.append(_outcome(lambda: a == object()))
+                out.append(_outcome(getattr(a, op), b))
+        out.append(_outcome(operator.eq, a, object()))
     recursive = classes["Child"](e=[])
-    recursive.e.append(recursive) if not options.get("frozen") else None
+    recursive.e.append(recursive)   # a value that contains itself: "..." in the repr
     out.append(repr(recursive) if options.get("repr", True) else None)
     out.append([getattr(type(o).__dict__.get(name), "__qualname__", None) for o in objs
                 for name in ("__repr__", "__eq__", "__hash__", "__setattr__", "__lt__")])
