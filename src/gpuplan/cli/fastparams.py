@@ -4,12 +4,11 @@ Typer 0.29 coerces every option of a command through a pydantic ``TypeAdapter`` 
 and it uses every option on every run: a value that was not given (``None``) builds its adapter, then returns
 ``None`` (or ``()`` for a repeatable option) without calling it. A workload command has about thirty options,
 so a cold `gpuplan estimate` built about thirty validators (and imported typer's pydantic adapters) to coerce
-three strings. :func:`install` puts a stand-in in front of each option's coercion that answers those two cases itself with the value typer returns
-for them, a plain ``str`` given as a plain ``str`` (what typer's string validator returns unchanged) and a plain
-``Path`` (typer's own path checks, on the ``Path(value)`` its validator would make), an ``int`` or ``float``
-default of an option of that type without bounds; any other value goes to the
-validator typer builds, built the first time it is needed. Typer releases without this
-machinery (before 0.29) are left as they are.
+three strings. :func:`install` puts a stand-in in front of each option's coercion that answers itself, with
+what typer returns, for: a value not given; a plain ``str`` (typer's string validator returns it unchanged); a
+plain ``Path`` (typer's own path checks, on the ``Path(value)`` its validator would make); an ``int`` or
+``float`` default of an option of that type without bounds. Any other value goes to the validator typer builds,
+built the first time it is needed. Typer releases without this machinery (before 0.29) are left as they are.
 """
 
 from __future__ import annotations
