@@ -250,9 +250,10 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
         mem = training_memory(model, s, t, layout, system, with_notes=with_notes)
     else:
         key = (id(model), training_memory_key(s, t, layout, system, with_notes))
-        mem = memo.get(key)
-        if mem is None:
-            mem = memo[key] = training_memory(model, s, t, layout, system, with_notes=with_notes)
+        known: MemoryEstimate | None = memo.get(key)
+        if known is None:
+            known = memo[key] = training_memory(model, s, t, layout, system, with_notes=with_notes)
+        mem = known
     if memory_only:
         return mem, {}, []
     if task in ("lora", "qlora"):
