@@ -21,7 +21,6 @@ F = torch.nn.functional
 from gpuplan.catalog.models import resolve_model  # noqa: E402
 from gpuplan.estimate.memory.loss import chunked_loss_applies, chunked_loss_bytes  # noqa: E402
 from gpuplan.estimate.params import table  # noqa: E402
-from gpuplan.estimate.shapes import shape_of  # noqa: E402
 
 TRAIN_PY = Path(__file__).resolve().parents[2] / "src/gpuplan/render/templates/bundle/train.py"
 
@@ -80,7 +79,7 @@ def test_chunked_loss_equals_cross_entropy_with_accumulation(tied, with_bias):
     (ref_losses, ref_grads, ref_h), (got_losses, got_grads, got_h) = grads
     assert got_losses == pytest.approx(ref_losses, rel=1e-5)
     torch.testing.assert_close(got_h, ref_h, rtol=1e-5, atol=1e-6)
-    for got, ref in zip(got_grads, ref_grads):
+    for got, ref in zip(got_grads, ref_grads, strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
     assert any(float(g.abs().sum()) > 0 for g in ref_grads)
 
