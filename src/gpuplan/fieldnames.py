@@ -55,6 +55,7 @@ FIELD_LABELS: dict[str, str] = {
     "gradient_accumulation": N_("Gradient accumulation"), "grad_checkpointing": N_("Activation checkpointing"),
     "framework_version": N_("Framework version"), "input": N_("Input"),
     "optimizer_in_backward": N_("Optimizer step in backward"), "activation_offloading": N_("Activation offloading"),
+    "fused_loss": N_("Chunked fused loss"),
     "packed": N_("Packed sequences"), "compile": N_("torch.compile"), "lora": N_("LoRA"),
     "parallel": N_("Parallel layout"), "dataset": N_("Dataset"), "serving": N_("Serving"), "hardware": N_("Hardware"),
     "constraints": N_("Constraints"), "deadline_hours": N_("Deadline (hours)"), "budget": N_("Budget"),

@@ -270,6 +270,11 @@ class Workload(_Strict):
                                 "shape every step); unset = true for pretrain, false for fine-tuning")
     compile: bool | None = Field(None, description="torch.compile of the model and loss (torchtune compile: true; "
                                  "HF torch_compile); unset = false")
+    fused_loss: bool | None = Field(None, description="training: the loss is the chunked fused linear cross-entropy of "
+                                    "the gpuplan bundle's train.py (--loss chunked: 512 tokens' logits at a time, the "
+                                    "[tokens x vocab] logits never exist); unset = false in estimate; recommend sets it "
+                                    "per plan: on where the bundle launches train.py (DDP, FSDP, DeepSpeed), off under "
+                                    "Megatron; false keeps the model's own loss in train.py too")
     lora: LoraSpec | None = None
     parallel: ParallelSpec | None = None
     dataset: DatasetSpec | None = None

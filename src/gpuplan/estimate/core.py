@@ -244,7 +244,8 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
                        variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
                        optimizer_in_backward=bool(w.optimizer_in_backward),
-                       activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile))
+                       activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile),
+                       fused_loss=bool(w.fused_loss))
     with_notes = explain and not memory_only
     if memo is None:
         mem = training_memory(model, s, t, layout, system, with_notes=with_notes)

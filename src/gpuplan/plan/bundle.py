@@ -89,6 +89,8 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
     for key in ("precision", "quantization", "optimizer"):
         if par.get(key):
             changes[key] = par[key]
+    if par.get("loss"):     # training: the loss that sized the plan, which train.py runs (--loss)
+        changes["fused_loss"] = par["loss"] == "chunked"
     if par.get("micro_batch"):
         changes["batch_size"] = par["micro_batch"]
     if par.get("gradient_accumulation"):

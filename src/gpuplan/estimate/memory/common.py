@@ -74,6 +74,7 @@ class MemoryEstimate:
     kv_bytes_per_sequence: float | None = None
     notes: list[str] = field(default_factory=list)
     need_bytes: float | None = None
+    loss: str | None = None   # training: "chunked" (the bundle's chunked fused loss) or "model" (the whole logits)
 
     @property
     def fits(self) -> bool:
@@ -108,6 +109,7 @@ class MemoryEstimate:
             "host_bytes": int(self.host_bytes),
             "peak_phase": self.peak_phase,
             "replica_total_bytes": int(self.total_bytes),
+            **({"loss": self.loss} if self.loss else {}),
         }
 
 

@@ -16,6 +16,7 @@ from gpuplan.estimate.memory.common import (
     overhead_fixed,
     precision_mode,
 )
+from gpuplan.estimate.memory.loss import runs_chunked_loss
 from gpuplan.estimate.memory.sharding import shard_group
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape, weight_bytes
@@ -40,6 +41,7 @@ class TrainingInputs:
     optimizer_in_backward: bool = False
     activation_offloading: bool = False
     compiled: bool = False
+    fused_loss: bool = False   # the loop runs the chunked fused loss where it applies (workload fused_loss)
 
 
 @dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
@@ -65,6 +67,7 @@ class Run:
     lora_params: float
     paged: bool
     in_bwd: bool
+    chunked_loss: bool         # the chunked fused loss runs (estimate/memory/loss.py runs_chunked_loss)
     persistent_grads: bool     # gradients in buffers allocated for the whole run (memory.persistent_grad_buffer_*)
     layer_store: float
     fp8_cache_b: float
@@ -160,6 +163,7 @@ def run_constants(model, s: Shape, t: TrainingInputs, layout: Layout, system: Sy
         shard_states=dp if zero >= 1 else 1, shard_grads=dp if zero >= 2 else 1, shard_weights=dp if zero >= 3 else 1,
         lora_params=lora_params, paged=t.optimizer in PAGED_OPTIMIZERS and not peft,
         in_bwd=t.optimizer_in_backward and not peft and layout.grad_accum == 1,
+        chunked_loss=runs_chunked_loss(model, t.fused_loss, layout.tp * layout.pp * max(1, layout.cp)),
         persistent_grads=t.framework in mem_tab["persistent_grad_buffer_frameworks"]["frameworks"],
         layer_store=block_storage_bytes_per_layer(s, t.precision, quant, double_quant=(t.task == "qlora")),
         fp8_cache_b=fp8_weight_cache_bytes(t), act_tok_layer=act_tok_layer,

@@ -16,8 +16,8 @@ from gpuplan.estimate.memory.common import (
     eager_score_bytes,
     largest_block_matrix,
     largest_param_tensor,
-    logits_bytes_per_token,
 )
+from gpuplan.estimate.memory.loss import loss_logits_bytes
 from gpuplan.estimate.memory.run import Run, TrainingInputs, frozen_fp8_primary, run_constants, stage_layers
 from gpuplan.estimate.memory.sharding import gathered_param_bytes
 from gpuplan.estimate.params import table
@@ -163,10 +163,13 @@ def stage_activation_bytes(run: Run, n_layers: int, inflight: float) -> tuple[fl
 
 
 def stage_logits_bytes(run: Run, last: bool) -> float:
-    """The logits pipeline at the loss peak (last stage only; memory.logits_bytes_per_vocab_token)."""
+    """The logits pipeline at the loss peak (last stage only): the model's own loss over the whole logits
+    (memory.logits_bytes_per_vocab_token) or the bundle's chunked loss (memory.chunked_loss; estimate/memory/loss.py)."""
     if not last:
         return 0.0
-    return run.tokens_mb * logits_bytes_per_token(run.s, run.t.framework, run.layout.tp, run.t.compiled)
+    return loss_logits_bytes(run.s, run.tokens_mb, chunked=run.chunked_loss, framework=run.t.framework,
+                             precision=run.t.precision, tp=run.layout.tp, compiled=run.t.compiled,
+                             trainable_head=not run.peft)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,6 +277,10 @@ def _notes(run: Run, phase: str) -> list[str]:
     if t.activation_offloading:
         notes.append(_("activation offloading: saved activations wait in pinned host RAM; about {layers:g} layers' "
                        "worth stay on the GPU").format(layers=table("memory")['activation_offload_resident_layers']))
+    if run.chunked_loss:
+        notes.append(_("loss: the chunked fused cross-entropy of the bundle's train.py: the logits of {tokens:g} "
+                       "tokens at a time and the LM head's gradient, never the whole logits").format(
+                           tokens=table("memory", "chunked_loss")["chunk_tokens"]))
     if frozen_fp8_primary(t) is not None:
         notes.append(_("FP8 LoRA: the frozen base is kept as FP8 weights and their FP8 transpose ({bytes:g} bytes per "
                        "block weight), no 16-bit copy").format(bytes=frozen_fp8_primary(t)))
@@ -309,4 +316,5 @@ def training_memory(model, s: Shape, t: TrainingInputs, layout: Layout, system: 
                           total_allocated_bytes=sum(st.alloc for st in stages) * layout.tp,
                           total_reserved_bytes=sum(st.reserved for st in stages) * layout.tp,
                           notes=_notes(run, busiest.phase) if with_notes else [],
-                          need_bytes=max(st.need for st in stages))
+                          need_bytes=max(st.need for st in stages),
+                          loss="chunked" if run.chunked_loss else "model")

@@ -40,6 +40,9 @@ OPTIMIZER_ORDER = ("adamw", "adamw-8bit")
 # cannot train a bitsandbytes-quantized base (QLoRA), so those layouts are not offered with TP/PP > 1
 # (ms-swift swift/megatron/arguments/megatron_args.py, gpuplan research notes, launch notes section 1.2).
 LAUNCHERS = ("torchrun", "fsdp", "deepspeed", "megatron")
+# The launchers that run the bundle's own train.py, whose loss is the chunked fused cross-entropy (workload fused_loss,
+# estimate/memory/loss.py); Megatron mode computes the whole logits.
+TRAIN_PY_LAUNCHERS = frozenset({"torchrun", "fsdp", "deepspeed"})
 # A framework the workload names wins over the layout's default launcher (docs/plan-bundle.md, "Training
 # launch"); the search then offers only layouts it runs (:func:`launchable`). Other names (transformers,
 # llama-factory, swift, torchtune, ...) have no launcher of their own in the bundle: the layout decides.

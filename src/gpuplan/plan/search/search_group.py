@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuplan.estimate.core import Estimate
+from gpuplan.estimate.intervals import interval_class
 from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout
 from gpuplan.i18n import _
 from gpuplan.plan.money.ranges import memory_need
@@ -143,17 +144,45 @@ class GroupSearch:
         """Walk the knobs and splits, time what can win; True when anything fits."""
         s = self.s
         climbed: list[Knobs] = []
-        for k, i, largest in walk_recipes(configs, len(self.opts), self.fits, self.gpu_fits, pipelined=self.pipelined,
-                                          prune=self.prune if s.target is not None else None, faster=self.faster,
-                                          guess=self.guess, known=self.known):
-            self.timed[(k, i)] = c = self.time(k, i, None)
-            if c is not None:
-                c.largest_fit = self.opts[largest].micro_batch
-            if self.pipelined and k not in climbed:
-                climbed.append(k)
+        for part in self.bands(configs):
+            for k, i, largest in walk_recipes(part, len(self.opts), self.fits, self.gpu_fits, pipelined=self.pipelined,
+                                              prune=self.prune if s.target is not None else None, faster=self.faster,
+                                              guess=self.guess, known=self.known):
+                self.timed[(k, i)] = c = self.time(k, i, None)
+                if c is not None:
+                    c.largest_fit = self.opts[largest].micro_batch
+                if self.pipelined and k not in climbed:
+                    climbed.append(k)
         for k in climbed:     # then the virtual stages at each config's best micro-batch, upward while faster
             self._virtual_stages(k)
         return bool(self.timed)
+
+    def bands(self, configs: tuple[Knobs, ...]) -> list[tuple[Knobs, ...]]:
+        """The knobs split where the class of the memory interval changes (estimate/intervals.py: ZeRO-3 and FSDP
+        sharding, train/sharded, have a wider band than ZeRO 0-2, train/full). A fit is decided at the high end of the
+        band, which shrinks up the lattice only within one class: each part is walked on its own, so a ZeRO-3 miss
+        at its wider band says nothing about ZeRO-1."""
+        s = self.s
+        key = (id(configs), self.shape[:2])
+        cache = s.__dict__.setdefault("_bands", {})
+        got = cache.get(key)
+        if got is None or got[0] is not configs:
+            parts: dict[str, list[Knobs]] = {}
+            for k in configs:
+                parts.setdefault(self._band(k), []).append(k)
+            got = cache[key] = (configs, [tuple(p) for p in parts.values()])
+        return got[1]
+
+    def _band(self, k: Knobs) -> str:
+        s = self.s
+        if not s.training:
+            return ""
+        tp, pp, _dp, _cp = self.shape
+        par = s.w.parallel
+        fsdp = par.fsdp if (par and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
+        return interval_class(s.task, None, getattr(s.model, "kind", "decoder"),
+                              profile=getattr(s.model, "profile", None) is not None, tp=tp, pp=pp, zero=k.zero,
+                              fsdp=fsdp)
 
     def _virtual_stages(self, k: Knobs) -> None:
         tr = self.s.training

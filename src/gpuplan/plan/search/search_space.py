@@ -8,7 +8,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS
-from gpuplan.plan.search.candidates import OFFLOAD_ORDER, OPTIMIZER_ORDER, Fixed, Knobs, launcher_for, sizing_framework
+from gpuplan.plan.search.candidates import (
+    OFFLOAD_ORDER,
+    OPTIMIZER_ORDER,
+    TRAIN_PY_LAUNCHERS,
+    Fixed,
+    Knobs,
+    launcher_for,
+    sizing_framework,
+)
 from gpuplan.plan.search.recipe import BatchOption, BatchTarget, batch_options, search_setting
 from gpuplan.plan.search.search_point import Variant
 
@@ -28,15 +36,23 @@ class SearchSpace:
     named_framework: str | None
     _opts: dict[tuple[int, int], tuple[BatchOption, ...]]
 
-    def framework_for(self, k: Knobs, shape: tuple[int, int, int, int]) -> str:
-        """The framework whose rules size a training point: the one its launcher runs (plan/search/candidates.py
-        ``sizing_framework``: Megatron mode brings Megatron-Core's memory and kernels whatever the task's default)."""
+    def launcher_of(self, k: Knobs, shape: tuple[int, int, int, int]) -> str:
+        """The launcher the bundle runs a training point with (plan/search/candidates.py ``launcher_for``)."""
         tp, pp, _dp, cp = shape
         offload = self.fixed.offload if self.fixed.offload not in (None, *OFFLOAD_ORDER) else k.offload_name
         par = self.w.parallel
         fsdp = par.fsdp if (par and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
-        launcher = launcher_for(tp, pp, k.zero, fsdp, offload, cp, framework=self.fixed.framework)
-        return sizing_framework(launcher, self.w.framework or "auto", self.named_framework)
+        return launcher_for(tp, pp, k.zero, fsdp, offload, cp, framework=self.fixed.framework)
+
+    def framework_for(self, k: Knobs, shape: tuple[int, int, int, int]) -> str:
+        """The framework whose rules size a training point: the one its launcher runs (plan/search/candidates.py
+        ``sizing_framework``: Megatron mode brings Megatron-Core's memory and kernels whatever the task's default)."""
+        return sizing_framework(self.launcher_of(k, shape), self.w.framework or "auto", self.named_framework)
+
+    def fused_loss_for(self, k: Knobs, shape: tuple[int, int, int, int]) -> bool:
+        """Whether a training point's loop runs the chunked fused loss: the bundle's train.py does (DDP, FSDP,
+        DeepSpeed launchers) unless the workload says fused_loss: false; Megatron computes the whole logits."""
+        return self.w.fused_loss is not False and self.launcher_of(k, shape) in TRAIN_PY_LAUNCHERS
 
     def variant_for(self, v: Variant, k: Knobs, shape: tuple[int, int, int, int] | None = None) -> Variant:
         """The workload of one training point: the optimizer knob (the estimator reads w.optimizer) and, given the
@@ -46,12 +62,14 @@ class SearchSpace:
         name = OPTIMIZER_ORDER[k.optimizer] if self.task not in ("lora", "qlora") and self.fixed.optimizer is None \
             else v.w.optimizer
         framework = self.framework_for(k, shape) if shape is not None else v.w.framework
-        if v.w.optimizer == name and v.w.framework == framework:
+        fused = self.fused_loss_for(k, shape) if shape is not None else v.w.fused_loss
+        if v.w.optimizer == name and v.w.framework == framework and v.w.fused_loss == fused:
             return v
         cache = self.__dict__.setdefault("_opt_variants", {})
-        key = (v.quantization, v.config, name, framework)
+        key = (v.quantization, v.config, name, framework, fused)
         if key not in cache:
-            cache[key] = Variant(v.quantization, name, v.w.with_updates(optimizer=name, framework=framework), v.config)
+            cache[key] = Variant(v.quantization, name, v.w.with_updates(optimizer=name, framework=framework,
+                                                                        fused_loss=fused), v.config)
         return cache[key]
 
     def cp_options(self) -> tuple[int, ...]:

@@ -121,6 +121,7 @@ class Ctx:
     sla_ttft_s: float | None = None   # serving SLA (workload.serving.ttft_ms / tpot_ms)
     sla_tpot_s: float | None = None   # non-LLM input (image_size, steps, audio_seconds)
     ckpt_granularity: str = "none"    # training: activation recomputation none | selective | full
+    loss: str = "model"               # training: train.py --loss, the plan's (memory.loss): chunked | model
     train_tokens: float | None = None  # training: tokens over all epochs (the plan's budget)
     # Serving and infrastructure (render/bundle/serving.py, deploy.py, infra.py, transfer.py)
     platform: str = "ecs"                # ecs | ack | function-compute | pai-eas
@@ -353,6 +354,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         model_kind=model_kind, job_time_s=time_s if training else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         ckpt_granularity=granularity if granularity in ("none", "selective", "full") else "full",
+        loss="chunked" if training and mem.get("loss") == "chunked" and launcher != "megatron" else "model",
         train_tokens=workload.dataset.total_tokens(int(workload.seq_len or 2048)) if training and workload.dataset
         else None,
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()

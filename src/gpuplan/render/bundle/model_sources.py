@@ -7,16 +7,10 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from importlib.resources import files as _pkg_files
-from typing import Any
 
-import yaml
+from gpuplan.catalog.remote_code import model_sources, needs_remote_code
 
-
-@functools.cache
-def model_sources() -> dict[str, Any]:
-    """data/model_sources.yaml, loaded once."""
-    return yaml.safe_load((_pkg_files("gpuplan") / "data" / "model_sources.yaml").read_text(encoding="utf-8"))
+__all__ = ["ModelScopeId", "model_sources", "modelscope_id", "needs_remote_code"]
 
 
 @dataclass(frozen=True)
@@ -68,20 +62,3 @@ def modelscope_id(hf_id: str) -> ModelScopeId:
         if org.lower() in orgs:
             return ModelScopeId(f"{orgs[org.lower()]}/{name}", "org", source)
     return ModelScopeId(None, None, None)
-
-
-def needs_remote_code(model: str, arch: str | None) -> bool:
-    """True when the model's code is not in transformers (loaded with trust_remote_code)."""
-    t = model_sources()["trust_remote_code"]
-    if arch and arch in (t.get("arches") or ()):
-        return True
-    if not arch and "/" in model and not model.startswith(("/", ".")):
-        try:
-            from gpuplan.catalog.models import resolve_model
-
-            if resolve_model(model).arch in (t.get("arches") or ()):
-                return True
-        except Exception:  # noqa: BLE001 - a model the catalog does not know: by id prefix only
-            pass
-    low = model.lower()
-    return any(low.startswith(p.lower()) for p in t.get("id_prefixes") or ())

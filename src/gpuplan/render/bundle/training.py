@@ -183,7 +183,7 @@ def train_args(c: Ctx) -> list[str]:
             "--tp", str(c.tp), "--pp", str(c.pp),
             "--micro_batch", str(b.micro), "--grad_accum", str(b.accum), "--global_batch", str(b.global_batch),
             "--seq_len", str(c.seq_len), "--precision", train_precision(c),
-            "--grad_ckpt", c.ckpt_granularity, "--optimizer", c.optimizer]
+            "--grad_ckpt", c.ckpt_granularity, "--optimizer", c.optimizer, "--loss", c.loss]
     if c.lora:
         args += ["--lora_rank", str(c.lora_rank), "--lora_alpha", f"{c.lora_alpha:g}",
                  "--lora_dropout", f"{c.lora_dropout:g}", "--lora_targets", c.lora_targets]

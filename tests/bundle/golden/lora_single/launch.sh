@@ -41,7 +41,7 @@ MAX_STEPS="${MAX_STEPS:-97657}"   # the planned run
 export JOB_NAME
 
 # train.py arguments fixed by the plan: strategy, ZeRO stage, TP/PP, micro-batch, accumulation, global batch.
-PLAN_ARGS=( --task lora --strategy ddp --zero 0 --tp 1 --pp 1 --micro_batch 1 --grad_accum 1 --global_batch 1 --seq_len 2048 --precision bf16 --grad_ckpt full --optimizer adamw --lora_rank 8 --lora_alpha 16 --lora_dropout 0.05 --lora_targets all-linear )
+PLAN_ARGS=( --task lora --strategy ddp --zero 0 --tp 1 --pp 1 --micro_batch 1 --grad_accum 1 --global_batch 1 --seq_len 2048 --precision bf16 --grad_ckpt full --optimizer adamw --loss model --lora_rank 8 --lora_alpha 16 --lora_dropout 0.05 --lora_targets all-linear )
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -159,7 +159,7 @@ smoke() {
     echo "smoke: $done_ckpts checkpoints on disk, more than SAVE_TOTAL_LIMIT $SAVE_TOTAL_LIMIT" >&2
     exit 1
   fi
-  grep -h "^train.py: \(layout\|model\|optimizer\|activation checkpointing\|DeepSpeed\|FSDP2\|rehearsal\|labels\|versions\)" "$dir/run1-node0.log" || true
+  grep -h "^train.py: \(layout\|model\|optimizer\|loss\|activation checkpointing\|DeepSpeed\|FSDP2\|rehearsal\|labels\|versions\)" "$dir/run1-node0.log" || true
   grep -h "^train.py: \(resumed from\|step $steps/\|loss .* down\|removed\)" "$dir/run2-node0.log" || true
   echo "smoke: $done_ckpts checkpoint(s) kept (SAVE_TOTAL_LIMIT $SAVE_TOTAL_LIMIT)"
   echo "smoke: OK (torchrun, 1 processes, $steps steps, killed and resumed)"

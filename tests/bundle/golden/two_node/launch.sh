@@ -42,7 +42,7 @@ MAX_STEPS="${MAX_STEPS:-3815}"   # the planned run
 export JOB_NAME
 
 # train.py arguments fixed by the plan: strategy, ZeRO stage, TP/PP, micro-batch, accumulation, global batch.
-PLAN_ARGS=( --task full --strategy deepspeed --zero 3 --tp 1 --pp 1 --micro_batch 2 --grad_accum 4 --global_batch 128 --seq_len 2048 --precision bf16 --grad_ckpt full --optimizer adamw )
+PLAN_ARGS=( --task full --strategy deepspeed --zero 3 --tp 1 --pp 1 --micro_batch 2 --grad_accum 4 --global_batch 128 --seq_len 2048 --precision bf16 --grad_ckpt full --optimizer adamw --loss model )
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -162,7 +162,7 @@ smoke() {
     echo "smoke: $done_ckpts checkpoints on disk, more than SAVE_TOTAL_LIMIT $SAVE_TOTAL_LIMIT" >&2
     exit 1
   fi
-  grep -h "^train.py: \(layout\|model\|optimizer\|activation checkpointing\|DeepSpeed\|FSDP2\|rehearsal\|labels\|versions\)" "$dir/run1-node0.log" || true
+  grep -h "^train.py: \(layout\|model\|optimizer\|loss\|activation checkpointing\|DeepSpeed\|FSDP2\|rehearsal\|labels\|versions\)" "$dir/run1-node0.log" || true
   grep -h "^train.py: \(resumed from\|step $steps/\|loss .* down\|removed\)" "$dir/run2-node0.log" || true
   echo "smoke: $done_ckpts checkpoint(s) kept (SAVE_TOTAL_LIMIT $SAVE_TOTAL_LIMIT)"
   echo "smoke: OK (deepspeed, 2 processes, $steps steps, killed and resumed)"

@@ -16,8 +16,13 @@ CPU processes (gloo) with a tiny model of the same family. Strategies:
 Precision: trainable parameters stay float32 (the master weights) and bf16/fp16 runs as autocast
 (FSDP2: MixedPrecisionPolicy; DeepSpeed: its bf16/fp16 mode keeps an fp32 master partition); frozen
 LoRA bases load in the compute dtype. `--optimizer adamw-bf16` trains bf16 weights on purpose.
+Loss: `--loss chunked` (what gpuplan plans for DDP, FSDP and DeepSpeed) computes the language-model loss with a
+chunked fused linear cross-entropy (ChunkedLinearCrossEntropy: 512 tokens' logits at a time, their gradients at once,
+so the [tokens x vocab] logits never exist); `--loss model` runs the model's own loss over the whole logits. The
+tp_pp stand-in computes the whole logits, as Megatron does.
 Checks on every run (a failure stops the run with "check failed"): the model is in training mode,
-layers re-run their forward in backward exactly when --grad_ckpt asks for it (counted with hooks),
+layers re-run their forward in backward exactly when --grad_ckpt asks for it (counted with hooks), the chunked
+loss ran when planned,
 the optimizer is the planned class, the master weights have the planned dtype; --rehearsal also
 checks that the loss went down.
 Data: a JSON-lines file, one {"messages": [{"role": ..., "content": ...}, ...]} (or {"text": ...})
@@ -44,6 +49,7 @@ import shutil
 import sys
 import time
 from contextlib import nullcontext
+import functools
 from functools import partial
 from pathlib import Path
 
@@ -106,6 +112,9 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--optimizer", default="adamw",
                    choices=["adamw", "adamw-fused", "adamw-foreach", "adamw-bf16", "adamw-8bit", "paged-adamw-8bit",
                             "paged-adamw", "sgd", "adafactor"])
+    p.add_argument("--loss", choices=["chunked", "model"], default="model",
+                   help="chunked: the chunked fused linear cross-entropy (the [tokens x vocab] logits never exist); "
+                        "model: the model's own loss over the whole logits")
     p.add_argument("--lora_rank", type=int, default=8)
     p.add_argument("--lora_alpha", type=float, default=16)
     p.add_argument("--lora_dropout", type=float, default=0.05)
@@ -272,6 +281,119 @@ def ckpt_kwargs(granularity: str) -> dict:
     return {"use_reentrant": False, "context_fn": partial(create_selective_checkpoint_contexts, policy)}
 
 
+# The chunked loss (--loss chunked) walks the tokens this many at a time. A chunk's logits (a 16-bit matmul output
+# and its fp32 copy: 6 bytes per vocabulary entry) are the only logits that exist; 512 tokens keep the LM-head
+# matmuls compute-bound (arithmetic intensity about 400 FLOP/byte, above the A10's, A100's and H200's ridge).
+# gpuplan sizes the plan with the same figure (data/efficiency.yaml memory.chunked_loss).
+LOSS_CHUNK_TOKENS = 512
+# Config keys whose CausalLM forward rewrites the LM head's output before the loss (Gemma-2/3 soft-capping, Cohere's
+# logit_scale, Granite's logits_scaling): the chunked loss does not, so those models keep their own loss.
+LOGIT_REWRITE_KEYS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+
+
+class ChunkedLinearCrossEntropy(torch.autograd.Function):
+    """Mean cross-entropy of logits = h @ W^T (+ b) over the labels that are not -100 (0 when there are none), without
+    the [tokens x vocab] logits: the forward walks the tokens `chunk` at a time, computes each chunk's logits in the
+    compute dtype (autocast's, else W's) and upcasts them to fp32 per chunk, and at once the chunk's gradients (grad_h
+    rows; grad_W and grad_b accumulated in the compute dtype); backward hands them back scaled by the incoming
+    gradient (gradient accumulation's 1/N). The Liger-Kernel FusedLinearCrossEntropy algorithm in plain torch. Peak:
+    one chunk's 16-bit + fp32 buffers (both reused in place), grad_W and grad_h."""
+
+    @staticmethod
+    def forward(ctx, h, weight, bias, labels, chunk):
+        dev = h.device.type
+        dt = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else weight.dtype
+        hf, y = h.reshape(-1, h.shape[-1]), labels.reshape(-1)
+        denom = max(1, int((y != -100).sum()))
+        grad_h = torch.empty_like(hf)
+        grad_w = torch.zeros(weight.shape, dtype=dt, device=h.device) if weight.requires_grad else None
+        grad_b = torch.zeros(weight.shape[0], dtype=torch.float32, device=h.device) \
+            if bias is not None and bias.requires_grad else None
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        for lo in range(0, hf.shape[0], chunk):
+            hc, yc = hf[lo:lo + chunk], y[lo:lo + chunk]
+            z16 = F.linear(hc, weight, bias)              # autocast: the 16-bit matmul (W's cast is cached)
+            z = z16.float() if z16.dtype != torch.float32 else z16.clone()
+            valid = (yc != -100).to(torch.float32)
+            rows, tgt = torch.arange(len(yc), device=h.device), yc.clamp(min=0)
+            picked = z[rows, tgt]
+            top = z.amax(1, keepdim=True)
+            z.sub_(top).exp_()
+            norm = z.sum(1, keepdim=True)
+            total += ((top.squeeze(1) + norm.log().squeeze(1) - picked) * valid).sum()
+            z.div_(norm)                                  # softmax, in place
+            z[rows, tgt] -= valid                         # minus the one-hot target (ignored rows: nothing)
+            z.mul_((valid / denom)[:, None])              # d(mean loss)/d logits; ignored rows 0
+            z16.copy_(z)                                  # the gradient in the compute dtype, in z16's buffer
+            del z
+            grad_h[lo:lo + chunk] = torch.matmul(z16, weight)
+            if grad_w is not None:
+                grad_w.addmm_(z16.t(), hc.to(dt))
+            if grad_b is not None:
+                grad_b += z16.sum(0, dtype=torch.float32)
+            del z16
+        ctx.grads = (grad_h, grad_w, grad_b)
+        ctx.shape, ctx.dtypes = h.shape, (weight.dtype, None if bias is None else bias.dtype)
+        return total / denom
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        grad_h, grad_w, grad_b = ctx.grads
+        ctx.grads = None
+        scale = grad_out.to(torch.float32)
+        gh = grad_h.mul_(scale.to(grad_h.dtype)).view(ctx.shape)
+        gw = None if grad_w is None else grad_w.mul_(scale.to(grad_w.dtype)).to(ctx.dtypes[0])
+        gb = None if grad_b is None else grad_b.mul_(scale).to(ctx.dtypes[1])
+        return gh, gw, gb, None, None
+
+
+def chunked_loss(h, weight, bias, labels, chunk: int = LOSS_CHUNK_TOKENS):
+    """The causal-LM loss of hidden states h (batch, seq, hidden) against labels (batch, seq): position t predicts
+    label t+1, as transformers' ForCausalLMLoss (labels shifted left, the last position ignored)."""
+    shifted = F.pad(labels[..., 1:], (0, 1), value=-100)
+    return ChunkedLinearCrossEntropy.apply(h, weight, bias, shifted, chunk)
+
+
+def use_chunked_loss(model) -> str | None:
+    """Make model(input_ids=..., labels=...).loss the chunked loss, inside the model's own forward: the LM head module
+    computes it (so DeepSpeed ZeRO-3 and FSDP gather its weight as for the plain head) from labels the wrapped forward
+    hands it, and the model's loss function passes the result through (a mixture-of-experts router loss is still
+    added by the forward). Returns why it cannot (the model's own loss then runs), None when installed."""
+    from torch import nn
+
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if not type(model).__module__.startswith("transformers."):
+        return f"{type(model).__name__} is the model repository's own code (trust_remote_code)"
+    if type(head) is not nn.Linear:
+        return f"the output layer is {type(head).__name__}, not a plain Linear"
+    rewrite = [k for k in LOGIT_REWRITE_KEYS if getattr(model.config, k, None) not in (None, 1, 1.0)]
+    if rewrite:
+        return f"the model's forward rewrites its logits before the loss (config {', '.join(rewrite)})"
+    plain_head, plain_forward, own_loss = head.forward, model.forward, model.loss_function
+    pending: list = []
+
+    def head_forward(h):
+        if not pending:
+            return plain_head(h)
+        head.chunked_calls = getattr(head, "chunked_calls", 0) + 1
+        return chunked_loss(h, head.weight, head.bias, pending.pop())
+
+    def loss_function(logits, labels=None, vocab_size=None, **kw):
+        return logits if logits.dim() == 0 else own_loss(logits, labels, vocab_size, **kw)
+
+    @functools.wraps(plain_forward)
+    def forward(*a, labels=None, **kw):
+        if labels is not None:
+            pending[:] = [labels]
+        try:
+            return plain_forward(*a, labels=labels, **kw)
+        finally:
+            pending.clear()
+
+    head.forward, model.forward, model.loss_function = head_forward, forward, loss_function
+    return None
+
+
 def add_lora(model, args):
     from peft import LoraConfig, get_peft_model
 
@@ -296,6 +418,26 @@ def prepare(model, args):
         model = add_lora(model, args)
     model.train()   # from_pretrained returns eval mode: no recomputation and no LoRA dropout until this
     return model
+
+
+def apply_loss(model, args):
+    """The planned loss: --loss chunked installs the chunked fused cross-entropy (a model that cannot take it stops
+    the run: the plan's memory assumed it); returns the LM head whose calls prove it ran (None: the model's loss)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if args.loss == "model":
+        log("loss: the model's own cross-entropy over the whole logits")
+        return None
+    why = use_chunked_loss(base)
+    if why:
+        fail(f"the plan sized the chunked loss, but {why}: plan the job with fused_loss: false")
+    log(f"loss: chunked fused linear cross-entropy, {LOSS_CHUNK_TOKENS} tokens per chunk (the whole logits never "
+        f"exist)")
+    return base.get_output_embeddings()
+
+
+def check_loss(head) -> None:
+    if head is not None and not getattr(head, "chunked_calls", 0):
+        fail("--loss chunked: the LM head never computed the chunked loss in step 1")
 
 
 def decoder_layers(model) -> list:
@@ -562,6 +704,7 @@ def train(args) -> None:
     ds_cfg = deepspeed_config(args, lr) if args.strategy == "deepspeed" else None
     model, tokenizer = build_model(args, ds_cfg)
     model = prepare(model, args)
+    loss_head = apply_loss(model, args)
     log_layout(args, args.strategy, world)
     log_versions()
     log_model(model)
@@ -638,6 +781,7 @@ def train(args) -> None:
             optim.zero_grad(set_to_none=True)
         if step == start:
             counter.check(args.grad_ckpt, args.grad_accum)
+            check_loss(loss_head)
         losses.append(round(total, 6))
         if args.step_delay:
             time.sleep(args.step_delay)
