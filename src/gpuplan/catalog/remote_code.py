@@ -8,13 +8,13 @@ import functools
 from importlib.resources import files as _pkg_files
 from typing import Any
 
-import yaml
+from gpuplan.datafiles import load_data
 
 
 @functools.cache
 def model_sources() -> dict[str, Any]:
-    """data/model_sources.yaml, loaded once."""
-    return yaml.safe_load((_pkg_files("gpuplan") / "data" / "model_sources.yaml").read_text(encoding="utf-8"))
+    """data/model_sources.yaml, loaded once (its compiled copy where one matches: gpuplan.datafiles)."""
+    return load_data(_pkg_files("gpuplan") / "data" / "model_sources.yaml")
 
 
 def needs_remote_code(model: str, arch: str | None) -> bool:
