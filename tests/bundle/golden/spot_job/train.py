@@ -622,13 +622,20 @@ def replicated_load(model, optim, path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- training
-def setup() -> torch.device:
+def setup(strategy: str) -> torch.device:
     cuda = torch.cuda.is_available()
     dist.init_process_group("nccl" if cuda else "gloo")
     if cuda:
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
         return torch.device("cuda", local)
+    if strategy == "deepspeed":
+        # On CPU DeepSpeed would JIT-compile its shared-memory all-reduce op (deepspeed/comm/torch.py
+        # build_shm_op: a C++ toolchain and minutes on first use in every fresh environment). The rehearsal's
+        # gloo collectives do not need it, and the CUDA accelerator on the node never builds it.
+        import deepspeed.ops
+
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
     return torch.device("cpu")
 
 
@@ -694,7 +701,7 @@ def autocast(device: torch.device, args, enabled: bool):
 
 
 def train(args) -> None:
-    device = setup()
+    device = setup(args.strategy)
     world, rank = dist.get_world_size(), dist.get_rank()
     if args.strategy == "tp_pp":
         return train_tp_pp(args, device)
