@@ -60,7 +60,7 @@ def test_price_csv_is_kept_as_the_buyers_own_quote(tmp_path, cache):
     o = kept["ecs.gn7i-c8g1.2xlarge"]
     assert (o.price, o.currency, o.basis, o.kind, o.confidence) == (7.5, "CNY", "quoted", "user", "confirmed")
     assert o.origin == "import:quote.csv" and o.as_of.isoformat() == QUOTED
-    assert o.source == f"your own price: quote.csv, imported {TODAY.isoformat()}"
+    assert o.source == f"your own price: quote.csv, imported {dt.date.today().isoformat()}"   # today, not at collection
     assert "your source: console quote" in o.notes
 
 
@@ -76,7 +76,7 @@ def test_describe_price_answer_takes_type_region_and_billing_from_flags_and_says
     # the instanceType line's TradePrice (the account's price, the system disk left out), dated today
     assert (o.instance_type, o.region, o.billing, o.price, o.unit) == (
         "ecs.gn8is.2xlarge", "cn-shanghai", "payg", 13.75, "hour")
-    assert o.as_of == TODAY and o.source.startswith("your own DescribePrice quote: describe_price_gn8is.json")
+    assert o.as_of == dt.date.today() and o.source.startswith("your own DescribePrice quote: describe_price_gn8is.json")
     assert "list price 15.28" in o.notes
     assert any("(command line)" in n and "the import date" in n for n in result.file.notes)
 
