@@ -77,7 +77,9 @@ def check(args: list[str], code: int, out: str, err: str) -> None:
             assert doc.get("error") and "hint" in doc, (args, out)
         else:
             lines = err.strip().splitlines()
-            assert len(lines) == 2 and lines[0].startswith("Error: ") and lines[1].startswith("Hint: "), (args, err)
+            # one error and one hint, in the language asked for (a random `--lang zh` answers in Chinese)
+            assert len(lines) == 2 and lines[0].startswith(("Error: ", "错误: ")) \
+                and lines[1].startswith(("Hint: ", "提示: ")), (args, err)
 
 
 @pytest.fixture(autouse=True, scope="module")
