@@ -29,3 +29,19 @@ def _isolated_cache_dir(tmp_path_factory):
     patch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path_factory.mktemp("gpuplan-cache")))
     yield
     patch.undo()
+
+
+@pytest.fixture(scope="session")
+def acc():
+    """bench/accuracy.py loaded once as a module (the bench is a script, not a package); registered in sys.modules
+    because its dataclasses look their module up there."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "accuracy.py"
+    spec = importlib.util.spec_from_file_location("bench_accuracy", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_accuracy"] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -7,21 +7,11 @@
 """
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def acc():
-    spec = importlib.util.spec_from_file_location("bench_accuracy_issue23", ROOT / "bench" / "accuracy.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_accuracy_issue23"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")

@@ -2,23 +2,12 @@
 
 Runs on three small groups of bench/data/measurements.csv (13 rows) so it stays fast."""
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def acc():
-    spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "bench" / "accuracy.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_accuracy"] = mod  # dataclasses look their module up here
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")

@@ -5,22 +5,11 @@
 - Llama 3 paper (arXiv 2407.21783, Table 4 / §3.3.2): 405B, TP8 PP16, interleaved 1F1B, 43% BF16 MFU on 8,192 H100s.
 """
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def acc():
-    spec = importlib.util.spec_from_file_location("bench_accuracy_speed", ROOT / "bench" / "accuracy.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_accuracy_speed"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ remote-code models and the families that rewrite their logits keep the whole log
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -55,15 +53,6 @@ def test_where_train_py_does_not_run_it_the_whole_logits_stay(change):
     w = {**LLAMA_1B, "hardware": {"gpu": "A100-80GB", "count": 1}, "parallel": {"zero": 0}, "fused_loss": True, **change}
     w.pop("dataset")
     assert estimate(w).memory.loss == "model"
-
-
-@pytest.fixture(scope="module")
-def acc():
-    spec = importlib.util.spec_from_file_location("bench_accuracy_loss", ROOT / "bench" / "accuracy.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_accuracy_loss"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_published_training_rows_keep_their_frameworks_loss(acc):
