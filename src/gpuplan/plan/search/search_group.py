@@ -162,16 +162,10 @@ class GroupSearch:
         sharding, train/sharded, have a wider band than ZeRO 0-2, train/full). A fit is decided at the high end of the
         band, which shrinks up the lattice only within one class: each part is walked on its own, so a ZeRO-3 miss
         at its wider band says nothing about ZeRO-1."""
-        s = self.s
-        key = (id(configs), self.shape[:2])
-        cache = s.__dict__.setdefault("_bands", {})
-        got = cache.get(key)
-        if got is None or got[0] is not configs:
-            parts: dict[str, list[Knobs]] = {}
-            for k in configs:
-                parts.setdefault(self._band(k), []).append(k)
-            got = cache[key] = (configs, [tuple(p) for p in parts.values()])
-        return got[1]
+        parts: dict[str, list[Knobs]] = {}
+        for k in configs:
+            parts.setdefault(self._band(k), []).append(k)
+        return [tuple(p) for p in parts.values()]
 
     def _band(self, k: Knobs) -> str:
         s = self.s
