@@ -26,15 +26,18 @@ from importlib.metadata import version
 sys.exit(0 if tuple(int(p) for p in version("pip").split(".")[:2]) >= (21, 3) else 1)
 EOF
   python -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '${TORCH#torch==}' else 1)" 2>/dev/null \
-    || python -m pip install -q "$TORCH" || echo "warning: $TORCH not installable here; trace tests will be skipped"
-  python -m pip install -q -e ".[$EXTRAS]"
+    || python -m pip install -q --no-compile "$TORCH" || echo "warning: $TORCH not installable here; trace tests will be skipped"
+  python -m pip install -q --no-compile -e ".[$EXTRAS]"
 fi
+# --no-compile above: pip byte-compiles every file it installs, one at a time (~50 s for torch and the extras on two
+# cores), while the tests import a small part of them. Python compiles what is imported, once, and caches it, unless
+# PYTHONDONTWRITEBYTECODE is set (as on this project's machines): unset it here so the cache is written (~10 s).
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/install-test-tools.sh "$(command -v python)"
 # Static checks first (configured in pyproject.toml; see docs/architecture.md, "Checks").
 python -m ruff check src tests bench scripts
-# gpuplan's own modules byte-compiled once: the CLI and API processes the tests start would otherwise compile them
-# from source each time where PYTHONDONTWRITEBYTECODE is set (pip compiles the installed packages, not an editable
-# source tree); ~0.14 s of CPU per `gpuplan estimate` process.
+# gpuplan's own modules byte-compiled once, on every core, before the test processes start (otherwise each worker
+# and the first CLI and API processes would compile them at the same time; an editable install is not compiled).
 python -m compileall -q -j 0 -x '/render/templates/' src >/dev/null
 # mypy (~40 s of CPU on a clean checkout) runs beside the tests, on the CPU the rehearsal smokes leave idle while
 # they wait on their processes; its verdict is printed after them and fails the command all the same.
