@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.memory.serve import engine_memory_fraction
 from gpuplan.i18n import _
 from gpuplan.plan.search.candidates import LAUNCHERS, launcher_for
 from gpuplan.render.bundle import nccl
@@ -295,8 +296,11 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     output = int(workload.output_tokens or 0)
     capacity = finite_number(mem.get("capacity_bytes"))
     reserved = finite_number(mem.get("engine_reserved_bytes"))
-    util = round(reserved / capacity, 2) if reserved and capacity else 0.9
-    util = min(max(util, 0.5), 0.98)
+    # the engine's memory fraction: its default reservation, or more where the plan needs more per GPU (the figure
+    # the estimate's note prints: "needs gpu_memory_utilization 0.94"), so the KV pool holds the planned batch
+    util = engine_memory_fraction(max(finite_number(mem.get("per_gpu_bytes")) or 0.0, reserved), capacity,
+                                  reserved / capacity) if reserved and capacity else 0.9
+    util = min(max(util, 0.5), 0.99)
     lora = workload.lora
     targets = lora.targets if lora else "all-linear"
     targets_text = ",".join(targets) if isinstance(targets, list) else str(targets)
