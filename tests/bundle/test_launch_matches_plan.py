@@ -40,3 +40,49 @@ def test_engine_memory_fraction_is_the_one_the_plan_needs(tmp_path):
     assert f"needs gpu_memory_utilization {util:.2f}" in notes
     deployment = (path / "k8s/deployment.yaml").read_text()
     assert f"- --gpu-memory-utilization\n        - '{util}'" in deployment
+
+
+def _launch_steps(plan_md: str) -> str:
+    return plan_md.split("## How to launch", 1)[1].split("No access key", 1)[0]
+
+
+@pytest.mark.parametrize("scenario", ["lora_single", "two_node"])
+def test_training_steps_run_in_the_bundles_image_not_on_the_host(scenario):
+    """The node's own Python is Ubuntu 22.04's 3.10, and the pins are resolved for the image's 3.11 (transformers 5 does
+    not install on 3.10): PLAN.md must not tell anyone to pip install on the node or start the launcher there. The
+    rehearsal runs in the bundle's image, and the job starts through the systemd unit, which builds the same image
+    (same tag) and runs run-with-resume.sh in it."""
+    from gpuplan.render.bundle import render_bundle
+
+    from .scenarios import inputs
+
+    files = render_bundle(*inputs(scenario))
+    steps = _launch_steps(files["PLAN.md"])
+    assert "pip install" not in steps and "./run-with-resume.sh" not in steps
+    unit_name = next(f for f in files if f.endswith(".service"))
+    unit = files[unit_name]
+    tag = re.search(r"docker build -q -t (\S+) ", unit).group(1)
+    assert f"docker build -t {tag} . && docker run --rm --ipc=host {tag} bash /workspace/launch.sh --smoke" in steps
+    assert "COPY . /workspace/" in files["Dockerfile"]
+    assert f"systemctl enable --now {unit_name}" in steps
+    assert "bash /workspace/run-with-resume.sh" in unit
+
+
+def test_a_batch_job_runs_in_the_image_with_its_data_on_the_data_disk(tmp_path):
+    """Whisper over 1,000 h of audio: transcribe.py runs in the bundle's image on the GPUs, reading and writing on the
+    data disk the node mounts (the weights' MODEL_DIR is there too), not with a pip install on the host."""
+    w = Workload.model_validate({"name": "whisper-1000h", "model": "openai/whisper-large-v3", "task": "inference",
+                                 "dataset": {"audio_hours": 1000},
+                                 "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}})
+    path, _ = write_plan_bundle(w, tmp_path / "b")
+    steps = _launch_steps((path / "PLAN.md").read_text())
+    assert "pip install" not in steps
+    run = re.search(r"docker run --rm --gpus all -v (\S+):(\S+) (\S+) python3 (\S+) --out (\S+) (\S+)`", steps)
+    assert run, steps
+    disk, inside, tag, script, out, audio = run.groups()
+    assert disk == inside == "/mnt/data" and out.startswith(disk) and audio.startswith(disk)
+    assert f"docker build -t {tag} ." in steps
+    assert "COPY transcribe.py fetch-model.sh /opt/gpuplan/" in (path / "Dockerfile").read_text()
+    assert script == "/opt/gpuplan/transcribe.py"
+    assert re.search(r'MODEL_DIR = .*"/mnt/data/models/', (path / "transcribe.py").read_text())
+    assert "mount" in (path / "cloud-init.yaml").read_text() and "MOUNT=/mnt/data" in (path / "cloud-init.yaml").read_text()
