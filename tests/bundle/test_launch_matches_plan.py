@@ -86,3 +86,62 @@ def test_a_batch_job_runs_in_the_image_with_its_data_on_the_data_disk(tmp_path):
     assert script == "/opt/gpuplan/transcribe.py"
     assert re.search(r'MODEL_DIR = .*"/mnt/data/models/', (path / "transcribe.py").read_text())
     assert "mount" in (path / "cloud-init.yaml").read_text() and "MOUNT=/mnt/data" in (path / "cloud-init.yaml").read_text()
+
+
+def _default(script: str, var: str) -> int:
+    m = re.search(rf'^{var}="\${{{var}:-([0-9]+)}}"', script, re.M)
+    assert m, var
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("dataset,billing", [
+    # examples/qwen2.5-7b-lora.yaml: samples of 2,048 tokens on average at seq_len 2,048
+    ({"samples": 100000, "tokens_per_sample": 2048, "epochs": 1}, "payg"),
+    # short samples, two epochs, on spot (a checkpoint every 30 minutes)
+    ({"samples": 100000, "tokens_per_sample": 512, "epochs": 2}, "spot"),
+])
+def test_the_launch_trains_the_rows_and_steps_the_plan_counted(tmp_path, dataset, billing):
+    """train.py packs the samples into --seq_len blocks and Megatron runs --packing true, so the plan is sized for
+    packed rows (plan.parallel.packed) and its optimizer steps are the packed sequences over the global batch. The
+    launch then runs exactly the plan's steps, its step time x steps is the plan's run, and its checkpoint interval
+    in steps is the planned minutes (before: the plan counted 12,500 unpacked steps of 512-token samples, launch.sh
+    ran 3,125 packed steps of four times the work, and SAVE_STEPS 4,836 was never reached on spot)."""
+    w = Workload.model_validate({"name": "lora-rows", "model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora",
+                                 "seq_len": 2048, "dataset": dataset,
+                                 "constraints": {"regions": ["cn-hangzhou"], "billing": [billing]}})
+    path, _ = write_plan_bundle(w, tmp_path / "b")
+    doc = json.loads((path / "plan.json").read_text())
+    plan, est = doc["plan"], doc["estimate"]
+    assert plan["parallel"]["packed"] is True
+    assert not any("unpacked samples" in a for a in est["assumptions"])
+    steps = plan["recipe"]["optimizer_steps"]
+    tokens = dataset["samples"] * dataset["tokens_per_sample"] * dataset["epochs"]
+    assert steps == -(-tokens // (plan["parallel"]["global_batch"] * 2048))
+    launch = (path / "launch.sh").read_text()
+    assert _default(launch, "MAX_STEPS") == steps == doc["bundle"]["train_steps"]
+    if plan["parallel"]["launcher"] == "megatron":
+        assert f"--train_iters {steps}" in launch and "--packing true" in launch
+    step_s = est["performance"]["step_time_s"]
+    run_s = plan["time_s"] - sum(v for k, v in plan["fixed_costs"].items() if k.endswith("_s"))
+    assert steps * step_s == pytest.approx(run_s, rel=0.02)
+    minutes = 30 if billing == "spot" else 60
+    save = _default(launch, "SAVE_STEPS")
+    assert save * step_s == pytest.approx(minutes * 60, rel=0.02) and save < steps
+
+
+def test_a_megatron_plan_told_not_to_pack_runs_unpacked_samples(tmp_path):
+    """packed: false in the workload: the plan counts samples (one per row, padded) and ms-swift runs them so
+    (--packing false), for the plan's samples / global batch iterations."""
+    w = Workload.model_validate({"name": "lora-unpacked", "model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora",
+                                 "framework": "megatron", "packed": False, "seq_len": 2048,
+                                 "parallel": {"tp": 2},
+                                 "dataset": {"samples": 20000, "tokens_per_sample": 1024},
+                                 "constraints": {"regions": ["cn-hangzhou"], "billing": ["payg"]}})
+    path, _ = write_plan_bundle(w, tmp_path / "b")
+    doc = json.loads((path / "plan.json").read_text())
+    plan = doc["plan"]
+    assert plan["parallel"]["launcher"] == "megatron" and plan["parallel"]["packed"] is False
+    steps = plan["recipe"]["optimizer_steps"]
+    assert steps == -(-20000 // plan["parallel"]["global_batch"])
+    launch = (path / "launch.sh").read_text()
+    assert "--packing false" in launch and f"--train_iters {steps}" in launch and _default(launch, "MAX_STEPS") == steps
