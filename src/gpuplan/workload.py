@@ -267,7 +267,8 @@ class Workload(_Strict):
                                                "brought back in backward (torchtune enable_activation_offloading); "
                                                "unset = false")
     packed: bool | None = Field(None, description="training samples packed into full seq_len rows (no padding, one "
-                                "shape every step); unset = true for pretrain, false for fine-tuning")
+                                "shape every step); unset = true for pretrain, false for fine-tuning in estimate; "
+                                "recommend sizes every training plan packed, as the bundle's launchers run it")
     compile: bool | None = Field(None, description="torch.compile of the model and loss (torchtune compile: true; "
                                  "HF torch_compile); unset = false")
     fused_loss: bool | None = Field(None, description="training: the loss is the chunked fused linear cross-entropy of "

@@ -91,6 +91,8 @@ def workload_for_plan(w: Workload, plan: dict[str, Any]) -> Workload:
             changes[key] = par[key]
     if par.get("loss"):     # training: the loss that sized the plan, which train.py runs (--loss)
         changes["fused_loss"] = par["loss"] == "chunked"
+    if par.get("packed") is not None:     # training: the rows that sized the plan, which the launch trains
+        changes["packed"] = bool(par["packed"])
     if par.get("micro_batch"):
         changes["batch_size"] = par["micro_batch"]
     if par.get("gradient_accumulation"):

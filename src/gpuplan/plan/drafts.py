@@ -76,7 +76,9 @@ class Draft:
                     # the framework whose memory and time rules sized this plan (plan/search/candidates.py sizing_framework)
                     "framework": c.variant.w.framework if c.variant.w.task in TRAIN_TASKS else None,
                     # the loss the plan was sized with and train.py runs (--loss; estimate/memory/loss.py)
-                    "loss": c.est.memory.loss if c.variant.w.task in TRAIN_TASKS else None}
+                    "loss": c.est.memory.loss if c.variant.w.task in TRAIN_TASKS else None,
+                    # the rows the plan was sized for and the launch trains (samples packed into seq_len rows or not)
+                    "packed": c.variant.w.packed if c.variant.w.task in TRAIN_TASKS else None}
         layout = re.sub(r", mb \d+ x ga \d+$" if c.recipe else r", mb 1 x ga 1$", "", lay.describe())
         if c.variant.w.task not in TRAIN_TASKS:
             layout = layout.split(", ckpt")[0]     # serving: no training fields

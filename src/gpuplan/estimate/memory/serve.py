@@ -90,6 +90,16 @@ def kv_shard_fraction(s: Shape, layout: Layout) -> float:
     return frac * heads_per_rank / kv_heads
 
 
+def engine_memory_fraction(need_bytes: float, capacity_bytes: float, default: float) -> float:
+    """The memory fraction a serving engine must pre-allocate (vLLM ``gpu_memory_utilization``, SGLang
+    ``mem_fraction_static``) for a plan that needs ``need_bytes`` per GPU: the engine's default when that covers it,
+    else the need plus one point of margin (at most 0.99), to two decimals, as the plan's note and the bundle's
+    launch scripts both print it."""
+    if capacity_bytes <= 0 or need_bytes <= default * capacity_bytes:
+        return round(default, 2)
+    return round(min(0.99, need_bytes / capacity_bytes + 0.01), 2)
+
+
 def inference_weight_bytes(s: Shape, w_total: float, layout: Layout) -> float:
     """Weights per GPU: split over TP x PP; with data-parallel attention the attention blocks are
     replicated on every TP rank (only the MLP/experts stay split)."""
@@ -151,7 +161,8 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
         elif layout.tp > s.kv_heads and not layout.dp_attention:
             notes.append(_("{kv_heads} KV heads over TP {tp}: heads are replicated, one per rank").format(kv_heads=s.kv_heads, tp=layout.tp))
         if needed > reserved_engine:
-            notes.append(_("needs gpu_memory_utilization {needed:.2f} (above the default {util:.2f})").format(needed=min(0.99, needed / cap + 0.01), util=util))
+            notes.append(_("needs gpu_memory_utilization {needed:.2f} (above the default {util:.2f})").format(
+                needed=engine_memory_fraction(needed, cap, util), util=util))
         return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                               capacity_bytes=cap, components=comp, host_bytes=_inference_host(w_total, system),
                               engine_reserved_bytes=reserved_engine, peak_phase="serving",

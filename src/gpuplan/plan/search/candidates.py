@@ -49,6 +49,14 @@ TRAIN_PY_LAUNCHERS = frozenset({"torchrun", "fsdp", "deepspeed"})
 FRAMEWORK_LAUNCHER = {"deepspeed": "deepspeed", "fsdp": "fsdp", "megatron": "megatron"}
 
 
+def launcher_packed(packed: bool | None) -> bool:
+    """Whether a training plan's launch packs its samples into full seq_len rows: the workload's ``packed``, else yes,
+    as every launcher of the bundle does (train.py concatenates the samples into --seq_len blocks, Megatron runs
+    ``--packing true``), so the plan is sized and its steps counted for the rows the launch really trains (an
+    unset ``packed`` means unpacked rows in ``estimate``, as the Hugging Face Trainer runs them)."""
+    return True if packed is None else bool(packed)
+
+
 def launcher_for(tp: int, pp: int, zero: int = 0, fsdp: str = "none", offload: str = "none", cp: int = 1,
                  framework: str | None = None) -> str:
     """The launcher that runs a training layout (one of LAUNCHERS); context parallelism needs Megatron.

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from gpuplan.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.workload import Workload
+from gpuplan.workload import DatasetSpec, Workload
 
 
 @functools.cache
@@ -202,18 +202,19 @@ def chosen_fields(w: Workload, *, llm: bool) -> tuple[str, ...]:
     return tuple(out)
 
 
-def optimizer_steps(w: Workload, global_batch: int) -> int | None:
-    """Optimizer steps of the whole job: samples (or packed sequences) over the global batch."""
-    ds = w.dataset
+def optimizer_steps(dataset: DatasetSpec | None, seq_len: int, global_batch: int, packed: bool = False) -> int | None:
+    """Optimizer steps of the whole job: samples (unpacked), or sequences of ``seq_len`` tokens (``packed``, or a
+    dataset given in tokens), over the global batch. The plan's recipe and the bundle's launchers count with it."""
+    ds = dataset
     if ds is None or global_batch < 1:
         return None
-    if ds.samples:
+    if ds.samples and not packed:
         seqs = ds.samples * ds.epochs
     else:
-        tokens = ds.total_tokens(int(w.seq_len or 2048))
+        tokens = ds.total_tokens(seq_len)
         if not tokens:
             return None
-        seqs = tokens / int(w.seq_len or 2048)
+        seqs = tokens / seq_len
     return max(1, math.ceil(seqs / global_batch))
 
 

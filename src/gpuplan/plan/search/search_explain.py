@@ -95,5 +95,6 @@ def recipe_of(c: "Candidate", w: "Workload", target: BatchTarget | None, *, llm:
                   checkpointing=lay.checkpointing,
                   zero=lay.zero, fsdp=lay.fsdp, tp=lay.tp, pp=lay.pp, vp=lay.vp, cp=lay.cp, dp=lay.dp,
                   pipeline_bubble=bubble, mfu=float(mfu) if mfu is not None else None,
-                  optimizer=c.variant.w.optimizer, optimizer_steps=optimizer_steps(w, glob),
+                  optimizer=c.variant.w.optimizer, optimizer_steps=optimizer_steps(w.dataset, int(w.seq_len or 2048), glob,
+                                                                   bool(c.variant.w.packed)),
                   chosen=chosen_fields(w, llm=llm), pinned=pinned_fields(w), why=tuple(why))

@@ -15,6 +15,7 @@ from gpuplan.plan.search.candidates import (
     Fixed,
     Knobs,
     launcher_for,
+    launcher_packed,
     sizing_framework,
 )
 from gpuplan.plan.search.recipe import BatchOption, BatchTarget, batch_options, search_setting
@@ -63,13 +64,14 @@ class SearchSpace:
             else v.w.optimizer
         framework = self.framework_for(k, shape) if shape is not None else v.w.framework
         fused = self.fused_loss_for(k, shape) if shape is not None else v.w.fused_loss
-        if v.w.optimizer == name and v.w.framework == framework and v.w.fused_loss == fused:
+        packed = launcher_packed(self.w.packed)    # the rows the launch trains (candidates.launcher_packed)
+        if v.w.optimizer == name and v.w.framework == framework and v.w.fused_loss == fused and v.w.packed == packed:
             return v
         cache = self.__dict__.setdefault("_opt_variants", {})
-        key = (v.quantization, v.config, name, framework, fused)
+        key = (v.quantization, v.config, name, framework, fused, packed)
         if key not in cache:
             cache[key] = Variant(v.quantization, name, v.w.with_updates(optimizer=name, framework=framework,
-                                                                        fused_loss=fused), v.config)
+                                                                        fused_loss=fused, packed=packed), v.config)
         return cache[key]
 
     def cp_options(self) -> tuple[int, ...]:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.memory.serve import engine_memory_fraction
 from gpuplan.i18n import _
-from gpuplan.plan.search.candidates import LAUNCHERS, launcher_for
+from gpuplan.plan.search.candidates import LAUNCHERS, launcher_for, launcher_packed
 from gpuplan.render.bundle import nccl
 from gpuplan.render.bundle.context_serving import finite_number, serving_fields
 from gpuplan.render.bundle.environment import Environment, node_environment, stack_for
@@ -123,6 +124,8 @@ class Ctx:
     ckpt_granularity: str = "none"    # training: activation recomputation none | selective | full
     loss: str = "model"               # training: train.py --loss, the plan's (memory.loss): chunked | model
     train_tokens: float | None = None  # training: tokens over all epochs (the plan's budget)
+    packed: bool = True                # training: samples packed into seq_len rows (plan.parallel.packed)
+    dataset: Any = None                # training: the workload's dataset (the run length: recipe.optimizer_steps)
     # Serving and infrastructure (render/bundle/serving.py, deploy.py, infra.py, transfer.py)
     platform: str = "ecs"                # ecs | ack | function-compute | pai-eas
     engine: str = "vllm"                 # the deployed engine: vllm | sglang (others are served by vLLM)
@@ -295,8 +298,11 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     output = int(workload.output_tokens or 0)
     capacity = finite_number(mem.get("capacity_bytes"))
     reserved = finite_number(mem.get("engine_reserved_bytes"))
-    util = round(reserved / capacity, 2) if reserved and capacity else 0.9
-    util = min(max(util, 0.5), 0.98)
+    # the engine's memory fraction: its default reservation, or more where the plan needs more per GPU (the figure
+    # the estimate's note prints: "needs gpu_memory_utilization 0.94"), so the KV pool holds the planned batch
+    util = engine_memory_fraction(max(finite_number(mem.get("per_gpu_bytes")) or 0.0, reserved), capacity,
+                                  reserved / capacity) if reserved and capacity else 0.9
+    util = min(max(util, 0.5), 0.99)
     lora = workload.lora
     targets = lora.targets if lora else "all-linear"
     targets_text = ",".join(targets) if isinstance(targets, list) else str(targets)
@@ -357,6 +363,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         loss="chunked" if training and mem.get("loss") == "chunked" and launcher != "megatron" else "model",
         train_tokens=workload.dataset.total_tokens(int(workload.seq_len or 2048)) if training and workload.dataset
         else None,
+        packed=launcher_packed(par.get("packed") if "packed" in par else workload.packed),
+        dataset=workload.dataset if training else None,
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)},
         env=env, trust_remote_code=needs_remote_code(model, (estimate.get("model") or {}).get("arch")),

@@ -59,6 +59,14 @@ def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
     return out
 
 
+def _batch_steps(c: Ctx) -> dict[str, str]:
+    """A batch job's two commands on the node: build the bundle's image, run the script in it (report_steps)."""
+    from gpuplan.render.bundle.report_steps import batch_command
+
+    build, run = batch_command(c).split(" && ", 1)
+    return {"install": f"`{build}`", "run": f"`{run}`"}
+
+
 def serving_notes(c: Ctx) -> list[Safe]:
     """What serves this model, and the quantized checkpoint it loads."""
     if c.training:
@@ -82,15 +90,13 @@ def serving_notes(c: Ctx) -> list[Safe]:
         out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `generate_images.py` runs the "
                            "diffusers `StableDiffusionXLPipeline` as a batch job (prompts file in, PNG files out): "
                            "{install}, then {run} ({dry_run} checks the arguments without a GPU).", lang).format(
-            model=md(c.model), install="`pip install -r requirements-serve.txt`",
-            run="`python3 generate_images.py --prompts prompts.txt --out images/`", dry_run="`--dry-run`")))
+            model=md(c.model), **_batch_steps(c), dry_run="`--dry-run`")))
         return out
     if c.model_kind == "speech":
         out.append(Safe(tr("{model} is a speech model: `transcribe.py` runs faster-whisper's "
                            "`BatchedInferencePipeline` as a batch job (audio files in, .txt and .srt out): {install}, "
                            "then {run}.", lang).format(
-            model=md(c.model), install="`pip install -r requirements-serve.txt`",
-            run="`python3 transcribe.py --out transcripts/ audio/*.mp3`")))
+            model=md(c.model), **_batch_steps(c))))
         return out
     if not is_llm(c):
         out.append(md(tr("{model} is a {kind} model: no chat server is generated; serve it with your own "

@@ -36,6 +36,25 @@ def platform_steps(c: Ctx, platform: str) -> list[Safe]:
     return report_ops.platform_steps(c, platform)
 
 
+def local_image(c: Ctx) -> str:
+    """The tag the node builds the bundle's image under (the systemd unit's, so a build is reused)."""
+    return f"gpuplan/{c.slug}:bundle"
+
+
+BATCH_RUNS = {"speech": "transcribe.py --out {data}/transcripts {data}/audio/*.mp3",
+              "diffusion": "generate_images.py --prompts {data}/prompts.txt --out {data}/images/"}
+
+
+def batch_command(c: Ctx) -> str:
+    """A batch job (speech, diffusion) on an ECS node: its script in the bundle's image on the GPUs, with the data disk
+    (weights in MODEL_DIR, inputs, outputs) mounted at the same path."""
+    from gpuplan.render.bundle.infra import docker_volumes
+
+    run = BATCH_RUNS[c.model_kind].format(data=c.data_dir)
+    return (f"docker build -t {local_image(c)} . && docker run --rm --gpus all {docker_volumes(c)} {local_image(c)} "
+            f"python3 /opt/gpuplan/{run}")
+
+
 def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
     lang = c.lang
     if platform != "ecs" and not c.training:
@@ -48,23 +67,21 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
               "cd terraform && terraform init && terraform apply -var key_name=... -var admin_cidr=..."),
          step(N_("{cmd} to every node, then {then}"), f"scp -r . root@<node>:/opt/gpuplan/{c.slug}",
               then="./gpu-check.sh")]
+    unit = (f"cp gpuplan-{c.slug}.service /etc/systemd/system/ && "
+            f"systemctl enable --now gpuplan-{c.slug}.service")
     if c.training:
+        # Everything runs in the bundle's image (the node's Python is not the image's): the rehearsal, then the unit,
+        # which builds the same image, fetches the weights and runs run-with-resume.sh in it (NODE_RANK and
+        # MASTER_ADDR come from cloud-init's env file on every node).
         s.append(step(N_("{cmd} (rehearse the launcher, a checkpoint and a resume on CPU first)"),
-                      "pip install -r requirements.txt && ./launch.sh --smoke"))
-        if c.multi_node:
-            s.append(step(N_("{cmd} on every node"), "NODE_RANK=<i> MASTER_ADDR=<node 0 private IP> ./run-with-resume.sh"))
-        else:
-            s.append(step(N_("{cmd} (or {alt})"), "./run-with-resume.sh", alt="./launch.sh"))
-    elif c.model_kind == "diffusion" and not c.online:
-        s.append(_code("pip install -r requirements-serve.txt && python3 generate_images.py --prompts prompts.txt "
-                       "--out images/"))
-    elif c.model_kind == "speech":
-        s.append(_code("pip install -r requirements-serve.txt && python3 transcribe.py --out transcripts/ audio/*.mp3"))
+                      f"docker build -t {local_image(c)} . && docker run --rm --ipc=host {local_image(c)} bash "
+                      "/workspace/launch.sh --smoke"))
+        s.append(step(N_("{cmd} on every node"), unit) if c.multi_node else _code(unit))
+    elif c.model_kind in ("diffusion", "speech") and not c.online:
+        s.append(_code(batch_command(c)))
     else:
         if c.model_kind != "diffusion":
             s.append(step(N_("{cmd} (checks the arguments and the model)"), "./serve.sh --dry-run"))
-        unit = (f"cp gpuplan-{c.slug}.service /etc/systemd/system/ && "
-                f"systemctl enable --now gpuplan-{c.slug}.service")
         s.append(step(N_("{cmd} on every node"), unit) if c.multi_node else _code(unit))
         s.append(_code("./healthcheck.sh"))
         from gpuplan.render.bundle.infra import behind_load_balancer

@@ -15,7 +15,6 @@ swift/megatron/arguments/megatron_args.py and docs/source_en/Megatron-SWIFT/Comm
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from importlib import resources
 
@@ -206,7 +205,7 @@ def megatron_args(c: Ctx) -> list[str]:
         args += ["--sequence_parallel", "true"]
     args += ["--micro_batch_size", str(b.micro), "--global_batch_size", str(b.global_batch),
              "--use_distributed_optimizer", "true" if c.zero >= 1 else "false",
-             "--max_length", str(c.seq_len), "--packing", "true", "--torch_dtype", c.torch_dtype,
+             "--max_length", str(c.seq_len), "--packing", "true" if c.packed else "false", "--torch_dtype", c.torch_dtype,
              *recompute_args(c), *length_args(c)]
     if c.lora:
         targets = "all-linear" if c.lora_targets in ("all-linear", "all") else c.lora_targets.replace(",", " ")
@@ -224,11 +223,14 @@ def recompute_args(c: Ctx) -> list[str]:
 
 
 def train_iters(c: Ctx) -> int | None:
-    """Optimizer steps for the plan's token budget: tokens / (global batch x sequence length); sequences are
-    packed to the full length (`--packing true`), as the estimate counts them."""
-    if not c.train_tokens:
+    """Optimizer steps of the planned run, the plan's own count (plan/search/recipe.py ``optimizer_steps``): the token
+    budget / (global batch x sequence length) when the samples are packed into full rows (`--packing true`, train.py's
+    blocks), as the plan was sized (``plan.parallel.packed``); samples / global batch when they are not."""
+    from gpuplan.plan.search.recipe import optimizer_steps
+
+    if c.dataset is None:
         return None
-    return max(1, math.ceil(c.train_tokens / (batch_layout(c).global_batch * c.seq_len)))
+    return optimizer_steps(c.dataset, c.seq_len, batch_layout(c).global_batch, c.packed)
 
 
 def length_args(c: Ctx) -> list[str]:
