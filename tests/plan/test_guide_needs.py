@@ -117,3 +117,28 @@ def test_split_plan_measured_against_the_best_adamw_plan():
     # without the fallback rule the 8-bit plan was the reference and the split moved below it
     out_old, _why = prefer_plain([split, eight_bit, adamw], "cost")
     assert out_old[0] is eight_bit
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Why-not notes point at the plans the answer shows: the review's Qwen2.5-14B chat service for 50 users (TTFT 1 s)
+# said "fits on gn7e" for every family, gn7e being a plan left out for missing the TPOT target, and told gn6e it
+# did not fit while a gn6e plan ranked second.
+
+def test_why_not_points_at_shown_plans():
+    import re
+
+    from gpuplan.plan.recommend import recommend
+
+    r = recommend({"model": "Qwen/Qwen2.5-14B-Instruct", "task": "inference", "batch_size": 50,
+                   "prompt_tokens": 1500, "output_tokens": 400, "serving": {"ttft_ms": 1000, "tpot_ms": 50},
+                   "constraints": {"regions": ["cn-shanghai"], "platforms": ["ecs"]}})
+    fam = {p.instance_type: p.instance_type.removeprefix("ecs.").split("-")[0].split(".")[0] for p in r.plans}
+    shown = set(fam.values())
+    top_family = fam[r.plans[0].instance_type]
+    assert r.why_not
+    for line in r.why_not:
+        named = re.findall(r"fits on (\S+)", line) + re.findall(r" or on (\S+)", line)
+        assert all(n.rstrip(",;") == top_family for n in named), line
+        family = line.split(" ", 1)[0]
+        if family in shown:
+            assert "as in" in line, line

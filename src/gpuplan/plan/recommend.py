@@ -217,8 +217,13 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                                         + shown[0].advice.why)
     final = {p.rank: p for p in shown}
     ranked = [final.get(p.rank, p) for p in ranked]
-    ecs_ranked = rank(ecs_all, objective)
-    not_chosen = why_not(ctx, ecs_ranked[0] if ecs_ranked else None, res, searcher)
+    # the why-not notes compare with the best ECS plan the answer shows (after the SLA check: a plan left out for
+    # missing its TTFT/TPOT is no "fits on ..."); the unfiltered ECS plans only where the answer shows none
+    ecs_top = next((p for p in ranked if p.is_ecs), None)
+    if ecs_top is None:
+        ecs_ranked = rank(ecs_all, objective)
+        ecs_top = ecs_ranked[0] if ecs_ranked else None
+    not_chosen = why_not(ctx, ecs_top, res, searcher, shown=[p for p in shown if p.is_ecs])
     binds = [] if ranked else binding(ctx, rejected_plans, res, feasible, wanted)
 
     warnings.extend(global_warnings(ctx, shown, book))
