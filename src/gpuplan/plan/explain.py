@@ -5,6 +5,7 @@ reasons of the plans shown, the top plan's headline, and why cheaper families we
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 from gpuplan.catalog.instances import InstanceType
@@ -158,8 +159,9 @@ def _why_lower(p: Plan, q: Plan, objective: str, named: bool = True) -> str:
         rank=q.rank, instance=q.short_name, shown=shown, reason=reason)
 
 
-def why_not(ctx: PlanContext, top: Plan | None, res, searcher: Searcher) -> list[str]:
-    """Notes for instance families cheaper per hour than the top plan that were rejected."""
+def why_not(ctx: PlanContext, top: Plan | None, res, searcher: Searcher, shown: Sequence[Plan] = ()) -> list[str]:
+    """Notes for instance families cheaper per hour than the top plan that were rejected. A family that a shown
+    plan runs (``shown``: the ECS plans of the answer, best first) is pointed at that plan, not at another family."""
     out: list[str] = []
     top_h = top.cost.price_per_hour if top and top.cost.price_per_hour else None
     items = []
@@ -190,10 +192,16 @@ def why_not(ctx: PlanContext, top: Plan | None, res, searcher: Searcher) -> list
         if r.code == "memory":
             hint = relaxation_hint(ctx, inst, res, searcher)
             alt = None
-            if top and ctx.family(top.instance_type) == inst.family:
+            same = next((p for p in ([top] if top else []) + list(shown)
+                         if ctx.family(p.instance_type) == inst.family), None)
+            if same is not None and same is top:
                 # the top plan is this family with more GPUs: "fits on gn7" under a gn7 line reads as a contradiction
                 per_copy = top.gpus_total // max(1, top.cost.replicas or 1)
                 alt = _("with {gpus} GPUs per model copy, as in the top plan").format(gpus=per_copy)
+            elif same is not None:
+                per_copy = same.gpus_total // max(1, same.cost.replicas or 1)
+                alt = _("with {gpus} GPUs per model copy, as in plan {rank}").format(
+                    gpus=per_copy, rank=same.rank)
             elif top:
                 alt = _("on {family}").format(family=ctx.family(top.instance_type))
             fixes = [h for h in (hint, alt) if h]

@@ -29,7 +29,7 @@ from gpuplan.plan.money.billing import annotate
 from gpuplan.plan.context import PlanContext
 from gpuplan.plan.drafts import Draft, plans_for, unpriced
 from gpuplan.plan.explain import advise, headline, why_not
-from gpuplan.plan.search.model_parallel import prefer_plain
+from gpuplan.plan.search.model_parallel import optimizer_fallback, prefer_plain
 from gpuplan.plan.notes import assumptions as stated_assumptions
 from gpuplan.plan.notes import applicable, dedupe, global_warnings
 from gpuplan.plan.rank import pareto_front, rank, ranking_basis
@@ -204,7 +204,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     ranked = merge_aliases(rank(plans, objective))
     mp_why = None
     if training:    # tensor / pipeline parallelism only where it pays against the best plan without it
-        ranked, mp_why = prefer_plain(ranked, objective)
+        ranked, mp_why = prefer_plain(ranked, objective, fallback=optimizer_fallback(w))
     # price basis and age, the other billing modes at this duration, availability in the region
     ranked = annotate(ranked, book, today, frozenset(i.instance_type for i in insts if i.cloud == DEFAULT_CLOUD),
                       options_top=max(top, DEFAULT_TOP))
@@ -217,8 +217,13 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                                         + shown[0].advice.why)
     final = {p.rank: p for p in shown}
     ranked = [final.get(p.rank, p) for p in ranked]
-    ecs_ranked = rank(ecs_all, objective)
-    not_chosen = why_not(ctx, ecs_ranked[0] if ecs_ranked else None, res, searcher)
+    # the why-not notes compare with the best ECS plan the answer shows (after the SLA check: a plan left out for
+    # missing its TTFT/TPOT is no "fits on ..."); the unfiltered ECS plans only where the answer shows none
+    ecs_top = next((p for p in ranked if p.is_ecs), None)
+    if ecs_top is None:
+        ecs_ranked = rank(ecs_all, objective)
+        ecs_top = ecs_ranked[0] if ecs_ranked else None
+    not_chosen = why_not(ctx, ecs_top, res, searcher, shown=[p for p in shown if p.is_ecs])
     binds = [] if ranked else binding(ctx, rejected_plans, res, feasible, wanted)
 
     warnings.extend(global_warnings(ctx, shown, book))

@@ -250,13 +250,22 @@ def _phases(run: Run, persistent: float, weights: float, states: float, adapters
 
 
 def training_host_bytes(run: Run, system: System, paged_spill: float, offloaded_acts: float) -> float:
-    """Host RAM: offloaded optimizer states (and ZeRO-3 parameters), paged-optimizer spill, offloaded
-    activations, ~3 GiB per process for data loading, and half the weights while loading."""
+    """Host RAM: offloaded optimizer states, the reduced gradient partition the CPU step reads (and ZeRO-3
+    parameters), paged-optimizer spill, offloaded activations, ~3 GiB per process for data loading, and half the
+    weights while loading.
+
+    ZeRO-Offload keeps the gradient partition on the host in the master dtype (DeepSpeed stage_1_and_2.py
+    ``initialize_optimizer_states``: ``single_partition_of_fp32_groups[i].grad`` allocated on the offload device;
+    stage3.py likewise for ``fp32_partitioned_groups_flat``): 12 + 4 = 16 bytes per parameter with AdamW in mixed
+    precision, 18 with the ZeRO-3 parameters, as DeepSpeed's own ``estimate_zero2/3_model_states_mem_needs``
+    count before their 1.5 buffer factor."""
     s, layout = run.s, run.layout
     host = 0.0
     if layout.offload != "none" and not run.peft:
-        host += s.params_total / layout.tp / layout.pp * (run.state_b + (run.dense_w if layout.zero >= 3 else 0.0)) \
-            / run.shard_states * system.gpus_per_node
+        host_grad_b = 4.0 if run.mode in ("mixed", "fp32") else 2.0
+        host += s.params_total / layout.tp / layout.pp * (
+            run.state_b + host_grad_b + (run.dense_w if layout.zero >= 3 else 0.0)) / run.shard_states \
+            * system.gpus_per_node
     if layout.offload != "none" and run.peft and layout.zero >= 3:
         host += run.w_total / layout.tp / layout.pp / run.shard_weights * system.gpus_per_node
     host += (paged_spill + offloaded_acts) * system.gpus_per_node

@@ -310,6 +310,15 @@ def _minimal(found: list[Knobs]) -> list[Knobs]:
     return [k for k in found if not any(k != j and k.dominates(j) for j in found)]
 
 
+def splits_in_training(model, fixed: Fixed) -> bool:
+    """Whether a training plan may split ``model`` over GPUs (TP/PP): Megatron mode (ms-swift ``megatron sft|pt``,
+    the bundle's only TP/PP launcher) registers decoder (GPT-style) models only (modelscope/ms-swift
+    swift/megatron/model/gpt/__init__.py; Megatron-SWIFT Quick-start: "Qwen3, Qwen3-MoE, Qwen2.5, Llama3,
+    Deepseek-R1 and GLM4.5 series"), so an encoder (BERT, bge) or encoder-decoder (T5) trains data-parallel
+    (DDP, ZeRO, FSDP). A TP or PP the workload pins is kept (the user's layout, estimated as asked)."""
+    return getattr(model, "kind", "decoder") == "decoder" or fixed.tp is not None or fixed.pp is not None
+
+
 def parallel_shapes(model, total_gpus: int, gpus_per_node: int, task: str, fixed: Fixed) -> list[tuple[int, int, int]]:
     """(tp, pp, dp) triples for ``total_gpus``: TP stays within a node (serving may also span whole
     nodes, its all-reduces then cross the network) and divides the attention
@@ -336,6 +345,8 @@ def parallel_shapes(model, total_gpus: int, gpus_per_node: int, task: str, fixed
             continue
         if llm and pp > layers:
             continue
+        if task in TRAIN_TASKS and tp * pp > 1 and not splits_in_training(model, fixed):
+            continue     # Megatron mode, the bundle's only TP/PP launcher, trains decoder models only
         if not launchable(task, tp, pp, framework=fixed.framework):
             continue     # QLoRA has no TP/PP launcher (Megatron mode trains no bitsandbytes base); a named
             #              framework runs only its own layouts (DeepSpeed, FSDP: no TP/PP)

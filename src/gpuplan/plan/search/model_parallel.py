@@ -3,7 +3,13 @@ context parallelism, all launched with ms-swift's Megatron mode) only where no l
 where the split saves at least ``model_parallel_min_saving`` (data/recipes.yaml, with its reason) against the
 best plan without one. Applied twice: within one machine group (same GPUs, same price per hour: the split
 layout must be that much faster, :func:`pick_in_group`) and across the ranked plans (the same objective value,
-:func:`prefer_plain`). Each choice is said in the plan's ``why``."""
+:func:`prefer_plain`). Each choice is said in the plan's ``why``.
+
+Across the ranked plans the same margin holds for the 8-bit AdamW fallback: the search takes 8-bit AdamW only in
+a machine group where AdamW fits in no layout (it changes the optimizer's numerics and, with CPU offload, steps
+through bitsandbytes' CPU kernels inside DeepSpeed), so a plan that needs it is no plainer than a split one. The
+plan the margin protects is the best one with neither a split nor the fallback; where there is none, the best
+without a split, as before."""
 
 from __future__ import annotations
 
@@ -80,11 +86,15 @@ def _value(p: Any, objective: str, cmin: float, tmin: float) -> float:
     return c
 
 
-def prefer_plain(ranked: Sequence[T], objective: str) -> tuple[list[T], str | None]:
-    """The ranked training plans with every split plan that ranks above the best plan without a split, but saves
-    less than the margin against it, moved to just after that plan; and the sentence for the top plan."""
+def prefer_plain(ranked: Sequence[T], objective: str,
+                 fallback: Callable[[T], bool] = lambda _p: False) -> tuple[list[T], str | None]:
+    """The ranked training plans with every split plan (or, given ``fallback``, every plan that needs the 8-bit
+    AdamW fallback) that ranks above the best plain plan, but saves less than the margin against it, moved to
+    just after that plan; and the sentence for the top plan. Plain: no split and no fallback, else (none such)
+    no split."""
     plans = list(ranked)
-    best = next((p for p in plans if not is_split(p)), None)
+    best = next((p for p in plans if not is_split(p) and not fallback(p)), None) or \
+        next((p for p in plans if not is_split(p)), None)
     if best is None or not plans or plans[0] is best:
         return plans, None
     m = min_saving()
@@ -105,13 +115,36 @@ def prefer_plain(ranked: Sequence[T], objective: str) -> tuple[list[T], str | No
         first = held[0]
         fp = first.parallel   # type: ignore[attr-defined]
         saving = 1.0 - _value(first, objective, cmin, tmin) / ref
+        if not is_split(first):
+            return out, _("with AdamW: {inst} with the 8-bit AdamW fallback shows {saving} less, under the {margin} "
+                          "margin for a plan that changes the optimizer's numerics (data/recipes.yaml)").format(
+                inst=first.instance_type, saving=f"{saving:.0%}", margin=f"{m:.0%}")   # type: ignore[attr-defined]
         return out, _("without splitting the model: {inst} with {split} shows {saving} less, under the {margin} margin "
                       "for tensor or pipeline parallelism (data/recipes.yaml)").format(
             inst=first.instance_type, split=split_words(int(fp.get("tp") or 1), int(fp.get("pp") or 1),   # type: ignore[attr-defined]
                                                         int(fp.get("cp") or 1)),
             saving=f"{saving:.0%}", margin=f"{m:.0%}")
     saving = 1.0 - _value(top, objective, cmin, tmin) / ref
+    if not is_split(top):
+        return out, _("8-bit AdamW: {saving} better than the best plan with AdamW ({inst}); a plan that changes the "
+                      "optimizer's numerics is taken only for a saving of at least {margin}").format(
+            saving=f"{saving:.0%}", inst=best.instance_type, margin=f"{m:.0%}")   # type: ignore[attr-defined]
+    if any(not is_split(p) for p in head):   # the reference skipped a plan without a split: it needs 8-bit AdamW
+        return out, _("{split}: {saving} better than the best plan with neither tensor or pipeline parallelism nor the "
+                      "8-bit AdamW fallback ({inst}); either is taken only for a saving of at least {margin}").format(
+            split=split_words(int(par.get("tp") or 1), int(par.get("pp") or 1), int(par.get("cp") or 1)),
+            saving=f"{saving:.0%}", inst=best.instance_type, margin=f"{m:.0%}")   # type: ignore[attr-defined]
     return out, _("{split}: {saving} better than the best plan without tensor or pipeline parallelism ({inst}); model "
                   "parallelism is taken only for a saving of at least {margin}").format(
         split=split_words(int(par.get("tp") or 1), int(par.get("pp") or 1), int(par.get("cp") or 1)),
         saving=f"{saving:.0%}", inst=best.instance_type, margin=f"{m:.0%}")   # type: ignore[attr-defined]
+
+
+def optimizer_fallback(w: Any) -> Callable[[Any], bool]:
+    """Whether a ranked plan needs the search's 8-bit AdamW fallback (plan/search/candidates.py OPTIMIZER_ORDER):
+    never when the workload names its optimizer (then it is the user's choice, not a fallback)."""
+    from gpuplan.plan.search.candidates import OPTIMIZER_ORDER
+
+    if getattr(w, "optimizer", None) is not None:
+        return lambda _p: False
+    return lambda p: (getattr(p, "parallel", None) or {}).get("optimizer") == OPTIMIZER_ORDER[-1]

@@ -17,6 +17,7 @@ from gpuplan.plan.search.candidates import (
     launcher_for,
     launcher_packed,
     sizing_framework,
+    splits_in_training,
 )
 from gpuplan.plan.search.recipe import BatchOption, BatchTarget, batch_options, search_setting
 from gpuplan.plan.search.search_point import Variant
@@ -29,6 +30,7 @@ class SearchSpace:
     """What one search may try (see the module docstring)."""
 
     w: "Workload"
+    model: Any
     fixed: Fixed
     task: str
     training: bool
@@ -82,7 +84,8 @@ class SearchSpace:
             return (1,)
         if par is not None:
             return (par.cp,)
-        if self.target is None or self.task == "qlora" or (self.w.seq_len or 0) < int(search_setting(
+        if self.target is None or self.task == "qlora" or not splits_in_training(self.model, self.fixed) or \
+                (self.w.seq_len or 0) < int(search_setting(
                 "context_parallel_min_seq_len")):
             return (1,)
         return (1, 2, 4, 8)
