@@ -25,7 +25,7 @@ and FLOPs, and MMYOLO's measured training memory) and ``timm/table.json`` + ``ti
 benchmark table per architecture and the ops one eager forward launches, counted on the meta device by
 ``scripts/count_timm_ops.py``); they become profile entries and the library's ``timm`` table.
 
-The shape is parsed with gpuplan's own config reader (gpuplan.catalog.hf_config.from_hf_config), so the
+The shape is parsed with gpuplan's own config reader (gpuplan.catalog.configs.hf_config.from_hf_config), so the
 library holds exactly what a user would get by passing that config.json as the model. Models already in
 the hand-curated src/gpuplan/data/models.yaml are skipped (that file wins); so are names another entry
 already uses. The output is deterministic (sorted, no timestamps): re-running on the same folders gives
@@ -45,8 +45,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpuplan.catalog.diffusers import load_pipeline_folder  # noqa: E402
-from gpuplan.catalog.hf_config import from_hf_config  # noqa: E402
+from gpuplan.catalog.nonllm.diffusers import load_pipeline_folder  # noqa: E402
+from gpuplan.catalog.configs.hf_config import from_hf_config  # noqa: E402
 from gpuplan.catalog.library import load_curated  # noqa: E402
 from gpuplan.catalog.model_spec import ModelSpec, NonLLMProfile  # noqa: E402
 from gpuplan.units import GIB  # noqa: E402

@@ -43,8 +43,8 @@ from pathlib import Path
 
 import yaml
 
-from gpuplan.catalog.instances import clear_cache, load_instances
-from gpuplan.catalog.prices import (RULE_BASIS, RULE_HOST, RULE_HOST_CONVERTED, RULE_INTL, RULE_INTL_ESTIMATE,
+from gpuplan.catalog.hardware.instances import clear_cache, load_instances
+from gpuplan.catalog.prices.prices import (RULE_BASIS, RULE_HOST, RULE_HOST_CONVERTED, RULE_INTL, RULE_INTL_ESTIMATE,
                                      RULE_MAINLAND, RULE_MAINLAND_ESTIMATE, RULE_PER_GPU, RULE_UNITS, RULE_VGPU_MARKUP)
 
 CLOUD = "alibaba"

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpuplan.catalog.gpu_inline import GpuInlineSpec
+from gpuplan.catalog.hardware.gpu_inline import GpuInlineSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.safeio import check_nesting
@@ -192,7 +192,7 @@ class InputSpec(_Strict):
 
 
 class HardwareSpec(_Strict):
-    # a catalog name (`gpuplan gpus`) or, for a card the catalog lacks, its figures (catalog/gpu_inline.py)
+    # a catalog name (`gpuplan gpus`) or, for a card the catalog lacks, its figures (catalog/hardware/gpu_inline.py)
     gpu: Optional[Annotated[Union[Annotated[Annotated[str, Field(min_length=1, max_length=100)], Tag("name")],
                                   Annotated[GpuInlineSpec, Tag("spec")]],
                             Discriminator(lambda v: "name" if isinstance(v, str) else "spec")]] = None
@@ -400,8 +400,8 @@ def _check_clouds_and_regions(w: Workload) -> None:
     cons = w.constraints
     if cons is None or not (cons.clouds or cons.regions):
         return
-    from gpuplan.catalog.instances import DEFAULT_CLOUD  # loaded on first use
-    from gpuplan.catalog.regions import check_clouds, check_regions
+    from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD  # loaded on first use
+    from gpuplan.catalog.hardware.regions import check_clouds, check_regions
 
     try:
         check_clouds(cons.clouds)

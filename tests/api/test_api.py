@@ -102,7 +102,7 @@ def test_plan_rank_beyond_the_plans_is_a_422(client):
 
 
 def test_catalog_listings(client):
-    from gpuplan.catalog.gpus import load_gpus
+    from gpuplan.catalog.hardware.gpus import load_gpus
     from gpuplan.catalog.models import list_models
 
     gpus = client.get("/api/gpus").json()["gpus"]

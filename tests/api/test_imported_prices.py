@@ -11,7 +11,7 @@ import pytest
 
 import gpuplan
 from clirun import run_cli
-from gpuplan.catalog.price_files import import_prices
+from gpuplan.catalog.prices.price_files import import_prices
 from gpuplan.providers.imported import remove
 
 QUOTED = (dt.date.today() - dt.timedelta(days=1)).isoformat()

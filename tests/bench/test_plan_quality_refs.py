@@ -40,7 +40,7 @@ def test_reference_prices_are_the_catalogs(pq):
 
 
 def test_gpu_facts_are_the_datasheets(pq):
-    from gpuplan.catalog.gpus import load_gpus
+    from gpuplan.catalog.hardware.gpus import load_gpus
 
     gpus = load_gpus()
     for key, gid in {"A10": "A10-24GB", "A100-40": "A100-SXM4-40GB", "A100-80": "A100-SXM4-80GB",

@@ -77,7 +77,7 @@ def test_a_mainland_bundle_names_no_host_a_mainland_node_cannot_reach(name, rend
 
 
 def test_hong_kong_is_not_mainland_for_the_environment_either():
-    """One rule (catalog.regions.is_mainland): cn-hongkong reaches Hugging Face and PyPI."""
+    """One rule (catalog.hardware.regions.is_mainland): cn-hongkong reaches Hugging Face and PyPI."""
     e = node_environment(region="cn-hongkong", slug="x", stack="training")
     assert e.scope == "global" and e.pip_index == "https://pypi.org/simple" and e.weights_source == "huggingface"
     assert node_environment(region="cn-shenzhen", slug="x", stack="training").scope == "mainland"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog import instances as cat
+from gpuplan.catalog.hardware import instances as cat
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from clirun import run_cli
-from gpuplan.catalog.gpu_inline import GpuInlineSpec, inline_gpu, parse_gpu_spec_arg
-from gpuplan.catalog.gpus import get_gpu, resolve_gpu
+from gpuplan.catalog.hardware.gpu_inline import GpuInlineSpec, inline_gpu, parse_gpu_spec_arg
+from gpuplan.catalog.hardware.gpus import get_gpu, resolve_gpu
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.clocks import sustained_tensor_fraction
 from gpuplan.estimate.core import estimate

@@ -10,8 +10,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplan.catalog import gpus as catalog
-from gpuplan.catalog.gpus import GpuSpec, get_gpu, load_gpus, parse_gpu_catalog, resolve_gpu
+from gpuplan.catalog.hardware import gpus as catalog
+from gpuplan.catalog.hardware.gpus import GpuSpec, get_gpu, load_gpus, parse_gpu_catalog, resolve_gpu
 from gpuplan.errors import GpuplanError
 from gpuplan.units import GIB, MIB
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.catalog.gpus import load_gpus
+from gpuplan.catalog.hardware.gpus import load_gpus
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "hardware-facts.md"

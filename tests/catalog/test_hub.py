@@ -1,4 +1,4 @@
-"""Resolution of Hugging Face / ModelScope ids the library lacks (gpuplan.catalog.hub) through a fake fetcher.
+"""Resolution of Hugging Face / ModelScope ids the library lacks (gpuplan.catalog.configs.hub) through a fake fetcher.
 
 No test touches the network: the fetcher is injected (or the default one replaced by a fake), and the whole
 test run has GPUPLAN_OFFLINE=1 (tests/conftest.py) unless a test lifts it on purpose."""
@@ -9,7 +9,7 @@ import urllib.error
 
 import pytest
 
-from gpuplan.catalog import hub
+from gpuplan.catalog.configs import hub
 from gpuplan.catalog.models import param_count_from_shape, resolve_model
 from gpuplan.errors import GpuplanError
 

@@ -14,14 +14,14 @@ from importlib.resources import files
 import pytest
 import yaml
 
-from gpuplan.catalog.instances import (
+from gpuplan.catalog.hardware.instances import (
     INSTANCE_COLUMNS,
     find_family,
     get_instance,
     load_families,
     load_instances,
 )
-from gpuplan.catalog.query import filter_instances
+from gpuplan.catalog.hardware.query import filter_instances
 from gpuplan.errors import GpuplanError
 
 # The canonical GPU ids of the project brief (exact spelling).
@@ -38,7 +38,7 @@ CANONICAL_GPU_IDS = {
 
 @pytest.fixture
 def stub_resolve_gpu(monkeypatch):
-    """A stand-in for gpuplan.catalog.gpus.resolve_gpu that knows only exact aliases."""
+    """A stand-in for gpuplan.catalog.hardware.gpus.resolve_gpu that knows only exact aliases."""
     aliases = {"a10": "A10-24GB", "a10g": "A10G-24GB", "a100 80g": "A100-SXM4-80GB", "l20": "L20-48GB"}
 
     def resolve_gpu(name):
@@ -47,9 +47,9 @@ def stub_resolve_gpu(monkeypatch):
             raise GpuplanError(f"Unknown GPU {name!r}.", hint="stub")
         return types.SimpleNamespace(id=aliases[key]), None
 
-    module = types.ModuleType("gpuplan.catalog.gpus")
+    module = types.ModuleType("gpuplan.catalog.hardware.gpus")
     module.resolve_gpu = resolve_gpu
-    monkeypatch.setitem(sys.modules, "gpuplan.catalog.gpus", module)
+    monkeypatch.setitem(sys.modules, "gpuplan.catalog.hardware.gpus", module)
     import gpuplan.catalog
 
     monkeypatch.setattr(gpuplan.catalog, "gpus", module, raising=False)
@@ -268,9 +268,9 @@ def test_filter_gpu_a10_returns_exactly_the_a10_families(stub_resolve_gpu):
 
 
 def test_filter_gpu_with_the_real_resolver():
-    gpus = pytest.importorskip("gpuplan.catalog.gpus")
+    gpus = pytest.importorskip("gpuplan.catalog.hardware.gpus")
     if not hasattr(gpus, "resolve_gpu"):
-        pytest.skip("gpuplan.catalog.gpus.resolve_gpu not written yet")
+        pytest.skip("gpuplan.catalog.hardware.gpus.resolve_gpu not written yet")
     assert _families(filter_instances(gpu="A10")) == {"gn7i", "ebmgn7i", "ebmgn7ix", "vgn7i-vws", "sgn7i-vws"}
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.catalog import hub
-from gpuplan.catalog.hf_config import from_hf_config
+from gpuplan.catalog.configs import hub
+from gpuplan.catalog.configs.hf_config import from_hf_config
 from gpuplan.catalog.library import (
     closest_models,
     get_model,
@@ -86,7 +86,7 @@ def test_the_library_covers_every_kind_and_a_few_hundred_models():
     kinds = {m.kind for m in models}
     assert {"decoder", "encoder", "encoder-decoder", "vision", "diffusion", "speech"} <= kinds
     assert any(m.moe is not None for m in load_generated())
-    # multimodal towers are counted beside the language model (catalog/towers.py) and say so
+    # multimodal towers are counted beside the language model (catalog/configs/towers.py) and say so
     assert any("vision tower and its projector" in " ".join(m.assumptions) and m.vision_params > 0
                for m in load_generated())
 

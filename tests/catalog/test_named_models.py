@@ -179,7 +179,7 @@ def test_timm_image_size_scales_flops_and_default_sizes_come_from_the_table():
 
 
 def test_whisper_from_its_config_reproduces_the_curated_large_v3_profile():
-    """The generated Whisper profiles come from one formula (catalog/speech.py); for large-v2 (the large-v3 shape with
+    """The generated Whisper profiles come from one formula (catalog/nonllm/speech.py); for large-v2 (the large-v3 shape with
     80 mel bins) it lands within 5 % of the hand-derived large-v3 profile."""
     formula, curated = resolve_model("openai/whisper-large-v2"), get_model("openai/whisper-large-v3")
     assert formula.profile.forward_flops_per_sample == pytest.approx(curated.profile.forward_flops_per_sample, rel=0.05)

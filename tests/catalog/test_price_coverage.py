@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.catalog.instances import load_instances
-from gpuplan.catalog.regions import check_regions
-from gpuplan.catalog.prices import PRICE_BASES, PRICE_KINDS, load_offers, offers_for
+from gpuplan.catalog.hardware.instances import load_instances
+from gpuplan.catalog.hardware.regions import check_regions
+from gpuplan.catalog.prices.prices import PRICE_BASES, PRICE_KINDS, load_offers, offers_for
 from gpuplan.errors import GpuplanError
 from gpuplan.plan.money import cost as costm
 from gpuplan.workload import parse_workload
@@ -243,7 +243,7 @@ def test_cli_region_typo_exits_2_with_one_line(args, text):
 
 
 def test_instances_region_filter_checks_the_name():
-    from gpuplan.catalog.query import filter_instances
+    from gpuplan.catalog.hardware.query import filter_instances
 
     with pytest.raises(GpuplanError, match="Unknown Alibaba Cloud region 'cn-hangzou'"):
         filter_instances(region="cn-hangzou")
@@ -296,7 +296,7 @@ def test_compare_gives_single_node_plans_of_sensible_size_for_a_7b_lora():
 
 
 def test_clouds_constraint_chooses_the_catalog_and_its_default_region():
-    from gpuplan.catalog.instances import load_instances
+    from gpuplan.catalog.hardware.instances import load_instances
     from gpuplan.plan import recommend
 
     rec = recommend({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "seq_len": 2048, "dataset": {"tokens": 1e8},

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli as _run
-from gpuplan.catalog.alibaba_quotes import QuoteContext
-from gpuplan.catalog.price_files import import_prices, read_price_file
-from gpuplan.catalog.prices import load_offers, offers_for
+from gpuplan.catalog.prices.alibaba_quotes import QuoteContext
+from gpuplan.catalog.prices.price_files import import_prices, read_price_file
+from gpuplan.catalog.prices.prices import load_offers, offers_for
 from gpuplan.errors import GpuplanError
 from gpuplan.providers.imported import import_files, remove
 

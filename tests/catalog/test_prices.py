@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from gpuplan.catalog.instances import load_instances
-from gpuplan.catalog.prices import PRICE_COLUMNS, PRICE_KINDS, load_offers, offers_for, price_note
+from gpuplan.catalog.hardware.instances import load_instances
+from gpuplan.catalog.prices.prices import PRICE_COLUMNS, PRICE_KINDS, load_offers, offers_for, price_note
 from gpuplan.errors import GpuplanError
 
 TODAY = dt.date(2026, 11, 29)

@@ -7,7 +7,7 @@ from . import fakes
 
 @pytest.mark.parametrize("smi_name", ["NVIDIA A100-SXM4-80GB", "NVIDIA A10", "NVIDIA L20"])
 def test_fake_gpu_specs_match_catalog(smi_name):
-    gpus = pytest.importorskip("gpuplan.catalog.gpus")
+    gpus = pytest.importorskip("gpuplan.catalog.hardware.gpus")
     spec, _note = gpus.resolve_gpu(smi_name)
     fake = fakes.fake_resolve_gpu_spec(smi_name)
     assert spec.id == fake.id
@@ -17,7 +17,7 @@ def test_fake_gpu_specs_match_catalog(smi_name):
 
 
 def test_planned_instance_in_real_catalog():
-    instances = pytest.importorskip("gpuplan.catalog.instances")
+    instances = pytest.importorskip("gpuplan.catalog.hardware.instances")
     inst = instances.get_instance("ecs.gn7e-c16g1.32xlarge")
     assert inst.gpu == "A100-SXM4-80GB" and inst.gpu_count == 8
     assert inst.interconnect in {"nvswitch", "nvlink"}

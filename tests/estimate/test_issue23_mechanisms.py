@@ -137,7 +137,7 @@ def test_trainer_with_deepspeed_zero3_keeps_fp32_masters_qwen1_readme():
 def test_expert_parallel_all_to_all_is_paid_and_sharded_gathers_shrink():
     from gpuplan.estimate.memory import sharded_traffic_bytes
     from gpuplan.estimate.system import System
-    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.catalog.hardware.gpus import get_gpu
     from gpuplan.estimate.training import expert_all_to_all_s
 
     s = shape_of(resolve_model("Qwen/Qwen3-30B-A3B"))
@@ -154,7 +154,7 @@ def test_expert_parallel_all_to_all_is_paid_and_sharded_gathers_shrink():
 # --- TP over PCIe: every ring step waits a hop ---------------------------------------------------
 
 def test_tp8_all_reduce_over_pcie_costs_more_than_tp4():
-    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.catalog.hardware.gpus import get_gpu
     from gpuplan.estimate.system import System
     from gpuplan.estimate.training import tp_collective_s
 

@@ -7,7 +7,7 @@ import itertools
 import json
 import random
 
-from gpuplan.catalog.gpus import get_gpu
+from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.shapes import shape_of

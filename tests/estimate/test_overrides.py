@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpuplan.catalog.gpus import get_gpu
+from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.params import has_key, overrides, table, value_at

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog.gpus import load_gpus
+from gpuplan.catalog.hardware.gpus import load_gpus
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate
 from gpuplan.estimate.system import Layout
@@ -247,7 +247,7 @@ def test_search_offers_tp_across_nodes_for_serving_only():
 def test_sharded_lora_gathers_the_frozen_base():
     """Under FSDP full_shard every micro-batch all-gathers the whole (frozen) base twice, forward and
     backward: at least 2·(n-1)/n·W per GPU over the bus, even though only the adapters train."""
-    from gpuplan.catalog.gpus import resolve_gpu
+    from gpuplan.catalog.hardware.gpus import resolve_gpu
     from gpuplan.estimate.system import System
 
     e = estimate(dict(model="meta-llama/Llama-3.1-70B", task="lora", framework="fsdp", seq_len=2048, batch_size=1,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog.gpus import get_gpu
+from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.estimate.core import estimate
 from gpuplan.estimate.decode import ServingCase, decode_step_time
 from gpuplan.estimate.shapes import shape_of

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog.gpus import get_gpu
+from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate
 from gpuplan.estimate.decode import ServingCase, decode_step_time

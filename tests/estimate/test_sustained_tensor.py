@@ -4,8 +4,8 @@ host memory (``communication.pcie_vm``). Pinned to the published figures the dat
 
 import pytest
 
-from gpuplan.catalog.gpus import get_gpu, load_gpus
-from gpuplan.catalog.instances import load_instances
+from gpuplan.catalog.hardware.gpus import get_gpu, load_gpus
+from gpuplan.catalog.hardware.instances import load_instances
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.clocks import sustained_tensor_fraction
 from gpuplan.estimate.comm import tp_collective_s

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from gpuplan.catalog.gpus import get_gpu
-from gpuplan.catalog.instances import load_instances
+from gpuplan.catalog.hardware.gpus import get_gpu
+from gpuplan.catalog.hardware.instances import load_instances
 from gpuplan.estimate.system import system_for_instance
 from gpuplan.units import GIB
 

@@ -55,7 +55,7 @@ def test_text_not_made_from_the_catalog_is_left_alone(text):
 
 def test_data_values_shown_as_sentences_are_in_the_catalog():
     """Price-source labels, spot rules, generated estimate rules (Babel's data extractor + the rule templates)."""
-    from gpuplan.catalog.prices import load_offers, load_sources
+    from gpuplan.catalog.prices.prices import load_offers, load_sources
 
     labels = [str(e["label"]) for e in load_sources().values() if e.get("label")]
     rules = sorted({o.rule for o in load_offers("alibaba") if o.rule})

@@ -66,7 +66,7 @@ def _norm(text: str) -> str:
 
 def data_phrases(args: list[str], monkeypatch, capsys) -> list[str]:
     """The bundled data values a listing shows (from its --json twin), plus the price sources' labels."""
-    from gpuplan.catalog.prices import load_sources
+    from gpuplan.catalog.prices.prices import load_sources
 
     if args[0] not in ("gpus", "instances", "models", "show"):
         return []

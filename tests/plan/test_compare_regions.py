@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from clirun import plan_exit_code
-from gpuplan.catalog.instances import load_instances
-from gpuplan.catalog.prices import offers_for
+from gpuplan.catalog.hardware.instances import load_instances
+from gpuplan.catalog.prices.prices import offers_for
 from gpuplan.errors import GpuplanError
 from gpuplan.plan import recommend
 from gpuplan.plan.compare import compare_clouds

@@ -4,7 +4,7 @@ Exact bytes move while the estimator is calibrated; these tests assert choices, 
 ranges. Figures are printed with `pytest -s` for the report.
 """
 
-from gpuplan.catalog.instances import load_instances
+from gpuplan.catalog.hardware.instances import load_instances
 from gpuplan.plan import recommend
 from gpuplan.units import GIB
 

@@ -16,7 +16,7 @@ import math
 
 import pytest
 
-from gpuplan.catalog.prices import load_offers
+from gpuplan.catalog.prices.prices import load_offers
 from gpuplan.plan.money import cost as costm
 from gpuplan.plan import recommend
 from gpuplan.plan.rank import pessimistic_cost

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from gpuplan.plan.money.ranges import memory_need
-from gpuplan.catalog.instances import load_instances
+from gpuplan.catalog.hardware.instances import load_instances
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.shapes import shape_of
@@ -20,7 +20,7 @@ from gpuplan.plan.search.model_parallel import min_saving
 from gpuplan.plan.rank import TIE_TOLERANCE
 from gpuplan.plan.search.search import Searcher
 from gpuplan.plan.search.search_point import Variant
-from gpuplan.catalog.prices import load_offers
+from gpuplan.catalog.prices.prices import load_offers
 from gpuplan.workload_defaults import resolve_defaults
 from gpuplan.workload_loading import load_workload
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gpuplan.catalog.instances import load_instances
+from gpuplan.catalog.hardware.instances import load_instances
 from gpuplan.plan import recommend
 from gpuplan.plan.money.cost import image_pull, load_fixed_costs, price_margins
 from gpuplan.plan.serving.queueing import (

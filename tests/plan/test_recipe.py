@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuplan.catalog.instances import load_instances
+from gpuplan.catalog.hardware.instances import load_instances
 from gpuplan.errors import GpuplanError
 from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan import recommend

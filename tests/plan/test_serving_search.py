@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from gpuplan.catalog.gpus import get_gpu
+from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.i18n import use_lang
 from gpuplan.plan import recommend

@@ -91,7 +91,7 @@ def test_refresh_writes_the_bundled_schema(transport: FakeTransport, cache_dir: 
     assert payg["source"] == "https://ecs.cn-shanghai.aliyuncs.com/?Action=DescribePrice"
     # every refreshed row is an official quote of the refresh date, and the loader reads it so
     assert {(r["kind"], r["basis"], r["rule"], r["as_of"]) for r in prices} == {("official", "quoted", "", "2026-11-30")}
-    from gpuplan.catalog.prices import offers_for
+    from gpuplan.catalog.prices.prices import offers_for
     live = offers_for("ecs.gn7i-c8g1.2xlarge", region="cn-shanghai", billing="payg", cache_dir=cache_dir)[0]
     assert (live.origin, live.kind, live.basis, live.as_of.isoformat(), live.price) == (
         "cache", "official", "quoted", "2026-11-30", 9.53)
@@ -132,8 +132,8 @@ def test_refresh_writes_the_bundled_schema(transport: FakeTransport, cache_dir: 
 
 
 def test_the_catalog_loaders_read_the_cache(transport: FakeTransport, cache_dir: Path) -> None:
-    instances_mod = pytest.importorskip("gpuplan.catalog.instances")
-    prices_mod = pytest.importorskip("gpuplan.catalog.prices")
+    instances_mod = pytest.importorskip("gpuplan.catalog.hardware.instances")
+    prices_mod = pytest.importorskip("gpuplan.catalog.prices.prices")
     assert run_refresh(transport, cache_dir)[0] == 0
     inst = instances_mod.load_instances("alibaba", cache_dir)
     assert inst["ecs.gn8v.4xlarge"].gpu == "H20-96GB"

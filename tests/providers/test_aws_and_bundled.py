@@ -62,7 +62,7 @@ def test_aws_gpu_ids_match_the_families() -> None:
 
 @pytest.mark.parametrize("cloud", ["aws", "tencent"])
 def test_bundled_prices_are_dated_and_sourced(cloud: str) -> None:
-    from gpuplan.catalog.prices import OPTIONAL_PRICE_COLUMNS, PRICE_BASES, PRICE_KINDS
+    from gpuplan.catalog.prices.prices import OPTIONAL_PRICE_COLUMNS, PRICE_BASES, PRICE_KINDS
 
     cols, rows = _csv(cloud, "prices.csv")
     assert tuple(cols) == PRICE_COLUMNS and set(OPTIONAL_PRICE_COLUMNS) <= set(cols)

@@ -223,7 +223,7 @@ def _damage(folder: Path, how: str) -> None:
 @pytest.mark.parametrize("how", ["not utf-8", "truncated", "missing", "manifest"])
 def test_a_damaged_cache_is_not_used_and_is_set_aside_by_the_next_refresh(
         how: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    prices = pytest.importorskip("gpuplan.catalog.prices")
+    prices = pytest.importorskip("gpuplan.catalog.prices.prices")
     cache.write_snapshot(_snap("cn-shanghai", price="3.33"), tmp_path)
     assert {o.origin for o in prices.load_offers("alibaba", tmp_path)} >= {"cache"}
     folder = cache.current_dir(tmp_path, "alibaba")
@@ -259,7 +259,7 @@ def test_refresh_over_a_damaged_cache_repairs_it(transport: FakeTransport, cache
 
 
 def test_a_hand_made_overlay_without_snapshots_is_still_read(tmp_path: Path) -> None:
-    prices = pytest.importorskip("gpuplan.catalog.prices")
+    prices = pytest.importorskip("gpuplan.catalog.prices.prices")
     folder = tmp_path / "clouds" / "alibaba"
     folder.mkdir(parents=True)
     (folder / "prices.csv").write_text(

@@ -57,7 +57,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, workers: int = 1, log_le
     from gpuplan.api.middleware import LOOPBACK_HOSTS
 
     # A shared server never fetches model configs named in requests unless the operator says so
-    # (GPUPLAN_ONLINE=1): model ids from the network must not trigger downloads by default (catalog/hub.py).
+    # (GPUPLAN_ONLINE=1): model ids from the network must not trigger downloads by default (catalog/configs/hub.py).
     if os.environ.get("GPUPLAN_ONLINE", "").strip().lower() not in ("1", "true", "yes", "on"):
         os.environ.setdefault("GPUPLAN_OFFLINE", "1")
     allowed = LOOPBACK_HOSTS if is_loopback(host) else None

@@ -107,10 +107,10 @@ def _options() -> dict:
     """Values the page offers in its pickers, taken from the workload model and the catalog."""
     from typing import get_args
 
-    from gpuplan.catalog.prices import load_offers
+    from gpuplan.catalog.prices.prices import load_offers
     from gpuplan.workload import Billing, Framework, Objective, Precision, Quantization, Task
 
-    from gpuplan.catalog.instances import DEFAULT_CLOUD, available_clouds
+    from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD, available_clouds
 
     clouds = list(available_clouds())
     # Each cloud's priced regions: the page offers those of the chosen cloud only (the search plans on one cloud).
@@ -231,7 +231,7 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
     @app.get("/api/gpus", tags=["catalog"], responses=LIST_RESPONSES, response_class=Response,
              summary="GPUs in the catalog (gpuplan gpus --json)")
     async def api_gpus() -> Response:
-        from gpuplan.catalog.gpus import load_gpus
+        from gpuplan.catalog.hardware.gpus import load_gpus
 
         return json_response({"schema_version": 1, "gpus": [g.to_dict() for g in load_gpus().values()]})
 
@@ -327,8 +327,8 @@ def _static_response(name: str) -> Response:
 
 
 def _instances(family, gpu, min_gpu_memory, region, cloud) -> dict:
-    from gpuplan.catalog.query import filter_instances
-    from gpuplan.catalog.prices import load_offers
+    from gpuplan.catalog.hardware.query import filter_instances
+    from gpuplan.catalog.prices.prices import load_offers
 
     try:
         items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)

@@ -165,9 +165,9 @@ def do_plan_zip(w: Workload, limits: Limits, rank: int, lang: str) -> tuple[byte
 
 def warm() -> None:
     """Load the catalogs and run one small search, so that forked workers start with warm caches."""
-    from gpuplan.catalog.gpus import load_gpus
+    from gpuplan.catalog.hardware.gpus import load_gpus
     from gpuplan.catalog.models import list_models
-    from gpuplan.catalog.prices import load_offers
+    from gpuplan.catalog.prices.prices import load_offers
 
     load_gpus()
     load_offers()

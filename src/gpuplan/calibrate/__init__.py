@@ -70,7 +70,7 @@ def _single_gpu(w: Any) -> Any:
 def calibrate_here(workload: Any, runner: Runner = torch_runner, steps: int = 5,
                    today: date | None = None) -> CalibrationResult:
     """Profile ``workload`` on this machine's GPU, compare with its estimate and store the ratio."""
-    from gpuplan.catalog.gpus import resolve_gpu
+    from gpuplan.catalog.hardware.gpus import resolve_gpu
     from gpuplan.catalog.models import resolve_model
     from gpuplan.estimate.core import estimate
     from gpuplan.workload_defaults import resolve_defaults

@@ -5,7 +5,7 @@ A workload's ``model:`` is one of (see docs/models.md):
 * a bundled id, alias or ModelScope id (``Qwen/Qwen2.5-7B-Instruct``, ``qwen2.5-7b``);
 * a path to a Hugging Face ``config.json`` or to a folder that holds one;
 * an inline mapping with config.json keys, or ``{params_b: 7}``;
-* a Hugging Face / ModelScope id outside the library (gpuplan.catalog.hub).
+* a Hugging Face / ModelScope id outside the library (gpuplan.catalog.configs.hub).
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ def load_generated() -> tuple[ModelSpec, ...]:
 
 @functools.cache
 def load_timm() -> tuple[ModelSpec, ...]:
-    """Every timm architecture of the generated library's timm table (catalog/vision.py), as ModelSpecs."""
-    from gpuplan.catalog.vision import timm_spec_from_row
+    """Every timm architecture of the generated library's timm table (catalog/nonllm/vision.py), as ModelSpecs."""
+    from gpuplan.catalog.nonllm.vision import timm_spec_from_row
 
     table = _generated_raw().get("timm") or {}
     cols = list(table.get("columns") or ())
@@ -200,7 +200,7 @@ def _lookup_names(name: str) -> list[str]:
 
 def lookup(name: str) -> ModelSpec | None:
     """A bundled model by id, alias or ModelScope id (case-insensitive), or a timm architecture name
-    (catalog/vision.py); the generated library is read only when the curated one lacks the name."""
+    (catalog/nonllm/vision.py); the generated library is read only when the curated one lacks the name."""
     for key in _lookup_names(name):
         position = _curated_index().get(key)
         if position is not None:
@@ -208,7 +208,7 @@ def lookup(name: str) -> ModelSpec | None:
         model_id = _generated_names().get(key)
         if model_id is not None:
             return _generated_spec(model_id)
-    from gpuplan.catalog.vision import timm_spec
+    from gpuplan.catalog.nonllm.vision import timm_spec
 
     return timm_spec(str(name), _generated_raw().get("timm"))
 
@@ -316,7 +316,7 @@ def get_model_error(name: str) -> GpuplanError:
 
 def workload_region(w) -> str | None:
     """The region a workload plans for (its first constraints.regions), which orders the hubs
-    (catalog/hub.py); None if unset."""
+    (catalog/configs/hub.py); None if unset."""
     cons = getattr(w, "constraints", None)
     regions = getattr(cons, "regions", None) if cons is not None else None
     return str(regions[0]) if regions else None
@@ -327,7 +327,7 @@ def resolve_model(ref: Any, *, region: str | None = None) -> ModelSpec:
 
     ``ref``: a bundled id/alias/ModelScope id or a timm architecture name; a path to config.json, to a folder
     holding one or to a diffusers pipeline folder (model_index.json); a Hugging Face / ModelScope id outside
-    the library (its cached config, or fetched where the network allows: see gpuplan.catalog.hub; ``region``
+    the library (its cached config, or fetched where the network allows: see gpuplan.catalog.configs.hub; ``region``
     orders the hubs); a mapping ``{params_b: N}``; a mapping of config.json keys; or a ModelSpec.
     Anything unusable raises GpuplanError (never another exception).
     """
@@ -338,12 +338,12 @@ def resolve_model(ref: Any, *, region: str | None = None) -> ModelSpec:
             from gpuplan.catalog.synth import synthesize_from_params_b
 
             return synthesize_from_params_b(ref)
-        from gpuplan.catalog.hf_config import from_hf_config
+        from gpuplan.catalog.configs.hf_config import from_hf_config
 
         name = ref.get("_name_or_path") or ref.get("name") or "inline-config"
         return from_hf_config(ref, name=str(name)[:200])
     if isinstance(ref, os.PathLike):
-        from gpuplan.catalog.hf_config import load_config_file
+        from gpuplan.catalog.configs.hf_config import load_config_file
 
         return load_config_file(ref)
     if not isinstance(ref, str) or not ref.strip():
@@ -357,13 +357,13 @@ def resolve_model(ref: Any, *, region: str | None = None) -> ModelSpec:
     if spec is not None:
         return spec
     if _looks_like_path(name):
-        from gpuplan.catalog.hf_config import load_config_file
+        from gpuplan.catalog.configs.hf_config import load_config_file
 
         return load_config_file(name)
     quantized = quantized_base(name)
     if quantized is not None and quantized[1] is not None:
         return quantized[1]  # a published quantized checkpoint: its base model's shape
-    from gpuplan.catalog import hub
+    from gpuplan.catalog.configs import hub
 
     if hub.parse_repo_id(name) is not None:
         # A Hugging Face / ModelScope id the library lacks: its cached config, or a download where the

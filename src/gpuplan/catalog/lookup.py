@@ -9,8 +9,8 @@ from gpuplan.i18n import _
 
 
 def _with_gpu_facts(inst) -> dict[str, Any]:
-    from gpuplan.catalog.gpus import get_gpu
-    from gpuplan.catalog.prices import load_offers, price_note
+    from gpuplan.catalog.hardware.gpus import get_gpu
+    from gpuplan.catalog.prices.prices import load_offers, price_note
 
     d = inst.to_dict()
     gpu = get_gpu(inst.gpu)
@@ -27,8 +27,8 @@ def _with_gpu_facts(inst) -> dict[str, Any]:
 
 def find_any(name: str) -> tuple[str, dict[str, Any]]:
     """(kind, record) for the first kind whose catalog knows ``name``; else a did-you-mean error."""
-    from gpuplan.catalog.gpus import load_gpus, resolve_gpu
-    from gpuplan.catalog.instances import available_clouds, find_family, get_instance, load_families, load_instances
+    from gpuplan.catalog.hardware.gpus import load_gpus, resolve_gpu
+    from gpuplan.catalog.hardware.instances import available_clouds, find_family, get_instance, load_families, load_instances
     from gpuplan.catalog.models import get_model, list_models
 
     name = (name or "").strip()

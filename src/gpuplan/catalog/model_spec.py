@@ -3,7 +3,7 @@
 Counts follow the module layouts of the Hugging Face ``transformers`` implementations of each
 architecture (``modeling_llama.py``, ``modeling_qwen2_moe.py``, ``modeling_deepseek_v3.py``,
 ``modeling_t5.py``, ``modeling_bert.py``, ...); the formulas are written out in docs/models.md.
-Config parsing is in :mod:`gpuplan.catalog.hf_config`, the bundled library in
+Config parsing is in :mod:`gpuplan.catalog.configs.hf_config`, the bundled library in
 :mod:`gpuplan.catalog.library`.
 """
 
@@ -156,7 +156,7 @@ class ModelSpec:
     # The format the publisher stores the weights in when it is not 16-bit: "fp8" (DeepSeek-V3/R1,
     # Kimi-K2: config.json quantization_config.quant_method "fp8"), "mxfp4" (gpt-oss experts); None = 16-bit.
     native_dtype: str | None = None
-    # Vision-language models: parameters of the vision tower and its projector (catalog/towers.py). They
+    # Vision-language models: parameters of the vision tower and its projector (catalog/configs/towers.py). They
     # count in params_total (weights, gradients, checkpoints) but not in the per-token shape above.
     vision_params: float = 0.0
 

@@ -5,7 +5,7 @@ The code lives in four modules (see docs/models.md):
 * :mod:`gpuplan.catalog.model_spec` - the record (``ModelSpec``, ``MoESpec``, ``MLASpec``,
   ``NonLLMProfile``) and parameter counts from the shape; :mod:`~gpuplan.catalog.model_validate`
   checks it, :mod:`~gpuplan.catalog.model_linears` lists its linear layers (LoRA targets);
-* :mod:`gpuplan.catalog.hf_config` - Hugging Face ``config.json`` parsing (``hf_archs``: per
+* :mod:`gpuplan.catalog.configs.hf_config` - Hugging Face ``config.json`` parsing (``hf_archs``: per
   model_type defaults);
 * :mod:`gpuplan.catalog.library` - the bundled library (models.yaml, then the generated
   model_library.json), name lookup, did-you-mean and ``resolve_model``;
@@ -45,11 +45,11 @@ from gpuplan.catalog.model_spec import (
 from gpuplan.catalog.model_validate import validate_spec
 
 if TYPE_CHECKING:
-    from gpuplan.catalog.hf_config import from_hf_config, load_config_file
+    from gpuplan.catalog.configs.hf_config import from_hf_config, load_config_file
     from gpuplan.catalog.synth import MIN_PARAMS_B, synthesize_from_params_b
 
 # Imported on first use (a bundled name needs neither config.json parsing nor synthesized shapes).
-_LAZY = {"from_hf_config": "gpuplan.catalog.hf_config", "load_config_file": "gpuplan.catalog.hf_config",
+_LAZY = {"from_hf_config": "gpuplan.catalog.configs.hf_config", "load_config_file": "gpuplan.catalog.configs.hf_config",
          "MIN_PARAMS_B": "gpuplan.catalog.synth", "synthesize_from_params_b": "gpuplan.catalog.synth"}
 
 

@@ -19,7 +19,7 @@ _SHOW_KINDS = (N_("instance"), N_("family"), N_("gpu"), N_("model"))   # `show`'
 @app.command(help=N_("List the GPUs in the catalog (dense tensor figures, with sources)."))
 def gpus(as_json: JsonOpt = False, lang: LangOpt = None) -> None:
     def body(lg: str) -> None:
-        from gpuplan.catalog.gpus import load_gpus
+        from gpuplan.catalog.hardware.gpus import load_gpus
 
         items = list(load_gpus().values())
         if as_json:
@@ -41,14 +41,14 @@ def instances(
     as_json: JsonOpt = False, lang: LangOpt = None, wide: WideOpt = False,
 ) -> None:
     def body(lg: str) -> None:
-        from gpuplan.catalog.query import filter_instances
-        from gpuplan.catalog.prices import basis_label, load_offers
+        from gpuplan.catalog.hardware.query import filter_instances
+        from gpuplan.catalog.prices.prices import basis_label, load_offers
         from gpuplan.plan.record import price_mark
 
         if min_gpu_memory is not None and not (0 < min_gpu_memory <= 4096):
             raise GpuplanError(_("--min-gpu-memory {min_gpu_memory} is out of range.").format(min_gpu_memory=min_gpu_memory), hint=_("Give GiB per GPU, e.g. 48."))
         items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
-        from gpuplan.catalog.regions import default_region
+        from gpuplan.catalog.hardware.regions import default_region
 
         shown = (region or default_region(cloud) or "").strip().lower()   # one region's prices, never a mix
         offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (not shown or o.region == shown)]
@@ -200,8 +200,8 @@ def catalog_import(
         if file is None:
             raise GpuplanError(_("Give the price file to import."),
                                hint=_("gpuplan catalog import quote.csv (or --remove to forget imported prices)"))
-        from gpuplan.catalog.alibaba_quotes import QuoteContext
-        from gpuplan.catalog.price_files import import_prices
+        from gpuplan.catalog.prices.alibaba_quotes import QuoteContext
+        from gpuplan.catalog.prices.price_files import import_prices
 
         ctx = QuoteContext(instance_type=instance_type, region=region, billing=billing, date=date, currency=currency)
         result = import_prices(file, fmt=fmt, ctx=ctx, dry_run=dry_run)
@@ -214,7 +214,7 @@ def catalog_import(
                        "and refreshed prices in every answer."))
         console.print(done.format(n=len(result.file.offers), file=result.file.path.name,
                                   format=_(_FORMAT_NAMES[result.file.format]), stored=result.stored), highlight=False)
-        from gpuplan.catalog.prices import price_note
+        from gpuplan.catalog.prices.prices import price_note
 
         for o in result.file.offers:
             console.print(f"  {o.instance_type}  {o.billing}  {price_note(o)}", highlight=False)

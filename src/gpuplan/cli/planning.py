@@ -24,7 +24,7 @@ _GS = Annotated[Optional[str], typer.Option("--gpu-spec", help=N_("A GPU the cat
 def _gpu_spec_flag(flags: dict[str, Any], text: str | None) -> None:
     """--gpu-spec: the inline GPU goes where --gpu would (hardware.gpu)."""
     if text:
-        from gpuplan.catalog.gpu_inline import parse_gpu_spec_arg
+        from gpuplan.catalog.hardware.gpu_inline import parse_gpu_spec_arg
 
         flags["gpu"] = parse_gpu_spec_arg(text)
 

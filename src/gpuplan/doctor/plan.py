@@ -1,8 +1,8 @@
 """What the machine should be: the plan bundle's ``plan.json`` and the catalog records it names.
 
 Tolerant by design: a key the plan lacks turns the matching check into "skip (not in plan)".
-The catalog is reached through two functions (``gpuplan.catalog.gpus.resolve_gpu`` and
-``gpuplan.catalog.instances.get_instance``); tests replace :class:`Expectations` wholesale.
+The catalog is reached through two functions (``gpuplan.catalog.hardware.gpus.resolve_gpu`` and
+``gpuplan.catalog.hardware.instances.get_instance``); tests replace :class:`Expectations` wholesale.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def resolve_gpu_spec(name: str | None) -> Any | None:
     if not name:
         return None
     try:
-        from gpuplan.catalog.gpus import resolve_gpu  # noqa: PLC0415 - catalog loads lazily
+        from gpuplan.catalog.hardware.gpus import resolve_gpu  # noqa: PLC0415 - catalog loads lazily
         spec, _note = resolve_gpu(name)
     except Exception:  # noqa: BLE001 - unknown name, or catalog not available
         return None
@@ -70,7 +70,7 @@ def lookup_instance(name: str | None) -> Any | None:
     if not name:
         return None
     try:
-        from gpuplan.catalog.instances import get_instance  # noqa: PLC0415
+        from gpuplan.catalog.hardware.instances import get_instance  # noqa: PLC0415
         return get_instance(name)
     except Exception:  # noqa: BLE001
         return None

@@ -20,7 +20,7 @@ from gpuplan.estimate.params import table
 from gpuplan.i18n import _
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gpuplan.catalog.gpus import GpuSpec
+    from gpuplan.catalog.hardware.gpus import GpuSpec
 
 
 def _entry(gpu_id: str) -> dict[str, Any] | None:
@@ -34,7 +34,7 @@ def _datasheet(gpu: "GpuSpec", dtype: str) -> float | None:
 def measured_share(gpu_id: str) -> tuple[float, float] | None:
     """(the GPU's measured share of its datasheet rate, the reference card's share in the same benchmark), or None
     when the GPU has no measurement in efficiency.yaml."""
-    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.catalog.hardware.gpus import get_gpu
 
     e = _entry(gpu_id)
     if e is None:

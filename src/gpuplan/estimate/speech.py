@@ -172,7 +172,7 @@ def speech_cache_bytes(model, precision: str, scale: float) -> tuple[float, floa
 
 def _decoder_bytes(model, bytes_per_param: float) -> float:
     comps = model.profile.components
-    dec_params = comps.get("decoder_params")  # counted from the config (catalog/speech.py), else the share
+    dec_params = comps.get("decoder_params")  # counted from the config (catalog/nonllm/speech.py), else the share
     return (float(dec_params) if dec_params else
             float(model.params_total) * float(table("nonllm", "speech_decoder_param_share"))) * bytes_per_param
 

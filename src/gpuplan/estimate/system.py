@@ -15,8 +15,8 @@ from gpuplan.estimate.params import table
 from gpuplan.i18n import N_, _
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gpuplan.catalog.gpus import GpuSpec
-    from gpuplan.catalog.instances import InstanceType
+    from gpuplan.catalog.hardware.gpus import GpuSpec
+    from gpuplan.catalog.hardware.instances import InstanceType
     from gpuplan.workload import Workload
 
 
@@ -245,7 +245,7 @@ def pipeline_schedule(w: "Workload", pp: int, framework: str, layers: int = 0) -
 
 def system_for_instance(inst: "InstanceType", nodes: int = 1) -> System:
     """A System of ``nodes`` instances of one cloud instance type."""
-    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.catalog.hardware.gpus import get_gpu
 
     gpu = get_gpu(inst.gpu)
     per_node = max(1, int(math.floor(inst.gpu_count))) if inst.gpu_count >= 1 else 1
@@ -300,12 +300,12 @@ def intra_node_link(gpu: "GpuSpec", gpus_per_node: int) -> str:
 
 def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
     """The fixed hardware of a workload (``hardware:`` block); defaults are reported."""
-    from gpuplan.catalog.gpus import resolve_gpu
+    from gpuplan.catalog.hardware.gpus import resolve_gpu
 
     notes: list[str] = []
     hw = w.hardware
     if hw and hw.instance_type:
-        from gpuplan.catalog.instances import get_instance
+        from gpuplan.catalog.hardware.instances import get_instance
 
         inst = get_instance(hw.instance_type)
         nodes = hw.nodes or 1
@@ -314,8 +314,8 @@ def system_from_workload(w: "Workload") -> tuple[System, list[str]]:
             nodes = max(1, math.ceil(hw.count / per))
         system = system_for_instance(inst, nodes)
         return system, notes
-    if hw and hw.gpu and not isinstance(hw.gpu, str):  # an inline GPU spec (catalog/gpu_inline.py)
-        from gpuplan.catalog.gpu_inline import inline_gpu
+    if hw and hw.gpu and not isinstance(hw.gpu, str):  # an inline GPU spec (catalog/hardware/gpu_inline.py)
+        from gpuplan.catalog.hardware.gpu_inline import inline_gpu
 
         gpu, assumed_values = inline_gpu(hw.gpu)
         notes.extend(assumed_values)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from gpuplan.catalog.instances import InstanceType, available_clouds, load_instances
+from gpuplan.catalog.hardware.instances import InstanceType, available_clouds, load_instances
 from gpuplan.plan.record import Plan
 
 

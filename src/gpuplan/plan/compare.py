@@ -41,7 +41,7 @@ def pick_plan(ranked: list) -> Any | None:
 
 
 def _gpu_memory_gib(plan_dict: dict[str, Any], cloud: str) -> float | None:
-    from gpuplan.catalog.instances import load_instances
+    from gpuplan.catalog.hardware.instances import load_instances
 
     inst = load_instances(cloud).get(plan_dict["instance_type"])
     if inst is None or not inst.gpu_memory_gib:
@@ -82,7 +82,7 @@ def _short_job(w: Workload, plans: list) -> float | None:
 def _cloud_workload(w: Workload, cloud: str, currency: str) -> Workload:
     """The workload restricted to one cloud, its regions (the given ones that belong to it, else its
     default) and one currency."""
-    from gpuplan.catalog.regions import load_regions
+    from gpuplan.catalog.hardware.regions import load_regions
 
     cons = w.constraints.model_dump(exclude_none=True) if w.constraints else {}
     regions = [r for r in (cons.get("regions") or []) if r.lower() in load_regions(cloud)]
@@ -93,7 +93,7 @@ def _cloud_workload(w: Workload, cloud: str, currency: str) -> Workload:
 def compare_clouds(w: Workload, *, currency: str = "CNY", today: dt.date | None = None) -> dict[str, Any]:
     """Per cloud and billing mode: the cheapest plan of `recommend` over that cloud's catalog, in
     ``currency`` (the dated rate of data/fx.yaml), as rows that can be read side by side."""
-    from gpuplan.catalog.instances import available_clouds, load_instances
+    from gpuplan.catalog.hardware.instances import available_clouds, load_instances
     from gpuplan.plan import recommend
     from gpuplan.plan.money.cost import load_fx
 

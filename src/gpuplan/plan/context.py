@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuplan.catalog.instances import InstanceType
+from gpuplan.catalog.hardware.instances import InstanceType
 from gpuplan.i18n import N_
 from gpuplan.plan.money import cost as costm
 from gpuplan.plan.search.candidates import is_llm

@@ -113,7 +113,7 @@ class Draft:
 
 
 def plans_for(ctx: PlanContext, c: Candidate) -> list[Draft]:
-    from gpuplan.catalog.regions import load_regions
+    from gpuplan.catalog.hardware.regions import load_regions
 
     out = []
     priced = False

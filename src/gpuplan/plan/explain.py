@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gpuplan.catalog.instances import InstanceType
+from gpuplan.catalog.hardware.instances import InstanceType
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.plan.money.ranges import memory_need

@@ -87,7 +87,7 @@ class QuickResult:
 
 def _gpu_gib(plan) -> float | None:
     """Nominal GPU memory (GiB per GPU) of a plan's instance type, as the catalog publishes it."""
-    from gpuplan.catalog.instances import load_instances
+    from gpuplan.catalog.hardware.instances import load_instances
 
     inst = load_instances().get(plan.instance_type)
     return inst.gpu_memory_gib if inst else None

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType
-from gpuplan.catalog.prices import load_offers
+from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD, InstanceType
+from gpuplan.catalog.prices.prices import load_offers
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import calibration_notes
 from gpuplan.i18n import _

@@ -64,7 +64,7 @@ def normalize_spec(spec: str) -> str:
 def _resolve_with_catalog(spec: str) -> str | None:
     """Fallback: the project's GPU alias resolver, if present. Returns a canonical id or None."""
     try:
-        from gpuplan.catalog.gpus import resolve_gpu  # written by another module; optional here
+        from gpuplan.catalog.hardware.gpus import resolve_gpu  # written by another module; optional here
     except ImportError:
         return None
     try:

@@ -14,7 +14,7 @@ same file). A removal rewrites (or deletes) each file it touches the same way.
 
 This module only stores and lists rows; checking them is the catalog's job
 (:mod:`gpuplan.catalog.price_import`), and reading them into offers is
-:func:`gpuplan.catalog.prices.load_offers`, the one overlay every answer goes through.
+:func:`gpuplan.catalog.prices.prices.load_offers`, the one overlay every answer goes through.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from gpuplan.providers.cache import LOCK_TIMEOUT_S, CacheBusy, _fsync_dir, csv_t
 
 IMPORTS = "imports"
 SUFFIX = ".csv"
-# The columns of a stored import: the user price-file schema (catalog.prices._USER_COLUMNS), cloud first.
+# The columns of a stored import: the user price-file schema (catalog.prices.prices._USER_COLUMNS), cloud first.
 COLUMNS: tuple[str, ...] = ("cloud", "instance_type", "region", "billing", "price", "unit", "currency", "as_of",
                             "source", "confidence", "notes", "kind", "rule", "basis")
 _SAFE = re.compile(r"[^0-9A-Za-z._-]+")

@@ -16,7 +16,7 @@ from typing import Any
 
 from pathlib import Path
 
-from gpuplan.catalog.prices import RULE_UNITS, STALE_AFTER_DAYS
+from gpuplan.catalog.prices.prices import RULE_UNITS, STALE_AFTER_DAYS
 from gpuplan.i18n import N_, _, localize
 from gpuplan.providers import cache
 from gpuplan.providers.base import BUNDLED_CLOUDS, REFRESHABLE_CLOUDS
@@ -70,7 +70,7 @@ def _usable(cached: dict[str, Any] | None) -> bool:
 def _imports(cache_dir: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
     """The buyer's imported prices (``gpuplan catalog import``), per imported file, each checked again:
     ``problem`` says why a file is not used (then its rows are left out of every answer)."""
-    from gpuplan.catalog.price_files import read_stored_import
+    from gpuplan.catalog.prices.price_files import read_stored_import
     from gpuplan.errors import GpuplanError
     from gpuplan.providers.imported import listing
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from gpuplan.catalog.prices import STALE_AFTER_DAYS
+from gpuplan.catalog.prices.prices import STALE_AFTER_DAYS
 from gpuplan.i18n import N_, tr
 from gpuplan.plan.compare import BILLING_WORDS
 from gpuplan.render.fit import Column, fitted_table, print_fitted

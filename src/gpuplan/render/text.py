@@ -49,7 +49,7 @@ def instances_table(insts: Iterable, lang: str, prices: dict | None = None, *, w
                     wide: bool = False):
     """Instance types as a fitted table (render.fit): type, GPU and price first; the rest by priority,
     folded into a detail line when the terminal is narrow. ``prices``: {instance type: (price, where)}."""
-    from gpuplan.catalog.instances import STATUS_NAMES
+    from gpuplan.catalog.hardware.instances import STATUS_NAMES
     from gpuplan.plan.record import PRICE_MARKS
     from gpuplan.render.fit import Column, fitted_table, price_legend
 

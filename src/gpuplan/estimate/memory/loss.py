@@ -15,7 +15,7 @@ def chunked_loss_applies(model) -> bool:
     remote code: data/model_sources.yaml) whose forward hands the LM head's output straight to the loss (the families
     of memory.chunked_loss.model_loss_families soft-cap or scale their logits first). train.py's use_chunked_loss
     checks the same at launch and stops a run the plan sized otherwise."""
-    from gpuplan.catalog.remote_code import needs_remote_code
+    from gpuplan.catalog.configs.remote_code import needs_remote_code
 
     if getattr(model, "kind", "decoder") != "decoder":
         return False

@@ -9,7 +9,7 @@ preset by Alibaba PAI on Lingjun RoCE clusters https://www.alibabacloud.com/help
 
 from __future__ import annotations
 
-from gpuplan.catalog.instances import InstanceType
+from gpuplan.catalog.hardware.instances import InstanceType
 from gpuplan.i18n import _
 
 ERDMA_DOC = "https://help.aliyun.com/en/ecs/user-guide/erdma-usage/"

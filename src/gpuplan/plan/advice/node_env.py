@@ -1,5 +1,5 @@
 """The node environments a plan can run in (data/environments.yaml), read by the planner, the bundle renderer and the
-preflight alike: one table, one rule for which regions are mainland (catalog.regions.is_mainland), one list of hosts
+preflight alike: one table, one rule for which regions are mainland (catalog.hardware.regions.is_mainland), one list of hosts
 a mainland node must not depend on, one set of pins per stack.
 
 - the planner counts the image pull of a plan from the image's size and where it is pulled from (:func:`image_pull`);
@@ -14,7 +14,7 @@ import functools
 from importlib.resources import files as _pkg_files
 from typing import Any
 
-from gpuplan.catalog.regions import is_mainland
+from gpuplan.catalog.hardware.regions import is_mainland
 from gpuplan.datafiles import load_data
 
 STACKS = ("training", "megatron", "vllm", "sglang", "diffusers", "whisper")

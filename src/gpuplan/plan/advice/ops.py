@@ -15,7 +15,7 @@ import re
 from importlib.resources import files
 from typing import Any
 
-from gpuplan.catalog.regions import is_mainland, load_compliance  # noqa: F401 - re-exported (one rule)
+from gpuplan.catalog.hardware.regions import is_mainland, load_compliance  # noqa: F401 - re-exported (one rule)
 from gpuplan.datafiles import load_data
 from gpuplan.i18n import _
 from gpuplan.plan.money.transfer import job_transfers, plan_fixed_s
@@ -34,7 +34,7 @@ def family_of(instance_type: str | None) -> str | None:
     if not instance_type:
         return None
     try:
-        from gpuplan.catalog.instances import get_instance
+        from gpuplan.catalog.hardware.instances import get_instance
 
         return get_instance(instance_type).family
     except Exception:  # noqa: BLE001 - unknown types fall back to the naming rule

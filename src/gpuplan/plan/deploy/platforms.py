@@ -25,7 +25,7 @@ PLATFORMS = ("function-compute", "pai-eas", "ack")
 def gpu_estimator(workload, model=None) -> EstimateForGpu:
     """``estimate_for_gpu(gpu_id, memory_gib, fraction)``: the workload on one GPU, or a slice of one
     (``fraction`` of its compute and bandwidth, ``memory_gib`` of memory). Cached per argument."""
-    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.catalog.hardware.gpus import get_gpu
     from gpuplan.catalog.models import resolve_model
     from gpuplan.errors import GpuplanError
     from gpuplan.estimate.core import estimate_resolved

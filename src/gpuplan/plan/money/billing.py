@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuplan.catalog.availability import availability
-from gpuplan.catalog.prices import STALE_AFTER_DAYS
+from gpuplan.catalog.hardware.availability import availability
+from gpuplan.catalog.prices.prices import STALE_AFTER_DAYS
 from gpuplan.i18n import N_, _
 from gpuplan.plan.money import cost as costm
 from gpuplan.plan.record import Plan, rnd
@@ -165,7 +165,7 @@ def annotate(plans: Sequence[Plan], book: costm.PriceBook, today: dt.date | None
              alibaba_types: frozenset[str] = frozenset(), options_top: int | None = None) -> list[Plan]:
     """The plans with their price basis and age and availability, and (the first ``options_top`` plans,
     all when None) the billing options at the workload's duration (see the module doc)."""
-    from gpuplan.catalog.instances import load_instances
+    from gpuplan.catalog.hardware.instances import load_instances
 
     today = today or book.today or dt.date.today()
     families = {t: i.family for t, i in load_instances("alibaba").items()} if alibaba_types else {}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from importlib.resources import files
 from typing import Any
 
-from gpuplan.catalog.prices import BASIS_WORDS, RULE_REGION_PROXY, Offer, offer_note
+from gpuplan.catalog.prices.prices import BASIS_WORDS, RULE_REGION_PROXY, Offer, offer_note
 from gpuplan.datafiles import load_data
 from gpuplan.i18n import _, localize
 from gpuplan.plan.money.spot import (DEFAULT_SPOT, SPOT_CAP_SOURCE, SPOT_SOURCE, SpotDefault, SpotModel,  # noqa: F401
@@ -112,10 +112,10 @@ class Price:
     source: str
     estimated: bool = False      # not a quote: a derived or guessed row, or spot guessed from pay-as-you-go
     note: str = ""
-    kind: str = ""               # official | third-party | inferred | estimated | user (catalog.prices.PRICE_KINDS)
+    kind: str = ""               # official | third-party | inferred | estimated | user (catalog.prices.prices.PRICE_KINDS)
     rule: str = ""               # how a derived or guessed price was computed
     margin: float = 0.0          # how far the charged price may be above this one (fraction; plan_costs.yaml)
-    basis: str = "quoted"        # quoted | derived | guessed (catalog.prices.PRICE_BASES)
+    basis: str = "quoted"        # quoted | derived | guessed (catalog.prices.prices.PRICE_BASES)
 
 
 class PriceBook:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpuplan.catalog.instances import InstanceType
+from gpuplan.catalog.hardware.instances import InstanceType
 from gpuplan.i18n import _
 from gpuplan.units import GIB
 

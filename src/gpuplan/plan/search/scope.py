@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.catalog.instances import DEFAULT_CLOUD, InstanceType, load_instances
+from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD, InstanceType, load_instances
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.plan.money import cost as costm
@@ -16,7 +16,7 @@ from gpuplan.workload import Workload
 
 def default_regions(clouds: list[str], book: costm.PriceBook) -> list[str]:
     """One region per cloud when the user names none: the cloud's default (regions.yaml)."""
-    from gpuplan.catalog.regions import default_region
+    from gpuplan.catalog.hardware.regions import default_region
 
     out = [r for r in (default_region(c) for c in clouds) if r]
     return list(dict.fromkeys(out)) or list(book.regions) or ["cn-shanghai"]
@@ -52,7 +52,7 @@ def variants(w: Workload, cons) -> list[Variant]:
 def _catalog_name(gpu) -> str:
     """The catalog card an inline GPU spec names; the search covers catalog instances only, so an inline
     card the catalog lacks is one error that says so (estimate runs on it)."""
-    from gpuplan.catalog.gpus import resolve_gpu
+    from gpuplan.catalog.hardware.gpus import resolve_gpu
 
     try:
         resolve_gpu(gpu.name)
@@ -81,7 +81,7 @@ def instances(w: Workload, given, cache_dir) -> list[InstanceType]:
             raise GpuplanError(_("Unknown instance type {name!r}.").format(name=hw.instance_type),
                                hint=_("See `gpuplan instances`."))
     if hw and hw.gpu:
-        from gpuplan.catalog.gpus import resolve_gpu
+        from gpuplan.catalog.hardware.gpus import resolve_gpu
 
         spec, _unused = resolve_gpu(hw.gpu if isinstance(hw.gpu, str) else _catalog_name(hw.gpu))
         insts = [i for i in insts if i.gpu == spec.id]

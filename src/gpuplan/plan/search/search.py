@@ -9,7 +9,7 @@ import gc
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuplan.catalog.instances import InstanceType
+from gpuplan.catalog.hardware.instances import InstanceType
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import Estimate, estimate_resolved
 from gpuplan.estimate.system import (

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuplan.catalog.instances import InstanceType
+from gpuplan.catalog.hardware.instances import InstanceType
 from gpuplan.estimate.core import Estimate
 from gpuplan.estimate.system import Layout
 from gpuplan.plan.search.candidates import Knobs

@@ -207,7 +207,7 @@ def _model_ref(workload: Any, estimate: dict) -> str:
 
 def _instance(instance_type: str):
     try:
-        from gpuplan.catalog.instances import get_instance
+        from gpuplan.catalog.hardware.instances import get_instance
 
         return get_instance(instance_type)
     except GpuplanError:

@@ -32,7 +32,7 @@ RENDERED_ENGINES = ("vllm", "sglang")
 def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
     """(has BF16, compute capability) from data/gpus.yaml; unknown GPUs are assumed BF16-capable."""
     try:
-        from gpuplan.catalog.gpus import resolve_gpu
+        from gpuplan.catalog.hardware.gpus import resolve_gpu
 
         spec, _unused = resolve_gpu(gpu)
     except Exception:  # noqa: BLE001 - an unknown GPU id: no catalog facts

@@ -41,7 +41,7 @@ def gpu_name(gpu_id: str) -> str:
 
 def min_driver_major(gpu_id: str) -> int:
     try:
-        from gpuplan.catalog.gpus import resolve_gpu
+        from gpuplan.catalog.hardware.gpus import resolve_gpu
 
         spec, _ = resolve_gpu(gpu_id)
         return MIN_DRIVER_MAJOR.get(spec.architecture, DEFAULT_MIN_DRIVER_MAJOR)

@@ -8,7 +8,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from gpuplan.catalog.remote_code import model_sources, needs_remote_code
+from gpuplan.catalog.configs.remote_code import model_sources, needs_remote_code
 
 __all__ = ["ModelScopeId", "model_sources", "modelscope_id", "needs_remote_code"]
 

@@ -106,7 +106,7 @@ class GpuSpec:
     sources: tuple[str, ...]
     unconfirmed: tuple[str, ...]
     notes: str
-    # A card described inline (catalog/gpu_inline.py) may declare the share of its datasheet tensor rate it
+    # A card described inline (catalog/hardware/gpu_inline.py) may declare the share of its datasheet tensor rate it
     # sustains under a long GEMM load; a catalog card's comes from data/efficiency.yaml sustained_tensor
     # (estimate/clocks.py). Not a gpus.yaml field.
     sustained_tensor_fraction: float | None = None

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from gpuplan.catalog.gpus import resolve_gpu
-from gpuplan.catalog.instances import DEFAULT_CLOUD, STATUSES, InstanceType, check_choice, find_family, load_instances
-from gpuplan.catalog.regions import check_regions
-from gpuplan.catalog.prices import load_offers
+from gpuplan.catalog.hardware.gpus import resolve_gpu
+from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD, STATUSES, InstanceType, check_choice, find_family, load_instances
+from gpuplan.catalog.hardware.regions import check_regions
+from gpuplan.catalog.prices.prices import load_offers
 
 __all__ = ["filter_instances"]
 
@@ -26,7 +26,7 @@ def filter_instances(
 ) -> list[InstanceType]:
     """Instance types matching every given filter, in catalog order. None = no filter.
 
-    ``gpu`` is a user string resolved by :func:`gpuplan.catalog.gpus.resolve_gpu` ("A10",
+    ``gpu`` is a user string resolved by :func:`gpuplan.catalog.hardware.gpus.resolve_gpu` ("A10",
     "a100 80g", ...) and compared by canonical id. ``region`` keeps the types that have a price
     in that region (per-region availability is not in the catalog).
     """

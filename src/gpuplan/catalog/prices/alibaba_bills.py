@@ -1,4 +1,4 @@
-"""An Alibaba bill export read as price rows (see :mod:`gpuplan.catalog.alibaba_quotes` for the rows' shape).
+"""An Alibaba bill export read as price rows (see :mod:`gpuplan.catalog.prices.alibaba_quotes` for the rows' shape).
 
 Bill export: the console's detail bill exported as CSV (Expenses and Costs > Bill Details > export).
 Column names (Chinese site, as in Alibaba's own log-service example of a bill file,
@@ -19,7 +19,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from gpuplan.catalog.alibaba_quotes import Parsed, QuoteContext, RawRow
+from gpuplan.catalog.prices.alibaba_quotes import Parsed, QuoteContext, RawRow
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.units import HOURS_PER_MONTH

@@ -3,7 +3,7 @@ explorer (here), and a bill export (the console's 费用明细 / "Billing Detail
 
 Both give raw rows in the user price-file schema; checking them against the catalog (instance types and
 regions with did-you-mean, prices > 0, dates, currencies) is the one validator's job
-(:func:`gpuplan.catalog.price_files.check_rows`), so every format is held to the same rules.
+(:func:`gpuplan.catalog.prices.price_files.check_rows`), so every format is held to the same rules.
 
 DescribePrice (ECS API 2014-05-26, https://help.aliyun.com/document_detail/107829.html; the answer's
 shape as in the SDK's ``DescribePriceResponse``: ``PriceInfo.Price`` with ``OriginalPrice``,
@@ -13,7 +13,7 @@ the billing mode come from flags (``--instance-type --region --billing``) or fro
 to it (``InstanceType``, ``RegionId``, ``PriceUnit``, ``Period``, ``SpotStrategy``, at the top level or
 under ``request``), and the result says which. The price is the ``instanceType`` line's ``TradePrice``
 (what the account pays, the system disk left out), else the whole order's.
-Bill exports are read by :mod:`gpuplan.catalog.alibaba_bills`.
+Bill exports are read by :mod:`gpuplan.catalog.prices.alibaba_bills`.
 """
 
 from __future__ import annotations

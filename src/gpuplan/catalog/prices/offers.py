@@ -1,7 +1,7 @@
 """One price row: the ``Offer`` record, the columns and values of prices.csv, and the row parser every
 price file goes through (the bundled snapshot, the live refresh's cache, the buyer's imports and
-``--prices`` files; docs/catalog-schema.md). The overlay of those layers is :mod:`gpuplan.catalog.prices`;
-the user's own files (their formats and the one validator) are :mod:`gpuplan.catalog.price_files`."""
+``--prices`` files; docs/catalog-schema.md). The overlay of those layers is :mod:`gpuplan.catalog.prices.prices`;
+the user's own files (their formats and the one validator) are :mod:`gpuplan.catalog.prices.price_files`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from gpuplan.catalog.instances import parse_number, read_csv_rows
+from gpuplan.catalog.hardware.instances import parse_number, read_csv_rows
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.units import HOURS_PER_MONTH
@@ -41,7 +41,7 @@ PRICE_BASES = ("quoted", "derived", "guessed")
 # file: import) are quoted by the buyer.
 _DEFAULT_KIND = {"bundled": None, "cache": "official", "user": "user", "import": "user"}
 _DEFAULT_BASIS = {"bundled": None, "cache": "quoted", "user": "quoted", "import": "quoted"}
-# A user's price file may leave these out (defaults in catalog.price_files) and may add a `cloud` column.
+# A user's price file may leave these out (defaults in catalog.prices.price_files) and may add a `cloud` column.
 USER_OPTIONAL_COLUMNS = ("source", "confidence", "notes", "kind", "rule", "basis")
 USER_COLUMNS = PRICE_COLUMNS + OPTIONAL_PRICE_COLUMNS + ("cloud",)
 BILLINGS = ("payg", "subscription", "spot")

@@ -6,7 +6,7 @@ Formats (``detect_format`` picks one; ``--format`` forces it):
   price, currency, unit (hour | month), date, source`` (``as_of`` may stand for ``date``; ``cloud`` defaults
   to alibaba; ``notes``, ``confidence``, ``kind``, ``rule`` and ``basis`` are optional);
 - ``describe-price``: an ECS DescribePrice answer saved from Alibaba's API explorer, with the type, region
-  and billing it was asked for from flags or fields saved next to it (:mod:`gpuplan.catalog.alibaba_quotes`);
+  and billing it was asked for from flags or fields saved next to it (:mod:`gpuplan.catalog.prices.alibaba_quotes`);
 - ``bill``: an Alibaba bill export (费用明细 CSV), the hourly price derived from amount and usage.
 
 Every format goes through :func:`check_rows`, also used by ``--prices FILE``: the whole file is checked
@@ -26,10 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuplan.catalog.alibaba_bills import bill_rows, is_bill
-from gpuplan.catalog.alibaba_quotes import QuoteContext, RawRow, describe_price_rows
-from gpuplan.catalog.instances import DEFAULT_CLOUD, available_clouds, get_instance, load_instances, read_csv_rows
-from gpuplan.catalog.offers import (BILLINGS, KNOWN_CURRENCIES, PRICE_COLUMNS, USER_COLUMNS, USER_OPTIONAL_COLUMNS,
+from gpuplan.catalog.prices.alibaba_bills import bill_rows, is_bill
+from gpuplan.catalog.prices.alibaba_quotes import QuoteContext, RawRow, describe_price_rows
+from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD, available_clouds, get_instance, load_instances, read_csv_rows
+from gpuplan.catalog.prices.offers import (BILLINGS, KNOWN_CURRENCIES, PRICE_COLUMNS, USER_COLUMNS, USER_OPTIONAL_COLUMNS,
                                     Offer, parse_offer_row)
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.i18n import N_, _
@@ -96,7 +96,7 @@ def _csv_rows(text: str, name: str) -> list[RawRow]:
 
 
 def _region_ids(cloud: str) -> dict[str, str]:
-    from gpuplan.catalog.regions import load_regions
+    from gpuplan.catalog.hardware.regions import load_regions
 
     return load_regions(cloud)
 

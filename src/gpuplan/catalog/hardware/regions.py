@@ -9,7 +9,7 @@ from importlib.resources import files
 from typing import Any
 
 from gpuplan.datafiles import load_data
-from gpuplan.catalog.instances import DEFAULT_CLOUD, available_clouds, check_cloud, data_root
+from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD, available_clouds, check_cloud, data_root
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.i18n import N_, _
 
@@ -88,7 +88,7 @@ def load_compliance() -> dict[str, Any]:
 
 def is_mainland(region: str | None) -> bool:
     """Alibaba region ids in the Chinese mainland (compliance.yaml; any ``cn-`` id but cn-hongkong). One rule
-    for the compliance notes (plan/advice/ops.py) and the model hub a config is fetched from (catalog/hub.py)."""
+    for the compliance notes (plan/advice/ops.py) and the model hub a config is fetched from (catalog/configs/hub.py)."""
     if not region:
         return False
     doc = load_compliance()

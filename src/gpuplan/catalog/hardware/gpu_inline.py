@@ -1,7 +1,7 @@
 """A GPU the catalog lacks, described in the workload: ``hardware: {gpu: {name: ..., memory_gib: 24, ...}}``.
 
 The spec is the user's input (pydantic); :func:`inline_gpu` turns it into the same frozen
-:class:`~gpuplan.catalog.gpus.GpuSpec` the catalog yields, so every estimator reads it the same way, and
+:class:`~gpuplan.catalog.hardware.gpus.GpuSpec` the catalog yields, so every estimator reads it the same way, and
 lists each value it had to assume (a dtype left out, the usable memory, the links) for the result's
 assumptions. ``estimate`` runs on it; ``recommend`` searches the catalog's instances only, so an inline GPU
 there must name a catalog card (plan/search/scope.py says so).
@@ -15,7 +15,7 @@ Assumptions for what is left out (docs/workload.md "An inline GPU"):
 * ``tf32``, ``fp8``, ``int8``: no such path unless given;
 * ``sustained_tensor_fraction``: 1 (the datasheet rates hold under load; a catalog card's comes from
   data/efficiency.yaml ``sustained_tensor``, keyed by catalog id, which an inline name does not match);
-* usable memory: ``memory_gib`` x 15/16 (catalog/gpus.UNKNOWN_DRIVER_MEMORY_FACTOR) unless
+* usable memory: ``memory_gib`` x 15/16 (catalog/hardware/gpus.UNKNOWN_DRIVER_MEMORY_FACTOR) unless
   ``driver_memory_mib`` is given; PCIe gen 4, no NVLink unless given.
 """
 
@@ -68,7 +68,7 @@ class GpuInlineSpec(BaseModel):
 
 def inline_gpu(spec: GpuInlineSpec):
     """(GpuSpec, the values assumed) for an inline GPU spec. A rate of 0 means the GPU has no such path."""
-    from gpuplan.catalog.gpus import UNKNOWN_DRIVER_MEMORY_FACTOR, GpuSpec
+    from gpuplan.catalog.hardware.gpus import UNKNOWN_DRIVER_MEMORY_FACTOR, GpuSpec
 
     notes: list[str] = []
 

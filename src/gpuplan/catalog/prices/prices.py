@@ -24,8 +24,8 @@ import logging
 import os
 from collections.abc import Iterable
 
-from gpuplan.catalog.instances import available_clouds, cache_file, get_instance, load_instances, load_sources
-from gpuplan.catalog.offers import (  # noqa: F401  (the price record and its schema, re-exported)
+from gpuplan.catalog.hardware.instances import available_clouds, cache_file, get_instance, load_instances, load_sources
+from gpuplan.catalog.prices.offers import (  # noqa: F401  (the price record and its schema, re-exported)
     BILLINGS,
     CONFIDENCES,
     KNOWN_CURRENCIES,
@@ -47,10 +47,10 @@ log = logging.getLogger("gpuplan")
 
 def read_user_prices(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> list[Offer]:
     """A user's price file (``--prices``), checked by the same validator as ``gpuplan catalog import``
-    (gpuplan.catalog.price_files): the prices.csv schema (``date`` may stand for ``as_of``) plus an
+    (gpuplan.catalog.prices.price_files): the prices.csv schema (``date`` may stand for ``as_of``) plus an
     optional ``cloud`` column, a DescribePrice answer or an Alibaba bill export. The whole file is checked
     (instance types and regions with did-you-mean, prices > 0, dates, currencies) before any row is used."""
-    from gpuplan.catalog.price_files import read_price_file
+    from gpuplan.catalog.prices.price_files import read_price_file
 
     return list(read_price_file(path, cache_dir=cache_dir).offers)
 
@@ -62,7 +62,7 @@ def imported_offers(clouds: Iterable[str], cache_dir: str | os.PathLike | None =
     """The buyer's imported prices (``gpuplan catalog import``) of ``clouds``. A stored import that no
     longer passes the checks (edited by hand, or naming a type the catalog has dropped) is left out with
     a one-line warning; ``gpuplan catalog status`` shows it."""
-    from gpuplan.catalog.price_files import read_stored_import
+    from gpuplan.catalog.prices.price_files import read_stored_import
     from gpuplan.providers.imported import import_files
 
     wanted = set(clouds)

@@ -21,7 +21,7 @@ from typing import Any
 
 from gpuplan.catalog.model_spec import ModelSpec, NonLLMProfile
 from gpuplan.catalog.model_validate import validate_spec
-from gpuplan.catalog.towers import LAYOUTS, ViTLayout, vit_params
+from gpuplan.catalog.configs.towers import LAYOUTS, ViTLayout, vit_params
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 

@@ -90,7 +90,7 @@ def whisper_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
         head_dim=d // heads, vocab_size=vocab, tie_word_embeddings=True, params_total=total, params_active=total,
         source="user config.json", profile=profile,
         notes=_("Whisper encoder-decoder: d_model {d}, {enc} encoder + {dec} decoder layers, {mels} mel bins; "
-                "profile computed from the config (catalog/speech.py)").format(d=d, enc=enc_l, dec=dec_l, mels=mels),
+                "profile computed from the config (catalog/nonllm/speech.py)").format(d=d, enc=enc_l, dec=dec_l, mels=mels),
         unconfirmed=("profile.forward_flops_per_sample", "profile.activation_bytes_per_sample"),
     )
     return validate_spec(spec)

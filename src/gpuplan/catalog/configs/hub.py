@@ -7,7 +7,7 @@ cache folder (``$GPUPLAN_CACHE_DIR/hub/``) and parsed with ``from_hf_config``. A
 offline too. The resulting ModelSpec says where its shape came from in ``assumptions``.
 
 Which hub: an ``hf:`` / ``modelscope:`` (``ms:``) prefix names one; otherwise ModelScope first when the
-workload's region is in the Chinese mainland (catalog/regions.is_mainland: Hugging Face is not reachable
+workload's region is in the Chinese mainland (catalog/hardware/regions.is_mainland: Hugging Face is not reachable
 there), Hugging Face first elsewhere (``$HF_ENDPOINT`` honoured, e.g. hf-mirror.com), the other one second;
 ``GPUPLAN_HUB=hf|modelscope`` overrides the order.
 
@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gpuplan.catalog.hf_config import from_hf_config
+from gpuplan.catalog.configs.hf_config import from_hf_config
 from gpuplan.catalog.model_spec import ModelSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
@@ -90,7 +90,7 @@ def hub_order(named: str, region: str | None = None) -> tuple[str, ...]:
         return (named,)
     first = _env(HUB_ENV)
     if first not in HUBS:
-        from gpuplan.catalog.regions import is_mainland
+        from gpuplan.catalog.hardware.regions import is_mainland
 
         first = "modelscope" if is_mainland(region) and not os.environ.get(HF_ENDPOINT_ENV) else "hf"
     return (first, *(h for h in HUBS if h != first))
@@ -109,7 +109,7 @@ def config_url(hub: str, repo: str) -> str:
 
 
 def cache_path(hub: str, repo: str, cache_dir: str | os.PathLike | None = None, path: str = "config.json") -> Path:
-    from gpuplan.catalog.instances import default_cache_dir
+    from gpuplan.catalog.hardware.instances import default_cache_dir
 
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     stem = repo.replace("/", "__")
@@ -202,7 +202,7 @@ def _spec_from_hub(hub: str, repo: str, fetcher: Fetcher, cache_dir) -> tuple[Mo
         cfg, url, cached = _fetch_json(hub, repo, "config.json", fetcher, cache_dir)
     except _NotThere:
         index, url, cached = _fetch_json(hub, repo, "model_index.json", fetcher, cache_dir)
-        from gpuplan.catalog.diffusers import pipeline_spec
+        from gpuplan.catalog.nonllm.diffusers import pipeline_spec
 
         def read(rel: str) -> Mapping[str, Any] | None:
             try:

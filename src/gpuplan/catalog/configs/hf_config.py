@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuplan.catalog.hf_archs import HF_ARCHS, MIN_KEYS_HINT, PLAIN_DEFAULT_FFN, HfArch
+from gpuplan.catalog.configs.hf_archs import HF_ARCHS, MIN_KEYS_HINT, PLAIN_DEFAULT_FFN, HfArch
 from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec
 from gpuplan.catalog.model_validate import validate_spec
-from gpuplan.catalog.towers import tower_params
+from gpuplan.catalog.configs.towers import tower_params
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.safeio import load_json, read_text_bounded
@@ -325,7 +325,7 @@ def _nonllm_builder(cfg: Mapping[str, Any]):
     raw = cfg.get("model_type")
     if not isinstance(raw, str):
         return None
-    from gpuplan.catalog.nonllm_configs import NONLLM_BUILDERS
+    from gpuplan.catalog.configs.nonllm_configs import NONLLM_BUILDERS
 
     return NONLLM_BUILDERS.get(raw.lower().replace("-", "_"))
 
@@ -362,7 +362,7 @@ def load_config_file(path: str | os.PathLike) -> ModelSpec:
     pipeline = p if p.is_dir() and (p / "model_index.json").is_file() and not (p / "config.json").is_file() else (
         p.parent if p.name == "model_index.json" and p.is_file() else None)
     if pipeline is not None:  # a diffusers pipeline folder: its components' configs
-        from gpuplan.catalog.diffusers import load_pipeline_folder
+        from gpuplan.catalog.nonllm.diffusers import load_pipeline_folder
 
         return load_pipeline_folder(pipeline)
     try:

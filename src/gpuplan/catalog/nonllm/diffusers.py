@@ -197,7 +197,7 @@ def pipeline_spec(index: Mapping[str, Any], read: Reader, name: str, source: str
         params_active=total, source=source, profile=profile,
         unconfirmed=("profile.forward_flops_per_sample", "profile.activation_bytes_per_sample", "profile.components.vae"),
         notes=_("{pipe}: {kind} transformer {tp:.2f} B, text encoders {te:.2f} B, VAE {vae:.0f} M; {steps} steps, "
-                "{passes} pass(es) per step; profile computed from the pipeline's configs (catalog/diffusers.py)").format(
+                "{passes} pass(es) per step; profile computed from the pipeline's configs (catalog/nonllm/diffusers.py)").format(
             pipe=pipe_cls or kind, kind=kind, tp=dit["params"] / 1e9, te=text_params / 1e9, vae=comps["vae"] / 1e6,
             steps=steps, passes=passes),
     )

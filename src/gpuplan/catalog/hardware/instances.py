@@ -7,7 +7,7 @@ https://www.alibabacloud.com/help/en/ecs/user-guide/gpu-accelerated-compute-opti
 
 Overlay: the bundled CSV first, then the cached ``instances.csv`` when there is one (the live
 refresh's snapshot, see :func:`cache_file`; the same schema); a later row with the same ``instance_type`` replaces
-an earlier one. Per-region availability is *not* captured here: ``gpuplan.catalog.query.filter_instances(region=...)``
+an earlier one. Per-region availability is *not* captured here: ``gpuplan.catalog.hardware.query.filter_instances(region=...)``
 keeps the types that have a price in that region, nothing more.
 """
 
@@ -173,7 +173,7 @@ def clear_cache() -> None:
     _load_cloud.cache_clear()
     load_families.cache_clear()
     available_clouds.cache_clear()
-    load_sources.cache_clear()   # (regions.yaml is bundled only: catalog/regions.py caches it for good)
+    load_sources.cache_clear()   # (regions.yaml is bundled only: catalog/hardware/regions.py caches it for good)
 
 
 # --------------------------------------------------------------------------- parsing helpers
