@@ -2,7 +2,7 @@
 
 Usage: python bench/trace_vs_analytic.py [--quick] [--out bench/results/trace_vs_analytic.md] [--only NAME ...]
 
-Runs ``gpuplan.estimate.trace.trace_estimate`` (torch fake tensors + MemTracker, CPU only) on a few
+Runs ``gpuplan.estimate.tracing.trace.trace_estimate`` (torch fake tensors + MemTracker, CPU only) on a few
 small configs (and one 7B shape unless ``--quick``) and writes one table row per case with the
 trace / analytic ratios. The analytic peak is compared without its cuBLAS/flash workspace term,
 which the trace cannot see. Needs the ``gpuplan[trace]`` extra (torch, transformers; peft for the
@@ -67,7 +67,7 @@ SLOW = {name for name, _ in CASES if "7B" in name}
 
 
 def run_case(name: str, data: dict) -> dict:
-    from gpuplan.estimate.trace import trace_estimate
+    from gpuplan.estimate.tracing.trace import trace_estimate
 
     t0 = time.perf_counter()
     r = trace_estimate(parse_workload(data))

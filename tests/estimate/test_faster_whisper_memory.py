@@ -20,7 +20,7 @@ import pytest
 
 from gpuplan import estimate
 from gpuplan.catalog.models import resolve_model
-from gpuplan.estimate.speech import ct2_weight_bytes, window_bytes
+from gpuplan.estimate.nonllm.speech import ct2_weight_bytes, window_bytes
 
 MIB = 2**20
 TOLERANCE = 0.05          # 5 % of the published peak

@@ -115,7 +115,7 @@ def test_training_memory_is_monotone_in_batch_and_sequence(case, seq, extra, bat
        extra=st.integers(1, 4096), conc=st.integers(1, 32))
 def test_serving_memory_is_monotone_in_concurrency_and_context(framework, prompt, extra, conc):
     # the KV dtype pinned: left unset, a longer context can switch the engine's choice to an FP8 KV cache (half the
-    # bytes per token; estimate/serving_choice.py), which hypothesis found at 12,000 -> 16,096 prompt tokens
+    # bytes per token; estimate/serving/serving_choice.py), which hypothesis found at 12,000 -> 16,096 prompt tokens
     base = {"model": "qwen2.5-7b", "task": "inference", "framework": framework, "output_tokens": 256,
             "kv_cache_dtype": "bf16", "hardware": {"gpu": "L20"}}
     a = _mem({**base, "prompt_tokens": prompt, "batch_size": conc})
@@ -130,7 +130,7 @@ def test_serving_memory_is_monotone_in_concurrency_and_context(framework, prompt
 # ---------------------------------------------------------------------------------------------
 
 # the KV dtype pinned to 16 bits: left unset, estimate takes recommend's serving choice for the machine and layout
-# (estimate/serving_choice.py), an FP8 KV cache where it serves >= 10 % more, which the 8-way layout does
+# (estimate/serving/serving_choice.py), an FP8 KV cache where it serves >= 10 % more, which the 8-way layout does
 R1 = {"model": "deepseek-ai/DeepSeek-R1", "task": "inference", "quantization": "fp8", "framework": "sglang",
       "kv_cache_dtype": "bf16", "prompt_tokens": 30_000, "output_tokens": 2768}
 

@@ -1,4 +1,4 @@
-"""Issue 29: one latency model for a serving replica under load (estimate/replica.py), and the per-layer fixed
+"""Issue 29: one latency model for a serving replica under load (estimate/serving/replica.py), and the per-layer fixed
 decode costs that make big-model serving speeds hold.
 
 Published figures:
@@ -95,7 +95,7 @@ def test_mla_moe_layers_pay_more_fixed_time_than_dense_ones():
     """Per-layer kernel counts (inference.decode_kernels): an MLA + MoE layer with FP8 activation quantisation
     launches about three times the kernels of a dense GQA layer."""
     from gpuplan.catalog.models import resolve_model
-    from gpuplan.estimate.decode import ServingCase, kernels_per_layer
+    from gpuplan.estimate.serving.decode import ServingCase, kernels_per_layer
     from gpuplan.estimate.shapes import shape_of
 
     fp8 = ServingCase(precision="bf16", quantization="fp8", kv_dtype_bytes=2.0, framework="sglang", prompt_tokens=1,

@@ -18,7 +18,7 @@ import pytest
 
 from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.estimate.core import estimate
-from gpuplan.estimate.decode import ServingCase, decode_step_time
+from gpuplan.estimate.serving.decode import ServingCase, decode_step_time
 from gpuplan.estimate.shapes import shape_of
 from gpuplan.estimate.system import Layout, System, intra_node_link, system_from_workload
 from gpuplan.workload import parse_workload

@@ -20,7 +20,7 @@ import pytest
 from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate
-from gpuplan.estimate.decode import ServingCase, decode_step_time
+from gpuplan.estimate.serving.decode import ServingCase, decode_step_time
 from gpuplan.estimate.shapes import shape_of, weight_bytes
 from gpuplan.estimate.system import Layout, System
 
@@ -57,7 +57,7 @@ def test_moe_decodes_at_the_speed_of_its_active_experts():
 
 
 def test_moe_decode_step_grows_with_the_experts_a_batch_touches():
-    from gpuplan.estimate.decode import decode_consts, decode_step
+    from gpuplan.estimate.serving.decode import decode_consts, decode_step
     from gpuplan.estimate.params import table
 
     m = resolve_model("Qwen/Qwen3-30B-A3B")
@@ -78,7 +78,7 @@ def test_moe_decode_step_grows_with_the_experts_a_batch_touches():
 def test_moe_pads_each_touched_experts_rows_to_the_kernel_tile():
     """A fused-MoE GEMM runs whole row tiles per touched expert: at batch 1 the 8 routed experts compute
     16 rows each (vLLM/SGLang fused_moe BLOCK_SIZE_M), under expert parallelism DeepGEMM's 64."""
-    from gpuplan.estimate.decode import decode_consts
+    from gpuplan.estimate.serving.decode import decode_consts
 
     s = shape_of(resolve_model("deepseek-ai/DeepSeek-R1"))
     sys8 = System(gpu=get_gpu("H20-96GB"), gpus_per_node=8, nodes=1, intra_link="nvswitch")
@@ -113,7 +113,7 @@ def test_engine_tp_all_reduce_is_cheaper_than_nccl_ring_at_decode_sizes():
     """Two all-reduces per layer at the measured latency of the engine's custom all-reduce (aiconfigurator's
     H200 SGLang 0.5.9 table: 4.4 us for a 16 KB message on 4 GPUs), not NCCL's ring start-up."""
     from gpuplan.estimate.comm import tp_collective_s
-    from gpuplan.estimate.decode import engine_allreduce_s, tp_allreduce_s
+    from gpuplan.estimate.serving.decode import engine_allreduce_s, tp_allreduce_s
 
     sys4 = System(gpu=get_gpu("H100-SXM5-80GB"), gpus_per_node=4, nodes=1, intra_link="nvswitch")
     msg = 1 * 8192 * 2.0                        # one sequence's hidden state, 16 KB
@@ -129,7 +129,7 @@ def test_engine_tp_all_reduce_is_cheaper_than_nccl_ring_at_decode_sizes():
 def test_pcie_all_reduce_beyond_two_gpus_is_nccl_not_the_custom_kernel():
     """vLLM and SGLang switch their custom all-reduce off on more than two PCIe GPUs: NCCL's latency (L40S,
     23 us on 8 GPUs at 2 KB) instead of the custom kernel's 5 us between two."""
-    from gpuplan.estimate.decode import engine_allreduce_s
+    from gpuplan.estimate.serving.decode import engine_allreduce_s
 
     sys8 = System(gpu=get_gpu("L20-48GB"), gpus_per_node=8, nodes=1, intra_link="pcie")
     assert engine_allreduce_s(sys8, 2, 2048) == pytest.approx(5.3e-6, rel=0.05)
@@ -139,7 +139,7 @@ def test_pcie_all_reduce_beyond_two_gpus_is_nccl_not_the_custom_kernel():
 def test_mla_decode_reads_the_whole_latent_on_every_tp_rank():
     """vLLM/SGLang keep the whole MLA latent on each TP rank (issue 12 item 4): the KV bytes a rank reads
     per step do not shrink with TP, unlike GQA heads split across ranks."""
-    from gpuplan.estimate.decode import decode_consts as _decode_consts
+    from gpuplan.estimate.serving.decode import decode_consts as _decode_consts
 
     s = shape_of(resolve_model("deepseek-ai/DeepSeek-V2-Lite"))
     sys8 = System(gpu=get_gpu("H100-SXM5-80GB"), gpus_per_node=8, nodes=1, intra_link="nvswitch")

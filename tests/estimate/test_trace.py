@@ -18,7 +18,7 @@ import pytest
 
 from gpuplan.catalog.models import from_hf_config, get_model, param_count_from_shape
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.trace_config import hf_config_from_spec
+from gpuplan.estimate.tracing.trace_config import hf_config_from_spec
 from gpuplan.workload import parse_workload
 
 TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2,
@@ -51,8 +51,8 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_analytic_path_and_trace_module_import_no_torch():
-    mods = _modules_after("import gpuplan.estimate.core\nimport gpuplan.estimate.trace\n"
-                          "from gpuplan.estimate.trace_config import hf_config_from_spec\n"
+    mods = _modules_after("import gpuplan.estimate.core\nimport gpuplan.estimate.tracing.trace\n"
+                          "from gpuplan.estimate.tracing.trace_config import hf_config_from_spec\n"
                           "from gpuplan.estimate.core import estimate\n"
                           "estimate({'model': 'qwen2.5-7b', 'task': 'full', 'seq_len': 512})")
     assert "torch" not in mods and "transformers" not in mods and "peft" not in mods
@@ -60,7 +60,7 @@ def test_analytic_path_and_trace_module_import_no_torch():
 
 def test_missing_torch_is_one_error_with_the_install_hint():
     code = ("import sys\nsys.modules['torch'] = None\nsys.modules['transformers'] = None\n"
-            "from gpuplan.errors import GpuplanError\nfrom gpuplan.estimate.trace import trace_estimate\n"
+            "from gpuplan.errors import GpuplanError\nfrom gpuplan.estimate.tracing.trace import trace_estimate\n"
             "from gpuplan.workload import parse_workload\n"
             f"w = parse_workload({{'model': {TINY!r}, 'task': 'full', 'seq_len': 64}})\n"
             "try:\n    trace_estimate(w)\nexcept GpuplanError as e:\n    print(e.message); print(e.hint)\n")
@@ -97,7 +97,7 @@ def test_untraceable_models_raise_with_hint(model, needle):
 
 
 def test_quantized_and_bnb_workloads_raise_before_importing_torch():
-    from gpuplan.estimate.trace import trace_estimate
+    from gpuplan.estimate.tracing.trace import trace_estimate
 
     with pytest.raises(GpuplanError, match="unquantized"):
         trace_estimate(parse_workload({"model": TINY, "task": "qlora"}))
@@ -106,7 +106,7 @@ def test_quantized_and_bnb_workloads_raise_before_importing_torch():
 
 
 def test_size_guard(monkeypatch):
-    from gpuplan.estimate.trace import trace_estimate
+    from gpuplan.estimate.tracing.trace import trace_estimate
 
     monkeypatch.setenv("GPUPLAN_TRACE_MAX_S", "1")
     with pytest.raises(GpuplanError, match="would take about") as err:
@@ -122,7 +122,7 @@ def test_size_guard(monkeypatch):
 def traced():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from gpuplan.estimate.trace import trace_estimate
+    from gpuplan.estimate.tracing.trace import trace_estimate
 
     cache: dict[str, dict] = {}
 
@@ -213,7 +213,7 @@ def test_amp_keeps_fp32_master_weights(traced):
 def test_fast_tracker_gives_the_stock_peak(monkeypatch):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from gpuplan.estimate import trace as tr
+    from gpuplan.estimate.tracing import trace as tr
 
     w = parse_workload({**BASE, "seq_len": 64})
     fast = tr.trace_estimate(w)

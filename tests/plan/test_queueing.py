@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from gpuplan.estimate import queue_math as qm
+from gpuplan.estimate.serving import queue_math as qm
 from gpuplan.plan.serving import queueing as q
 
 

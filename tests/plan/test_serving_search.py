@@ -324,7 +324,7 @@ def test_huge_rates_recommend_with_bounded_replicas():
 
 
 def test_engines_are_estimated_only_where_their_constants_allow_the_gain():
-    from gpuplan.estimate.inference import engine_speedup_bound
+    from gpuplan.estimate.serving.inference import engine_speedup_bound
     from gpuplan.estimate.params import overrides, table
     from gpuplan.plan.serving.serving_config import SWITCH_GAIN
 

@@ -88,7 +88,7 @@ def test_sdxl_peak_is_about_twice_its_weights_at_1024():
 
 def test_guidance_distilled_flux_runs_one_pass_per_step():
     from gpuplan.catalog.models import resolve_model
-    from gpuplan.estimate.diffusion import guidance_passes
+    from gpuplan.estimate.nonllm.diffusion import guidance_passes
 
     assert guidance_passes(resolve_model("flux.1-dev")) == 1
     assert guidance_passes(resolve_model("sdxl")) == 2

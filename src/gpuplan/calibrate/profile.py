@@ -1,6 +1,6 @@
 """``gpuplan calibrate WORKLOAD``: a short real profile on this machine's GPU.
 
-The model is built from its shape (gpuplan.estimate.trace_config.hf_config_from_spec: no weights are
+The model is built from its shape (gpuplan.estimate.tracing.trace_config.hf_config_from_spec: no weights are
 downloaded, they are random) with PyTorch and transformers, on one GPU, in the workload's precision. Training runs
 one warm-up step and then ``steps`` timed optimizer steps (forward, backward, AdamW) on random token ids
 of the workload's batch and sequence length; inference runs one warm-up ``generate`` call and then
@@ -55,7 +55,7 @@ def _torch() -> tuple[Any, Any]:
 def _build(torch: Any, model: Any, precision: str, device: str, min_positions: int) -> Any:
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from gpuplan.estimate.trace_config import hf_config_from_spec
+    from gpuplan.estimate.tracing.trace_config import hf_config_from_spec
 
     cfg, _notes = hf_config_from_spec(model, min_positions=min_positions)
     kw = dict(cfg)

@@ -76,7 +76,7 @@ def estimate(
                     print_estimate(c, est.to_dict(), lg)
             return 0
         if trace:
-            from gpuplan.estimate.trace import trace_estimate
+            from gpuplan.estimate.tracing.trace import trace_estimate
 
             result = trace_estimate(w)
             if as_json:

@@ -47,7 +47,7 @@ class Estimate:
     assumptions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
-    # LLM serving: the replica load model the performance figures were read from (estimate/replica.py);
+    # LLM serving: the replica load model the performance figures were read from (estimate/serving/replica.py);
     # the recommender reads the planned load off it (plan/serving/serving_report.py). Not part of the JSON.
     serving_model: Any = field(default=None, repr=False, compare=False)
     # a concurrency one replica cannot hold (the `estimate` command warns; the recommender adds replicas)
@@ -145,7 +145,7 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     framework = w.framework or "auto"
     task = w.task or "inference"
     if getattr(model, "profile", None) is not None and not _is_llm(model):
-        from gpuplan.estimate.nonllm import nonllm_estimate   # imported by the workloads that need it
+        from gpuplan.estimate.nonllm.nonllm import nonllm_estimate   # imported by the workloads that need it
 
         # the layout's batch: the workload's batch_size (layout_from_workload), or the one the job search tries
         res = nonllm_estimate(model, task=task, precision=w.precision or "bf16", batch=layout.micro_batch,
@@ -191,7 +191,7 @@ def _apply_calibration(est: Estimate) -> None:
 
 def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
     # the serving models are imported by the serving workloads only (a cold training `estimate` skips them)
-    from gpuplan.estimate.inference import ServingCase, inference_perf
+    from gpuplan.estimate.serving.inference import ServingCase, inference_perf
     from gpuplan.estimate.memory import InferenceInputs, inference_memory
 
     framework = w.framework or "vllm"
@@ -356,7 +356,7 @@ def _profile_defaults(given: Workload, resolved: Workload, model, notes: list[st
     kept = [n for n in notes if n not in dropped]
     if model.kind == "speech" and given.framework in (None, "auto"):
         # the bundle transcribes with faster-whisper (CTranslate2): estimate and recommend both size and time the
-        # job on its mechanism (estimate/speech.py), pinned to the faster-whisper README's memory figures
+        # job on its mechanism (estimate/nonllm/speech.py), pinned to the faster-whisper README's memory figures
         kept.append(_("speech: sized and timed as faster-whisper (CTranslate2, beam 5), what the bundle's "
                       "transcribe.py runs, unless framework is transformers"))
         return resolved, kept
@@ -384,7 +384,7 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
     est = estimate_resolved(resolved, model, system, layout)
     if (resolved.task or "inference") == "inference" and _serving_llm(model):
-        from gpuplan.estimate.serving_choice import as_recommended
+        from gpuplan.estimate.serving.serving_choice import as_recommended
 
         est, notes = as_recommended(w, resolved, model, system, layout, est, notes,
                                     lambda v: estimate_resolved(v, model, system, layout))
@@ -525,7 +525,7 @@ def max_fit(workload: Workload | dict | str, field_name: str, *, clean: bool = T
     if field_name == "concurrency" or (field_name == "batch_size" and resolved.task == "inference" and
                                        resolved.framework in ("vllm", "sglang", "trtllm")):
         est = estimate_resolved(resolved, model, system, layout, with_suggestions=False)
-        from gpuplan.estimate.inference import max_concurrency
+        from gpuplan.estimate.serving.inference import max_concurrency
 
         return max_concurrency(est.memory), est
 

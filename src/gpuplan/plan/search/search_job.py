@@ -3,7 +3,7 @@ samples each forward (or pipeline call) processes, searched per machine like a t
 
 A batch job has no request stream: its throughput is what it buys. A forward's time grows slower than its
 batch (the weights are read once per forward, the CPU launches once per forward, a speech decoder streams its
-weights once per token step: estimate/forward.py, estimate/nonllm.py), so samples per second grow with the
+weights once per token step: estimate/forward.py, estimate/nonllm/nonllm.py), so samples per second grow with the
 batch until the GPU is busy. The search doubles the batch from 1 (data/recipes.yaml ``max_job_batch``) while
 it fits the GPU (the estimator's memory at that batch), stays within the job's latency target when the workload
 sets ``serving.ttft_ms`` (one batch's latency), and gains at least ``JOB_BATCH_MIN_GAIN`` per doubling; the plan

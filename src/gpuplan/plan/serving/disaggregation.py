@@ -15,7 +15,7 @@ prefill to decode over RDMA):
   x + y copies cost at least ``SWITCH_GAIN`` less than the colocated replicas at the same SLA, with at least
   two colocated replicas to split ("at scale"), and on SGLang, whose PD mode the bundle launches.
 
-Every figure is read from the same replica model as the colocated plan (estimate/replica.py).
+Every figure is read from the same replica model as the colocated plan (estimate/serving/replica.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from gpuplan.estimate.params import table
-from gpuplan.estimate.queue_math import mg1_wait_quantile_s
+from gpuplan.estimate.serving.queue_math import mg1_wait_quantile_s
 from gpuplan.plan.serving.queueing import DEFAULT_TARGET_UTILIZATION
 
 PD_ENGINES = frozenset({"sglang"})        # the bundle launches SGLang's PD mode (serve-sglang.sh, router-pd.sh)

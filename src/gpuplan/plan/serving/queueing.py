@@ -1,7 +1,7 @@
 """Serving replicas for a request rate, from the one latency model that reports the figures.
 
 One engine copy's capacity at the SLA (``max_requests_per_s`` of its estimate) is the largest rate at which
-its TPOT under load and its p90 TTFT, queueing included, still meet the targets (estimate/replica.py:
+its TPOT under load and its p90 TTFT, queueing included, still meet the targets (estimate/serving/replica.py:
 continuous batching with prefill interference, the prefill queue and the batch-slot queue). Replicas are
 then the smallest count r with
 
@@ -13,7 +13,7 @@ planned load (plan/serving/serving_report.py, the same model read at rate / r) m
 concurrency without a rate (``batch_size`` users always waiting for their answer) needs r copies holding
 batch_size / r sequences each within the batch limit.
 
-The Erlang arithmetic lives in estimate/queue_math.py (re-exported here).
+The Erlang arithmetic lives in estimate/serving/queue_math.py (re-exported here).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.estimate.queue_math import (EXACT_MAX_SERVERS, WAIT_PERCENTILE, _erlang_b_closed, _erlang_b_exact,
+from gpuplan.estimate.serving.queue_math import (EXACT_MAX_SERVERS, WAIT_PERCENTILE, _erlang_b_closed, _erlang_b_exact,
                                          erlang_b, erlang_c, wait_quantile_s)
 
 __all__ = ["DEFAULT_TARGET_UTILIZATION", "EXACT_MAX_SERVERS", "MAX_REPLICAS", "WAIT_PERCENTILE", "Sizing",

@@ -20,14 +20,14 @@ The space is small and declared (tables, not if-chains); the estimator times eac
   the GPUs of the group (each GPU holds 1/EP of them; the same bytes as TP-sharded experts).
 - **Engine.** vLLM by default; SGLang where it changes the answer. It is estimated on the chosen layout
   only where the estimator's engine constants allow the gain asked for
-  (``estimate.inference.engine_speedup_bound``: per-step overhead, reserved memory, batch cap).
+  (``estimate.serving.inference.engine_speedup_bound``: per-step overhead, reserved memory, batch cap).
   TensorRT-LLM, LMDeploy and TGI run when the workload names them (``framework``), then fixed: the
   bundle launches vLLM and SGLang.
-- **Batch limit** (``max_num_seqs``): the estimator's serving batch (estimate/replica.py): as many sequences as
+- **Batch limit** (``max_num_seqs``): the estimator's serving batch (estimate/serving/replica.py): as many sequences as
   the KV cache holds, fewer only where a decode step of more would miss the TPOT target; the launch flags
   (vLLM ``--max-num-seqs``, SGLang ``--max-running-requests``) are this number.
 
-The weight format, KV-cache and engine rules live in estimate/serving_choice.py, which ``gpuplan estimate``
+The weight format, KV-cache and engine rules live in estimate/serving/serving_choice.py, which ``gpuplan estimate``
 applies to the machine and layout it is given: the same choice on both entry points.
 
 Choices that change numerics or the engine (an FP8 KV cache, a non-default engine) are taken only
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.inference import engine_speedup_bound
+from gpuplan.estimate.serving.inference import engine_speedup_bound
 from gpuplan.i18n import N_, _
 from gpuplan.plan.search.search_point import Candidate, Variant
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan.search.search import Searcher
     from gpuplan.workload import Workload
 
-from gpuplan.estimate.serving_choice import (DEFAULT_ENGINE, FP8_KV_ENGINES, SEARCHED_ENGINES, SWITCH_GAIN, choose,
+from gpuplan.estimate.serving.serving_choice import (DEFAULT_ENGINE, FP8_KV_ENGINES, SEARCHED_ENGINES, SWITCH_GAIN, choose,
                                              kv_options, switch_engine, weight_format)
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
@@ -169,7 +169,7 @@ class ServingSpace:
 
     @staticmethod
     def _choose(cs: list[Candidate]) -> Candidate:
-        """estimate.serving_choice.choose: the rule `gpuplan estimate` applies on one layout too."""
+        """estimate.serving.serving_choice.choose: the rule `gpuplan estimate` applies on one layout too."""
         best, why = choose(cs, _speed, lambda c: not c.variant.config.extras,
                            lambda c: float(c.est.memory.per_gpu_bytes))
         if why == "needed":

@@ -3,7 +3,7 @@ latency model that reports the plan's TTFT and TPOT, prefill/decode pools where 
 cost, and the unit costs on the stated traffic.
 
 - **Replicas** (plan/serving/queueing.py): one engine copy's capacity at the SLA is ``max_requests_per_s`` of its
-  estimate (estimate/replica.py: the largest rate whose TPOT under load and p90 TTFT meet the targets with
+  estimate (estimate/serving/replica.py: the largest rate whose TPOT under load and p90 TTFT meet the targets with
   its batch limit ``max_num_seqs``); replicas = ceil(peak / (copies per replica x capacity x target
   utilisation)). A concurrency without a rate (``batch_size`` users) needs copies holding batch_size / copies
   sequences each within the batch limit.

@@ -1,7 +1,7 @@
 """What an LLM serving plan gives its user: the ``serving`` block of a plan (the JSON contract in
 docs/recommender.md), for every platform alike (ECS replicas, Function Compute, PAI-EAS, ACK).
 
-Every figure is read off the replica model the plan was sized with (estimate/replica.py), at the planned load:
+Every figure is read off the replica model the plan was sized with (estimate/serving/replica.py), at the planned load:
 the peak request rate spread over the engine copies (replicas x data-parallel copies), or the stated
 concurrency spread over them, or a lone request when neither is given.
 

@@ -1,4 +1,4 @@
-"""Fixed costs of every decode layer in a serving engine (estimate/decode.py adds them to the roofline).
+"""Fixed costs of every decode layer in a serving engine (estimate/serving/decode.py adds them to the roofline).
 
 - Kernels: an engine launches a fixed set of kernels per layer and block (``inference.decode_kernels``), each
   with a fixed latency inside its CUDA graph (``inference.kernel_latency_s``), more above the graph capture limit.
@@ -15,7 +15,7 @@ import math
 from gpuplan.estimate.comm import tp_collective_s
 from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import by_key, interpolate_log2, table
-from gpuplan.estimate.serving_case import ServingCase, compute_dtype, version_tuple
+from gpuplan.estimate.serving.serving_case import ServingCase, compute_dtype, version_tuple
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 

@@ -6,19 +6,19 @@ ops one eager forward launches. Time comes from :mod:`gpuplan.estimate.forward` 
 batch, FLOPs- and traffic-bound at large batch). Training costs 3x the forward FLOPs (forward +
 backward, Kaplan et al. 2020 §2.1); inference keeps only the live tensors of a forward pass
 (nonllm.inference_activation_share of the training activations). Diffusion pipelines (text encoders,
-denoiser steps with classifier-free guidance, VAE decode) are in :mod:`gpuplan.estimate.diffusion`.
+denoiser steps with classifier-free guidance, VAE decode) are in :mod:`gpuplan.estimate.nonllm.diffusion`.
 """
 
 from __future__ import annotations
 
-from gpuplan.estimate.diffusion import diffusion_inference
+from gpuplan.estimate.nonllm.diffusion import diffusion_inference
 from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import COMPONENTS, OPT_STATE_BYTES, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.training import peak_flops, sustained_flops
 from gpuplan.estimate.profile import InputScale, NonLLMResult, dense_bytes, empty_perf, forward_cost, input_scale
-from gpuplan.estimate.speech import ct2_compute_type, ct2_memory, runs_faster_whisper, speech_cache_bytes, speech_latency
+from gpuplan.estimate.nonllm.speech import ct2_compute_type, ct2_memory, runs_faster_whisper, speech_cache_bytes, speech_latency
 from gpuplan.i18n import _
 from gpuplan.units import GIB
 

@@ -27,9 +27,9 @@ import time
 from typing import Any
 
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.trace_config import hf_config_from_spec
-from gpuplan.estimate.trace_plan import size_guard, trace_plan
-from gpuplan.estimate.trace_torch import import_torch, quiet, trace_inference, trace_training
+from gpuplan.estimate.tracing.trace_config import hf_config_from_spec
+from gpuplan.estimate.tracing.trace_plan import size_guard, trace_plan
+from gpuplan.estimate.tracing.trace_torch import import_torch, quiet, trace_inference, trace_training
 from gpuplan.i18n import _
 from gpuplan.workload import Workload
 from gpuplan.workload_defaults import resolve_defaults

@@ -12,7 +12,7 @@ feeds new prompts into its steps (chunked prefill). With ``n`` sequences running
   prompts are served through the engine's per-step token budget, ``p / (budget - n)`` steps each plus their
   compute, deterministic service), then its own prefill: at least the prompt alone, and no less than the
   steps its chunks ride on. p50 and p90 come from the queue's waiting-time distribution, so they differ under
-  load (plan/queueing arithmetic in estimate/queue_math.py).
+  load (plan/queueing arithmetic in estimate/serving/queue_math.py).
 - **Batch limit** (``max_num_seqs``): the largest running batch whose decode step meets the TPOT target, no
   more than the KV cache holds; **capacity** at the SLA: the largest rate at which the TPOT under load and
   the p90 TTFT still meet their targets with that limit.
@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.estimate.decode import DecodeConsts, decode_step
-from gpuplan.estimate.queue_math import erlang_c, mg1_wait_mean_s, mg1_wait_quantile_s
+from gpuplan.estimate.serving.decode import DecodeConsts, decode_step
+from gpuplan.estimate.serving.queue_math import erlang_c, mg1_wait_mean_s, mg1_wait_quantile_s
 
 QUANTILES = (0.5, 0.9)
 

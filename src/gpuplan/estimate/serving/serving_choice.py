@@ -13,7 +13,7 @@ One set of rules for both entry points: ``gpuplan recommend`` applies them to ev
   (sgl-project/sglang #7715). Other quantizations only when the workload asks for them.
 - **KV cache**: 16-bit, or FP8 where engine and GPU run it (vLLM ``--kv-cache-dtype fp8``, SGLang
   ``fp8_e4m3``; compute capability >= 8.9).
-- **Engine**: vLLM by default; SGLang where its constants allow the gain (estimate.inference.
+- **Engine**: vLLM by default; SGLang where its constants allow the gain (estimate.serving.inference.
   engine_speedup_bound) and it serves ``SWITCH_GAIN`` more requests/s.
 - **The rule** (:func:`choose`): a choice that changes numerics or the engine (an FP8 KV cache, another
   engine) is taken only when it serves at least ``SWITCH_GAIN`` (10 %) more requests/s than the plain
@@ -96,7 +96,7 @@ def choose_serving(given, resolved, model, system, layout, estimate_fn, headroom
     leaves unset (weight format, engine, KV dtype) chosen by the recommender's rules. ``estimate_fn(w)`` estimates
     a workload variant on the machine. Returns (estimate, notes) or None when nothing is left to choose."""
     from gpuplan.errors import GpuplanError
-    from gpuplan.estimate.inference import engine_speedup_bound
+    from gpuplan.estimate.serving.inference import engine_speedup_bound
 
     free = {f for f in SERVING_FIELDS if getattr(given, f, None) in (None, "auto")}
     if not free:

@@ -10,9 +10,9 @@
 
 from __future__ import annotations
 
-from gpuplan.estimate.decode import moe_loop_experts
-from gpuplan.estimate.decode_fixed import tp_allreduce_s
-from gpuplan.estimate.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
+from gpuplan.estimate.serving.decode import moe_loop_experts
+from gpuplan.estimate.serving.decode_fixed import tp_allreduce_s
+from gpuplan.estimate.serving.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
                                            stream_efficiency)
 from gpuplan.estimate.forward import eager_cpu_s_per_op
 from gpuplan.estimate.memory import ENGINES

@@ -16,7 +16,7 @@
 - Eager ``generate`` launches every kernel from Python: a per-layer CPU cost that overlaps the GPU time (soft
   maximum), and Hugging Face's DynamicCache re-reads the cache several times per step.
 
-The fixed costs are in estimate/decode_fixed.py, the serving case in estimate/serving_case.py. Every constant
+The fixed costs are in estimate/serving/decode_fixed.py, the serving case in estimate/serving/serving_case.py. Every constant
 and its source is in data/efficiency.yaml; docs/formulas.md "Fixed decode costs per layer" explains them.
 """
 
@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.estimate.decode_fixed import (_tp_layout, cuda_graph_max_batch, engine_allreduce_s, ep_all_to_all_s,
+from gpuplan.estimate.serving.decode_fixed import (_tp_layout, cuda_graph_max_batch, engine_allreduce_s, ep_all_to_all_s,
                                            kernels_per_layer, moe_layer_overhead_s, moe_layers, tp_allreduce_s)
 from gpuplan.estimate.forward import eager_cpu_s_per_op
 from gpuplan.estimate.memory import ENGINES, kv_shard_fraction
 from gpuplan.estimate.params import by_key, table
-from gpuplan.estimate.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
+from gpuplan.estimate.serving.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
                                            stream_efficiency, version_tuple)
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System

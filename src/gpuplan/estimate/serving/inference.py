@@ -1,7 +1,7 @@
 """Serving latency and throughput of one replica (the ``performance`` block of an inference estimate).
 
-The pieces: estimate/decode.py (one decode step: roofline plus the per-layer fixed costs of kernels,
-all-reduces and expert dispatch), estimate/prefill.py (reading the prompts) and estimate/replica.py (the
+The pieces: estimate/serving/decode.py (one decode step: roofline plus the per-layer fixed costs of kernels,
+all-reduces and expert dispatch), estimate/serving/prefill.py (reading the prompts) and estimate/serving/replica.py (the
 replica under load: continuous batching with prefill interference and queueing). This module builds the
 replica model of one workload and reads the figures off it:
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gpuplan.estimate.decode import COMPILED, ServingCase, decode_consts
+from gpuplan.estimate.serving.decode import COMPILED, ServingCase, decode_consts
 from gpuplan.estimate.memory import ENGINES, MemoryEstimate
-from gpuplan.estimate.prefill import prefill_time
-from gpuplan.estimate.replica import ReplicaModel
+from gpuplan.estimate.serving.prefill import prefill_time
+from gpuplan.estimate.serving.replica import ReplicaModel
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.params import table
@@ -131,7 +131,7 @@ def chunk_tokens(case: ServingCase, system: System, layout: Layout) -> int:
 
 def replica_model(s: Shape, case: ServingCase, layout: Layout, system: System, mem: MemoryEstimate,
                   notes: list[str]) -> ReplicaModel:
-    """The load model of one engine copy of this workload (estimate/replica.py)."""
+    """The load model of one engine copy of this workload (estimate/serving/replica.py)."""
     continuous = case.framework in ENGINES
     alone = prefill_time(s, case, layout, system, 1, notes)
     marginal = prefill_time(s, case, layout, system, 1, notes, marginal=True) if continuous else alone
