@@ -55,8 +55,8 @@ def advise(ctx: PlanContext, p: Plan) -> Plan:
                              instance_disk_mb_s=inst.disk_bandwidth_mb_s,
                              final_bytes=final_export_bytes(ctx, weights), output_bytes=out_bytes)
     if data is not None:
-        args = {"basis": data.basis, "input": f"{ds_bytes / 1e9:,.1f}", "output": f"{out_bytes / 1e9:,.1f}",
-                "n": share}
+        args = {"basis": data.basis, "input": f"{data.input_bytes / share / 1e9:,.1f}",
+                "output": f"{out_bytes / 1e9:,.1f}", "n": share}
         storage["notes"].append(
             _("the data disk holds the batch job's input ({basis}): {input} GB, and its output: {output} GB").format(
                 **args) if share == 1 else
