@@ -273,9 +273,10 @@ def test_advised_cpfs_is_created_and_training_nodes_auto_release(bundles):
     main = (bundles["two_node"] / "terraform/main.tf").read_text()
     assert 'resource "alicloud_nas_file_system" "cpfs"' in main and 'protocol_type    = "cpfs"' in main
     variables = (bundles["two_node"] / "terraform/variables.tf").read_text()
-    # two_node: first boot 1,800 s (ops.yaml bundle_network) + Llama-3.1-8B's 8.03e9 params x 2 bytes at 100 Mbit/s
-    # (1,285 s) + the 42,519.8 s run x 1.2 (margin; the scenario plan has no fixed costs) + no checkpoint upload
-    # (the scenario's checkpoint size is 0) = 54,109 s = 15.03 h -> 16 h
+    # two_node: first boot 3,218 s (start-up 300 s + the 20 GiB image at 100 Mbit/s 1,718 s, by the plan costs' rules
+    # as the scenario plan carries no fixed costs, + the driver install 1,200 s: ops.yaml bundle_network) + Llama-3.1-8B's
+    # 8.03e9 params x 2 bytes at 100 Mbit/s (1,285 s) + the 42,519.8 s run x 1.2 (margin) + no checkpoint upload
+    # (the scenario's checkpoint size is 0) = 55,527 s = 15.42 h -> 16 h
     assert re.search(r'variable "auto_release_hours" \{[^}]*default     = 16\n', variables)
     assert "auto_release_time" in main
     serving = (bundles["vllm_service"] / "terraform/variables.tf").read_text()

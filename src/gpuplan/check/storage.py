@@ -1,4 +1,4 @@
-"""Storage that holds the whole training run: checkpoint rotation is set in the launch files and keeps the number the
+"""Storage that holds the whole training run (or batch job): checkpoint rotation is set in the launch files and keeps the number the
 plan's storage was sized for, and the plan's own storage figure fits the disks the bundle creates.
 
 Reads what the plan wrote (docs/plan-bundle.md, "Storage for the whole run"): ``plan.storage.budget`` (the bytes the
@@ -7,7 +7,8 @@ node's data disk, ``shared_needed_bytes`` on the shared file system) and ``bundl
 ``save_total_limit`` the launchers were written with). The check does not count the bytes again: it compares the
 plan's figures with the rotation in the launch files and with the disks in the files the cloud reads (Terraform's
 ``data_disk_gib`` and ``cpfs_capacity_gib``; the plan's ``disk_bytes`` / ``shared_bytes`` where the bundle has no
-Terraform).
+Terraform). A batch job's input and output are in the same budget (``dataset_bytes``, ``output_bytes``): its data disk
+is checked the same way.
 """
 
 from __future__ import annotations
@@ -69,9 +70,25 @@ def _fits(b: Bundle, shared: bool, need: float, planned: float) -> Finding | Non
     return Finding(where, line, "storage", text.format(need=need / GIB, have=have / GIB))
 
 
+def _batch_fits(b: Bundle) -> list[Finding]:
+    """A batch job's input and output (plan.storage.budget) against the data disk the bundle creates."""
+    budget = b.field("plan.storage.budget", None)
+    if not b.field("plan.job", None) or not isinstance(budget, dict):
+        return []
+    need = float(budget.get("disk_needed_bytes") or 0)
+    tf = tf_default(b, "data_disk_gib") if b.has(TF_VARIABLES) else None
+    have, where, line = (tf[0] * GIB, TF_VARIABLES, tf[1]) if tf else (float(budget.get("disk_bytes") or 0), "plan.json", None)
+    if need <= have:
+        return []
+    return [Finding(where, line, "storage", _(
+        "The batch job keeps {need:.0f} GiB on each node's data disk (plan.storage.budget: weights, the job's input "
+        "and output, scratch) but the disk holds {have:.0f} GiB: the job stops with no space left.").format(
+            need=need / GIB, have=have / GIB))]
+
+
 def check(b: Bundle) -> list[Finding]:
     if not b.training:
-        return []
+        return _batch_fits(b)
     out: list[Finding] = []
     kept = int(b.field("plan.storage.budget.checkpoints_kept"))
     rotation = b.field("bundle.checkpoint_rotation", None)

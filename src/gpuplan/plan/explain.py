@@ -21,6 +21,7 @@ from gpuplan.plan.record import Plan
 from gpuplan.plan.search.model_parallel import is_split, min_saving
 from gpuplan.plan.search.search import Searcher
 from gpuplan.plan.search.search_point import Variant
+from gpuplan.plan.advice.job_data import job_data
 from gpuplan.plan.advice.storage import data_read_bytes_s, storage_advice
 from gpuplan.units import GIB, fmt_duration
 
@@ -36,8 +37,12 @@ def advise(ctx: PlanContext, p: Plan) -> Plan:
     ckpt = ckpt_bytes(ctx, optimizer) if ctx.training else 0.0
     read = data_read_bytes_s(llm=ctx.llm, tokens_per_s=perf.get("tokens_per_s"), samples_per_s=perf.get("samples_per_s"),
                              bytes_per_sample=ds.bytes_per_sample if ds else None) if ctx.training else 0.0
-    ds_bytes = None
-    if ds and ds.size_gib:
+    ds_bytes, out_bytes = None, 0.0
+    data = job_data(ctx)
+    share = max(1, p.replicas or 1)   # each replica's nodes hold the share of the job they process
+    if data is not None:
+        ds_bytes, out_bytes = data.input_bytes / share, data.output_bytes / share
+    elif ds and ds.size_gib:
         ds_bytes = ds.size_gib * GIB
     elif ds and ctx.llm:
         toks = ds.tokens or ((ds.samples or 0) * (ds.tokens_per_sample or ctx.w.seq_len or 2048))
@@ -48,7 +53,15 @@ def advise(ctx: PlanContext, p: Plan) -> Plan:
     storage = storage_advice(training=ctx.training, nodes=nodes, read_bytes_s=read, checkpoint_bytes=ckpt,
                              model_bytes=weights, dataset_bytes=ds_bytes,
                              instance_disk_mb_s=inst.disk_bandwidth_mb_s,
-                             final_bytes=final_export_bytes(ctx, weights))
+                             final_bytes=final_export_bytes(ctx, weights), output_bytes=out_bytes)
+    if data is not None:
+        args = {"basis": data.basis, "input": f"{data.input_bytes / share / 1e9:,.1f}",
+                "output": f"{out_bytes / 1e9:,.1f}", "n": share}
+        storage["notes"].append(
+            _("the data disk holds the batch job's input ({basis}): {input} GB, and its output: {output} GB").format(
+                **args) if share == 1 else
+            _("each replica's data disk holds its share (1/{n}) of the batch job's input ({basis}): {input} GB, and "
+              "of its output: {output} GB").format(**args))
     alts = []
     if nodes > 1:
         alts = sorted({i.instance_type for i in ctx.insts if i.gpu == inst.gpu and i.rdma and i.status == "ga"})

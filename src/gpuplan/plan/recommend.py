@@ -99,11 +99,13 @@ class Recommendation:
 
 def _with_ops(p: Plan, workload: Workload) -> dict:
     """A plan's contract dict with its operational advice (image, driver/CUDA, auto-release, logs, compliance)."""
-    from gpuplan.plan.advice.ops import ops_advice
+    from gpuplan.plan.advice.ops import TRAIN_TASKS, ops_advice
 
     d = p.to_dict()
     params = getattr(getattr(p.estimate, "model", None), "params_total", None)
-    d["ops"] = ops_advice(d, workload, model_bytes=download_bytes(params, None, training=True))
+    training = (workload.task or "inference") in TRAIN_TASKS
+    # the weights each node downloads: the bundle's figure (render/bundle/context_serving.py), for the auto-release
+    d["ops"] = ops_advice(d, workload, model_bytes=download_bytes(params, workload.quantization, training=training))
     return d
 
 

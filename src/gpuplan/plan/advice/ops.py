@@ -18,7 +18,7 @@ from typing import Any
 from gpuplan.catalog.hardware.regions import is_mainland, load_compliance  # noqa: F401 - re-exported (one rule)
 from gpuplan.datafiles import load_data
 from gpuplan.i18n import _
-from gpuplan.plan.money.transfer import job_transfers, plan_fixed_s
+from gpuplan.plan.money.transfer import job_transfers
 from gpuplan.units import HOUR_S
 
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
@@ -67,10 +67,29 @@ def compliance_notes(region: str | None, task: str) -> list[dict]:
     return out
 
 
+def job_data_bytes(plan: dict) -> tuple[float | None, float | None]:
+    """(input, output) bytes of a batch job's data on its disks (plan.storage.budget: the figures that sized them)."""
+    budget = (plan.get("storage") or {}).get("budget") or {}
+    return budget.get("dataset_bytes") or None, budget.get("output_bytes") or None
+
+
+def plan_transfers(plan: dict, *, training: bool, model_bytes: float | None):
+    """The plan's transfers and auto-release hours (gpuplan.plan.money.transfer.job_transfers, which the bundle's
+    Terraform and PLAN.md use too) from its own figures: fixed costs, storage budget, time."""
+    batch = not training and bool(plan.get("job"))
+    input_bytes, output_bytes = job_data_bytes(plan) if batch else (None, None)
+    return job_transfers(load_ops(), training=training, billing=plan.get("billing"), model_bytes=model_bytes,
+                         checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=plan.get("time_s"),
+                         fixed=plan.get("fixed_costs"), batch=batch, input_bytes=input_bytes, output_bytes=output_bytes)
+
+
 def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_bytes: float | None = None) -> dict | None:
-    """Auto-release for pay-as-you-go/spot training: first boot + model download + run x (1 + margin) + checkpoint
-    upload, rounded up to the hour (gpuplan.plan.money.transfer: the same hours the bundle's Terraform sets)."""
-    if task not in TRAIN_TASKS or plan.get("billing") not in ("payg", "spot") or plan.get("platform", "ecs") != "ecs":
+    """Auto-release for pay-as-you-go/spot training and batch jobs: first boot (start-up, driver install, image
+    pull) + model download (+ a batch job's input) + run x (1 + margin) + checkpoint or output upload, rounded up to
+    the hour (gpuplan.plan.money.transfer: the same hours the bundle's Terraform sets)."""
+    training = task in TRAIN_TASKS
+    if not (training or plan.get("job")) or plan.get("billing") not in ("payg", "spot") \
+            or plan.get("platform", "ecs") != "ecs":
         return None
     ops = load_ops()
     cfg = ops["training"]["auto_release"]
@@ -78,14 +97,22 @@ def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_by
     if not time_s:
         return {"hours": None, "text": _("set an auto-release time once the run length is known (no dataset size given)"),
                 "api_field": cfg["api_field"], "terraform_argument": cfg["terraform_argument"], "source": cfg["source"]}
-    t = job_transfers(ops, training=True, billing=plan.get("billing"), model_bytes=model_bytes,
-                      checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=time_s, fixed_s=plan_fixed_s(plan))
+    t = plan_transfers(plan, training=training, model_bytes=model_bytes)
     hours = t.release_hours
     out = {"hours": hours, "margin": cfg["margin"], "api_field": cfg["api_field"],
            "terraform_argument": cfg["terraform_argument"], "source": cfg["source"],
-           "text": _("release the instances {hours} h after launch: first boot, model download, the run ({run} h) + "
-                     "{margin} and the checkpoint upload; checkpoints must be on OSS/CPFS before then").format(
-               hours=hours, run=f"{(t.job_s or 0) / HOUR_S:.1f}", margin=f"{cfg['margin']:.0%}")}
+           "first_boot_s": round(t.bootstrap_s, 1), "driver_install_s": t.driver_install_s,
+           "image_pull_s": t.image_pull_s, "download_s": None if t.download_s is None else round(t.download_s, 1),
+           "input_s": None if t.input_s is None else round(t.input_s, 1), "run_s": round(t.job_s or 0.0, 1),
+           "upload_s": None if t.upload_s is None else round(t.upload_s, 1)}
+    args = {"hours": hours, "run": f"{(t.job_s or 0) / HOUR_S:.1f}", "margin": f"{cfg['margin']:.0%}"}
+    if training:
+        out["text"] = _("release the instances {hours} h after launch: first boot, model download, the run ({run} h) + "
+                        "{margin} and the checkpoint upload; checkpoints must be on OSS/CPFS before then").format(**args)
+    else:
+        out["text"] = _("release the instances {hours} h after launch: first boot, model download, the input copied "
+                        "from OSS, the run ({run} h) + {margin} and the output upload; outputs must be on OSS or the "
+                        "data disk (kept after a release) before then").format(**args)
     if now is not None:
         at = (now.astimezone(dt.timezone.utc) + dt.timedelta(hours=hours)).replace(second=0, microsecond=0)
         out["release_at_utc"] = at.strftime("%Y-%m-%dT%H:%M:00Z")

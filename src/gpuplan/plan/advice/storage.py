@@ -90,10 +90,11 @@ def cpfs_capacity_tib(read_mb_s: float, data_tib: float) -> float:
 
 def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoint_bytes: float,
                    model_bytes: float, dataset_bytes: float | None, instance_disk_mb_s: float | None,
-                   final_bytes: float = 0.0) -> dict:
+                   final_bytes: float = 0.0, output_bytes: float = 0.0) -> dict:
     """Advice object for one plan (the `storage` field of the contract). The disks hold the whole run: the weights
-    (``model_bytes``, what each node downloads), the dataset, the checkpoints kept (``checkpoints_kept``: the bundle
-    rotates to that many, ``--save_total_limit``) and the final export; ``budget`` carries those bytes."""
+    (``model_bytes``, what each node downloads), the dataset (a batch job's input), the checkpoints kept
+    (``checkpoints_kept``: the bundle rotates to that many, ``--save_total_limit``), the final export and a batch
+    job's output (``output_bytes``); ``budget`` carries those bytes."""
     facts = storage_facts()
     a = facts["assumptions"]
     read_mb_s = read_bytes_s * a["read_headroom"] / MB
@@ -102,7 +103,8 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
     data_gib = (dataset_bytes or 0.0) / GIB
     kept = a["checkpoints_kept"] if training else 0
     final_bytes = final_bytes if training else 0.0
-    run_bytes = kept * checkpoint_bytes + final_bytes            # what the run writes and keeps
+    output_bytes = 0.0 if training else output_bytes
+    run_bytes = kept * checkpoint_bytes + final_bytes + output_bytes     # what the run writes and keeps
     local_gib = a["os_and_scratch_gib"] + model_bytes / GIB + run_bytes / GIB
     notes: list[str] = []
     sources = [facts["essd"]["source"]]
@@ -141,17 +143,19 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
         "budget": storage_budget(model_bytes=model_bytes, dataset_bytes=dataset_bytes or 0.0,
                                  checkpoint_bytes=checkpoint_bytes if training else 0.0, kept=kept,
                                  final_bytes=final_bytes, scratch_bytes=a["os_and_scratch_gib"] * GIB, disk=disk,
-                                 shared=shared),
+                                 shared=shared, output_bytes=output_bytes),
         "disk": disk, "shared": shared, "notes": notes, "sources": sources,
     }
 
 
 def storage_budget(*, model_bytes: float, dataset_bytes: float, checkpoint_bytes: float, kept: int,
-                   final_bytes: float, scratch_bytes: float, disk: dict | None, shared: dict | None) -> dict:
+                   final_bytes: float, scratch_bytes: float, disk: dict | None, shared: dict | None,
+                   output_bytes: float = 0.0) -> dict:
     """The bytes the run keeps and where (plan.storage.budget; `gpuplan check` and PLAN.md read it): the weights, the
-    dataset, ``kept`` checkpoints and the final export on the shared file system when there is one, else on each
-    node's data disk (which always holds the scratch space and the weights' local copy)."""
-    run = kept * checkpoint_bytes + final_bytes
+    dataset (a batch job's input), ``kept`` checkpoints, the final export and a batch job's output on the shared file
+    system when there is one, else on each node's data disk (which always holds the scratch space and the weights'
+    local copy)."""
+    run = kept * checkpoint_bytes + final_bytes + output_bytes
     disk_bytes = int((disk or {}).get("size_gib") or 0) * GIB
     if shared:
         shared_bytes = float(shared.get("capacity_tib") or 0.0) * TIB
@@ -161,6 +165,7 @@ def storage_budget(*, model_bytes: float, dataset_bytes: float, checkpoint_bytes
     return {"weights_bytes": int(model_bytes), "dataset_bytes": int(dataset_bytes),
             "checkpoint_bytes": int(checkpoint_bytes), "checkpoints_kept": kept,
             "checkpoints_bytes": int(kept * checkpoint_bytes), "final_bytes": int(final_bytes),
+            "output_bytes": int(output_bytes),
             "scratch_bytes": int(scratch_bytes), "checkpoints_on": "shared" if shared else "disk",
             "disk_needed_bytes": int(on_disk), "disk_bytes": int(disk_bytes),
             "shared_needed_bytes": int(on_shared), "shared_bytes": int(shared_bytes),

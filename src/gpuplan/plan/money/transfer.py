@@ -1,16 +1,23 @@
-"""What a training job's nodes move over the network and how long it takes: the model download over the public
-bandwidth Terraform gives each node, the final checkpoint upload to OSS, and the auto-release time built from
-them (first boot + download + the job x (1 + margin) + upload).
+"""What a job's nodes move over the network and how long it takes: the model download over the public bandwidth
+Terraform gives each node, a batch job's input staged from OSS onto the data disk, the final checkpoint (training) or
+the job's output (batch) uploaded to OSS, and the auto-release time built from them: first boot + download + input
++ the job x (1 + margin) + upload.
+
+The first boot is the plan's own start-up and image pull (its ``fixed_costs``: one figure for the cost and the
+release) plus what the costs do not count, the node's driver install and its reboot.
 
 Figures: data/ops.yaml ``bundle_network`` (public bandwidth 100 Mbit/s pay-by-traffic, inbound = outbound above
-10 Mbit/s: https://www.alibabacloud.com/help/en/ecs/user-guide/network-bandwidth ; OSS intranet rate and the
-first-boot time are assumptions) and ``training.auto_release`` (margin, minimum hours).
+10 Mbit/s: https://www.alibabacloud.com/help/en/ecs/user-guide/network-bandwidth ; the driver install's 10-20
+minutes from Alibaba's auto-install page; the OSS intranet rate is an assumption) and ``training.auto_release``
+(margin, minimum hours).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 MB = 1e6
 MBIT = 1e6 / 8
@@ -18,12 +25,15 @@ MBIT = 1e6 / 8
 
 @dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class Transfers:
-    """Seconds and bytes of one node's start-up, download and upload; ``release_hours`` 0 = no auto-release."""
+    """Seconds and bytes of one node's start-up, download, input, upload; ``release_hours`` 0 = no auto-release.
+    ``upload_*``: the final checkpoint of a training job, the output of a batch job."""
 
     bandwidth_mbit: int
     internet_charge_type: str
     oss_mb_s: float
-    bootstrap_s: float
+    boot_s: float              # the plan's start-up (fixed_costs.boot_s)
+    image_pull_s: float        # the plan's image pull (fixed_costs.image_pull_s)
+    driver_install_s: float    # the driver install and reboot the plan's costs do not count (ops.yaml)
     download_bytes: float | None
     download_s: float | None
     upload_bytes: float | None
@@ -31,6 +41,13 @@ class Transfers:
     job_s: float | None
     margin: float
     release_hours: int
+    input_bytes: float | None = None
+    input_s: float | None = None
+
+    @property
+    def bootstrap_s(self) -> float:
+        """First boot until the job can start: start-up, driver install and reboot, image pull."""
+        return self.boot_s + self.driver_install_s + self.image_pull_s
 
 
 # Bytes per parameter of the checkpoint a node downloads, by weight format: 16-bit unless the repo is
@@ -48,12 +65,26 @@ def download_bytes(params: float | None, quantization: str | None, training: boo
     return float(params) * per_param
 
 
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def fixed_parts_s(fixed: Mapping[str, Any] | None) -> dict[str, float]:
+    """The seconds of a plan's ``fixed_costs`` (boot, image pull, download, idle tail), by part."""
+    out = {}
+    for key, value in (fixed or {}).items():
+        s = _seconds(value)
+        if key.endswith("_s") and s is not None:
+            out[key] = s
+    return out
+
+
 def plan_fixed_s(plan: dict) -> float:
     """The plan's own once-per-job seconds (``fixed_costs``: boot, image pull, download, idle tail), which its
     ``time_s`` includes and the auto-release counts separately."""
-    fixed = plan.get("fixed_costs") or {}
-    return sum(float(v) for k, v in fixed.items()
-               if k.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+    return sum(fixed_parts_s(plan.get("fixed_costs")).values())
 
 
 def transfer_s(n_bytes: float, bytes_per_s: float) -> float:
@@ -62,32 +93,45 @@ def transfer_s(n_bytes: float, bytes_per_s: float) -> float:
 
 
 def release_hours(*, bootstrap_s: float, download_s: float, job_s: float, upload_s: float, margin: float,
-                  min_hours: int) -> int:
+                  min_hours: int, input_s: float = 0.0) -> int:
     """Whole hours after `terraform apply` at which ECS may release the node: first boot, model download, the
-    job with its margin (its estimate's uncertainty) and the checkpoint upload, rounded up."""
-    total_s = bootstrap_s + download_s + job_s * (1 + margin) + upload_s
+    batch job's input staging, the job with its margin (its estimate's uncertainty) and the upload, rounded up."""
+    total_s = bootstrap_s + download_s + input_s + job_s * (1 + margin) + upload_s
     return max(min_hours, math.ceil(total_s / 3600))
 
 
 def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes: float | None,
-                  checkpoint_bytes: float | None, time_s: float | None, fixed_s: float = 0.0) -> Transfers:
-    """The download/upload times and the auto-release hours of one plan: first boot, the model download over the
-    node's public bandwidth, the run (the plan's time without its own once-per-job seconds) with its margin, and
-    the final checkpoint upload to OSS. ``release_hours`` is 0 for services and subscriptions (never released).
+                  checkpoint_bytes: float | None, time_s: float | None, fixed: Mapping[str, Any] | None = None,
+                  batch: bool = False, input_bytes: float | None = None, output_bytes: float | None = None,
+                  first_boot: Mapping[str, Any] | None = None) -> Transfers:
+    """The download/upload times and the auto-release hours of one plan: the first boot (the plan's start-up and
+    image pull from ``fixed``, its ``fixed_costs``, plus the driver install), the model download over the node's
+    public bandwidth, a batch job's input from OSS, the run (the plan's time without its own once-per-job
+    seconds) with its margin, and the upload to OSS (the final checkpoint, or the batch job's output).
+    ``release_hours`` is 0 for services and subscriptions (never released): training and batch jobs are released.
+    ``first_boot``: the start-up and image pull seconds (``boot_s``, ``image_pull_s``) of a plan that carries no
+    fixed costs (a service), computed by the functions its costs would use; by default ``fixed``'s.
     ``ops``: data/ops.yaml (``bundle_network``, ``training.auto_release``), loaded by the caller."""
     net = ops["bundle_network"]
     cfg = ops["training"]["auto_release"]
     mbit = int(net["public_bandwidth_mbit"])
     oss = float(net["oss_intranet_mb_s"])
-    boot = float(net["bootstrap_s"])
+    parts = fixed_parts_s(fixed)
     down = transfer_s(model_bytes, mbit * MBIT) if model_bytes else None
-    up_bytes = checkpoint_bytes if training else None
+    up_bytes = checkpoint_bytes if training else (output_bytes if batch else None)
     up = transfer_s(up_bytes, oss * MB) if up_bytes else None
-    job = max(0.0, time_s - fixed_s) if time_s else None
+    in_bytes = input_bytes if batch and not training else None
+    stage = transfer_s(in_bytes, oss * MB) if in_bytes else None
+    job = max(0.0, time_s - sum(parts.values())) if time_s else None
+    boot_parts = fixed_parts_s(first_boot) if first_boot is not None else parts
+    boot, pull = boot_parts.get("boot_s", 0.0), boot_parts.get("image_pull_s", 0.0)
+    driver = float(net["driver_install_s"])
     hours = 0
-    if training and billing != "subscription" and job:
-        hours = release_hours(bootstrap_s=boot, download_s=down or 0.0, job_s=job, upload_s=up or 0.0,
-                              margin=float(cfg["margin"]), min_hours=int(cfg["min_hours"]))
+    if (training or batch) and billing != "subscription" and job:
+        hours = release_hours(bootstrap_s=boot + driver + pull, download_s=down or 0.0, input_s=stage or 0.0,
+                              job_s=job, upload_s=up or 0.0, margin=float(cfg["margin"]),
+                              min_hours=int(cfg["min_hours"]))
     return Transfers(bandwidth_mbit=mbit, internet_charge_type=str(net["internet_charge_type"]), oss_mb_s=oss,
-                     bootstrap_s=boot, download_bytes=model_bytes, download_s=down, upload_bytes=up_bytes,
-                     upload_s=up, job_s=job, margin=float(cfg["margin"]), release_hours=hours)
+                     boot_s=boot, image_pull_s=pull, driver_install_s=driver, download_bytes=model_bytes,
+                     download_s=down, upload_bytes=up_bytes, upload_s=up, job_s=job, margin=float(cfg["margin"]),
+                     release_hours=hours, input_bytes=in_bytes, input_s=stage)

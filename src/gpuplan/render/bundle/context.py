@@ -118,7 +118,7 @@ class Ctx:
     shared_dir: str = SHARED_DIR
     model_kind: str = "decoder"   # catalog kind: decoder, encoder-decoder, diffusion, speech, vision, encoder
     model_input: dict = field(default_factory=dict)
-    job_time_s: float | None = None   # training: the plan's estimated run time
+    job_time_s: float | None = None   # training and batch jobs: the plan's estimated run time
     sla_ttft_s: float | None = None   # serving SLA (workload.serving.ttft_ms / tpot_ms)
     sla_tpot_s: float | None = None   # non-LLM input (image_size, steps, audio_seconds)
     ckpt_granularity: str = "none"    # training: activation recomputation none | selective | full
@@ -138,7 +138,11 @@ class Ctx:
     hub: str = "huggingface"             # where weights come from: modelscope (mainland regions) | huggingface
     model_bytes: float | None = None     # bytes each node downloads (the served or trained checkpoint)
     checkpoint_bytes: float | None = None   # one training checkpoint (the plan's storage advice)
-    plan_fixed_s: float = 0.0            # the plan's own once-per-job seconds (boot, pull, download, tail)
+    plan_fixed: dict = field(default_factory=dict)   # the plan's own once-per-job seconds (boot, pull, download, tail)
+    first_boot: dict = field(default_factory=dict)   # start-up and image pull seconds (the plan's, or its costs' rule)
+    batch_job: bool = False              # a batch inference job (plan.job): released like a training job
+    job_input_bytes: float | None = None    # batch: its input on the data disk (plan.storage.budget.dataset_bytes)
+    job_output_bytes: float | None = None   # batch: its output on the data disk (plan.storage.budget.output_bytes)
     online: bool = False                 # serving traffic given (workload.serving): a server, not a batch job
     env: Environment | None = None       # the node environment (render/bundle/environment.py, plan.json)
     trust_remote_code: bool = False      # the model's code is not in transformers (data/model_sources.yaml)
@@ -357,7 +361,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         llamafactory_template=template_for(model), launcher=launcher,
         vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), sp=bool(par.get("sp")), cp=cp,
         smoke_model_type=smoke_type,
-        model_kind=model_kind, job_time_s=time_s if training else None,
+        model_kind=model_kind, job_time_s=time_s if training or serving["batch_job"] else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         ckpt_granularity=granularity if granularity in ("none", "selective", "full") else "full",
         loss="chunked" if training and mem.get("loss") == "chunked" and launcher != "megatron" else "model",

@@ -8,7 +8,8 @@ import math
 from typing import Any
 
 from gpuplan.plan.advice.node_env import scope
-from gpuplan.plan.money.transfer import download_bytes, plan_fixed_s
+from gpuplan.plan.advice.ops import job_data_bytes
+from gpuplan.plan.money.transfer import download_bytes, fixed_parts_s
 
 
 def finite_number(value: Any) -> float | None:
@@ -41,6 +42,19 @@ def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
     return spec.bf16_dense_tflops is not None and (cc is None or cc >= 8.0), cc
 
 
+def first_boot(plan: dict, region: str, training: bool) -> dict[str, float]:
+    """The start-up and image pull seconds of the plan's first boot: its fixed costs', or, for a plan that carries
+    none (a service), the figures its costs would count (plan/money/cost.py FixedCosts and image_pull)."""
+    parts = fixed_parts_s(plan.get("fixed_costs"))
+    if "boot_s" in parts and "image_pull_s" in parts:
+        return {"boot_s": parts["boot_s"], "image_pull_s": parts["image_pull_s"]}
+    from gpuplan.plan.money import cost as costm
+
+    fx = costm.load_fixed_costs()
+    pull = costm.image_pull(fx, region, training=training, platform=str(plan.get("platform") or "ecs"))
+    return {"boot_s": fx.boot_s, "image_pull_s": pull.seconds}
+
+
 def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: str, training: bool) -> dict:
     """Platform, engine and its parallel flags (plan.parallel / plan.serving when the plan carries them), the
     GPU's dtype support, the download hub and the bytes the job moves."""
@@ -51,13 +65,17 @@ def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: 
     engine = planned if planned in RENDERED_ENGINES else "vllm"
     bf16, cc = _gpu_dtype_support(gpu)
     params = finite_number((estimate.get("model") or {}).get("params_total"))
+    batch = not training and bool(plan.get("job"))   # a batch job: released like training, its data on the disk
+    job_in, job_out = job_data_bytes(plan) if batch else (None, None)
     return {
         "platform": str(plan.get("platform") or "ecs"), "engine": engine, "engine_planned": planned,
         "ep": _int(par.get("ep") or srv.get("ep"), 1), "dp_attention": bool(par.get("dp_attention") or srv.get("dp_attention")),
         "bf16": bf16, "gpu_cc": cc, "hub": str(scope(region)["weights_source"]),
         "model_bytes": download_bytes(params, getattr(workload, "quantization", None), training),
         "checkpoint_bytes": finite_number((plan.get("storage") or {}).get("checkpoint_bytes")),
-        "plan_fixed_s": plan_fixed_s(plan), "online": getattr(workload, "serving", None) is not None,
+        "plan_fixed": fixed_parts_s(plan.get("fixed_costs")), "first_boot": first_boot(plan, region, training),
+        "online": getattr(workload, "serving", None) is not None, "batch_job": batch,
+        "job_input_bytes": job_in, "job_output_bytes": job_out,
         # prefill/decode disaggregation the plan chose (plan.serving.disaggregation): serve-sglang.sh PD_ROLE, router-pd.sh
         "pd": dict(srv["disaggregation"]) if engine == "sglang" and srv.get("disaggregation") else None,
     }

@@ -55,9 +55,9 @@ def required_driver_major(c: Ctx) -> int:
 
 
 def auto_release_hours(c: Ctx) -> int:
-    """Hours after `terraform apply` at which ECS releases a pay-as-you-go training node: first boot + model
-    download + run time x (1 + margin) + checkpoint upload (render/bundle/transfer.py); 0 = never (serving,
-    subscription)."""
+    """Hours after `terraform apply` at which ECS releases a pay-as-you-go training or batch node: first boot + model
+    download (+ a batch job's input) + run time x (1 + margin) + checkpoint or output upload
+    (render/bundle/transfer.py); 0 = never (serving, subscription)."""
     return transfers(c).release_hours
 
 
@@ -221,8 +221,8 @@ def docker_volumes(c: Ctx) -> str:
 
 
 def start_timeout_s(c: Ctx) -> int:
-    """systemd's limit for starting the unit: the weights' download (twice PLAN.md's time: pay-by-traffic bandwidth
-    is a cap, not a guarantee) plus, for servers, the image build and pull and 20 minutes of health checks."""
+    """systemd's limit for starting the unit: the base image pull of the image build and the weights' download
+    (twice the plan's times: pay-by-traffic bandwidth is a cap, not a guarantee) plus 100 s of build and, for
+    servers, 20 minutes of health checks."""
     t = transfers(c)
-    base = 1300 + t.bootstrap_s   # the image build (base image pull) and, for servers, 20 minutes of health checks
-    return int(base + 2 * (t.download_s or 0))
+    return int(1300 + 2 * (t.image_pull_s + (t.download_s or 0)))

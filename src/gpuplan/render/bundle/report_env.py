@@ -65,10 +65,17 @@ def weights_lines(c: Ctx) -> list[Safe]:
 
 
 def storage_budget_line(c: Ctx, plan: dict) -> Safe | None:
-    """Training: the bytes the run keeps against the disks the plan advises (plan.storage.budget)."""
+    """Training and batch jobs: the bytes the run keeps against the disks the plan advises (plan.storage.budget)."""
     b = (plan.get("storage") or {}).get("budget")
-    if not c.training or not isinstance(b, dict):
+    if not (c.training or c.batch_job) or not isinstance(b, dict):
         return None
+    if c.batch_job:
+        return Safe(tr("Storage for the whole job: scratch {scratch} GB + weights {weights} GB + the job's input {data} "
+                       "GB + its output {output} GB = {need} GB on {where} of {cap} GB.", c.lang).format(
+            scratch=_gb(b.get("scratch_bytes")), weights=_gb(b.get("weights_bytes")),
+            data=f"{(b.get('dataset_bytes') or 0) / 1e9:,.1f}", output=f"{(b.get('output_bytes') or 0) / 1e9:,.1f}",
+            need=_gb(b.get("disk_needed_bytes")), cap=_gb(b.get("disk_bytes")),
+            where=md(c.data_dir)))
     shared = b.get("checkpoints_on") == "shared"
     values = dict(weights=_gb(b.get("weights_bytes")), data=_gb(b.get("dataset_bytes")),
                   kept=int(b.get("checkpoints_kept") or 0), ckpt=_gb(b.get("checkpoint_bytes")),

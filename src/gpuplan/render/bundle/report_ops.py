@@ -85,11 +85,20 @@ def auto_release_line(c: Ctx) -> Safe | None:
     t = transfers(c)
     if not t.release_hours:
         return None
-    return md(tr("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} + model "
-                 "download {download} + the run {job} x {factor} + checkpoint upload {upload}, rounded up (auto_release_time; "
-                 "variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off when its GPUs stay idle "
-                 "(IDLE_STOP_ENABLED=1).", c.lang).format(
-        hours=t.release_hours, boot=_duration(t.bootstrap_s), download=_duration(t.download_s),
+    text = (N_("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} (start-up "
+               "{start} + image pull {pull}, as the plan's fixed costs count them, + the driver install and its reboot "
+               "{driver}) + model download {download} + the input copied from OSS {input} + the run {job} x {factor} + "
+               "the output upload to OSS {upload}, rounded up (auto_release_time; variable auto_release_hours, 0 = "
+               "never). The data disk and the outputs on it survive the release. idle-stop.sh can also power a node "
+               "off when its GPUs stay idle (IDLE_STOP_ENABLED=1).") if c.batch_job else
+            N_("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} (start-up "
+               "{start} + image pull {pull}, as the plan's fixed costs count them, + the driver install and its reboot "
+               "{driver}) + model download {download} + the run {job} x {factor} + checkpoint upload {upload}, rounded "
+               "up (auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off "
+               "when its GPUs stay idle (IDLE_STOP_ENABLED=1)."))
+    return md(tr(text, c.lang).format(
+        hours=t.release_hours, boot=_duration(t.bootstrap_s), start=_duration(t.boot_s), pull=_duration(t.image_pull_s),
+        driver=_duration(t.driver_install_s), download=_duration(t.download_s), input=_duration(t.input_s),
         job=_duration(t.job_s), factor=f"{1 + t.margin:g}", upload=_duration(t.upload_s)))
 
 

@@ -9,10 +9,12 @@ from gpuplan.render.bundle.context import Ctx
 
 
 def transfers(c: Ctx) -> Transfers:
-    """The bundle's download/upload times and auto-release hours for this plan (the same figures as the plan's
-    ops advice: gpuplan.plan.money.transfer)."""
+    """The bundle's download/upload times and auto-release hours for this plan (the same function and figures as
+    the plan's ops advice, gpuplan.plan.advice.ops.plan_transfers: fixed costs, storage budget, time)."""
     return job_transfers(load_ops(), training=c.training, billing=c.billing, model_bytes=c.model_bytes,
-                         checkpoint_bytes=c.checkpoint_bytes, time_s=c.job_time_s, fixed_s=c.plan_fixed_s)
+                         checkpoint_bytes=c.checkpoint_bytes, time_s=c.job_time_s, fixed=c.plan_fixed,
+                         batch=c.batch_job, input_bytes=c.job_input_bytes, output_bytes=c.job_output_bytes,
+                         first_boot=c.first_boot)
 
 
 def script_duration(seconds: float | None) -> str:
