@@ -20,11 +20,18 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.estimate.memory import ENGINES
+from gpuplan.fieldnames import field_label, value_text
 from gpuplan.i18n import _
 from gpuplan.workload import Workload
 
 ENCODER_JOB_ENGINE = "transformers"    # embed.py: sentence-transformers (render/templates/bundle/embed.py.j2)
 ENCODER_SERVICE_ENGINE = "vllm"        # serve.sh --runner pooling
+
+
+def assumed(key: str, value: object) -> str:
+    """The resolver's "assumed <field> <value>" note in its own wording (workload_defaults.resolve_defaults), so a
+    default replaced here is dropped in every language."""
+    return _("assumed {key} {value}").format(key=field_label(key, with_key=True), value=value_text(value, key=key))
 
 
 def is_llm(model) -> bool:
@@ -56,9 +63,9 @@ def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str
         if getattr(model, "profile", None) is not None and not is_llm(model) and given.grad_checkpointing is None:
             # timm's train.py, Ultralytics, the diffusers training scripts and the transformers Trainer keep every
             # activation unless told to recompute (--grad-checkpointing / --gradient_checkpointing are opt-in)
-            ckpt = _("assumed {key} {value}").format(key="grad_checkpointing", value=resolved.grad_checkpointing)
+            ckpt = assumed("grad_checkpointing", resolved.grad_checkpointing)
             kept = [n for n in notes if n != ckpt]
-            kept.append(_("assumed {key} {value}").format(key="grad_checkpointing", value=False))
+            kept.append(assumed("grad_checkpointing", False))
             return resolved.with_updates(grad_checkpointing=False), kept
         return resolved, notes
     if getattr(model, "profile", None) is not None and not is_llm(model):
@@ -69,11 +76,11 @@ def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str
     dropped = []
     if given.output_tokens is None:
         changes["output_tokens"] = 0
-        dropped.append(_("assumed {key} {value}").format(key="output_tokens", value=resolved.output_tokens))
+        dropped.append(assumed("output_tokens", resolved.output_tokens))
     job = resolved.dataset is not None
     if given.framework in (None, "auto"):
         changes["framework"] = encoder_engine(job)
-        dropped.append(_("assumed {key} {value}").format(key="framework", value=resolved.framework))
+        dropped.append(assumed("framework", resolved.framework))
     if not changes:
         return resolved, notes
     kept = [n for n in notes if n not in dropped]
@@ -90,7 +97,7 @@ def _profile_defaults(given: Workload, resolved: Workload, model, notes: list[st
     the workload names a framework; the LLM serving defaults (prompt/output tokens, KV cache dtype) do not
     apply and are not listed as assumptions."""
     unused = {"prompt_tokens", "output_tokens", "kv_cache_dtype"}
-    dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in unused}
+    dropped = {assumed(k, getattr(resolved, k)) for k in unused}
     kept = [n for n in notes if n not in dropped]
     if model.kind == "speech" and given.framework in (None, "auto"):
         # the bundle transcribes with faster-whisper (CTranslate2): estimate and recommend both size and time the
@@ -99,7 +106,7 @@ def _profile_defaults(given: Workload, resolved: Workload, model, notes: list[st
                       "transcribe.py runs, unless framework is transformers"))
         return resolved, kept
     if given.framework in (None, "auto"):
-        kept = [n for n in kept if n != _("assumed {key} {value}").format(key="framework", value=resolved.framework)]
-        kept.append(_("assumed {key} {value}").format(key="framework", value="transformers"))
+        kept = [n for n in kept if n != assumed("framework", resolved.framework)]
+        kept.append(assumed("framework", "transformers"))
         return resolved.with_updates(framework="transformers"), kept
     return resolved, kept

@@ -152,8 +152,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                        "tensor- or pipeline-parallel layouts (ms-swift Megatron mode: fp32 main gradients)").format(
                            default=resolved.framework))
     model = resolve_model(resolved.model, region=workload_region(resolved))
-    # encoder-only models: output_tokens 0 and the stack the bundle launches, as `estimate` resolves them
-    resolved, notes = encoder_defaults(w, resolved, model, notes)
+    if getattr(model, "kind", None) == "encoder":   # output_tokens 0 and the stack the bundle launches, as `estimate`
+        resolved, notes = encoder_defaults(w, resolved, model, notes)
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
     training = task in TRAIN_TASKS
