@@ -52,4 +52,7 @@ MATRIX: dict[str, Callable[[], dict[str, str]]] = {
                                    estimate={"model": {"kind": "diffusion"}}),
     "whisper": lambda: _variant("vllm_service", workload={"model": "openai/whisper-large-v3", "serving": None},
                                 estimate={"model": {"kind": "speech"}}),
+    "embeddings-batch": lambda: _variant("vllm_service", workload={"model": "BAAI/bge-m3", "serving": None,
+                                                                   "framework": "transformers"},
+                                         estimate={"model": {"kind": "encoder"}}),
 }

@@ -79,7 +79,7 @@ def bundles() -> dict[str, tuple[dict, str]]:
 
 def test_the_matrix_covers_every_stack(bundles):
     stacks = {env["stack"] for env, _text in bundles.values()}
-    assert stacks == {"training", "megatron", "vllm", "sglang", "diffusers", "whisper"}
+    assert stacks == {"training", "megatron", "vllm", "sglang", "diffusers", "whisper", "embeddings"}
     assert {env["scope"] for env, _text in bundles.values()} == {"mainland", "global"}
 
 

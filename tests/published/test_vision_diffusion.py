@@ -136,12 +136,16 @@ def test_output_tokens_zero_is_accepted_and_an_embedding_model_estimates():
 
 
 def test_embedding_model_defaults_to_prefill_only():
+    # the stack the bundle launches (estimate/engine_defaults.py): a service is vLLM's pooling runner (serve.sh), a
+    # batch job embed.py (sentence-transformers in eager PyTorch)
     est = estimate(dict(model="bge-m3", task="inference", prompt_tokens=256, hardware={"gpu": "L20"}))
-    assert est.workload.output_tokens == 0 and est.workload.framework == "transformers"
-    small = estimate(dict(model="bge-m3", task="inference", prompt_tokens=256, batch_size=1,
-                          hardware={"gpu": "A100-SXM4-80GB"})).performance["sequences_per_s"]
-    big = estimate(dict(model="bge-m3", task="inference", prompt_tokens=256, batch_size=64,
-                        hardware={"gpu": "A100-SXM4-80GB"})).performance["sequences_per_s"]
+    assert est.workload.output_tokens == 0 and est.workload.framework == "vllm"
+    job = dict(model="bge-m3", task="inference", prompt_tokens=256, dataset={"items": 1e6},
+               hardware={"gpu": "A100-SXM4-80GB"})
+    at_1 = estimate(dict(job, batch_size=1))
+    assert at_1.workload.output_tokens == 0 and at_1.workload.framework == "transformers"
+    small = at_1.performance["sequences_per_s"]
+    big = estimate(dict(job, batch_size=64)).performance["sequences_per_s"]
     assert big > 3 * small   # launch-bound at batch 1, compute-bound at 64
 
 

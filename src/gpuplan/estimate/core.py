@@ -12,6 +12,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import scale_performance, workload_class
+from gpuplan.estimate.engine_defaults import encoder_defaults
 from gpuplan.estimate.lengths import dataset_lengths
 from gpuplan.estimate.memory import (
     MemoryEstimate,
@@ -195,8 +196,10 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     from gpuplan.estimate.memory import InferenceInputs, inference_memory
 
     framework = w.framework or "vllm"
-    conc = w.batch_size or 1
     encoder = model.kind == "encoder"
+    # an encoder job's batch per forward is the layout's: the workload's batch_size (layout_from_workload), or the one
+    # the recommender's job search tries (plan/search/search_job.py)
+    conc = max(1, layout.micro_batch) if encoder else (w.batch_size or 1)
     output_tokens = 0 if encoder else (w.output_tokens if w.output_tokens is not None else 1)
     inp = InferenceInputs(precision=w.precision or "bf16", quantization=w.quantization or "none",
                           kv_dtype_bytes=_kv_bytes(w), framework=framework, flash=bool(w.flash_attention),
@@ -312,59 +315,6 @@ def _unpad(perf: dict, lengths, tokens_per_sample: float, run_len: int) -> None:
             perf[key] *= ratio
     if perf.get("mfu"):
         perf["mfu"] *= lengths.mean_tokens / run_len
-
-
-def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
-    """An encoder-only model (BERT-class, embedding and reranker models) generates nothing: output_tokens 0
-    and, unless the workload names one, the eager Hugging Face / sentence-transformers stack instead of a
-    generation engine. The generic defaults' notes for those two fields are replaced."""
-    if (resolved.task or "inference") != "inference":
-        if getattr(model, "profile", None) is not None and not _is_llm(model) and given.grad_checkpointing is None:
-            # timm's train.py, Ultralytics, the diffusers training scripts and the transformers Trainer keep every
-            # activation unless told to recompute (--grad-checkpointing / --gradient_checkpointing are opt-in)
-            ckpt = _("assumed {key} {value}").format(key="grad_checkpointing", value=resolved.grad_checkpointing)
-            kept = [n for n in notes if n != ckpt]
-            kept.append(_("assumed {key} {value}").format(key="grad_checkpointing", value=False))
-            return resolved.with_updates(grad_checkpointing=False), kept
-        return resolved, notes
-    if getattr(model, "profile", None) is not None and not _is_llm(model):
-        return _profile_defaults(given, resolved, model, notes)
-    if model.kind != "encoder":
-        return resolved, notes
-    changes: dict[str, Any] = {}
-    dropped = []
-    if given.output_tokens is None:
-        changes["output_tokens"] = 0
-        dropped.append(_("assumed {key} {value}").format(key="output_tokens", value=resolved.output_tokens))
-    if given.framework in (None, "auto"):
-        changes["framework"] = "transformers"
-        dropped.append(_("assumed {key} {value}").format(key="framework", value=resolved.framework))
-    if not changes:
-        return resolved, notes
-    kept = [n for n in notes if n not in dropped]
-    kept.append(_("encoder-only model: no tokens generated; eager transformers / sentence-transformers assumed "
-                  "unless framework is set"))
-    return resolved.with_updates(**changes), kept
-
-
-def _profile_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
-    """A vision, diffusion or speech model runs in eager PyTorch (torchvision, diffusers, transformers) unless
-    the workload names a framework; the LLM serving defaults (prompt/output tokens, KV cache dtype) do not
-    apply and are not listed as assumptions."""
-    unused = {"prompt_tokens", "output_tokens", "kv_cache_dtype"}
-    dropped = {_("assumed {key} {value}").format(key=k, value=getattr(resolved, k)) for k in unused}
-    kept = [n for n in notes if n not in dropped]
-    if model.kind == "speech" and given.framework in (None, "auto"):
-        # the bundle transcribes with faster-whisper (CTranslate2): estimate and recommend both size and time the
-        # job on its mechanism (estimate/nonllm/speech.py), pinned to the faster-whisper README's memory figures
-        kept.append(_("speech: sized and timed as faster-whisper (CTranslate2, beam 5), what the bundle's "
-                      "transcribe.py runs, unless framework is transformers"))
-        return resolved, kept
-    if given.framework in (None, "auto"):
-        kept = [n for n in kept if n != _("assumed {key} {value}").format(key="framework", value=resolved.framework)]
-        kept.append(_("assumed {key} {value}").format(key="framework", value="transformers"))
-        return resolved.with_updates(framework="transformers"), kept
-    return resolved, kept
 
 
 def _serving_llm(model) -> bool:

@@ -73,8 +73,10 @@ class Draft:
                     "nodes_per_replica": c.nodes,
                     "launcher": launcher_for(lay.tp, lay.pp, lay.zero, lay.fsdp, lay.offload, lay.cp, self.framework)
                     if c.variant.w.task in TRAIN_TASKS else None,
-                    # the framework whose memory and time rules sized this plan (plan/search/candidates.py sizing_framework)
-                    "framework": c.variant.w.framework if c.variant.w.task in TRAIN_TASKS else None,
+                    # the framework whose memory and time rules sized this plan (plan/search/candidates.py sizing_framework;
+                    # an encoder-only model's embed.py or vLLM pooling server: estimate/engine_defaults.py)
+                    "framework": c.variant.w.framework if c.variant.w.task in TRAIN_TASKS
+                    or getattr(c.est.model, "kind", None) == "encoder" else None,
                     # the loss the plan was sized with and train.py runs (--loss; estimate/memory/loss.py)
                     "loss": c.est.memory.loss if c.variant.w.task in TRAIN_TASKS else None,
                     # the rows the plan was sized for and the launch trains (samples packed into seq_len rows or not)

@@ -123,18 +123,23 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     Recommendation with no plans and its ``binding_constraints``.
     """
     from gpuplan.catalog.models import resolve_model, workload_region
+    from gpuplan.estimate.engine_defaults import batched_job, encoder_defaults
     from gpuplan.estimate.shapes import shape_of
 
     t0 = time.perf_counter()
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
-    llm = is_llm(resolve_model(w.model, region=workload_region(w)))
-    # an offline job of a non-LLM model searches its batch per forward (plan/search/search_job.py)
-    job_batch = ("batch_size",) if not w.is_training and w.dataset is not None and not llm else ()
+    first_model = resolve_model(w.model, region=workload_region(w))
+    llm = is_llm(first_model)
+    # an offline job that runs fixed batches per forward searches its batch (plan/search/search_job.py): non-LLM
+    # models, and encoder-only models on embed.py (estimate/engine_defaults.py, the rule `estimate` applies too)
+    job_batch = ("batch_size",) if not w.is_training and w.dataset is not None and \
+        batched_job(first_model, w.framework if w.framework != "auto" else None) else ()
     searched = frozenset(f for f in SEARCHED_FIELDS + (RECIPE_FIELDS if w.is_training else job_batch)
                          if getattr(w, f) is None)
     # LLM serving: weight format, engine and KV-cache dtype are chosen per plan (plan/serving/serving_config.py), so
     # their defaults are where the search starts, not assumptions of the answer
-    start = frozenset(SERVING_SEARCHED_FIELDS) if not w.is_training and llm else frozenset()
+    serving_llm = llm and getattr(first_model, "kind", "decoder") != "encoder"    # encoders: engine_defaults
+    start = frozenset(SERVING_SEARCHED_FIELDS) if not w.is_training and serving_llm else frozenset()
     # training: each plan is sized by the framework its launcher runs (plan/search/candidates.py sizing_framework), so an
     # unset framework is not one assumption of the whole answer
     per_plan_framework = w.is_training and w.framework in (None, "auto")
@@ -149,6 +154,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                        "tensor- or pipeline-parallel layouts (ms-swift Megatron mode: fp32 main gradients)").format(
                            default=resolved.framework))
     model = resolve_model(resolved.model, region=workload_region(resolved))
+    if getattr(model, "kind", None) == "encoder":   # output_tokens 0 and the stack the bundle launches, as `estimate`
+        resolved, notes = encoder_defaults(w, resolved, model, notes)
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
     training = task in TRAIN_TASKS

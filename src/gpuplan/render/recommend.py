@@ -28,7 +28,7 @@ _LABELS = (
     N_("{instance} (plan {ranks}) is also sold as {aliases}: the same machine at the same price"),
     N_("{value} ms"), N_("{value} s"), N_("TPOT"),
     N_("Micro-batch"), N_("Accum."), N_("Global batch"), N_("Bubble"), N_("MFU"), N_("Price as of"),
-    N_("{date} ({days} d), {basis}"),
+    N_("{date} ({days} d), {basis}"), N_("{region} (price of {price_region})"),
 )
 
 
@@ -52,8 +52,10 @@ def plans_table(rec, lang: str, width: int, wide: bool = False):
         (Column(t("Layout"), 5), lambda p: localize(p.layout, lang)),
         (Column(t("Memory/GPU"), 4, "right"), _memory),
         (Column(t("Billing"), 1), lambda p: t(p.cost.billing) if p.cost.billing else t("unpriced")),
-        (Column(t("Per hour"), 3, "right"), lambda p: _price(p, p.cost.price_per_hour, cur)),
     ]
+    if len({p.cost.region for p in rec.plans}) > 1:    # plans that differ only by region must not look identical
+        cols.append((Column(t("Region"), 1), lambda p: region_text(p, t)))
+    cols.append((Column(t("Per hour"), 3, "right"), lambda p: _price(p, p.cost.price_per_hour, cur)))
     job = not training and any(p.cost.job for p in rec.plans)      # batch inference: time and total cost
     per_unit = _per_unit_label(rec.plans)                           # non-LLM plans: no token labels
     if training or job:
@@ -117,6 +119,15 @@ def price_age(p: Plan, t) -> str:
     c = p.cost
     return t("{date} ({days} d), {basis}").format(date=c.price_as_of, days=c.price_age_days if c.price_age_days
                                                  is not None else "?", basis=t(PRICE_BASIS_WORDS[word]))
+
+
+def region_text(p: Plan, t) -> str:
+    """The plan's region, and the region whose price it carries when that is another ("cn-wulanchabu (price of
+    cn-beijing)")."""
+    c = p.cost
+    if c.price_region and c.price_region != c.region:
+        return t("{region} (price of {price_region})").format(region=c.region, price_region=c.price_region)
+    return c.region or "-"
 
 
 def serving_columns(t) -> list[tuple[Column, Callable[[Plan], str]]]:

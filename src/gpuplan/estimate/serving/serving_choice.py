@@ -45,8 +45,18 @@ def compute_capability(gpu) -> float:
         return 0.0
 
 
+def runtime_precision(gpu, precision: str) -> str:
+    """The 16-bit type that runs on this GPU: fp16 for bf16 where the GPU has no BF16 (V100, T4: vLLM and SGLang
+    take ``--dtype float16`` there, render/bundle/serving.py engine_dtype), else the workload's precision. One value
+    for the plan's record, its estimate and the launch flag."""
+    if precision == "bf16" and gpu.peak_tflops("bf16") is None:
+        return "fp16"
+    return precision
+
+
 def weight_format(model, gpu, quantization: str, precision: str, engine: str) -> tuple[str, str, str]:
     """(workload quantization for the estimate, weight format shown, path) on this GPU and engine."""
+    precision = runtime_precision(gpu, precision)
     native = getattr(model, "native_dtype", None)
     if native == "fp8" and quantization in ("none", "fp8"):
         cc = compute_capability(gpu)
@@ -54,7 +64,7 @@ def weight_format(model, gpu, quantization: str, precision: str, engine: str) ->
             return "fp8", "fp8", "native"
         if cc >= MARLIN_FP8_CC and engine in MARLIN_FP8_ENGINES and getattr(model, "moe", None) is None:
             return "fp8", "fp8", "marlin"
-        return "none", ("fp16" if precision == "fp16" or gpu.peak_tflops("bf16") is None else "bf16"), "upcast"
+        return "none", ("fp16" if precision == "fp16" else "bf16"), "upcast"
     if quantization == "none":
         return "none", precision, "16-bit"
     return quantization, quantization, "quantized"
@@ -112,7 +122,8 @@ def choose_serving(given, resolved, model, system, layout, estimate_fn, headroom
     def variant(engine: str, kv: str):
         q = weight_format(model, gpu, base_q, precision, engine)[0] if "quantization" in free else base_q
         try:
-            w = resolved.with_updates(quantization=q, framework=engine, kv_cache_dtype=kv)
+            w = resolved.with_updates(quantization=q, framework=engine, kv_cache_dtype=kv,
+                                      precision=runtime_precision(gpu, precision))
         except GpuplanError:
             return None
         plain = (kv == "auto" or "kv_cache_dtype" not in free) and (engine == DEFAULT_ENGINE or "framework" not in free)

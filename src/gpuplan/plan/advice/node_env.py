@@ -17,7 +17,7 @@ from typing import Any
 from gpuplan.catalog.hardware.regions import is_mainland
 from gpuplan.datafiles import load_data
 
-STACKS = ("training", "megatron", "vllm", "sglang", "diffusers", "whisper")
+STACKS = ("training", "megatron", "vllm", "sglang", "diffusers", "whisper", "embeddings")
 
 
 @functools.cache

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from gpuplan.estimate.engine_defaults import batched_job
 from gpuplan.i18n import N_, _
 from gpuplan.plan.money import cost as costm
 from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items, model_bytes
@@ -121,7 +122,7 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
                   "expected_interruptions": round(run.expected_interruptions * replicas, 2)}
     p.time_s = base * factor + fixed_s
     # the batch each forward (or engine step) runs: the job search's (plan/search/search_job.py), the LLM serving batch
-    batch = c.est.performance.get("serving_batch") if ctx.llm else c.layout.micro_batch
+    batch = c.layout.micro_batch if batched_job(ctx.model, ctx.w.framework) else c.est.performance.get("serving_batch")
     job: dict[str, Any] = {"items": rnd(items, 1), "unit": unit, "items_per_s": rnd(group_rate * replicas),
                            "replicas": replicas, "batch": int(batch) if batch else None}
     ds = ctx.w.dataset

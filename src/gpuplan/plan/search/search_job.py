@@ -1,5 +1,6 @@
-"""The batch of an offline job of a non-LLM model (speech transcription, image generation, vision): the number of
-samples each forward (or pipeline call) processes, searched per machine like a training recipe's micro-batch.
+"""The batch of an offline job that runs fixed batches per forward (speech transcription, image generation, vision,
+embeddings with an encoder-only model: estimate/engine_defaults.py ``batched_job``): the number of samples each forward
+(or pipeline call) processes, searched per machine like a training recipe's micro-batch.
 
 A batch job has no request stream: its throughput is what it buys. A forward's time grows slower than its
 batch (the weights are read once per forward, the CPU launches once per forward, a speech decoder streams its
@@ -7,8 +8,8 @@ weights once per token step: estimate/forward.py, estimate/nonllm/nonllm.py), so
 batch until the GPU is busy. The search doubles the batch from 1 (data/recipes.yaml ``max_job_batch``) while
 it fits the GPU (the estimator's memory at that batch), stays within the job's latency target when the workload
 sets ``serving.ttft_ms`` (one batch's latency), and gains at least ``JOB_BATCH_MIN_GAIN`` per doubling; the plan
-says which batch runs and what stopped the climb, and the bundle's transcribe.py / generate_images.py take it.
-LLM jobs are batched by the serving estimator (its best serving batch within the KV-cache budget)."""
+says which batch runs and what stopped the climb, and the bundle's transcribe.py / generate_images.py / embed.py take
+it. LLM jobs are batched by the serving estimator (its best serving batch within the KV-cache budget)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import functools
 from typing import TYPE_CHECKING
 
 from gpuplan.i18n import _
-from gpuplan.plan.search.candidates import Knobs, is_llm
+from gpuplan.estimate.engine_defaults import batched_job
+from gpuplan.plan.search.candidates import Knobs
 from gpuplan.plan.money.ranges import memory_need
 from gpuplan.plan.search.recipe import BatchOption, search_setting
 from gpuplan.plan.search.search_point import Candidate, Variant
@@ -29,11 +31,11 @@ JOB_BATCH_MIN_GAIN = 0.02    # a doubling that adds less throughput than this st
 
 
 def job_batches(s: "Searcher") -> tuple[int, ...]:
-    """The batches an offline job searches: powers of two up to max_job_batch for a non-LLM model whose workload
-    leaves batch_size unset and has a dataset (a job, not a service); () otherwise."""
+    """The batches an offline job searches: powers of two up to max_job_batch for a model that runs fixed batches
+    per forward (``batched_job``) whose workload leaves batch_size unset and has a dataset (a job, not a service);
+    () otherwise."""
     w = s.w
-    if s.training or w.dataset is None or w.batch_size is not None or is_llm(s.model) \
-            or getattr(s.model, "profile", None) is None:
+    if s.training or w.dataset is None or w.batch_size is not None or not batched_job(s.model, w.framework):
         return ()
     out, b = [], 1
     while b <= int(search_setting("max_job_batch")):

@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.workload import Workload
 
 from gpuplan.estimate.serving.serving_choice import (DEFAULT_ENGINE, FP8_KV_ENGINES, SEARCHED_ENGINES, SWITCH_GAIN, choose,
-                                             kv_options, switch_engine, weight_format)
+                                                     kv_options, runtime_precision, switch_engine, weight_format)
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
                 "tgi": "TGI", "transformers": "transformers", "torch-compile": "torch.compile"}
@@ -140,9 +140,10 @@ class ServingSpace:
         if key in self._cache:
             return self._cache[key]
         w = base.w
+        run = runtime_precision(gpu, precision)    # fp16 where the GPU has no BF16: the record, estimate and flag
         try:
-            if (q, engine, kv) != (w.quantization, w.framework, w.kv_cache_dtype):
-                w = w.with_updates(quantization=q, framework=engine, kv_cache_dtype=kv)
+            if (q, engine, kv, run) != (w.quantization, w.framework, w.kv_cache_dtype, w.precision):
+                w = w.with_updates(quantization=q, framework=engine, kv_cache_dtype=kv, precision=run)
         except GpuplanError:
             self._cache[key] = None
             return None

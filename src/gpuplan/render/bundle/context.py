@@ -18,7 +18,7 @@ from gpuplan.estimate.memory.serve import engine_memory_fraction
 from gpuplan.i18n import _
 from gpuplan.plan.search.candidates import LAUNCHERS, launcher_for, launcher_packed
 from gpuplan.render.bundle import nccl
-from gpuplan.render.bundle.context_serving import finite_number, serving_fields
+from gpuplan.render.bundle.context_serving import finite_number, runs_embed_script, serving_fields
 from gpuplan.render.bundle.environment import Environment, node_environment, stack_for
 from gpuplan.render.bundle.context_model import template_for, train_model
 from gpuplan.render.bundle.model_sources import needs_remote_code
@@ -144,6 +144,7 @@ class Ctx:
     job_input_bytes: float | None = None    # batch: its input on the data disk (plan.storage.budget.dataset_bytes)
     job_output_bytes: float | None = None   # batch: its output on the data disk (plan.storage.budget.output_bytes)
     online: bool = False                 # serving traffic given (workload.serving): a server, not a batch job
+    embed_job: bool = False              # an encoder-only model run by embed.py (context_serving.runs_embed_script)
     env: Environment | None = None       # the node environment (render/bundle/environment.py, plan.json)
     trust_remote_code: bool = False      # the model's code is not in transformers (data/model_sources.yaml)
     checkpoints_kept: int = 2            # training: checkpoint rotation (plan.storage.checkpoints_kept)
@@ -330,10 +331,11 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
 
     serving = serving_fields(plan, workload, estimate, gpu, region, training)
     model_kind = _model_kind(workload, estimate)
+    serving["embed_job"] = runs_embed_script(model_kind, training, framework, serving["online"])
     optimizer = str(workload.optimizer or "adamw")
     env = node_environment(region=region, slug=slugify(name or (model.rsplit("/", 1)[-1])),
                            stack=stack_for(training=training, launcher=launcher, engine=serving["engine"],
-                                           model_kind=model_kind),
+                                           model_kind=model_kind, embed_job=serving["embed_job"]),
                            deepspeed=deepspeed, bitsandbytes=task == "qlora" or optimizer in BNB_OPTIMIZER_NAMES,
                            online=serving["online"])
     serving["hub"] = env.weights_source

@@ -30,6 +30,18 @@ def _int(value: Any, default: int) -> int:
 
 # Engines the bundle renders; a plan naming another (trtllm, lmdeploy) is served with vLLM and PLAN.md says so.
 RENDERED_ENGINES = ("vllm", "sglang")
+
+
+def runs_embed_script(model_kind: str, training: bool, framework: str, online: bool) -> bool:
+    """True when an encoder-only model's plan was timed as embed.py (sentence-transformers, a batch of texts per
+    forward: estimate/engine_defaults.py) rather than a vLLM pooling server: a framework outside the rendered engines,
+    or, for a workload that names none, no serving traffic (a batch job)."""
+    if model_kind != "encoder" or training:
+        return False
+    if framework in ("", "auto"):
+        return not online
+    return framework not in RENDERED_ENGINES
+
 def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
     """(has BF16, compute capability) from data/gpus.yaml; unknown GPUs are assumed BF16-capable."""
     try:

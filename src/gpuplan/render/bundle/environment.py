@@ -21,14 +21,14 @@ NAMESPACE_PLACEHOLDER = "your-namespace"
 TAG = "gpuplan"
 REQUIREMENTS_FILE = {"training": "requirements.txt", "megatron": "requirements.txt", "vllm": "requirements-serve.txt",
                      "sglang": "requirements-serve.txt", "diffusers": "requirements-serve.txt",
-                     "whisper": "requirements-serve.txt"}
+                     "whisper": "requirements-serve.txt", "embeddings": "requirements-serve.txt"}
 
 
 @dataclass(frozen=True)
 class Environment:
     """What one bundle's nodes, pods or functions run (plan.json ``environment``)."""
 
-    stack: str                       # training | megatron | vllm | sglang | diffusers | whisper
+    stack: str                       # training | megatron | vllm | sglang | diffusers | whisper | embeddings
     scope: str                       # mainland | global
     region: str
     image: str                       # the bundle's image (Dockerfile) in your ACR: what runs
@@ -75,9 +75,11 @@ def image_ref(region: str, slug: str) -> str:
     return f"{environments()['registry'].format(region=region)}/{NAMESPACE_PLACEHOLDER}/{slug}:{TAG}"
 
 
-def stack_for(*, training: bool, launcher: str | None, engine: str, model_kind: str) -> str:
+def stack_for(*, training: bool, launcher: str | None, engine: str, model_kind: str, embed_job: bool = False) -> str:
     if training:
         return "megatron" if launcher == "megatron" else "training"
+    if embed_job:       # embed.py: sentence-transformers (context_serving.runs_embed_script)
+        return "embeddings"
     if model_kind == "diffusion":
         return "diffusers"
     if model_kind == "speech":

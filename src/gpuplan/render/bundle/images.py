@@ -6,8 +6,8 @@
   the deployed engine's script. Used by the ECS systemd unit, ACK, Function Compute and PAI-EAS. The base image's
   ENTRYPOINT is cleared and the script is the CMD, so a platform that sets its own start command (EAS ``script``,
   ``docker run --entrypoint``) replaces it instead of appending to it.
-- Diffusion and speech: the pinned requirements-serve.txt, the scripts and fetch-model.sh; the online image server
-  is the entrypoint.
+- Diffusion, speech and embedding jobs: the pinned requirements-serve.txt, the scripts and fetch-model.sh; the online
+  image server is the entrypoint.
 - Training: requirements.txt over the image (its torch kept) and the bundle in /workspace: the ECS unit, the ACK
   Job and the PAI-DLC job run `bash launch.sh` (through run-with-resume.sh on ECS) in it.
 
@@ -132,4 +132,6 @@ def files(c: Ctx) -> dict[str, str]:
         return {"Dockerfile": _python_app(c, scripts, cmd)}
     if c.model_kind == "speech":
         return {"Dockerfile": _python_app(c, ["transcribe.py"], f'["python3", "{APP_DIR}/transcribe.py", "--help"]')}
+    if c.embed_job:
+        return {"Dockerfile": _python_app(c, ["embed.py"], f'["python3", "{APP_DIR}/embed.py", "--help"]')}
     return {}

@@ -53,6 +53,7 @@ FILE_PURPOSES: dict[str, str] = {
                             "(pinned)"),
     "generate_images.py": N_("diffusers batch image generation (not a chat server)"),
     "transcribe.py": N_("faster-whisper batch transcription (not a chat server)"),
+    "embed.py": N_("sentence-transformers batch embeddings at the plan's batch, one process per GPU (not a server)"),
     "requirements-serve.txt": N_("pinned Python packages for the batch script"),
     "autoscale/": N_("HPA with its PodMonitor and metrics-adapter values, ESS scaling group behind a load balancer"),
 }

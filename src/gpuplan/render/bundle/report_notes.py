@@ -92,6 +92,12 @@ def serving_notes(c: Ctx) -> list[Safe]:
                            "{install}, then {run} ({dry_run} checks the arguments without a GPU).", lang).format(
             model=md(c.model), **_batch_steps(c), dry_run="`--dry-run`")))
         return out
+    if c.embed_job:
+        out.append(Safe(tr("{model} is an embedding (encoder-only) model: `embed.py` runs sentence-transformers as a "
+                           "batch job at the plan's {batch} texts per forward, one process per GPU (documents in as "
+                           ".jsonl or text, float16 .npy parts out, resumable): {install}, then {run}.", lang).format(
+            model=md(c.model), batch=c.max_num_seqs, **_batch_steps(c))))
+        return out
     if c.model_kind == "speech":
         out.append(Safe(tr("{model} is a speech model: `transcribe.py` runs faster-whisper's "
                            "`BatchedInferencePipeline` as a batch job (audio files in, .txt and .srt out): {install}, "

@@ -137,6 +137,13 @@ def perf_rows(c: Ctx, estimate: dict, plan: dict | None = None) -> list[tuple[Sa
                      steps=c.save_steps, minutes=c.checkpoint_minutes, path=c.checkpoint_dir))]
     elif sv:
         items = serving_items(sv, c.lang)
+    elif (plan or {}).get("job"):
+        # a batch job: the batch and the rate that sized it (plan.job; plan/search/search_job.py), as the script runs
+        job = plan["job"]   # type: ignore[index]
+        items = [(N_("Batch per forward"), f"{job['batch']:,}" if job.get("batch") else None),
+                 (N_("Time per batch"), fmt_duration(p.get("latency_s")) if p.get("latency_s") else None),
+                 (N_("Items/s per model copy"), num("max_requests_per_s", "{:,.2f}")),
+                 (N_("Items/s of the job"), f"{job['items_per_s']:,.2f}" if job.get("items_per_s") else None)]
     else:
         items = [(N_("TTFT"), fmt_duration(p.get("ttft_s")) if p.get("ttft_s") else None),
                  (N_("TPOT"), fmt_duration(p.get("tpot_s")) if p.get("tpot_s") else None),

@@ -42,11 +42,12 @@ def local_image(c: Ctx) -> str:
 
 
 BATCH_RUNS = {"speech": "transcribe.py --out {data}/transcripts {data}/audio/*.mp3",
-              "diffusion": "generate_images.py --prompts {data}/prompts.txt --out {data}/images/"}
+              "diffusion": "generate_images.py --prompts {data}/prompts.txt --out {data}/images/",
+              "encoder": "embed.py --out {data}/embeddings {data}/docs/*.jsonl"}
 
 
 def batch_command(c: Ctx) -> str:
-    """A batch job (speech, diffusion) on an ECS node: its script in the bundle's image on the GPUs, with the data disk
+    """A batch job (speech, diffusion, embeddings) on an ECS node: its script in the bundle's image on the GPUs, with the data disk
     (weights in MODEL_DIR, inputs, outputs) mounted at the same path."""
     from gpuplan.render.bundle.infra import docker_volumes
 
@@ -77,7 +78,7 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
                       f"docker build -t {local_image(c)} . && docker run --rm --ipc=host {local_image(c)} bash "
                       "/workspace/launch.sh --smoke"))
         s.append(step(N_("{cmd} on every node"), unit) if c.multi_node else _code(unit))
-    elif c.model_kind in ("diffusion", "speech") and not c.online:
+    elif (c.model_kind in ("diffusion", "speech") and not c.online) or c.embed_job:
         s.append(_code(batch_command(c)))
     else:
         if c.model_kind != "diffusion":

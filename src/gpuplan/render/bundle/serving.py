@@ -11,6 +11,9 @@
   https://huggingface.co/docs/diffusers/using-diffusers/sdxl).
 - Speech models (Whisper): transcribe.py, a faster-whisper batch transcription script
   (BatchedInferencePipeline, https://github.com/SYSTRAN/faster-whisper).
+- Encoder-only models (embeddings) in a batch job: embed.py, sentence-transformers ``encode`` at the plan's batch, one
+  process per GPU (https://sbert.net). As a service: serve.sh with vLLM's pooling runner (``--runner pooling``,
+  https://docs.vllm.ai/en/v0.16.0/models/pooling_models/).
 
 Engine flags: https://docs.vllm.ai/en/latest/configuration/engine_args.html and
 https://docs.sglang.ai/backend/server_arguments.html .
@@ -114,6 +117,12 @@ def engine_dtype(c: Ctx) -> tuple[str, str | None]:
     return dtype, None
 
 
+def embed_dtype(c: Ctx) -> str:
+    """embed.py's --dtype: the plan's 16-bit type, float16 where the GPU has no BF16 (T4, V100), as the engines'."""
+    dtype, _note = engine_dtype(c)
+    return dtype if dtype in ("float16", "bfloat16", "float32") else ("bfloat16" if c.bf16 else "float16")
+
+
 def deployed_script(c: Ctx) -> str:
     """The serving script the platform runs: serve.sh (vLLM), serve-sglang.sh, or the image server."""
     if c.model_kind == "diffusion":
@@ -140,6 +149,8 @@ def vllm_args(c: Ctx, *, dp: int | None = None) -> list[str]:
         args += ["--quantization", v["vllm_quant"]]
     if c.trust_remote_code:
         args += ["--trust-remote-code"]
+    if c.model_kind == "encoder":     # an embedding model: vLLM's pooling runner (/v1/embeddings), not generation
+        args += ["--runner", "pooling"]
     return args
 
 
@@ -200,6 +211,12 @@ def files(c: Ctx) -> dict[str, str]:
                                             copies=max(1, c.dp), port=c.serve_port)
             out["healthcheck.sh"] = render("healthcheck.sh.j2", c=c)
         return out
+    if c.embed_job:     # an encoder-only model's batch job: the sentence-transformers script the plan timed
+        return {"embed.py": render("embed.py.j2", c=c, model_dir_py=_py(load_path(c)), batch=batch,
+                                   max_length=max(1, c.prompt_tokens or 512), dtype=embed_dtype(c),
+                                   base_model_comment=Safe(json.dumps(c.model, ensure_ascii=True)[1:-1]
+                                                           .replace("\\", "/"))),
+                "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
     if c.model_kind == "speech":
         return {"transcribe.py": render("transcribe.py.j2", c=c, model_dir_py=_py(load_path(c)), batch=batch,
                                         base_model_comment=Safe(json.dumps(c.model, ensure_ascii=True)[1:-1]
