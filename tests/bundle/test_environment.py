@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gpuplan.plan.advice.node_env import forbidden_hosts
-from gpuplan.render.bundle.environment import environments, mirror_region, node_environment, scope_of
+from gpuplan.render.bundle.node.environment import environments, mirror_region, node_environment, scope_of
 
 from .env_matrix import MATRIX
 

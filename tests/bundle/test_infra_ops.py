@@ -20,7 +20,7 @@ import yaml
 from gpuplan.render.bundle import render_bundle
 from gpuplan.render.bundle.context import build_context
 from gpuplan.plan.money.transfer import MBIT, release_hours, transfer_s
-from gpuplan.render.bundle.transfer import transfers
+from gpuplan.render.bundle.node.transfer import transfers
 
 from .scenarios import inputs
 

@@ -1,8 +1,8 @@
-"""PLAN.md's whole-cost rows (render.bundle.report_rows.cost_rows) with amounts that are not numbers."""
+"""PLAN.md's whole-cost rows (render.bundle.planmd.report_rows.cost_rows) with amounts that are not numbers."""
 
 from types import SimpleNamespace
 
-from gpuplan.render.bundle.report_rows import cost_rows
+from gpuplan.render.bundle.planmd.report_rows import cost_rows
 
 
 def test_unknown_or_non_finite_amounts_read_unknown():

@@ -11,7 +11,7 @@ import yaml
 
 from gpuplan.catalog.models import list_models
 from gpuplan.render.bundle import render_bundle
-from gpuplan.render.bundle.model_sources import model_sources, modelscope_id, needs_remote_code
+from gpuplan.render.bundle.node.model_sources import model_sources, modelscope_id, needs_remote_code
 
 from .env_matrix import MATRIX
 from .scenarios import inputs

@@ -2,7 +2,7 @@
 alicloud_ess_scaling_configuration + two alicloud_ess_scaling_rule (+1 / -1 replica) and two alicloud_ess_alarm on a
 CloudMonitor custom metric (the waiting-request queue the node pushes), sized from the plan like the HPA
 (:func:`gpuplan.render.autoscale.sizing`), and a Classic Load Balancer whose vServer group every instance the group
-starts joins (``lb.tf``, render/bundle/lb.py).
+starts joins (``lb.tf``, render/bundle/cloud/lb.py).
 https://registry.terraform.io/providers/aliyun/alicloud/latest/docs/resources/ess_scaling_group
 
 Every user string in HCL goes through ``render.bundle.safe.hcl``. No credentials are written.
@@ -10,7 +10,7 @@ Every user string in HCL goes through ``render.bundle.safe.hcl``. No credentials
 
 from __future__ import annotations
 
-from gpuplan.render.bundle import lb
+from gpuplan.render.bundle.cloud import lb
 from gpuplan.render.bundle.safe import check_id, hcl
 
 
@@ -185,7 +185,7 @@ resource "alicloud_ess_alarm" "queue_low" {{
 def ess_lb_tf(port: int) -> str:
     """The group's instances behind one load balancer: the CLB, a vServer group on the serve port (HTTP health check
     of /health) and the attachment that puts every instance the group starts into it."""
-    return ("# Every instance the scaling group starts joins the load balancer's vServer group (render/bundle/lb.py).\n"
+    return ("# Every instance the scaling group starts joins the load balancer's vServer group (render/bundle/cloud/lb.py).\n"
             + lb.variables_hcl() + "\n"
             + lb.load_balancer_hcl(name="local.name", vswitch="var.vswitch_ids[0]", port=port) + "\n"
             'resource "alicloud_ess_scalinggroup_vserver_groups" "api" {\n'

@@ -3,7 +3,7 @@ preflight alike: one table, one rule for which regions are mainland (catalog.har
 a mainland node must not depend on, one set of pins per stack.
 
 - the planner counts the image pull of a plan from the image's size and where it is pulled from (:func:`image_pull`);
-- the renderer builds plan.json ``environment`` from it (gpuplan.render.bundle.environment);
+- the renderer builds plan.json ``environment`` from it (gpuplan.render.bundle.node.environment);
 - ``gpuplan check`` refuses a mainland bundle that names a forbidden host or pulls an image from anywhere but the
   bundle's own ACR image, its base image and the documented copies (gpuplan.check.mainland).
 """

@@ -17,7 +17,10 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.render.bundle import charts, deploy, images, infra, k8s, monitoring, plan_contract, report, serving, training
+from gpuplan.render.bundle import plan_contract, serving, training
+from gpuplan.render.bundle.cloud import deploy, infra, k8s, monitoring
+from gpuplan.render.bundle.node import images
+from gpuplan.render.bundle.planmd import charts, report
 from gpuplan.render.bundle.context import Ctx, build_context
 
 __all__ = ["build_bundle", "render_bundle", "Ctx"]

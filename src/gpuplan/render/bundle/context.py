@@ -17,11 +17,11 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.memory.serve import engine_memory_fraction
 from gpuplan.i18n import _
 from gpuplan.plan.search.candidates import LAUNCHERS, launcher_for, launcher_packed
-from gpuplan.render.bundle import nccl
+from gpuplan.render.bundle.node import nccl
 from gpuplan.render.bundle.context_serving import finite_number, runs_embed_script, serving_fields
-from gpuplan.render.bundle.environment import Environment, node_environment, stack_for
+from gpuplan.render.bundle.node.environment import Environment, node_environment, stack_for
 from gpuplan.render.bundle.context_model import template_for, train_model
-from gpuplan.render.bundle.model_sources import needs_remote_code
+from gpuplan.render.bundle.node.model_sources import needs_remote_code
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
 
@@ -145,7 +145,7 @@ class Ctx:
     job_output_bytes: float | None = None   # batch: its output on the data disk (plan.storage.budget.output_bytes)
     online: bool = False                 # serving traffic given (workload.serving): a server, not a batch job
     embed_job: bool = False              # an encoder-only model run by embed.py (context_serving.runs_embed_script)
-    env: Environment | None = None       # the node environment (render/bundle/environment.py, plan.json)
+    env: Environment | None = None       # the node environment (render/bundle/node/environment.py, plan.json)
     trust_remote_code: bool = False      # the model's code is not in transformers (data/model_sources.yaml)
     checkpoints_kept: int = 2            # training: checkpoint rotation (plan.storage.checkpoints_kept)
     epochs: float = 1.0                  # training: the workload's epochs (the run length without a token budget)

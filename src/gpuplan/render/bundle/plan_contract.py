@@ -15,7 +15,7 @@ def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[
     """The JSON contract: schema_version, plan, workload (resolved), estimate, rejected, pareto, environment (the node
     image, Python, CUDA, torch, registry, pip index, weights source, pinned requirements), weights (repo, ModelScope
     id, local folder, bytes), bundle (files, checkpoint rotation, planned steps)."""
-    from gpuplan.render.bundle.infra import required_driver_major
+    from gpuplan.render.bundle.cloud.infra import required_driver_major
     from gpuplan.render.bundle.training import train_iters
 
     plan_out = dict(plan)
@@ -26,7 +26,7 @@ def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[
         plan_out["cost_breakdown"] = [public(ln) for ln in breakdown["lines"]]
         plan_out["cost_breakdown_total"] = {k: breakdown[k] for k in ("total", "basis", "hours", "currency", "unknown")}
     est = {k: v for k, v in estimate.items() if k != "workload"}
-    from gpuplan.render.bundle.weights import download_repo, load_path, weights_source
+    from gpuplan.render.bundle.node.weights import download_repo, load_path, weights_source
 
     ms = weights_source(c)
     weights = {"repo": download_repo(c), "modelscope_id": ms.id, "modelscope_rule": ms.rule,

@@ -27,8 +27,8 @@ import json
 from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
 from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
-from gpuplan.render.bundle.environment import requirements_text
-from gpuplan.render.bundle.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script, load_path, model_dir
+from gpuplan.render.bundle.node.environment import requirements_text
+from gpuplan.render.bundle.node.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script, load_path, model_dir
 
 # Quantizations vLLM applies at load time to a BF16/FP16 checkpoint (dynamic FP8, bitsandbytes):
 # https://docs.vllm.ai/en/latest/features/quantization/fp8.html , .../bnb.html

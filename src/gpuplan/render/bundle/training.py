@@ -22,10 +22,10 @@ import yaml
 
 from gpuplan.i18n import N_, tr
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.environment import requirements_text
+from gpuplan.render.bundle.node.environment import requirements_text
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.training_alt import dataset_info, nccl_env, sample_data
-from gpuplan.render.bundle.weights import load_path, model_dir
+from gpuplan.render.bundle.node.weights import load_path, model_dir
 
 QUANT_BITS = {"bnb-nf4": 4, "int4": 4, "gptq-int4": 4, "awq": 4, "bnb-int8": 8, "int8": 8, "gptq-int8": 8}
 DATA_FILE = "data/train.jsonl"   # the one place for the user's data (every launcher reads it)
@@ -323,7 +323,7 @@ def smoke_modules(c: Ctx) -> list[str]:
 def smoke_pins(c: Ctx) -> list[str]:
     """What `./launch.sh --smoke` tells you to install: the node image's versions of the modules it needs (the
     training stack's pins for Megatron plans, whose rehearsal runs train.py)."""
-    from gpuplan.render.bundle.environment import requirement_pins
+    from gpuplan.render.bundle.node.environment import requirement_pins
 
     pins = dict(requirement_pins("training", deepspeed=c.launcher == "deepspeed", bitsandbytes=uses_bitsandbytes(c)))
     return [f"{m}=={pins[m]}" for m in smoke_modules(c) if m in pins]
@@ -331,9 +331,9 @@ def smoke_pins(c: Ctx) -> list[str]:
 
 def files(c: Ctx) -> dict[str, str]:
     """Training files by bundle path."""
-    from gpuplan.render.bundle.environment import pip_install_args
+    from gpuplan.render.bundle.node.environment import pip_install_args
     from gpuplan.render.bundle.safe import Safe
-    from gpuplan.render.bundle.weights import fetch_model_script
+    from gpuplan.render.bundle.node.weights import fetch_model_script
 
     b = batch_layout(c)
     assert c.env is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuplan import i18n
 from gpuplan.render import svg
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.report_text import COMPONENTS, tr
+from gpuplan.render.bundle.planmd.report_text import COMPONENTS, tr
 
 
 def memory_svg(c: Ctx, estimate: dict) -> str:

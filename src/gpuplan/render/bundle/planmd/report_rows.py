@@ -10,7 +10,7 @@ from gpuplan.i18n import N_
 from gpuplan.render import ranges as rng
 from gpuplan.render import svg
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.report_text import billing_label, component_name, gib_text, money_text, say, tr
+from gpuplan.render.bundle.planmd.report_text import billing_label, component_name, gib_text, money_text, say, tr
 from gpuplan.render.bundle.safe import Safe, md
 from gpuplan.units import fmt_duration
 

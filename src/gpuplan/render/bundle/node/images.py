@@ -22,11 +22,11 @@ https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/create-a-
 
 from __future__ import annotations
 
-from gpuplan.render.bundle import environment as envmod
+from gpuplan.render.bundle.node import environment as envmod
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.environment import pip_install_args
+from gpuplan.render.bundle.node.environment import pip_install_args
 from gpuplan.render.bundle.serving import deployed_script
-from gpuplan.render.bundle.weights import is_llm
+from gpuplan.render.bundle.node.weights import is_llm
 
 APP_DIR = "/opt/gpuplan"
 NAMESPACE_PLACEHOLDER = envmod.NAMESPACE_PLACEHOLDER

@@ -16,7 +16,7 @@ import yaml
 from gpuplan import i18n
 from gpuplan.i18n import N_
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.weights import is_llm
+from gpuplan.render.bundle.node.weights import is_llm
 
 DCGM_COUNTERS = """\
 # DCGM exporter counters for gpuplan (format: DCGM field, Prometheus type, help).

@@ -29,8 +29,8 @@ import json
 import yaml
 
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.images import APP_DIR, image_ref
-from gpuplan.render.bundle.weights import load_path, model_dir
+from gpuplan.render.bundle.node.images import APP_DIR, image_ref
+from gpuplan.render.bundle.node.weights import load_path, model_dir
 
 
 def k8s_text(text: str) -> str:
@@ -96,7 +96,7 @@ def dataset_path(c: Ctx) -> str:
 
 
 def training_manifests(c: Ctx) -> list[dict]:
-    from gpuplan.render.bundle.weights import model_dir
+    from gpuplan.render.bundle.node.weights import model_dir
 
     master = f"{c.slug}-0.{c.slug}"
     # launch.sh (the bundle, mounted at /workspace) runs the plan's launcher with these variables.
@@ -250,7 +250,7 @@ def dlc_storage_uri(c: Ctx) -> str:
 
 
 def files(c: Ctx) -> dict[str, str]:
-    from gpuplan.render.bundle.weights import is_llm
+    from gpuplan.render.bundle.node.weights import is_llm
 
     if not c.training and not is_llm(c) and not (c.model_kind == "diffusion" and c.online):
         return {}   # speech and batch diffusion: batch scripts, not a server Deployment

@@ -13,11 +13,11 @@ from importlib.resources import files as _pkg_files
 import yaml
 
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.environment import pip_install_args, requirement_pins
-from gpuplan.render.bundle.model_sources import ModelScopeId, modelscope_id
+from gpuplan.render.bundle.node.environment import pip_install_args, requirement_pins
+from gpuplan.render.bundle.node.model_sources import ModelScopeId, modelscope_id
 from gpuplan.render.bundle.safe import Safe, check_argument
 from gpuplan.render.bundle.templates import render
-from gpuplan.render.bundle.transfer import script_duration, transfers
+from gpuplan.render.bundle.node.transfer import script_duration, transfers
 
 LLM_KINDS = ("decoder", "encoder-decoder")
 # Weight quantizations vLLM only serves from a pre-quantized checkpoint (no on-the-fly AWQ/GPTQ).

@@ -4,7 +4,7 @@ storage the whole run keeps (plan.storage.budget). Fixed sentences are msgids, v
 from __future__ import annotations
 
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.report_text import tr
+from gpuplan.render.bundle.planmd.report_text import tr
 from gpuplan.render.bundle.safe import Safe, inert, md
 
 
@@ -40,7 +40,7 @@ def environment_lines(c: Ctx) -> list[Safe]:
 
 def weights_lines(c: Ctx) -> list[Safe]:
     """Which repository the weights come from (its ModelScope id in mainland regions), and where they are staged."""
-    from gpuplan.render.bundle.weights import download_repo, load_path, weights_source
+    from gpuplan.render.bundle.node.weights import download_repo, load_path, weights_source
 
     repo, ms, local = download_repo(c), weights_source(c), load_path(c)
     if c.hub == "modelscope" and ms.id:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuplan.i18n import N_
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.report_text import say, tr
+from gpuplan.render.bundle.planmd.report_text import say, tr
 from gpuplan.render.bundle.safe import Safe, md
 
 SPOT_NOTE = N_("Spot: a reclaimed instance is released, its data disk is kept (a separate disk, not deleted with "
@@ -14,9 +14,9 @@ SPOT_NOTE = N_("Spot: a reclaimed instance is released, its data disk is kept (a
 
 
 def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
-    from gpuplan.render.bundle import report_ops
+    from gpuplan.render.bundle.planmd import report_ops
 
-    from gpuplan.render.bundle import report_env
+    from gpuplan.render.bundle.planmd import report_env
 
     lang = c.lang
     out: list[Safe] = report_env.environment_lines(c) + report_env.weights_lines(c)
@@ -61,7 +61,7 @@ def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
 
 def _batch_steps(c: Ctx) -> dict[str, str]:
     """A batch job's two commands on the node: build the bundle's image, run the script in it (report_steps)."""
-    from gpuplan.render.bundle.report_steps import batch_command
+    from gpuplan.render.bundle.planmd.report_steps import batch_command
 
     build, run = batch_command(c).split(" && ", 1)
     return {"install": f"`{build}`", "run": f"`{run}`"}
@@ -71,12 +71,12 @@ def serving_notes(c: Ctx) -> list[Safe]:
     """What serves this model, and the quantized checkpoint it loads."""
     if c.training:
         return []
-    from gpuplan.render.bundle.weights import checkpoint, is_llm
+    from gpuplan.render.bundle.node.weights import checkpoint, is_llm
 
     lang = c.lang
     out: list[Safe] = []
     if c.model_kind == "diffusion" and c.online:
-        from gpuplan.render.bundle import report_ops
+        from gpuplan.render.bundle.planmd import report_ops
 
         out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `serve_images.py` serves it "
                            "online: FastAPI + the diffusers `StableDiffusionXLPipeline`, one pipeline per GPU, "
@@ -135,14 +135,14 @@ def serving_notes(c: Ctx) -> list[Safe]:
                          "PD_ROLE=prefill on the prefill replicas and PD_ROLE=decode on the decode replicas, then "
                          "router-pd.sh with their addresses: clients talk to the router.", lang).format(
             replicas=c.replicas, prefill=c.pd.get("prefill_replicas"), decode=c.pd.get("decode_replicas"))))
-    from gpuplan.render.bundle import report_ops
+    from gpuplan.render.bundle.planmd import report_ops
 
     out += report_ops.serving_layout_lines(c)
     return out
 
 
 def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
-    from gpuplan.render.bundle.infra import auto_release_hours, bootstrap_pins
+    from gpuplan.render.bundle.cloud.infra import auto_release_hours, bootstrap_pins
 
     lang = c.lang
     if platform == "ack":
@@ -184,7 +184,7 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
                          "and its mount target; set cpfs_mount to mount an existing one instead.", lang)))
     elif c.shared_kind == "nas":
         out.append(md(tr("Terraform creates the advised NAS file system and its mount target.", lang)))
-    from gpuplan.render.bundle import report_ops
+    from gpuplan.render.bundle.planmd import report_ops
 
     hours = auto_release_hours(c)
     release = report_ops.auto_release_line(c)

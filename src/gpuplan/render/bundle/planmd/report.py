@@ -7,10 +7,10 @@ from __future__ import annotations
 from gpuplan import i18n
 from gpuplan.i18n import N_
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.report_notes import advice_lines, node_notes, serving_notes
-from gpuplan.render.bundle.report_rows import cost_rows, memory_rows, perf_rows, recipe_rows, summary_rows
-from gpuplan.render.bundle.report_steps import steps
-from gpuplan.render.bundle.report_text import say, tr
+from gpuplan.render.bundle.planmd.report_notes import advice_lines, node_notes, serving_notes
+from gpuplan.render.bundle.planmd.report_rows import cost_rows, memory_rows, perf_rows, recipe_rows, summary_rows
+from gpuplan.render.bundle.planmd.report_steps import steps
+from gpuplan.render.bundle.planmd.report_text import say, tr
 from gpuplan.render.bundle.safe import Safe, md
 from gpuplan.render.bundle.templates import render
 

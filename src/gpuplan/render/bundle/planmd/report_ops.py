@@ -30,7 +30,7 @@ def _gb(n_bytes: float | None) -> str:
 def download_lines(c: Ctx, plan: dict) -> list[Safe]:
     """Where the weights come from and how long the download takes on this plan's nodes (ECS)."""
     from gpuplan.plan.money.transfer import MB, transfer_s
-    from gpuplan.render.bundle.transfer import transfers
+    from gpuplan.render.bundle.node.transfer import transfers
 
     t = transfers(c)
     lang = c.lang
@@ -53,7 +53,7 @@ def download_lines(c: Ctx, plan: dict) -> list[Safe]:
 
 def platform_storage_lines(c: Ctx) -> list[Safe]:
     """Function Compute / PAI-EAS: the weights are staged once in OSS and mounted read-only at every start."""
-    from gpuplan.render.bundle.deploy import MODEL_MOUNT
+    from gpuplan.render.bundle.cloud.deploy import MODEL_MOUNT
 
     lang = c.lang
     where = "function-compute/s.yaml" if c.platform == "function-compute" else "pai-eas/service.json"
@@ -80,7 +80,7 @@ def checkpoint_line(c: Ctx) -> Safe | None:
 
 
 def auto_release_line(c: Ctx) -> Safe | None:
-    from gpuplan.render.bundle.transfer import transfers
+    from gpuplan.render.bundle.node.transfer import transfers
 
     t = transfers(c)
     if not t.release_hours:
@@ -125,8 +125,8 @@ def teardown_line(c: Ctx) -> Safe:
 
 def serving_layout_lines(c: Ctx) -> list[Safe]:
     """How the planned model copies are started: one engine with its DP flag per node, one pod per copy on ACK."""
-    from gpuplan.render.bundle.k8s import pod_layout
-    from gpuplan.render.bundle.monitoring import served_engine
+    from gpuplan.render.bundle.cloud.k8s import pod_layout
+    from gpuplan.render.bundle.cloud.monitoring import served_engine
     from gpuplan.render.bundle.serving import engine_dp, engine_values
 
     lang = c.lang
@@ -162,7 +162,7 @@ def serving_layout_lines(c: Ctx) -> list[Safe]:
 
 
 def _share(total: float | int | None, gpus: int, c: Ctx) -> str:
-    from gpuplan.render.bundle.k8s import NODE_ALLOCATABLE_SHARE
+    from gpuplan.render.bundle.cloud.k8s import NODE_ALLOCATABLE_SHARE
 
     if not total:
         return "-"
@@ -170,7 +170,7 @@ def _share(total: float | int | None, gpus: int, c: Ctx) -> str:
 
 
 def image_steps(c: Ctx) -> list[Safe]:
-    from gpuplan.render.bundle.images import image_ref
+    from gpuplan.render.bundle.node.images import image_ref
 
     ref = image_ref(c)
     return [Safe(tr("{cmd} (replace your-namespace with your Container Registry namespace in {region})", c.lang).format(

@@ -29,7 +29,7 @@ import re
 import yaml
 
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.images import APP_DIR, image_ref
+from gpuplan.render.bundle.node.images import APP_DIR, image_ref
 from gpuplan.render.bundle.safe import hcl
 
 FC_DISK_MB = 10240                 # the larger of FC's two disk sizes (512 or 10240 MB)

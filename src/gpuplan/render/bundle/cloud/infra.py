@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import yaml
 
-from gpuplan.render.bundle import lb, monitoring
+from gpuplan.render.bundle.cloud import lb, monitoring
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.nccl import ECS_ERDMA_DOC
+from gpuplan.render.bundle.node.nccl import ECS_ERDMA_DOC
 from gpuplan.render.bundle.templates import render
-from gpuplan.render.bundle.transfer import script_duration, transfers
+from gpuplan.render.bundle.node.transfer import script_duration, transfers
 from gpuplan.render.bundle.safe import Safe
-from gpuplan.render.bundle.weights import is_llm, model_dir
+from gpuplan.render.bundle.node.weights import is_llm, model_dir
 
 # nvidia-smi product-name fragment per GPU id prefix (what gpu-check.sh matches).
 GPU_NAME_FRAGMENTS = (("A100", "A100"), ("A800", "A800"), ("H100", "H100"), ("H800", "H800"), ("H200", "H200"),
@@ -57,7 +57,7 @@ def required_driver_major(c: Ctx) -> int:
 def auto_release_hours(c: Ctx) -> int:
     """Hours after `terraform apply` at which ECS releases a pay-as-you-go training or batch node: first boot + model
     download (+ a batch job's input) + run time x (1 + margin) + checkpoint or output upload
-    (render/bundle/transfer.py); 0 = never (serving, subscription)."""
+    (render/bundle/node/transfer.py); 0 = never (serving, subscription)."""
     return transfers(c).release_hours
 
 
@@ -188,7 +188,7 @@ def load_balancer_tf(c: Ctx) -> str:
     server = ("alicloud_instance.gpu[count.index].id" if step == 1
               else f"alicloud_instance.gpu[chunklist(range(var.instance_count), {step})[count.index][0]].id")
     count = "var.instance_count" if step == 1 else f"length(chunklist(range(var.instance_count), {step}))"
-    return (f"# {api_nodes(c)} replicas of {c.slug} behind one load balancer (render/bundle/lb.py).\n"
+    return (f"# {api_nodes(c)} replicas of {c.slug} behind one load balancer (render/bundle/cloud/lb.py).\n"
             + lb.variables_hcl() + "\n"
             + lb.load_balancer_hcl(name="local.name", vswitch="alicloud_vswitch.this.id", port=c.serve_port) + "\n"
             + "# The API node of every replica (rank 0 of its replica) serves behind the load balancer.\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuplan.i18n import N_
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.report_text import tr
+from gpuplan.render.bundle.planmd.report_text import tr
 from gpuplan.render.bundle.safe import Safe, md
 
 
@@ -17,7 +17,7 @@ def platform_steps(c: Ctx, platform: str) -> list[Safe]:
     """How to launch a serving plan on ACK, Function Compute or PAI-EAS (no ECS Terraform)."""
     lang = c.lang
     if platform == "ack":
-        from gpuplan.render.bundle import report_ops
+        from gpuplan.render.bundle.planmd import report_ops
 
         build = report_ops.image_steps(c) if c.model_kind == "diffusion" else []   # LLMs run the engine's image
         return build + [Safe(tr("Create an ACK Pro cluster with a GPU node pool of {instance_type} (pin the driver with the "
@@ -31,7 +31,7 @@ def platform_steps(c: Ctx, platform: str) -> list[Safe]:
                     cmd=_code("kubectl apply -f autoscale/podmonitor.yaml -f autoscale/hpa.yaml"))),
                 Safe(tr("{cmd} and delete the node pool when you are done (the ACK Pro fee runs while the cluster "
                         "exists)", lang).format(cmd=_code("kubectl delete -f k8s/deployment.yaml -f autoscale/hpa.yaml")))]
-    from gpuplan.render.bundle import report_ops
+    from gpuplan.render.bundle.planmd import report_ops
 
     return report_ops.platform_steps(c, platform)
 
@@ -49,7 +49,7 @@ BATCH_RUNS = {"speech": "transcribe.py --out {data}/transcripts {data}/audio/*.m
 def batch_command(c: Ctx) -> str:
     """A batch job (speech, diffusion, embeddings) on an ECS node: its script in the bundle's image on the GPUs, with the data disk
     (weights in MODEL_DIR, inputs, outputs) mounted at the same path."""
-    from gpuplan.render.bundle.infra import docker_volumes
+    from gpuplan.render.bundle.cloud.infra import docker_volumes
 
     run = BATCH_RUNS[c.model_kind].format(data=c.data_dir)
     return (f"docker build -t {local_image(c)} . && docker run --rm --gpus all {docker_volumes(c)} {local_image(c)} "
@@ -85,7 +85,7 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
             s.append(step(N_("{cmd} (checks the arguments and the model)"), "./serve.sh --dry-run"))
         s.append(step(N_("{cmd} on every node"), unit) if c.multi_node else _code(unit))
         s.append(_code("./healthcheck.sh"))
-        from gpuplan.render.bundle.infra import behind_load_balancer
+        from gpuplan.render.bundle.cloud.infra import behind_load_balancer
 
         if behind_load_balancer(c):
             s.append(step(N_("{cmd}: the one address of all replicas (the load balancer sends requests only to "
