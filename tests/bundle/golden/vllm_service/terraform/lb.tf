@@ -1,4 +1,4 @@
-# 2 replicas of qwen7b-chat-api behind one load balancer (render/bundle/lb.py).
+# 2 replicas of qwen7b-chat-api behind one load balancer (render/bundle/cloud/lb.py).
 variable "lb_address_type" {
   description = "intranet: clients in the VPC reach the service at the load balancer's private address; internet: a public address (then client_cidr must admit your clients, the listener passes their addresses through)."
   type        = string

@@ -1,4 +1,4 @@
-# Every instance the scaling group starts joins the load balancer's vServer group (render/bundle/lb.py).
+# Every instance the scaling group starts joins the load balancer's vServer group (render/bundle/cloud/lb.py).
 variable "lb_address_type" {
   description = "intranet: clients in the VPC reach the service at the load balancer's private address; internet: a public address (then client_cidr must admit your clients, the listener passes their addresses through)."
   type        = string
