@@ -149,7 +149,7 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
                    encoder_only: bool = False) -> InferencePerf:
     notes: list[str] = []
     if encoder_only or case.output_tokens <= 0:
-        return prefill_only_perf(s, case, layout, system, batch, mem, encoder_only, notes)
+        return prefill_only_perf(s, case, layout, system, batch, mem, encoder_only, notes, ttft_sla_s)
     model = replica_model(s, case, layout, system, mem, notes)
     conc = model.kv_sequences
     warnings: list[str] = []
@@ -186,25 +186,48 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
 
 
 PREFILL_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# A larger batch limit is taken only for a gain in requests/s above this share (else the smaller, faster forward).
+PREFILL_BATCH_GAIN = 0.01
+
+
+def pooling_batched_tokens(batch: int, prompt_tokens: int, max_model_len: int) -> int:
+    """vLLM's ``--max-num-batched-tokens`` for a pooling (encoder-only) service whose batch limit is ``batch``: the
+    tokens of the ``batch`` prompts the latency model timed per forward. vLLM runs bidirectional pooling models
+    without chunked prefill, and then refuses a budget below ``max_model_len`` or below ``max_num_seqs``
+    (vllm/config/scheduler.py ``SchedulerConfig.verify_max_model_len``), so it is at least both."""
+    return max(int(max_model_len), int(batch), int(batch) * max(1, int(prompt_tokens)))
 
 
 def prefill_only_perf(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, mem: MemoryEstimate,
-                      encoder: bool, notes: list[str]) -> InferencePerf:
+                      encoder: bool, notes: list[str], ttft_sla_s: float | None = None) -> InferencePerf:
     """Work that reads a prompt and generates nothing (embeddings, reranking, classification, scoring,
     prefill benchmarks): one forward over ``batch`` prompts. Latency is that forward; sequences/s at the
-    workload's batch; a continuous-batching engine packs as many prompts per step as its KV pool holds
-    (decoders) or up to 1024 (encoders keep no cache), and its best rate is the offline maximum."""
+    workload's batch. A continuous-batching engine runs one forward per scheduler step (its per-step cost,
+    inference.engine_step_overhead_s, on top) over the prompts waiting, as many as its batch limit
+    (``max_num_seqs``): as many as its KV pool holds (decoders) or up to 1024 (encoders keep no cache). The limit
+    is the batch with the best requests/s (a larger one only for a gain above PREFILL_BATCH_GAIN) whose forward
+    leaves a request that arrives during one forward within the TTFT target (two forwards); that rate is the
+    replica's capacity the recommender sizes with and the batch the bundle launches."""
     latency = prefill_time(s, case, layout, system, batch, notes, encoder=encoder)
     rate = batch / latency
     best, best_b = rate, batch
     if case.framework in ENGINES:
+        step = float(table("inference", "engine_step_overhead_s").get(case.framework, 0.0))
+        latency += step
+        rate = batch / latency
+        best, best_b = rate, batch
         cap = 1024 if encoder else max(1, max_concurrency(mem))
         for b in sorted({min(cap, x) for x in PREFILL_BATCHES}):
-            r = b / prefill_time(s, case, layout, system, b, [], encoder=encoder)
-            if r > best:
-                best, best_b = r, b
+            forward = prefill_time(s, case, layout, system, b, [], encoder=encoder) + step
+            if ttft_sla_s is not None and b > 1 and 2.0 * forward > ttft_sla_s:
+                break
+            if b / forward > best * (1.0 + PREFILL_BATCH_GAIN):
+                best, best_b = b / forward, b
     notes.append(_("prefill only: {batch} prompt(s) of {tokens} tokens per forward, no tokens generated").format(
         batch=batch, tokens=case.prompt_tokens))
+    if case.framework in ENGINES and encoder:
+        notes.append(_("batch limit {limit} prompts per forward (max_num_seqs): one replica sustains {rate:.3g} "
+                       "requests/s").format(limit=best_b, rate=best))
     return InferencePerf(ttft_s=latency, tpot_s=0.0, output_tokens_per_s=0.0, max_concurrency=max(best_b, batch),
                          max_requests_per_s=best, prefill_s=latency, decode_step_s=0.0, batch=batch, notes=notes,
                          serving_batch=best_b, output_tokens=0, prompt_tokens=case.prompt_tokens, latency_s=latency,

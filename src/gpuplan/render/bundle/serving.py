@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 
 
+from gpuplan.estimate.serving.inference import pooling_batched_tokens
 from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
 from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
@@ -76,7 +77,17 @@ def engine_values(c: Ctx) -> dict:
         "engine_dp": engine_dp(c),
         "ray_port": RAY_PORT,
         "sglang_dist_port": SGLANG_DIST_PORT,
+        "pooling_tokens": pooling_tokens(c),
     }
+
+
+def pooling_tokens(c: Ctx) -> int | None:
+    """vLLM's --max-num-batched-tokens of an encoder service (--runner pooling): the batch limit's prompts, the tokens
+    the latency model timed per forward (estimate/serving/inference.py pooling_batched_tokens); None for LLMs (the
+    engine's chunked-prefill default, which the estimate counts: inference.prefill_chunk_tokens)."""
+    if c.model_kind != "encoder":
+        return None
+    return pooling_batched_tokens(c.max_num_seqs, c.prompt_tokens or c.max_model_len, c.max_model_len)
 
 
 def engine_dp(c: Ctx) -> int:
@@ -150,7 +161,7 @@ def vllm_args(c: Ctx, *, dp: int | None = None) -> list[str]:
     if c.trust_remote_code:
         args += ["--trust-remote-code"]
     if c.model_kind == "encoder":     # an embedding model: vLLM's pooling runner (/v1/embeddings), not generation
-        args += ["--runner", "pooling"]
+        args += ["--runner", "pooling", "--max-num-batched-tokens", str(v["pooling_tokens"])]
     return args
 
 
@@ -172,6 +183,8 @@ def sglang_args(c: Ctx, *, dp: int | None = None) -> list[str]:
         args += ["--quantization", v["vllm_quant"]]
     if c.trust_remote_code:
         args += ["--trust-remote-code"]
+    if c.model_kind == "encoder":     # SGLang serves embedding models with --is-embedding (server_arguments.md)
+        args += ["--is-embedding"]
     return args
 
 

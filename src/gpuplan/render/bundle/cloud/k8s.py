@@ -250,9 +250,9 @@ def dlc_storage_uri(c: Ctx) -> str:
 
 
 def files(c: Ctx) -> dict[str, str]:
-    from gpuplan.render.bundle.node.weights import is_llm
+    from gpuplan.render.bundle.node.weights import serves_engine
 
-    if not c.training and not is_llm(c) and not (c.model_kind == "diffusion" and c.online):
+    if not c.training and not serves_engine(c) and not (c.model_kind == "diffusion" and c.online):
         return {}   # speech and batch diffusion: batch scripts, not a server Deployment
     if not c.training and c.multi_node:
         return {}   # one replica spans nodes: a one-pod Deployment cannot hold it (PLAN.md: LeaderWorkerSet)

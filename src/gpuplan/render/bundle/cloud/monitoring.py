@@ -16,7 +16,7 @@ import yaml
 from gpuplan import i18n
 from gpuplan.i18n import N_
 from gpuplan.render.bundle.context import Ctx
-from gpuplan.render.bundle.node.weights import is_llm
+from gpuplan.render.bundle.node.weights import serves_engine
 
 DCGM_COUNTERS = """\
 # DCGM exporter counters for gpuplan (format: DCGM field, Prometheus type, help).
@@ -82,7 +82,7 @@ def served_engine(c: Ctx) -> str | None:
     """The one server Prometheus scrapes: the deployed LLM engine, the image server, or None (training, batch)."""
     if c.training:
         return None
-    if is_llm(c):
+    if serves_engine(c):
         return c.engine
     return "image-server" if c.model_kind == "diffusion" and c.online else None
 

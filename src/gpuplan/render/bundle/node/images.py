@@ -26,7 +26,7 @@ from gpuplan.render.bundle.node import environment as envmod
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.node.environment import pip_install_args
 from gpuplan.render.bundle.serving import deployed_script
-from gpuplan.render.bundle.node.weights import is_llm
+from gpuplan.render.bundle.node.weights import serves_engine
 
 APP_DIR = "/opt/gpuplan"
 NAMESPACE_PLACEHOLDER = envmod.NAMESPACE_PLACEHOLDER
@@ -124,7 +124,7 @@ def _training(c: Ctx) -> str:
 def files(c: Ctx) -> dict[str, str]:
     if c.training:
         return {"Dockerfile": _training(c)}
-    if is_llm(c):
+    if serves_engine(c):
         return {"Dockerfile": _llm(c)}
     if c.model_kind == "diffusion":
         scripts = ["serve_images.py", "generate_images.py"] if c.online else ["generate_images.py"]

@@ -84,6 +84,14 @@ def is_llm(c: Ctx) -> bool:
     return c.model_kind in LLM_KINDS
 
 
+def serves_engine(c: Ctx) -> bool:
+    """True when the bundle's server is the vLLM/SGLang engine (serve.sh): an LLM, or an encoder-only model served
+    online by vLLM's pooling runner (embeddings, reranking); not its batch job (embed.py, context_serving.
+    runs_embed_script). Such a service gets the engine's image, systemd unit, health check, load balancer and
+    monitoring, as an LLM's."""
+    return is_llm(c) or (c.model_kind == "encoder" and not c.embed_job and not c.training)
+
+
 def model_dir(c: Ctx) -> str:
     """Where the weights are staged once: the shared file system when a multi-node training plan has one (one
     download for every node), else the node's data disk (it outlives the instance)."""

@@ -72,6 +72,7 @@ def serving_notes(c: Ctx) -> list[Safe]:
     if c.training:
         return []
     from gpuplan.render.bundle.node.weights import checkpoint, is_llm
+    from gpuplan.render.bundle.serving import pooling_tokens
 
     lang = c.lang
     out: list[Safe] = []
@@ -103,6 +104,17 @@ def serving_notes(c: Ctx) -> list[Safe]:
                            "`BatchedInferencePipeline` as a batch job (audio files in, .txt and .srt out): {install}, "
                            "then {run}.", lang).format(
             model=md(c.model), **_batch_steps(c))))
+        return out
+    if c.model_kind == "encoder":    # an embedding / reranker service: vLLM's pooling runner, as an LLM's server
+        out.append(Safe(tr("{model} is an encoder-only (embedding or reranker) model: `serve.sh` runs vLLM's pooling "
+                           "runner ({runner}), which batches up to {batch} waiting prompts per forward ({seqs}, "
+                           "{tokens}: the batch limit the plan's replicas were sized with) and answers {embed} "
+                           "(embedding models) or {score} and {rerank} (rerankers); the systemd unit runs it in the "
+                           "bundle's image (Dockerfile), `healthcheck.sh` checks it.", lang).format(
+            model=md(c.model), runner="`--runner pooling`", batch=c.max_num_seqs,
+            seqs=md(f"--max-num-seqs {c.max_num_seqs}"),
+            tokens=md(f"--max-num-batched-tokens {pooling_tokens(c)}"), embed="`POST /v1/embeddings`",
+            score="`POST /score`", rerank="`POST /rerank`")))
         return out
     if not is_llm(c):
         out.append(md(tr("{model} is a {kind} model: no chat server is generated; serve it with your own "
