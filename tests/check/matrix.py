@@ -63,6 +63,10 @@ CASES: tuple[Case, ...] = (
                                   "ttft_ms": 20000}}, platform="ack", regions=("cn-hangzhou",)),
     Case("whisper", {"name": "whisper", "model": "openai/whisper-large-v3", "task": "inference",
                      "input": {"audio_seconds": 30}}),
+    # an encoder service (embeddings): vLLM's pooling runner on several T4 nodes behind the load balancer
+    Case("bge-m3-ecs", {"name": "bge-m3-ecs", "model": "BAAI/bge-m3", "task": "inference", "prompt_tokens": 512,
+                        "serving": {"requests_per_s": 200}, "hardware": {"instance_type": "ecs.gn6i-c4g1.xlarge"}},
+         platform="ecs", regions=("cn-shanghai",)),
 )
 
 

@@ -56,6 +56,31 @@ def test_several_instances_stand_behind_a_load_balancer(matrix):
     assert _plan(matrix, "vllm-ecs@cn-shanghai")["plan"]["instance_count"] == 1
 
 
+def test_an_encoder_service_is_served_like_an_llm(matrix):
+    """bge-m3 at 200 req/s on T4 nodes: the bundle builds the engine's image and runs serve.sh (vLLM --runner pooling)
+    under systemd behind the load balancer, and the batch limit it launches is the one the plan sized replicas with
+    (not one request at a time), the token budget the tokens of those prompts and never below max_model_len (vLLM
+    runs encoder-only pooling models without chunked prefill: vllm/config/scheduler.py verify_max_model_len)."""
+    bundle = matrix["bge-m3-ecs@cn-shanghai"]
+    data = _plan(matrix, "bge-m3-ecs@cn-shanghai")
+    plan, perf = data["plan"], data["plan"]["performance"]
+    assert plan["instance_count"] > 1
+    assert 'CMD ["bash", "/opt/gpuplan/serve.sh"]' in (bundle / "Dockerfile").read_text()
+    unit = (bundle / "gpuplan-bge-m3-ecs.service").read_text()
+    assert "docker run --rm --name gpuplan-bge-m3-ecs --gpus all" in unit and "healthcheck.sh" in unit
+    assert (bundle / "terraform/lb.tf").exists()
+    serve = (bundle / "serve.sh").read_text()
+    limit = perf["serving_batch"]
+    assert limit > 1
+    assert f"--max-num-seqs {limit}\n" in serve and "--runner pooling" in serve
+    tokens = int(serve.split("--max-num-batched-tokens ")[1].split()[0])
+    max_len = int(serve.split("--max-model-len ")[1].split()[0])
+    assert tokens == max(max_len, limit * data["workload"]["prompt_tokens"])
+    # the replicas were sized on that batch limit's rate: the fleet covers the traffic at the utilisation target
+    assert plan["replicas"] * perf["max_requests_per_s"] >= 200
+    assert "own inference script" not in (bundle / "PLAN.md").read_text()
+
+
 def test_ack_autoscaler_reaches_the_planned_peak(matrix):
     import yaml
 
