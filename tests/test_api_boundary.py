@@ -268,7 +268,7 @@ def test_a_folder_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_bounded_reader_stops_a_file_that_grows() -> None:
-    from gpuplan.safeio import read_bytes_bounded
+    from gpuplan.files.safeio import read_bytes_bounded
 
     with pytest.raises(GpuplanError, match="larger than"):
         read_bytes_bounded(__file__, "test file", max_bytes=100)  # stat says more than 100 bytes

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan import datafiles
-from gpuplan.datafiles import DataFormatError, load_data
+from gpuplan.files import datafiles
+from gpuplan.files.datafiles import DataFormatError, load_data
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""One limit per kind of user file, one constant each (gpuplan/input_limits.py), and the docs quote those values:
+"""One limit per kind of user file, one constant each (gpuplan/files/input_limits.py), and the docs quote those values:
 the README and docs/workload.md once disagreed (256 KiB and 20 MB) about the same workload file."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuplan.errors import GpuplanError
-from gpuplan.input_limits import MAX_BATCH_FILE_BYTES, MAX_BYTES, MAX_WORKLOAD_FILE_BYTES, size_text
-from gpuplan.workload_files import read_workload_documents
+from gpuplan.files.input_limits import MAX_BATCH_FILE_BYTES, MAX_BYTES, MAX_WORKLOAD_FILE_BYTES, size_text
+from gpuplan.files.workload_files import read_workload_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ def test_the_docs_quote_the_limits_the_code_enforces(doc):
     text = " ".join((ROOT / doc).read_text(encoding="utf-8").split())
     assert "workload file (YAML, JSON or a JSON array)" in text
     assert size_text(MAX_WORKLOAD_FILE_BYTES) in text and size_text(MAX_BATCH_FILE_BYTES) in text, doc
-    assert "gpuplan/input_limits.py" in text
+    assert "gpuplan/files/input_limits.py" in text
 
 
 def test_the_workload_file_limit_is_enforced_before_parsing(tmp_path):

@@ -1,5 +1,5 @@
-"""gpuplan.simpleyaml reads what PyYAML's loader reads, or nothing: every text it returns a value for, PyYAML
-(gpuplan.safeyaml.LimitedYamlLoader) reads to the same value, types and key order included."""
+"""gpuplan.files.simpleyaml reads what PyYAML's loader reads, or nothing: every text it returns a value for, PyYAML
+(gpuplan.files.safeyaml.LimitedYamlLoader) reads to the same value, types and key order included."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gpuplan.safeyaml import LimitedYamlLoader
-from gpuplan.simpleyaml import read_simple
+from gpuplan.files.safeyaml import LimitedYamlLoader
+from gpuplan.files.simpleyaml import read_simple
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ every error reaches the user as one :class:`~gpuplan.errors.GpuplanError` with a
 Unset fields stay ``None`` in the parsed record so that ``recommend`` can tell "free to search"
 from "fixed by the user"; :func:`gpuplan.workload_defaults.resolve_defaults` fills the documented
 defaults and returns the list of assumptions it made, which every result reports. Reading files is
-gpuplan.workload_files, loading with flags gpuplan.workload_loading, error sentences gpuplan.workload_errors.
+gpuplan.files.workload_files, loading with flags gpuplan.workload_loading, error sentences gpuplan.workload_errors.
 """
 
 
@@ -30,9 +30,9 @@ from pydantic import (
 from gpuplan.catalog.hardware.gpu_inline import GpuInlineSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
-from gpuplan.safeio import check_nesting
+from gpuplan.files.safeio import check_nesting
 from gpuplan.workload_errors import TASK_CHOICES, friendly_error
-from gpuplan.workload_files import BadLine
+from gpuplan.files.workload_files import BadLine
 
 Task = Literal["inference", "pretrain", "full", "lora", "qlora"]
 # Other names of the tasks, each with one meaning (every door reads them: workload files, flags, REST, the page,

@@ -8,7 +8,7 @@ from typing import Any
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.workload import Workload, parse_workload
-from gpuplan.workload_files import read_workload_documents
+from gpuplan.files.workload_files import read_workload_documents
 
 def load_workload(source: str | Path | dict[str, Any] | Workload, **overrides: Any) -> Workload:
     """Load a workload from a file path, a mapping, or a Workload; flags in ``overrides`` win.

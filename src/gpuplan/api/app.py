@@ -207,7 +207,7 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
               summary="The workload as the YAML file the CLI reads (to download and continue in the CLI)")
     async def api_workload_yaml(workload: WorkloadBody) -> Response:
         from gpuplan.render.bundle.safe import slugify
-        from gpuplan.workload_files import dump_workload_yaml
+        from gpuplan.files.workload_files import dump_workload_yaml
 
         slug = slugify(workload.name or (workload.model if isinstance(workload.model, str) else None))
         return Response(dump_workload_yaml(work.workload_keys(workload)).encode("utf-8"),

@@ -182,7 +182,7 @@ def parse_workload_text(text: str) -> dict:
     """A workload file's text (YAML or JSON, as the CLI reads it) -> the validated workload as JSON keys
     (errors name workload fields as they are, so no _with_field here)."""
     from gpuplan.workload import parse_workload
-    from gpuplan.workload_files import load_yaml_text
+    from gpuplan.files.workload_files import load_yaml_text
 
     origin = _("The uploaded file")
     if not text.strip():

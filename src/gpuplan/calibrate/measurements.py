@@ -23,7 +23,7 @@ from typing import Any, get_args
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, check_factor, suspended, workload_class
 from gpuplan.i18n import _
-from gpuplan.safeio import read_text_bounded
+from gpuplan.files.safeio import read_text_bounded
 from gpuplan.units import GIB
 
 REQUIRED = ("model", "task", "gpu", "metric", "value")

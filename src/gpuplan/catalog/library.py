@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec, NonLLMProfile
 from gpuplan.catalog.model_validate import validate_spec
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 

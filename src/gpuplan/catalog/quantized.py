@@ -22,7 +22,7 @@ import importlib.resources
 import re
 from dataclasses import dataclass
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import N_
 
 

@@ -34,7 +34,7 @@ def ask(
         from gpuplan.ask import ask_lines, ask_terminal, build_workload
         from gpuplan.i18n import tr
         from gpuplan.plan import recommend as run_recommend
-        from gpuplan.workload_files import dump_workload_yaml
+        from gpuplan.files.workload_files import dump_workload_yaml
         from gpuplan.workload_loading import load_workload
 
         if not (1 <= top <= 100):

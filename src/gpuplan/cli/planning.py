@@ -45,7 +45,7 @@ def estimate(
                            instance_type, grad_checkpointing)
 
     def body(lg: str) -> int:
-        from gpuplan.workload_files import read_workload_documents
+        from gpuplan.files.workload_files import read_workload_documents
 
         _gpu_spec_flag(flags, gpu_spec)
 

@@ -9,7 +9,7 @@ import importlib.resources
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 

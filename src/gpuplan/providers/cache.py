@@ -52,7 +52,7 @@ from gpuplan.providers.base import (
     CatalogSnapshot,
     Row,
 )
-from gpuplan.cachedir import default_cache_dir  # noqa: F401 - one definition, re-exported here
+from gpuplan.files.cachedir import default_cache_dir  # noqa: F401 - one definition, re-exported here
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1

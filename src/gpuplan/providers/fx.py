@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass
 from importlib.resources import files
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 

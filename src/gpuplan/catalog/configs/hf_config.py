@@ -18,7 +18,7 @@ from gpuplan.catalog.model_validate import validate_spec
 from gpuplan.catalog.configs.towers import tower_params
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
-from gpuplan.safeio import load_json, read_text_bounded
+from gpuplan.files.safeio import load_json, read_text_bounded
 
 class _Cfg:
     """Typed, error-reporting access to a config.json mapping."""

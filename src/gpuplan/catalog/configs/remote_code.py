@@ -8,12 +8,12 @@ import functools
 from importlib.resources import files as _pkg_files
 from typing import Any
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 
 
 @functools.cache
 def model_sources() -> dict[str, Any]:
-    """data/model_sources.yaml, loaded once (its compiled copy where one matches: gpuplan.datafiles)."""
+    """data/model_sources.yaml, loaded once (its compiled copy where one matches: gpuplan.files.datafiles)."""
     return load_data(_pkg_files("gpuplan") / "data" / "model_sources.yaml")
 
 

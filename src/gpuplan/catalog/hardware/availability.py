@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import _
 
 

@@ -127,7 +127,7 @@ def parse_gpu_spec_arg(text: str) -> dict:
 
     text = str(text).strip()
     if os.path.isfile(os.path.expanduser(text)):
-        from gpuplan.workload_files import read_workload_documents
+        from gpuplan.files.workload_files import read_workload_documents
 
         doc = read_workload_documents(os.path.expanduser(text))
         if isinstance(doc, dict) and isinstance(doc.get("hardware"), dict):

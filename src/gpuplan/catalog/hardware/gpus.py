@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from importlib import resources
 from typing import Any
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.units import GIB, MIB
 from gpuplan.i18n import N_, _

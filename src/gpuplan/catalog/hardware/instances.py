@@ -23,7 +23,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.errors import GpuplanError, unknown_name_error
 from gpuplan.i18n import N_, _
 

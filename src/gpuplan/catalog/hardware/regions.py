@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD, available_clouds, check_cloud, data_root
 from gpuplan.errors import GpuplanError, did_you_mean
 from gpuplan.i18n import N_, _

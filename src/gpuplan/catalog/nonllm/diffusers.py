@@ -27,7 +27,7 @@ from gpuplan.catalog.model_spec import ModelSpec, NonLLMProfile
 from gpuplan.catalog.model_validate import validate_spec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.safeio import read_text_bounded
+from gpuplan.files.safeio import read_text_bounded
 
 Reader = Callable[[str], "Mapping[str, Any] | None"]   # relative path in the pipeline folder -> parsed JSON
 

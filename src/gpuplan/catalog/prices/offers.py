@@ -150,7 +150,7 @@ def parse_offer_row(row: dict[str, str], cloud: str, origin: str, where: str) ->
 
 
 def read_price_text(path: Path, label: str) -> str:
-    from gpuplan.safeio import read_text_bounded
+    from gpuplan.files.safeio import read_text_bounded
 
     return read_text_bounded(path, label, encoding="utf-8-sig")
 

@@ -184,7 +184,7 @@ def read_price_file(path: str | os.PathLike, *, fmt: str = "auto", ctx: QuoteCon
                     origin: str | None = None, cache_dir: str | os.PathLike | None = None,
                     today: dt.date | None = None, source: str | None = None) -> PriceFile:
     """Read and check a buyer's price file (any of the three formats); see the module doc."""
-    from gpuplan.safeio import load_json, read_bytes_bounded
+    from gpuplan.files.safeio import load_json, read_bytes_bounded
 
     path = Path(path).expanduser()
     today = today or dt.date.today()

@@ -15,14 +15,14 @@ from importlib.resources import files as _pkg_files
 from typing import Any
 
 from gpuplan.catalog.hardware.regions import is_mainland
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 
 STACKS = ("training", "megatron", "vllm", "sglang", "diffusers", "whisper", "embeddings")
 
 
 @functools.cache
 def environments() -> dict[str, Any]:
-    """data/environments.yaml, loaded once (gpuplan.datafiles: libyaml, then its compiled copy)."""
+    """data/environments.yaml, loaded once (gpuplan.files.datafiles: libyaml, then its compiled copy)."""
     return load_data(_pkg_files("gpuplan") / "data" / "environments.yaml")
 
 

@@ -16,7 +16,7 @@ from importlib.resources import files
 from typing import Any
 
 from gpuplan.catalog.hardware.regions import is_mainland, load_compliance  # noqa: F401 - re-exported (one rule)
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import _
 from gpuplan.plan.money.transfer import job_transfers
 from gpuplan.units import HOUR_S

@@ -29,7 +29,7 @@ from importlib.resources import files
 from typing import Any
 
 from gpuplan.catalog.prices.prices import BASIS_WORDS, RULE_REGION_PROXY, Offer, offer_note
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import _, localize
 from gpuplan.plan.money.spot import (DEFAULT_SPOT, SPOT_CAP_SOURCE, SPOT_SOURCE, SpotDefault, SpotModel,  # noqa: F401
                                SpotRun, describe_spot, job_interruption_rate, spot_default, spot_run, spot_summary,

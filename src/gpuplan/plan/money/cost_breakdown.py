@@ -13,7 +13,7 @@ import math
 from importlib.resources import files
 from typing import Any
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import N_, localize, tr
 from gpuplan.units import HOURS_PER_MONTH
 

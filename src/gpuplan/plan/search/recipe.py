@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any, NamedTuple
 
-from gpuplan.datafiles import load_data
+from gpuplan.files.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.workload import DatasetSpec, Workload

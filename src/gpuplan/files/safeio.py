@@ -29,7 +29,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
-from gpuplan.input_limits import (  # noqa: F401 - re-exported: the limits live in one module
+from gpuplan.files.input_limits import (  # noqa: F401 - re-exported: the limits live in one module
     MAX_BATCH_FILE_BYTES,
     MAX_BYTES,
     MAX_DEPTH,
@@ -171,15 +171,15 @@ def _detail_text(problem: str) -> str:
 
 def load_yaml(text: str, origin: str = "input", hint: str | None = None) -> Any:
     """Parse YAML (or JSON, which is YAML) with the limits above; any failure is one GpuplanError. A plain
-    workload file is read without PyYAML (gpuplan.simpleyaml: the same values, or not read there at all)."""
-    from gpuplan.simpleyaml import read_simple
+    workload file is read without PyYAML (gpuplan.files.simpleyaml: the same values, or not read there at all)."""
+    from gpuplan.files.simpleyaml import read_simple
 
     simple = read_simple(text)
     if simple is not None:
         return simple
     import yaml   # here, not at import: a command that reads no YAML never pays for it
 
-    from gpuplan.safeyaml import LimitedYamlLoader
+    from gpuplan.files.safeyaml import LimitedYamlLoader
 
     try:
         return yaml.load(text, Loader=LimitedYamlLoader)  # a SafeLoader subclass

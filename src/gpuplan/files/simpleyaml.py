@@ -4,7 +4,7 @@
 :func:`read_simple` reads one narrow, common form of YAML — block mappings of ``key: value`` lines, one-line flow
 lists and mappings (``[payg, spot]``, ``{rank: 8, alpha: 16}``), comments, and plain values that are names,
 decimal integers, decimal floats, booleans or null — into the values PyYAML's loader
-(:class:`gpuplan.safeyaml.LimitedYamlLoader`, YAML 1.1 with 1.2 floats) gives for it. Anything else (quotes,
+(:class:`gpuplan.files.safeyaml.LimitedYamlLoader`, YAML 1.1 with 1.2 floats) gives for it. Anything else (quotes,
 block lists, anchors, tags, documents, tabs, non-ASCII text, a repeated key, a value PyYAML would read as a date,
 an octal or a sexagesimal number...) is not read here: it returns ``None`` and the caller parses the text with
 PyYAML, errors and limits included. tests/test_simpleyaml.py checks both readers give equal values.
@@ -22,7 +22,7 @@ _FLOAT = re.compile(r"[-+]?[0-9]{1,30}(?:\.[0-9]{1,30}(?:[eE][-+]?[0-9]{1,3})?|[
 _WORDS: dict[str, Any] = {**{w: True for w in ("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")},
                           **{w: False for w in ("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")},
                           **{w: None for w in ("null", "Null", "NULL")}}
-_MAX_CHARS = 64 * 1024   # far below PyYAML's node limit (gpuplan.input_limits.MAX_NODES) however it is written
+_MAX_CHARS = 64 * 1024   # far below PyYAML's node limit (gpuplan.files.input_limits.MAX_NODES) however it is written
 _MAX_LINES = 2000
 _MAX_DEPTH = 8
 

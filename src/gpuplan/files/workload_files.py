@@ -1,4 +1,4 @@
-"""Workload files: YAML, JSON, a JSON array or JSON Lines, size-bounded (gpuplan.safeio), and the YAML the CLI
+"""Workload files: YAML, JSON, a JSON array or JSON Lines, size-bounded (gpuplan.files.safeio), and the YAML the CLI
 reads written back. Text in, plain data out; validation is gpuplan.workload.parse_workload's."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.input_limits import MAX_BATCH_FILE_BYTES, MAX_WORKLOAD_FILE_BYTES
-from gpuplan.safeio import (
+from gpuplan.files.input_limits import MAX_BATCH_FILE_BYTES, MAX_WORKLOAD_FILE_BYTES
+from gpuplan.files.safeio import (
     load_json,
     load_yaml,
     read_stdin_bounded,
@@ -19,7 +19,7 @@ from gpuplan.safeio import (
 
 
 def load_yaml_text(text: str, origin: str = "input") -> Any:
-    """YAML (or JSON) text -> Python data, with gpuplan.safeio's depth, alias and number limits."""
+    """YAML (or JSON) text -> Python data, with gpuplan.files.safeio's depth, alias and number limits."""
     return load_yaml(text, origin)
 
 
@@ -41,7 +41,7 @@ def _yaml_size_check(text: str, p: Path) -> None:
 
 
 def read_workload_documents(path: str | Path) -> Any:
-    """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.safeio).
+    """Read a workload file (YAML, JSON, a JSON array or JSON Lines), size-bounded (see gpuplan.files.safeio).
     ``-`` reads standard input (once per process: a command that reads its workload twice gets the same text)."""
     if str(path) == "-":
         return _parse_documents(read_stdin_bounded("workload file"), Path("-"))

@@ -1,4 +1,4 @@
-"""The YAML loader with limits that gpuplan.safeio parses user files with (imported on first use, so a
+"""The YAML loader with limits that gpuplan.files.safeio parses user files with (imported on first use, so a
 command that reads no YAML never imports PyYAML): a nesting limit, an expanded-size limit (alias bombs),
 bounded integers and numbers, guarded tag constructors and YAML 1.2 floats (``2e9``)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from gpuplan.input_limits import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES
+from gpuplan.files.input_limits import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES
 
 
 

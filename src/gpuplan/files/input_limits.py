@@ -1,4 +1,4 @@
-"""The limits on what a user can hand gpuplan, in one place (gpuplan.safeio enforces them; README.md and
+"""The limits on what a user can hand gpuplan, in one place (gpuplan.files.safeio enforces them; README.md and
 docs/workload.md quote them, and tests/test_input_limits.py checks that they quote these values)."""
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class _DataUnpickler(pickle.Unpickler):
 def _compiled_dir() -> Path | None:
     if os.environ.get(CACHE_ENV_OFF, "").strip() not in ("", "0"):
         return None
-    from gpuplan.cachedir import default_cache_dir
+    from gpuplan.files.cachedir import default_cache_dir
 
     try:
         return default_cache_dir() / "compiled"
