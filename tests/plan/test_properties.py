@@ -66,7 +66,7 @@ def _brute_force_min_cost(wd: dict) -> float:
     book = costm.PriceBook(load_offers("alibaba"))
     fx = costm.load_fixed_costs()
     fixed_s = sum(fx.breakdown(float(model.params_total) * 2.0,
-                               costm.image_pull(fx, "cn-shanghai", training=True)).values())
+                               costm.image_pull(fx, "cn-shanghai", training=True), costm.node_start()).values())
     largest = {}
     for i in insts:
         largest[i.family] = max(largest.get(i.family, 0), i.gpu_count)

@@ -8,7 +8,7 @@ import pytest
 
 from gpuplan.catalog.hardware.instances import load_instances
 from gpuplan.plan import recommend
-from gpuplan.plan.money.cost import image_pull, load_fixed_costs, price_margins
+from gpuplan.plan.money.cost import image_pull, load_fixed_costs, node_start, price_margins
 from gpuplan.plan.serving.queueing import (
     DEFAULT_TARGET_UTILIZATION,
     erlang_c,
@@ -84,10 +84,13 @@ def test_short_jobs_prefer_fewer_nodes_because_of_fixed_costs():
     assert 1 in by_nodes and 2 in by_nodes
     one, two = by_nodes[1], by_nodes[2]
     fx = load_fixed_costs()
-    fixed_s = sum(fx.breakdown(7.6e9 * 2, image_pull(fx, one.cost.region, training=True)).values())
-    # each node pays start-up, image pull, model download and the idle tail; the ECS node builds the bundle's image
-    # from the 20 GiB node image (data/environments.yaml) over its 100 Mbit/s public bandwidth (data/ops.yaml)
+    fixed_s = sum(fx.breakdown(7.6e9 * 2, image_pull(fx, one.cost.region, training=True), node_start()).values())
+    # each node pays start-up, the driver install (20 min, data/ops.yaml), image pull, model download and the idle
+    # tail; the ECS node builds the bundle's image from the 20 GiB node image (data/environments.yaml) and downloads
+    # the weights from the model hub, both over its 100 Mbit/s public bandwidth (data/ops.yaml)
     assert one.cost.fixed["image_pull_s"] == pytest.approx(20 * 2 ** 30 / (100e6 / 8))
+    assert one.cost.fixed["driver_install_s"] == 1200
+    assert one.cost.fixed["model_download_s"] == pytest.approx(7.6e9 * 2 / (100e6 / 8), rel=0.02)
     assert one.cost.fixed_cost == pytest.approx(sum(one.cost.fixed.values()) / HOUR_S * one.cost.price_per_hour)
     assert two.cost.fixed_cost == pytest.approx(2 * one.cost.fixed_cost, rel=1e-6)
     assert sum(one.cost.fixed.values()) == pytest.approx(fixed_s, rel=0.05)

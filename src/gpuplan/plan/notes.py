@@ -51,12 +51,16 @@ def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: 
     fx = ctx.fixed
     if (ctx.training and ctx.w.dataset) or ctx.job:   # per-1B-token figures carry no fixed costs
         pull = costm.image_pull(fx, ctx.regions[0] if ctx.regions else None, training=ctx.training)
-        out.append(_("fixed costs per instance and job: {boot} min start-up, the node image ({image} GiB compressed, "
-                     "data/environments.yaml) pulled at {pull} MB/s (an ECS node builds the bundle's image from it over "
-                     "its public bandwidth), the model at {download} MB/s, {tail} min idle tail (assumed); per-second "
-                     "billing (Alibaba)").format(
-            boot=f"{fx.boot_s / 60:.0f}", image=f"{pull.image_bytes / 2 ** 30:g}", pull=f"{pull.bytes_per_s / 1e6:g}",
-            download=f"{fx.model_download_mb_s:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
+        start = costm.node_start()
+        out.append(_("fixed costs per instance and job: {boot} min start-up, {driver} min for the NVIDIA driver's "
+                     "install and reboot (the ECS bundle installs it at first boot, data/ops.yaml), the node image "
+                     "({image} GiB compressed, data/environments.yaml) pulled at {pull} MB/s (an ECS node builds the "
+                     "bundle's image from it over its public bandwidth), the model weights at {download} MB/s (the "
+                     "bundle downloads them from the region's model hub over the same bandwidth), {tail} min idle tail "
+                     "(assumed); per-second billing (Alibaba)").format(
+            boot=f"{fx.boot_s / 60:.0f}", driver=f"{start.driver_install_s / 60:.0f}",
+            image=f"{pull.image_bytes / 2 ** 30:g}", pull=f"{pull.bytes_per_s / 1e6:g}",
+            download=f"{start.download_bytes_s / 1e6:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
     if ctx.service:
         s = ctx.w.serving
         if ctx.llm and s and (s.ttft_ms or s.tpot_ms):

@@ -80,7 +80,8 @@ def plan_transfers(plan: dict, *, training: bool, model_bytes: float | None):
     input_bytes, output_bytes = job_data_bytes(plan) if batch else (None, None)
     return job_transfers(load_ops(), training=training, billing=plan.get("billing"), model_bytes=model_bytes,
                          checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=plan.get("time_s"),
-                         fixed=plan.get("fixed_costs"), batch=batch, input_bytes=input_bytes, output_bytes=output_bytes)
+                         fixed=plan.get("fixed_costs"), batch=batch, input_bytes=input_bytes, output_bytes=output_bytes,
+                         platform=plan.get("platform") or "ecs")
 
 
 def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_bytes: float | None = None) -> dict | None:

@@ -31,6 +31,8 @@ from typing import Any
 from gpuplan.catalog.prices.prices import BASIS_WORDS, RULE_REGION_PROXY, Offer, offer_note
 from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import _, localize
+from gpuplan.plan.money.transfer import NodeStart
+from gpuplan.plan.money.transfer import node_start as transfer_node_start
 from gpuplan.plan.money.spot import (DEFAULT_SPOT, SPOT_CAP_SOURCE, SPOT_SOURCE, SpotDefault, SpotModel,  # noqa: F401
                                SpotRun, describe_spot, job_interruption_rate, spot_default, spot_run, spot_summary,
                                spot_why)
@@ -309,15 +311,14 @@ class FixedCosts:
 
     boot_s: float = 300.0
     image_pull_mb_s: float = 100.0          # your ACR in the plan's region, over the VPC
-    model_download_mb_s: float = 200.0
     idle_tail_s: float = 300.0
     min_billed_s: tuple[tuple[str, float], ...] = (("payg", 0.0), ("spot", 0.0))
 
-    def breakdown(self, model_bytes: float, pull: ImagePull) -> dict[str, float]:
-        """Seconds per part (each instance pays them in parallel, so the job's wall time grows by the sum)."""
-        return {"boot_s": self.boot_s, "image_pull_s": pull.seconds,
-                "model_download_s": max(0.0, model_bytes) / (self.model_download_mb_s * 1e6),
-                "idle_tail_s": self.idle_tail_s}
+    def breakdown(self, model_bytes: float, pull: ImagePull, start: NodeStart) -> dict[str, float]:
+        """Seconds per part (each instance pays them in parallel, so the job's wall time grows by the sum). The driver
+        install and the download's rate are the bundle's on the plan's platform (``start``: data/ops.yaml)."""
+        return {"boot_s": self.boot_s, "driver_install_s": start.driver_install_s, "image_pull_s": pull.seconds,
+                "model_download_s": start.download_s(max(0.0, model_bytes)) or 0.0, "idle_tail_s": self.idle_tail_s}
 
     def billed_s(self, billing: str | None, run_s: float) -> float:
         """Seconds billed for a run of ``run_s`` (per-second billing with a minimum, if any)."""
@@ -352,6 +353,14 @@ def image_pull(fixed: FixedCosts, region: str | None, *, training: bool, platfor
     return ImagePull(n_bytes, source, rate)
 
 
+def node_start(platform: str = "ecs") -> NodeStart:
+    """The driver install and the weights' download one node of a plan on ``platform`` pays (data/ops.yaml
+    ``node_start``: :func:`gpuplan.plan.money.transfer.node_start`, which the bundle's figures use too)."""
+    from gpuplan.plan.advice.ops import load_ops
+
+    return transfer_node_start(load_ops(), platform)
+
+
 def _value(doc: dict, key: str, default: float) -> float:
     v = doc.get(key)
     if isinstance(v, dict):
@@ -374,7 +383,6 @@ def load_fixed_costs() -> FixedCosts:
     mb = d.get("minimum_billing") or {}
     base = FixedCosts()
     return FixedCosts(_value(d, "boot_s", base.boot_s), _value(d, "image_pull_mb_s", base.image_pull_mb_s),
-                      _value(d, "model_download_mb_s", base.model_download_mb_s),
                       _value(d, "idle_tail_s", base.idle_tail_s),
                       (("payg", float(mb.get("payg_s") or 0.0)), ("spot", float(mb.get("spot_s") or 0.0))))
 

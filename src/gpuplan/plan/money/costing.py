@@ -25,8 +25,8 @@ def checkpoint_write_s(ctx: PlanContext, c: Candidate) -> float:
     return costm.checkpoint_write_s(ck, mb_s, c.nodes, c.layout)
 
 
-_FIXED_PARTS = {"boot_s": N_("boot"), "image_pull_s": N_("image pull"), "model_download_s": N_("model download"),
-                "idle_tail_s": N_("idle tail")}
+_FIXED_PARTS = {"boot_s": N_("boot"), "driver_install_s": N_("driver install"), "image_pull_s": N_("image pull"),
+                "model_download_s": N_("model download"), "idle_tail_s": N_("idle tail")}
 
 
 def fixed_why(fixed: dict, nodes: int) -> str:
@@ -67,7 +67,8 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
                                                                     hours=f"{base_time * factor / HOUR_S:.0f}"))
     fixed_s = 0.0
     if base_time is not None:
-        fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=True))
+        fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=True),
+                                    costm.node_start())
         fixed_s = sum(fixed.values())
         p.fixed = fixed
         p.time_s = base_time * factor + fixed_s
@@ -97,7 +98,8 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
     items, unit = got
     group_rate = c.speed(False)
     cons = ctx.w.constraints
-    fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=False))
+    fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=False),
+                                costm.node_start())
     fixed_s = sum(fixed.values())
     replicas = 1
     if group_rate > 0 and cons and cons.deadline_hours:

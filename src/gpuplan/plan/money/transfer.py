@@ -3,8 +3,8 @@ Terraform gives each node, a batch job's input staged from OSS onto the data dis
 the job's output (batch) uploaded to OSS, and the auto-release time built from them: first boot + download + input
 + the job x (1 + margin) + upload.
 
-The first boot is the plan's own start-up and image pull (its ``fixed_costs``: one figure for the cost and the
-release) plus what the costs do not count, the node's driver install and its reboot.
+The first boot is the plan's own start-up, driver install and image pull (its ``fixed_costs``: one figure for the
+cost and the release); the download runs at the rate of the source the bundle fetches from (:func:`node_start`).
 
 Figures: data/ops.yaml ``bundle_network`` (public bandwidth 100 Mbit/s pay-by-traffic, inbound = outbound above
 10 Mbit/s: https://www.alibabacloud.com/help/en/ecs/user-guide/network-bandwidth ; the driver install's 10-20
@@ -33,7 +33,7 @@ class Transfers:
     oss_mb_s: float
     boot_s: float              # the plan's start-up (fixed_costs.boot_s)
     image_pull_s: float        # the plan's image pull (fixed_costs.image_pull_s)
-    driver_install_s: float    # the driver install and reboot the plan's costs do not count (ops.yaml)
+    driver_install_s: float    # the driver install and its reboot (fixed_costs.driver_install_s: node_start)
     download_bytes: float | None
     download_s: float | None
     upload_bytes: float | None
@@ -65,6 +65,40 @@ def download_bytes(params: float | None, quantization: str | None, training: boo
     return float(params) * per_param
 
 
+@dataclass(frozen=True)
+class NodeStart:
+    """What one node of a plan does at start that the bundle makes it do, by platform (data/ops.yaml ``node_start``):
+    the driver install (ECS: node-bootstrap.sh, ``bundle_network.driver_install_s``; 0 where the platform brings the
+    driver) and the weights' source and rate (``hub``: fetch-model.sh from ModelScope / Hugging Face over the node's
+    public bandwidth; ``oss``: the copy staged in OSS, over the VPC). The plan's fixed costs and the bundle's PLAN.md,
+    fetch-model.sh comment and auto-release all read these: one figure for each."""
+
+    platform: str
+    driver_install_s: float
+    weights_from: str          # hub | oss
+    download_bytes_s: float
+
+    def download_s(self, n_bytes: float | None) -> float | None:
+        return transfer_s(n_bytes, self.download_bytes_s) if n_bytes else None
+
+
+def node_start(ops: Mapping[str, Any], platform: str | None = "ecs", *, staged_in_oss: bool = False) -> NodeStart:
+    """The start of one node of ``platform`` as the bundle sets it up; ``staged_in_oss``: the weights come from your
+    OSS copy (the bundle's ``model_oss_prefix`` / MODEL_OSS) instead of the platform's default source."""
+    net, start = ops["bundle_network"], ops["node_start"]
+    plat = platform or "ecs"
+    if plat not in start["driver_installed_by"]:
+        from gpuplan.errors import GpuplanError
+        from gpuplan.i18n import _
+
+        raise GpuplanError(_("unknown platform {platform}").format(platform=plat),
+                           hint=_("one of: {names}").format(names=", ".join(start["driver_installed_by"])))
+    driver = float(net["driver_install_s"]) if start["driver_installed_by"][plat] == "bundle" else 0.0
+    source = "oss" if staged_in_oss else str(start["weights_from"][plat])
+    rate = float(net["oss_intranet_mb_s"]) * MB if source == "oss" else float(net["public_bandwidth_mbit"]) * MBIT
+    return NodeStart(plat, driver, source, rate)
+
+
 def _seconds(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
@@ -72,7 +106,7 @@ def _seconds(value: Any) -> float | None:
 
 
 def fixed_parts_s(fixed: Mapping[str, Any] | None) -> dict[str, float]:
-    """The seconds of a plan's ``fixed_costs`` (boot, image pull, download, idle tail), by part."""
+    """The seconds of a plan's ``fixed_costs`` (boot, driver install, image pull, download, idle tail), by part."""
     out = {}
     for key, value in (fixed or {}).items():
         s = _seconds(value)
@@ -82,7 +116,7 @@ def fixed_parts_s(fixed: Mapping[str, Any] | None) -> dict[str, float]:
 
 
 def plan_fixed_s(plan: dict) -> float:
-    """The plan's own once-per-job seconds (``fixed_costs``: boot, image pull, download, idle tail), which its
+    """The plan's own once-per-job seconds (``fixed_costs``: boot, driver, image pull, download, idle tail), which its
     ``time_s`` includes and the auto-release counts separately."""
     return sum(fixed_parts_s(plan.get("fixed_costs")).values())
 
@@ -103,21 +137,23 @@ def release_hours(*, bootstrap_s: float, download_s: float, job_s: float, upload
 def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes: float | None,
                   checkpoint_bytes: float | None, time_s: float | None, fixed: Mapping[str, Any] | None = None,
                   batch: bool = False, input_bytes: float | None = None, output_bytes: float | None = None,
-                  first_boot: Mapping[str, Any] | None = None) -> Transfers:
+                  first_boot: Mapping[str, Any] | None = None, platform: str | None = "ecs") -> Transfers:
     """The download/upload times and the auto-release hours of one plan: the first boot (the plan's start-up and
     image pull from ``fixed``, its ``fixed_costs``, plus the driver install), the model download over the node's
     public bandwidth, a batch job's input from OSS, the run (the plan's time without its own once-per-job
     seconds) with its margin, and the upload to OSS (the final checkpoint, or the batch job's output).
     ``release_hours`` is 0 for services and subscriptions (never released): training and batch jobs are released.
     ``first_boot``: the start-up and image pull seconds (``boot_s``, ``image_pull_s``) of a plan that carries no
-    fixed costs (a service), computed by the functions its costs would use; by default ``fixed``'s.
-    ``ops``: data/ops.yaml (``bundle_network``, ``training.auto_release``), loaded by the caller."""
+    fixed costs (a service), computed by the functions its costs would use; by default ``fixed``'s. The driver
+    install and the download's rate are :func:`node_start`'s for ``platform`` (the figures the plan's costs count).
+    ``ops``: data/ops.yaml (``bundle_network``, ``node_start``, ``training.auto_release``), loaded by the caller."""
     net = ops["bundle_network"]
     cfg = ops["training"]["auto_release"]
     mbit = int(net["public_bandwidth_mbit"])
     oss = float(net["oss_intranet_mb_s"])
+    start = node_start(ops, platform)
     parts = fixed_parts_s(fixed)
-    down = transfer_s(model_bytes, mbit * MBIT) if model_bytes else None
+    down = start.download_s(model_bytes)
     up_bytes = checkpoint_bytes if training else (output_bytes if batch else None)
     up = transfer_s(up_bytes, oss * MB) if up_bytes else None
     in_bytes = input_bytes if batch and not training else None
@@ -125,7 +161,7 @@ def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes
     job = max(0.0, time_s - sum(parts.values())) if time_s else None
     boot_parts = fixed_parts_s(first_boot) if first_boot is not None else parts
     boot, pull = boot_parts.get("boot_s", 0.0), boot_parts.get("image_pull_s", 0.0)
-    driver = float(net["driver_install_s"])
+    driver = boot_parts.get("driver_install_s", start.driver_install_s)   # a plan.json written before it was counted
     hours = 0
     if (training or batch) and billing != "subscription" and job:
         hours = release_hours(bootstrap_s=boot + driver + pull, download_s=down or 0.0, input_s=stage or 0.0,

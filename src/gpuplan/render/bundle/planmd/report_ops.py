@@ -28,7 +28,8 @@ def _gb(n_bytes: float | None) -> str:
 
 
 def download_lines(c: Ctx, plan: dict) -> list[Safe]:
-    """Where the weights come from and how long the download takes on this plan's nodes (ECS)."""
+    """Where the weights come from and how long the download takes on this plan's nodes (ECS): the figure the plan's
+    fixed costs count (gpuplan.plan.money.transfer.node_start), and the OSS alternative."""
     from gpuplan.plan.money.transfer import MB, transfer_s
     from gpuplan.render.bundle.node.transfer import transfers
 
@@ -42,12 +43,6 @@ def download_lines(c: Ctx, plan: dict) -> list[Safe]:
                          "model_oss_prefix), fetch-model.sh copies them over the VPC at about {oss} MB/s ({oss_time}).",
                          lang).format(gb=_gb(t.download_bytes), mbit=t.bandwidth_mbit, time=fmt_duration(t.download_s),
                                       oss=f"{t.oss_mb_s:g}", oss_time=fmt_duration(oss_s))))
-        planned = (plan.get("fixed_costs") or {}).get("model_download_s")
-        if isinstance(planned, (int, float)) and planned > 0 and t.download_s > 1.5 * planned:
-            out.append(md(tr("The plan's time and cost counted {planned} for the download (weights from OSS or a "
-                             "mirror inside the region); over the public bandwidth it takes {time}: stage the weights "
-                             "in OSS to match the plan.", lang).format(planned=fmt_duration(planned),
-                                                                       time=fmt_duration(t.download_s))))
     return out
 
 
@@ -86,14 +81,14 @@ def auto_release_line(c: Ctx) -> Safe | None:
     if not t.release_hours:
         return None
     text = (N_("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} (start-up "
-               "{start} + image pull {pull}, as the plan's fixed costs count them, + the driver install and its reboot "
-               "{driver}) + model download {download} + the input copied from OSS {input} + the run {job} x {factor} + "
+               "{start} + the driver install and its reboot {driver} + image pull {pull}, as the plan's fixed costs "
+               "count them) + model download {download} + the input copied from OSS {input} + the run {job} x {factor} + "
                "the output upload to OSS {upload}, rounded up (auto_release_time; variable auto_release_hours, 0 = "
                "never). The data disk and the outputs on it survive the release. idle-stop.sh can also power a node "
                "off when its GPUs stay idle (IDLE_STOP_ENABLED=1).") if c.batch_job else
             N_("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} (start-up "
-               "{start} + image pull {pull}, as the plan's fixed costs count them, + the driver install and its reboot "
-               "{driver}) + model download {download} + the run {job} x {factor} + checkpoint upload {upload}, rounded "
+               "{start} + the driver install and its reboot {driver} + image pull {pull}, as the plan's fixed costs "
+               "count them) + model download {download} + the run {job} x {factor} + checkpoint upload {upload}, rounded "
                "up (auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off "
                "when its GPUs stay idle (IDLE_STOP_ENABLED=1)."))
     return md(tr(text, c.lang).format(
