@@ -49,6 +49,7 @@ class Draft:
     price_margin: float | None = None
     fixed: dict | None = None
     fixed_cost: float | None = None
+    weights_staging: dict | None = None   # hub or OSS for the weights and its figures (plan/money/staging.py)
     utilization: float | None = None
     job: dict | None = None
     unit_cost: dict | None = None
@@ -102,6 +103,7 @@ class Draft:
                         monthly_cost=self.monthly_cost,
                         cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot,
                         price_margin=self.price_margin, fixed=self.fixed, fixed_cost=self.fixed_cost,
+                        weights_staging=self.weights_staging,
                         utilization=self.utilization, job=self.job, unit_cost=self.unit_cost,
                         sizing=self.serving_sizing)
         return Plan(platform="ecs", instance_type=c.inst.instance_type, instance_count=self.instance_count,

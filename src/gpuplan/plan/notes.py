@@ -37,6 +37,22 @@ def global_warnings(ctx: PlanContext, shown: list[Plan], book: costm.PriceBook) 
     return out
 
 
+def staging_assumption() -> str:
+    """When a plan stages the weights in OSS instead of every node pulling them from the hub (plan/money/staging.py)."""
+    from gpuplan.plan.advice.ops import load_ops
+    from gpuplan.plan.money.staging import staging_price_per_hour
+
+    ops = load_ops()
+    cfg = ops["weights_staging"]
+    return _("weights: staged once in your OSS bucket by a small machine in the region before the GPUs start "
+             "(stage-weights.sh; {price} {currency}/h at Alibaba ECI's per-vCPU and per-GiB rates, data/ops.yaml) when "
+             "the GPU idle time it saves costs more than that machine and is at least {min} h of instance-time; the "
+             "nodes then copy them over the VPC at {oss} MB/s (assumed) instead of downloading them from the hub"
+             ).format(price=f"{staging_price_per_hour(ops):.2f}", currency=cfg["currency"],
+                      min=f"{float(cfg['min_saved_instance_s']) / 3600:g}",
+                      oss=f"{float(ops['bundle_network']['oss_intranet_mb_s']):g}")
+
+
 def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: costm.SpotModel) -> list[str]:
     out = [_("a plan must leave {share} of each GPU's usable memory free").format(share=f"{headroom:.0%}"),
            _("host RAM: {share} of each instance's memory is kept for the OS").format(share=f"{fz.HOST_RESERVE:.0%}")]
@@ -61,6 +77,7 @@ def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: 
             boot=f"{fx.boot_s / 60:.0f}", driver=f"{start.driver_install_s / 60:.0f}",
             image=f"{pull.image_bytes / 2 ** 30:g}", pull=f"{pull.bytes_per_s / 1e6:g}",
             download=f"{start.download_bytes_s / 1e6:g}", tail=f"{fx.idle_tail_s / 60:.0f}"))
+        out.append(staging_assumption())
     if ctx.service:
         s = ctx.w.serving
         if ctx.llm and s and (s.ttft_ms or s.tpot_ms):

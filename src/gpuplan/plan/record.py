@@ -84,6 +84,8 @@ class PlanCost:
     # seconds by part; included in ``time_s`` and ``total_cost`` (jobs only)
     fixed: Mapping[str, float] | None = None
     fixed_cost: float | None = None
+    # jobs: where the nodes get the weights (hub, or a copy staged once in OSS) and the figures that chose it
+    weights_staging: Mapping[str, Any] | None = None
     # serving: demand / capacity at the stated peak (and how the replicas were sized)
     utilization: float | None = None
     # batch inference job over a dataset: items, unit, cost per item (and per audio hour / image)
@@ -260,6 +262,7 @@ class Plan:
             "price_margin": rnd(c.price_margin),
             "fixed_costs": None if c.fixed is None else {**{k: rnd(v, 1) for k, v in c.fixed.items()},
                                                          "cost": rnd(c.fixed_cost)},
+            "weights_staging": None if c.weights_staging is None else dict(c.weights_staging),
             "utilization": rnd(c.utilization, 4),
             "job": None if c.job is None else dict(c.job),
             "unit_cost": None if c.unit_cost is None else dict(c.unit_cost),

@@ -18,7 +18,7 @@ from typing import Any
 from gpuplan.catalog.hardware.regions import is_mainland, load_compliance  # noqa: F401 - re-exported (one rule)
 from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import _
-from gpuplan.plan.money.transfer import job_transfers
+from gpuplan.plan.money.transfer import job_transfers, plan_staged
 from gpuplan.units import HOUR_S
 
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
@@ -81,7 +81,7 @@ def plan_transfers(plan: dict, *, training: bool, model_bytes: float | None):
     return job_transfers(load_ops(), training=training, billing=plan.get("billing"), model_bytes=model_bytes,
                          checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=plan.get("time_s"),
                          fixed=plan.get("fixed_costs"), batch=batch, input_bytes=input_bytes, output_bytes=output_bytes,
-                         platform=plan.get("platform") or "ecs")
+                         platform=plan.get("platform") or "ecs", staged_in_oss=plan_staged(plan))
 
 
 def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_bytes: float | None = None) -> dict | None:

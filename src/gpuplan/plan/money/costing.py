@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from gpuplan.estimate.engine_defaults import batched_job
 from gpuplan.i18n import N_, _
 from gpuplan.plan.money import cost as costm
+from gpuplan.plan.money import staging
 from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items, model_bytes
 from gpuplan.plan.record import rnd
 from gpuplan.plan.rank import SLACK_MIN
@@ -40,6 +41,21 @@ def fixed_why(fixed: dict, nodes: int) -> str:
         min=f"{mins:.0f}", parts=parts)
 
 
+def staging_why(ws: staging.WeightsStaging) -> str:
+    """Why the plan's nodes copy the weights from OSS: the idle GPU time the hub download would cost."""
+    args = {"gb": f"{ws.weight_bytes / 1e9:,.0f}", "stage": f"{ws.staging_s / HOUR_S:.1f}",
+            "hub": f"{ws.hub_download_s / 60:.0f}", "oss": f"{ws.oss_download_s / 60:.0f}", "n": ws.instances}
+    if ws.staging_cost is not None and ws.hub_idle_cost is not None and ws.oss_idle_cost is not None:
+        return _("weights staged once in OSS before the GPUs start ({gb} GB, about {stage} h on a small machine in the "
+                 "region for {cost}: stage-weights.sh): each of {n} instance(s) copies them in {oss} min instead of "
+                 "{hub} min from the hub, idle GPUs {oss_cost} instead of {hub_cost}").format(
+            cost=f"{ws.currency} {ws.staging_cost:,.2f}", oss_cost=f"{ws.oss_idle_cost:,.0f}",
+            hub_cost=f"{ws.hub_idle_cost:,.0f}", **args)
+    return _("weights staged once in OSS before the GPUs start ({gb} GB, about {stage} h on a small machine in the "
+             "region: stage-weights.sh): each of {n} instance(s) copies them in {oss} min instead of {hub} min from "
+             "the hub").format(**args)
+
+
 def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | None) -> None:
     perf = c.est.performance
     tps = float(perf.get("tokens_per_s") or 0.0)
@@ -67,12 +83,16 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
                                                                     hours=f"{base_time * factor / HOUR_S:.0f}"))
     fixed_s = 0.0
     if base_time is not None:
+        ws = staging.for_plan(model_bytes(ctx), c.nodes, price, ctx.book.fx)
         fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=True),
-                                    costm.node_start())
+                                    ws.start if ws else costm.node_start())
         fixed_s = sum(fixed.values())
         p.fixed = fixed
+        p.weights_staging = ws.as_dict() if ws else None
         p.time_s = base_time * factor + fixed_s
         p.why.append(fixed_why(fixed, c.nodes))
+        if ws and ws.staged:
+            p.why.append(staging_why(ws))
     if price is not None:
         hourly = price.per_hour * c.nodes
         p.price_per_hour = hourly
@@ -98,15 +118,31 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
     items, unit = got
     group_rate = c.speed(False)
     cons = ctx.w.constraints
-    fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=False),
-                                costm.node_start())
-    fixed_s = sum(fixed.values())
-    replicas = 1
-    if group_rate > 0 and cons and cons.deadline_hours:
-        room = cons.deadline_hours * HOUR_S - fixed_s
-        replicas = max(1, math.ceil(items / (group_rate * room) - 1e-9)) if room > 0 else 1
-        cap = max(1, (ctx.max_gpus or 10 ** 6) // max(1, c.gpus))
-        replicas = min(replicas, cap, 10_000)
+    pull = costm.image_pull(ctx.fixed, p.region, training=False)
+
+    def sized(ws: staging.WeightsStaging | None) -> tuple[dict, float, int]:
+        fixed = ctx.fixed.breakdown(model_bytes(ctx), pull, ws.start if ws else costm.node_start())
+        fixed_s = sum(fixed.values())
+        replicas = 1
+        if group_rate > 0 and cons and cons.deadline_hours:
+            room = cons.deadline_hours * HOUR_S - fixed_s
+            replicas = max(1, math.ceil(items / (group_rate * room) - 1e-9)) if room > 0 else 1
+            cap = max(1, (ctx.max_gpus or 10 ** 6) // max(1, c.gpus))
+            replicas = min(replicas, cap, 10_000)
+        return fixed, fixed_s, replicas
+
+    # the weights' source by the instances the job needs: sized with the hub first, then with the copy in OSS when
+    # staging pays for that many instances (fewer fixed seconds can only need as many replicas or fewer)
+    ws = staging.for_plan(model_bytes(ctx), c.nodes, price, ctx.book.fx)
+    fixed, fixed_s, replicas = sized(ws)
+    if ws and not ws.staged and replicas > 1:
+        more = staging.for_plan(model_bytes(ctx), c.nodes * replicas, price, ctx.book.fx)
+        if more and more.staged:
+            fixed, fixed_s, replicas = sized(more)
+            ws = staging.for_plan(model_bytes(ctx), c.nodes * replicas, price, ctx.book.fx)
+            if ws and not ws.staged:      # fewer replicas no longer pay for it: keep the hub's sizing
+                fixed, fixed_s, replicas = sized(ws)
+    p.weights_staging = ws.as_dict() if ws else None
     p.replicas = replicas
     p.instance_count = c.nodes * replicas
     p.gpus_total = c.gpus * replicas
@@ -149,6 +185,8 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
         p.why.append(_("batch job: {items} {unit} at {rate}/s per replica x {replicas} replica(s) = {hours} h")
                      .format(**args))
     p.why.append(fixed_why(fixed, p.instance_count))
+    if ws and ws.staged:
+        p.why.append(staging_why(ws))
     p.cost_key = p.total_cost
     p.time_key = p.time_s
 

@@ -99,6 +99,12 @@ def node_start(ops: Mapping[str, Any], platform: str | None = "ecs", *, staged_i
     return NodeStart(plat, driver, source, rate)
 
 
+def plan_staged(plan: Mapping[str, Any] | None) -> bool:
+    """Whether a plan (plan.json's plan) counted its weights staged in OSS (plan/money/staging.py decided)."""
+    ws = (plan or {}).get("weights_staging") or {}
+    return ws.get("weights_from") == "oss"
+
+
 def _seconds(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
@@ -137,7 +143,8 @@ def release_hours(*, bootstrap_s: float, download_s: float, job_s: float, upload
 def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes: float | None,
                   checkpoint_bytes: float | None, time_s: float | None, fixed: Mapping[str, Any] | None = None,
                   batch: bool = False, input_bytes: float | None = None, output_bytes: float | None = None,
-                  first_boot: Mapping[str, Any] | None = None, platform: str | None = "ecs") -> Transfers:
+                  first_boot: Mapping[str, Any] | None = None, platform: str | None = "ecs",
+                  staged_in_oss: bool = False) -> Transfers:
     """The download/upload times and the auto-release hours of one plan: the first boot (the plan's start-up and
     image pull from ``fixed``, its ``fixed_costs``, plus the driver install), the model download over the node's
     public bandwidth, a batch job's input from OSS, the run (the plan's time without its own once-per-job
@@ -145,13 +152,14 @@ def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes
     ``release_hours`` is 0 for services and subscriptions (never released): training and batch jobs are released.
     ``first_boot``: the start-up and image pull seconds (``boot_s``, ``image_pull_s``) of a plan that carries no
     fixed costs (a service), computed by the functions its costs would use; by default ``fixed``'s. The driver
-    install and the download's rate are :func:`node_start`'s for ``platform`` (the figures the plan's costs count).
+    install and the download's rate are :func:`node_start`'s for ``platform`` (the figures the plan's costs count;
+    ``staged_in_oss``: the plan counted its weights staged in OSS, plan/money/staging.py).
     ``ops``: data/ops.yaml (``bundle_network``, ``node_start``, ``training.auto_release``), loaded by the caller."""
     net = ops["bundle_network"]
     cfg = ops["training"]["auto_release"]
     mbit = int(net["public_bandwidth_mbit"])
     oss = float(net["oss_intranet_mb_s"])
-    start = node_start(ops, platform)
+    start = node_start(ops, platform, staged_in_oss=staged_in_oss)
     parts = fixed_parts_s(fixed)
     down = start.download_s(model_bytes)
     up_bytes = checkpoint_bytes if training else (output_bytes if batch else None)

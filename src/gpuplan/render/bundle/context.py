@@ -140,6 +140,7 @@ class Ctx:
     checkpoint_bytes: float | None = None   # one training checkpoint (the plan's storage advice)
     plan_fixed: dict = field(default_factory=dict)   # the plan's own once-per-job seconds (boot, pull, download, tail)
     first_boot: dict = field(default_factory=dict)   # start-up and image pull seconds (the plan's, or its costs' rule)
+    weights_staged: bool = False         # the plan counted the weights staged in OSS (plan.weights_staging): MODEL_OSS
     batch_job: bool = False              # a batch inference job (plan.job): released like a training job
     job_input_bytes: float | None = None    # batch: its input on the data disk (plan.storage.budget.dataset_bytes)
     job_output_bytes: float | None = None   # batch: its output on the data disk (plan.storage.budget.output_bytes)

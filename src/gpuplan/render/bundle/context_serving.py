@@ -9,7 +9,7 @@ from typing import Any
 
 from gpuplan.plan.advice.node_env import scope
 from gpuplan.plan.advice.ops import job_data_bytes
-from gpuplan.plan.money.transfer import download_bytes, fixed_parts_s
+from gpuplan.plan.money.transfer import download_bytes, fixed_parts_s, plan_staged
 
 
 def finite_number(value: Any) -> float | None:
@@ -91,6 +91,8 @@ def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: 
         "plan_fixed": fixed_parts_s(plan.get("fixed_costs")), "first_boot": first_boot(plan, region, training),
         "online": getattr(workload, "serving", None) is not None, "batch_job": batch,
         "job_input_bytes": job_in, "job_output_bytes": job_out,
+        # the plan counted its weights staged once in OSS (plan.weights_staging): stage-weights.sh, MODEL_OSS required
+        "weights_staged": plan_staged(plan),
         # prefill/decode disaggregation the plan chose (plan.serving.disaggregation): serve-sglang.sh PD_ROLE, router-pd.sh
         "pd": dict(srv["disaggregation"]) if engine == "sglang" and srv.get("disaggregation") else None,
     }

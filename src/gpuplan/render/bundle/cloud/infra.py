@@ -19,7 +19,7 @@ from gpuplan.render.bundle.node.nccl import ECS_ERDMA_DOC
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.node.transfer import script_duration, transfers
 from gpuplan.render.bundle.safe import Safe
-from gpuplan.render.bundle.node.weights import model_dir, serves_engine
+from gpuplan.render.bundle.node.weights import model_dir, serves_engine, stage_weights_script
 
 # nvidia-smi product-name fragment per GPU id prefix (what gpu-check.sh matches).
 GPU_NAME_FRAGMENTS = (("A100", "A100"), ("A800", "A800"), ("H100", "H100"), ("H800", "H800"), ("H200", "H200"),
@@ -207,6 +207,8 @@ def files(c: Ctx) -> dict[str, str]:
     out["gpu-check.sh"] = gpu_check(c)
     out["node-bootstrap.sh"] = node_bootstrap(c)
     out["idle-stop.sh"] = render("idle-stop.sh.j2", c=c)
+    if c.weights_staged:    # the plan counted the weights staged once in OSS (plan.weights_staging)
+        out["stage-weights.sh"] = stage_weights_script(c)
     if c.training or serves_engine(c) or (c.model_kind == "diffusion" and c.online):   # not for batch scripts
         out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c), start_timeout_s=start_timeout_s(c),
                                    volumes=Safe(docker_volumes(c)))

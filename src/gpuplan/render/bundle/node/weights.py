@@ -120,6 +120,19 @@ def weights_source(c: Ctx) -> ModelScopeId:
     return modelscope_id(download_repo(c))
 
 
+def stage_weights_script(c: Ctx) -> str:
+    """stage-weights.sh: the weights staged once in OSS by a machine in the region before the GPUs start, for a plan
+    that counted them so (plan.weights_staging; fetch-model.sh then refuses to start without MODEL_OSS)."""
+    from gpuplan.plan.money.transfer import MB, MBIT, transfer_s
+
+    t = transfers(c)
+    n_bytes = t.download_bytes or 0.0
+    staging_s = (transfer_s(n_bytes, t.bandwidth_mbit * MBIT) + transfer_s(n_bytes, t.oss_mb_s * MB)) if n_bytes else None
+    assert c.env is not None
+    return render("stage-weights.sh.j2", c=c, mainland=c.env.mainland, download_gb=f"{n_bytes / 1e9:.0f}",
+                  staging_text=script_duration(staging_s), node_text=script_duration(t.download_s))
+
+
 def fetch_model_script(c: Ctx) -> str:
     """fetch-model.sh: the one place weights are downloaded (a staged mirror, OSS, ModelScope; Hugging Face outside
     the mainland)."""
@@ -127,7 +140,7 @@ def fetch_model_script(c: Ctx) -> str:
     ms = weights_source(c)
     assert c.env is not None
     return render("fetch-model.sh.j2", c=c, model=download_repo(c), model_dir=model_dir(c),
-                  bandwidth_mbit=t.bandwidth_mbit, download_text=script_duration(t.download_s),
+                  bandwidth_mbit=t.bandwidth_mbit, oss_mb_s=f"{t.oss_mb_s:g}", download_text=script_duration(t.download_s),
                   download_gb=f"{t.download_bytes / 1e9:.0f}" if t.download_bytes else "",
                   ms_id=check_argument(ms.id, "ModelScope id") if ms.id else "",
                   ms_rule=Safe({"ms-swift": "ms-swift's model registry", "other": "seen on modelscope.cn",

@@ -33,6 +33,8 @@ FILE_PURPOSES: dict[str, str] = {
     "nccl.env": N_("NCCL variables for the multi-node fabric, with sources"),
     "serve.sh": N_("vLLM server with the estimate's engine settings"),
     "Dockerfile": N_("the container image: every command the platform runs is inside"),
+    "stage-weights.sh": N_("stages the weights once in your OSS bucket before the GPUs start (run it on a small "
+                           "machine in the region)"),
     "fetch-model.sh": N_("downloads the weights once (OSS, ModelScope or Hugging Face) and times it"),
     "serve_images.py": N_("online image server: FastAPI + diffusers, /v1/images/generations, /health, /metrics"),
     "function-compute/": N_("Function Compute definition: Serverless Devs s.yaml and Terraform"),

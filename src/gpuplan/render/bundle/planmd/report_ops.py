@@ -36,7 +36,17 @@ def download_lines(c: Ctx, plan: dict) -> list[Safe]:
     t = transfers(c)
     lang = c.lang
     out: list[Safe] = []
-    if t.download_bytes and t.download_s:
+    if t.download_bytes and t.download_s and c.weights_staged:
+        ws = plan.get("weights_staging") or {}
+        out.append(md(tr("Model download: the plan counts the weights ({gb} GB) staged once in your OSS bucket before "
+                         "the GPUs start (./stage-weights.sh on a small machine in the region: about {stage}), then "
+                         "copied by fetch-model.sh over the VPC at about {oss} MB/s: about {time} per node, instead of "
+                         "{hub} per node from the hub at {mbit} Mbit/s. fetch-model.sh refuses to start without "
+                         "MODEL_OSS (Terraform variable model_oss_prefix).", lang).format(
+            gb=_gb(t.download_bytes), stage=fmt_duration(ws.get("staging_s") or 0.0), oss=f"{t.oss_mb_s:g}",
+            time=fmt_duration(t.download_s), hub=fmt_duration(ws.get("hub_download_s") or 0.0),
+            mbit=t.bandwidth_mbit)))
+    elif t.download_bytes and t.download_s:
         oss_s = transfer_s(t.download_bytes, t.oss_mb_s * MB)
         out.append(md(tr("Model download: {gb} GB per node at {mbit} Mbit/s of public bandwidth (pay-by-traffic; inbound "
                          "traffic is free): about {time}. With the weights staged in OSS (Terraform variable "

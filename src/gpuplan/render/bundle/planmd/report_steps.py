@@ -64,10 +64,14 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
     def step(template: str, cmd: str, **more: str) -> Safe:
         return Safe(tr(template, lang).format(cmd=_code(cmd), **{k: _code(v) for k, v in more.items()}))
 
-    s = [step(N_("{cmd} (credentials from the environment)"),
-              "cd terraform && terraform init && terraform apply -var key_name=... -var admin_cidr=..."),
-         step(N_("{cmd} to every node, then {then}"), f"scp -r . root@<node>:/opt/gpuplan/{c.slug}",
-              then="./gpu-check.sh")]
+    s = [step(N_("{cmd} on a small machine in the region with ossutil, before any GPU starts (the plan counted the "
+                 "weights staged once in OSS, not downloaded from the hub by every node)"),
+              "MODEL_OSS=oss://<bucket>/<prefix> ./stage-weights.sh")] if c.weights_staged else []
+    oss_var = " -var model_oss_prefix=oss://<bucket>/<prefix>" if c.weights_staged else ""
+    s += [step(N_("{cmd} (credentials from the environment)"),
+               f"cd terraform && terraform init && terraform apply -var key_name=... -var admin_cidr=...{oss_var}"),
+          step(N_("{cmd} to every node, then {then}"), f"scp -r . root@<node>:/opt/gpuplan/{c.slug}",
+               then="./gpu-check.sh")]
     unit = (f"cp gpuplan-{c.slug}.service /etc/systemd/system/ && "
             f"systemctl enable --now gpuplan-{c.slug}.service")
     if c.training:
