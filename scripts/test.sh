@@ -25,9 +25,14 @@ import sys
 from importlib.metadata import version
 sys.exit(0 if tuple(int(p) for p in version("pip").split(".")[:2]) >= (21, 3) else 1)
 EOF
-  python -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '${TORCH#torch==}' else 1)" 2>/dev/null \
-    || python -m pip install -q --no-compile "$TORCH" || echo "warning: $TORCH not installable here; trace tests will be skipped"
-  python -m pip install -q --no-compile -e ".[$EXTRAS]"
+  # torch and the extras in one pip run (one resolution, one pass over the indexes); without the pinned torch, the
+  # extras alone and a warning
+  if python -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '${TORCH#torch==}' else 1)" 2>/dev/null; then
+    python -m pip install -q --no-compile -e ".[$EXTRAS]"
+  elif ! python -m pip install -q --no-compile "$TORCH" -e ".[$EXTRAS]"; then
+    echo "warning: $TORCH not installable here; trace tests will be skipped"
+    python -m pip install -q --no-compile -e ".[$EXTRAS]"
+  fi
 fi
 # --no-compile above: pip byte-compiles every file it installs, one at a time (~50 s for torch and the extras on two
 # cores), while the tests import a small part of them. Python compiles what is imported, once, and caches it, unless
