@@ -75,7 +75,7 @@ def test_the_70b_reference_is_6nd_on_32_a100s(pq):
 def test_the_fixed_time_is_the_plans(pq):
     """The references pay the plans' per-instance fixed time: an ECS node pulls the 20 GiB node image over its
     100 Mbit/s public bandwidth (28.6 min, plan/money/cost.py image_pull), not 10 GiB at 100 MB/s (1.8 min)."""
-    from gpuplan.plan.money.cost import image_pull, load_fixed_costs
+    from gpuplan.plan.money.fixed_costs import image_pull, load_fixed_costs
 
     for region, training in (("cn-shanghai", True), ("cn-beijing", False), ("ap-southeast-1", True)):
         assert pq.image_pull_s() == pytest.approx(image_pull(load_fixed_costs(), region, training=training).seconds,

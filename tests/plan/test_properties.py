@@ -13,6 +13,7 @@ from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.shapes import shape_of
 from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout, system_for_instance
 from gpuplan.plan.money import cost as costm
+from gpuplan.plan.money import fixed_costs as fixedm
 from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan import recommend
 from gpuplan.plan.search.candidates import Fixed, lattice, node_options, parallel_shapes
@@ -64,9 +65,9 @@ def _brute_force_min_cost(wd: dict) -> float:
     s = Searcher(w, model, shape, fixed, [Variant(w.quantization or "none", w.optimizer, w)], max_gpus=64,
                  allowed_status=frozenset({"ga"}))
     book = costm.PriceBook(load_offers("alibaba"))
-    fx = costm.load_fixed_costs()
+    fx = fixedm.load_fixed_costs()
     fixed_s = sum(fx.breakdown(float(model.params_total) * 2.0,
-                               costm.image_pull(fx, "cn-shanghai", training=True), costm.node_start()).values())
+                               fixedm.image_pull(fx, "cn-shanghai", training=True), fixedm.node_start()).values())
     largest = {}
     for i in insts:
         largest[i.family] = max(largest.get(i.family, 0), i.gpu_count)

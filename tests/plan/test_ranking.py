@@ -8,7 +8,8 @@ import pytest
 
 from gpuplan.catalog.hardware.instances import load_instances
 from gpuplan.plan import recommend
-from gpuplan.plan.money.cost import image_pull, load_fixed_costs, node_start, price_margins
+from gpuplan.plan.money.cost import price_margins
+from gpuplan.plan.money.fixed_costs import image_pull, load_fixed_costs, node_start
 from gpuplan.plan.serving.queueing import (
     DEFAULT_TARGET_UTILIZATION,
     erlang_c,

@@ -11,6 +11,7 @@ from typing import Any
 from gpuplan.catalog.hardware.instances import InstanceType
 from gpuplan.i18n import N_
 from gpuplan.plan.money import cost as costm
+from gpuplan.plan.money import fixed_costs as fixedm
 from gpuplan.plan.search.candidates import is_llm
 from gpuplan.plan.advice.storage import checkpoint_bytes
 from gpuplan.units import HOUR_S
@@ -32,7 +33,7 @@ class PlanContext:
     spot: costm.SpotModel
     today: dt.date | None
     insts: list[InstanceType]
-    fixed: costm.FixedCosts = field(default_factory=costm.load_fixed_costs)
+    fixed: fixedm.FixedCosts = field(default_factory=fixedm.load_fixed_costs)
     framework: str | None = None     # named by the workload (Fixed.framework): its launcher wins
 
     @property

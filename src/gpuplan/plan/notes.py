@@ -8,6 +8,7 @@ import datetime as dt
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.plan.money import cost as costm
+from gpuplan.plan.money import fixed_costs as fixedm
 from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan.context import PlanContext, target_util
 from gpuplan.plan.record import Plan
@@ -66,8 +67,8 @@ def assumptions(ctx: PlanContext, book: costm.PriceBook, headroom: float, spot: 
                            min=f"{spot.restart_s / 60:.0f}"))
     fx = ctx.fixed
     if (ctx.training and ctx.w.dataset) or ctx.job:   # per-1B-token figures carry no fixed costs
-        pull = costm.image_pull(fx, ctx.regions[0] if ctx.regions else None, training=ctx.training)
-        start = costm.node_start()
+        pull = fixedm.image_pull(fx, ctx.regions[0] if ctx.regions else None, training=ctx.training)
+        start = fixedm.node_start()
         out.append(_("fixed costs per instance and job: {boot} min start-up, {driver} min for the NVIDIA driver's "
                      "install and reboot (the ECS bundle installs it at first boot, data/ops.yaml), the node image "
                      "({image} GiB compressed, data/environments.yaml) pulled at {pull} MB/s (an ECS node builds the "

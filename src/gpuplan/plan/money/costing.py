@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from gpuplan.estimate.engine_defaults import batched_job
 from gpuplan.i18n import N_, _
 from gpuplan.plan.money import cost as costm
+from gpuplan.plan.money import fixed_costs as fixedm
 from gpuplan.plan.money import staging
 from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items, model_bytes
 from gpuplan.plan.record import rnd
@@ -84,8 +85,8 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
     fixed_s = 0.0
     if base_time is not None:
         ws = staging.for_plan(model_bytes(ctx), c.nodes, price, ctx.book.fx)
-        fixed = ctx.fixed.breakdown(model_bytes(ctx), costm.image_pull(ctx.fixed, p.region, training=True),
-                                    ws.start if ws else costm.node_start())
+        fixed = ctx.fixed.breakdown(model_bytes(ctx), fixedm.image_pull(ctx.fixed, p.region, training=True),
+                                    ws.start if ws else fixedm.node_start())
         fixed_s = sum(fixed.values())
         p.fixed = fixed
         p.weights_staging = ws.as_dict() if ws else None
@@ -118,10 +119,10 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
     items, unit = got
     group_rate = c.speed(False)
     cons = ctx.w.constraints
-    pull = costm.image_pull(ctx.fixed, p.region, training=False)
+    pull = fixedm.image_pull(ctx.fixed, p.region, training=False)
 
     def sized(ws: staging.WeightsStaging | None) -> tuple[dict, float, int]:
-        fixed = ctx.fixed.breakdown(model_bytes(ctx), pull, ws.start if ws else costm.node_start())
+        fixed = ctx.fixed.breakdown(model_bytes(ctx), pull, ws.start if ws else fixedm.node_start())
         fixed_s = sum(fixed.values())
         replicas = 1
         if group_rate > 0 and cons and cons.deadline_hours:

@@ -56,17 +56,17 @@ def _gpu_dtype_support(gpu: str) -> tuple[bool, float | None]:
 
 def first_boot(plan: dict, region: str, training: bool) -> dict[str, float]:
     """The start-up, driver install and image pull seconds of the plan's first boot: its fixed costs', or, for a plan
-    that carries none (a service), the figures its costs would count (plan/money/cost.py FixedCosts, image_pull and
+    that carries none (a service), the figures its costs would count (plan/money/fixed_costs.py FixedCosts, image_pull and
     node_start)."""
     parts = fixed_parts_s(plan.get("fixed_costs"))
     if "boot_s" in parts and "image_pull_s" in parts:
         return {k: v for k, v in parts.items() if k in ("boot_s", "driver_install_s", "image_pull_s")}
-    from gpuplan.plan.money import cost as costm
+    from gpuplan.plan.money import fixed_costs as fixedm
 
     platform = str(plan.get("platform") or "ecs")
-    fx = costm.load_fixed_costs()
-    pull = costm.image_pull(fx, region, training=training, platform=platform)
-    return {"boot_s": fx.boot_s, "driver_install_s": costm.node_start(platform).driver_install_s,
+    fx = fixedm.load_fixed_costs()
+    pull = fixedm.image_pull(fx, region, training=training, platform=platform)
+    return {"boot_s": fx.boot_s, "driver_install_s": fixedm.node_start(platform).driver_install_s,
             "image_pull_s": pull.seconds}
 
 
