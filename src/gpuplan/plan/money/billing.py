@@ -51,7 +51,7 @@ class SavingsPlan:
 
 @functools.cache
 def savings_plan() -> SavingsPlan | None:
-    d = costm._plan_costs_doc().get("savings_plan") or {}
+    d = costm.plan_costs_doc().get("savings_plan") or {}
     if d.get("discount") is None:
         return None
     return SavingsPlan(float(d["discount"]), float(d.get("term_h") or HOURS_PER_YEAR), str(d.get("kind", "")),

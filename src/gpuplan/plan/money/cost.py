@@ -300,7 +300,8 @@ def price_age_days(price: Price, today: dt.date | None = None) -> int:
 
 
 @functools.cache
-def _plan_costs_doc() -> dict:
+def plan_costs_doc() -> dict:
+    """data/plan_costs.yaml (fixed costs, price margins, savings plans), read once; {} if it cannot be read."""
     path = files("gpuplan") / "data" / "plan_costs.yaml"
     try:
         return load_data(path) or {}
@@ -316,7 +317,7 @@ DEFAULT_MARGINS = {"official": 0.0, "user": 0.0, "live": 0.0, "third-party": 0.1
 @functools.cache
 def price_margins() -> dict[str, float]:
     """Relative uncertainty of a price by its kind (data/plan_costs.yaml ``price_margins``)."""
-    d = _plan_costs_doc().get("price_margins") or {}
+    d = plan_costs_doc().get("price_margins") or {}
     out = dict(DEFAULT_MARGINS)
     for k, v in d.items():
         if isinstance(v, (int, float)):

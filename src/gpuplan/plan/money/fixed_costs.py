@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from gpuplan.plan.money.cost import _plan_costs_doc
+from gpuplan.plan.money.cost import plan_costs_doc
 from gpuplan.plan.money.transfer import NodeStart
 from gpuplan.plan.money.transfer import node_start as transfer_node_start
 
@@ -79,7 +79,7 @@ def _value(doc: dict, key: str, default: float) -> float:
 
 @functools.cache
 def load_fixed_costs() -> FixedCosts:
-    d = _plan_costs_doc().get("fixed_costs") or {}
+    d = plan_costs_doc().get("fixed_costs") or {}
     mb = d.get("minimum_billing") or {}
     base = FixedCosts()
     return FixedCosts(_value(d, "boot_s", base.boot_s), _value(d, "image_pull_mb_s", base.image_pull_mb_s),
