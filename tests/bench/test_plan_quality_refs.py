@@ -65,10 +65,12 @@ def test_model_shapes_are_the_catalogs(pq):
 
 def test_the_70b_reference_is_6nd_on_32_a100s(pq):
     """6ND: 6 x (70.55B - 1.05B embedding) x 1e9 tokens + attention = 4.33e20 FLOPs; at 45 % of 32 x 312 TFLOP/s
-    that is 26.8 h, plus the per-instance fixed time (boot 300 s + the 20 GiB node image at 100 Mbit/s = 1,718 s +
-    141 GB of weights at 200 MB/s = 705 s + idle tail 300 s = 0.84 h), on four 8-GPU nodes at CNY 277.93/h."""
+    that is 26.8 h, plus the per-instance fixed time (boot 300 s + the driver's auto-install 1,200 s + the 20 GiB node
+    image at 100 Mbit/s = 1,718 s + 141 GB of weights, which from the hub at 12.5 MB/s would idle each of the four nodes
+    3.1 h, staged in OSS and copied at 100 MB/s = 1,411 s + idle tail 300 s = 1.37 h), on four 8-GPU nodes at CNY
+    277.93/h."""
     ref = pq.ref_full_70b()
-    assert ref.hours == pytest.approx(4.33e20 / (32 * 312e12 * 0.45) / 3600 + 0.84, rel=0.01)
+    assert ref.hours == pytest.approx(4.33e20 / (32 * 312e12 * 0.45) / 3600 + 1.37, rel=0.01)
     assert ref.cost_cny == pytest.approx(ref.hours * 4 * 277.93, rel=1e-9)
 
 
@@ -81,6 +83,21 @@ def test_the_fixed_time_is_the_plans(pq):
         assert pq.image_pull_s() == pytest.approx(image_pull(load_fixed_costs(), region, training=training).seconds,
                                                   rel=1e-9), region
     assert pq.image_pull_s() == pytest.approx(20 * 2**30 / 12.5e6, rel=1e-9)
+
+
+def test_the_node_start_is_the_bundles(pq):
+    """The references' driver install and weight rates are the ones an ECS node of the bundle has (data/ops.yaml,
+    plan/money/transfer.py node_start): 20 min of driver install, 12.5 MB/s from the hub, 100 MB/s from OSS; a
+    7B's 15 GB come from the hub on one node (20 min), a 32B's 65 GB are staged (87 min from the hub)."""
+    from gpuplan.plan.advice.ops import load_ops
+    from gpuplan.plan.money.transfer import node_start
+
+    ops = load_ops()
+    hub, oss = node_start(ops, "ecs"), node_start(ops, "ecs", staged_in_oss=True)
+    assert pq.node_facts() == (hub.driver_install_s, hub.download_bytes_s, oss.download_bytes_s)
+    assert pq.node_facts() == (1200.0, 12.5e6, 100e6)
+    assert pq.weights_s(15.2e9, 1) == (pytest.approx(15.2e9 / 12.5e6), "from the hub")
+    assert pq.weights_s(65.5e9, 1) == (pytest.approx(65.5e9 / 100e6), "staged in OSS")
 
 
 def test_every_reference_writes_its_steps(pq):
