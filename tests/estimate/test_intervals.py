@@ -93,6 +93,25 @@ def test_an_estimate_gives_a_range_for_every_memory_and_time_figure():
     assert 0.0 <= d["memory"]["fit_confidence"] <= 1.0
 
 
+def test_the_low_end_never_falls_below_the_tensors_on_the_card():
+    """Before: QLoRA of Qwen2.5-32B on one A100 showed 31.5 GiB with a range from 14 GiB (the QLoRA band's x0.44),
+    below its own 20.8 GiB of NF4 weights and 16-bit embeddings. The low end is now at least the weights, gradients,
+    optimizer states and adapters; the high end, which sizes plans, is still the band's."""
+    e = estimate({"model": "Qwen/Qwen2.5-32B-Instruct", "task": "qlora", "seq_len": 2048,
+                  "hardware": {"gpu": "A100-SXM4-80GB", "count": 1}})
+    d = e.to_dict()
+    comps = d["memory"]["components"]
+    exact = comps["weights"] + comps["gradients"] + comps["optimizer"] + comps["adapters"]
+    band = intervals.band("train/qlora", "memory")
+    for key in ("per_gpu_bytes", "peak_allocated_bytes", "peak_reserved_bytes"):
+        lo, hi = d["intervals"][f"memory.{key}"]
+        value = d["memory"][key]
+        assert value * math.exp(band.low) < exact          # the band alone would go below the tensors
+        assert lo == pytest.approx(exact, abs=1)
+        assert hi == pytest.approx(value * math.exp(band.high), rel=1e-6)
+    assert exact > 20 * 2**30
+
+
 def test_a_serving_engine_reservation_is_not_uncertain():
     e = estimate(SERVE)
     d = e.to_dict()

@@ -202,7 +202,22 @@ def memory_bounds(est: Any, value: float) -> tuple[float, float]:
     if reserved:
         lo, hi = _weights_exact_bounds(est, _engine_need(est.memory))
         return max(reserved, lo), max(reserved, hi)
-    return band(class_of(est), "memory").bounds(value)
+    return _floored(est, value, *band(class_of(est), "memory").bounds(value))
+
+
+# What a training step certainly holds on one GPU: the tensors counted from the model's shape and the layout (weights,
+# gradients, optimizer states, and a LoRA adapter with its gradients and states), exact up to the allocator's rounding.
+EXACT_COMPONENTS = ("weights", "gradients", "optimizer", "adapters")
+
+
+def _floored(est: Any, value: float, lo: float, hi: float) -> tuple[float, float]:
+    """A band scales the whole figure, so its low end can fall below the weights, gradients and optimizer states
+    that are on the card whatever the activations do (QLoRA's band, x0.44 at its low end, put a 32B's NF4 weights
+    above the low end of its range). The low end is at least those tensors; the high end, which sizes plans, is the
+    band's."""
+    comps = getattr(est.memory, "components", None) or {}
+    exact = sum(float(comps.get(k, 0.0)) for k in EXACT_COMPONENTS)
+    return max(lo, min(exact, value)), hi
 
 
 def _weights_exact_bounds(est: Any, value: float) -> tuple[float, float]:
@@ -245,7 +260,7 @@ def estimate_intervals(est: Any) -> dict[str, list[float | int]]:
             elif mem.engine_reserved_bytes:    # the engine's peaks hold the same exact weights
                 lo, hi = _weights_exact_bounds(est, value)
             else:
-                lo, hi = band(class_of(est), "memory").bounds(value)
+                lo, hi = _floored(est, value, *band(class_of(est), "memory").bounds(value))
             out[f"memory.{key}"] = [_num(lo, True), _num(hi, True)]
     perf = est.performance or {}
     tb = band(class_of(est), "time")
