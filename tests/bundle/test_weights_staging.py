@@ -67,6 +67,9 @@ def test_the_70b_plan_stages_the_weights_and_counts_the_oss_pull(staged):
     assert ws["staging_cost"] == pytest.approx(ws["staging_s"] / 3600 * staging_price_per_hour(load_ops()), rel=0.02)
     # one figure: the auto-release counts the download the fixed costs count
     assert plan["ops"]["auto_release"]["download_s"] == pytest.approx(fixed["model_download_s"], abs=0.1)
+    # the why line says what the idle GPUs cost, in the plan's currency (before: "idle GPUs 1,059 instead of 7,972")
+    line = next(w for w in plan["why"] if "stage-weights.sh" in w)
+    assert f"idle GPUs {ws['currency']} {ws['oss_idle_cost']:,.0f} instead of {ws['currency']} {ws['hub_idle_cost']:,.0f}" in line
 
 
 def test_the_70b_bundle_stages_first_and_refuses_the_hub(staged, tmp_path):

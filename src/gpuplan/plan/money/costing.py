@@ -50,8 +50,8 @@ def staging_why(ws: staging.WeightsStaging) -> str:
         return _("weights staged once in OSS before the GPUs start ({gb} GB, about {stage} h on a small machine in the "
                  "region for {cost}: stage-weights.sh): each of {n} instance(s) copies them in {oss} min instead of "
                  "{hub} min from the hub, idle GPUs {oss_cost} instead of {hub_cost}").format(
-            cost=f"{ws.currency} {ws.staging_cost:,.2f}", oss_cost=f"{ws.oss_idle_cost:,.0f}",
-            hub_cost=f"{ws.hub_idle_cost:,.0f}", **args)
+            cost=f"{ws.currency} {ws.staging_cost:,.2f}", oss_cost=f"{ws.currency} {ws.oss_idle_cost:,.0f}",
+            hub_cost=f"{ws.currency} {ws.hub_idle_cost:,.0f}", **args)
     return _("weights staged once in OSS before the GPUs start ({gb} GB, about {stage} h on a small machine in the "
              "region: stage-weights.sh): each of {n} instance(s) copies them in {oss} min instead of {hub} min from "
              "the hub").format(**args)
