@@ -52,13 +52,16 @@ def dense_bytes(precision: str) -> float:
 
 def forward_cost(model, scale: InputScale, precision: str, params: float | None = None) -> ForwardCost:
     """One forward of the whole network at batch 1: FLOPs and activation traffic per sample (each saved
-    tensor written and read by the element-wise ops around it: nonllm.activation_traffic_per_saved_byte),
+    tensor written and read by the element-wise ops around it: nonllm.activation_traffic_per_saved_byte; none
+    for a plain ViT encoder, whose element-wise work is in the prefill efficiency: nonllm.plain_encoder_families),
     the weights read once, and the ops it launches (profile kernels_per_forward, else
     nonllm.default_kernels_per_forward)."""
     prof = model.profile
     nl = table("nonllm")
     traffic = prof.activation_bytes_per_sample * scale.activations * float(nl["activation_traffic_per_saved_byte"]) \
         * (dense_bytes(precision) / 2.0)
+    if model.kind == "vision" and getattr(model, "family", None) in nl["plain_encoder_families"]:
+        traffic = 0.0   # in the prefill efficiency, as for an encoder of the same shape (nonllm.plain_encoder_families)
     kernels = float(prof.kernels_per_forward or nl["default_kernels_per_forward"])
     weights = float(params if params is not None else model.params_total) * dense_bytes(precision)
     cpu_factor = float(table("nonllm", "eager_cpu_factor").get(model.kind, table("nonllm", "eager_cpu_factor")["default"]))
