@@ -24,7 +24,7 @@ from gpuplan.estimate.memory import (
 from gpuplan.estimate.params import calibration
 from gpuplan.estimate.shapes import Shape, shape_of
 from gpuplan.estimate.system import Layout, System, layout_from_workload, system_from_workload
-from gpuplan.estimate.training import training_perf
+from gpuplan.estimate.training.step import training_perf
 from gpuplan.units import fmt_bytes
 from gpuplan.workload import Workload
 from gpuplan.workload_defaults import resolve_defaults

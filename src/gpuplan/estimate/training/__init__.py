@@ -1,0 +1,1 @@
+"""Training time: the step (step.py) over the costs it is built from (costs.py)."""
