@@ -200,7 +200,7 @@ def estimate(workload: Source, **flags: Any) -> Estimate:
 @_checked
 def max_fit(workload: Source, field: _Str, **flags: Any) -> tuple[int, Estimate | None]:
     """Largest ``field`` (batch_size | seq_len | prompt_tokens | concurrency) that fits the hardware."""
-    from gpuplan.estimate.core import max_fit as _max_fit
+    from gpuplan.estimate.max_fit import max_fit as _max_fit
 
     return _max_fit(_inner(workload), field, **flags)
 

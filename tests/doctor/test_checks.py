@@ -6,6 +6,7 @@ import pytest
 
 from gpuplan.doctor import checks as ck
 from gpuplan.doctor import probes
+from gpuplan.doctor.verdict import Check, exit_code
 from gpuplan.doctor.plan import expectations, load_plan
 
 from .fakes import a10_node, a100_node, l20_node
@@ -16,7 +17,7 @@ def run(runner, nvml, plan_dir=None, bench=None, meta=None):
                                  metadata_fetcher=(lambda: meta) if meta else None)
     exp = expectations(load_plan(plan_dir)) if plan_dir else expectations(None)
     results = ck.run_checks(facts, exp, bench)
-    return {c.id: c for c in results}, ck.exit_code(results), facts
+    return {c.id: c for c in results}, exit_code(results), facts
 
 
 def statuses(by_id):
@@ -233,10 +234,10 @@ def test_bench_errors_and_cpu_runs_are_not_compared():
 
 
 def test_exit_codes():
-    mk = lambda s: ck.Check("x", s, "mig.ok")  # noqa: E731
-    assert ck.exit_code([mk("pass"), mk("skip")]) == 0
-    assert ck.exit_code([mk("pass"), mk("warn")]) == 1
-    assert ck.exit_code([mk("warn"), mk("fail")]) == 2
+    mk = lambda s: Check("x", s, "mig.ok")  # noqa: E731
+    assert exit_code([mk("pass"), mk("skip")]) == 0
+    assert exit_code([mk("pass"), mk("warn")]) == 1
+    assert exit_code([mk("warn"), mk("fail")]) == 2
 
 
 def test_plan_with_non_numeric_gpus_total_is_not_a_crash():

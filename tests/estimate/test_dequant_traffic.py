@@ -44,7 +44,7 @@ def test_nf4_overhead_shrinks_as_tokens_per_micro_batch_grow():
 
 
 def test_nf4_unpacks_again_in_backward_and_in_recomputation():
-    from gpuplan.estimate.training import dequant_passes
+    from gpuplan.estimate.training.costs import dequant_passes
     from gpuplan.estimate.system import Layout
 
     plain, recompute = Layout(checkpointing="none"), Layout(checkpointing="full")

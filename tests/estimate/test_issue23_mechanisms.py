@@ -16,7 +16,7 @@ from gpuplan.estimate.core import estimate
 from gpuplan.estimate.memory import stage_inflight
 from gpuplan.estimate.shapes import shape_of
 from gpuplan.estimate.system import Layout, naive_layer_split
-from gpuplan.estimate.training import experts_touched
+from gpuplan.estimate.training.costs import experts_touched
 from gpuplan.render.text import memory_line
 from gpuplan.catalog.models import resolve_model
 
@@ -138,7 +138,7 @@ def test_expert_parallel_all_to_all_is_paid_and_sharded_gathers_shrink():
     from gpuplan.estimate.memory import sharded_traffic_bytes
     from gpuplan.estimate.system import System
     from gpuplan.catalog.hardware.gpus import get_gpu
-    from gpuplan.estimate.training import expert_all_to_all_s
+    from gpuplan.estimate.comm import expert_all_to_all_s
 
     s = shape_of(resolve_model("Qwen/Qwen3-30B-A3B"))
     one = Layout(dp=8, ep=1, zero=3, fsdp="full_shard")
@@ -156,7 +156,7 @@ def test_expert_parallel_all_to_all_is_paid_and_sharded_gathers_shrink():
 def test_tp8_all_reduce_over_pcie_costs_more_than_tp4():
     from gpuplan.catalog.hardware.gpus import get_gpu
     from gpuplan.estimate.system import System
-    from gpuplan.estimate.training import tp_collective_s
+    from gpuplan.estimate.comm import tp_collective_s
 
     sys8 = System(gpu=get_gpu("A10G-24GB"), gpus_per_node=8, nodes=1, intra_link="pcie")
     small = 20 * 4096 * 2.0   # a decode step's activations

@@ -107,7 +107,7 @@ def test_bigger_model_never_needs_less_memory():
 def test_max_fit_is_the_boundary_of_estimates_own_verdict():
     """--max answers with the largest value `estimate` calls "fits" at that value (the allocator's whole reserve
     on the card); the larger values that run only by freeing its cache are a second, looser boundary."""
-    from gpuplan.estimate.core import fits_cleanly, max_fit
+    from gpuplan.estimate.max_fit import fits_cleanly, max_fit
 
     wl = {"model": "qwen2.5-7b", "task": "lora", "hardware": {"gpu": "A10"}}
     value, est = max_fit(wl, "seq_len")

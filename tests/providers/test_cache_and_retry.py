@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.providers import cache
+from gpuplan.providers import cache, cache_commit
 from gpuplan.providers.base import CatalogSnapshot
 from gpuplan.providers.retry import SERVER, THROTTLED, TIMEOUT, backoff_s, call_with_retries, classify
 
@@ -39,9 +39,9 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def test_a_failure_while_writing_leaves_the_old_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache.write_snapshot(_snap(1), tmp_path)
+    cache_commit.write_snapshot(_snap(1), tmp_path)
     before = _files(tmp_path)
-    real = cache._write_temp
+    real = cache_commit._write_temp
     calls = {"n": 0}
 
     def flaky(folder_: Path, name: str, text: str) -> Path:
@@ -50,23 +50,23 @@ def test_a_failure_while_writing_leaves_the_old_files(tmp_path: Path, monkeypatc
             raise OSError(28, "No space left on device")
         return real(folder_, name, text)
 
-    monkeypatch.setattr(cache, "_write_temp", flaky)
+    monkeypatch.setattr(cache_commit, "_write_temp", flaky)
     with pytest.raises(OSError):
-        cache.write_snapshot(_snap(3), tmp_path)
+        cache_commit.write_snapshot(_snap(3), tmp_path)
     assert _files(tmp_path) == before  # no temp files left either (the lock file is empty and kept)
 
 
 def test_verify_files_detects_a_changed_file(tmp_path: Path) -> None:
-    cache.write_snapshot(_snap(2), tmp_path)
+    cache_commit.write_snapshot(_snap(2), tmp_path)
     assert cache.verify_files(tmp_path, "alibaba") == []
     (cache.current_dir(tmp_path, "alibaba") / "prices.csv").write_text("instance_type\n")
     assert cache.verify_files(tmp_path, "alibaba") == ["prices.csv"]
 
 
 def test_merge_keeps_other_regions(tmp_path: Path) -> None:
-    cache.write_snapshot(_snap(2, "r1"), tmp_path)
-    cache.write_snapshot(_snap(1, "r2"), tmp_path)
-    cache.write_snapshot(_snap(1, "r1"), tmp_path)  # r1 refreshed again: its old rows are replaced
+    cache_commit.write_snapshot(_snap(2, "r1"), tmp_path)
+    cache_commit.write_snapshot(_snap(1, "r2"), tmp_path)
+    cache_commit.write_snapshot(_snap(1, "r1"), tmp_path)  # r1 refreshed again: its old rows are replaced
     folder = cache.current_dir(tmp_path, "alibaba")
     text = (folder / "prices.csv").read_text().splitlines()
     assert len(text) == 1 + 2 and sum(",r1," in line for line in text) == 1

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from aliyun_fakes import FakeTransport, sdk_factory
 
-from gpuplan.providers import cache, refresh
+from gpuplan.providers import cache, cache_commit, refresh
 from gpuplan.providers.base import CatalogSnapshot
 from gpuplan.providers.status import collect
 
@@ -59,14 +59,14 @@ def _leftovers(root: Path) -> list[str]:
 def test_concurrent_commits_in_threads_never_lose_a_region(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Each commit pauses between reading the snapshot in use and writing its own: without the lock,
     # both would merge into the same old snapshot and the second switch would drop the first's region.
-    monkeypatch.setattr(cache, "commit_hook", lambda step: time.sleep(0.05) if step == "make folder" else None)
-    cache.write_snapshot(_snap("cn-hangzhou"), tmp_path)
+    monkeypatch.setattr(cache_commit, "commit_hook", lambda step: time.sleep(0.05) if step == "make folder" else None)
+    cache_commit.write_snapshot(_snap("cn-hangzhou"), tmp_path)
     regions = ["cn-shanghai", "cn-beijing", "cn-shenzhen", "cn-hongkong"]
     errors: list[BaseException] = []
 
     def commit(region: str) -> None:
         try:
-            cache.write_snapshot(_snap(region), tmp_path)
+            cache_commit.write_snapshot(_snap(region), tmp_path)
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append(exc)
 
@@ -84,13 +84,13 @@ def test_without_the_lock_the_same_race_loses_a_region(tmp_path: Path, monkeypat
     """The test above can fail: with the lock taken out, the same interleaving drops a region."""
     from contextlib import nullcontext
 
-    monkeypatch.setattr(cache, "refresh_lock", lambda *a, **k: nullcontext())
+    monkeypatch.setattr(cache_commit, "refresh_lock", lambda *a, **k: nullcontext())
     barrier = threading.Barrier(2)
-    monkeypatch.setattr(cache, "commit_hook", lambda step: barrier.wait(5) if step == "make folder" else None)
+    monkeypatch.setattr(cache_commit, "commit_hook", lambda step: barrier.wait(5) if step == "make folder" else None)
 
     def commit(region: str) -> None:
         try:
-            cache.write_snapshot(_snap(region), tmp_path)
+            cache_commit.write_snapshot(_snap(region), tmp_path)
         except OSError:  # without the lock, one commit may also trip over the other's clean-up
             pass
 
@@ -105,7 +105,7 @@ def test_without_the_lock_the_same_race_loses_a_region(tmp_path: Path, monkeypat
 _CHILD = """
 import sys, time
 sys.path.insert(0, {src!r})
-from gpuplan.providers import cache
+from gpuplan.providers import cache_commit
 from gpuplan.providers.base import CatalogSnapshot
 region, root, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 row = {{"instance_type": "ecs.gn7i-c8g1.2xlarge", "region": region, "billing": "payg", "price": "2",
@@ -113,9 +113,9 @@ row = {{"instance_type": "ecs.gn7i-c8g1.2xlarge", "region": region, "billing": "
        "confidence": "confirmed", "notes": ""}}
 snap = CatalogSnapshot(cloud="alibaba", fetched_at="2026-11-30T00:00:00Z", regions=(region,), source="test",
                        instances=(), prices=(row,))
-cache.commit_hook = lambda step: time.sleep(0.1) if step == "make folder" else None
+cache_commit.commit_hook = lambda step: time.sleep(0.1) if step == "make folder" else None
 time.sleep(max(0.0, start - time.time()))
-cache.write_snapshot(snap, root)
+cache_commit.write_snapshot(snap, root)
 """
 
 
@@ -154,15 +154,15 @@ def test_two_refreshes_through_the_fake_api_keep_both_regions(transport: FakeTra
 @pytest.mark.parametrize("step", STEPS)
 def test_a_failure_at_any_commit_step_leaves_old_or_new(step: str, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    cache.write_snapshot(_snap("r1"), tmp_path)
+    cache_commit.write_snapshot(_snap("r1"), tmp_path)
 
     def boom(at: str) -> None:
         if at == step:
             raise OSError(5, f"injected failure at {at}")
 
-    monkeypatch.setattr(cache, "commit_hook", boom)
+    monkeypatch.setattr(cache_commit, "commit_hook", boom)
     with pytest.raises(OSError):
-        cache.write_snapshot(_snap("r2"), tmp_path)
+        cache_commit.write_snapshot(_snap("r2"), tmp_path)
     committed = STEPS.index(step) > STEPS.index("switch pointer")
     assert _regions(tmp_path) == _price_regions(tmp_path) == ({"r1", "r2"} if committed else {"r1"})
     assert cache.verify_files(tmp_path, "alibaba") == []
@@ -172,15 +172,15 @@ def test_a_failure_at_any_commit_step_leaves_old_or_new(step: str, tmp_path: Pat
 _KILLED = """
 import os, sys
 sys.path.insert(0, {src!r})
-from gpuplan.providers import cache
+from gpuplan.providers import cache_commit
 from gpuplan.providers.base import CatalogSnapshot
 row = {{"instance_type": "ecs.gn7i-c8g1.2xlarge", "region": "r2", "billing": "payg", "price": "2", "unit": "hour",
        "currency": "CNY", "as_of": "2026-11-30", "source": "https://e/?Action=DescribePrice",
        "confidence": "confirmed", "notes": ""}}
 snap = CatalogSnapshot(cloud="alibaba", fetched_at="2026-11-30T00:00:00Z", regions=("r2",), source="test",
                        instances=(), prices=(row,))
-cache.commit_hook = lambda step: os._exit(9) if step == sys.argv[2] else None
-cache.write_snapshot(snap, sys.argv[1])
+cache_commit.commit_hook = lambda step: os._exit(9) if step == sys.argv[2] else None
+cache_commit.write_snapshot(snap, sys.argv[1])
 """
 
 
@@ -190,7 +190,7 @@ def test_a_kill_at_any_commit_step_leaves_old_or_new_and_the_next_commit_cleans_
     seen = {}
     for step in STEPS:
         root = tmp_path / step.replace(" ", "-")
-        cache.write_snapshot(_snap("r1"), root)
+        cache_commit.write_snapshot(_snap("r1"), root)
         rc = subprocess.run([sys.executable, str(script), str(root), step], timeout=60, check=False).returncode
         assert rc == 9, step
         regions = _regions(root)
@@ -198,7 +198,7 @@ def test_a_kill_at_any_commit_step_leaves_old_or_new_and_the_next_commit_cleans_
         assert regions in ({"r1"}, {"r1", "r2"}), step
         assert cache.verify_files(root, "alibaba") == [], step
         seen[step] = regions
-        cache.write_snapshot(_snap("r3"), root)  # the next commit removes what the killed one left
+        cache_commit.write_snapshot(_snap("r3"), root)  # the next commit removes what the killed one left
         assert _leftovers(root) == [], step
         assert len(list((root / "clouds" / "alibaba" / "snapshots").iterdir())) <= 2, step
         assert _regions(root) == regions | {"r3"}, step
@@ -224,7 +224,7 @@ def _damage(folder: Path, how: str) -> None:
 def test_a_damaged_cache_is_not_used_and_is_set_aside_by_the_next_refresh(
         how: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     prices = pytest.importorskip("gpuplan.catalog.prices.prices")
-    cache.write_snapshot(_snap("cn-shanghai", price="3.33"), tmp_path)
+    cache_commit.write_snapshot(_snap("cn-shanghai", price="3.33"), tmp_path)
     assert {o.origin for o in prices.load_offers("alibaba", tmp_path)} >= {"cache"}
     folder = cache.current_dir(tmp_path, "alibaba")
     _damage(folder, how)
@@ -237,7 +237,7 @@ def test_a_damaged_cache_is_not_used_and_is_set_aside_by_the_next_refresh(
     assert report["prices_from"] == "bundled" and report["cache"] is None or report["cache"]["inconsistent_files"]
 
     notes: list[str] = []
-    new = cache.write_snapshot(_snap("cn-beijing"), tmp_path, notes=notes)
+    new = cache_commit.write_snapshot(_snap("cn-beijing"), tmp_path, notes=notes)
     assert notes and "damaged" in notes[0] and "set aside" in notes[0]
     assert (folder.parent / f"damaged-{folder.name}").is_dir() and not folder.exists()
     assert cache.current_dir(tmp_path, "alibaba") == new
@@ -267,7 +267,7 @@ def test_a_hand_made_overlay_without_snapshots_is_still_read(tmp_path: Path) -> 
         "ecs.gn7i-c8g1.2xlarge,cn-shanghai,payg,8.88,hour,CNY,2026-10-01,https://x,confirmed,\n")
     assert [o.price for o in prices.load_offers("alibaba", tmp_path)
             if o.origin == "cache" and o.instance_type == "ecs.gn7i-c8g1.2xlarge"] == [8.88]
-    cache.write_snapshot(_snap("cn-beijing"), tmp_path)  # the first refresh takes it over
+    cache_commit.write_snapshot(_snap("cn-beijing"), tmp_path)  # the first refresh takes it over
     assert _price_regions(tmp_path) == {"cn-shanghai", "cn-beijing"} and not (folder / "prices.csv").exists()
 
 
@@ -360,6 +360,6 @@ def test_the_lock_times_out_with_a_clear_error(tmp_path: Path) -> None:
 
 def _expect_busy(root: Path, result: list[BaseException]) -> None:
     try:
-        cache.write_snapshot(_snap("r1"), root, lock_timeout_s=0.2)
+        cache_commit.write_snapshot(_snap("r1"), root, lock_timeout_s=0.2)
     except BaseException as exc:  # noqa: BLE001 - inspected by the test
         result.append(exc)

@@ -4,7 +4,7 @@ import pytest
 
 from gpuplan.estimate.core import estimate
 from gpuplan.estimate.shapes import shape_of
-from gpuplan.estimate.training import flops_per_token
+from gpuplan.estimate.training.costs import flops_per_token
 from gpuplan.catalog.models import resolve_model
 
 DAY = 86400

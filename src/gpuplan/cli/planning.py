@@ -55,7 +55,7 @@ def estimate(
                 return _estimate_many(docs, flags)
         w = _load(workload, flags)
         if max_:
-            from gpuplan.estimate.core import max_fit
+            from gpuplan.estimate.max_fit import max_fit
 
             value, est = max_fit(w, max_)
             # the larger value that runs only by freeing the allocator's cache (slower, no headroom), if any

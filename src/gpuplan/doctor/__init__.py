@@ -74,6 +74,7 @@ def _run(plan_dir, bench, as_json, lang, instance_metadata, runner, nvml, out, m
     from gpuplan.doctor.probes import collect_facts, fetch_instance_type  # noqa: PLC0415
     from gpuplan.doctor.report import render_text, to_json, write_json  # noqa: PLC0415
     from gpuplan.doctor.runner import SystemRunner  # noqa: PLC0415
+    from gpuplan.doctor.verdict import exit_code  # noqa: PLC0415
 
     exp = expectations(load_plan(plan_dir)) if plan_dir is not None else expectations(None)
     runner = runner or SystemRunner()
@@ -110,7 +111,7 @@ def _run(plan_dir, bench, as_json, lang, instance_metadata, runner, nvml, out, m
                 bench_result = run_benchmarks(torch, **opts)
 
     results = ck.run_checks(facts, exp, bench_result)
-    code = ck.exit_code(results)
+    code = exit_code(results)
     if as_json:
         write_json(to_json(facts, results, bench_result, code), out)
     else:

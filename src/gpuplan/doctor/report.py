@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
-from gpuplan.doctor.checks import FAIL, PASS, SKIP, WARN, Check
+from gpuplan.doctor.verdict import FAIL, PASS, SKIP, WARN, Check
 from gpuplan.doctor.facts import Facts, GpuFacts
 from gpuplan.doctor.i18n import t
 from gpuplan.i18n import N_, tr

@@ -10,6 +10,9 @@ time on a listed GPU is scaled by
 with both measurements from one benchmark (the same script on both cards). The fraction is a clock: it scales every
 tensor rate of the card (the measurements are 16-bit; MLPerf's INT8/FP8 runs show 8-bit loads holding somewhat more,
 efficiency.yaml ``sustained_tensor``). Bandwidth-bound times are not scaled: the memory clock does not drop.
+
+:func:`peak_flops` (the datasheet rate at a precision) and :func:`sustained_flops` (times that fraction) are the GPU
+rates every time model reads: training, prefill, decode and the non-LLM forwards.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from gpuplan.i18n import _
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.catalog.hardware.gpus import GpuSpec
+    from gpuplan.estimate.system import System
 
 
 def _entry(gpu_id: str) -> dict[str, Any] | None:
@@ -76,3 +80,32 @@ def sustained_note(gpu: "GpuSpec") -> str | None:
              "compute-bound times are scaled by it, bandwidth-bound ones are not (data/efficiency.yaml "
              "sustained_tensor)").format(gpu=gpu.id, share=f, measured=float(e.get("measured_tflops", 0.0)),
                                          tdp=gpu.tdp_w or 0.0)
+
+
+def peak_flops(system: "System", precision: str, notes: list[str]) -> float:
+    """Dense tensor FLOP/s of one GPU at the compute precision (vGPU slices get their share)."""
+    gpu = system.gpu
+    key = {"fp32": "tf32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8"}[precision]
+    val = gpu.peak_tflops(key)
+    if val is None and key == "bf16":
+        val = gpu.peak_tflops("fp16")
+        if val is not None:
+            notes.append(_("{gpu} has no BF16 tensor cores; timed at its FP16 rate").format(gpu=gpu.id))
+    if val is None and key == "tf32":
+        val = gpu.peak_tflops("fp32")
+    if val is None and key == "fp8":
+        val = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")
+        notes.append(_("{gpu} has no FP8 tensor cores; timed at its 16-bit rate").format(gpu=gpu.id))
+    if val is None:
+        val = gpu.peak_tflops("fp32") or 1.0
+    return val * 1e12 * system.gpu_fraction
+
+
+def sustained_flops(system: "System", precision: str, notes: list[str]) -> float:
+    """Dense tensor FLOP/s one GPU delivers under a long GEMM load: :func:`peak_flops` times the GPU's sustained
+    fraction (power-limited cards do not hold the boost clock their datasheet rate assumes: the module docstring).
+    Compute-bound times use this; MFU stays relative to :func:`peak_flops`."""
+    note = sustained_note(system.gpu)
+    if note and note not in notes:
+        notes.append(note)
+    return peak_flops(system, precision, notes) * sustained_tensor_fraction(system.gpu)

@@ -1,7 +1,10 @@
 """`estimate()`: one workload on fixed hardware -> memory breakdown, time/throughput, assumptions.
 
 Pure and fast (no torch, no I/O beyond the lazily loaded catalog): the recommender calls
-:func:`estimate_resolved` thousands of times per request.
+:func:`estimate_resolved` thousands of times per request. It checks the workload against the GPU, hands it to the
+estimator of its kind (LLM serving: estimate/serving/inference.py; LLM training: estimate/training/from_workload.py;
+other networks: estimate/nonllm/), applies the user's calibration and, when it does not fit, suggests what would.
+The reverse question (the largest value that fits, `estimate --max`) is estimate/max_fit.py.
 """
 
 from __future__ import annotations
@@ -13,18 +16,11 @@ from typing import Any
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import scale_performance, workload_class
 from gpuplan.estimate.engine_defaults import encoder_defaults
-from gpuplan.estimate.lengths import dataset_lengths
-from gpuplan.estimate.memory import (
-    MemoryEstimate,
-    TrainingInputs,
-    lora_param_count,
-    training_memory,
-    training_memory_key,
-)
+from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import calibration
 from gpuplan.estimate.shapes import Shape, shape_of
 from gpuplan.estimate.system import Layout, System, layout_from_workload, system_from_workload
-from gpuplan.estimate.training import training_perf
+from gpuplan.estimate.training.from_workload import _training
 from gpuplan.units import fmt_bytes
 from gpuplan.workload import Workload
 from gpuplan.workload_defaults import resolve_defaults
@@ -32,7 +28,6 @@ from gpuplan.workload_loading import load_workload
 from gpuplan.i18n import _
 
 SCHEMA_VERSION = 1
-KV_DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
 
 
 @dataclass(eq=False)  # never compared: no generated __eq__/__hash__ to build
@@ -91,16 +86,6 @@ class Estimate:
             "warnings": list(self.warnings),
         }
 
-
-def _kv_bytes(w: Workload) -> float:
-    kv = w.kv_cache_dtype or "auto"
-    if kv == "auto":
-        if w.quantization == "fp8" and w.framework == "trtllm":
-            return 1.0  # ModelOpt FP8 checkpoints (what TensorRT-LLM serves) quantize the KV cache too
-        if w.quantization == "fp8" or w.precision == "fp8":
-            return 2.0
-        return 2.0 if w.precision != "fp32" else 4.0
-    return KV_DTYPE_BYTES[kv]
 
 
 def _checks(w: Workload, model, system: System, warnings: list[str]) -> None:
@@ -162,6 +147,9 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     s = shape or shape_of(model)
     serving_model = None
     if task == "inference":
+        # the serving models are imported by the serving workloads only (a cold training `estimate` skips them)
+        from gpuplan.estimate.serving.inference import _inference
+
         mem, perf_d, notes, serving_model, perf_warnings = _inference(w, model, s, system, layout, memory_only)
     else:
         perf_warnings = []
@@ -189,132 +177,6 @@ def _apply_calibration(est: Estimate) -> None:
         est.serving_model = replace(est.serving_model, speed=est.serving_model.speed * cal.factor)
     est.assumptions.append(cal.note())
 
-
-def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
-    # the serving models are imported by the serving workloads only (a cold training `estimate` skips them)
-    from gpuplan.estimate.serving.inference import ServingCase, inference_perf
-    from gpuplan.estimate.memory import InferenceInputs, inference_memory
-
-    framework = w.framework or "vllm"
-    encoder = model.kind == "encoder"
-    # an encoder job's batch per forward is the layout's: the workload's batch_size (layout_from_workload), or the one
-    # the recommender's job search tries (plan/search/search_job.py)
-    conc = max(1, layout.micro_batch) if encoder else (w.batch_size or 1)
-    output_tokens = 0 if encoder else (w.output_tokens if w.output_tokens is not None else 1)
-    inp = InferenceInputs(precision=w.precision or "bf16", quantization=w.quantization or "none",
-                          kv_dtype_bytes=_kv_bytes(w), framework=framework, flash=bool(w.flash_attention),
-                          prompt_tokens=w.prompt_tokens or 0, output_tokens=output_tokens, concurrency=conc,
-                          framework_version=w.framework_version, encoder=encoder)
-    mem = inference_memory(s, inp, layout, system)
-    if memory_only:
-        return mem, {}, [], None, []
-    case = ServingCase(framework_version=w.framework_version,
-                       precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
-                       framework=framework, prompt_tokens=inp.prompt_tokens, output_tokens=inp.output_tokens)
-    sla = w.serving
-    perf = inference_perf(s, case, layout, system, conc, mem,
-                          ttft_sla_s=(sla.ttft_ms / 1000 if sla and sla.ttft_ms else None),
-                          tpot_sla_s=(sla.tpot_ms / 1000 if sla and sla.tpot_ms else None),
-                          encoder_only=encoder)
-    notes = list(perf.notes)
-    if output_tokens:
-        notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
-    return mem, perf.to_dict(), notes, perf.model, list(perf.warnings)
-
-
-def _adapted_linears(model, t) -> tuple[float, float]:
-    """(adapted linear layers per decoder layer outside the routed experts, adapted linears per routed
-    expert): each adds eager kernel launches; an expert's run only for the experts a micro-batch touches."""
-    try:
-        shapes = model.linear_shapes_per_layer(t.lora_targets)
-    except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers, as lora_param_count
-        shapes = model.linear_shapes_per_layer("all-linear")
-    experts = float(getattr(getattr(model, "moe", None), "num_experts", 0) or 0)
-    dense = sum(count for name, _din, _dout, count in shapes if not (experts and name.startswith("experts.")))
-    per_expert = sum(count / experts for name, _din, _dout, count in shapes if experts and name.startswith("experts."))
-    return float(dense), float(per_expert)
-
-
-def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False,
-              explain: bool = True, memo: dict | None = None):
-    task = w.task or "full"
-    ds = w.dataset
-    tokens_per_sample = ds.tokens_per_sample if ds and ds.tokens_per_sample else None
-    t = TrainingInputs(task=task, precision=w.precision or "bf16", quantization=w.quantization or "none",
-                       optimizer=w.optimizer or "adamw", framework=w.framework or "auto",
-                       flash=bool(w.flash_attention), seq_len=_longest_row(w),
-                       lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
-                       lora_dropout=w.lora.dropout if w.lora else 0.05,
-                       variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
-                       optimizer_in_backward=bool(w.optimizer_in_backward),
-                       activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile),
-                       fused_loss=bool(w.fused_loss))
-    with_notes = explain and not memory_only
-    if memo is None:
-        mem = training_memory(model, s, t, layout, system, with_notes=with_notes)
-    else:
-        key = (id(model), training_memory_key(s, t, layout, system, with_notes))
-        known: MemoryEstimate | None = memo.get(key)
-        if known is None:
-            known = memo[key] = training_memory(model, s, t, layout, system, with_notes=with_notes)
-        mem = known
-    if memory_only:
-        return mem, {}, []
-    if task in ("lora", "qlora"):
-        trainable, _targets = lora_param_count(model, t.lora_targets, t.lora_rank)
-    else:
-        trainable = s.params_total
-    dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
-    adapted = _adapted_linears(model, t) if task in ("lora", "qlora") else (0.0, 0.0)
-    # unpacked samples shorter than seq_len: each micro-batch runs its longest sample's length (estimate/lengths.py)
-    lengths = dataset_lengths(ds, t.seq_len, layout.micro_batch, t.framework, packed=not t.variable_length)
-    run_len = max(1, round(lengths.padded_tokens)) if lengths else t.seq_len
-    if lengths and dataset_tokens and tokens_per_sample:
-        dataset_tokens = dataset_tokens / tokens_per_sample * lengths.kept_share * run_len   # padded tokens run
-    perf = training_perf(s, task=task, precision=t.precision, quantization=t.quantization, framework=t.framework,
-                         seq_len=run_len, layout=layout, system=system, trainable_params=trainable,
-                         dataset_tokens=dataset_tokens, tokens_per_sample=run_len if lengths else tokens_per_sample,
-                         flash=t.flash, optimizer=t.optimizer, adapted_linears=adapted[0],
-                         adapted_expert_linears=adapted[1])
-    notes = list(perf.notes)
-    perf_d = perf.to_dict()
-    if lengths and tokens_per_sample:
-        _unpad(perf_d, lengths, tokens_per_sample, run_len)
-        args = {"mean": f"{tokens_per_sample:.0f}", "sd": f"{tokens_per_sample * lengths.cv:.0f}",
-                "padded": f"{lengths.padded_tokens:.0f}", "seq_len": t.seq_len,
-                "share": f"{1 - lengths.kept_share:.0%}"}
-        notes.append((_("unpacked samples of {mean} tokens on average (sd {sd}; log-normal, assumed): each micro-batch "
-                        "is padded to its longest, {padded} tokens per row of {seq_len}; samples longer than {seq_len} "
-                        "are dropped ({share} of them)") if lengths.policy == "delete" else
-                      _("unpacked samples of {mean} tokens on average (sd {sd}; log-normal, assumed): each micro-batch "
-                        "is padded to its longest, {padded} tokens per row of {seq_len}")).format(**args))
-    notes.append(_("achievable hardware FLOPs utilisation {efficiency:.0%} of {peak_tflops:.0f} TFLOP/s dense ({gpu}, data/efficiency.yaml)").format(efficiency=perf.efficiency, peak_tflops=perf.peak_tflops, gpu=system.gpu.id))
-    return mem, perf_d, notes
-
-
-def _longest_row(w: Workload) -> int:
-    """The longest row a training step runs: seq_len, or the dataset's longest sample when it is shorter (an
-    unpacked batch is padded to its longest sample, never to max_length)."""
-    seq = int(w.seq_len or 2048)
-    ds = w.dataset
-    if ds and ds.max_tokens_per_sample and not w.packed and ds.max_tokens_per_sample < seq:
-        return max(1, int(ds.max_tokens_per_sample))
-    return seq
-
-
-def _unpad(perf: dict, lengths, tokens_per_sample: float, run_len: int) -> None:
-    """Throughputs in the dataset's tokens, not the padded rows the GPUs ran: tokens/s is the rate the dataset's
-    tokens (as tokens_per_sample counts them, dropped samples included) go by, so dataset tokens / tokens_per_s is
-    the job's time; MFU counts the tokens trained."""
-    if not perf.get("tokens_per_s"):
-        return
-    rate = perf["samples_per_s"] * tokens_per_sample / max(lengths.kept_share, 1e-9)
-    ratio = rate / perf["tokens_per_s"]
-    for key in ("tokens_per_s", "tokens_per_s_per_gpu"):
-        if perf.get(key):
-            perf[key] *= ratio
-    if perf.get("mfu"):
-        perf["mfu"] *= lengths.mean_tokens / run_len
 
 
 def _serving_llm(model) -> bool:
@@ -439,70 +301,3 @@ def min_gpus_to_fit(w: Workload, model, system: System, limit: int = 64) -> int 
         if e.fits:
             return n
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# The reverse question: the largest value that fits
-# ---------------------------------------------------------------------------------------------
-
-MAX_FIELDS = {"batch_size": "batch_size", "seq_len": "seq_len", "prompt_tokens": "prompt_tokens",
-              "concurrency": "batch_size"}
-
-
-def fits_cleanly(est: Estimate) -> bool:
-    """The verdict `estimate` prints as "fits": everything the job would hold, the allocator's full reserve
-    included (``need_bytes``), is on the card. A job whose reserve exceeds the card still runs (``memory.fits``)
-    only by freeing the allocator's cache, slower and with no headroom: `estimate` says so, and `--max` does
-    not count it as fitting."""
-    return est.memory.required_bytes <= est.memory.capacity_bytes
-
-
-def max_fit(workload: Workload | dict | str, field_name: str, *, clean: bool = True,
-            **overrides: Any) -> tuple[int, Estimate | None]:
-    """Largest value of ``field_name`` (batch_size | seq_len | prompt_tokens | concurrency) that fits: by the
-    verdict `estimate` prints as "fits" (:func:`fits_cleanly`), or with ``clean=False`` the largest that runs
-    at all (``memory.fits``, the allocator's cache freed when needed)."""
-    from gpuplan.catalog.models import resolve_model, workload_region
-
-    if field_name not in MAX_FIELDS:
-        raise GpuplanError(_("Cannot maximise {field_name!r}.").format(field_name=field_name), hint=_("Choose one of {MAX_FIELDS}.").format(MAX_FIELDS=', '.join(MAX_FIELDS)))
-    key = MAX_FIELDS[field_name]
-    w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
-    resolved, notes = resolve_defaults(w)
-    model = resolve_model(resolved.model, region=workload_region(resolved))
-    system, _layout = system_from_workload(resolved)
-    layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
-    if field_name == "concurrency" or (field_name == "batch_size" and resolved.task == "inference" and
-                                       resolved.framework in ("vllm", "sglang", "trtllm")):
-        est = estimate_resolved(resolved, model, system, layout, with_suggestions=False)
-        from gpuplan.estimate.serving.inference import max_concurrency
-
-        return max_concurrency(est.memory), est
-
-    def fits(v: int) -> Estimate | None:
-        try:
-            w2 = resolved.with_updates(**{key: v})
-            lay = layout_from_workload(w2, system.total_gpus, system.gpus_per_node, _layers(model))
-            e = estimate_resolved(w2, model, system, lay, with_suggestions=False)
-        except GpuplanError:
-            return None
-        return e if (fits_cleanly(e) if clean else e.fits) else None
-
-    lo, hi = 0, 1
-    best = None
-    while hi <= 10_000_000:
-        e = fits(hi)
-        if not e:
-            break
-        lo, best = hi, e
-        hi *= 2
-    hi = min(hi, 10_000_001)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        e = fits(mid)
-        if e:
-            lo, best = mid, e
-        else:
-            hi = mid
-    return lo, best
-

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.params import table
 from gpuplan.estimate.system import System
-from gpuplan.estimate.training import sustained_flops
+from gpuplan.estimate.clocks import sustained_flops
 from gpuplan.i18n import N_
 
 COMPILED_FRAMEWORKS = frozenset({"torch-compile", "trtllm"})  # one CUDA graph / TensorRT engine per forward

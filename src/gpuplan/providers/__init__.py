@@ -68,7 +68,7 @@ def refresh(regions: list[str] | None = None, all_regions: bool = False, cache_d
     (tests) receives everything. ``timeout_s`` bounds the whole fetch: no retry starts after it.
     Credentials are never printed.
     """
-    from gpuplan.providers import cache
+    from gpuplan.providers import cache, cache_commit
 
     result_out = out or sys.stdout
     error_out = out or (sys.stdout if as_json else sys.stderr)
@@ -88,7 +88,7 @@ def refresh(regions: list[str] | None = None, all_regions: bool = False, cache_d
     try:
         snapshot = fetch_snapshot(cloud, regions, all_regions, client_factory, progress and not as_json, cache_dir,
                                   **provider_kwargs)
-        folder = cache.write_snapshot(snapshot, cache_dir, notes=notes)
+        folder = cache_commit.write_snapshot(snapshot, cache_dir, notes=notes)
     except GpuplanError as exc:
         return fail(exc.message, exc.hint_for("cli"), int(getattr(exc, "exit_code", 2)))
     except cache.CacheBusy as exc:

@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gpuplan.providers.cache import LOCK_TIMEOUT_S, CacheBusy, _fsync_dir, csv_text, read_csv, resolve_cache_dir
+from gpuplan.providers.cache import LOCK_TIMEOUT_S, CacheBusy, csv_text, read_csv, resolve_cache_dir
+from gpuplan.providers.cache_commit import _fsync_dir
 
 IMPORTS = "imports"
 SUFFIX = ".csv"

@@ -1,5 +1,5 @@
 """Sharded training state: the shard group, what a ZeRO-3 / FSDP rank gathers beyond its shard, and
-the bytes those collectives move (used by training.py for the communication time)."""
+the bytes those collectives move (used by training/step.py for the communication time)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization
     (all-gathered per pass, reduce-scattered per step). Every pass (forward, backward) all-gathers the
     whole model slice at its storage dtype (4-bit for QLoRA: FSDP-QLoRA shards the packed weights,
     bnb_4bit_quant_storage), frozen weights included; only trainable gradients are reduce-scattered
-    (bf16). Zero when nothing is sharded. Used by training.py for the communication time."""
+    (bf16). Zero when nothing is sharded. Used by training/step.py for the communication time."""
     if layout.zero < 3 or layout.dp <= 1:
         return 0.0, 0.0
     quant = quantization if quantization not in (None, "none") else "none"

@@ -16,7 +16,7 @@ from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import COMPONENTS, OPT_STATE_BYTES, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training import peak_flops, sustained_flops
+from gpuplan.estimate.clocks import peak_flops, sustained_flops
 from gpuplan.estimate.profile import InputScale, NonLLMResult, dense_bytes, empty_perf, forward_cost, input_scale
 from gpuplan.estimate.nonllm.speech import ct2_compute_type, ct2_memory, runs_faster_whisper, speech_cache_bytes, speech_latency
 from gpuplan.i18n import _

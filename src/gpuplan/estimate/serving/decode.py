@@ -34,7 +34,7 @@ from gpuplan.estimate.serving.serving_case import (COMPILED, ServingCase, attent
                                            stream_efficiency, version_tuple)
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training import sustained_flops
+from gpuplan.estimate.clocks import sustained_flops
 
 __all__ = ["COMPILED", "DecodeConsts", "ServingCase", "WEIGHT_ONLY_MARLIN", "attention_dtype", "compute_dtype",
            "decode_consts", "decode_min_rows", "decode_step", "decode_step_time", "engine_allreduce_s",
@@ -198,7 +198,7 @@ def moe_loop_experts(s: Shape, case: ServingCase, tokens: float) -> float:
     only the ones the tokens hit since (inference.eager_moe_all_experts_before)."""
     if not s.moe_experts or case.framework in ENGINES or case.framework in COMPILED:
         return 0.0
-    from gpuplan.estimate.training import experts_touched
+    from gpuplan.estimate.training.costs import experts_touched
 
     fixed = str(table("inference", "eager_moe_all_experts_before"))
     if case.framework_version and version_tuple(case.framework_version) < version_tuple(fixed):

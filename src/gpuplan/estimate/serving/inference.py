@@ -18,15 +18,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpuplan.estimate.serving.decode import COMPILED, ServingCase, decode_consts
-from gpuplan.estimate.memory import ENGINES, MemoryEstimate
+from gpuplan.estimate.memory import ENGINES, InferenceInputs, MemoryEstimate, inference_memory
 from gpuplan.estimate.serving.prefill import prefill_time
 from gpuplan.estimate.serving.replica import ReplicaModel
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.params import table
 from gpuplan.i18n import _
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpuplan.workload import Workload
+
+KV_DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
 
 __all__ = ["COMPILED", "InferencePerf", "ServingCase", "engine_speedup_bound", "inference_perf", "max_concurrency",
            "prefill_only_perf", "replica_model"]
@@ -232,3 +238,43 @@ def prefill_only_perf(s: Shape, case: ServingCase, layout: Layout, system: Syste
                          max_requests_per_s=best, prefill_s=latency, decode_step_s=0.0, batch=batch, notes=notes,
                          serving_batch=best_b, output_tokens=0, prompt_tokens=case.prompt_tokens, latency_s=latency,
                          ttft_p90_s=latency)
+
+
+def _kv_bytes(w: Workload) -> float:
+    kv = w.kv_cache_dtype or "auto"
+    if kv == "auto":
+        if w.quantization == "fp8" and w.framework == "trtllm":
+            return 1.0  # ModelOpt FP8 checkpoints (what TensorRT-LLM serves) quantize the KV cache too
+        if w.quantization == "fp8" or w.precision == "fp8":
+            return 2.0
+        return 2.0 if w.precision != "fp32" else 4.0
+    return KV_DTYPE_BYTES[kv]
+
+def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False):
+    """The LLM serving estimate of one resolved workload (estimate.core.estimate_resolved): its memory and, unless
+    ``memory_only``, the replica's figures at the workload's concurrency and SLA."""
+    framework = w.framework or "vllm"
+    encoder = model.kind == "encoder"
+    # an encoder job's batch per forward is the layout's: the workload's batch_size (layout_from_workload), or the one
+    # the recommender's job search tries (plan/search/search_job.py)
+    conc = max(1, layout.micro_batch) if encoder else (w.batch_size or 1)
+    output_tokens = 0 if encoder else (w.output_tokens if w.output_tokens is not None else 1)
+    inp = InferenceInputs(precision=w.precision or "bf16", quantization=w.quantization or "none",
+                          kv_dtype_bytes=_kv_bytes(w), framework=framework, flash=bool(w.flash_attention),
+                          prompt_tokens=w.prompt_tokens or 0, output_tokens=output_tokens, concurrency=conc,
+                          framework_version=w.framework_version, encoder=encoder)
+    mem = inference_memory(s, inp, layout, system)
+    if memory_only:
+        return mem, {}, [], None, []
+    case = ServingCase(framework_version=w.framework_version,
+                       precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
+                       framework=framework, prompt_tokens=inp.prompt_tokens, output_tokens=inp.output_tokens)
+    sla = w.serving
+    perf = inference_perf(s, case, layout, system, conc, mem,
+                          ttft_sla_s=(sla.ttft_ms / 1000 if sla and sla.ttft_ms else None),
+                          tpot_sla_s=(sla.tpot_ms / 1000 if sla and sla.tpot_ms else None),
+                          encoder_only=encoder)
+    notes = list(perf.notes)
+    if output_tokens:
+        notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
+    return mem, perf.to_dict(), notes, perf.model, list(perf.warnings)

@@ -37,7 +37,7 @@ def compute_dtype(case: ServingCase) -> str:
     engines run FP8 checkpoints (W8A8: ModelOpt / compressed-tensors / Qwen "-FP8") through FP8 tensor-core
     GEMMs, the activations quantized on the fly, whatever the model's 16-bit dtype (vLLM fp8 docs,
     TensorRT-LLM FP8 quantization, SGLang w8a8_fp8); GPUs without FP8 tensor cores fall back to 16-bit
-    (training.peak_flops)."""
+    (clocks.peak_flops)."""
     if case.quantization == "fp8" and case.framework in ENGINES:
         return "fp8"
     return "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision

@@ -42,7 +42,7 @@ def _analytic(resolved: Workload, spec: Any, plan: dict) -> tuple[dict, list[str
     from gpuplan.estimate.core import estimate_resolved
     from gpuplan.estimate.shapes import shape_of
     from gpuplan.estimate.system import layout_from_workload, system_from_workload
-    from gpuplan.estimate.training import attention_flops_fwd_per_token, flops_per_token
+    from gpuplan.estimate.training.costs import attention_flops_fwd_per_token, flops_per_token
 
     notes: list[str] = []
     system, _layout = system_from_workload(resolved)
