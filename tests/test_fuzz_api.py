@@ -130,6 +130,14 @@ def test_inline_model_configs(cfg: dict[str, Any]) -> None:
     check(lambda: gpuplan.estimate({"model": cfg, "hardware": {"gpu": "A10"}}))
 
 
+@pytest.mark.parametrize("value", [10**400, -10**400, 10**25])
+def test_a_params_b_too_large_for_a_float_is_refused_in_one_line(value: int) -> None:
+    """Found by the fuzz test above: {params_b: 10**400} raised OverflowError (math.isfinite on an int that no float
+    holds) instead of the range error."""
+    err = check(lambda: gpuplan.estimate({"model": {"params_b": value}, "hardware": {"gpu": "A10"}}))
+    assert isinstance(err, GpuplanError) and "outside" in err.message and len(err.message) < 120
+
+
 # ------------------------------------------------------------------------------ hostile text
 
 

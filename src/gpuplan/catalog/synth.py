@@ -55,12 +55,16 @@ def synthesize_from_params_b(ref: Mapping[str, Any]) -> ModelSpec:
             hint=_("Use either {params_b: N} or a mapping of config.json keys, not both."), field="model",
         )
     value = ref.get("params_b")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    # an int is finite however large (math.isfinite would overflow converting 10**400); the range check below
+    # compares it exactly
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float)
+                                                                         and not math.isfinite(value)):
         raise GpuplanError(_("params_b must be a number of billions of parameters, not {value!r}.").format(value=value),
                            hint=_("E.g. model: {params_b: 7}."), field="model.params_b")
     if not MIN_PARAMS_B <= value <= MAX_PARAMS_B:
         raise GpuplanError(
-            _("params_b = {value} is outside {lo}..{hi:g} (billions of parameters).").format(value=value, lo=MIN_PARAMS_B, hi=MAX_PARAMS_B),
+            _("params_b = {value} is outside {lo}..{hi:g} (billions of parameters).").format(
+                value=value if len(str(value)) <= 24 else f"{str(value)[:12]}...", lo=MIN_PARAMS_B, hi=MAX_PARAMS_B),
             hint=_("Give the size in billions (7 for a 7B model), or the model's config.json."),
             field="model.params_b",
         )

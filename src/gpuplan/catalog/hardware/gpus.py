@@ -211,7 +211,13 @@ def _fail(entry_id: object, problem: str) -> GpuplanError:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite int or float (an int too large for a float, 10**400, is not a usable figure either)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _parse_entry(raw: object) -> GpuSpec:
