@@ -189,13 +189,16 @@ def kept_sample_tokens(max_len: int, mean: float, sd: float, batch: int = 1) -> 
     return sample_lengths(mean, sd, int(max_len), int(batch), "delete").padded_tokens
 
 
-def _input_from_notes(notes: str) -> dict[str, int]:
+def _input_from_notes(notes: str) -> dict[str, int | str]:
     """A non-LLM row's input as its notes state it ('image_size 1024', 'steps 50')."""
     out = {}
-    for key in ("image_size", "steps", "audio_seconds"):
+    for key in ("image_size", "steps", "audio_seconds", "frames", "height", "width"):
         m = re.search(rf"\b{key} (\d+)\b", notes or "")
         if m:
             out[key] = int(m.group(1))
+    m = re.search(r"\boffload (model|sequential|none)\b", notes or "")   # video pipelines' CPU offload
+    if m:
+        out["offload"] = m.group(1)
     return out
 
 

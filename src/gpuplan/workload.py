@@ -189,6 +189,13 @@ class InputSpec(_Strict):
     image_size: int | None = Field(None, ge=8, le=16384)
     steps: int | None = Field(None, ge=1, le=10_000)
     audio_seconds: float | None = Field(None, gt=0, le=36_000)
+    # video diffusion: frames and resolution of each video (the pipeline's defaults when unset)
+    frames: int | None = Field(None, ge=1, le=10_000)
+    height: int | None = Field(None, ge=8, le=16384)
+    width: int | None = Field(None, ge=8, le=16384)
+    offload: Literal["none", "model", "sequential"] | None = Field(
+        None, description="diffusers CPU offload: model = enable_model_cpu_offload (Wan --offload_model), "
+                          "sequential = enable_sequential_cpu_offload; default none")
 
 
 class HardwareSpec(_Strict):

@@ -98,10 +98,12 @@ def job_items(ctx: PlanContext) -> tuple[float, str] | None:
 
 def item_unit(ctx: PlanContext) -> str:
     kind = getattr(ctx.model, "kind", "")
+    if kind == "diffusion" and ((getattr(getattr(ctx.model, "profile", None), "pipeline", None) or {}).get("video")):
+        return "video"
     return "image" if kind == "diffusion" else "clip" if kind in ("speech", "asr", "whisper", "audio") else "request"
 
 
-ITEM_UNITS = {"image": N_("images"), "clip": N_("clips"), "request": N_("requests")}
+ITEM_UNITS = {"image": N_("images"), "video": N_("videos"), "clip": N_("clips"), "request": N_("requests")}
 
 
 def target_util(ctx: PlanContext) -> float:

@@ -21,7 +21,7 @@ _LABELS = (
     N_("Rejected"), N_("Reason"), N_("Code"), N_("No plan satisfies the workload"), N_("Binding constraints"),
     N_("Storage"), N_("Network"), N_("Pareto"), N_("payg"), N_("spot"), N_("subscription"), N_("Quick answer"),
     N_("Folklore"), N_("Verdict"), N_("holds"), N_("wrong"), N_("overkill"), N_("works but slow"),
-    N_("works but expensive"), N_("per 1B tokens"), N_("per image"), N_("per audio hour"), N_("per clip"),
+    N_("works but expensive"), N_("per 1B tokens"), N_("per image"), N_("per video"), N_("per audio hour"), N_("per clip"),
     N_("per request"), N_("per 1M input tokens"), N_("Parameters (B)"), N_("Task"), N_("Plan"), N_("Memory/GPU"), N_("Layout"),
     N_("unpriced"), N_("Platform"), N_("(and {n} more like it)"), N_("TTFT p50/p90"), N_("Load"), N_("SLA"),
     N_("tokens/s per replica"), N_("met"), N_("missed"), N_("Ranked by"),

@@ -12,6 +12,7 @@ denoiser steps with classifier-free guidance, VAE decode) are in :mod:`gpuplan.e
 from __future__ import annotations
 
 from gpuplan.estimate.nonllm.diffusion import diffusion_inference
+from gpuplan.estimate.nonllm.video import is_video, video_inference
 from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import COMPONENTS, OPT_STATE_BYTES, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import by_key, table
@@ -110,6 +111,9 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
     prof = model.profile
     scale, notes = input_scale(prof, inp)
     training = task != "inference"
+    if model.kind == "diffusion" and not training and is_video(model):
+        return video_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
+                               layout=layout, system=system, notes=[])
     if model.kind == "diffusion" and not training:
         return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
                                    layout=layout, system=system, scale=scale, notes=notes)

@@ -1,0 +1,196 @@
+"""Text-to-video diffusion pipelines (CogVideoX, Wan2.1, HunyuanVideo, LTX-Video) at inference.
+
+A profile's ``pipeline.video`` block gives the shapes; the workload gives frames, height, width and steps
+(``input.frames``, ``input.height``, ``input.width``, ``input.steps``; the pipeline's defaults otherwise).
+
+    latent frames  = (frames - 1) / vae_temporal + 1           (causal 3D VAEs keep the first frame alone)
+    video tokens L = latent frames / patch_t x (H / vae_spatial / patch_s) x (W / vae_spatial / patch_s)
+    one DiT pass   = 2 x linear_params x tokens                 (every token through every block's linears)
+                   + layers x 4 x T^2 x hidden                  (QK^T and AV; T = L + text tokens for joint
+                                                                  attention, L for cross-attention to the text)
+                   + layers x 4 x L x text_tokens x hidden      (cross-attention, where the model has it)
+    one video      = text encoder + steps x passes x DiT pass + 3D VAE decode of every pixel of every frame
+
+At 720p the attention term is most of a pass (Wan2.1-14B, 75,600 tokens: 4.7e15 of 6.8e15 FLOPs), so time
+grows faster than linearly with frames at a fixed resolution. Passes per step are the pipeline's default
+classifier-free guidance: 2 (CogVideoX, Wan, LTX-Video), 1 for embedded guidance (HunyuanVideo);
+``cfg_batched: false`` where the pipeline runs the two as separate batch-1 forwards (Wan's generate.py).
+
+Memory holds the resident weights and the largest phase's live tensors: the DiT's live tensors at the
+peak of one block (``live_bytes_per_token`` x tokens, x the CFG batch) or the 3D VAE decoder's
+(``vae_decode_bytes_per_pixel_frame`` x the pixel-frames it decodes at once: a batch of frames, or one tile
+where the pipeline tiles by default). ``input.offload``: ``model`` (diffusers enable_model_cpu_offload,
+Wan --offload_model) keeps one component on the GPU at a time, each copied over PCIe once per video;
+``sequential`` (enable_sequential_cpu_offload) streams every submodule's weights for every forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.estimate.forward import ForwardCost, forward_time
+from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
+from gpuplan.estimate.params import table
+from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf
+from gpuplan.estimate.system import Layout, System
+from gpuplan.i18n import N_, _
+from gpuplan.units import GIB
+
+PHASES = (N_("VAE decode"), N_("denoising"), N_("text encoding"))
+OFFLOAD = ("none", "model", "sequential")
+
+
+def is_video(model) -> bool:
+    return bool((getattr(model.profile, "pipeline", None) or {}).get("video"))
+
+
+def _video(model) -> dict:
+    return dict((model.profile.pipeline or {}).get("video") or {})
+
+
+@dataclass(frozen=True)
+class VideoShape:
+    frames: int
+    height: int
+    width: int
+    steps: int
+    latent_frames: int
+    tokens: int            # video tokens of the DiT
+    text_tokens: int
+    offload: str
+
+
+def video_shape(model, inp: dict) -> VideoShape:
+    v, pipe = _video(model), dict(model.profile.pipeline or {})
+    frames = int(inp.get("frames") or v["default_frames"])
+    side = inp.get("image_size")
+    height = int(inp.get("height") or side or v["default_height"])
+    width = int(inp.get("width") or side or v["default_width"])
+    steps = int(inp.get("steps") or pipe.get("default_steps") or table("nonllm")["default_diffusion_steps"])
+    lat_f = (frames - 1) // int(v["vae_temporal"]) + 1
+    sp = int(v["vae_spatial"]) * int(v.get("patch_s", 2))
+    pt = int(v.get("patch_t", 1))
+    tokens = -(-lat_f // pt) * -(-height // sp) * -(-width // sp)
+    offload = str(inp.get("offload") or "none")
+    return VideoShape(frames, height, width, steps, lat_f, tokens, int(v.get("text_tokens", 0)), offload)
+
+
+def dit_flops(model, s: VideoShape) -> float:
+    """FLOPs of one DiT pass for one video (see the module docstring)."""
+    v = _video(model)
+    layers, hidden = float(v["layers"]), float(v["hidden"])
+    joint = v.get("text_attention", "joint") == "joint"
+    seq = s.tokens + (s.text_tokens if joint else 0)
+    flops = 2.0 * float(v["linear_params"]) * seq + layers * 4.0 * float(seq) ** 2 * hidden
+    if not joint:
+        flops += layers * 4.0 * s.tokens * s.text_tokens * hidden
+    return flops
+
+
+def passes(model) -> int:
+    return 2 if (model.profile.pipeline or {}).get("cfg", True) else 1
+
+
+def _weights(model, precision: str) -> tuple[float, float, float]:
+    """Bytes of (DiT, text encoders, VAE) weights as the pipeline holds them."""
+    comps, v = model.profile.components or {}, _video(model)
+    den = float(comps.get("transformer") or comps.get("unet") or 0.0)
+    vae = float(comps.get("vae") or 0.0)
+    text = sum(float(x) for k, x in comps.items() if k.startswith("text_encoder"))
+    b = dense_bytes(precision)
+    return (den * float(v.get("denoiser_weight_bytes", b)), text * float(v.get("text_weight_bytes", b)),
+            vae * float(v.get("vae_weight_bytes", b)))
+
+
+def _vae_pixel_frames(v: dict, s: VideoShape) -> float:
+    """Pixel-frames the decoder holds at once: a tile (frames, height, width) where the pipeline tiles by
+    default, else a batch of frames at full resolution."""
+    tile = v.get("vae_decode_tile")
+    if tile:
+        return float(min(s.frames, tile[0]) * min(s.height, tile[1]) * min(s.width, tile[2]))
+    return float(min(s.frames, int(v.get("vae_decode_frames_in_flight") or s.frames)) * s.height * s.width)
+
+
+def video_memory(model, *, precision: str, batch: int, s: VideoShape, system: System,
+                 layout: Layout) -> MemoryEstimate:
+    v, mem_tab = _video(model), table("memory")
+    den_w, text_w, vae_w = _weights(model, precision)
+    cfg_batch = passes(model) if v.get("cfg_batched", True) else 1
+    den_act = float(v["live_bytes_per_token"]) * s.tokens * batch * cfg_batch
+    vae_act = float(v["vae_decode_bytes_per_pixel_frame"]) * _vae_pixel_frames(v, s) * batch
+    phases = {PHASES[1]: (den_w, den_act), PHASES[0]: (vae_w, vae_act), PHASES[2]: (text_w, 0.0)}
+    if s.offload == "model":        # one component on the GPU at a time
+        phase, (w, acts) = max(phases.items(), key=lambda kv: kv[1][0] + kv[1][1])
+        weights = w
+    elif s.offload == "sequential":  # one block's weights at a time
+        weights = den_w / float(v["layers"])
+        phase, (_w, acts) = max(phases.items(), key=lambda kv: kv[1][1])
+    else:
+        weights = den_w + text_w + vae_w
+        phase, (_w, acts) = max(phases.items(), key=lambda kv: kv[1][1])
+    ctx, nccl = overhead_fixed(system)
+    alloc = weights + acts + mem_tab["workspace_bytes"]
+    reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * acts
+    per_gpu = reserved + ctx + nccl
+    comp = dict.fromkeys(COMPONENTS, 0.0)
+    comp.update(weights=weights, activations=acts)
+    comp["overhead"] = per_gpu - weights - acts
+    host = (den_w + text_w + vae_w - weights) + 4 * GIB * system.gpus_per_node
+    return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                          capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
+                          peak_phase=phase, total_bytes=per_gpu * layout.gpus, notes=[])
+
+
+def _host_link_bytes_s(system: System) -> float:
+    comm = table("communication")
+    gen = system.gpu.pcie_gen or 4
+    return float(comm["pcie_gb_s"].get(gen, comm["pcie_gb_s"][4])) * 1e9 * float(comm["pcie_efficiency"])
+
+
+def video_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
+                    system: System, notes: list[str]) -> NonLLMResult:
+    """Memory and time of generating ``batch`` videos in one pipeline call (see the module docstring)."""
+    v = _video(model)
+    s = video_shape(model, inp)
+    n_pass = passes(model)
+    batched = bool(v.get("cfg_batched", True))
+    mem = video_memory(model, precision=precision, batch=batch, s=s, system=system, layout=layout)
+    den_w, text_w, vae_w = _weights(model, precision)
+    cpu_factor = float(table("nonllm", "eager_cpu_factor").get("diffusion", 1.0))
+    traffic = float(v["live_bytes_per_token"]) * s.tokens * float(v["layers"]) \
+        * float(table("nonllm", "activation_traffic_per_saved_byte"))
+    dit = ForwardCost(dit_flops(model, s), traffic, den_w, float(model.profile.kernels_per_forward or 0.0),
+                      precision, cpu_factor)
+    if batched:
+        step = forward_time(dit, batch * n_pass, system, framework, notes).seconds
+    else:
+        step = n_pass * forward_time(dit, batch, system, framework, notes).seconds
+    text = ForwardCost(float(v.get("text_encoder_flops_per_prompt", 0.0)), 0.0, text_w,
+                       float(v.get("text_encoder_kernels", 0.0)), precision, cpu_factor)
+    text_s = forward_time(text, batch * n_pass, system, framework).seconds if text.flops_per_sample else 0.0
+    pix = float(s.frames * s.height * s.width)
+    vae = ForwardCost(float(v.get("vae_decode_flops_per_pixel_frame", 0.0)) * pix,
+                      float(v["vae_decode_bytes_per_pixel_frame"]) * pix, vae_w,
+                      float(v.get("vae_decode_kernels", 0.0)), precision, cpu_factor)
+    vae_s = forward_time(vae, batch, system, framework).seconds if vae.flops_per_sample else 0.0
+    link = _host_link_bytes_s(system)
+    forwards = s.steps * (1 if batched else n_pass)
+    offload_s = {"model": (den_w + text_w + vae_w) / link,
+                 "sequential": (den_w * forwards + text_w + vae_w) / link}.get(s.offload, 0.0)
+    total = text_s + s.steps * step + vae_s + offload_s
+    perf = empty_perf()
+    perf.update(ttft_s=total, latency_s=total, max_concurrency=batch, max_requests_per_s=batch / total,
+                samples_per_s=batch / total, denoising_steps_per_s=1.0 / step, step_time_s=None,
+                tflops_per_gpu=dit.flops_per_sample * batch * n_pass / step / 1e12)
+    notes.append(_("{frames} frames at {width}x{height}: {latent} latent frames, {tokens} video tokens per DiT pass; "
+                   "{steps} steps x {passes} pass(es) ({guidance}): {step_s:.2f} s per step, text encoder "
+                   "{text_s:.1f} s, 3D VAE decode {vae_s:.1f} s").format(
+        frames=s.frames, width=s.width, height=s.height, latent=s.latent_frames, tokens=f"{s.tokens:,}",
+        steps=s.steps, passes=n_pass, step_s=step, text_s=text_s, vae_s=vae_s,
+        guidance=_("classifier-free guidance") if n_pass == 2 else _("embedded guidance, no CFG batch")))
+    if s.offload != "none":
+        notes.append(_("CPU offload ({mode}): {gib:.1f} GiB of weights stay in host memory; PCIe copies add "
+                       "{sec:.0f} s per video").format(mode=s.offload, gib=(den_w + text_w + vae_w - mem.components["weights"]) / GIB,
+                                                       sec=offload_s))
+    notes.append(_("peak memory in the {phase} phase").format(phase=_(mem.peak_phase)))
+    return NonLLMResult(memory=mem, performance=perf, notes=notes)
