@@ -158,6 +158,12 @@ def memory_view(est_dict: dict, lang: str) -> Table:
     return t
 
 
+def _rate(value: float) -> str:
+    """A per-second rate: two decimals from 1 up, three significant digits below (a video every 3.4 min is 0.00485
+    per second, not 0.00)."""
+    return f"{value:,.2f}" if value >= 1 else f"{value:.3g}"
+
+
 def performance_view(est_dict: dict, lang: str) -> Table:
     p = est_dict["performance"]
     t = Table(title=tr("Performance", lang), show_header=False)
@@ -167,7 +173,7 @@ def performance_view(est_dict: dict, lang: str) -> Table:
         ("Step time", fmt_duration(p.get("step_time_s")) if p.get("step_time_s") else None),
         ("Tokens/s", f"{p['tokens_per_s']:,.0f}" if p.get("tokens_per_s") else None),
         ("Tokens/s per GPU", f"{p['tokens_per_s_per_gpu']:,.0f}" if p.get("tokens_per_s_per_gpu") else None),
-        ("Samples/s", f"{p['samples_per_s']:,.2f}" if p.get("samples_per_s") else None),
+        ("Samples/s", _rate(p['samples_per_s']) if p.get("samples_per_s") else None),
         ("MFU", f"{p['mfu']:.1%}" if p.get("mfu") else None),
         ("TFLOP/s per GPU", f"{p['tflops_per_gpu']:.0f}" if p.get("tflops_per_gpu") else None),
         ("Communication share", f"{p['comm_fraction']:.1%}" if p.get("comm_fraction") is not None else None),
@@ -182,8 +188,8 @@ def performance_view(est_dict: dict, lang: str) -> Table:
          else None),
         ("Input tokens/s", f"{p['input_tokens_per_s']:,.0f}" if p.get("input_tokens_per_s")
          and not p.get("output_tokens_per_s") else None),
-        ("Images/s", f"{p['images_per_s']:,.2f}" if p.get("images_per_s") else None),
-        ("Denoising steps/s", f"{p['denoising_steps_per_s']:,.2f}" if p.get("denoising_steps_per_s") else None),
+        ("Images/s", _rate(p['images_per_s']) if p.get("images_per_s") else None),
+        ("Denoising steps/s", _rate(p['denoising_steps_per_s']) if p.get("denoising_steps_per_s") else None),
         ("Max concurrency", str(p["max_concurrency"]) if p.get("max_concurrency") is not None else None),
         ("Max requests/s", f"{p['max_requests_per_s']:.3g}" if p.get("max_requests_per_s") is not None else None),
     ]

@@ -1,0 +1,19 @@
+"""Text output of slow per-second rates: a figure is never shown as 0.00 when it is not zero."""
+
+from __future__ import annotations
+
+from gpuplan.render.text import performance_view
+
+
+def _rows(perf: dict) -> dict:
+    table = performance_view({"performance": perf, "intervals": {}}, "en")
+    keys, values = table.columns[0]._cells, table.columns[1]._cells
+    return dict(zip(keys, values, strict=True))
+
+
+def test_a_video_every_few_minutes_is_not_zero_per_second():
+    """Before: CogVideoX-5b on an A100 (one video in 3.4 min) showed "Samples/s 0.00"."""
+    rows = _rows({"samples_per_s": 0.00485, "images_per_s": 0.5, "denoising_steps_per_s": 12.345})
+    assert rows["Samples/s"] == "0.00485"
+    assert rows["Images/s"] == "0.5"
+    assert rows["Denoising steps/s"] == "12.35"
