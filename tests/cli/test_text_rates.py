@@ -17,3 +17,10 @@ def test_a_video_every_few_minutes_is_not_zero_per_second():
     assert rows["Samples/s"] == "0.00485"
     assert rows["Images/s"] == "0.5"
     assert rows["Denoising steps/s"] == "12.35"
+
+
+def test_an_image_or_video_generator_shows_its_latency_not_a_ttft():
+    rows = _rows({"ttft_s": 204.0, "latency_s": 204.0, "denoising_steps_per_s": 0.25, "samples_per_s": 0.0049})
+    assert "TTFT" not in rows and rows["Latency"] == "3.4 min"
+    llm = _rows({"ttft_s": 0.2, "tpot_s": 0.02, "output_tokens_per_s": 500.0})
+    assert "TTFT" in llm

@@ -179,7 +179,9 @@ def performance_view(est_dict: dict, lang: str) -> Table:
         ("Communication share", f"{p['comm_fraction']:.1%}" if p.get("comm_fraction") is not None else None),
         ("Total time", fmt_duration(p.get("total_time_s")) if p.get("total_time_s") else None),
         ("GPU-hours", f"{p['gpu_hours']:,.0f}" if p.get("gpu_hours") else None),
-        ("TTFT", fmt_duration(p.get("ttft_s")) if p.get("ttft_s") else None),
+        # an image or video generator (or classifier) has no first token: its latency is the figure
+        ("TTFT", fmt_duration(p.get("ttft_s")) if p.get("ttft_s") and not (p.get("images_per_s") or
+                                                                          p.get("denoising_steps_per_s")) else None),
         ("TPOT", fmt_duration(p.get("tpot_s")) if p.get("tpot_s") else None),
         ("Output tokens/s", f"{p['output_tokens_per_s']:,.1f}" if p.get("output_tokens_per_s") else None),
         (N_("Max output tokens/s"), f"{p['max_output_tokens_per_s']:,.0f}" if p.get("max_output_tokens_per_s") else None),
