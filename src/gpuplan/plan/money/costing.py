@@ -177,7 +177,7 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
         if "audio_hours" in job:
             job["cost_per_audio_hour"] = rnd(p.total_cost / job["audio_hours"])
     p.job = job
-    args = {"items": f"{items:,.0f}", "unit": _(ITEM_UNITS.get(unit, unit)), "rate": f"{group_rate:.2f}",
+    args = {"items": f"{items:,.0f}", "unit": _(ITEM_UNITS.get(unit, unit)), "rate": f"{group_rate:.2f}" if group_rate >= 1 else f"{group_rate:.3g}",
             "replicas": replicas, "hours": f"{base / HOUR_S:,.1f}", "share": f"{factor - 1:.1%}"}
     if factor > 1:
         p.why.append(_("batch job: {items} {unit} at {rate}/s per replica x {replicas} replica(s) = {hours} h "
