@@ -61,6 +61,9 @@ CASES: tuple[Case, ...] = (
                       "input": {"image_size": 1024, "steps": 30},
                       "serving": {"requests_per_s": 0.5, "peak_requests_per_s": 2, "peak_hours_per_day": 6,
                                   "ttft_ms": 20000}}, platform="ack", regions=("cn-hangzhou",)),
+    Case("wan-video", {"name": "wan-video", "model": "Wan-AI/Wan2.1-T2V-1.3B-Diffusers", "task": "inference",
+                       "input": {"frames": 81, "height": 480, "width": 832}, "dataset": {"items": 200},
+                       "constraints": {"deadline_hours": 24}}, regions=("cn-shanghai",)),
     Case("whisper", {"name": "whisper", "model": "openai/whisper-large-v3", "task": "inference",
                      "input": {"audio_seconds": 30}}),
     # an encoder service (embeddings): vLLM's pooling runner on several T4 nodes behind the load balancer

@@ -35,6 +35,7 @@ def test_the_matrix_covers_launchers_engines_platforms_and_regions(matrix):
     assert 'CMD ["bash", "/opt/gpuplan/serve-sglang.sh"]' in (matrix["sglang-fc@cn-hangzhou"] / "Dockerfile").read_text()
     assert (matrix["sdxl-ecs@cn-shanghai"] / "serve_images.py").exists()
     assert (matrix["whisper@cn-shanghai"] / "transcribe.py").exists()
+    assert (matrix["wan-video@cn-shanghai"] / "generate_videos.py").exists()
     regions = {p["region"] for p in plans.values()}
     assert {"cn-shanghai", "cn-hangzhou", "ap-southeast-1"} <= regions
 

@@ -4,7 +4,7 @@
 - shell launchers (serve.sh, serve-sglang.sh, launch.sh, swift-sft.sh) switch MODEL to MODEL_DIR and pass no
   literal ``org/name`` repository to ``--model`` (nor ``--use_hf true``);
 - the Kubernetes Deployment's engine loads a path, not a repository id;
-- Python servers (serve_images.py, transcribe.py, generate_images.py, embed.py) read MODEL_DIR;
+- Python servers (serve_images.py, transcribe.py, generate_images.py, generate_videos.py, embed.py) read MODEL_DIR;
 - the platform definitions (Function Compute s.yaml, PAI-EAS service.json, PAI-DLC job, ACK Job) set MODEL_DIR.
 """
 
@@ -17,7 +17,7 @@ from gpuplan.check.locate import yaml_line
 from gpuplan.i18n import _
 
 SHELL_LAUNCHERS = ("serve.sh", "serve-sglang.sh", "launch.sh", "swift-sft.sh")
-PY_SERVERS = ("serve_images.py", "transcribe.py", "generate_images.py", "embed.py")
+PY_SERVERS = ("serve_images.py", "transcribe.py", "generate_images.py", "generate_videos.py", "embed.py")
 # a variable set to the local copy (MODEL="$MODEL_DIR", SERVE_PATH="$MODEL_DIR"): the launcher loads it when the
 # variable is used after that line
 FROM_DIR = re.compile(r"""\b(?P<var>[A-Z_][A-Z0-9_]*)=["']?\$\{?MODEL_DIR\}?["']?(?=[\s;)]|$)""", re.M)

@@ -1,5 +1,5 @@
 """The data a batch inference job keeps on its disk besides the weights: its input (audio, prompts, texts, images)
-and its output (transcripts, images, embeddings, completions), from the size the workload states and the figures
+and its output (transcripts, images, videos, embeddings, completions), from the size the workload states and the figures
 of data/storage.yaml ``batch_data`` (with sources and derivations). The storage advice sizes the data disk with
 them and the auto-release counts their copies (plan/money/transfer.py)."""
 
@@ -38,8 +38,24 @@ def _audio(ctx: PlanContext, cfg: dict, ds: Any) -> JobData:
     return JobData(audio_s * per_s, audio_s * ds.epochs * float(cfg["output_bytes_per_audio_s"]), basis)
 
 
+def _videos(ctx: PlanContext, cfg: dict, items: float, done: float) -> JobData:
+    """A video-diffusion job: prompts in, one H.264 MP4 per prompt out at the estimate's frames x height x width."""
+    from gpuplan.estimate.nonllm.video import video_shape
+
+    s = video_shape(ctx.model, ctx.w.input.model_dump() if ctx.w.input else {})
+    bits = float(cfg["output_bits_per_pixel_frame"])
+    per_video = s.frames * s.width * s.height * bits / 8
+    return JobData(items * float(cfg["input_bytes_per_item"]), done * per_video,
+                   _("{items} prompts in, {items_out} H.264 MP4 videos of {frames} frames at {width}x{height} out, "
+                     "{mb} MB each at an assumed {bits} bit per pixel per frame").format(
+                       items=f"{items:,.0f}", items_out=f"{done:,.0f}", frames=s.frames, width=s.width,
+                       height=s.height, mb=f"{per_video / 1e6:,.1f}", bits=f"{bits:g}"))
+
+
 def _kind(ctx: PlanContext) -> str:
     kind = str(getattr(ctx.model, "kind", "") or "decoder")
+    if kind == "diffusion" and (getattr(getattr(ctx.model, "profile", None), "pipeline", None) or {}).get("video"):
+        return "videos"
     return {"speech": "audio", "diffusion": "images", "encoder": "embeddings", "vision": "vision"}.get(kind, "text")
 
 
@@ -69,7 +85,9 @@ def job_data(ctx: PlanContext) -> JobData | None:
             return None
         items, done = counts
         prompt, output = float(ctx.w.prompt_tokens or 0), float(ctx.w.output_tokens or 0)
-        if kind == "images":
+        if kind == "videos":
+            data = _videos(ctx, cfg["videos"], items, done)
+        elif kind == "images":
             side = float((ctx.w.input.image_size if ctx.w.input and ctx.w.input.image_size else None)
                          or (getattr(getattr(ctx.model, "profile", None), "reference_input", None) or {}).get("image_size")
                          or 1024)

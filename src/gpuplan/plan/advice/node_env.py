@@ -61,9 +61,9 @@ def base_image(region: str, stack: str) -> str:
 
 
 def requirement_pins(stack: str, *, deepspeed: bool = False, bitsandbytes: bool = False,
-                     online: bool = False) -> tuple[tuple[str, str], ...]:
+                     online: bool = False, video: bool = False) -> tuple[tuple[str, str], ...]:
     """The pinned packages of a stack (data/environments.yaml ``stacks``), with the optional ones the plan needs: the
-    one source of every pin a bundle's requirements file holds."""
+    one source of every pin a bundle's requirements file holds (``video``: the MP4 writer of generate_videos.py)."""
     s = environments()["stacks"][stack]
     pins = dict(s["requirements"])
     optional = s.get("optional") or {}
@@ -73,12 +73,15 @@ def requirement_pins(stack: str, *, deepspeed: bool = False, bitsandbytes: bool 
         pins["bitsandbytes"] = optional["bitsandbytes"]
     if online:
         pins.update(s.get("online") or {})
+    if video:
+        pins.update(s.get("video") or {})
     return tuple((k, str(v)) for k, v in pins.items())
 
 
 def pin_sets() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
     """Every requirements set a bundle can write: {name: (Python, pins)} over each stack and its optional parts
-    (DeepSpeed, bitsandbytes, the online server). scripts/gen_pin_metadata.py resolves each with pip; the tests check
+    (DeepSpeed, bitsandbytes, the online server, the video writer: a video plan is a batch job, never online).
+    scripts/gen_pin_metadata.py resolves each with pip; the tests check
     that every bundle's set is one of them."""
     data = environments()
     out = {}
@@ -91,6 +94,8 @@ def pin_sets() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
                     name = "+".join([stack] + [n for n, on in (("deepspeed", ds), ("bitsandbytes", bnb),
                                                                ("online", online)) if on])
                     out[name] = (python, requirement_pins(stack, deepspeed=ds, bitsandbytes=bnb, online=online))
+        if s.get("video"):
+            out[f"{stack}+video"] = (python, requirement_pins(stack, video=True))
     return out
 
 

@@ -20,7 +20,7 @@ from gpuplan.plan.search.candidates import LAUNCHERS, launcher_for, launcher_pac
 from gpuplan.render.bundle.node import nccl
 from gpuplan.render.bundle.context_serving import finite_number, runs_embed_script, serving_fields
 from gpuplan.render.bundle.node.environment import Environment, node_environment, stack_for
-from gpuplan.render.bundle.context_model import template_for, train_model
+from gpuplan.render.bundle.context_model import is_video_model, template_for, train_model
 from gpuplan.render.bundle.node.model_sources import needs_remote_code
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
@@ -117,6 +117,7 @@ class Ctx:
     data_dir: str = DATA_DIR
     shared_dir: str = SHARED_DIR
     model_kind: str = "decoder"   # catalog kind: decoder, encoder-decoder, diffusion, speech, vision, encoder
+    video: bool = False           # a video-diffusion model (pipeline.video): generate_videos.py, not generate_images.py
     model_input: dict = field(default_factory=dict)
     job_time_s: float | None = None   # training and batch jobs: the plan's estimated run time
     sla_ttft_s: float | None = None   # serving SLA (workload.serving.ttft_ms / tpot_ms)
@@ -332,13 +333,14 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
 
     serving = serving_fields(plan, workload, estimate, gpu, region, training)
     model_kind = _model_kind(workload, estimate)
+    video = model_kind == "diffusion" and is_video_model(workload.model)
     serving["embed_job"] = runs_embed_script(model_kind, training, framework, serving["online"])
     optimizer = str(workload.optimizer or "adamw")
     env = node_environment(region=region, slug=slugify(name or (model.rsplit("/", 1)[-1])),
                            stack=stack_for(training=training, launcher=launcher, engine=serving["engine"],
                                            model_kind=model_kind, embed_job=serving["embed_job"]),
                            deepspeed=deepspeed, bitsandbytes=task == "qlora" or optimizer in BNB_OPTIMIZER_NAMES,
-                           online=serving["online"])
+                           online=serving["online"], video=video)
     serving["hub"] = env.weights_source
     kept = _int((plan.get("storage") or {}).get("checkpoints_kept"), DEFAULT_CHECKPOINTS_KEPT)
     return Ctx(
@@ -364,7 +366,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         llamafactory_template=template_for(model), launcher=launcher,
         vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), sp=bool(par.get("sp")), cp=cp,
         smoke_model_type=smoke_type,
-        model_kind=model_kind, job_time_s=time_s if training or serving["batch_job"] else None,
+        model_kind=model_kind, video=video, job_time_s=time_s if training or serving["batch_job"] else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         ckpt_granularity=granularity if granularity in ("none", "selective", "full") else "full",
         loss="chunked" if training and mem.get("loss") == "chunked" and launcher != "megatron" else "model",
@@ -373,7 +375,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         packed=launcher_packed(par.get("packed") if "packed" in par else workload.packed),
         dataset=workload.dataset if training else None,
         model_input={k: v for k, v in (workload.input.model_dump() if getattr(workload, "input", None) else {}).items()
-                     if isinstance(v, (int, float)) and not isinstance(v, bool)},
+                     if isinstance(v, (int, float, str)) and not isinstance(v, bool)},   # str: input.offload
         env=env, trust_remote_code=needs_remote_code(model, (estimate.get("model") or {}).get("arch")),
         checkpoints_kept=max(MIN_CHECKPOINTS_KEPT, kept) if training else 0,
         epochs=float(workload.dataset.epochs or 1) if training and workload.dataset else 1.0,

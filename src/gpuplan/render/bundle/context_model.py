@@ -1,5 +1,5 @@
 """The model facts of a bundle's context: the repository a training bundle trains (refusing what it cannot download),
-the tiny model family its rehearsal builds, and LLaMA-Factory's chat template."""
+the tiny model family its rehearsal builds, LLaMA-Factory's chat template, and whether a model is a video model."""
 
 from __future__ import annotations
 
@@ -50,6 +50,24 @@ def train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
                            hint=_("Use `gpuplan recommend` for sizing; write the training script for this model "
                                   "yourself."), field="model")
     return check_argument(repo, "model"), SMOKE_MODEL_TYPES.get(spec.arch, "llama")
+
+
+def catalog_spec(model: Any) -> Any | None:
+    """The catalog entry of a model id (None for an inline or unknown model)."""
+    if not isinstance(model, str):
+        return None
+    try:
+        from gpuplan.catalog.models import resolve_model
+
+        return resolve_model(model)
+    except Exception:  # noqa: BLE001 - an inline or unknown model is no catalog entry
+        return None
+
+
+def is_video_model(model: Any) -> bool:
+    """True for a catalog video-diffusion model (a ``pipeline.video`` profile): its bundle writes generate_videos.py."""
+    spec = catalog_spec(model)
+    return spec is not None and bool((getattr(spec.profile, "pipeline", None) or {}).get("video"))
 
 
 def template_for(model: str) -> str:

@@ -8,7 +8,9 @@
   Multi-node replicas (TP x PP larger than one node): vLLM over a Ray cluster
   (``--distributed-executor-backend ray``), SGLang with ``--nnodes/--node-rank/--dist-init-addr``.
 - Diffusion models (SDXL): generate_images.py, a diffusers batch script (StableDiffusionXLPipeline,
-  https://huggingface.co/docs/diffusers/using-diffusers/sdxl).
+  https://huggingface.co/docs/diffusers/using-diffusers/sdxl). Video diffusion models (CogVideoX, Wan2.1,
+  HunyuanVideo, LTX-Video): generate_videos.py, DiffusionPipeline + export_to_video with the plan's frames, size,
+  steps, batch, offload and dtypes (video.py).
 - Speech models (Whisper): transcribe.py, a faster-whisper batch transcription script
   (BatchedInferencePipeline, https://github.com/SYSTRAN/faster-whisper).
 - Encoder-only models (embeddings) in a batch job: embed.py, sentence-transformers ``encode`` at the plan's batch, one
@@ -25,6 +27,7 @@ import json
 
 
 from gpuplan.estimate.serving.inference import pooling_batched_tokens
+from gpuplan.render.bundle import video
 from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
 from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
@@ -211,6 +214,10 @@ def serve_requirements(c: Ctx) -> str:
 def files(c: Ctx) -> dict[str, str]:
     # a batch job runs the batch its plan chose (plan/search/search_job.py); a server's batch script keeps at most 16
     batch = max(1, c.max_num_seqs if not c.online else min(c.max_num_seqs, 16))
+    launch = video.video_launch(c) if c.model_kind == "diffusion" else None
+    if launch is not None:    # a video model: generate_videos.py runs what the plan estimated (video.py)
+        return {video.SCRIPT: video.script(c, launch, batch=batch, model_dir=load_path(c)),
+                "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
     if c.model_kind == "diffusion":
         steps = int(c.model_input.get("steps") or 30)
         size = int(c.model_input.get("image_size") or 1024)

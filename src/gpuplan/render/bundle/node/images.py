@@ -127,8 +127,9 @@ def files(c: Ctx) -> dict[str, str]:
     if serves_engine(c):
         return {"Dockerfile": _llm(c)}
     if c.model_kind == "diffusion":
-        scripts = ["serve_images.py", "generate_images.py"] if c.online else ["generate_images.py"]
-        cmd = f'["python3", "{APP_DIR}/serve_images.py"]' if c.online else f'["python3", "{APP_DIR}/generate_images.py", "--help"]'
+        batch = "generate_videos.py" if c.video else "generate_images.py"   # a video model: serving.py, video.py
+        scripts = ["serve_images.py", batch] if c.online else [batch]
+        cmd = f'["python3", "{APP_DIR}/serve_images.py"]' if c.online else f'["python3", "{APP_DIR}/{batch}", "--help"]'
         return {"Dockerfile": _python_app(c, scripts, cmd)}
     if c.model_kind == "speech":
         return {"Dockerfile": _python_app(c, ["transcribe.py"], f'["python3", "{APP_DIR}/transcribe.py", "--help"]')}

@@ -54,6 +54,8 @@ FILE_PURPOSES: dict[str, str] = {
     "node-bootstrap.sh": N_("first-boot install: container runtime, NVIDIA Container Toolkit, eRDMA, driver + CUDA "
                             "(pinned)"),
     "generate_images.py": N_("diffusers batch image generation (not a chat server)"),
+    "generate_videos.py": N_("diffusers batch video generation at the plan's frames, size, steps, batch and offload, "
+                             "one process per GPU, MP4 out (not a chat server)"),
     "transcribe.py": N_("faster-whisper batch transcription (not a chat server)"),
     "embed.py": N_("sentence-transformers batch embeddings at the plan's batch, one process per GPU (not a server)"),
     "requirements-serve.txt": N_("pinned Python packages for the batch script"),

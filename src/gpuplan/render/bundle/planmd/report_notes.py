@@ -87,6 +87,19 @@ def serving_notes(c: Ctx) -> list[Safe]:
                                                  health="`/health`", metrics="`/metrics`")))
         out += report_ops.serving_layout_lines(c)
         return out
+    if c.video:
+        from gpuplan.render.bundle.video import video_launch
+
+        v = video_launch(c)
+        assert v is not None
+        out.append(Safe(tr("{model} is a video diffusion model: vLLM/SGLang cannot serve it. `generate_videos.py` runs "
+                           "its diffusers pipeline as a batch job (prompts file in, one H.264 MP4 per prompt out) with "
+                           "what the plan estimated: {frames} frames at {width}x{height}, {steps} steps, {batch} "
+                           "video(s) per pipeline call, CPU offload {offload}, one process per GPU: {install}, then "
+                           "{run} ({dry_run} checks the arguments without a GPU).", lang).format(
+            model=md(c.model), frames=v.frames, width=v.width, height=v.height, steps=v.steps,
+            batch=max(1, c.max_num_seqs), offload=f"`{v.offload}`", **_batch_steps(c), dry_run="`--dry-run`")))
+        return out
     if c.model_kind == "diffusion":
         out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `generate_images.py` runs the "
                            "diffusers `StableDiffusionXLPipeline` as a batch job (prompts file in, PNG files out): "

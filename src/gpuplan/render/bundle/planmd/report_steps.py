@@ -43,6 +43,7 @@ def local_image(c: Ctx) -> str:
 
 BATCH_RUNS = {"speech": "transcribe.py --out {data}/transcripts {data}/audio/*.mp3",
               "diffusion": "generate_images.py --prompts {data}/prompts.txt --out {data}/images/",
+              "video": "generate_videos.py --prompts {data}/prompts.txt --out {data}/videos/",
               "encoder": "embed.py --out {data}/embeddings {data}/docs/*.jsonl"}
 
 
@@ -51,7 +52,7 @@ def batch_command(c: Ctx) -> str:
     (weights in MODEL_DIR, inputs, outputs) mounted at the same path."""
     from gpuplan.render.bundle.cloud.infra import docker_volumes
 
-    run = BATCH_RUNS[c.model_kind].format(data=c.data_dir)
+    run = BATCH_RUNS["video" if c.video else c.model_kind].format(data=c.data_dir)
     return (f"docker build -t {local_image(c)} . && docker run --rm --gpus all {docker_volumes(c)} {local_image(c)} "
             f"python3 /opt/gpuplan/{run}")
 
