@@ -64,7 +64,7 @@ def _model(s: str) -> str:
 
 
 def _quantization(s: str) -> str:
-    from gpuplan.workload import QUANT_ALIASES, Quantization
+    from gpuplan.workload_parts import QUANT_ALIASES, Quantization
 
     low = s.strip().lower()
     low = {"no": "none", "无": "none", "不量化": "none"}.get(low, QUANT_ALIASES.get(low, low))

@@ -14,7 +14,7 @@ Errors are JSON ``{"error", "hint", "field"}``: 422 for invalid input (the field
 413 for an oversized body, 415 for a body that is not JSON, 429 when one client has too much in
 flight, 503 when busy or past the time budget (the computation's worker process is then killed:
 :mod:`gpuplan.api.workers`); nothing a client sends should produce a 500. Request bodies are never
-logged.
+logged. The catalog listings behind the ``GET /api/...`` routes are :mod:`gpuplan.api.listings`.
 """
 
 
@@ -32,7 +32,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gpuplan import __version__
-from gpuplan.api import work
+from gpuplan.api import listings, work
 from gpuplan.api.limits import Limits
 from gpuplan.api.middleware import GuardMiddleware, LOOPBACK_HOSTS
 from gpuplan.api.models import (
@@ -101,25 +101,6 @@ def error_response(status: int, message: str, hint: str = "", field: str | None 
 @cache
 def _static(name: str) -> bytes:
     return (resources.files("gpuplan") / "api" / "static" / name).read_bytes()
-
-
-def _options() -> dict:
-    """Values the page offers in its pickers, taken from the workload model and the catalog."""
-    from typing import get_args
-
-    from gpuplan.catalog.prices.prices import load_offers
-    from gpuplan.workload import Billing, Framework, Objective, Precision, Quantization, Task
-
-    from gpuplan.catalog.hardware.instances import DEFAULT_CLOUD, available_clouds
-
-    clouds = list(available_clouds())
-    # Each cloud's priced regions: the page offers those of the chosen cloud only (the search plans on one cloud).
-    by_cloud = {c: sorted({o.region for o in load_offers(cloud=c)}) for c in clouds}
-    return {"schema_version": 1, "tasks": list(get_args(Task)), "precisions": list(get_args(Precision)),
-            "quantizations": list(get_args(Quantization)), "billing": list(get_args(Billing)),
-            "objectives": list(get_args(Objective)), "frameworks": list(get_args(Framework)),
-            "currencies": ["CNY", "USD"], "clouds": clouds, "default_cloud": DEFAULT_CLOUD,
-            "regions": by_cloud.get(DEFAULT_CLOUD, []), "regions_by_cloud": by_cloud, "version": __version__}
 
 
 # ------------------------------------------------------------------------------------------------ app
@@ -244,7 +225,7 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
         region: Annotated[Optional[str], Query(max_length=100)] = None,
         cloud: Annotated[str, Query(max_length=40)] = "alibaba",
     ) -> Response:
-        return json_response(_instances(family, gpu, min_gpu_memory, region, cloud))
+        return json_response(listings.instances(family, gpu, min_gpu_memory, region, cloud))
 
     @app.get("/api/models", tags=["catalog"], responses=LIST_RESPONSES, response_class=Response,
              summary="Bundled models (gpuplan models --json); ?q= searches ids and aliases")
@@ -253,12 +234,12 @@ def create_app(limits: Limits | None = None, *, allowed_hosts: tuple[str, ...] |
         q: Annotated[Optional[str], Query(max_length=100, description="case-insensitive search")] = None,
         brief: Annotated[bool, Query(description="only id, aliases, kind, family and parameter counts")] = False,
     ) -> Response:
-        return json_response(_models(kind, q, brief))
+        return json_response(listings.models(kind, q, brief))
 
     @app.get("/api/options", tags=["catalog"], summary="Allowed values for the page's pickers",
              response_class=Response)
     async def api_options() -> Response:
-        return json_response(_options())
+        return json_response(listings.options())
 
     @app.get("/api/messages", tags=["catalog"], response_class=Response,
              summary="The gettext catalog of one language (msgid -> text) for the page's own labels")
@@ -324,47 +305,6 @@ def _add_error_schema(app: FastAPI) -> None:
 def _static_response(name: str) -> Response:
     return Response(_static(name), media_type=STATIC_FILES[name],
                     headers={"Cache-Control": "no-cache"})
-
-
-def _instances(family, gpu, min_gpu_memory, region, cloud) -> dict:
-    from gpuplan.catalog.hardware.query import filter_instances
-    from gpuplan.catalog.prices.prices import load_offers
-
-    try:
-        items = filter_instances(cloud=cloud, family=family, gpu=gpu, min_gpu_memory_gib=min_gpu_memory, region=region)
-    except GpuplanError as err:
-        field = {"instance family": "family", "GPU": "gpu", "cloud": "cloud"}.get(err.kind or "")
-        raise err.with_field(field) from None
-    offers = [o for o in load_offers(cloud=cloud) if o.billing == "payg" and (region is None or o.region == region)]
-    price: dict[str, dict] = {}
-    for o in sorted(offers, key=lambda o: o.as_of):
-        price[o.instance_type] = {"price_per_hour": o.price_per_hour, "currency": o.currency, "region": o.region,
-                                  "as_of": o.as_of.isoformat()}
-    recs = []
-    for i in items:
-        d = i.to_dict()
-        d["price_payg"] = price.get(i.instance_type)
-        recs.append(d)
-    return {"schema_version": 1, "instances": recs}
-
-
-_BRIEF_KEYS = ("id", "family", "kind", "aliases", "params_total", "params_active", "max_position_embeddings",
-               "modelscope_id")
-
-
-def _models(kind: str | None, q: str | None, brief: bool) -> dict:
-    from gpuplan.catalog.models import list_models
-
-    items = list_models(kind) if kind else list_models()
-    if q:
-        needle = q.strip().lower()
-        items = [m for m in items if needle in m.id.lower() or any(needle in a.lower() for a in m.aliases)
-                 or needle in (m.modelscope_id or "").lower()]
-    out = []
-    for m in items:
-        d = m.to_dict()
-        out.append({k: d.get(k) for k in _BRIEF_KEYS} if brief else d)
-    return {"schema_version": 1, "models": out}
 
 
 def _validation_response(exc: RequestValidationError) -> Response:

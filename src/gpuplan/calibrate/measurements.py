@@ -76,7 +76,7 @@ def _int(text: str | None) -> int | None:
 
 
 def _framework(name: str) -> str:
-    from gpuplan.workload import Framework
+    from gpuplan.workload_parts import Framework
 
     name = (name or "").strip().lower()
     return name if name in get_args(Framework) else "auto"
