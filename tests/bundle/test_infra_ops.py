@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from gpuplan.render.bundle import render_bundle
-from gpuplan.render.bundle.context import build_context
+from gpuplan.render.bundle.context_build import build_context
 from gpuplan.plan.money.transfer import MBIT, release_hours, transfer_s
 from gpuplan.render.bundle.node.transfer import transfers
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpuplan.plan.search.candidates import launcher_for
-from gpuplan.render.bundle.context import build_context
+from gpuplan.render.bundle.context_build import build_context
 from gpuplan.render.bundle.training import batch_layout, megatron_args
 
 from .scenarios import inputs

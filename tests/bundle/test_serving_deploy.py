@@ -28,7 +28,7 @@ import yaml
 from gpuplan.catalog.hardware.gpus import load_gpus
 from gpuplan.catalog.hardware.instances import get_instance
 from gpuplan.render.bundle import build_bundle, render_bundle
-from gpuplan.render.bundle.context import build_context
+from gpuplan.render.bundle.context_build import build_context
 from gpuplan.render.bundle.serving import engine_dtype
 from gpuplan.workload import Workload
 

@@ -21,7 +21,8 @@ from gpuplan.render.bundle import plan_contract, serving, training
 from gpuplan.render.bundle.cloud import deploy, infra, k8s, monitoring
 from gpuplan.render.bundle.node import images
 from gpuplan.render.bundle.planmd import charts, report
-from gpuplan.render.bundle.context import Ctx, build_context
+from gpuplan.render.bundle.context import Ctx
+from gpuplan.render.bundle.context_build import build_context
 
 __all__ = ["build_bundle", "render_bundle", "Ctx"]
 
