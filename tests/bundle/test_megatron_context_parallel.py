@@ -8,7 +8,8 @@ import dataclasses
 
 from gpuplan.plan.search.candidates import launcher_for
 from gpuplan.render.bundle.context_build import build_context
-from gpuplan.render.bundle.training import batch_layout, megatron_args
+from gpuplan.render.bundle.training import megatron_args
+from gpuplan.render.bundle.training_layout import batch_layout
 
 from .scenarios import inputs
 import pytest

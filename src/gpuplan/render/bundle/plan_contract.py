@@ -16,7 +16,7 @@ def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[
     image, Python, CUDA, torch, registry, pip index, weights source, pinned requirements), weights (repo, ModelScope
     id, local folder, bytes), bundle (files, checkpoint rotation, planned steps)."""
     from gpuplan.render.bundle.cloud.infra import required_driver_major
-    from gpuplan.render.bundle.training import train_iters
+    from gpuplan.render.bundle.training_layout import train_iters
 
     plan_out = dict(plan)
     plan_out.setdefault("ops", {"min_driver_version": str(required_driver_major(c)), "cuda_version": None})
