@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuplan.estimate.forward import ForwardCost
-from gpuplan.estimate.memory import MemoryEstimate
+from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import table
+from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import _
+from gpuplan.units import GIB
 
 
 @dataclass
@@ -73,3 +75,22 @@ def empty_perf() -> dict:
             "comm_fraction", "total_time_s", "gpu_hours", "ttft_s", "tpot_s", "output_tokens_per_s",
             "max_concurrency", "max_requests_per_s", "latency_s", "images_per_s")
     return dict.fromkeys(keys)
+
+
+def pipeline_memory(weights: float, acts: float, *, system: System, layout: Layout, host_bytes: float,
+                    phase: str) -> MemoryEstimate:
+    """One GPU of a generation pipeline (image or video diffusion): the weights it holds and the activations of its
+    peak phase, rounded up as the allocator does (memory.workspace_bytes, reserve_fraction_of_total, a tenth of the
+    activations as fragmentation), plus the CUDA context and NCCL buffers."""
+    mem_tab = table("memory")
+    ctx, nccl = overhead_fixed(system)
+    alloc = weights + acts + mem_tab["workspace_bytes"]
+    reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * acts
+    per_gpu = reserved + ctx + nccl
+    comp = dict.fromkeys(COMPONENTS, 0.0)
+    comp.update(weights=weights, activations=acts)
+    comp["overhead"] = per_gpu - weights - acts
+    return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
+                          capacity_bytes=system.capacity_bytes, components=comp,
+                          host_bytes=host_bytes + 4 * GIB * system.gpus_per_node, peak_phase=phase,
+                          total_bytes=per_gpu * layout.gpus, notes=[])

@@ -16,12 +16,11 @@ VAE (SDXL: force_upcast). That decode is the peak at 1024 px, not the UNet.
 from __future__ import annotations
 
 from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time
-from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
+from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
-from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost
+from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost, pipeline_memory
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import N_, _
-from gpuplan.units import GIB
 
 # phases of a pipeline's memory peak (put into the notes at run time)
 PHASES = (N_("VAE decode"), N_("denoising"))
@@ -77,7 +76,7 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
                      layout: Layout) -> MemoryEstimate:
     """Weights of every component + the larger of the denoiser's and the VAE decoder's live tensors."""
     pipe, prof = _pipe(model), model.profile
-    mem_tab, nl = table("memory"), table("nonllm")
+    nl = table("nonllm")
     denoiser_p, text_p, vae_p = component_params(model)
     vae_b = 4.0 if pipe.get("vae_upcast") else dense_bytes(precision)
     weights = (denoiser_p + text_p) * dense_bytes(precision) + vae_p * vae_b
@@ -87,18 +86,8 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
     denoise_act *= batch * guidance_passes(model) * dense_bytes(precision) / 2.0
     vae_act = float(pipe.get("vae_decode_live_channels", 0.0)) * vae_b * float(side) ** 2 * batch
     acts = max(denoise_act, vae_act)
-    ctx, nccl = overhead_fixed(system)
-    alloc = weights + acts + mem_tab["workspace_bytes"]
-    reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * acts
-    per_gpu = reserved + ctx + nccl
-    comp = dict.fromkeys(COMPONENTS, 0.0)
-    comp.update(weights=weights, activations=acts)
-    comp["overhead"] = per_gpu - weights - acts
     phase = PHASES[0] if vae_act >= denoise_act else PHASES[1]
-    return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
-                          capacity_bytes=system.capacity_bytes, components=comp,
-                          host_bytes=weights + 4 * GIB * system.gpus_per_node, peak_phase=phase,
-                          total_bytes=per_gpu * layout.gpus, notes=[])
+    return pipeline_memory(weights, acts, system=system, layout=layout, host_bytes=weights, phase=phase)
 
 
 def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,

@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.estimate.forward import ForwardCost, forward_time
-from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
+from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
-from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf
+from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, pipeline_memory
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import N_, _
 from gpuplan.units import GIB
@@ -113,7 +113,7 @@ def _vae_pixel_frames(v: dict, s: VideoShape) -> float:
 
 def video_memory(model, *, precision: str, batch: int, s: VideoShape, system: System,
                  layout: Layout) -> MemoryEstimate:
-    v, mem_tab = _video(model), table("memory")
+    v = _video(model)
     den_w, text_w, vae_w = _weights(model, precision)
     cfg_batch = passes(model) if v.get("cfg_batched", True) else 1
     den_act = float(v["live_bytes_per_token"]) * s.tokens * batch * cfg_batch
@@ -128,17 +128,8 @@ def video_memory(model, *, precision: str, batch: int, s: VideoShape, system: Sy
     else:
         weights = den_w + text_w + vae_w
         phase, (_w, acts) = max(phases.items(), key=lambda kv: kv[1][1])
-    ctx, nccl = overhead_fixed(system)
-    alloc = weights + acts + mem_tab["workspace_bytes"]
-    reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * acts
-    per_gpu = reserved + ctx + nccl
-    comp = dict.fromkeys(COMPONENTS, 0.0)
-    comp.update(weights=weights, activations=acts)
-    comp["overhead"] = per_gpu - weights - acts
-    host = (den_w + text_w + vae_w - weights) + 4 * GIB * system.gpus_per_node
-    return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
-                          capacity_bytes=system.capacity_bytes, components=comp, host_bytes=host,
-                          peak_phase=phase, total_bytes=per_gpu * layout.gpus, notes=[])
+    return pipeline_memory(weights, acts, system=system, layout=layout,
+                           host_bytes=den_w + text_w + vae_w - weights, phase=phase)
 
 
 def _host_link_bytes_s(system: System) -> float:
