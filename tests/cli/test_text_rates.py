@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from gpuplan.render.text import performance_view
 
 
 def _rows(perf: dict) -> dict:
-    table = performance_view({"performance": perf, "intervals": {}}, "en")
-    keys, values = table.columns[0]._cells, table.columns[1]._cells
-    return dict(zip(keys, values, strict=True))
+    """The table as printed: {label: value} from its rendered lines."""
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(performance_view({"performance": perf, "intervals": {}}, "en"))
+    rows = {}
+    for line in console.export_text().splitlines():
+        cells = [c.strip() for c in line.strip("│┃ ").split("│")]
+        if len(cells) == 2 and cells[0]:
+            rows[cells[0]] = cells[1]
+    return rows
 
 
 def test_a_video_every_few_minutes_is_not_zero_per_second():
