@@ -52,3 +52,21 @@ def test_classes(acc, rows):
     by_id = {r["id"]: acc.classify(r) for r in rows}
     assert by_id["H439-peft"] in ("full fine-tuning", "LoRA / QLoRA")
     assert all(c == "serving: vllm" for i, c in by_id.items() if i.endswith("vllmci"))
+
+
+def test_folds_in_forked_workers_give_the_same_rows_as_one_process(acc, rows):
+    one, two = acc.cross_validate(rows), acc.cross_validate(rows, jobs=2)
+    assert [(r.id, r.metric, r.predicted) for r in one.logo] == [(r.id, r.metric, r.predicted) for r in two.logo]
+    assert one.fold_knobs == two.fold_knobs
+
+
+def test_bands_skip_rows_whose_stated_conditions_did_not_run(acc):
+    def row(group, metric):
+        return acc.Row(f"X-{group}", group, "c", metric, 1.0, 1.0, 0.0, True)
+
+    kept = acc.band_rows([row("swspd", "train_samples_per_s"), row("swspd", "peak_mem_gib_per_gpu"),
+                          row("torchtune", "peak_mem_gib_per_gpu"), row("llamafactory", "train_samples_per_s"),
+                          row("peft", "train_samples_per_s")])
+    # swspd's samples/s cannot be compared (unknown kept lengths) but its memory rows can; torchtune's memory
+    # rows did not run the stated config; llamafactory's samples are far shorter than the stated 1,024 tokens
+    assert [(r.group, r.kind) for r in kept] == [("swspd", "memory"), ("peft", "speed")]
