@@ -54,6 +54,9 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset(),
         if key in ("seq_len", "gradient_accumulation", "grad_checkpointing", "optimizer") and task == "inference":
             data[key] = value
             continue
+        if key == "gradient_accumulation" and task != "inference" and (
+                data.get("global_batch_size") is not None or data.get("global_batch_tokens") is not None):
+            continue  # the layout divides the global batch over micro-batch x DP (estimate.system.accumulation_for)
         if key in ("prompt_tokens", "output_tokens", "kv_cache_dtype") and task != "inference":
             data[key] = value
             continue

@@ -126,6 +126,24 @@ def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: flo
     return 4.0 * layers * (size / bw + lat * (layout.ep - 1))
 
 
+def context_parallel_s(system: System, s: Shape, layout: Layout, tokens_local: float, passes: float) -> float:
+    """Context-parallel ring exchange per micro-batch: every attention layer passes its local chunk's keys and
+    values (2 x kv_heads x head_dim x tokens x 2 bytes, split over the TP ranks) to the next of the cp ranks,
+    cp - 1 times per pass (forward, recomputed forward, and the backward's K/V plus their gradients; Megatron-Core /
+    Transformer Engine ring attention, Liu et al. 2023 arXiv 2310.01889). Inside the node at its bus bandwidth; a
+    TP x CP group wider than a node crosses the node's NICs, shared by its GPUs."""
+    if layout.cp <= 1:
+        return 0.0
+    size = 2.0 * s.kv_heads * s.head_dim * tokens_local * 2.0 / max(1, layout.tp)
+    if layout.cp * layout.tp <= system.gpus_per_node or not system.inter_bus_bytes_s():
+        bw, lat = system.intra_bus_bytes_s(), system.intra_latency_s()
+    else:
+        bw = float(system.inter_bus_bytes_s() or 1.0) / system.gpus_per_node
+        lat = system.inter_latency_s()
+    layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
+    return passes * layers * (layout.cp - 1) * (size / bw + lat)
+
+
 def dp_gradient_sync_s(system: System, layout: Layout, grad_bytes: float, backward_mb_s: float, forward_mb_s: float,
                        hidden_share: float, *, every_micro_batch: bool, gather_overlap: bool) -> tuple[float, float]:
     """(all, exposed) seconds per optimizer step of the data-parallel gradient reduction without ZeRO-3.

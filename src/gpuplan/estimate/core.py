@@ -19,7 +19,7 @@ from gpuplan.estimate.engine_defaults import encoder_defaults
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import calibration
 from gpuplan.estimate.shapes import Shape, shape_of
-from gpuplan.estimate.system import Layout, System, layout_from_workload, system_from_workload
+from gpuplan.estimate.system import Layout, System, global_sequences, layout_from_workload, system_from_workload
 from gpuplan.estimate.training.from_workload import _training
 from gpuplan.units import fmt_bytes
 from gpuplan.workload import Workload
@@ -194,6 +194,12 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     resolved, notes = encoder_defaults(w, resolved, model, notes)
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))
+    if resolved.is_training and resolved.gradient_accumulation is None:   # from the workload's global batch
+        notes.append(_("gradient_accumulation {ga}: the global batch of {target} sequences over micro-batch {micro} x "
+                       "DP {dp} ({actual} sequences per optimizer step)").format(
+            ga=layout.grad_accum, target=global_sequences(resolved), micro=layout.micro_batch, dp=layout.dp,
+            actual=layout.micro_batch * layout.grad_accum * layout.dp))
+        resolved = resolved.with_updates(gradient_accumulation=layout.grad_accum)
     est = estimate_resolved(resolved, model, system, layout)
     if (resolved.task or "inference") == "inference" and _serving_llm(model):
         from gpuplan.estimate.serving.serving_choice import as_recommended

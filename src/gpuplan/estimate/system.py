@@ -140,6 +140,22 @@ def naive_layer_split(framework: str, pp: int, tp: int = 1, zero: int = 0) -> bo
     return pp > 1 and framework in NAIVE_PP_FRAMEWORKS and tp <= 1 and zero <= 0
 
 
+def global_sequences(w: "Workload") -> int | None:
+    """Sequences per optimizer step a workload names: global_batch_size, or global_batch_tokens in whole
+    sequences of seq_len (nearest; 0 when less than one); None when it names neither."""
+    if w.global_batch_size is not None:
+        return int(w.global_batch_size)
+    if w.global_batch_tokens is not None:
+        return int(math.floor(w.global_batch_tokens / int(w.seq_len or 2048) + 0.5))
+    return None
+
+
+def accumulation_for(sequences: int, micro: int, dp: int) -> int:
+    """Micro-batches per optimizer step whose global batch (micro x accumulation x dp) comes nearest
+    ``sequences``: the one rule `estimate` (a fixed layout) and `recommend`'s recipe search use."""
+    return max(1, int(math.floor(sequences / (micro * dp) + 0.5)))
+
+
 def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, layers: int = 0) -> Layout:
     """The layout a resolved workload asks for on ``total_gpus`` GPUs (defaults filled); ``layers``
     (the model's) sets the default virtual pipeline stages of interleaving frameworks."""
@@ -174,7 +190,10 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
     zero = max(default_zero(par, framework), FSDP_TO_ZERO[fsdp])
     ckpt = w.grad_checkpointing
     checkpointing = "selective" if ckpt == "selective" else ("full" if ckpt else "none")
-    ga = w.gradient_accumulation or 1
+    ga = w.gradient_accumulation
+    if ga is None:   # unset only where a training workload names its global batch (workload_defaults)
+        seqs = global_sequences(w) if w.is_training and not w.optimizer_in_backward else None
+        ga = accumulation_for(seqs, w.batch_size or 1, dp) if seqs else 1
     microbatches = (par.microbatches if par and par.microbatches else ga) if pp > 1 else 1
     vp, schedule = pipeline_schedule(w, pp, framework, layers)
     overlap = par.tp_comm_overlap if par and par.tp_comm_overlap is not None else framework in TP_OVERLAP_FRAMEWORKS

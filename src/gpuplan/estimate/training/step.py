@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpuplan.estimate.clocks import peak_flops, sustained_note
-from gpuplan.estimate.comm import (dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
+from gpuplan.estimate.comm import (context_parallel_s, dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
                                    pipeline_p2p_s, ring_latency_s, tp_collective_s)
 from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
 from gpuplan.estimate.params import by_key, table
@@ -90,7 +90,9 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing, attn_share)
     fwd_hw_fpt = 2.0 * s.matmul_params_active + attention_flops_fwd_per_token(s, seq_len) * attn_share
     peak = peak_flops(system, precision, notes)
-    tokens_mb = seq_len * layout.micro_batch
+    # context parallelism splits each sequence over cp GPUs: a GPU's GEMMs, TP all-reduces, stage sends and
+    # expert exchanges see seq_len / cp tokens of each micro-batch
+    tokens_mb = seq_len * layout.micro_batch / max(1, layout.cp)
     eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
     if (clock_note := sustained_note(system.gpu)) is not None:
         notes.append(clock_note)
@@ -104,7 +106,7 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         else:
             peak = bf16
             notes.append(_("{framework} has no FP8 GEMM recipe (Transformer Engine / torchao): timed at the bf16 rate").format(framework=framework))
-    tokens_per_step = tokens_mb * layout.grad_accum * layout.dp
+    tokens_per_step = seq_len * layout.micro_batch * layout.grad_accum * layout.dp
     gpus = layout.gpus
     compute_s = hw_fpt * tokens_per_step / gpus / (peak * eff)
     if not flash:
@@ -209,6 +211,13 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     if t_a2a:
         comm += t_a2a * (1 - float(overlap["ep"]))
         comm_total += t_a2a
+    if layout.cp > 1:
+        # the ring's sends overlap the attention of the chunk already received; only what outlasts it is exposed
+        passes = 3.0 + (1.0 if layout.checkpointing == "full" else 0.0)
+        t_cp = context_parallel_s(system, s, layout, tokens_mb, passes) * layout.grad_accum
+        attn_s = compute_s * attention_flops_fwd_per_token(s, seq_len) * attn_share / fwd_hw_fpt
+        comm += max(0.0, t_cp - attn_s)
+        comm_total += t_cp
     if layout.pp > 1:
         t_p2p = pipeline_p2p_s(system, layout, tokens_mb * s.hidden * 2.0)
         comm += t_p2p * (1 - float(overlap["pp"]))

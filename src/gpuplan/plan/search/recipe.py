@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from gpuplan.files.datafiles import load_data
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.system import accumulation_for, global_sequences
 from gpuplan.i18n import _
 from gpuplan.workload import DatasetSpec, Workload
 
@@ -84,7 +85,7 @@ def batch_target(w: Workload, model) -> BatchTarget:
     if w.global_batch_size is not None:
         return BatchTarget(int(w.global_batch_size), seq_len, tol, mb, ga, "workload", "global_batch_size")
     if w.global_batch_tokens is not None:
-        seqs = int(math.floor(w.global_batch_tokens / seq_len + 0.5))
+        seqs = int(global_sequences(w) or 0)
         if seqs < 1:
             raise GpuplanError(_("global_batch_tokens {tokens:g} is less than one sequence of {seq_len} tokens.").format(
                 tokens=w.global_batch_tokens, seq_len=seq_len),
@@ -124,7 +125,7 @@ def batch_options(target: BatchTarget, dp: int) -> tuple[BatchOption, ...]:
             mbs.append(max(1, int(math.floor(t / (target.grad_accum * dp) + 0.5))))
     out: dict[int, BatchOption] = {}
     for mb in sorted(set(mbs)):
-        ga = target.grad_accum or max(1, int(math.floor(t / (mb * dp) + 0.5)))
+        ga = target.grad_accum or accumulation_for(t, mb, dp)
         if lo <= mb * ga * dp <= hi:
             out[mb] = BatchOption(mb, ga)
     return tuple(out.values())
