@@ -164,6 +164,13 @@ class Ctx:
         return TORCH_DTYPE.get(self.precision, "bfloat16")
 
     @property
+    def tf32(self) -> bool:
+        """An fp32 run on a GPU with TF32 tensor cores (compute capability 8.0+): the launchers turn TF32 on, the rate
+        the estimate times fp32 matmuls at (estimate/clocks.peak_flops); PyTorch's default leaves matmuls on the FP32
+        cores (torch.backends.cuda.matmul.allow_tf32 = False), 8x slower on an A100."""
+        return self.precision == "fp32" and (self.gpu_cc or 0.0) >= 8.0
+
+    @property
     def mixed_precision(self) -> str:
         """accelerate's mixed_precision value: bf16 | fp16 | no."""
         return {"bf16": "bf16", "fp16": "fp16", "fp8": "bf16"}.get(self.precision, "no")

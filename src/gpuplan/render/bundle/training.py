@@ -219,6 +219,7 @@ def llamafactory(c: Ctx) -> dict:
         "optim": HF_OPTIM.get(c.optimizer, "adamw_torch"),
         "bf16": c.precision in ("bf16", "fp8"),
         "fp16": c.precision == "fp16",
+        **({"tf32": True} if c.tf32 else {}),   # the rate the estimate timed fp32 at (Ctx.tf32)
         "flash_attn": "auto",
     })
     if c.deepspeed:

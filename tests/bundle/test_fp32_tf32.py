@@ -1,0 +1,47 @@
+"""One rate for fp32 (issue 30, "one model for one figure"): the estimate times fp32 matmuls on the TF32 tensor cores
+(estimate/clocks.peak_flops, 156 TFLOP/s on an A100 against 19.5 on its FP32 cores), so every launcher of an fp32 plan
+on a TF32 GPU turns TF32 on; PyTorch's default (torch.backends.cuda.matmul.allow_tf32 = False) would run 8x slower
+than the plan says. A GPU without TF32 (V100, T4) is timed at its FP32 rate and its launchers pass nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from gpuplan.estimate.core import estimate
+from gpuplan.workload import Workload
+from gpuplan.write_bundle import write_plan_bundle
+
+LORA_FP32 = {"name": "lora-fp32", "model": "Qwen/Qwen2.5-0.5B-Instruct", "task": "lora", "precision": "fp32",
+             "seq_len": 1024, "dataset": {"tokens": 1.0e7}, "constraints": {"regions": ["cn-hangzhou"], "billing": ["payg"]}}
+
+
+def _bundle(tmp: Path, workload: dict) -> tuple[Path, dict]:
+    path, _info = write_plan_bundle(Workload.model_validate(workload), tmp / "b")
+    return path, json.loads((path / "plan.json").read_text())
+
+
+def test_fp32_is_timed_at_the_tf32_rate_and_says_so():
+    est = estimate({**LORA_FP32, "hardware": {"gpu": "A100-SXM4-80GB", "count": 1}})
+    assert any("TF32 tensor cores (156 TFLOP/s" in a and "19.5 TFLOP/s" in a for a in est.assumptions)
+    v100 = estimate({**LORA_FP32, "hardware": {"gpu": "V100-SXM2-32GB", "count": 1}})
+    assert not any("TF32" in a for a in v100.assumptions)
+
+
+def test_an_fp32_bundle_on_a_tf32_gpu_turns_tf32_on(tmp_path):
+    path, doc = _bundle(tmp_path, LORA_FP32)
+    from gpuplan.catalog.hardware.gpus import get_gpu
+
+    assert get_gpu(doc["plan"]["gpu"]).tf32_dense_tflops    # the cheapest fp32 plan runs on a TF32 GPU (A10)
+    assert "torch.backends.cuda.matmul.allow_tf32 = True" in (path / "train.py").read_text()
+    assert "allow_tf32(args)" in (path / "train.py").read_text()
+    assert yaml.safe_load((path / "llamafactory.yaml").read_text()).get("tf32") is True
+    assert "--tf32 true" in (path / "swift-sft.sh").read_text()
+
+
+def test_a_bf16_bundle_leaves_tf32_alone(tmp_path):
+    path, _doc = _bundle(tmp_path, {**LORA_FP32, "precision": "bf16"})
+    assert "tf32" not in yaml.safe_load((path / "llamafactory.yaml").read_text())
+    assert "--tf32" not in (path / "swift-sft.sh").read_text()
