@@ -1181,7 +1181,7 @@ def main(argv: list[str] | None = None) -> int:
     holdout = None
     if args.from_rows:
         res, holdout = load_result(args.from_rows)
-        if args.holdout and holdout is None:   # rows saved before the held-out set was scored
+        if args.holdout:   # scored as shipped in a second: from the held-out file as it is now, not as saved
             holdout = [score(r) for r in load([interval_report.HOLDOUT_CSV])]
     else:
         res = cross_validate(rows, jobs=args.jobs)
