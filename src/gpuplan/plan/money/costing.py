@@ -36,9 +36,10 @@ def fixed_why(fixed: dict, nodes: int) -> str:
     parts = _(", ").join(_("{part} {min} min").format(part=_(_FIXED_PARTS.get(k, k)), min=f"{v / 60:.0f}")
                          for k, v in fixed.items())
     if nodes > 1:
-        return _("fixed: {min} min per instance ({parts}; assumed, data/plan_costs.yaml), paid by each of {nodes} "
-                 "instances").format(min=f"{mins:.0f}", parts=parts, nodes=nodes)
-    return _("fixed: {min} min per instance ({parts}; assumed, data/plan_costs.yaml)").format(
+        return _("fixed: {min} min per instance ({parts}; data/plan_costs.yaml and data/ops.yaml, each figure's "
+                 "source or assumption there), paid by each of {nodes} instances").format(min=f"{mins:.0f}", parts=parts, nodes=nodes)
+    return _("fixed: {min} min per instance ({parts}; data/plan_costs.yaml and data/ops.yaml, each figure's source or "
+             "assumption there)").format(
         min=f"{mins:.0f}", parts=parts)
 
 
