@@ -87,7 +87,7 @@ def recipe_of(c: "Candidate", w: "Workload", target: BatchTarget | None, *, llm:
                      "this one").format(micro=lay.micro_batch))
     if lay.cp > 1 and w.parallel is None:
         why.append(_("context parallelism {cp}: each {seq}-token sequence is split over {cp} GPUs because no layout "
-                     "without it fits (its ring exchange of keys and values is not timed)").format(cp=lay.cp,
+                     "without it fits (its ring exchange of keys and values is timed, hidden behind the attention it overlaps)").format(cp=lay.cp,
                                                                                                   seq=w.seq_len))
     mfu = perf.get("mfu")
     return Recipe(micro_batch=lay.micro_batch, gradient_accumulation=lay.grad_accum, global_batch_sequences=glob,
