@@ -45,3 +45,14 @@ def test_a_bf16_bundle_leaves_tf32_alone(tmp_path):
     path, _doc = _bundle(tmp_path, {**LORA_FP32, "precision": "bf16"})
     assert "tf32" not in yaml.safe_load((path / "llamafactory.yaml").read_text())
     assert "--tf32" not in (path / "swift-sft.sh").read_text()
+
+
+def test_a_whisper_job_transcribes_in_the_precision_its_plan_sized(tmp_path):
+    """An fp32 Whisper plan counts 5.75 GiB of float32 weights (large-v3); transcribe.py ran float16 whatever the plan
+    said. Now its GPU default is the plan's: float32 for fp32, float16 (faster-whisper's default) otherwise."""
+    job = {"name": "whisper", "model": "openai/whisper-large-v3", "task": "inference", "dataset": {"audio_hours": 10},
+           "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}}
+    fp32, _ = _bundle(tmp_path / "a", {**job, "precision": "fp32"})
+    fp16, _ = _bundle(tmp_path / "b", {**job, "precision": "fp16"})
+    assert 'args.compute_type or ("float32" if args.device == "cuda"' in (fp32 / "transcribe.py").read_text()
+    assert 'args.compute_type or ("float16" if args.device == "cuda"' in (fp16 / "transcribe.py").read_text()

@@ -238,7 +238,11 @@ def files(c: Ctx) -> dict[str, str]:
                                                            .replace("\\", "/"))),
                 "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
     if c.model_kind == "speech":
+        # the compute type the plan timed and sized: float32 weights for an fp32 plan, 16-bit otherwise (the 16-bit
+        # figures are the same for float16 and bfloat16; faster-whisper's GPU default is float16)
+        compute = "float32" if c.precision == "fp32" else "float16"
         return {"transcribe.py": render("transcribe.py.j2", c=c, model_dir_py=_py(load_path(c)), batch=batch,
+                                        compute=compute,
                                         base_model_comment=Safe(json.dumps(c.model, ensure_ascii=True)[1:-1]
                                                                 .replace("\\", "/"))),
                 "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
