@@ -56,3 +56,13 @@ def test_a_whisper_job_transcribes_in_the_precision_its_plan_sized(tmp_path):
     fp16, _ = _bundle(tmp_path / "b", {**job, "precision": "fp16"})
     assert 'args.compute_type or ("float32" if args.device == "cuda"' in (fp32 / "transcribe.py").read_text()
     assert 'args.compute_type or ("float16" if args.device == "cuda"' in (fp16 / "transcribe.py").read_text()
+
+
+def test_an_image_job_generates_in_the_precision_its_plan_sized(tmp_path):
+    """An fp32 SDXL plan counts 12.9 GiB of float32 weights; generate_images.py loaded float16 whatever the plan said."""
+    job = {"name": "sdxl", "model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
+           "dataset": {"items": 1000}, "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}}
+    fp32, _ = _bundle(tmp_path / "a", {**job, "precision": "fp32"})
+    fp16, _ = _bundle(tmp_path / "b", {**job, "precision": "fp16"})
+    assert 'dtype = torch.float32 if args.device == "cuda"' in (fp32 / "generate_images.py").read_text()
+    assert 'dtype = torch.float16 if args.device == "cuda"' in (fp16 / "generate_images.py").read_text()

@@ -221,14 +221,17 @@ def files(c: Ctx) -> dict[str, str]:
     if c.model_kind == "diffusion":
         steps = int(c.model_input.get("steps") or 30)
         size = int(c.model_input.get("image_size") or 1024)
+        # the weights' dtype the plan sized: float32 for an fp32 plan, else float16 (SDXL's fp16 VAE fix and
+        # diffusers' usual dtype; the 16-bit figures are the same for bfloat16)
+        dtype = "float32" if c.precision == "fp32" else "float16"
         out = {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model),
                                             model_dir_py=_py(load_path(c)), steps=steps, image_size=size,
-                                            batch=batch),
+                                            batch=batch, dtype=dtype),
                "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
         if c.online:   # a service: the online image server too
             out["serve_images.py"] = render("serve_images.py.j2", c=c, model_py=_py(c.model),
                                             model_dir_py=_py(load_path(c)), steps=steps, image_size=size,
-                                            copies=max(1, c.dp), port=c.serve_port)
+                                            copies=max(1, c.dp), port=c.serve_port, dtype=dtype)
             out["healthcheck.sh"] = render("healthcheck.sh.j2", c=c)
         return out
     if c.embed_job:     # an encoder-only model's batch job: the sentence-transformers script the plan timed
