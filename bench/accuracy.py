@@ -762,10 +762,6 @@ MEMORY_FIT_EXCLUDED = {
                  "inputs 15.8 GiB + FSDP2's unsharded root, embedding and output, 6.9 GiB); the 405B config's own "
                  "batch_size is 1. Fitting to them would pull unrelated constants away from their physics",
     "llamafactory": FIT_EXCLUDED["llamafactory"].replace("samples/s", "the peak"),
-    "swifta10": "ms-swift's example scripts truncate at max_length 2048 without padding, so the peak is set by the longest "
-                "sample of their datasets (cmnli-mini-zh, dureader-robust-zh, ...), whose lengths are not published and "
-                "fall short of the 2,048 tokens the rows state (the speed rows of the same examples, group swspd, are "
-                "kept out of the speed fit for the same reason)",
 }
 
 
