@@ -134,12 +134,12 @@ def interval_class(task: str, framework: str | None, model_kind: str, *, profile
         return NON_LLM_CLASS[model_kind]
     if task == "inference":
         return f"serve/{framework or 'auto'}"
+    if tp > 1 or pp > 1:   # a model-parallel run's time is its pipeline's and collectives', adapters or not
+        return "train/pipelined"
     if task == "qlora":
         return "train/qlora"
     if task == "lora":
         return "train/lora"
-    if tp > 1 or pp > 1:
-        return "train/pipelined"
     if zero >= 3 or (fsdp or "none") != "none":
         return "train/sharded"
     return "train/full"
