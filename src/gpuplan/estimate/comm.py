@@ -108,6 +108,15 @@ def pipeline_p2p_s(system: System, layout: Layout, act_bytes: float) -> float:
     return transfers * (per_gpu / bw + lat)
 
 
+def group_link(system: System, width: int) -> tuple[float, float]:
+    """(bytes/s per GPU, latency) of a group of ``width`` GPUs exchanging with each other: inside one node at its bus
+    bandwidth; a group wider than a node crosses the node's NICs, shared by its GPUs."""
+    inter = system.inter_bus_bytes_s()
+    if width <= system.gpus_per_node or not inter:
+        return system.intra_bus_bytes_s(), system.intra_latency_s()
+    return float(inter) / system.gpus_per_node, system.inter_latency_s()
+
+
 def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: float) -> float:
     """Expert-parallel token exchange per micro-batch: every MoE layer dispatches each token's hidden state
     to its k experts and combines the results, in forward and again in backward (4 all-to-alls of
@@ -117,11 +126,7 @@ def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: flo
     if layout.ep <= 1 or not s.moe_experts or not s.moe_experts_per_token:
         return 0.0
     size = tokens_mb * s.moe_experts_per_token * s.hidden * 2.0 * (layout.ep - 1) / layout.ep
-    if layout.ep * layout.tp <= system.gpus_per_node or not system.inter_bus_bytes_s():
-        bw, lat = system.intra_bus_bytes_s(), system.intra_latency_s()
-    else:
-        bw = float(system.inter_bus_bytes_s() or 1.0) / system.gpus_per_node
-        lat = system.inter_latency_s()
+    bw, lat = group_link(system, layout.ep * layout.tp)
     layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
     return 4.0 * layers * (size / bw + lat * (layout.ep - 1))
 
@@ -135,11 +140,7 @@ def context_parallel_s(system: System, s: Shape, layout: Layout, tokens_local: f
     if layout.cp <= 1:
         return 0.0
     size = 2.0 * s.kv_heads * s.head_dim * tokens_local * 2.0 / max(1, layout.tp)
-    if layout.cp * layout.tp <= system.gpus_per_node or not system.inter_bus_bytes_s():
-        bw, lat = system.intra_bus_bytes_s(), system.intra_latency_s()
-    else:
-        bw = float(system.inter_bus_bytes_s() or 1.0) / system.gpus_per_node
-        lat = system.inter_latency_s()
+    bw, lat = group_link(system, layout.cp * layout.tp)
     layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
     return passes * layers * (layout.cp - 1) * (size / bw + lat)
 
