@@ -154,6 +154,9 @@ def test_global_batch_sets_the_accumulation_on_fixed_hardware():
     assert est.performance["tokens_per_s_per_gpu"] > 1.3 * one.performance["tokens_per_s_per_gpu"]
     stated = estimate({**base, "global_batch_size": 256, "gradient_accumulation": 4})
     assert stated.layout.grad_accum == 4   # a stated accumulation is kept
+    with pytest.raises(GpuplanError) as err:   # fewer tokens than one sequence: the recipe search's refusal too
+        estimate({**base, "global_batch_tokens": 100})
+    assert err.value.field == "global_batch_tokens" and "less than one sequence" in err.value.message
 
 
 def test_small_lora_step_pays_the_training_loop():

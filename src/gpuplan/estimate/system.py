@@ -142,12 +142,19 @@ def naive_layer_split(framework: str, pp: int, tp: int = 1, zero: int = 0) -> bo
 
 def global_sequences(w: "Workload") -> int | None:
     """Sequences per optimizer step a workload names: global_batch_size, or global_batch_tokens in whole
-    sequences of seq_len (nearest; 0 when less than one); None when it names neither."""
+    sequences of seq_len (nearest); None when it names neither. Fewer tokens than one sequence is refused."""
     if w.global_batch_size is not None:
         return int(w.global_batch_size)
-    if w.global_batch_tokens is not None:
-        return int(math.floor(w.global_batch_tokens / int(w.seq_len or 2048) + 0.5))
-    return None
+    if w.global_batch_tokens is None:
+        return None
+    seq_len = int(w.seq_len or 2048)
+    seqs = int(math.floor(w.global_batch_tokens / seq_len + 0.5))
+    if seqs < 1:
+        raise GpuplanError(_("global_batch_tokens {tokens:g} is less than one sequence of {seq_len} tokens.").format(
+            tokens=w.global_batch_tokens, seq_len=seq_len),
+            hint=_("Set at least seq_len tokens per optimizer step, or set global_batch_size."),
+            field="global_batch_tokens")
+    return seqs
 
 
 def accumulation_for(sequences: int, micro: int, dp: int) -> int:

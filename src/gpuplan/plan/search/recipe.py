@@ -85,13 +85,7 @@ def batch_target(w: Workload, model) -> BatchTarget:
     if w.global_batch_size is not None:
         return BatchTarget(int(w.global_batch_size), seq_len, tol, mb, ga, "workload", "global_batch_size")
     if w.global_batch_tokens is not None:
-        seqs = int(global_sequences(w) or 0)
-        if seqs < 1:
-            raise GpuplanError(_("global_batch_tokens {tokens:g} is less than one sequence of {seq_len} tokens.").format(
-                tokens=w.global_batch_tokens, seq_len=seq_len),
-                hint=_("Set at least seq_len tokens per optimizer step, or set global_batch_size."),
-                field="global_batch_tokens")
-        return BatchTarget(seqs, seq_len, tol, mb, ga, "workload", "global_batch_tokens")
+        return BatchTarget(int(global_sequences(w) or 1), seq_len, tol, mb, ga, "workload", "global_batch_tokens")
     if mb is not None and ga is not None:
         return BatchTarget(None, seq_len, tol, mb, ga, "pins")
     rule = default_global_batch(w.task or "full", model)
