@@ -88,8 +88,9 @@ def peak_flops(system: "System", precision: str, notes: list[str]) -> float:
     key = {"fp32": "tf32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8"}[precision]
     val = gpu.peak_tflops(key)
     if val is not None and key == "tf32":
-        note = _("fp32 matmuls timed on the TF32 tensor cores ({tf32:g} TFLOP/s on {gpu}): the generated scripts turn TF32 "
-                 "on; PyTorch's default leaves matmuls on the FP32 cores ({fp32:g} TFLOP/s)").format(
+        note = _("fp32 matmuls timed on the TF32 tensor cores ({tf32:g} TFLOP/s on {gpu}): the bundle's train.py, "
+                 "LLaMA-Factory and ms-swift configs and embed.py turn TF32 on; PyTorch's default leaves matmuls on the "
+                 "FP32 cores ({fp32:g} TFLOP/s)").format(
             tf32=val, gpu=gpu.id, fp32=gpu.peak_tflops("fp32") or 0.0)
         if note not in notes:
             notes.append(note)
