@@ -34,12 +34,36 @@ def test_the_a10_sustains_059_of_its_125_tflops():
     assert sustained_tensor_fraction(get_gpu("A10-24GB")) == pytest.approx(0.590, abs=0.001)
 
 
-@pytest.mark.parametrize("gpu", ["L20-48GB", "A10G-24GB", "A100-SXM4-80GB", "A100-SXM4-40GB", "H100-SXM-80GB",
-                                 "H20-96GB"])
-def test_cards_that_hold_their_clock_are_not_scaled(gpu):
-    """L20 (275 W: 108 of 119.5, above the A100's share) and A10G (69.5 of 70) hold their clock; the cards the
-    efficiency tables were fitted on are the reference."""
+@pytest.mark.parametrize("gpu", ["A100-SXM4-80GB", "A100-SXM4-40GB", "H100-SXM-80GB", "H20-96GB"])
+def test_the_reference_and_unmeasured_cards_are_not_scaled(gpu):
+    """The cards the efficiency tables were fitted on are the reference; a card without a measurement keeps 1."""
     assert sustained_tensor_fraction(get_gpu(gpu)) == 1.0
+
+
+# Cards that reach a larger share of their datasheet than the A100 (264.53 of 312) in the same benchmark
+# (zzc0721/torch-performance-test-data database.md and issues): RTX 3090 76.34 of 71 (GPU Boost past the rated clock),
+# RTX 4090 166.6 of 165.2 (median of four rows), A10G 69.47 of 70, L20 107.95 of 119 (issues #126, #107).
+OUTRUN = [("RTX3090-24GB", 76.34, 71.0), ("RTX4090-24GB", 166.6, 165.2), ("A10G-24GB", 69.47, 70.0),
+          ("L20-48GB", 107.95, 119.0)]
+
+
+@pytest.mark.parametrize("gpu, measured, datasheet", OUTRUN, ids=[p[0] for p in OUTRUN])
+def test_cards_that_outrun_the_reference_are_scaled_up_by_their_measured_share(gpu, measured, datasheet):
+    want = (measured / datasheet) / (264.53 / 312.0)
+    assert want > 1.0
+    assert sustained_tensor_fraction(get_gpu(gpu)) == pytest.approx(want, rel=1e-6)
+
+
+def test_sd15_on_an_rtx_4090_runs_at_the_published_rate_and_says_why():
+    """diffusers docs/source/en/optimization/torch2.0.mdx @07dc8feb (SD 1.5 txt2img, fp16, SDPA, no compile, RTX 4090,
+    batch 4): 12.62 denoising steps/s (bench group diffpt2). At the datasheet rate the estimate read 10.98 (-13 %);
+    at the 4090's measured share 12.4."""
+    from gpuplan.estimate.core import estimate
+
+    e = estimate({"model": "stable-diffusion-v1-5/stable-diffusion-v1-5", "task": "inference", "precision": "fp16",
+                  "batch_size": 4, "input": {"image_size": 512, "steps": 50}, "hardware": {"gpu": "RTX4090-24GB"}})
+    assert e.performance["denoising_steps_per_s"] == pytest.approx(12.62, rel=0.06)
+    assert any("RTX4090-24GB runs its compute-bound work at 119%" in a for a in _said(e))
 
 
 def test_implied_sustained_clock_lies_between_base_and_boost():

@@ -1,15 +1,19 @@
-"""Sustained tensor throughput of power-limited GPUs (data/efficiency.yaml ``sustained_tensor``).
+"""Sustained tensor throughput of a GPU relative to the cards the efficiency tables were fitted on (data/efficiency.yaml
+``sustained_tensor``).
 
-A datasheet tensor rate is the rate at the boost clock. A card whose board power cannot feed every tensor core at
-that clock (A10 150 W, L4 72 W, T4 70 W, L40S 350 W) runs a long GEMM load at a lower SM clock; its memory clock
-stays. The efficiency tables were fitted on cards that hold their clock (A100 / H100 SXM), so every compute-bound
-time on a listed GPU is scaled by
+A datasheet tensor rate is the rate at the rated boost clock. Under a long GEMM load a card reaches some share of it,
+and the efficiency tables (training HFU, prefill, decode GEMMs, non-LLM forwards) were fitted on cards whose share is
+the reference's (A100 / H100 SXM). A listed card's compute-bound times are scaled by
 
-    fraction = min(1, (measured / datasheet) / (reference measured / reference datasheet))
+    fraction = (measured / datasheet) / (reference measured / reference datasheet)
 
-with both measurements from one benchmark (the same script on both cards). The fraction is a clock: it scales every
-tensor rate of the card (the measurements are 16-bit; MLPerf's INT8/FP8 runs show 8-bit loads holding somewhat more,
-efficiency.yaml ``sustained_tensor``). Bandwidth-bound times are not scaled: the memory clock does not drop.
+with both measurements from one benchmark (the same script on both cards). Below 1: a card whose board power cannot
+feed every tensor core at the boost clock (A10 150 W, L4 72 W, T4 70 W, L40S 350 W) runs a lower SM clock; its memory
+clock stays. Above 1: a card that outruns the reference's share (GeForce cards whose GPU Boost runs past the rated boost
+clock, and GA102 / AD102 parts whose FP32-accumulate tensor rate is half the FP16-accumulate one and so easier to feed:
+an RTX 3090 measures 76 of its 71 TFLOPS). The fraction scales every tensor rate of the card (the measurements are
+16-bit; MLPerf's INT8/FP8 runs show 8-bit loads on power-limited cards holding somewhat more, efficiency.yaml
+``sustained_tensor``). Bandwidth-bound times are not scaled: the memory clock does not change.
 
 :func:`peak_flops` (the datasheet rate at a precision) and :func:`sustained_flops` (times that fraction) are the GPU
 rates every time model reads: training, prefill, decode and the non-LLM forwards.
@@ -52,34 +56,40 @@ def measured_share(gpu_id: str) -> tuple[float, float] | None:
 
 
 def sustained_tensor_fraction(gpu: "GpuSpec") -> float:
-    """Share of its datasheet tensor rate ``gpu`` sustains under a long GEMM load, relative to a card that holds its
-    boost clock (1.0 when not power-limited or not measured). An inline GPU's declared fraction comes first: its
-    name is the user's, so the table (keyed by catalog id) cannot know it."""
+    """Share of its datasheet tensor rate ``gpu`` sustains under a long GEMM load, relative to the reference card's
+    share (1.0 when not measured; below 1 for a power-limited card, above 1 for one that outruns the reference). An
+    inline GPU's declared fraction comes first: its name is the user's, so the table (keyed by catalog id) cannot
+    know it."""
     declared = getattr(gpu, "sustained_tensor_fraction", None)
     if declared is not None:
-        return min(1.0, float(declared))
+        return float(declared)
     shares = measured_share(gpu.id)
     if shares is None:
         return 1.0
     own, ref = shares
-    return min(1.0, own / ref)
+    return own / ref
 
 
 def sustained_note(gpu: "GpuSpec") -> str | None:
     """The sentence an estimate states when it scales ``gpu``'s compute by its sustained fraction (None: no scaling)."""
     f = sustained_tensor_fraction(gpu)
-    if f >= 1.0:
+    if f == 1.0:
         return None
     if getattr(gpu, "sustained_tensor_fraction", None) is not None:
         return _("{gpu} sustains {share:.0%} of its datasheet tensor rate under a long GEMM load (hardware.gpu "
                  "sustained_tensor_fraction): compute-bound times are scaled by it, bandwidth-bound ones are "
                  "not").format(gpu=gpu.id, share=f)
     e = _entry(gpu.id) or {}
+    args = {"gpu": gpu.id, "share": f, "measured": float(e.get("measured_tflops", 0.0)), "tdp": gpu.tdp_w or 0.0}
+    if f > 1.0:
+        return _("{gpu} runs its compute-bound work at {share:.0%} of the rate the efficiency tables give a card of "
+                 "its datasheet ({measured:g} TFLOP/s measured on a long GEMM load, a larger share of its datasheet than "
+                 "an A100 reaches in the same benchmark): compute-bound times are scaled by it, bandwidth-bound ones are "
+                 "not (data/efficiency.yaml sustained_tensor)").format(**args)
     return _("{gpu} sustains {share:.0%} of the tensor rate its datasheet gives at the boost clock ({measured:g} TFLOP/s "
              "measured on a long GEMM load against an A100's share in the same benchmark; board power {tdp:g} W): "
              "compute-bound times are scaled by it, bandwidth-bound ones are not (data/efficiency.yaml "
-             "sustained_tensor)").format(gpu=gpu.id, share=f, measured=float(e.get("measured_tflops", 0.0)),
-                                         tdp=gpu.tdp_w or 0.0)
+             "sustained_tensor)").format(**args)
 
 
 def peak_flops(system: "System", precision: str, notes: list[str]) -> float:
@@ -110,7 +120,7 @@ def peak_flops(system: "System", precision: str, notes: list[str]) -> float:
 
 def sustained_flops(system: "System", precision: str, notes: list[str]) -> float:
     """Dense tensor FLOP/s one GPU delivers under a long GEMM load: :func:`peak_flops` times the GPU's sustained
-    fraction (power-limited cards do not hold the boost clock their datasheet rate assumes: the module docstring).
+    fraction (the share of its datasheet rate it reaches against the reference card's: the module docstring).
     Compute-bound times use this; MFU stays relative to :func:`peak_flops`."""
     note = sustained_note(system.gpu)
     if note and note not in notes:

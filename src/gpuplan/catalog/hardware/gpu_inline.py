@@ -51,8 +51,9 @@ class GpuInlineSpec(BaseModel):
     architecture: str | None = Field(None, max_length=40)
     form_factor: Literal["PCIe", "SXM", "OAM", "NVL"] | None = None
     sustained_tensor_fraction: float | None = Field(
-        None, gt=0, le=1, description="share of the datasheet tensor rates the card sustains under a long GEMM load "
-                                      "(a power-limited card's clock drops; the catalog's A10 0.59)")
+        None, gt=0, le=1.5, description="share of the datasheet tensor rates the card sustains under a long GEMM "
+                                        "load, relative to an A100's share (a power-limited card's clock drops: the "
+                                        "catalog's A10 0.59; an RTX 3090 outruns its datasheet: 1.27)")
 
     @model_validator(mode="after")
     def _some_rate(self) -> "GpuInlineSpec":
