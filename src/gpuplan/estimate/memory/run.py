@@ -10,6 +10,7 @@ from gpuplan.estimate.memory.common import (
     OPT_STATE_BYTES,
     PAGED_OPTIMIZERS,
     PURE_16BIT_FRAMEWORKS,
+    TORCHAO_NF4_FRAMEWORKS,
     activation_bytes_per_token_layer,
     block_storage_bytes_per_layer,
     lora_param_count,
@@ -153,7 +154,8 @@ def run_constants(model, s: Shape, t: TrainingInputs, layout: Layout, system: Sy
     act_tok_layer = activation_bytes_per_token_layer(
         s, t.precision, t.framework, flash=t.flash, seq_len=t.seq_len, tp=layout.tp, sp=layout.sp,
         lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0, frozen_base=peft,
-        linear_input_bytes=by_key(mem_tab["fp8_saved_linear_input_bytes"], t.framework) if fp8_te else 2.0)
+        linear_input_bytes=by_key(mem_tab["fp8_saved_linear_input_bytes"], t.framework) if fp8_te else 2.0,
+        base_keeps_inputs=peft and quant == "bnb-nf4" and t.framework not in TORCHAO_NF4_FRAMEWORKS)
     frac_key = "variable_length" if (t.variable_length and t.task != "pretrain") else "packed"
     ctx, nccl = overhead_fixed(system)
     return Run(
