@@ -48,6 +48,12 @@ NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune"}
 # included, under training.set_default_dtype(bf16) and never upcasts them (peft upcasts adapters to fp32:
 # autocast_adapter_dtype=True).
 BF16_ADAPTER_FRAMEWORKS = {"torchtune"}
+
+
+def adapter_param_bytes(framework: str, precision: str) -> float:
+    """Bytes per LoRA adapter element (weights, and the activations its element-wise work moves): PEFT upcasts the
+    adapters to fp32 (autocast_adapter_dtype, the default since PEFT 0.12); torchtune keeps the model's dtype."""
+    return 2.0 if (framework in BF16_ADAPTER_FRAMEWORKS and precision != "fp32") else 4.0
 # Stacks whose NF4 base is not bitsandbytes: torchtune quantizes with torchao (NF4Tensor; its linear_nf4 autograd
 # function keeps only the weight), so the frozen base keeps no layer inputs (kept_base_input_elements).
 TORCHAO_NF4_FRAMEWORKS = {"torchtune"}

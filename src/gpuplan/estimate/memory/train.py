@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.estimate.memory.common import (
-    BF16_ADAPTER_FRAMEWORKS,
     MemoryEstimate,
+    adapter_param_bytes,
     eager_score_bytes,
     largest_block_matrix,
     largest_param_tensor,
@@ -106,7 +106,7 @@ def stage_adapter_bytes(run: Run, n_layers: int) -> float:
         return 0.0
     t, layout = run.t, run.layout
     local = run.lora_params * (n_layers / max(1, run.s.layers)) / layout.tp
-    ad_b = 2.0 if (t.framework in BF16_ADAPTER_FRAMEWORKS and t.precision != "fp32") else 4.0
+    ad_b = adapter_param_bytes(t.framework, t.precision)
     states = 0.0 if layout.offload != "none" else 2.0 * ad_b / run.shard_states
     return local * (ad_b / run.shard_weights + ad_b / run.shard_grads + states)
 
