@@ -306,6 +306,7 @@ def row_to_case(r: dict[str, str]):
         if in_bwd and task == "full":
             data["optimizer_in_backward"] = in_bwd.group(1) == "True"
     tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
+
     if framework == "transformers" and tf_version:
         data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)
     engine_version = re.search(ENGINE_VERSION.get(framework, r"(?!)"), notes)
@@ -313,6 +314,10 @@ def row_to_case(r: dict[str, str]):
         data["framework_version"] = engine_version.group(1)  # the stated engine (older fused-MoE paths)
     if "optimizer" not in data and task != "inference" and framework in OLD_TRAINER_FRAMEWORKS and _old_torch(notes):
         data["optimizer"] = "adamw-foreach"  # Trainers before transformers 4.46 / torch 2.2 used foreach AdamW"
+    if task in ("lora", "qlora") and framework in OLD_TRAINER_FRAMEWORKS and _old_torch(notes):
+        # a stack on torch < 2.2 predates PEFT 0.12 (July 2024), whose autocast_adapter_dtype made fp32 adapters the
+        # default: its adapters took the base layer's 16-bit dtype
+        data.setdefault("lora", {})["adapter_dtype"] = "model"
     w = parse_workload(data)
     w, _ = resolve_defaults(w)
     gpu = get_gpu(r["gpu"] or DEFAULT_GPU)

@@ -104,6 +104,9 @@ class LoraSpec(_Strict):
     alpha: float = Field(16, gt=0, le=1e6)
     targets: Union[str, list[str]] = Field("all-linear", description="all-linear | attn | qv | [module names]")
     dropout: float = Field(0.05, ge=0, lt=1)
+    adapter_dtype: Literal["float32", "model"] | None = Field(
+        None, description="dtype of the adapter weights: float32 (PEFT's default since 0.12, autocast_adapter_dtype) "
+                          "or model (the base model's 16-bit dtype: torchtune, PEFT before 0.12); unset = the stack's")
 
 
 class ParallelSpec(_Strict):

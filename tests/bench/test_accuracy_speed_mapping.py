@@ -57,3 +57,14 @@ def test_efficiency_knobs_cannot_exceed_their_physical_ceiling(acc):
     for key, v in ev.overrides(top).items():
         knob = next(k for k, base in zip(ev.knobs, ev.base, strict=True) if key in base)
         assert v <= max(knob.cap, ev.base[ev.knobs.index(knob)][key]) + 1e-12, key
+
+
+def test_lora_rows_on_a_stack_before_peft_012_keep_adapters_in_the_model_dtype(acc, rows):
+    """PEFT 0.12 (July 2024) made fp32 adapters the default (autocast_adapter_dtype); a row whose stack runs torch < 2.2
+    predates it (ms-swift 1.x on torch 2.1.1: group swspd), so its adapters took the base layer's bf16. A current stack
+    keeps the default (the workload's unset lora.adapter_dtype)."""
+    old = next(r for r in rows.values() if r["group"] == "swspd" and r["task"] == "lora")
+    assert "torch 2.1.1" in old["notes"]
+    assert acc.row_to_case(old)[0].lora.adapter_dtype == "model"
+    new = {**old, "notes": old["notes"].replace("torch 2.1.1", "torch 2.5.1")}
+    assert acc.row_to_case(new)[0].lora.adapter_dtype is None

@@ -27,7 +27,9 @@ from gpuplan.catalog.models import resolve_model
 def _qwen1(model: str, task: str, seq: int) -> dict:
     d = dict(model=model, task=task, framework="transformers", seq_len=seq, batch_size=1,
              gradient_accumulation=8, grad_checkpointing=True, flash_attention=True,
-             lora={"rank": 64, "targets": "all-linear"}, hardware={"gpu": "A100-SXM4-80GB", "count": 1})
+             # torch 2.0, 2023: PEFT before 0.12 kept the adapters in the base layer's dtype (lora.adapter_dtype)
+             lora={"rank": 64, "targets": "all-linear", "adapter_dtype": "model"},
+             hardware={"gpu": "A100-SXM4-80GB", "count": 1})
     if task == "qlora":
         d.update(precision="fp16", quantization="gptq-int4", parallel={"zero": 2})
     else:

@@ -50,10 +50,17 @@ NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune"}
 BF16_ADAPTER_FRAMEWORKS = {"torchtune"}
 
 
-def adapter_param_bytes(framework: str, precision: str) -> float:
-    """Bytes per LoRA adapter element (weights, and the activations its element-wise work moves): PEFT upcasts the
-    adapters to fp32 (autocast_adapter_dtype, the default since PEFT 0.12); torchtune keeps the model's dtype."""
-    return 2.0 if (framework in BF16_ADAPTER_FRAMEWORKS and precision != "fp32") else 4.0
+def adapter_param_bytes(framework: str, precision: str, adapter_dtype: str | None = None) -> float:
+    """Bytes per LoRA adapter element (its weights, and the activations its element-wise work moves): the workload's
+    lora.adapter_dtype, else the stack's. PEFT upcasts adapters to fp32 (autocast_adapter_dtype, the default since
+    PEFT 0.12, July 2024; before it they took the base layer's dtype); torchtune keeps the model's dtype."""
+    if precision == "fp32" or adapter_dtype == "float32":
+        return 4.0
+    if adapter_dtype == "model":
+        return 2.0
+    return 2.0 if framework in BF16_ADAPTER_FRAMEWORKS else 4.0
+
+
 # Stacks whose NF4 base is not bitsandbytes: torchtune quantizes with torchao (NF4Tensor; its linear_nf4 autograd
 # function keeps only the weight), so the frozen base keeps no layer inputs (kept_base_input_elements).
 TORCHAO_NF4_FRAMEWORKS = {"torchtune"}

@@ -38,6 +38,7 @@ class TrainingInputs:
     lora_rank: int = 8
     lora_targets: object = "all-linear"
     lora_dropout: float = 0.05
+    lora_adapter_dtype: str | None = None   # float32 | model | None (the stack's: memory.common.adapter_param_bytes)
     variable_length: bool = True
     optimizer_in_backward: bool = False
     activation_offloading: bool = False

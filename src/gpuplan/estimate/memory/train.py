@@ -106,7 +106,7 @@ def stage_adapter_bytes(run: Run, n_layers: int) -> float:
         return 0.0
     t, layout = run.t, run.layout
     local = run.lora_params * (n_layers / max(1, run.s.layers)) / layout.tp
-    ad_b = adapter_param_bytes(t.framework, t.precision)
+    ad_b = adapter_param_bytes(t.framework, t.precision, t.lora_adapter_dtype)
     states = 0.0 if layout.offload != "none" else 2.0 * ad_b / run.shard_states
     return local * (ad_b / run.shard_weights + ad_b / run.shard_grads + states)
 

@@ -158,3 +158,41 @@ def optimizer_step_s(system: System, layout: Layout, trainable_params: float, op
     return local * float(per.get(optimizer, per["adamw"])) / bw
 
 
+def adapter_bytes_per_element(adapter_b: float, compute_b: float, dropout: bool) -> tuple[float, float, float, float]:
+    """HBM bytes one token moves per element of an adapted linear's input and of its output in an unfused PEFT LoRA
+    adapter (peft tuners/lora/layer.py Linear.forward: ``x`` cast to the adapters' dtype, dropout, lora_A, lora_B, the
+    scaling, the add to the base output, the cast back), run under autocast as the Trainer and the bundle's train.py
+    run 16-bit training. ``adapter_b``: the adapters' dtype (PEFT upcasts them to fp32: autocast_adapter_dtype),
+    ``compute_b``: autocast's (fp32 training: both 4, no casts).
+
+    Forward, per input element: PEFT's cast (read c, write a), dropout (read a, write a and a 1-byte mask), autocast's
+    cast for lora_A (read a, write c), lora_A reads it (c). Per output element: lora_B writes (c), the scaling (read
+    c, write c), the add (read c twice, write c). Backward, per input element: lora_A's weight gradient reads its
+    saved input (c) and its input gradient is written (c), the two casts' and dropout's backward (read and write each,
+    and the mask), the sum into the input's gradient (read c twice, write c); per output element: the scaling's
+    backward (read c, write c) and lora_B's two GEMMs reading the gradient (2c). Derived, not fitted. Returns (per
+    input element, per output element) over forward and backward, then the forward's alone."""
+    a, c = adapter_b, compute_b
+    casts = 2.0 * (a + c) if a != c else 0.0          # PEFT's cast to a, autocast's back to c
+    drop = (2 * a + 1) if dropout else 0.0
+    fwd_in = casts + drop + c
+    fwd_out = c + 2 * c + 3 * c
+    bwd_in = 2 * c + casts + drop + 3 * c
+    bwd_out = 2 * c + 2 * c
+    return fwd_in + bwd_in, fwd_out + bwd_out, fwd_in, fwd_out
+
+
+def adapter_traffic_s(system: System, layout: Layout, tokens_mb: float, layers: float, widths: tuple[float, float],
+                      adapter_b: float, compute_b: float, dropout: bool) -> float:
+    """HBM time per micro-batch of the LoRA adapters' element-wise work on one GPU: tokens x layers x (adapted input
+    widths x bytes per input element + adapted output widths x bytes per output element), the forward once more
+    under full recomputation (:func:`adapter_bytes_per_element`), at the stream efficiency of the weight reads."""
+    din, dout = widths
+    if not din and not dout:
+        return 0.0
+    per_in, per_out, fwd_in, fwd_out = adapter_bytes_per_element(adapter_b, compute_b, dropout)
+    if layout.checkpointing == "full":
+        per_in, per_out = per_in + fwd_in, per_out + fwd_out
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
+    return tokens_mb * layers * (din * per_in + dout * per_out) / layout.tp / bw
+

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from gpuplan.estimate.lengths import dataset_lengths
 from gpuplan.estimate.memory import MemoryEstimate, TrainingInputs, lora_param_count, training_memory, training_memory_key
+from gpuplan.estimate.memory.common import adapter_param_bytes
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training.step import training_perf
+from gpuplan.estimate.training.step import MEGATRON_CORE, training_perf
 from gpuplan.i18n import _
 from gpuplan.workload import Workload
 
@@ -27,6 +28,31 @@ def _adapted_linears(model, t) -> tuple[float, float]:
     return float(dense), float(per_expert)
 
 
+def _adapter_widths(model, t) -> tuple[float, float]:
+    """(sum of adapted input widths, sum of adapted output widths) one token passes per decoder layer: a token
+    passes only the k routed experts it is sent to, k/E of each expert linear's E copies."""
+    try:
+        shapes = model.linear_shapes_per_layer(t.lora_targets)
+    except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers, as lora_param_count
+        shapes = model.linear_shapes_per_layer("all-linear")
+    moe = getattr(model, "moe", None)
+    routed = (float(moe.experts_per_token) / float(moe.num_experts)) if moe and moe.num_experts else 1.0
+    din = dout = 0.0
+    for name, d_in, d_out, count in shapes:
+        share = count * (routed if moe and name.startswith("experts.") else 1.0)
+        din += d_in * share
+        dout += d_out * share
+    return din, dout
+
+
+def _adapter_forward_bytes(t) -> float:
+    """Bytes per element of the adapters' forward: their dtype (memory.common.adapter_param_bytes), except under
+    Megatron-Core, whose forward runs the bf16 model parameters (the fp32 copies are the optimizer's main params)."""
+    if t.framework in MEGATRON_CORE and t.precision != "fp32":
+        return 2.0
+    return adapter_param_bytes(t.framework, t.precision, t.lora_adapter_dtype)
+
+
 def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memory_only: bool = False,
               explain: bool = True, memo: dict | None = None):
     task = w.task or "full"
@@ -37,6 +63,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                        flash=bool(w.flash_attention), seq_len=_longest_row(w),
                        lora_rank=w.lora.rank if w.lora else 8, lora_targets=w.lora.targets if w.lora else "all-linear",
                        lora_dropout=w.lora.dropout if w.lora else 0.05,
+                       lora_adapter_dtype=w.lora.adapter_dtype if w.lora else None,
                        variable_length=(not w.packed) if w.packed is not None else task != "pretrain",
                        optimizer_in_backward=bool(w.optimizer_in_backward),
                        activation_offloading=bool(w.activation_offloading), compiled=bool(w.compile),
@@ -67,7 +94,10 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                          seq_len=run_len, layout=layout, system=system, trainable_params=trainable,
                          dataset_tokens=dataset_tokens, tokens_per_sample=run_len if lengths else tokens_per_sample,
                          flash=t.flash, optimizer=t.optimizer, adapted_linears=adapted[0],
-                         adapted_expert_linears=adapted[1])
+                         adapted_expert_linears=adapted[1],
+                         adapter_widths=_adapter_widths(model, t) if task in ("lora", "qlora") else (0.0, 0.0),
+                         adapter_bytes=_adapter_forward_bytes(t),
+                         lora_dropout=t.lora_dropout > 0, compiled=t.compiled)
     notes = list(perf.notes)
     perf_d = perf.to_dict()
     if lengths and tokens_per_sample:

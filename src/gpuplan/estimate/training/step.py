@@ -30,11 +30,15 @@ from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training.costs import (achievable_hfu, attention_flops_fwd_per_token, dequant_cpu_s, dequant_s,
-                                             flops_per_token, framework_overhead_s, moe_eager_cpu_s, optimizer_step_s)
+from gpuplan.estimate.training.costs import (achievable_hfu, adapter_traffic_s, attention_flops_fwd_per_token,
+                                             dequant_cpu_s, dequant_s, flops_per_token, framework_overhead_s,
+                                             moe_eager_cpu_s, optimizer_step_s)
 from gpuplan.i18n import _
 
 MEGATRON_CORE = frozenset({"megatron", "nemo"})   # stacks on Megatron-Core's DDP and distributed optimizer
+# Stacks whose LoRA adapters' element-wise work is not timed (adapter_traffic_s): torchtune's recipes compile their
+# LoRALinear; NeMo's published LoRA rows (bench group nemo2407, H100, qkv adapters) are met without it (assumed fused).
+UNTIMED_ADAPTER_FRAMEWORKS = frozenset({"torchtune", "nemo"})
 
 
 
@@ -83,7 +87,8 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                   layout: Layout, system: System, trainable_params: float, dataset_tokens: float | None,
                   tokens_per_sample: float | None = None, flash: bool = True,
                   optimizer: str = "adamw", adapted_linears: float = 0.0,
-                  adapted_expert_linears: float = 0.0) -> TrainingPerf:
+                  adapted_expert_linears: float = 0.0, adapter_widths: tuple[float, float] = (0.0, 0.0),
+                  adapter_bytes: float = 4.0, lora_dropout: bool = True, compiled: bool = False) -> TrainingPerf:
     notes: list[str] = []
     comm_tab = table("communication")
     attn_share = float(table("training", "flash_causal_executed_share")) if flash else 1.0
@@ -119,6 +124,16 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         notes.append(_("attention without FlashAttention: +{extra:.0%} time moving the s x s scores").format(extra=extra / compute_s))
     if quantization not in (None, "none"):
         compute_s += layout.grad_accum * dequant_s(system, s, layout, quantization)
+    if task in ("lora", "qlora") and framework not in UNTIMED_ADAPTER_FRAMEWORKS and not compiled:
+        # unfused adapters (PEFT's, whatever launches them; ms-swift Megatron's LoraParallelLinear the same in bf16)
+        local_layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
+        lora_s = layout.grad_accum * adapter_traffic_s(system, layout, tokens_mb, local_layers, adapter_widths,
+                                                       adapter_bytes, 4.0 if precision == "fp32" else 2.0, lora_dropout)
+        if lora_s:
+            notes.append(_("LoRA adapters' element-wise work (input casts, dropout, scaling, adds; {bytes:g}-byte adapters) "
+                           "moves their inputs and outputs through HBM: +{share:.0%} on the GEMMs").format(
+                bytes=adapter_bytes, share=lora_s / compute_s))
+        compute_s += lora_s
     if framework in eff_table["eager_frameworks"]:
         # Python launch overhead per micro-batch, overlapped with the GPU work (soft maximum)
         inf = table("inference")

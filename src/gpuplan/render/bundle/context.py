@@ -66,6 +66,7 @@ class Ctx:
     lora_alpha: float
     lora_dropout: float
     lora_targets: str
+    lora_adapter_dtype: str    # float32 | model: what the estimate sized (estimate.memory.common.adapter_param_bytes)
     billing: str
     region: str
     currency: str
@@ -162,6 +163,11 @@ class Ctx:
     @property
     def torch_dtype(self) -> str:
         return TORCH_DTYPE.get(self.precision, "bfloat16")
+
+    @property
+    def lora_dtype(self) -> str:
+        """The LoRA adapters' torch dtype the launchers pin (train.py --adapter_dtype, ms-swift --lora_dtype)."""
+        return "float32" if self.lora_adapter_dtype == "float32" else self.torch_dtype
 
     @property
     def tf32(self) -> bool:

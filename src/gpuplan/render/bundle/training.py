@@ -116,7 +116,8 @@ def train_args(c: Ctx) -> list[str]:
             "--grad_ckpt", c.ckpt_granularity, "--optimizer", c.optimizer, "--loss", c.loss]
     if c.lora:
         args += ["--lora_rank", str(c.lora_rank), "--lora_alpha", f"{c.lora_alpha:g}",
-                 "--lora_dropout", f"{c.lora_dropout:g}", "--lora_targets", c.lora_targets]
+                 "--lora_dropout", f"{c.lora_dropout:g}", "--lora_targets", c.lora_targets,
+                 "--adapter_dtype", c.lora_adapter_dtype]
     if c.qlora:
         args += ["--quant_bits", str(QUANT_BITS.get(c.quantization, 4))]
     return args
@@ -197,6 +198,10 @@ def llamafactory(c: Ctx) -> dict:
     if c.qlora:
         cfg["quantization_bit"] = QUANT_BITS.get(c.quantization, 4)
         cfg["quantization_method"] = "bitsandbytes"
+    if c.lora_adapter_dtype == "model" and c.precision == "bf16" and not (c.deepspeed and c.zero >= 3):
+        # LLaMA-Factory upcasts trainable parameters to float32 unless pure_bf16 (bf16 without AMP; refused with
+        # ZeRO-3, where the alternative keeps float32 adapters): the 16-bit adapters the plan sized
+        cfg["pure_bf16"] = True
     cfg.update({
         "dataset": "train",
         "dataset_dir": "data",
