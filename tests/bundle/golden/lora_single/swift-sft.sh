@@ -11,7 +11,7 @@ MODEL="${MODEL:-$DEFAULT_MODEL}"
 MODEL_DIR="${MODEL_DIR:-/mnt/data/models/qwen7b-lora-demo}"
 DATASET="${DATA:-data/train.jsonl}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen7b-lora-demo}"
-SAVE_STEPS="${SAVE_STEPS:-1404}"
+SAVE_STEPS="${SAVE_STEPS:-1236}"
 SAVE_TOTAL_LIMIT="${SAVE_TOTAL_LIMIT:-2}"
 MAX_STEPS="${MAX_STEPS:-97657}"   # the planned run
 RESUME_FROM="${RESUME_FROM:-}"
@@ -32,6 +32,7 @@ ARGS=(
   --lora_rank 8
   --lora_alpha 16
   --lora_dropout 0.05
+  --lora_dtype float32
   --target_modules all-linear
   --torch_dtype bfloat16
   --per_device_train_batch_size 1

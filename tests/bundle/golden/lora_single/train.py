@@ -118,6 +118,8 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--lora_rank", type=int, default=8)
     p.add_argument("--lora_alpha", type=float, default=16)
     p.add_argument("--lora_dropout", type=float, default=0.05)
+    p.add_argument("--adapter_dtype", choices=["float32", "model"], default="float32",
+                   help="LoRA adapter weights in float32 (peft's autocast_adapter_dtype) or in the model's dtype")
     p.add_argument("--lora_targets", default="all-linear")
     p.add_argument("--quant_bits", type=int, default=4)
     p.add_argument("--rehearsal", action="store_true", help="CPU rehearsal: also check that the loss goes down")
@@ -400,7 +402,8 @@ def add_lora(model, args):
     targets = args.lora_targets if args.lora_targets in ("all-linear",) else args.lora_targets.split(",")
     cfg = LoraConfig(r=args.lora_rank, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
                      target_modules=targets, task_type="CAUSAL_LM")
-    return get_peft_model(model, cfg)   # adapter weights in float32 (peft autocast_adapter_dtype)
+    # float32 adapters (peft's autocast_adapter_dtype) or the model's 16-bit dtype: what the plan sized
+    return get_peft_model(model, cfg, autocast_adapter_dtype=args.adapter_dtype == "float32")
 
 
 def prepare(model, args):

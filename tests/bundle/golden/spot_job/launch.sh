@@ -6,7 +6,7 @@
 # Layout:       TP 1 x PP 1 x DP 1; micro-batch 1 x accumulation 1 x DP 1 = global batch 1
 # Your data:    replace data/train.jsonl (one {"messages": [...]} object per line), or set DATA=<file>.
 # Run length:   24415 optimizer steps = the plan's token budget / (global batch 1 x 2048 tokens); MAX_STEPS overrides.
-# Checkpoints:  every 480 steps, the newest 2 kept (SAVE_TOTAL_LIMIT; the plan's storage counts them).
+# Checkpoints:  every 456 steps, the newest 2 kept (SAVE_TOTAL_LIMIT; the plan's storage counts them).
 # Environment:  the bundle's image (Dockerfile FROM modelscope:ubuntu22.04-cuda12.8.1-py311-torch2.10.0-vllm0.17.1-modelscope1.34.0-swift4.0.3: Python 3.11, CUDA 12.8.1, torch 2.10.0).
 # Weights:      fetch-model.sh puts them once into MODEL_DIR (/mnt/data/models/qwen14b-qlora-spot); the launch loads that copy, offline.
 #
@@ -34,14 +34,14 @@ NODE_RANK="${NODE_RANK:-0}"
 MASTER_ADDR="${MASTER_ADDR:-127.0.0.1}"
 MASTER_PORT="${MASTER_PORT:-29500}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen14b-qlora-spot}"
-SAVE_STEPS="${SAVE_STEPS:-480}"
+SAVE_STEPS="${SAVE_STEPS:-456}"
 SAVE_TOTAL_LIMIT="${SAVE_TOTAL_LIMIT:-2}"   # checkpoints kept (older ones are deleted)
 MAX_STEPS="${MAX_STEPS:-24415}"   # the planned run
 # shellcheck disable=SC2090
 export JOB_NAME
 
 # train.py arguments fixed by the plan: strategy, ZeRO stage, TP/PP, micro-batch, accumulation, global batch.
-PLAN_ARGS=( --task qlora --strategy ddp --zero 0 --tp 1 --pp 1 --micro_batch 1 --grad_accum 1 --global_batch 1 --seq_len 2048 --precision bf16 --grad_ckpt full --optimizer adamw --loss model --lora_rank 8 --lora_alpha 16 --lora_dropout 0.05 --lora_targets all-linear --quant_bits 4 )
+PLAN_ARGS=( --task qlora --strategy ddp --zero 0 --tp 1 --pp 1 --micro_batch 1 --grad_accum 1 --global_batch 1 --seq_len 2048 --precision bf16 --grad_ckpt full --optimizer adamw --loss model --lora_rank 8 --lora_alpha 16 --lora_dropout 0.05 --lora_targets all-linear --adapter_dtype float32 --quant_bits 4 )
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

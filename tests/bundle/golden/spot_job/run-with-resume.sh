@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checkpoint/resume wrapper for qwen14b-qlora-spot on spot instances.
-# Runs ./launch.sh, which saves a checkpoint every 480 steps (about every 30 minutes at the
-# estimated 3.7 s per step) to CKPT_DIR; on a restart (crash, reboot or a new instance after a
+# Runs ./launch.sh, which saves a checkpoint every 456 steps (about every 30 minutes at the
+# estimated 3.9 s per step) to CKPT_DIR; on a restart (crash, reboot or a new instance after a
 # spot reclaim) it resumes from the newest checkpoint. With CKPT_REMOTE set (an oss:// prefix), each
 # checkpoint is copied there with ossutil and fetched back on a fresh instance; ossutil reads its own
 # credentials (RAM role or `ossutil config`): none are stored in this file.
@@ -15,7 +15,7 @@ MAX_RESTARTS="${MAX_RESTARTS:-20}"
 RESTART_DELAY_S="${RESTART_DELAY_S:-30}"
 METADATA_URL="${METADATA_URL:-http://100.100.100.200/latest/meta-data/instance/spot/termination-time}"
 export OUTPUT_DIR="$CKPT_DIR"
-export SAVE_STEPS="${SAVE_STEPS:-480}"
+export SAVE_STEPS="${SAVE_STEPS:-456}"
 mkdir -p "$CKPT_DIR"
 
 log() { printf '%s run-with-resume: %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }

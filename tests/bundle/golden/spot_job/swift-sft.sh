@@ -11,7 +11,7 @@ MODEL="${MODEL:-$DEFAULT_MODEL}"
 MODEL_DIR="${MODEL_DIR:-/mnt/data/models/qwen14b-qlora-spot}"
 DATASET="${DATA:-data/train.jsonl}"
 OUTPUT_DIR="${OUTPUT_DIR:-/mnt/data/checkpoints/qwen14b-qlora-spot}"
-SAVE_STEPS="${SAVE_STEPS:-480}"
+SAVE_STEPS="${SAVE_STEPS:-456}"
 SAVE_TOTAL_LIMIT="${SAVE_TOTAL_LIMIT:-2}"
 MAX_STEPS="${MAX_STEPS:-24415}"   # the planned run
 RESUME_FROM="${RESUME_FROM:-}"
@@ -32,6 +32,7 @@ ARGS=(
   --lora_rank 8
   --lora_alpha 16
   --lora_dropout 0.05
+  --lora_dtype float32
   --target_modules all-linear
   --torch_dtype bfloat16
   --per_device_train_batch_size 1
