@@ -83,3 +83,11 @@ def test_assumed_enum_values_are_words_of_the_language(monkeypatch, capsys):
     assert "优化目标（objective）：成本最低" in out and "）：是" in out and " 为 是" not in out, out
     code, out = run_cli(["recommend", "--model", "qwen2.5-7b", "--task", "lora", "--json"], monkeypatch, capsys)
     assert "assumed objective cost" in out and "assumed flash_attention True" in out   # JSON unchanged
+
+
+def test_a_bad_choice_lists_the_allowed_values_in_chinese_words(monkeypatch, capsys, tmp_path):
+    """pydantic writes "'float32' or 'model'"; the Chinese error and hint join the choices with 或, not "or"."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora", "lora": {"adapter_dtype": "bf16"}}))
+    code, out = run_cli(["--lang", "zh", "estimate", str(bad)], monkeypatch, capsys)
+    assert code != 0 and "'float32' 或 'model'" in out and " or " not in out
