@@ -15,34 +15,29 @@ from gpuplan.i18n import _
 from gpuplan.workload import Workload
 
 
-def _adapted_linears(model, t) -> tuple[float, float]:
-    """(adapted linear layers per decoder layer outside the routed experts, adapted linears per routed
-    expert): each adds eager kernel launches; an expert's run only for the experts a micro-batch touches."""
-    try:
-        shapes = model.linear_shapes_per_layer(t.lora_targets)
-    except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers, as lora_param_count
-        shapes = model.linear_shapes_per_layer("all-linear")
-    experts = float(getattr(getattr(model, "moe", None), "num_experts", 0) or 0)
-    dense = sum(count for name, _din, _dout, count in shapes if not (experts and name.startswith("experts.")))
-    per_expert = sum(count / experts for name, _din, _dout, count in shapes if experts and name.startswith("experts."))
-    return float(dense), float(per_expert)
-
-
-def _adapter_widths(model, t) -> tuple[float, float]:
-    """(sum of adapted input widths, sum of adapted output widths) one token passes per decoder layer: a token
-    passes only the k routed experts it is sent to, k/E of each expert linear's E copies."""
+def _adapters(model, t) -> tuple[float, float, float, float]:
+    """What the adapted linears cost per decoder layer: (adapted linears outside the routed experts, adapted linears
+    per routed expert) for the eager launches (an expert's run only for the experts a micro-batch touches), and (sum
+    of adapted input widths, sum of adapted output widths) one token passes for their element-wise traffic (a token
+    passes only the k routed experts it is sent to, k/E of each expert linear's E copies)."""
     try:
         shapes = model.linear_shapes_per_layer(t.lora_targets)
     except Exception:  # noqa: BLE001 - an unknown target list falls back to all linear layers, as lora_param_count
         shapes = model.linear_shapes_per_layer("all-linear")
     moe = getattr(model, "moe", None)
-    routed = (float(moe.experts_per_token) / float(moe.num_experts)) if moe and moe.num_experts else 1.0
-    din = dout = 0.0
+    experts = float(getattr(moe, "num_experts", 0) or 0)
+    routed = float(moe.experts_per_token) / experts if experts else 1.0
+    dense = per_expert = din = dout = 0.0
     for name, d_in, d_out, count in shapes:
-        share = count * (routed if moe and name.startswith("experts.") else 1.0)
+        expert = bool(experts) and name.startswith("experts.")
+        if expert:
+            per_expert += count / experts
+        else:
+            dense += count
+        share = count * (routed if expert else 1.0)
         din += d_in * share
         dout += d_out * share
-    return din, dout
+    return dense, per_expert, din, dout
 
 
 def _adapter_forward_bytes(t) -> float:
@@ -84,7 +79,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
     else:
         trainable = s.params_total
     dataset_tokens = ds.total_tokens(t.seq_len) if ds else None
-    adapted = _adapted_linears(model, t) if task in ("lora", "qlora") else (0.0, 0.0)
+    adapted = _adapters(model, t) if task in ("lora", "qlora") else (0.0, 0.0, 0.0, 0.0)
     # unpacked samples shorter than seq_len: each micro-batch runs its longest sample's length (estimate/lengths.py)
     lengths = dataset_lengths(ds, t.seq_len, layout.micro_batch, t.framework, packed=not t.variable_length)
     run_len = max(1, round(lengths.padded_tokens)) if lengths else t.seq_len
@@ -95,7 +90,7 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                          dataset_tokens=dataset_tokens, tokens_per_sample=run_len if lengths else tokens_per_sample,
                          flash=t.flash, optimizer=t.optimizer, adapted_linears=adapted[0],
                          adapted_expert_linears=adapted[1],
-                         adapter_widths=_adapter_widths(model, t) if task in ("lora", "qlora") else (0.0, 0.0),
+                         adapter_widths=(adapted[2], adapted[3]),
                          adapter_bytes=_adapter_forward_bytes(t),
                          lora_dropout=t.lora_dropout > 0, compiled=t.compiled)
     notes = list(perf.notes)
