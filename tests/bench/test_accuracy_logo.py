@@ -70,3 +70,24 @@ def test_bands_skip_rows_whose_stated_conditions_did_not_run(acc):
     # swspd's samples/s cannot be compared (unknown kept lengths) but its memory rows can; torchtune's memory
     # rows did not run the stated config; llamafactory's samples are far shorter than the stated 1,024 tokens
     assert [(r.group, r.kind) for r in kept] == [("swspd", "memory"), ("peft", "speed")]
+
+
+def test_a_knob_leaves_its_shipped_value_only_for_a_real_gain(acc, monkeypatch):
+    """A flat loss (the activation factor's: within 0.03 % from 0.8 to 1.4) keeps the shipped constant; a loss
+    MIN_GAIN or more lower moves it."""
+    class Ev:
+        knobs = (acc.Knob("k", "memory", ("memory.workspace_bytes",)),)
+        base = [{"memory.workspace_bytes": 1.0}]
+
+    def flat(_ev, idx, _groups):
+        return 1.0 - 0.0003 * abs(idx[0] - acc.ONE) / len(acc.GRID)
+
+    monkeypatch.setattr(acc, "_objective", flat)
+    assert acc.fit(Ev(), {"g"}) == (acc.ONE,)
+    best = acc.GRID.index(0.8)
+
+    def steep(_ev, idx, _groups):
+        return 1.0 - (0.01 if idx[0] == best else 0.0)
+
+    monkeypatch.setattr(acc, "_objective", steep)
+    assert acc.fit(Ev(), {"g"}) == (best,)
