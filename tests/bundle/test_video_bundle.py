@@ -31,9 +31,10 @@ from gpuplan.plan.advice.node_env import environments
 from gpuplan.workload import Workload
 from gpuplan.write_bundle import write_plan_bundle
 
+# 16 h: one A100 takes 11.5 h (up to 23.8 h at the high end of its range), so the plan spreads the job over 4 GPUs
 WAN = {"name": "wan-videos", "model": "Wan-AI/Wan2.1-T2V-1.3B-Diffusers", "task": "inference",
        "input": {"frames": 81, "height": 480, "width": 832, "steps": 50}, "dataset": {"items": 200},
-       "constraints": {"deadline_hours": 24, "regions": ["cn-shanghai"], "billing": ["payg"]}}
+       "constraints": {"deadline_hours": 16, "regions": ["cn-shanghai"], "billing": ["payg"]}}
 
 FAKES = {
     "torch.py": '''
