@@ -73,8 +73,9 @@ def friendly_error(exc: ValidationError, root: type[BaseModel], prefix: str = ""
     if field == "task":
         hint = web_hint = _("Choose one: {choices}.").format(choices=_(TASK_CHOICES))
     ctx = {k: (v if not isinstance(v, float) or not v.is_integer() else int(v)) for k, v in (err.get("ctx") or {}).items()}
-    if current_lang() != "en" and isinstance(ctx.get("expected"), str):   # pydantic's "'a', 'b' or 'c'", translated
-        ctx["expected"] = ctx["expected"].replace(" or ", _(" or "))
+    expected = ctx.get("expected")
+    if current_lang() != "en" and isinstance(expected, str):   # pydantic's "'a', 'b' or 'c'", translated
+        ctx["expected"] = expected.replace(" or ", _(" or "))
     # English keeps pydantic's own wording (a stable contract); other languages get our templates.
     template = _PYDANTIC_MESSAGES.get(kind) if current_lang() != "en" else None
     if kind == "literal_error":

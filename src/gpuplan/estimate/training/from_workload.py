@@ -26,7 +26,7 @@ def _adapters(model, t) -> tuple[float, float, float, float]:
         shapes = model.linear_shapes_per_layer("all-linear")
     moe = getattr(model, "moe", None)
     experts = float(getattr(moe, "num_experts", 0) or 0)
-    routed = float(moe.experts_per_token) / experts if experts else 1.0
+    routed = float(moe.experts_per_token) / experts if moe is not None and experts else 1.0
     dense = per_expert = din = dout = 0.0
     for name, d_in, d_out, count in shapes:
         expert = bool(experts) and name.startswith("experts.")
