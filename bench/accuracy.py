@@ -306,7 +306,6 @@ def row_to_case(r: dict[str, str]):
         if in_bwd and task == "full":
             data["optimizer_in_backward"] = in_bwd.group(1) == "True"
     tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
-
     if framework == "transformers" and tf_version:
         data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)
     engine_version = re.search(ENGINE_VERSION.get(framework, r"(?!)"), notes)

@@ -201,7 +201,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         replicas=replicas,
         lora_rank=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16.0,
         lora_dropout=lora.dropout if lora else 0.05, lora_targets=targets_text,
-        lora_adapter_dtype="model" if adapter_param_bytes(workload.framework or "auto", workload.precision or "bf16",
+        lora_adapter_dtype="model" if adapter_param_bytes(framework, str(workload.precision or "bf16"),
                                                           lora.adapter_dtype if lora else None) == 2.0 else "float32",
         billing=billing, region=region, currency=currency, instance_price_per_hour=price,
         spot_price_limit=round(limit, 3) if limit else None, subscription_months=months,
