@@ -91,7 +91,8 @@ def test_a_cheaper_plan_held_back_by_its_margin_is_named_with_its_point_price_an
     why = list(top.advice.why)
     at = next(i for i, w in enumerate(why) if "shows less" in w)
     line, check = why[at], why[at + 1]
-    q = next(p for p in rec.all_plans if f"plan {p.rank} ({p.short_name}) shows less" in line)
+    # named by rank, type and billing (a plan that shows less is often the same type on spot)
+    q = next(p for p in rec.all_plans if f"plan {p.rank} ({p.short_name}, {p.cost.billing}) shows less" in line)
     assert q in cheaper
     amount, _unit = q.cost.headline
     assert f"{amount:,.2f}" in line                                   # its price at point value
@@ -106,6 +107,6 @@ def test_a_held_back_plan_below_the_shown_rows_is_named_by_its_instance_type():
     q = next(p for p in rec.all_plans[3:] if p.cost_key is not None and p.cost_key < top.cost_key * (1 - 1e-9))
     why = list(top.advice.why)
     at = next(i for i, w in enumerate(why) if "shows less" in w)
-    assert f"a plan further down the ranking ({q.short_name}, not shown) shows less" in why[at]
+    assert f"a plan further down the ranking ({q.short_name}, {q.cost.billing}, not shown) shows less" in why[at]
     assert held_back_reason(q) in why[at]
     assert why[at + 1] == held_back_check(q, "alibaba", named=False)

@@ -165,11 +165,13 @@ def _why_lower(p: Plan, q: Plan, objective: str, named: bool = True) -> str:
     else:
         amount, unit = q.cost.headline
         shown = _money(q.cost.currency, amount, unit)
+    # the type and its billing: a plan that shows less is often the same type on spot
+    instance = _("{instance}, {billing}").format(instance=q.short_name, billing=_(q.cost.billing or "unpriced"))
     if not named:
         return _("a plan further down the ranking ({instance}, not shown) shows less, {shown}, but ranks lower: "
-                 "{reason}").format(instance=q.short_name, shown=shown, reason=reason)
+                 "{reason}").format(instance=instance, shown=shown, reason=reason)
     return _("plan {rank} ({instance}) shows less, {shown}, but ranks lower: {reason}").format(
-        rank=q.rank, instance=q.short_name, shown=shown, reason=reason)
+        rank=q.rank, instance=instance, shown=shown, reason=reason)
 
 
 def why_not(ctx: PlanContext, top: Plan | None, res, searcher: Searcher, shown: Sequence[Plan] = ()) -> list[str]:
