@@ -213,6 +213,7 @@ def test_quoting_helpers():
     assert hcl("${x} %{y}") == '"$${x} %%{y}"'
     assert hcl('q"\\') == '"q\\"\\\\"'
     assert "&lt;b&gt;" in md("<b>") and md("a|b") == "a\\|b"
+    assert md("figure's source") == "figure's source"   # quotes stay as typed: no &#x27; in a terminal
 
 
 @pytest.mark.parametrize("name,slug", [("Qwen 7B LoRA demo!", "qwen-7b-lora-demo"), ("  --x--  ", "x"),

@@ -101,8 +101,10 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|])")
 
 
 def md(value: Any) -> Safe:
-    """Markdown text: HTML-escaped, Markdown punctuation backslash-escaped (one line)."""
-    return Safe(_MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=True)))
+    """Markdown text: ``&``, ``<`` and ``>`` HTML-escaped (no tag can open), Markdown punctuation backslash-escaped
+    (one line). Quotes stay as typed: outside an HTML attribute they mean nothing, and ``&#x27;`` reads badly in a
+    terminal."""
+    return Safe(_MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=False)))
 
 
 def inert(value: Any) -> Safe:
