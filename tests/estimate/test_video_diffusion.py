@@ -49,10 +49,20 @@ def test_cogvideox_time_per_video_matches_diffusers_torchao(model, precision, gp
     assert _est(model, gpu, precision).performance["latency_s"] == pytest.approx(ref_s, rel=rel)
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: on the H100 the estimate is 40 % fast for CogVideoX-5b "
-                   "(attention-heavy FA2 kernels reach a smaller share of the H100's peak than of the A100's)")
 def test_cogvideox_h100_time_matches_diffusers_torchao():
-    assert _est("THUDM/CogVideoX-5b", "H100-SXM-80GB").performance["latency_s"] == pytest.approx(112.4, rel=0.25)
+    # attention-heavy: FlashAttention-2 on the H100 runs at about half the GEMMs' rate (efficiency.yaml fa2_on_hopper);
+    # timed at the GEMM rate it was 40 % fast (a known gap until the attention core got its kernel's rate)
+    est = _est("THUDM/CogVideoX-5b", "H100-SXM-80GB")
+    assert est.performance["latency_s"] == pytest.approx(112.4, rel=0.25)
+    assert any("FlashAttention-2" in n for n in est.assumptions)
+
+
+def test_wan_14b_720p_h100_over_a100_speed_up_matches_the_wan_readme():
+    # the Wan README's H800/H100 and A800/A100 rows: 3342.6 s / 1837.9 s = 1.82x, not the 3.2x of the dense peaks:
+    # 70 % of a 720p pass is attention, which FA2 runs at about a third of the H100's peak
+    a100, h100 = (_est("Wan-AI/Wan2.1-T2V-14B", gpu, frames=81, height=720, width=1280, steps=50, offload="model")
+                  .performance["latency_s"] for gpu in ("A100-SXM4-80GB", "H100-SXM-80GB"))
+    assert a100 / h100 == pytest.approx(3342.6 / 1837.9, rel=0.15)
 
 
 @pytest.mark.parametrize("gpu,ref_s", [("A100-SXM4-80GB", 3342.6), ("H20-96GB", 6935.5)])

@@ -92,6 +92,28 @@ def sustained_note(gpu: "GpuSpec") -> str | None:
              "sustained_tensor)").format(**args)
 
 
+def attention_rate_factor(gpu: "GpuSpec", framework: str, model_parallel: bool = False) -> float:
+    """Rate of the attention core relative to the GEMMs' on ``gpu`` under ``framework`` (efficiency.yaml
+    ``fa2_on_hopper``): a FlashAttention-2 stack on a full-rate Hopper part runs it at ``relative_rate``; 1.0 otherwise
+    (FA2 on Ampere/Ada reaches about the GEMMs' share, the rate the efficiency tables were fitted at). A model-parallel
+    layout launches Megatron-Core, whose Transformer Engine attention runs Hopper kernels."""
+    tab = table("fa2_on_hopper")
+    if model_parallel or framework not in tab["stacks"] or getattr(gpu, "id", None) not in tab["gpus"]:
+        return 1.0
+    return float(tab["relative_rate"])
+
+
+def attention_rate_note(gpu: "GpuSpec", framework: str, factor: float, share: float | None = None) -> str:
+    """The sentence an estimate states when its attention core runs below the GEMM rate (``share``: the time it adds
+    to the compute, where one figure holds)."""
+    text = _("{framework} runs attention with FlashAttention-2 on {gpu}, at {rate:.0%} of the GEMMs' rate (Ampere's "
+             "mma.sync instructions, not Hopper's wgmma; data/efficiency.yaml fa2_on_hopper)").format(
+        framework=framework, gpu=gpu.id, rate=factor)
+    if share is None:
+        return text
+    return _("{text}: +{share:.0%} on the compute").format(text=text, share=share)
+
+
 def peak_flops(system: "System", precision: str, notes: list[str]) -> float:
     """Dense tensor FLOP/s of one GPU at the compute precision (vGPU slices get their share)."""
     gpu = system.gpu

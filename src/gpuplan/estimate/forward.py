@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.params import table
 from gpuplan.estimate.system import System
-from gpuplan.estimate.clocks import sustained_flops
+from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, sustained_flops
 from gpuplan.i18n import N_
 
 COMPILED_FRAMEWORKS = frozenset({"torch-compile", "trtllm"})  # one CUDA graph / TensorRT engine per forward
@@ -37,10 +37,12 @@ class ForwardCost:
     kernels: float
     precision: str = "bf16"
     cpu_factor: float = 1.0      # Python cost per op relative to a Hugging Face decoder's (nonllm.eager_cpu_factor)
+    attention_flops_per_sample: float = 0.0   # the part of flops_per_sample the attention kernel runs (s x s terms)
 
     def scaled(self, flops: float = 1.0, traffic: float = 1.0, weights: float = 1.0, kernels: float = 1.0) -> "ForwardCost":
         return ForwardCost(self.flops_per_sample * flops, self.traffic_bytes_per_sample * traffic,
-                           self.weight_bytes * weights, self.kernels * kernels, self.precision, self.cpu_factor)
+                           self.weight_bytes * weights, self.kernels * kernels, self.precision, self.cpu_factor,
+                           self.attention_flops_per_sample * flops)
 
 
 @dataclass(frozen=True)
@@ -68,12 +70,21 @@ def gpu_floor_s_per_op() -> float:
         table("training", "dequant_traffic")["eager_ops_per_layer"])
 
 
-def gpu_seconds(cost: ForwardCost, batch: int, system: System, notes: list[str] | None = None) -> float:
-    """GPU time of one forward of ``batch`` samples (see the module docstring)."""
+def gpu_seconds(cost: ForwardCost, batch: int, system: System, notes: list[str] | None = None,
+                framework: str = "") -> float:
+    """GPU time of one forward of ``batch`` samples (see the module docstring); the attention part of the FLOPs at its
+    kernel's rate under ``framework`` (clocks.attention_rate_factor)."""
     inf = table("inference")
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
     peak = sustained_flops(system, cost.precision, notes if notes is not None else [])
-    compute = batch * cost.flops_per_sample / (peak * float(inf["prefill_efficiency"]))
+    rate = attention_rate_factor(system.gpu, framework)
+    flops = cost.flops_per_sample + cost.attention_flops_per_sample * (1.0 / rate - 1.0)
+    if rate < 1.0 and cost.attention_flops_per_sample and notes is not None:
+        note = attention_rate_note(system.gpu, framework, rate,
+                                   cost.attention_flops_per_sample * (1.0 / rate - 1.0) / cost.flops_per_sample)
+        if note not in notes:
+            notes.append(note)
+    compute = batch * flops / (peak * float(inf["prefill_efficiency"]))
     traffic = batch * cost.traffic_bytes_per_sample / bw
     return max(cost.weight_bytes / bw + compute + traffic, cost.kernels * gpu_floor_s_per_op())
 
@@ -82,7 +93,7 @@ def forward_time(cost: ForwardCost, batch: int, system: System, framework: str,
                  notes: list[str] | None = None) -> ForwardTime:
     """Seconds for one forward of ``batch`` samples: eager stacks overlap the CPU's launches with the GPU
     (soft maximum, inference.eager_overlap_exponent); compiled stacks are bound by the GPU alone."""
-    gpu = gpu_seconds(cost, batch, system, notes)
+    gpu = gpu_seconds(cost, batch, system, notes, framework)
     if framework in COMPILED_FRAMEWORKS:
         return ForwardTime(gpu, 0.0, gpu)
     cpu = cost.kernels * eager_cpu_s_per_op() * cost.cpu_factor

@@ -78,10 +78,19 @@ def video_shape(model, inp: dict) -> VideoShape:
 def dit_flops(model, s: VideoShape) -> float:
     """FLOPs of one DiT pass for one video (see the module docstring)."""
     v = _video(model)
+    joint = v.get("text_attention", "joint") == "joint"
+    seq = s.tokens + (s.text_tokens if joint else 0)
+    return 2.0 * float(v["linear_params"]) * seq + dit_attention_flops(model, s)
+
+
+def dit_attention_flops(model, s: VideoShape) -> float:
+    """The attention kernel's part of :func:`dit_flops`: QK^T and AV over the joint (or video) sequence, plus the
+    cross-attention to the text tokens where the text is not joint."""
+    v = _video(model)
     layers, hidden = float(v["layers"]), float(v["hidden"])
     joint = v.get("text_attention", "joint") == "joint"
     seq = s.tokens + (s.text_tokens if joint else 0)
-    flops = 2.0 * float(v["linear_params"]) * seq + layers * 4.0 * float(seq) ** 2 * hidden
+    flops = layers * 4.0 * float(seq) ** 2 * hidden
     if not joint:
         flops += layers * 4.0 * s.tokens * s.text_tokens * hidden
     return flops
@@ -151,7 +160,7 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
     traffic = float(v["live_bytes_per_token"]) * s.tokens * float(v["layers"]) \
         * float(table("nonllm", "activation_traffic_per_saved_byte"))
     dit = ForwardCost(dit_flops(model, s), traffic, den_w, float(model.profile.kernels_per_forward or 0.0),
-                      precision, cpu_factor)
+                      precision, cpu_factor, attention_flops_per_sample=dit_attention_flops(model, s))
     if batched:
         step = forward_time(dit, batch * n_pass, system, framework, notes).seconds
     else:

@@ -19,7 +19,7 @@ from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.clocks import sustained_flops
+from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, sustained_flops
 
 
 def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str],
@@ -36,6 +36,11 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     peak = sustained_flops(system, compute_dtype(case), notes)
     # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8
     peak_attn = sustained_flops(system, attention_dtype(case), [])
+    # FlashAttention-2 under eager PyTorch on a full-rate Hopper part (clocks.attention_rate_factor; engines: 1)
+    attn_rate = attention_rate_factor(system.gpu, case.framework)
+    peak_attn *= attn_rate
+    if attn_rate < 1.0 and (note := attention_rate_note(system.gpu, case.framework, attn_rate)) not in notes:
+        notes.append(note)
     flops = lin_flops + attn_flops * peak / peak_attn  # attention FLOPs in units of the GEMM rate
     eff = float(inf["prefill_efficiency"])
     if not marginal:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gpuplan.estimate.clocks import peak_flops, sustained_note
+from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, peak_flops, sustained_note
 from gpuplan.estimate.comm import (context_parallel_s, dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
                                    pipeline_p2p_s, ring_latency_s, tp_collective_s)
 from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes
@@ -113,7 +113,14 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
             notes.append(_("{framework} has no FP8 GEMM recipe (Transformer Engine / torchao): timed at the bf16 rate").format(framework=framework))
     tokens_per_step = seq_len * layout.micro_batch * layout.grad_accum * layout.dp
     gpus = layout.gpus
-    compute_s = hw_fpt * tokens_per_step / gpus / (peak * eff)
+    # the attention core at its kernel's rate: FlashAttention-2 stacks on full-rate Hopper parts run it at about half
+    # the GEMMs' rate (clocks.attention_rate_factor); its hardware FLOPs are hw_fpt less the same count without it
+    attn_rate = attention_rate_factor(system.gpu, framework, model_parallel=layout.tp * layout.pp * layout.cp > 1)
+    attn_hw_fpt = hw_fpt - flops_per_token(s, seq_len, task, layout.checkpointing, 0.0)[1]
+    compute_s = (hw_fpt + attn_hw_fpt * (1.0 / attn_rate - 1.0)) * tokens_per_step / gpus / (peak * eff)
+    if attn_rate < 1.0 and attn_hw_fpt > 0:
+        notes.append(attention_rate_note(system.gpu, framework, attn_rate,
+                                         attn_hw_fpt * (1.0 / attn_rate - 1.0) / hw_fpt))
     if not flash:
         # unfused attention: the s x s scores go through HBM several times per layer
         per_score = float(table("training", "unfused_attention_bytes_per_score"))
@@ -230,7 +237,7 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
         # the ring's sends overlap the attention of the chunk already received; only what outlasts it is exposed
         passes = 3.0 + (1.0 if layout.checkpointing == "full" else 0.0)
         t_cp = context_parallel_s(system, s, layout, tokens_mb, passes) * layout.grad_accum
-        attn_s = compute_s * attention_flops_fwd_per_token(s, seq_len) * attn_share / fwd_hw_fpt
+        attn_s = attn_hw_fpt / attn_rate * tokens_per_step / gpus / (peak * eff)
         comm += max(0.0, t_cp - attn_s)
         comm_total += t_cp
     if layout.pp > 1:
