@@ -91,3 +91,26 @@ def test_a_knob_leaves_its_shipped_value_only_for_a_real_gain(acc, monkeypatch):
 
     monkeypatch.setattr(acc, "_objective", steep)
     assert acc.fit(Ev(), {"g"}) == (best,)
+
+
+def test_each_held_out_set_is_scored_and_reported_on_its_own(acc, tmp_path, monkeypatch):
+    import interval_report as ir
+
+    src = [r for r in acc.load([ROOT / "bench" / "data" / "measurements.csv"]) if r["group"] == "peft"][:2]
+    paths = {}
+    for label, row in zip(("held-out 1", "held-out 2"), src, strict=True):
+        p = tmp_path / f"{label[-1]}.csv"
+        import csv
+
+        with p.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(row))
+            w.writeheader()
+            w.writerow(row)
+        paths[label] = p
+    paths["held-out 3"] = tmp_path / "missing.csv"          # a set whose file is absent is skipped, not an error
+    monkeypatch.setattr(ir, "HOLDOUT_SETS", paths)
+    sets = acc.score_holdout_sets()
+    assert list(sets) == ["held-out 1", "held-out 2"]
+    assert [r.id for r in sets["held-out 2"]] == [src[1]["id"]]
+    lines = ir.holdout_summary("held-out 2", paths["held-out 2"], sets["held-out 2"], acc._stats, acc._fit_share)
+    assert lines[0].startswith("## Held-out 2 (bench/data/holdout/2.csv")
