@@ -141,7 +141,9 @@ ENGINE_VERSION = {"sglang": r"SGLang(?: v?| \([^)|]*?~v)(\d+\.\d+(?:\.\d+)?)",
 # Rows whose framework column is 'other' name their stack in the notes ('stack: ...'): the engines the
 # workload knows are recognised there.
 STACKS_IN_NOTES = (("text-generation-inference", "tgi"), ("TGI", "tgi"), ("TensorRT-LLM", "trtllm"),
-                   ("LMDeploy", "lmdeploy"), ("SGLang", "sglang"), ("vLLM", "vllm"))
+                   ("LMDeploy", "lmdeploy"), ("SGLang", "sglang"), ("vLLM", "vllm"),
+                   # a TensorRT engine of any model: one compiled graph per forward, as the falsd rows state it
+                   ("TensorRT", "trtllm"))
 
 
 def stack_name(r: dict[str, str]) -> str:
