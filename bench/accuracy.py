@@ -73,7 +73,11 @@ DEFAULT_LORA_TARGETS = {"swift": ["c_attn", "query_key_value", "W_pack", "q_proj
 DEFAULT_LORA_DROPOUT = {"torchtune": 0.0,  # torchtune LoRA configs: lora_dropout 0.0
                         "nemo": 0.0}  # NeMo 24.07 peft.lora_tuning.adapter_dropout: 0.0
 # Multi-node clusters the published runs used (per node): DGX A100 8 x 200 Gb/s HDR, DGX H100 8 x 400 Gb/s NDR.
-CLUSTER_NIC_GBIT_S = {"A100": 1600.0, "H100": 3200.0, "B200": 3200.0}  # DGX B200: 8 x ConnectX-7 400 Gb/s
+# Compute-network NIC per GPU of the reference training clusters (one NIC per GPU): DGX A100 8 x ConnectX-6 200 Gb/s;
+# DGX H100 / H200 / B200 8 x ConnectX-7 400 Gb/s; H800 clusters the same (DeepSeek-V3 technical report, arXiv
+# 2412.19437 §3.2.2: "cross-node GPUs are fully interconnected with IB (50 GB/s)"); GB200 NVL72 one ConnectX-7
+# 400 Gb/s per GPU (4 per compute tray). Other cards: one 400 Gb/s NIC per node (unconfirmed).
+CLUSTER_NIC_GBIT_PER_GPU = {"A100": 200.0, "H100": 400.0, "H800": 400.0, "H200": 400.0, "B200": 400.0, "GB200": 400.0}
 # GPUs one NVLink domain joins: 8 in a DGX/HGX node; a GB200 / GB300 NVL72 rack joins 72 through NVLink switches
 # (NVIDIA GB200 NVL72 product page: "72 Blackwell GPUs ... a single NVLink domain").
 NVLINK_DOMAIN_GPUS = {"GB200": 72, "GB300": 72}
@@ -325,7 +329,9 @@ def row_to_case(r: dict[str, str]):
     per_node = min(gpus, NVLINK_DOMAIN_GPUS.get(gpu.id.split("-")[0], 8))
     nodes = max(1, math.ceil(gpus / per_node))
     link = intra_node_link(gpu, per_node)  # PCIe/NVL cards: NVLink bridges join pairs only
-    nic = CLUSTER_NIC_GBIT_S.get(gpu.id.split("-")[0], 400.0) if nodes > 1 else None
+    family = gpu.id.split("-")[0]
+    nic = (CLUSTER_NIC_GBIT_PER_GPU[family] * per_node if family in CLUSTER_NIC_GBIT_PER_GPU else 400.0) \
+        if nodes > 1 else None
     system = System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link if per_node > 1 else "none",
                     inter_node_gbit_s=nic, rdma="ib" if nodes > 1 else None)
     naive = naive_layer_split(framework, pp, tp, zero)
@@ -690,6 +696,10 @@ def score(r: dict[str, str]) -> Row:
     from gpuplan.estimate import intervals
 
     base.icls = intervals.class_of(est)
+    if base.icls.startswith("serve/") and stack_name(r) == "other":
+        # a stack no workload engine names (MLC, rtp-llm, litgpt's generate): estimated as the default engine, but
+        # its error is not that engine's; it counts in the serving band, not in the band of the engine assumed
+        base.icls = "serve"
     fits_high = intervals.memory_high_bytes(est) <= est.memory.capacity_bytes
     if not layout_stated(r) or pred is None:
         fits = fits_high = None  # the run's GPU count or layout is not published (or nothing was estimated)
