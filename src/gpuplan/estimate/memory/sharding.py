@@ -65,11 +65,17 @@ def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization
     quant = quantization if quantization not in (None, "none") else "none"
     w_total, _dtype = weight_bytes(s, "bf16" if precision != "fp32" else "fp32", quant,
                                    double_quant=(task == "qlora"))
-    gather = w_total / (layout.tp * layout.pp)
-    reduce = trainable_params / (layout.tp * layout.pp) * 2.0
-    if s.moe_experts and layout.ep > 1 and s.params_total:
-        # expert parallelism: a rank keeps (and gathers) only its 1/ep of the routed experts (FSDP2 + EP)
-        experts = s.layers * (s.mlp_params_layer_total - s.mlp_params_layer_active) / s.params_total
-        gather *= 1.0 - experts * (1.0 - 1.0 / layout.ep)
-        reduce *= 1.0 - experts * (1.0 - 1.0 / layout.ep)
+    local = expert_local_fraction(s, layout)   # expert parallelism: a rank gathers only its 1/ep of the experts
+    gather = w_total / (layout.tp * layout.pp) * local
+    reduce = trainable_params / (layout.tp * layout.pp) * 2.0 * local
     return gather, reduce
+
+
+def expert_local_fraction(s: Shape, layout: Layout) -> float:
+    """Share of a rank's TP x PP slice of the parameters it holds under expert parallelism: the routed experts are
+    split ep ways (Megatron-Core expert parallelism, FSDP2 + EP), so their weights, gradients and the gradient
+    reduction of a rank are 1/ep of the slice's; the attention and shared layers stay whole. 1 without EP."""
+    if not s.moe_experts or layout.ep <= 1 or not s.params_total:
+        return 1.0
+    experts = s.layers * (s.mlp_params_layer_total - s.mlp_params_layer_active) / s.params_total
+    return 1.0 - experts * (1.0 - 1.0 / layout.ep)
