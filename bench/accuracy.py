@@ -404,17 +404,20 @@ def _predict(r: dict[str, str]):
     if metric == "peak_mem_gib_total":  # the sum over the run's GPUs: one replica's GPUs x its replicas
         val = {"max_allocated": mem.total_allocated_bytes, "max_reserved": mem.total_reserved_bytes}.get(api, mem.total_bytes)
         return val * max(1, layout.dp) * max(1, layout.cp) / GIB, fits, "", est
+    # a serving estimate is one replica's; a row of several data-parallel replicas counts them all (as the total
+    # memory above)
+    replicas = max(1, layout.dp) if r["task"] == "inference" else 1
     if metric == "output_tokens_per_s":
         if max_throughput_row(r):  # no batch given: the engine's offline maximum
-            return perf["max_output_tokens_per_s"], fits, "", est
-        return perf["output_tokens_per_s"], fits, "", est
+            return perf["max_output_tokens_per_s"] * replicas, fits, "", est
+        return perf["output_tokens_per_s"] * replicas, fits, "", est
     if metric == "max_output_tokens_per_s":  # offline maximum throughput (trtllm-bench / benchmark_throughput)
-        return perf["max_output_tokens_per_s"], fits, "", est
+        return perf["max_output_tokens_per_s"] * replicas, fits, "", est
     if metric == "total_tokens_per_s":  # (prompt + generated) tokens over the whole run
         tokens = (w.prompt_tokens or 0) + (w.output_tokens or 0)
         if max_throughput_row(r):
-            return perf["max_requests_per_s"] * tokens, fits, "", est
-        return perf["sequences_per_s"] * tokens, fits, "", est
+            return perf["max_requests_per_s"] * tokens * replicas, fits, "", est
+        return perf["sequences_per_s"] * tokens * replicas, fits, "", est
     if metric == "tpot_ms":  # mean time per output token of a concurrency benchmark (bench_serving)
         return perf["tpot_s"] * 1000.0, fits, "", est
     if metric == "step_time_s":

@@ -73,6 +73,15 @@ class Shape:
         return self.layers * (self.attn_params_layer + self.mlp_params_layer_active) + head
 
     @property
+    def routed_expert_params(self) -> float:
+        """Weights of every routed expert, all layers (MoE: what expert parallelism splits), else 0. The per-layer
+        averages hold E - k unused experts beside the k a token uses (shared experts in both)."""
+        e, k = self.moe_experts, self.moe_experts_per_token
+        if not e or not k or e <= k:
+            return 0.0
+        return self.layers * (self.mlp_params_layer_total - self.mlp_params_layer_active) * e / (e - k)
+
+    @property
     def other_params(self) -> float:
         """Embeddings, LM head, norms: kept in 16-bit when the blocks are quantized."""
         return max(0.0, self.params_total - self.linear_params_total)

@@ -102,12 +102,16 @@ def engine_memory_fraction(need_bytes: float, capacity_bytes: float, default: fl
 
 def inference_weight_bytes(s: Shape, w_total: float, layout: Layout) -> float:
     """Weights per GPU: split over TP x PP; with data-parallel attention the attention blocks are
-    replicated on every TP rank (only the MLP/experts stay split)."""
+    replicated on every TP rank (only the MLP/experts stay split); an expert-parallel group wider than TP (vLLM
+    ``--enable-expert-parallel`` with DP, SGLang ``--ep`` over DP ranks) splits the routed experts ep ways."""
     shards = layout.tp * layout.pp
     weights = w_total / shards
     if layout.dp_attention and layout.tp > 1 and s.params_total:
         attn_share = s.layers * s.attn_params_layer / s.params_total
         weights += w_total * attn_share / layout.pp * (1.0 - 1.0 / layout.tp)
+    if layout.ep > layout.tp and s.params_total:
+        expert_share = min(1.0, s.routed_expert_params / s.params_total)
+        weights -= w_total * expert_share / layout.pp * (1.0 / layout.tp - 1.0 / layout.ep)
     return weights
 
 

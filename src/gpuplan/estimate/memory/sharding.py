@@ -75,7 +75,6 @@ def expert_local_fraction(s: Shape, layout: Layout) -> float:
     """Share of a rank's TP x PP slice of the parameters it holds under expert parallelism: the routed experts are
     split ep ways (Megatron-Core expert parallelism, FSDP2 + EP), so their weights, gradients and the gradient
     reduction of a rank are 1/ep of the slice's; the attention and shared layers stay whole. 1 without EP."""
-    if not s.moe_experts or layout.ep <= 1 or not s.params_total:
+    if layout.ep <= 1 or not s.params_total:
         return 1.0
-    experts = s.layers * (s.mlp_params_layer_total - s.mlp_params_layer_active) / s.params_total
-    return 1.0 - experts * (1.0 - 1.0 / layout.ep)
+    return 1.0 - min(1.0, s.routed_expert_params / s.params_total) * (1.0 - 1.0 / layout.ep)

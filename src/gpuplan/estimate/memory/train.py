@@ -74,8 +74,8 @@ def stage_params(s: Shape, layout: Layout, n_layers: int, first: bool, last: boo
         if layout.pp > 1 and not s.lm_head_params:
             params += s.embed_params  # tied head: a copy lives on the last stage
     local = params / layout.tp
-    if s.moe_experts and layout.ep > 1:
-        expert_share = (s.mlp_params_layer_total - s.mlp_params_layer_active) * n_layers / layout.tp
+    if layout.ep > 1:
+        expert_share = s.routed_expert_params * n_layers / s.layers / layout.tp
         local -= expert_share * (1 - 1 / layout.ep)
     return params, local
 

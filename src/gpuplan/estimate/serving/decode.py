@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from gpuplan.estimate.serving.decode_fixed import (_tp_layout, cuda_graph_max_batch, engine_allreduce_s, ep_all_to_all_s,
                                            kernels_per_layer, moe_layer_overhead_s, moe_layers, tp_allreduce_s)
 from gpuplan.estimate.forward import eager_cpu_s_per_op
-from gpuplan.estimate.memory import ENGINES, kv_shard_fraction
+from gpuplan.estimate.memory import ENGINES, inference_weight_bytes, kv_shard_fraction
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.serving.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
                                            stream_efficiency, version_tuple)
@@ -126,7 +126,9 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
     inf = table("inference")
     shards = layout.tp * layout.pp
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction
-    w_local = weight_bytes(s, case.precision, case.quantization)[0] / shards
+    # the weights a GPU streams are the ones it holds (memory.inference_weight_bytes: DP attention's replicas, EP)
+    w_local = inference_weight_bytes(s, weight_bytes(s, case.precision, case.quantization)[0], layout)
+    expert_ranks = layout.pp * max(layout.tp, layout.ep)
     eager = case.framework not in ENGINES and case.framework not in COMPILED
     kv_mult = float(inf["eager_kv_traffic_multiplier"]) if eager else 1.0
     # KV bytes each GPU reads per sequence-token: its share of the cache (memory.kv_shard_fraction: TP splits
@@ -139,13 +141,12 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
     # experts each touch E·(1 - (1 - k/E)^B) of them (uniform routing), the rest stay in HBM unread.
     expert_s = 0.0
     if s.moe_experts and s.moe_experts_per_token and s.moe_experts > s.moe_experts_per_token:
-        e, k = s.moe_experts, s.moe_experts_per_token
-        routed = s.layers * (s.mlp_params_layer_total - s.mlp_params_layer_active) * e / (e - k)
         dense = 4.0 if case.precision == "fp32" else 2.0
         w_all, _ = weight_bytes(s, case.precision, case.quantization)
         per_linear = dense if case.quantization in (None, "none") else \
             max(0.0, w_all - s.other_params * dense) / max(1.0, s.linear_params_total)
-        expert_s = routed * per_linear / shards / (bw * stream_efficiency(case.quantization, case.framework))
+        expert_s = s.routed_expert_params * per_linear / expert_ranks / \
+            (bw * stream_efficiency(case.quantization, case.framework))
     engine = case.framework in ENGINES
     kernels, moe_kernels = kernels_per_layer(s, case) if engine else (0.0, 0.0)
     # routed experts' FLOPs apart: a batch computes each touched expert's tokens padded to the tile
