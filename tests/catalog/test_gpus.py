@@ -25,6 +25,9 @@ CANONICAL_IDS = [
     "P100-PCIe-16GB", "P100-SXM2-16GB", "P4-8GB", "A16-16GB", "M40-12GB", "RTX4090-24GB",
     "RTX3090Ti-24GB", "RTX3090-24GB", "RTXA6000-48GB", "RTX6000Ada-48GB", "TITAN-RTX-24GB", "Blackwell-Pro-72GB",
     "Blackwell-Pro-48GB", "GB200-186GB", "GB300-288GB", "B300-SXM-288GB",
+    # consumer and workstation cards users name (docs/hardware-facts.md, "Consumer and workstation cards")
+    "RTX5090-32GB", "RTX4080-16GB", "RTX4070Ti-12GB", "RTX4060Ti-16GB", "RTX3080Ti-12GB", "RTX3080-10GB",
+    "RTX3070Ti-8GB", "RTX2080Ti-11GB", "RTXA5000-24GB", "A40-48GB",
 ]
 
 GPUS = load_gpus()
