@@ -39,7 +39,10 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
     weights = params * dense_bytes(precision)
     comp = dict.fromkeys(COMPONENTS, 0.0)
     comp["weights"] = weights / (layout.dp if layout.zero >= 3 else 1)
-    acts = prof.activation_bytes_per_sample * scale.activations * batch
+    # Whisper pads every input to one 30 s window and transcribes longer audio window after window (long-form
+    # generate): a batch element holds one window's activations and caches whatever the audio's length
+    speech = model.kind == "speech"
+    acts = prof.activation_bytes_per_sample * (1.0 if speech else scale.activations) * batch
     if training:
         mode = "fp32" if precision == "fp32" else "mixed"
         states = OPT_STATE_BYTES.get((optimizer, mode), 12.0) * params / (layout.dp if layout.zero >= 1 else 1)
@@ -52,8 +55,8 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
     else:
         comp["activations"] = acts * nl["inference_activation_share"]
         notes.append(_("inference keeps about {nl:.0%} of the training activations live (assumed)").format(nl=nl['inference_activation_share']))
-        if model.kind == "speech":   # every hypothesis's cross- and self-attention cache (nonllm.speech_beam_size)
-            comp["kv_cache"] = speech_cache_bytes(model, precision, scale.flops)[1] * batch
+        if speech:   # every hypothesis's cross- and self-attention cache of its window (nonllm.speech_beam_size)
+            comp["kv_cache"] = speech_cache_bytes(model, precision, 1.0)[1] * batch
     alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
     reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * comp["activations"]
     per_gpu = reserved + ctx + nccl
