@@ -67,3 +67,25 @@ def test_wide_expert_parallel_serving_holds_one_ep_th_of_the_experts(acc, rows):
     assert fits
     assert est.memory.components["weights"] / 2**30 < 25
     assert float(row["value"]) / 3 < pred < float(row["value"])   # within 3x, slow: wide-EP decode is not modelled
+
+
+def _mixtral_states(ep: int, zero: int):
+    from gpuplan.estimate.core import estimate
+
+    est = estimate({"model": "mistralai/Mixtral-8x7B-v0.1", "task": "full", "precision": "bf16", "framework": "megatron",
+                    "seq_len": 4096, "batch_size": 1, "grad_checkpointing": True,
+                    "hardware": {"gpu": "H100-SXM-80GB", "count": 8},
+                    "parallel": {"tp": 1, "pp": 1, "dp": 8, "ep": ep, "zero": zero}})
+    return est.memory.components
+
+
+def test_the_optimizer_shards_experts_over_the_expert_data_parallel_group():
+    # Megatron-Core builds the experts' distributed optimizer over the expert-data-parallel group (expt_dp, DP / EP
+    # ranks): at EP 8 of DP 8 a rank keeps its own 1/8 of the experts with all their states. Sharding the rank's
+    # 1/8 again over all 8 DP ranks counted 1/64 of the experts' states
+    sharded, replicated = _mixtral_states(8, 1), _mixtral_states(1, 1)
+    assert sharded["optimizer"] == pytest.approx(replicated["optimizer"], rel=0.01)   # 46.7B x 12 B / 8 either way
+    assert sharded["weights"] < replicated["weights"] / 4                            # weights: EP keeps 1/8 of experts
+    # without a sharded optimizer EP is what splits the states
+    assert _mixtral_states(8, 0)["optimizer"] == pytest.approx(_mixtral_states(1, 0)["optimizer"] * (1 - 45.1 / 46.7 * 7 / 8),
+                                                              rel=0.02)

@@ -80,7 +80,25 @@ def stage_params(s: Shape, layout: Layout, n_layers: int, first: bool, last: boo
     return params, local
 
 
-def stage_weight_bytes(run: Run, n_layers: int, params: float, params_local: float) -> float:
+def stage_expert_local(s: Shape, layout: Layout, n_layers: int) -> float:
+    """Routed-expert parameters on one GPU of the stage (its 1/ep of them, split over TP); 0 without EP."""
+    if layout.ep <= 1:
+        return 0.0
+    return s.routed_expert_params * n_layers / max(1, s.layers) / layout.tp / layout.ep
+
+
+def sharded_share(local: float, expert_local: float, shard: int, ep: int) -> float:
+    """What one GPU keeps of its ``local`` parameters' tensors sharded over ``shard`` data-parallel ranks (ZeRO /
+    the distributed optimizer / FSDP). Expert parallelism sits inside the DP group, and a rank's routed experts
+    (``expert_local`` of the ``local``) are sharded over the expert-data-parallel group, shard / ep ranks (Megatron-Core's
+    expert data-parallel group; DeepSpeed-MoE's expert groups; FSDP2 + EP's expert mesh): a rank keeps as many expert
+    states as without EP, the sharding having moved from DP to EP."""
+    if shard <= 1 or expert_local <= 0.0:
+        return local / max(1, shard)
+    return (local - expert_local) / shard + expert_local / max(1, shard // max(1, ep))
+
+
+def stage_weight_bytes(run: Run, n_layers: int, params: float, params_local: float, expert_local: float = 0.0) -> float:
     """Weights on one GPU of the stage at their storage width; ZeRO-3 / FSDP shard every parameter,
     frozen ones included; Transformer Engine FP8 adds its cached FP8 copies of the block weights (a
     frozen LoRA base with FP8 primaries keeps those instead of the 16-bit weights)."""
@@ -91,7 +109,7 @@ def stage_weight_bytes(run: Run, n_layers: int, params: float, params_local: flo
         other_local = params_local - block_local
         weights = (block_local * frozen_fp8 + other_local * run.dense_w) / run.shard_weights
     else:
-        weights = params_local * run.bytes_per_param_w / run.shard_weights
+        weights = sharded_share(params_local, expert_local, run.shard_weights, layout.ep) * run.bytes_per_param_w
         if run.fp8_cache_b:
             weights += block_local * run.fp8_cache_b
     if layout.offload != "none" and layout.zero >= 3:
@@ -111,7 +129,7 @@ def stage_adapter_bytes(run: Run, n_layers: int) -> float:
     return local * (ad_b / run.shard_weights + ad_b / run.shard_grads + states)
 
 
-def stage_trainable_bytes(run: Run, params_local: float) -> tuple[float, float, float]:
+def stage_trainable_bytes(run: Run, params_local: float, expert_local: float = 0.0) -> tuple[float, float, float]:
     """(gradients, optimizer states, optimizer-step temporaries) of a fully trained stage on one GPU.
     optimizer_in_backward steps each parameter from its gradient hook: one parameter's gradient is live
     (torchtune optimizer_in_bwd). CPU offload (ZeRO-Offload, Ren et al. 2021 §4; FSDP CPUOffload /
@@ -120,9 +138,9 @@ def stage_trainable_bytes(run: Run, params_local: float) -> tuple[float, float, 
     if run.peft:
         return 0.0, 0.0, 0.0
     s, layout = run.s, run.layout
-    grads = params_local * run.grad_b / run.shard_grads
-    states = params_local * run.state_b / run.shard_states
-    step_temp = params_local * run.temp_b / run.shard_states
+    grads = sharded_share(params_local, expert_local, run.shard_grads, layout.ep) * run.grad_b
+    states = sharded_share(params_local, expert_local, run.shard_states, layout.ep) * run.state_b
+    step_temp = sharded_share(params_local, expert_local, run.shard_states, layout.ep) * run.temp_b
     if run.in_bwd:
         grads = min(grads, largest_param_tensor(s) / layout.tp * run.grad_b)
         step_temp = min(step_temp, largest_param_tensor(s) / layout.tp * run.temp_b)
@@ -179,9 +197,10 @@ def stage_logits_bytes(run: Run, last: bool) -> float:
 def _stage_peak(run: Run, n_layers: int, first: bool, last: bool, inflight: float) -> _Stage:
     layout = run.layout
     params, params_local = stage_params(run.s, layout, n_layers, first, last)
-    weights = stage_weight_bytes(run, n_layers, params, params_local)
+    expert_local = stage_expert_local(run.s, layout, n_layers)
+    weights = stage_weight_bytes(run, n_layers, params, params_local, expert_local)
     adapters = stage_adapter_bytes(run, n_layers)
-    grads, states, step_temp = stage_trainable_bytes(run, params_local)
+    grads, states, step_temp = stage_trainable_bytes(run, params_local, expert_local)
     paged_states = states if run.paged else 0.0
     states -= paged_states
     gather = gathered_param_bytes(run.s, layout, run.layer_store, run.dense_w, trainable=not run.peft, group=run.dp,

@@ -6,6 +6,7 @@ optimizer step's HBM traffic. The GPU's peak and sustained FLOP/s are in estimat
 from __future__ import annotations
 
 from gpuplan.estimate.clocks import sustained_tensor_fraction
+from gpuplan.estimate.memory.train import sharded_share
 from gpuplan.estimate.params import by_key, interpolate_log2, table
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
@@ -150,10 +151,16 @@ def framework_overhead_s(framework: str, grad_accum: int, deepspeed_engine: bool
     return grad_accum * mb + st
 
 
-def optimizer_step_s(system: System, layout: Layout, trainable_params: float, optimizer: str) -> float:
-    """The optimizer step reads and writes every local parameter's states once (memory-bound)."""
+def optimizer_step_s(system: System, layout: Layout, trainable_params: float, optimizer: str,
+                     expert_params: float = 0.0) -> float:
+    """The optimizer step reads and writes every local parameter's states once (memory-bound): the rank's states as
+    memory/train.py counts them (``sharded_share``: expert parallelism keeps 1/ep of the ``expert_params``, and a
+    sharded optimizer shards them over the expert-data-parallel group)."""
     per = table("training", "optimizer_step_bytes_per_param")
-    local = trainable_params / (layout.tp * layout.pp) / (layout.dp if layout.zero >= 1 else 1)
+    slice_ = trainable_params / (layout.tp * layout.pp)
+    expert_local = expert_params / (layout.tp * layout.pp * layout.ep) if layout.ep > 1 else 0.0
+    local = slice_ - (expert_params / (layout.tp * layout.pp) - expert_local if expert_local else 0.0)
+    local = sharded_share(local, expert_local, layout.dp if layout.zero >= 1 else 1, layout.ep)
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
     return local * float(per.get(optimizer, per["adamw"])) / bw
 

@@ -177,7 +177,8 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                                   deepspeed_engine=layout.zero > 0 and layout.fsdp == "none"
                                   and framework in eff_table["eager_frameworks"])
     opt_s = 0.0 if layout.offload != "none" and task not in ("lora", "qlora") else \
-        optimizer_step_s(system, layout, trainable_params, optimizer)
+        optimizer_step_s(system, layout, trainable_params, optimizer,
+                         expert_params=s.routed_expert_params if task in ("full", "pretrain") else 0.0)
     compute_s += loop_s + opt_s
 
     # communication
