@@ -42,7 +42,8 @@ from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
-from gpuplan.estimate.system import Layout, System, intra_node_link, layout_from_workload, naive_layer_split
+from gpuplan.estimate.system import (Layout, System, assumed_node_network_gbit_s, intra_node_link, layout_from_workload,
+                                     naive_layer_split)
 from gpuplan.units import GIB
 from gpuplan.workload import parse_workload
 from gpuplan.workload_defaults import resolve_defaults
@@ -73,11 +74,6 @@ DEFAULT_LORA_TARGETS = {"swift": ["c_attn", "query_key_value", "W_pack", "q_proj
 DEFAULT_LORA_DROPOUT = {"torchtune": 0.0,  # torchtune LoRA configs: lora_dropout 0.0
                         "nemo": 0.0}  # NeMo 24.07 peft.lora_tuning.adapter_dropout: 0.0
 # Multi-node clusters the published runs used (per node): DGX A100 8 x 200 Gb/s HDR, DGX H100 8 x 400 Gb/s NDR.
-# Compute-network NIC per GPU of the reference training clusters (one NIC per GPU): DGX A100 8 x ConnectX-6 200 Gb/s;
-# DGX H100 / H200 / B200 8 x ConnectX-7 400 Gb/s; H800 clusters the same (DeepSeek-V3 technical report, arXiv
-# 2412.19437 §3.2.2: "cross-node GPUs are fully interconnected with IB (50 GB/s)"); GB200 NVL72 one ConnectX-7
-# 400 Gb/s per GPU (4 per compute tray). Other cards: one 400 Gb/s NIC per node (unconfirmed).
-CLUSTER_NIC_GBIT_PER_GPU = {"A100": 200.0, "H100": 400.0, "H800": 400.0, "H200": 400.0, "B200": 400.0, "GB200": 400.0}
 # GPUs one NVLink domain joins: 8 in a DGX/HGX node; a GB200 / GB300 NVL72 rack joins 72 through NVLink switches
 # (NVIDIA GB200 NVL72 product page: "72 Blackwell GPUs ... a single NVLink domain").
 NVLINK_DOMAIN_GPUS = {"GB200": 72, "GB300": 72}
@@ -329,9 +325,9 @@ def row_to_case(r: dict[str, str]):
     per_node = min(gpus, NVLINK_DOMAIN_GPUS.get(gpu.id.split("-")[0], 8))
     nodes = max(1, math.ceil(gpus / per_node))
     link = intra_node_link(gpu, per_node)  # PCIe/NVL cards: NVLink bridges join pairs only
-    family = gpu.id.split("-")[0]
-    nic = (CLUSTER_NIC_GBIT_PER_GPU[family] * per_node if family in CLUSTER_NIC_GBIT_PER_GPU else 400.0) \
-        if nodes > 1 else None
+    # the cluster network the estimator assumes when no instance type says it (one rule: DGX-class boards one NIC
+    # per GPU, PCIe servers one shared NIC; efficiency.yaml communication.assumed_cluster_network)
+    nic = assumed_node_network_gbit_s(gpu, per_node) if nodes > 1 else None
     system = System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link if per_node > 1 else "none",
                     inter_node_gbit_s=nic, rdma="ib" if nodes > 1 else None)
     naive = naive_layer_split(framework, pp, tp, zero)
