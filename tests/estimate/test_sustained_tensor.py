@@ -42,9 +42,10 @@ def test_the_reference_and_unmeasured_cards_are_not_scaled(gpu):
 
 # Cards that reach a larger share of their datasheet than the A100 (264.53 of 312) in the same benchmark
 # (zzc0721/torch-performance-test-data database.md and issues): RTX 3090 76.34 of 71 (GPU Boost past the rated clock),
-# RTX 4090 166.6 of 165.2 (median of four rows), A10G 69.47 of 70, L20 107.95 of 119 (issues #126, #107).
+# RTX 4090 166.6 of 165.2 (median of four rows), A10G 69.47 of 70, L20 107.95 of 119 (issues #126, #107), RTX 5090
+# 236.03 of 209.5 and RTX 3080 Ti 76.47 of 68.2 (database.md @bbb8e24).
 OUTRUN = [("RTX3090-24GB", 76.34, 71.0), ("RTX4090-24GB", 166.6, 165.2), ("A10G-24GB", 69.47, 70.0),
-          ("L20-48GB", 107.95, 119.0)]
+          ("L20-48GB", 107.95, 119.0), ("RTX5090-32GB", 236.03, 209.5), ("RTX3080Ti-12GB", 76.47, 68.2)]
 
 
 @pytest.mark.parametrize("gpu, measured, datasheet", OUTRUN, ids=[p[0] for p in OUTRUN])
