@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan.catalog.models import resolve_model
-from gpuplan.estimate.memory import expert_local_fraction
+from gpuplan.estimate.memory import expert_local_fraction, trainable_local_fraction
 from gpuplan.estimate.shapes import shape_of
 from gpuplan.estimate.system import Layout
 
@@ -31,6 +31,9 @@ def test_a_rank_holds_one_ep_th_of_the_routed_experts():
     # ~97 % of the 671B parameters are routed experts (58 MoE layers of 256): a rank of EP 64 keeps ~4 % of its slice
     assert 0.03 < local < 0.06
     assert expert_local_fraction(shape_of(resolve_model("meta-llama/Llama-2-7b-hf")), Layout(ep=8)) == 1.0
+    # the gradients a rank reduces: the model's split when the whole model trains; LoRA adapters are not split so
+    assert trainable_local_fraction(s, Layout(ep=64), "pretrain") == local
+    assert trainable_local_fraction(s, Layout(ep=64), "lora") == 1.0
 
 
 def test_deepseek_v3_on_gb200_nvl72_as_megatron_bridge_published(acc, rows):

@@ -47,7 +47,7 @@ from gpuplan.estimate.memory.serve import (
     prompt_logits_bytes_per_vocab,
 )
 from gpuplan.estimate.memory.sharding import (expert_local_fraction, gathered_param_bytes, shard_group,
-                                              sharded_traffic_bytes)
+                                              sharded_traffic_bytes, trainable_local_fraction)
 from gpuplan.estimate.memory.train import (
     TrainingInputs,
     stage_inflight,
@@ -64,5 +64,5 @@ __all__ = [
     "kv_shard_fraction", "largest_block_matrix", "largest_param_tensor", "logits_bytes_per_token",
     "lora_param_count", "overhead_fixed", "precision_mode", "prefill_transient_bytes",
     "prompt_logits_bytes_per_vocab", "shard_group", "sharded_traffic_bytes", "stage_inflight", "stage_layers",
-    "training_memory", "training_memory_key",
+    "trainable_local_fraction", "training_memory", "training_memory_key",
 ]

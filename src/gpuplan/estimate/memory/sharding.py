@@ -65,10 +65,16 @@ def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization
     quant = quantization if quantization not in (None, "none") else "none"
     w_total, _dtype = weight_bytes(s, "bf16" if precision != "fp32" else "fp32", quant,
                                    double_quant=(task == "qlora"))
-    local = expert_local_fraction(s, layout)   # expert parallelism: a rank gathers only its 1/ep of the experts
-    gather = w_total / (layout.tp * layout.pp) * local
-    reduce = trainable_params / (layout.tp * layout.pp) * 2.0 * local
+    # expert parallelism: a rank gathers only its 1/ep of the experts, and reduces only their gradients
+    gather = w_total / (layout.tp * layout.pp) * expert_local_fraction(s, layout)
+    reduce = trainable_params / (layout.tp * layout.pp) * 2.0 * trainable_local_fraction(s, layout, task)
     return gather, reduce
+
+
+def trainable_local_fraction(s: Shape, layout: Layout, task: str) -> float:
+    """``expert_local_fraction`` of the trainable parameters: the whole model's when it all trains; a LoRA / QLoRA
+    run trains adapters, whose split between experts and the rest the model's shares do not give (1)."""
+    return 1.0 if task in ("lora", "qlora") else expert_local_fraction(s, layout)
 
 
 def expert_local_fraction(s: Shape, layout: Layout) -> float:

@@ -157,10 +157,10 @@ def optimizer_step_s(system: System, layout: Layout, trainable_params: float, op
     memory/train.py counts them (``sharded_share``: expert parallelism keeps 1/ep of the ``expert_params``, and a
     sharded optimizer shards them over the expert-data-parallel group)."""
     per = table("training", "optimizer_step_bytes_per_param")
-    slice_ = trainable_params / (layout.tp * layout.pp)
-    expert_local = expert_params / (layout.tp * layout.pp * layout.ep) if layout.ep > 1 else 0.0
-    local = slice_ - (expert_params / (layout.tp * layout.pp) - expert_local if expert_local else 0.0)
-    local = sharded_share(local, expert_local, layout.dp if layout.zero >= 1 else 1, layout.ep)
+    ep = max(1, layout.ep)
+    local = (trainable_params - expert_params * (1.0 - 1.0 / ep)) / (layout.tp * layout.pp)
+    local = sharded_share(local, expert_params / (layout.tp * layout.pp * ep) if ep > 1 else 0.0,
+                          layout.dp if layout.zero >= 1 else 1, ep)
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
     return local * float(per.get(optimizer, per["adamw"])) / bw
 

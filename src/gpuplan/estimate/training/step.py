@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, peak_flops, sustained_note
 from gpuplan.estimate.comm import (context_parallel_s, dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
                                    pipeline_p2p_s, ring_latency_s, tp_collective_s)
-from gpuplan.estimate.memory import expert_local_fraction, shard_group, sharded_traffic_bytes
+from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes, trainable_local_fraction
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
@@ -184,8 +184,8 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     # communication
     overlap = comm_tab["overlap"]
     # a rank reduces the gradients it holds: with expert parallelism 1/ep of the routed experts' (the expert-data-
-    # parallel group reduces them), as memory/sharding.py counts its weights
-    grad_bytes = trainable_params / (layout.tp * layout.pp) * 2.0 * expert_local_fraction(s, layout)
+    # parallel group reduces them), as the ZeRO-3 traffic counts them (memory/sharding.py)
+    grad_bytes = trainable_params / (layout.tp * layout.pp) * 2.0 * trainable_local_fraction(s, layout, task)
     comm = 0.0
     comm_total = 0.0
     if layout.dp > 1 and grad_bytes > 0:
