@@ -73,7 +73,6 @@ DEFAULT_LORA_TARGETS = {"swift": ["c_attn", "query_key_value", "W_pack", "q_proj
 # LoRA dropout the framework's own configs default to (the workload's default is PEFT's 0.05)
 DEFAULT_LORA_DROPOUT = {"torchtune": 0.0,  # torchtune LoRA configs: lora_dropout 0.0
                         "nemo": 0.0}  # NeMo 24.07 peft.lora_tuning.adapter_dropout: 0.0
-# Multi-node clusters the published runs used (per node): DGX A100 8 x 200 Gb/s HDR, DGX H100 8 x 400 Gb/s NDR.
 # GPUs one NVLink domain joins: 8 in a DGX/HGX node; a GB200 / GB300 NVL72 rack joins 72 through NVLink switches
 # (NVIDIA GB200 NVL72 product page: "72 Blackwell GPUs ... a single NVLink domain").
 NVLINK_DOMAIN_GPUS = {"GB200": 72, "GB300": 72}
@@ -694,11 +693,7 @@ def score(r: dict[str, str]) -> Row:
         return base
     from gpuplan.estimate import intervals
 
-    base.icls = intervals.class_of(est)
-    if base.icls.startswith("serve/") and stack_name(r) == "other":
-        # a stack no workload engine names (MLC, rtp-llm, litgpt's generate): estimated as the default engine, but
-        # its error is not that engine's; it counts in the serving band, not in the band of the engine assumed
-        base.icls = "serve"
+    base.icls = row_class(r, intervals.class_of(est))
     fits_high = intervals.memory_high_bytes(est) <= est.memory.capacity_bytes
     if not layout_stated(r) or pred is None:
         fits = fits_high = None  # the run's GPU count or layout is not published (or nothing was estimated)
@@ -1160,6 +1155,13 @@ def refresh_fits_high(scored: list[Row], rows: list[dict[str, str]]) -> None:
         row.fits_high = cache[row.id]
 
 
+def row_class(r: dict[str, str], cls: str) -> str:
+    """The band a row's error counts in: its workload's class, except that a serving row of a stack no workload engine
+    names (MLC, rtp-llm, litgpt's generate) is estimated as the default engine but its error is not that engine's: it
+    counts in the serving band."""
+    return "serve" if cls.startswith("serve/") and stack_name(r) == "other" else cls
+
+
 def interval_class_of_row(r: dict[str, str]) -> str:
     """The gpuplan.estimate.intervals class of a row's workload (without estimating it)."""
     from gpuplan.estimate import intervals
@@ -1169,9 +1171,9 @@ def interval_class_of_row(r: dict[str, str]) -> str:
         model = resolve_model(r["model"])
     except GpuplanError:
         return ""
-    return intervals.interval_class(w.task or "inference", w.framework, getattr(model, "kind", "decoder"),
-                                    profile=getattr(model, "profile", None) is not None, tp=layout.tp, pp=layout.pp,
-                                    zero=layout.zero, fsdp=layout.fsdp)
+    return row_class(r, intervals.interval_class(w.task or "inference", w.framework, getattr(model, "kind", "decoder"),
+                                                profile=getattr(model, "profile", None) is not None, tp=layout.tp,
+                                                pp=layout.pp, zero=layout.zero, fsdp=layout.fsdp))
 
 
 def clean_groups_of(groups: set[str]) -> set[str]:
