@@ -75,12 +75,16 @@ def video_shape(model, inp: dict) -> VideoShape:
     return VideoShape(frames, height, width, steps, lat_f, tokens, int(v.get("text_tokens", 0)), offload)
 
 
+def _dit_sequence(v: dict, s: VideoShape) -> tuple[bool, float]:
+    """(whether the text joins the video tokens in one sequence, that sequence's length)."""
+    joint = v.get("text_attention", "joint") == "joint"
+    return joint, float(s.tokens + (s.text_tokens if joint else 0))
+
+
 def dit_flops(model, s: VideoShape) -> float:
     """FLOPs of one DiT pass for one video (see the module docstring)."""
     v = _video(model)
-    joint = v.get("text_attention", "joint") == "joint"
-    seq = s.tokens + (s.text_tokens if joint else 0)
-    return 2.0 * float(v["linear_params"]) * seq + dit_attention_flops(model, s)
+    return 2.0 * float(v["linear_params"]) * _dit_sequence(v, s)[1] + dit_attention_flops(model, s)
 
 
 def dit_attention_flops(model, s: VideoShape) -> float:
@@ -88,9 +92,8 @@ def dit_attention_flops(model, s: VideoShape) -> float:
     cross-attention to the text tokens where the text is not joint."""
     v = _video(model)
     layers, hidden = float(v["layers"]), float(v["hidden"])
-    joint = v.get("text_attention", "joint") == "joint"
-    seq = s.tokens + (s.text_tokens if joint else 0)
-    flops = layers * 4.0 * float(seq) ** 2 * hidden
+    joint, seq = _dit_sequence(v, s)
+    flops = layers * 4.0 * seq ** 2 * hidden
     if not joint:
         flops += layers * 4.0 * s.tokens * s.text_tokens * hidden
     return flops
