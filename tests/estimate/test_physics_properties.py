@@ -44,10 +44,13 @@ def test_sharding_n_ways_divides_the_weights_by_n_within_the_gathered_buffer(mod
     # what one rank may hold beyond its 1/n shard: two gathered blocks, the embedding and head
     # (FSDP root unit), and for full training one fp32 reduce-scatter bucket of a block
     buffer = 2 * layer + 2 * (s.embed_params + s.lm_head_params) + 4 * (s.attn_params_layer + s.mlp_params_layer_total)
-    assert w_total / n <= comp["weights"] <= w_total / n + buffer
+    # PyTorch FSDP training the whole model in mixed precision keeps no 16-bit shard: its fp32 shard is the master
+    # weight, counted with the optimizer states; DeepSpeed ZeRO-3 keeps a 16-bit partition beside its fp32 one
+    shard = 0.0 if (task == "full" and "fsdp" in mode) else w_total / n
+    assert shard <= comp["weights"] <= shard + buffer
     if task == "full":
-        # ZeRO-3: gradients and optimizer states are sharded n ways as well
-        assert comp["optimizer"] <= 12.0 * s.params_total / n * 1.001
+        # ZeRO-3: gradients and optimizer states (the fp32 master among them) are sharded n ways as well
+        assert 12.0 * s.params_total / n * 0.999 <= comp["optimizer"] <= 12.0 * s.params_total / n * 1.001
 
 
 def test_doubling_the_shard_group_halves_the_frozen_base():

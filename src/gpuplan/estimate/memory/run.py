@@ -71,6 +71,7 @@ class Run:
     in_bwd: bool
     chunked_loss: bool         # the chunked fused loss runs (estimate/memory/loss.py runs_chunked_loss)
     persistent_grads: bool     # gradients in buffers allocated for the whole run (memory.persistent_grad_buffer_*)
+    sharded_master: bool       # PyTorch FSDP full sharding in mixed precision: the fp32 shard is the master weight
     layer_store: float
     fp8_cache_b: float
     act_tok_layer: float
@@ -139,6 +140,16 @@ def frozen_fp8_primary(t: TrainingInputs) -> float | None:
     return float(by_key(table("memory", "fp8_frozen_base_bytes"), t.framework))
 
 
+def fsdp_sharded_master(mode: str, layout: Layout, peft: bool, persistent_grads: bool) -> bool:
+    """PyTorch FSDP (FSDP2 MixedPrecisionPolicy, FSDP1 MixedPrecision) fully sharding a model trained in mixed
+    precision keeps each sharded parameter in fp32 and casts it to the compute dtype only to all-gather it: the
+    shard is the master weight the optimizer steps, so no 16-bit shard sits beside it (the gathered 16-bit
+    blocks are counted by sharding.gathered_param_bytes). Megatron-Core's own FSDP (the stacks with persistent
+    gradient buffers) keeps a 16-bit parameter shard beside its fp32 main parameters; ZeRO-1/2 layouts keep the
+    gathered 16-bit parameters between steps; LoRA's frozen base is stored in its load dtype."""
+    return mode == "mixed" and layout.fsdp != "none" and layout.zero >= 3 and not peft and not persistent_grads
+
+
 def run_constants(model, s: Shape, t: TrainingInputs, layout: Layout, system: System) -> Run:
     mem_tab = table("memory")
     peft = t.task in ("lora", "qlora")
@@ -157,6 +168,7 @@ def run_constants(model, s: Shape, t: TrainingInputs, layout: Layout, system: Sy
         lora_din=lora_din if peft else 0.0, lora_dropout=t.lora_dropout > 0, frozen_base=peft,
         linear_input_bytes=by_key(mem_tab["fp8_saved_linear_input_bytes"], t.framework) if fp8_te else 2.0,
         base_keeps_inputs=peft and quant == "bnb-nf4" and t.framework not in TORCHAO_NF4_FRAMEWORKS)
+    persistent = t.framework in mem_tab["persistent_grad_buffer_frameworks"]["frameworks"]
     frac_key = "variable_length" if (t.variable_length and t.task != "pretrain") else "packed"
     ctx, nccl = overhead_fixed(system)
     return Run(
@@ -167,7 +179,8 @@ def run_constants(model, s: Shape, t: TrainingInputs, layout: Layout, system: Sy
         lora_params=lora_params, paged=t.optimizer in PAGED_OPTIMIZERS and not peft,
         in_bwd=t.optimizer_in_backward and not peft and layout.grad_accum == 1,
         chunked_loss=runs_chunked_loss(model, t.fused_loss, layout.tp * layout.pp * max(1, layout.cp)),
-        persistent_grads=t.framework in mem_tab["persistent_grad_buffer_frameworks"]["frameworks"],
+        persistent_grads=persistent,
+        sharded_master=fsdp_sharded_master(mode, layout, peft, persistent),
         layer_store=block_storage_bytes_per_layer(s, t.precision, quant, double_quant=(t.task == "qlora")),
         fp8_cache_b=fp8_weight_cache_bytes(t), act_tok_layer=act_tok_layer,
         tokens_mb=t.seq_len * layout.micro_batch / max(1, layout.cp),  # context parallelism splits each sequence
