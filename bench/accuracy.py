@@ -276,6 +276,8 @@ def row_to_case(r: dict[str, str]):
         data["optimizer"] = "adamw-foreach"
     elif "AdamW fused" in notes:
         data["optimizer"] = "adamw-fused"
+    elif "bf16 parameters and optimizer states" in notes:
+        data["optimizer"] = "adamw-bf16"  # the model is built in bf16 and Adam steps it in place (pure 16-bit)
     elif "optimizer torch.optim.AdamW" in notes:
         data["optimizer"] = "adamw"  # stated, so no framework default (torchtune single-device: paged 8-bit) applies
     if task in ("lora", "qlora"):

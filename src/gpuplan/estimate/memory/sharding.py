@@ -29,12 +29,18 @@ def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: 
     forward (torch.distributed.fsdp _runtime_utils: the root keeps its parameters for backward);
     DeepSpeed gathers the largest of them when used. Full training adds one reduce-scatter bucket of gradients (at the gradient dtype: fp32
     under mixed precision, bf16 for pure-bf16 stacks) the size of a block. LoRA's frozen base has no
-    gradients to reduce."""
+    gradients to reduce.
+
+    Under expert parallelism a block gathers only the rank's 1/ep of its routed experts, and those only from
+    the expert-data-parallel group (DP / EP ranks: FSDP2 + EP's expert mesh, Megatron-Core's expert DP): with
+    EP = DP a rank holds its experts whole and gathers none of them (:func:`gathered_block_fraction`)."""
     if layout.zero < 3:
         return 0.0
     tp, dp = layout.tp, max(1, group if group is not None else layout.dp)
+    local = gathered_block_fraction(s, layout, dp)
+    layer_bytes *= local
     blocks = 2.0 * layer_bytes / tp
-    layer_params = s.attn_params_layer + s.mlp_params_layer_total
+    layer_params = (s.attn_params_layer + s.mlp_params_layer_total) * local
     bucket_params = layer_params
     if layout.fsdp != "none":
         root = (s.embed_params + s.lm_head_params) / tp * dense_w
@@ -51,6 +57,19 @@ def gathered_param_bytes(s: Shape, layout: Layout, layer_bytes: float, dense_w: 
     root *= (1.0 - 1.0 / dp)  # the rank's own shard is already counted with the weights
     bucket = bucket_params / tp * grad_bytes if trainable else 0.0
     return blocks + root + bucket
+
+
+def gathered_block_fraction(s: Shape, layout: Layout, group: int) -> float:
+    """Share of a transformer block's parameters a sharded rank gathers: all of it without expert parallelism;
+    with EP the attention and shared layers, plus the rank's 1/ep of the routed experts when the expert-data-
+    parallel group (group / ep ranks) shards them (none when each rank holds its experts whole)."""
+    block = s.attn_params_layer + s.mlp_params_layer_total
+    if layout.ep <= 1 or not block:
+        return 1.0
+    experts = min(block, s.routed_expert_params / max(1, s.layers))
+    expert_dp = max(1, group // layout.ep)
+    gathered_experts = experts / layout.ep if expert_dp > 1 else 0.0
+    return (block - experts + gathered_experts) / block
 
 
 def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization: str, task: str,
