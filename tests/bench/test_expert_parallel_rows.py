@@ -1,8 +1,8 @@
 """Expert-parallel training on the published clusters (bench/accuracy.py rows, dev set).
 
 - A rank holds 1/ep of the routed experts (Megatron-Core expert parallelism; FSDP2 + EP), so its data-parallel
-  gradient reduction moves only those: ``memory.expert_local_fraction``, shared by the ZeRO-3 traffic and the
-  training step's gradient sync.
+  gradient reduction moves only those (none when EP = DP): ``memory.expert_collective_fraction``, shared by the
+  ZeRO-3 / FSDP gathers and the training step's gradient sync.
 - The clusters' compute network is one NIC per GPU (DGX A100 200 Gb/s; DGX H100 / H200 / B200, H800 clusters and
   GB200 NVL72 400 Gb/s), not one per node.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan.catalog.models import resolve_model
-from gpuplan.estimate.memory import expert_local_fraction, trainable_local_fraction
+from gpuplan.estimate.memory import expert_collective_fraction, trainable_local_fraction
 from gpuplan.estimate.memory.sharding import gathered_block_fraction
 from gpuplan.estimate.shapes import shape_of
 from gpuplan.estimate.system import Layout
@@ -27,14 +27,16 @@ def rows(acc):
 
 def test_a_rank_holds_one_ep_th_of_the_routed_experts():
     s = shape_of(resolve_model("deepseek-ai/DeepSeek-V3"))
-    assert expert_local_fraction(s, Layout(ep=1)) == 1.0
-    local = expert_local_fraction(s, Layout(ep=64))
-    # ~97 % of the 671B parameters are routed experts (58 MoE layers of 256): a rank of EP 64 keeps ~4 % of its slice
+    assert expert_collective_fraction(s, Layout(ep=1, dp=128)) == 1.0
+    local = expert_collective_fraction(s, Layout(ep=64, dp=128))
+    # ~97 % of the 671B parameters are routed experts (58 MoE layers of 256): a rank of EP 64 reduces ~4 % of its slice
     assert 0.03 < local < 0.06
-    assert expert_local_fraction(shape_of(resolve_model("meta-llama/Llama-2-7b-hf")), Layout(ep=8)) == 1.0
+    # at EP = DP each rank holds its experts alone: only the attention and shared layers are reduced (~3 %)
+    assert expert_collective_fraction(s, Layout(ep=64, dp=64)) == pytest.approx(local - (1 - local) / 63, abs=0.01)
+    assert expert_collective_fraction(shape_of(resolve_model("meta-llama/Llama-2-7b-hf")), Layout(ep=8, dp=8)) == 1.0
     # the gradients a rank reduces: the model's split when the whole model trains; LoRA adapters are not split so
-    assert trainable_local_fraction(s, Layout(ep=64), "pretrain") == local
-    assert trainable_local_fraction(s, Layout(ep=64), "lora") == 1.0
+    assert trainable_local_fraction(s, Layout(ep=64, dp=128), "pretrain") == local
+    assert trainable_local_fraction(s, Layout(ep=64, dp=128), "lora") == 1.0
 
 
 def test_deepseek_v3_on_gb200_nvl72_as_megatron_bridge_published(acc, rows):
@@ -59,7 +61,7 @@ def test_routed_experts_are_all_the_experts_not_the_unused_ones():
     # 6 experts a token does not use (34B) made EP 8 keep 34 % of a rank's slice instead of 16 %
     s = shape_of(resolve_model("mistralai/Mixtral-8x7B-v0.1"))
     assert s.routed_expert_params == pytest.approx(32 * 8 * 3 * 4096 * 14336, rel=0.01)
-    assert expert_local_fraction(s, Layout(ep=8)) == pytest.approx(1 - 45.1 / 46.7 * 7 / 8, abs=0.01)
+    assert expert_collective_fraction(s, Layout(ep=8, dp=16)) == pytest.approx(1 - 45.1 / 46.7 * 7 / 8, abs=0.01)
 
 
 def test_wide_expert_parallel_serving_holds_one_ep_th_of_the_experts(acc, rows):

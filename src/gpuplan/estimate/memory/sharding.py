@@ -63,13 +63,19 @@ def gathered_block_fraction(s: Shape, layout: Layout, group: int) -> float:
     """Share of a transformer block's parameters a sharded rank gathers: all of it without expert parallelism;
     with EP the attention and shared layers, plus the rank's 1/ep of the routed experts when the expert-data-
     parallel group (group / ep ranks) shards them (none when each rank holds its experts whole)."""
-    block = s.attn_params_layer + s.mlp_params_layer_total
-    if layout.ep <= 1 or not block:
+    return _collective_share(s.attn_params_layer + s.mlp_params_layer_total, s.routed_expert_params / max(1, s.layers),
+                             layout.ep, group)
+
+
+def _collective_share(whole: float, experts: float, ep: int, group: int) -> float:
+    """Share of ``whole`` parameters (``experts`` of them routed experts) whose shards a rank gathers or whose
+    gradients it reduces over a data-parallel ``group`` with expert parallelism ``ep`` inside it: the rest whole,
+    the rank's 1/ep of the experts over the expert-data-parallel group (group / ep ranks), nothing of them when that
+    group is one rank (EP = DP: each rank holds its experts alone)."""
+    if ep <= 1 or whole <= 0.0:
         return 1.0
-    experts = min(block, s.routed_expert_params / max(1, s.layers))
-    expert_dp = max(1, group // layout.ep)
-    gathered_experts = experts / layout.ep if expert_dp > 1 else 0.0
-    return (block - experts + gathered_experts) / block
+    experts = min(whole, experts)
+    return (whole - experts + (experts / ep if group // ep > 1 else 0.0)) / whole
 
 
 def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization: str, task: str,
@@ -85,21 +91,23 @@ def sharded_traffic_bytes(s: Shape, layout: Layout, precision: str, quantization
     w_total, _dtype = weight_bytes(s, "bf16" if precision != "fp32" else "fp32", quant,
                                    double_quant=(task == "qlora"))
     # expert parallelism: a rank gathers only its 1/ep of the experts, and reduces only their gradients
-    gather = w_total / (layout.tp * layout.pp) * expert_local_fraction(s, layout)
+    gather = w_total / (layout.tp * layout.pp) * expert_collective_fraction(s, layout)
     reduce = trainable_params / (layout.tp * layout.pp) * 2.0 * trainable_local_fraction(s, layout, task)
     return gather, reduce
 
 
 def trainable_local_fraction(s: Shape, layout: Layout, task: str) -> float:
-    """``expert_local_fraction`` of the trainable parameters: the whole model's when it all trains; a LoRA / QLoRA
-    run trains adapters, whose split between experts and the rest the model's shares do not give (1)."""
-    return 1.0 if task in ("lora", "qlora") else expert_local_fraction(s, layout)
+    """``expert_collective_fraction`` of the trainable parameters, whose gradients a rank reduces: the whole model's
+    when it all trains; a LoRA / QLoRA run trains adapters, whose split between experts and the rest the model's
+    shares do not give (1)."""
+    return 1.0 if task in ("lora", "qlora") else expert_collective_fraction(s, layout)
 
 
-def expert_local_fraction(s: Shape, layout: Layout) -> float:
-    """Share of a rank's TP x PP slice of the parameters it holds under expert parallelism: the routed experts are
-    split ep ways (Megatron-Core expert parallelism, FSDP2 + EP), so their weights, gradients and the gradient
-    reduction of a rank are 1/ep of the slice's; the attention and shared layers stay whole. 1 without EP."""
-    if layout.ep <= 1 or not s.params_total:
+def expert_collective_fraction(s: Shape, layout: Layout) -> float:
+    """Share of a rank's TP x PP slice that its data-parallel collectives move under expert parallelism (ZeRO-3 /
+    FSDP gathers, gradient reduction): the attention and shared layers, and the rank's 1/ep of the routed experts
+    unless each rank holds its experts alone (EP = DP). 1 without EP."""
+    if not s.params_total:
         return 1.0
-    return 1.0 - min(1.0, s.routed_expert_params / s.params_total) * (1.0 - 1.0 / layout.ep)
+    return _collective_share(s.params_total, s.routed_expert_params, layout.ep, max(1, layout.dp))
+
