@@ -303,6 +303,10 @@ def row_to_case(r: dict[str, str]):
             data["packed"] = True
         if re.search(r"\bcompile on\b", notes):
             data["compile"] = True
+        if re.search(r"\bliger kernel on\b|\bfused linear cross-entropy\b", notes, re.IGNORECASE):
+            # Liger's fused linear cross-entropy computes the loss chunk by chunk, the whole logits never exist:
+            # the workload's fused_loss (memory.chunked_loss)
+            data["fused_loss"] = True
         if re.search(r"\bactivation offloading on\b", notes):
             data["activation_offloading"] = True
         in_bwd = re.search(r"\boptimizer_in_bwd (True|False)\b", notes)

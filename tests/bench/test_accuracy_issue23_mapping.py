@@ -63,3 +63,12 @@ def test_import_leaves_duplicates_out_and_aliases_groups():
     key, value = mod.comparable(a)
     assert mod.is_duplicate(b, {key: [value]})
     assert mod.GROUP_ALIASES["nemoft"] == "nemo2407"
+
+
+def test_a_row_that_runs_liger_computes_its_loss_chunk_by_chunk(acc, rows):
+    # ms-swift's --use_liger_kernel runs Liger's fused linear cross-entropy: the whole logits never exist, what the
+    # workload's fused_loss says (memory.chunked_loss); a row that does not state it keeps the model's own loss
+    row = dict(rows["H366-mbridge"])
+    assert acc.row_to_case(row)[0].fused_loss is not True
+    row["notes"] = row["notes"] + " | liger kernel on (--use_liger_kernel true)"
+    assert acc.row_to_case(row)[0].fused_loss is True
