@@ -179,6 +179,16 @@ def _existing_targets(model_id: str, names) -> object:
 # (ms-swift docs/source_en/LLM/Benchmark.md @ 4692215). The shape of the distribution is not published: a
 # log-normal with that mean and deviation is assumed (estimated).
 SWIFT_DATASET_TOKENS = {"swspd": (3234.4, 2547.5)}
+# ms-swift 1.x example scripts name their dataset; the same commit's dataset table states each one's token statistics
+# (Qwen tokenizer; train + validation): mean, deviation and longest sample, and its train size. A dataset whose
+# longest sample is shorter than max_length never fills it: the workload's dataset.max_tokens_per_sample.
+# docs/source/LLM/支持的模型和数据集.md @ d1e9962 (the swifta10 scripts' commit).
+SWIFT_1X_DATASETS = {
+    "damo-agent-mini-zh": (1230.9, 350.1, 4982, 39964), "leetcode-python-en": (723.8, 233.5, 2117, 2359),
+    "lawyer-llama-zh": (194.4, 91.7, 924, 21476), "tigerbot-law-zh": (109.9, 126.4, 18878, 55895),
+    "blossom-math-zh": (169.3, 58.7, 563, 10000), "dureader-robust-zh": (242.1, 137.4, 1417, 15937),
+    "cmnli-mini-zh": (82.9, 16.3, 188, 20000),
+}
 
 
 def kept_sample_tokens(max_len: int, mean: float, sd: float, batch: int = 1) -> float:
@@ -297,6 +307,11 @@ def row_to_case(r: dict[str, str]):
         # the benchmark's dataset: its samples are shorter than max_length and unpacked (estimate/lengths.py)
         mean, sd = SWIFT_DATASET_TOKENS[r["group"]]
         data["dataset"] = {"samples": 10000, "tokens_per_sample": mean, "tokens_per_sample_sd": sd}
+    named = re.search(r"\bdataset ([a-z0-9-]+)", notes) if framework == "swift" and seq and task != "inference" else None
+    if named and named.group(1) in SWIFT_1X_DATASETS and "dataset" not in data and not re.search(r"\bpacked to\b", notes):
+        mean, sd, longest, samples = SWIFT_1X_DATASETS[named.group(1)]
+        data["dataset"] = {"samples": samples, "tokens_per_sample": mean, "tokens_per_sample_sd": sd,
+                           "max_tokens_per_sample": longest}
     if task != "inference":
         # options the source states (the workload keys default to the framework's own defaults)
         if re.search(r"\bpacked to\b", notes):

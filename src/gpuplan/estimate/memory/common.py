@@ -42,8 +42,9 @@ PURE_16BIT_FRAMEWORKS = {"transformers", "swift", "llama-factory", "torchtune"}
 # Stacks whose QLoRA path does not call peft.prepare_model_for_kbit_training, so embeddings and the LM
 # head stay in 16-bit: LLaMA-Factory (model/model_utils/checkpointing.py prepare_model_for_training
 # only upcasts layer norms, and only with upcast_layernorm, default off) and torchtune (its QLoRA
-# builders keep every non-NF4 parameter in bf16).
-NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune"}
+# builders keep every non-NF4 parameter in bf16) and ms-swift (no version calls it: swift/llm/tuner.py only casts
+# trainable fp16 parameters to fp32; checked from 1.7 at d1e9962 to 4.5).
+NO_KBIT_UPCAST_FRAMEWORKS = {"llama-factory", "torchtune", "swift"}
 # Stacks whose LoRA adapters stay in the model's 16-bit dtype: torchtune builds the whole model, adapters
 # included, under training.set_default_dtype(bf16) and never upcasts them (peft upcasts adapters to fp32:
 # autocast_adapter_dtype=True).
