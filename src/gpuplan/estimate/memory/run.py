@@ -101,10 +101,18 @@ def _weights_total(s: Shape, t: TrainingInputs, layout: Layout) -> float:
     stacks that never call it (NO_KBIT_UPCAST_FRAMEWORKS)."""
     quant = t.quantization if t.quantization not in (None, "none") else "none"
     w_total, _dtype = weight_bytes(s, t.precision, quant, double_quant=(t.task == "qlora"))
-    if t.task == "qlora" and quant in ("bnb-nf4", "bnb-int8") and layout.zero < 3 \
-            and t.framework not in NO_KBIT_UPCAST_FRAMEWORKS:
+    if kbit_upcast(t.task, quant, t.framework, sharded=layout.zero >= 3):
         w_total += s.other_params * (4.0 - 2.0)
     return w_total
+
+
+def kbit_upcast(task: str, quantization: str | None, framework: str, *, sharded: bool) -> bool:
+    """Whether a QLoRA run upcasts its non-quantized parameters (embeddings, LM head, norms) to fp32: PEFT's
+    prepare_model_for_kbit_training does, for a bitsandbytes base that is not sharded (FSDP / ZeRO-3 need one dtype
+    per flat parameter), in the stacks that call it (not NO_KBIT_UPCAST_FRAMEWORKS). The bundle's train.py
+    follows the same answer (--kbit_upcast), so the launch holds what the plan sized."""
+    return task == "qlora" and quantization in ("bnb-nf4", "bnb-int8") and not sharded \
+        and framework not in NO_KBIT_UPCAST_FRAMEWORKS
 
 
 def _grad_state_bytes(t: TrainingInputs, mode: str) -> tuple[float, float, float]:

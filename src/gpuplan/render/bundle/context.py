@@ -67,6 +67,7 @@ class Ctx:
     lora_dropout: float
     lora_targets: str
     lora_adapter_dtype: str    # float32 | model: what the estimate sized (estimate.memory.common.adapter_param_bytes)
+    kbit_upcast: bool          # QLoRA: embeddings, head and norms upcast to fp32, as sized (estimate.memory.kbit_upcast)
     billing: str
     region: str
     currency: str

@@ -120,6 +120,8 @@ def train_args(c: Ctx) -> list[str]:
                  "--adapter_dtype", c.lora_adapter_dtype]
     if c.qlora:
         args += ["--quant_bits", str(QUANT_BITS.get(c.quantization, 4))]
+        if not c.kbit_upcast:
+            args += ["--kbit_upcast", "no"]   # the named stack keeps them 16-bit, as the plan sized
     return args
 
 

@@ -122,6 +122,9 @@ def parse(argv=None) -> argparse.Namespace:
                    help="LoRA adapter weights in float32 (peft's autocast_adapter_dtype) or in the model's dtype")
     p.add_argument("--lora_targets", default="all-linear")
     p.add_argument("--quant_bits", type=int, default=4)
+    p.add_argument("--kbit_upcast", choices=["yes", "no"], default="yes",
+                   help="QLoRA: upcast embeddings, head and norms to float32 (peft's prepare_model_for_kbit_training) "
+                        "or keep them in the load dtype, as LLaMA-Factory, torchtune and ms-swift do")
     p.add_argument("--rehearsal", action="store_true", help="CPU rehearsal: also check that the loss goes down")
     p.add_argument("--step_delay", type=float, default=0.0, help="seconds to sleep per step (rehearsal kill test)")
     a = p.parse_args(argv)
@@ -410,12 +413,14 @@ def prepare(model, args):
     """QLoRA preparation, activation checkpointing, LoRA adapters, training mode: the order the libraries need."""
     lora = args.task in ("lora", "qlora")
     ckpt = args.grad_ckpt != "none"
-    if args.task == "qlora":
+    if args.task == "qlora" and args.kbit_upcast == "yes":
         from peft import prepare_model_for_kbit_training
 
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=ckpt,
                                                 gradient_checkpointing_kwargs=ckpt_kwargs(args.grad_ckpt))
     elif ckpt:
+        if args.task == "qlora":
+            model.enable_input_require_grads()   # what prepare_model_for_kbit_training does besides the upcast
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=ckpt_kwargs(args.grad_ckpt))
     if lora:
         model = add_lora(model, args)
