@@ -241,6 +241,8 @@ def row_to_case(r: dict[str, str]):
     ga = max(1, round(gb / (mb * dp))) if gb else 1
     fsdp = r["fsdp"] or ""
     offload = "cpu" if "offload" in fsdp else "none"
+    if re.search(r"\boffload_optimizer (cpu|nvme)\b", r.get("notes") or ""):
+        offload = "cpu"  # DeepSpeed ZeRO-Offload as the row's config states it (the fsdp column names FSDP's only)
     fsdp_mode = "full_shard" if fsdp.startswith("full_shard") else "none"
     zero_stated = _i(r["zero_stage"], None)  # unstated: the framework's default (NeMo's distributed optimizer: 1)
     zero = zero_stated or 0

@@ -72,3 +72,12 @@ def test_a_row_that_runs_liger_computes_its_loss_chunk_by_chunk(acc, rows):
     assert acc.row_to_case(row)[0].fused_loss is not True
     row["notes"] = row["notes"] + " | liger kernel on (--use_liger_kernel true)"
     assert acc.row_to_case(row)[0].fused_loss is True
+
+
+def test_a_deepspeed_row_that_offloads_its_optimizer_runs_zero_offload(acc, rows):
+    # the fsdp column's "full_shard+offload" names FSDP's CPU offload; a DeepSpeed row states its config instead
+    row = dict(rows["H366-mbridge"])
+    assert acc.row_to_case(row)[2].offload == "none"
+    row.update(framework="deepspeed", zero_stage="3", tp="1", pp="1",
+               notes=row["notes"] + " | ZeRO-3, offload_optimizer cpu and offload_param cpu")
+    assert acc.row_to_case(row)[2].offload == "cpu"
