@@ -267,6 +267,8 @@ def row_to_case(r: dict[str, str]):
         "parallel": {"tp": tp, "pp": pp, "dp": dp, "zero": zero_stated, "fsdp": fsdp_mode, "offload": offload, "sp": sp,
                      "cp": cp, "ep": ep},
     }
+    if task == "inference" and re.search(r"--enable-dp-attention|\benable_attention_dp true\b", r.get("notes") or ""):
+        data["parallel"]["dp_attention"] = True  # the engine's data-parallel attention, as the row's command sets it
     if r["kv_cache_dtype"] and r["kv_cache_dtype"] != "auto":
         data["kv_cache_dtype"] = r["kv_cache_dtype"]
     if task == "inference":
@@ -359,7 +361,8 @@ def row_to_case(r: dict[str, str]):
                     offload=offload,
                     checkpointing=layout_default.checkpointing,
                     micro_batch=mb, grad_accum=ga, microbatches=ga if pp > 1 else 1, naive_pipeline=naive,
-                    vp=vp, schedule=schedule, tp_comm_overlap=layout_default.tp_comm_overlap)
+                    vp=vp, schedule=schedule, tp_comm_overlap=layout_default.tp_comm_overlap,
+                    dp_attention=layout_default.dp_attention)
     return w, system, layout
 
 

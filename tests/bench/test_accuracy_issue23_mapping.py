@@ -81,3 +81,11 @@ def test_a_deepspeed_row_that_offloads_its_optimizer_runs_zero_offload(acc, rows
     row.update(framework="deepspeed", zero_stage="3", tp="1", pp="1",
                notes=row["notes"] + " | ZeRO-3, offload_optimizer cpu and offload_param cpu")
     assert acc.row_to_case(row)[2].offload == "cpu"
+
+
+def test_a_serving_row_that_runs_dp_attention_says_so(acc):
+    rows = {r["id"]: r for r in acc.load([ROOT / "bench" / "data" / "measurements-serving.csv"])}
+    row = dict(rows["S001-ixr1h200"])   # SGLang TP 8, no DP attention
+    assert not acc.row_to_case(row)[2].dp_attention
+    row["notes"] += " | sglang.launch_server --tp-size 8 --enable-dp-attention"
+    assert acc.row_to_case(row)[2].dp_attention
