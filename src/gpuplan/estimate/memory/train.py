@@ -100,7 +100,8 @@ def sharded_share(local: float, expert_local: float, shard: int, ep: int) -> flo
 
 def stage_weight_bytes(run: Run, n_layers: int, params: float, params_local: float, expert_local: float = 0.0) -> float:
     """Weights on one GPU of the stage at their storage width; ZeRO-3 / FSDP shard every parameter,
-    frozen ones included (a PyTorch FSDP mixed-precision shard is the fp32 master: counted with the states); Transformer Engine FP8 adds its cached FP8 copies of the block weights (a
+    frozen ones included (a PyTorch FSDP mixed-precision shard is the fp32 master: counted with the states);
+    Transformer Engine FP8 adds its cached FP8 copies of the block weights (a
     frozen LoRA base with FP8 primaries keeps those instead of the 16-bit weights)."""
     s, layout = run.s, run.layout
     block_local = params_local - (params - n_layers * (s.attn_params_layer + s.mlp_params_layer_total)) / layout.tp
