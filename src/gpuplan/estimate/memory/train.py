@@ -109,12 +109,10 @@ def stage_weight_bytes(run: Run, n_layers: int, params: float, params_local: flo
     if frozen_fp8 is not None:
         other_local = params_local - block_local
         weights = (block_local * frozen_fp8 + other_local * run.dense_w) / run.shard_weights
-    elif run.sharded_master:
-        weights = 0.0  # the fp32 shard is the master weight, counted with the optimizer states (run.fsdp_sharded_master)
-        if run.fp8_cache_b:
-            weights += block_local * run.fp8_cache_b
     else:
-        weights = sharded_share(params_local, expert_local, run.shard_weights, layout.ep) * run.bytes_per_param_w
+        # a PyTorch FSDP mixed-precision shard is the fp32 master weight, counted with the optimizer states
+        weights = 0.0 if run.sharded_master else \
+            sharded_share(params_local, expert_local, run.shard_weights, layout.ep) * run.bytes_per_param_w
         if run.fp8_cache_b:
             weights += block_local * run.fp8_cache_b
     if layout.offload != "none" and layout.zero >= 3:

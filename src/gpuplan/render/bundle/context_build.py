@@ -204,8 +204,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         lora_dropout=lora.dropout if lora else 0.05, lora_targets=targets_text,
         lora_adapter_dtype="model" if adapter_param_bytes(framework, str(workload.precision or "bf16"),
                                                           lora.adapter_dtype if lora else None) == 2.0 else "float32",
-        kbit_upcast=kbit_upcast(task, _weight_format(plan, workload), framework,
-                                sharded=zero >= 3 or (fsdp != "none" and zero in (0, 3))),
+        # the estimate's parallel.zero already folds FSDP in (system.FSDP_TO_ZERO): the estimator's own test
+        kbit_upcast=kbit_upcast(task, _weight_format(plan, workload), framework, sharded=zero >= 3),
         billing=billing, region=region, currency=currency, instance_price_per_hour=price,
         spot_price_limit=round(limit, 3) if limit else None, subscription_months=months,
         data_disk_level=level, data_disk_gib=disk_gib, shared_kind=shared_kind, shared_capacity_tib=shared_tib,
