@@ -42,6 +42,7 @@ from gpuplan.catalog.hardware.gpus import get_gpu
 from gpuplan.catalog.models import resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
+from gpuplan.estimate.engine_defaults import default_max_num_seqs
 from gpuplan.estimate.system import (Layout, System, assumed_node_network_gbit_s, intra_node_link, layout_from_workload,
                                      naive_layer_split)
 from gpuplan.units import GIB
@@ -223,6 +224,37 @@ def max_throughput_row(r: dict[str, str]) -> bool:
 ENGINE_FRAMEWORKS = {"vllm", "sglang", "trtllm", "lmdeploy", "tgi"}
 
 
+# A maximum-throughput row that names its number of requests (all queued at once: `vllm bench serve` at request rate
+# inf, benchmark_throughput, trtllm-bench): a finite job, which ends with its longest request.
+BURST_PROMPTS = re.compile(r"num[-_]prompts[ =]*(\d[\d,]*)|(?<![\d.,])(\d[\d,]*) (?:ShareGPT )?(?:prompts|requests)\b(?!/)",
+                           re.I)
+# The ShareGPT sampler of vLLM's benchmark clients (benchmark_serving / `vllm bench serve`, SGLang's bench_serving
+# before 0.4) keeps a conversation's first reply as the request's output when prompt + output <= 2048 tokens: lengths
+# vary up to that cap.
+SHAREGPT_TOTAL_CAP = 2048
+MAX_NUM_SEQS = re.compile(r"--max-num-seqs[ =](\d+)|\bmax_num_seqs[ =:]+(\d+)")
+
+
+def _burst_fields(r: dict[str, str], framework: str, prompt: int, output: int, gpu) -> dict:
+    """Workload fields of a maximum-throughput row: its requests as a job (dataset.items), ShareGPT's varying output
+    lengths (max_output_tokens), and the batch limit the engine ran (stated, else vLLM's default for its release and
+    GPU: estimate/engine_defaults.default_max_num_seqs)."""
+    notes = r.get("notes") or ""
+    out: dict = {}
+    got = BURST_PROMPTS.search(notes)
+    if got:
+        out["dataset"] = {"items": int((got.group(1) or got.group(2)).replace(",", ""))}
+        if re.search(r"sharegpt", notes, re.I) and SHAREGPT_TOTAL_CAP - prompt > output:
+            out["max_output_tokens"] = SHAREGPT_TOTAL_CAP - prompt
+    stated = MAX_NUM_SEQS.search(notes)
+    version = re.search(ENGINE_VERSION.get(framework, r"(?!)"), notes, re.I)
+    limit = int(stated.group(1) or stated.group(2)) if stated else default_max_num_seqs(
+        framework, version.group(1) if version else None, gpu.id, gpu.memory_gib)
+    if limit:
+        out["serving"] = {"max_num_seqs": limit}
+    return out
+
+
 def row_to_case(r: dict[str, str]):
     """(workload, system, layout) for one measurement row."""
     task = r["task"]
@@ -274,6 +306,9 @@ def row_to_case(r: dict[str, str]):
     if task == "inference":
         data["prompt_tokens"] = _i(r["prompt_tokens"], 1)
         data["output_tokens"] = _i(r["output_tokens"], 1)
+        if max_throughput_row(r):
+            data.update(_burst_fields(r, framework, data["prompt_tokens"], data["output_tokens"],
+                                      get_gpu(r["gpu"] or DEFAULT_GPU)))
         if _input_from_notes(r.get("notes") or ""):
             data["input"] = _input_from_notes(r.get("notes") or "")
     else:
@@ -428,6 +463,11 @@ def _predict(r: dict[str, str]):
     # a serving estimate is one replica's; a row of several data-parallel replicas counts them all (as the total
     # memory above)
     replicas = max(1, layout.dp) if r["task"] == "inference" else 1
+    if perf.get("job_time_s") and w.dataset and metric in ("output_tokens_per_s", "max_output_tokens_per_s",
+                                                            "total_tokens_per_s"):
+        # a finite batch of requests queued at once: its tokens over the time until the last request finishes
+        tokens = (w.output_tokens or 0) + ((w.prompt_tokens or 0) if metric == "total_tokens_per_s" else 0)
+        return w.dataset.items * tokens / perf["job_time_s"], fits, "", est
     if metric == "output_tokens_per_s":
         if max_throughput_row(r):  # no batch given: the engine's offline maximum
             return perf["max_output_tokens_per_s"] * replicas, fits, "", est

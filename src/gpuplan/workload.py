@@ -97,6 +97,10 @@ class Workload(_Strict):
     prompt_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS)
     output_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS, description="tokens generated per request; 0 = "
                                       "prefill only (embeddings, reranking, classification, scoring)")
+    max_output_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS, description=(
+        "inference: the most tokens one request may generate (the engine's max_tokens). Above output_tokens, "
+        "outputs vary in length: exponential with mean output_tokens, cut here (a job waits for its longest); "
+        "unset = every request generates output_tokens"))
     input: InputSpec | None = None
     grad_checkpointing: Union[bool, Literal["selective"], None] = None
     flash_attention: bool | None = None
@@ -176,6 +180,13 @@ class Workload(_Strict):
                 and (self.task or "inference") == "inference":
             raise ValueError(_("global_batch_size and global_batch_tokens apply to training: set task to pretrain, "
                                "full, lora or qlora"))
+        if self.max_output_tokens is not None and self.output_tokens is not None \
+                and self.max_output_tokens < self.output_tokens:
+            raise ValueError(_("max_output_tokens ({cap}) is below output_tokens ({mean}): output_tokens is the mean "
+                               "length, max_output_tokens the longest a request may generate").format(
+                cap=self.max_output_tokens, mean=self.output_tokens))
+        if self.max_output_tokens is not None and self.is_training:
+            raise ValueError(_("max_output_tokens applies to inference: set task to inference, or drop it"))
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
         # Names checked against the catalog belong to validation too, so that every way of making a Workload

@@ -148,6 +148,17 @@ class DatasetSpec(_Strict):
     items: float | None = Field(None, gt=0, le=1e13, description="inference job: requests / images / clips to process")
     audio_hours: float | None = Field(None, gt=0, le=1e8, description="inference job: hours of audio to transcribe")
 
+    def job_items(self, tokens_per_request: float | None = None) -> float | None:
+        """Items an inference job processes over all epochs: ``items``, else ``samples``, else (LLMs: pass the
+        prompt + output tokens of one request) ``tokens`` / tokens per request; None when none is stated."""
+        if self.items:
+            return self.items * self.epochs
+        if self.samples:
+            return self.samples * self.epochs
+        if self.tokens and tokens_per_request:
+            return self.tokens * self.epochs / tokens_per_request
+        return None
+
     def total_tokens(self, seq_len: int) -> float | None:
         """Tokens processed over all epochs (samples x tokens_per_sample, or tokens)."""
         if self.tokens is not None:
@@ -167,6 +178,9 @@ class ServingSpec(_Strict):
     tpot_ms: float | None = Field(None, gt=0, le=6e4)
     target_utilization: float | None = Field(None, gt=0, le=1, description="demand / capacity at the peak; "
                                              "default 1/1.15 (capacity 15 % above demand)")
+    max_num_seqs: int | None = Field(None, ge=1, le=65_536, description=(
+        "the engine's batch limit as launched (vLLM --max-num-seqs, SGLang --max-running-requests); unset = as many "
+        "sequences as the KV cache holds, what gpuplan's launch files set"))
 
 
 class InputSpec(_Strict):

@@ -56,7 +56,7 @@ KIND_LABEL = {"memory": N_("memory"), "time": N_("time")}
 NON_LLM_CLASS = {"diffusion": "diffusion", "vision": "vision", "speech": "speech", "encoder": "embeddings"}
 
 # Figures of `performance` that get a range: time-like ones scale with the time band, rates inversely.
-TIME_KEYS = ("step_time_s", "total_time_s", "gpu_hours", "ttft_s", "tpot_s", "latency_s", "prefill_s")
+TIME_KEYS = ("step_time_s", "total_time_s", "gpu_hours", "ttft_s", "tpot_s", "latency_s", "prefill_s", "job_time_s")
 RATE_KEYS = ("tokens_per_s", "tokens_per_s_per_gpu", "samples_per_s", "tflops_per_gpu", "mfu", "output_tokens_per_s",
              "max_output_tokens_per_s", "max_requests_per_s", "sequences_per_s", "input_tokens_per_s", "images_per_s",
              "denoising_steps_per_s")

@@ -86,14 +86,11 @@ def job_items(ctx: PlanContext) -> tuple[float, str] | None:
         clip = (ctx.w.input.audio_seconds if ctx.w.input and ctx.w.input.audio_seconds else None) or 30.0
         return ds.audio_hours * HOUR_S / clip * ds.epochs, "clip"
     unit = item_unit(ctx)
-    if ds.items:
-        return ds.items * ds.epochs, unit
-    if ds.samples:
-        return ds.samples * ds.epochs, unit
-    if ds.tokens and ctx.llm:
-        per = (ctx.w.prompt_tokens or 0) + (ctx.w.output_tokens or 0)
-        return (ds.tokens * ds.epochs / per, "request") if per > 0 else None
-    return None
+    if not ds.items and not ds.samples:
+        unit = "request"       # only an LLM's dataset.tokens counts requests
+    per = ((ctx.w.prompt_tokens or 0) + (ctx.w.output_tokens or 0)) if ctx.llm else 0
+    n = ds.job_items(per or None)
+    return (n, unit) if n is not None else None
 
 
 def item_unit(ctx: PlanContext) -> str:

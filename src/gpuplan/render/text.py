@@ -186,6 +186,8 @@ def performance_view(est_dict: dict, lang: str) -> Table:
         ("Output tokens/s", f"{p['output_tokens_per_s']:,.1f}" if p.get("output_tokens_per_s") else None),
         (N_("Max output tokens/s"), f"{p['max_output_tokens_per_s']:,.0f}" if p.get("max_output_tokens_per_s") else None),
         ("Latency", fmt_duration(p.get("latency_s")) if p.get("latency_s") else None),
+        # an inference job (dataset): every request queued at once, until the last one finishes
+        (N_("Job time"), fmt_duration(p.get("job_time_s")) if p.get("job_time_s") else None),
         ("Sequences/s", f"{p['sequences_per_s']:,.1f}" if p.get("sequences_per_s") and not p.get("output_tokens_per_s")
          else None),
         ("Input tokens/s", f"{p['input_tokens_per_s']:,.0f}" if p.get("input_tokens_per_s")
@@ -209,6 +211,7 @@ RANGED = {"Step time": ("step_time_s", True, 1.0), "Tokens/s": ("tokens_per_s", 
           "Total time": ("total_time_s", True, 1.0), "GPU-hours": ("gpu_hours", False, 1.0), "TTFT": ("ttft_s", True, 1.0),
           "TPOT": ("tpot_s", True, 1.0), "Output tokens/s": ("output_tokens_per_s", False, 1.0),
           "Max output tokens/s": ("max_output_tokens_per_s", False, 1.0), "Latency": ("latency_s", True, 1.0),
+          "Job time": ("job_time_s", True, 1.0),
           "Images/s": ("images_per_s", False, 1.0), "Denoising steps/s": ("denoising_steps_per_s", False, 1.0),
           "Max requests/s": ("max_requests_per_s", False, 1.0)}
 

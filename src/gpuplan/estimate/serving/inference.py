@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuplan.estimate.serving.burst import burst_s
 from gpuplan.estimate.serving.decode import COMPILED, ServingCase, decode_consts
 from gpuplan.estimate.memory import ENGINES, InferenceInputs, MemoryEstimate, inference_memory
 from gpuplan.estimate.serving.prefill import prefill_time
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 KV_DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
 
 __all__ = ["COMPILED", "InferencePerf", "ServingCase", "engine_speedup_bound", "inference_perf", "max_concurrency",
-           "prefill_only_perf", "replica_model"]
+           "job_time_s", "prefill_only_perf", "replica_model"]
 
 
 @dataclass
@@ -79,6 +80,8 @@ class InferencePerf:
             # training fields do not apply
             "step_time_s": None, "tokens_per_s": None, "tokens_per_s_per_gpu": None, "samples_per_s": None,
             "mfu": None, "tflops_per_gpu": None, "comm_fraction": None, "total_time_s": None, "gpu_hours": None,
+            # an inference job (a dataset of requests): filled in by _inference
+            "job_time_s": None,
         }
 
 
@@ -136,12 +139,15 @@ def chunk_tokens(case: ServingCase, system: System, layout: Layout) -> int:
 
 
 def replica_model(s: Shape, case: ServingCase, layout: Layout, system: System, mem: MemoryEstimate,
-                  notes: list[str]) -> ReplicaModel:
-    """The load model of one engine copy of this workload (estimate/serving/replica.py)."""
+                  notes: list[str], max_num_seqs: int | None = None) -> ReplicaModel:
+    """The load model of one engine copy of this workload (estimate/serving/replica.py). ``max_num_seqs``: the
+    batch limit the engine is launched with (unset: as many as the KV cache holds, within the engine's own cap)."""
     continuous = case.framework in ENGINES
     alone = prefill_time(s, case, layout, system, 1, notes)
     marginal = prefill_time(s, case, layout, system, 1, notes, marginal=True) if continuous else alone
     cap = table("inference", "engine_max_batch").get(case.framework)
+    if max_num_seqs and continuous:
+        cap = min(int(cap), max_num_seqs) if cap else max_num_seqs
     return ReplicaModel(
         consts=decode_consts(s, case, layout, system, notes),
         ctx_tokens=case.prompt_tokens + case.output_tokens / 2.0, prompt_tokens=case.prompt_tokens,
@@ -152,11 +158,11 @@ def replica_model(s: Shape, case: ServingCase, layout: Layout, system: System, m
 
 def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, mem: MemoryEstimate,
                    *, ttft_sla_s: float | None = None, tpot_sla_s: float | None = None,
-                   encoder_only: bool = False) -> InferencePerf:
+                   encoder_only: bool = False, max_num_seqs: int | None = None) -> InferencePerf:
     notes: list[str] = []
     if encoder_only or case.output_tokens <= 0:
         return prefill_only_perf(s, case, layout, system, batch, mem, encoder_only, notes, ttft_sla_s)
-    model = replica_model(s, case, layout, system, mem, notes)
+    model = replica_model(s, case, layout, system, mem, notes, max_num_seqs)
     conc = model.kv_sequences
     warnings: list[str] = []
     at, extra_wait = model.closed_loop(batch)
@@ -273,8 +279,35 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     perf = inference_perf(s, case, layout, system, conc, mem,
                           ttft_sla_s=(sla.ttft_ms / 1000 if sla and sla.ttft_ms else None),
                           tpot_sla_s=(sla.tpot_ms / 1000 if sla and sla.tpot_ms else None),
-                          encoder_only=encoder)
+                          encoder_only=encoder, max_num_seqs=sla.max_num_seqs if sla else None)
     notes = list(perf.notes)
     if output_tokens:
         notes.append(_("decode at batch {conc}, average context {prompt_tokens:.0f} tokens").format(conc=conc, prompt_tokens=inp.prompt_tokens + inp.output_tokens / 2))
-    return mem, perf.to_dict(), notes, perf.model, list(perf.warnings)
+    figures = perf.to_dict()
+    requests = w.dataset.job_items(inp.prompt_tokens + inp.output_tokens) if w.dataset else None
+    if requests:
+        figures["job_time_s"] = job_time_s(perf.model, perf.serving_batch, perf.max_requests_per_s,
+                                           requests / max(1, layout.dp), w.max_output_tokens)
+        if figures["job_time_s"] is not None:
+            notes.append(_("the job: {requests:,.0f} requests queued at once, {copies} model copy(ies), take {seconds:,.0f} s "
+                           "({hours:.2f} h) until the last one finishes: {lengths}").format(
+                requests=requests, copies=max(1, layout.dp), seconds=figures["job_time_s"],
+                hours=figures["job_time_s"] / 3600.0,
+                lengths=(_("outputs of varying length, mean {mean}, at most {cap} tokens (exponential, "
+                           "estimate/serving/burst.py)").format(mean=inp.output_tokens, cap=w.max_output_tokens)
+                         if w.max_output_tokens and w.max_output_tokens > inp.output_tokens
+                         else _("every output {mean} tokens long (set max_output_tokens when lengths vary)").format(
+                             mean=inp.output_tokens))))
+    return mem, figures, notes, perf.model, list(perf.warnings)
+
+
+def job_time_s(model: ReplicaModel | None, batch_limit: int, rate: float | None, requests: float,
+               max_output_tokens: int | None) -> float | None:
+    """Seconds one model copy takes for ``requests`` requests queued at once: a continuous-batching engine (its
+    load ``model``) runs them through ``batch_limit`` slots and drains to the longest (estimate/serving/burst.py);
+    static batches and prefill-only work at the copy's steady ``rate`` (requests/s). None when it serves nothing.
+    The estimate's ``job_time_s`` and every job plan's time (plan/money/costing.py) are this function."""
+    if model is not None and model.continuous and model.output_tokens > 0:
+        got = burst_s(model, requests, batch_limit, max_output_tokens)
+        return got if got > 0 else None
+    return requests / rate if rate else None

@@ -113,14 +113,29 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
         p.time_per_billion_tokens_s * factor if p.time_per_billion_tokens_s else None)
 
 
+# Replicas added one at a time beyond the steady rate's count while a finite job's drain misses the deadline.
+JOB_REPLICA_STEPS = 64
+
+
 def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | None) -> None:
     """A batch inference job: replicas to meet the deadline, time, total cost and cost per item."""
     got = job_items(ctx)
     assert got is not None  # called only when ctx.job
+    from gpuplan.estimate.serving.inference import job_time_s   # the serving models load for jobs only
+
     items, unit = got
     group_rate = c.speed(False)
     cons = ctx.w.constraints
     pull = fixedm.image_pull(ctx.fixed, p.region, training=False)
+    perf = c.est.performance
+
+    def run_s(replicas: int) -> float:
+        """The job's time on ``replicas`` replicas of this candidate: its items split over every model copy, each
+        copy's share timed by the estimate's own job function (a finite batch drains to its longest request)."""
+        copies = max(1, c.dp) * replicas
+        got = job_time_s(c.est.serving_model, int(perf.get("serving_batch") or 1), perf.get("max_requests_per_s"),
+                         items / copies, ctx.w.max_output_tokens)
+        return got if got is not None else items / (group_rate * replicas)
 
     def sized(ws: staging.WeightsStaging | None) -> tuple[dict, float, int]:
         fixed = ctx.fixed.breakdown(model_bytes(ctx), pull, ws.start if ws else fixedm.node_start())
@@ -131,6 +146,12 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
             replicas = max(1, math.ceil(items / (group_rate * room) - 1e-9)) if room > 0 else 1
             cap = max(1, (ctx.max_gpus or 10 ** 6) // max(1, c.gpus))
             replicas = min(replicas, cap, 10_000)
+            # the steady rate's count, then more while the drain of each replica's last requests misses the
+            # deadline (bounded: at most JOB_REPLICA_STEPS more)
+            for _step in range(JOB_REPLICA_STEPS):
+                if room <= 0 or replicas >= min(cap, 10_000) or run_s(replicas) <= room:
+                    break
+                replicas += 1
         return fixed, fixed_s, replicas
 
     # the weights' source by the instances the job needs: sized with the hub first, then with the copy in OSS when
@@ -151,7 +172,7 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
     p.fixed = fixed
     if group_rate <= 0:
         return
-    base = items / (group_rate * replicas)
+    base = run_s(replicas)
     factor = 1.0
     if p.billing == "spot":
         # in-flight items are redone; nothing to checkpoint; replicas are interrupted independently
@@ -186,6 +207,10 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
     else:
         p.why.append(_("batch job: {items} {unit} at {rate}/s per replica x {replicas} replica(s) = {hours} h")
                      .format(**args))
+    steady = items / (group_rate * replicas)
+    if base > steady * 1.005:
+        p.why.append(_("the batch is finite: each model copy's last requests finish one by one, {extra} h more than "
+                       "at the steady rate (the estimate's job time)").format(extra=f"{(base - steady) / HOUR_S:,.2f}"))
     p.why.append(fixed_why(fixed, p.instance_count))
     if ws and ws.staged:
         p.why.append(staging_why(ws))
