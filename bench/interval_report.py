@@ -23,10 +23,11 @@ HERE = Path(__file__).resolve().parent
 DATA_FILE = HERE.parent / "src" / "gpuplan" / "data" / intervals.DATA_FILE
 HOLDOUT_CSV = HERE / "data" / "holdout" / "holdout.csv"
 # The held-out sets, each gathered from new source groups before it was first scored (bench/data/holdout/README.md):
-# sets 1-3 have since led mechanisms or data fixes (the README lists the exposure); set 4 was gathered after them.
+# sets 1-4 have since led mechanisms or data fixes (the README lists the exposure); set 5 was gathered after them.
 HOLDOUT_SETS = {"held-out 1": HOLDOUT_CSV, "held-out 2": HERE / "data" / "holdout" / "holdout2.csv",
                 "held-out 3": HERE / "data" / "holdout" / "holdout3.csv",
-                "held-out 4": HERE / "data" / "holdout" / "holdout4.csv"}
+                "held-out 4": HERE / "data" / "holdout" / "holdout4.csv",
+                "held-out 5": HERE / "data" / "holdout" / "holdout5.csv"}
 KIND_OF = {"memory": "memory", "speed": "time"}
 
 
