@@ -121,11 +121,14 @@ def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: flo
     """Expert-parallel token exchange per micro-batch: every MoE layer dispatches each token's hidden state
     to its k experts and combines the results, in forward and again in backward (4 all-to-alls of
     tokens x k x h x 2 bytes, (ep-1)/ep of it leaving the GPU; Lepikhin et al. 2020 GShard §2.2,
-    Megatron-Core MoE token dispatcher). Inside an NVLink domain at its bus bandwidth; an EP group wider
-    than a node crosses the node's NICs, shared by its GPUs."""
+    Megatron-Core MoE token dispatcher). With tensor parallelism each TP rank sends only its 1/tp of the tokens:
+    Megatron-Core requires sequence parallelism with TP and EP (TransformerConfig: "When using expert parallelism
+    and tensor parallelism, sequence parallelism must be used"), so a rank holds S/tp tokens when it dispatches, and
+    DeepSpeed-MoE drops the TP duplicates before its all-to-all (sharded_moe.py drop_tokens). Inside an NVLink
+    domain at its bus bandwidth; an EP group wider than a node crosses the node's NICs, shared by its GPUs."""
     if layout.ep <= 1 or not s.moe_experts or not s.moe_experts_per_token:
         return 0.0
-    size = tokens_mb * s.moe_experts_per_token * s.hidden * 2.0 * (layout.ep - 1) / layout.ep
+    size = tokens_mb / max(1, layout.tp) * s.moe_experts_per_token * s.hidden * 2.0 * (layout.ep - 1) / layout.ep
     bw, lat = group_link(system, layout.ep * layout.tp)
     layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
     return 4.0 * layers * (size / bw + lat * (layout.ep - 1))
