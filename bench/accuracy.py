@@ -142,6 +142,8 @@ ENGINE_VERSION = {"sglang": r"SGLang(?: v?| \([^)|]*?~v)(\d+\.\d+(?:\.\d+)?)",
 # workload knows are recognised there.
 STACKS_IN_NOTES = (("text-generation-inference", "tgi"), ("TGI", "tgi"), ("TensorRT-LLM", "trtllm"),
                    ("LMDeploy", "lmdeploy"), ("SGLang", "sglang"), ("vLLM", "vllm"),
+                   # torchao's _models/llama/generate.py is gpt-fast's model and loop (compiled decode, CUDA graphs)
+                   ("gpt-fast", "gpt-fast"),
                    # a TensorRT engine of any model: one compiled graph per forward, as the falsd rows state it
                    ("TensorRT", "trtllm"))
 
@@ -266,6 +268,8 @@ def row_to_case(r: dict[str, str]):
     ep_m = re.search(r"\bexpert parallel EP=(\d+)\b", r.get("notes") or "")
     ep = int(ep_m.group(1)) if ep_m else 1  # inside the data-parallel group (Megatron-Core / FSDP2 + EP)
     dp = _i(r["dp"], None) or max(1, gpus // (tp * pp * cp))
+    if (r["fsdp"] or "").startswith("full_shard") and tp * pp * cp * dp < gpus:
+        dp = max(1, gpus // (tp * pp * cp))  # FSDP's shards are data-parallel ranks (JAX meshes print "DP 1 FSDP n")
     if gpus != tp * pp * cp * dp:
         gpus = tp * pp * cp * dp
     mb = _i(r["micro_batch"], 1) or 1
@@ -304,7 +308,8 @@ def row_to_case(r: dict[str, str]):
     if r["kv_cache_dtype"] and r["kv_cache_dtype"] != "auto":
         data["kv_cache_dtype"] = r["kv_cache_dtype"]
     if task == "inference":
-        data["prompt_tokens"] = _i(r["prompt_tokens"], 1)
+        # an encoder benchmark may state its input length as the sequence length only
+        data["prompt_tokens"] = _i(r["prompt_tokens"], None) or _i(r["seq_len"], None) or 1
         data["output_tokens"] = _i(r["output_tokens"], 1)
         if max_throughput_row(r):
             data.update(_burst_fields(r, framework, data["prompt_tokens"], data["output_tokens"],

@@ -1,0 +1,33 @@
+"""bench/accuracy.py reads three conditions as rows state them (found on held-out set 5 after its first scoring;
+no dev row reads differently): FSDP shards are data-parallel ranks even where a JAX mesh prints "DP 1 FSDP n"; an
+encoder benchmark may give its input length only as the sequence length; torchao's llama generate.py is gpt-fast's
+compiled decode loop."""
+
+from __future__ import annotations
+
+BASE = {"id": "T2-x", "group": "x", "source": "s", "params_b": "", "precision": "bf16", "quantization": "none",
+        "kv_cache_dtype": "", "gpu_count": "1", "tp": "1", "pp": "1", "dp": "1", "zero_stage": "", "fsdp": "",
+        "grad_ckpt": "", "flash_attn": "", "micro_batch": "1", "global_batch": "", "seq_len": "", "prompt_tokens": "",
+        "output_tokens": "", "lora_rank": "", "value": "1", "measure_api": "", "notes": ""}
+
+
+def test_fsdp_shards_count_as_data_parallel_ranks(acc):
+    r = {**BASE, "model": "meta-llama/Llama-2-7b-hf", "task": "pretrain", "framework": "other", "gpu": "H100-SXM-80GB",
+         "gpu_count": "8", "dp": "1", "fsdp": "full_shard", "micro_batch": "2", "seq_len": "4096",
+         "metric": "step_time_s"}
+    _w, system, layout = acc.row_to_case(r)
+    assert layout.dp == 8 and system.total_gpus == 8 and layout.zero == 3
+
+
+def test_an_encoder_rows_sequence_length_is_its_prompt(acc):
+    r = {**BASE, "model": "google-bert/bert-base-uncased", "task": "inference", "framework": "transformers",
+         "gpu": "A100-SXM4-80GB", "micro_batch": "32", "seq_len": "384", "metric": "total_tokens_per_s"}
+    w, _s, _l = acc.row_to_case(r)
+    assert w.prompt_tokens == 384
+
+
+def test_torchao_llama_generate_is_gpt_fast(acc):
+    r = {**BASE, "model": "meta-llama/Llama-2-7b-chat-hf", "task": "inference", "framework": "other",
+         "gpu": "A100-SXM4-80GB", "prompt_tokens": "6", "output_tokens": "200", "metric": "output_tokens_per_s",
+         "notes": "stack: torchao @92dd5f5 torchao/_models/llama/generate.py (gpt-fast-style model)"}
+    assert acc.stack_name(r) == "gpt-fast"
