@@ -30,6 +30,8 @@ def test_fixed_lengths_beyond_the_batch_run_at_the_steady_rate():
     b = p["serving_batch"]
     assert p["job_time_s"] == pytest.approx(20000 / model.rate(b), rel=1e-9)
     assert p["job_time_s"] == pytest.approx(20000 / p["max_requests_per_s"], rel=1e-6)
+    low, high = e.to_dict()["intervals"]["performance.job_time_s"]     # a time figure: its 80 % range
+    assert low < p["job_time_s"] < high
 
 
 def test_a_batch_smaller_than_the_slots_runs_only_its_own_sequences():
@@ -106,3 +108,16 @@ def test_a_job_plan_takes_the_estimates_job_time():
     assert p.cost.job["replicas"] == 1
     assert run == pytest.approx(e.performance["job_time_s"], rel=1e-6)
     assert any("last requests finish one by one" in line for line in p.advice.why)
+
+
+def test_the_launch_admits_the_longest_output(tmp_path):
+    """With varying lengths the server must accept a prompt plus the longest output, not the mean: serve.sh's
+    --max-model-len is prompt + max_output_tokens."""
+    from gpuplan import build_plan
+
+    w = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "prompt_tokens": 230, "output_tokens": 224,
+         "max_output_tokens": 1800, "dataset": {"items": 2000}, "framework": "vllm",
+         "constraints": {"regions": ["cn-beijing"], "billing": ["payg"]}}
+    build_plan(w, tmp_path / "b")
+    serve = (tmp_path / "b" / "serve.sh").read_text()
+    assert "--max-model-len 2030" in serve

@@ -198,7 +198,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         rdma=rdma, interconnect=interconnect, tp=tp, pp=pp, dp=dp, zero=zero, fsdp=fsdp, offload=offload,
         micro_batch=micro_batch, grad_accum=grad_accum, checkpointing=checkpointing,
         seq_len=int(workload.seq_len or 2048), prompt_tokens=prompt, output_tokens=output,
-        max_model_len=max(prompt + output, 1), max_num_seqs=_int(_planned(plan, "max_num_seqs"), 0) or _serving_batch(estimate, workload), gpu_mem_util=util,
+        max_model_len=max(prompt + max(output, int(workload.max_output_tokens or 0)), 1), max_num_seqs=_int(_planned(plan, "max_num_seqs"), 0) or _serving_batch(estimate, workload), gpu_mem_util=util,
         replicas=replicas,
         lora_rank=lora.rank if lora else 8, lora_alpha=lora.alpha if lora else 16.0,
         lora_dropout=lora.dropout if lora else 0.05, lora_targets=targets_text,
