@@ -47,7 +47,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
         # a forward of few rows runs thin GEMMs (engines batch many prompts into one step: marginal)
         eff *= gemm_row_ramp(batch * p)
     shards = layout.tp * layout.pp
-    compute = flops / shards / (peak * eff)
+    compute = flops / shards / (peak * eff) + unfused_scores_s(s, case, system, batch, p) / shards
     w_bytes, _dtype = weight_bytes(s, case.precision, case.quantization)
     memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * stream_efficiency(case.quantization, case.framework))
     t = compute if marginal else max(compute, memory)
@@ -61,6 +61,19 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
         cpu = s.layers * ops * eager_cpu_s_per_op()
         t = soft_max(cpu, t, float(inf["eager_overlap_exponent"]))
     return t + tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
+
+
+def unfused_scores_s(s: Shape, case: ServingCase, system: System, batch: int, prompt_tokens: int) -> float:
+    """Attention without a fused kernel writes each head's prompt x prompt scores to HBM and reads them back (scores,
+    softmax, the product with V): ``inference.unfused_attention_bytes_per_score`` per score at the weight-streaming
+    share of the bandwidth, on top of the FLOPs; the forward share of the training step's rule
+    (training.unfused_attention_bytes_per_score). 0 with FlashAttention / SDPA."""
+    if case.flash:
+        return 0.0
+    per_score = float(table("inference", "unfused_attention_bytes_per_score"))
+    scores = float(batch) * s.layers * s.heads * float(prompt_tokens) ** 2
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * float(table("inference", "weight_stream_efficiency"))
+    return scores * per_score / bw
 
 
 def gemm_row_ramp(rows: float) -> float:
