@@ -112,6 +112,16 @@ def _profile_defaults(given: Workload, resolved: Workload, model, notes: list[st
     return resolved, kept
 
 
+def gpu_tier(rows, gpu_id: str, memory_gib: float):
+    """The value of the first ``[memory GiB below, value, (GPU names excluded)]`` row this GPU falls in (the engines'
+    defaults by device memory and name: vLLM's get_batch_defaults, SGLang's server_args), None when none does."""
+    name = gpu_id.upper()
+    for limit, value, *exclude in rows:
+        if memory_gib < float(limit) and not any(x.upper() in name for x in (exclude[0] if exclude else ())):
+            return value
+    return None
+
+
 def default_max_num_seqs(framework: str, version: str | None, gpu_id: str, memory_gib: float) -> int | None:
     """The batch limit an engine launched without one runs (``inference.engine_default_max_num_seqs``: vLLM by
     release and GPU), None where the engine's own default is the KV cache's room (SGLang, LMDeploy) or no table
@@ -126,11 +136,5 @@ def default_max_num_seqs(framework: str, version: str | None, gpu_id: str, memor
     for start, tiers in rows:                 # the last row whose release the version has reached
         if version is None or version_tuple(version) >= version_tuple(str(start)):
             got = tiers
-    if got is None:
-        return None
-    name = gpu_id.upper()
-    for limit, seqs, *exclude in got:
-        if memory_gib < float(limit) and not any(x.upper() in name for x in (exclude[0] if exclude else ())):
-            return int(seqs)
-    return None
-
+    seqs = gpu_tier(got, gpu_id, memory_gib) if got is not None else None
+    return int(seqs) if seqs is not None else None

@@ -27,6 +27,15 @@ from gpuplan.i18n import N_
 COMPILED_FRAMEWORKS = frozenset({"torch-compile", "trtllm"})  # one CUDA graph / TensorRT engine per forward
 
 
+def unfused_scores_s(system: System, scores: float, bytes_per_score: float) -> float:
+    """Seconds to move ``scores`` attention-score elements through HBM, ``bytes_per_score`` bytes each, at the
+    weight-streaming share of the bandwidth: attention without a fused kernel writes the s x s scores and reads them
+    back (Dao et al. 2022, Algorithm 0). The one rule of the training step (training.unfused_attention_bytes_per_score:
+    forward, backward, recomputation) and of prefill (inference.unfused_attention_bytes_per_score: forward)."""
+    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * float(table("inference", "weight_stream_efficiency"))
+    return scores * bytes_per_score / bw
+
+
 @dataclass(frozen=True)
 class ForwardCost:
     """What one forward costs: per sample (FLOPs, activation traffic) and per call (weights, kernels)."""

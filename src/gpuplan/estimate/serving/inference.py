@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuplan.estimate.engine_defaults import gpu_tier
 from gpuplan.estimate.serving.burst import burst_s
 from gpuplan.estimate.serving.decode import COMPILED, ServingCase, decode_consts
 from gpuplan.estimate.memory import ENGINES, InferenceInputs, MemoryEstimate, inference_memory
@@ -125,14 +126,8 @@ def chunk_tokens(case: ServingCase, system: System, layout: Layout) -> int:
     row = got.get(case.framework, got["default"])
     if isinstance(row, (int, float)):
         return int(row)
-    mem = system.gpu.memory_gib
-    name = system.gpu.id.upper()
-    for limit, tokens, *exclude in row:   # [[memory GiB below, tokens, (GPU names excluded)], ...]
-        if mem < float(limit) and not any(x.upper() in name for x in (exclude[0] if exclude else ())):
-            out = int(tokens)
-            break
-    else:
-        out = int(row[-1][1])
+    tokens = gpu_tier(row, system.gpu.id, system.gpu.memory_gib)   # [[memory GiB below, tokens, (excluded)], ...]
+    out = int(tokens if tokens is not None else row[-1][1])
     if layout.dp_attention and case.framework == "sglang":
         out //= 2          # SGLang halves chunked_prefill_size with --enable-dp-attention
     return max(1, out)

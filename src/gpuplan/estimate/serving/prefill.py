@@ -14,7 +14,7 @@ from gpuplan.estimate.serving.decode import moe_loop_experts
 from gpuplan.estimate.serving.decode_fixed import tp_allreduce_s
 from gpuplan.estimate.serving.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
                                            stream_efficiency)
-from gpuplan.estimate.forward import eager_cpu_s_per_op
+from gpuplan.estimate.forward import eager_cpu_s_per_op, unfused_scores_s
 from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
@@ -47,7 +47,10 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
         # a forward of few rows runs thin GEMMs (engines batch many prompts into one step: marginal)
         eff *= gemm_row_ramp(batch * p)
     shards = layout.tp * layout.pp
-    compute = flops / shards / (peak * eff) + unfused_scores_s(s, case, system, batch, p) / shards
+    compute = flops / shards / (peak * eff)
+    if not case.flash:     # the prompt x prompt scores of every head go through HBM (forward share)
+        compute += unfused_scores_s(system, float(batch) * s.layers * s.heads * float(p) ** 2,
+                                    float(inf["unfused_attention_bytes_per_score"])) / shards
     w_bytes, _dtype = weight_bytes(s, case.precision, case.quantization)
     memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * stream_efficiency(case.quantization, case.framework))
     t = compute if marginal else max(compute, memory)
@@ -61,19 +64,6 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
         cpu = s.layers * ops * eager_cpu_s_per_op()
         t = soft_max(cpu, t, float(inf["eager_overlap_exponent"]))
     return t + tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
-
-
-def unfused_scores_s(s: Shape, case: ServingCase, system: System, batch: int, prompt_tokens: int) -> float:
-    """Attention without a fused kernel writes each head's prompt x prompt scores to HBM and reads them back (scores,
-    softmax, the product with V): ``inference.unfused_attention_bytes_per_score`` per score at the weight-streaming
-    share of the bandwidth, on top of the FLOPs; the forward share of the training step's rule
-    (training.unfused_attention_bytes_per_score). 0 with FlashAttention / SDPA."""
-    if case.flash:
-        return 0.0
-    per_score = float(table("inference", "unfused_attention_bytes_per_score"))
-    scores = float(batch) * s.layers * s.heads * float(prompt_tokens) ** 2
-    bw = system.gpu.mem_bandwidth_gb_s * 1e9 * float(table("inference", "weight_stream_efficiency"))
-    return scores * per_score / bw
 
 
 def gemm_row_ramp(rows: float) -> float:

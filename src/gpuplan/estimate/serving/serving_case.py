@@ -20,7 +20,7 @@ class ServingCase:
     prompt_tokens: int
     output_tokens: int
     framework_version: str | None = None
-    flash: bool = True          # fused attention; False: the scores go through HBM (prefill.unfused_scores_s)
+    flash: bool = True          # fused attention; False: the scores go through HBM (forward.unfused_scores_s)
 
 
 def soft_max(a: float, b: float, k: float) -> float:

@@ -27,6 +27,7 @@ from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, 
 from gpuplan.estimate.comm import (context_parallel_s, dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
                                    pipeline_p2p_s, ring_latency_s, tp_collective_s)
 from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes, trainable_local_fraction
+from gpuplan.estimate.forward import unfused_scores_s
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
@@ -123,10 +124,8 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                                          attn_hw_fpt * (1.0 / attn_rate - 1.0) / hw_fpt))
     if not flash:
         # unfused attention: the s x s scores go through HBM several times per layer
-        per_score = float(table("training", "unfused_attention_bytes_per_score"))
         scores = s.layers * s.heads * seq_len * seq_len * (tokens_per_step / seq_len) / gpus
-        bw = system.gpu.mem_bandwidth_gb_s * 1e9 * float(table("inference", "weight_stream_efficiency"))
-        extra = scores * per_score / bw
+        extra = unfused_scores_s(system, scores, float(table("training", "unfused_attention_bytes_per_score")))
         compute_s += extra
         notes.append(_("attention without FlashAttention: +{extra:.0%} time moving the s x s scores").format(extra=extra / compute_s))
     if quantization not in (None, "none"):
