@@ -187,6 +187,9 @@ class Workload(_Strict):
                 cap=self.max_output_tokens, mean=self.output_tokens))
         if self.max_output_tokens is not None and self.is_training:
             raise ValueError(_("max_output_tokens applies to inference: set task to inference, or drop it"))
+        if self.max_output_tokens is not None and self.output_tokens is None:
+            raise ValueError(_("max_output_tokens needs output_tokens, the mean length of an output (the default, 512, "
+                               "could lie above the cap): set both"))
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
         # Names checked against the catalog belong to validation too, so that every way of making a Workload

@@ -81,6 +81,9 @@ def friendly_error(exc: ValidationError, root: type[BaseModel], prefix: str = ""
     if kind == "literal_error":
         hint = web_hint = _("Allowed: {expected}.").format(expected=msg.split("Input should be ", 1)[-1]
                                                            if current_lang() == "en" else ctx.get("expected", ""))
+    if field is None:
+        # a rule across fields (the workload validators' own sentence names them): no one field or value to quote
+        return GpuplanError(_("Invalid workload: {exc}.").format(exc=msg.rstrip(".")), hint=hint, web_hint=web_hint)
     if template:
         try:
             message = _(template).format(field=field, shown=shown, **ctx)

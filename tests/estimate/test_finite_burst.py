@@ -81,6 +81,9 @@ def test_max_output_tokens_below_the_mean_is_one_clear_error():
 
     with pytest.raises(GpuplanError, match="max_output_tokens"):
         _est(10, max_output_tokens=100)
+    no_mean = {k: v for k, v in JOB.items() if k != "output_tokens"}
+    with pytest.raises(GpuplanError, match="max_output_tokens needs output_tokens"):
+        estimate({**no_mean, "dataset": {"items": 10}, "max_output_tokens": 100})
 
 
 @pytest.mark.parametrize("version, gpu, memory, want", [
