@@ -99,6 +99,8 @@ OLD_TRAINER_FRAMEWORKS = {"swift", "transformers", "llama-factory"}
 # Megatron-Core (Transformer Engine), torchtune and torchtitan/FSDP (SDPA), llm-foundry, serving engines. The
 # Hugging Face Trainer stacks of 2023 (ms-swift 1.x use_flash_attn false, PEFT examples) default to eager.
 FLASH_DEFAULT_FRAMEWORKS = {"vllm", "sglang", "llm-foundry", "nemo", "torchtune", "fsdp"}
+# torchtitan's per-op selective checkpointing (selective_ac_option "op"), in the words rows state it
+PER_OP_SAC = re.compile(r"per-op (SAC|selective)|selective_ac_option '?op\b|'selective op' AC", re.I)
 PRE_FLASH_PAPERS = ("2104.04473", "2205.05198")  # Narayanan et al. 2021, Korthikanti et al. 2022
 
 
@@ -285,7 +287,9 @@ def row_to_case(r: dict[str, str]):
     sp_m = re.search(r"\bsequence parallel (on|off)\b", r.get("notes") or "")
     sp = None if sp_m is None else sp_m.group(1) == "on"  # not stated: the framework's default (parallel.sp)
     # unstated: the framework's own default (workload_defaults.resolve_defaults: Megatron/NeMo recompute nothing)
-    ckpt = {"yes": True, "no": False, "selective": "selective"}.get(r["grad_ckpt"])
+    ckpt = {"yes": True, "no": False, "selective": "selective", "per-op": "per-op"}.get(r["grad_ckpt"])
+    if ckpt == "selective" and PER_OP_SAC.search(r.get("notes") or ""):
+        ckpt = "per-op"   # torchtitan's per-op policy, as the row's config names it
     flash = {"yes": True, "no": False}.get(r["flash_attn"], None)
     if flash is None:
         flash = framework in FLASH_DEFAULT_FRAMEWORKS or task == "inference" or \

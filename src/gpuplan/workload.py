@@ -102,7 +102,7 @@ class Workload(_Strict):
         "outputs vary in length: exponential with mean output_tokens, cut here (a job waits for its longest); "
         "unset = every request generates output_tokens"))
     input: InputSpec | None = None
-    grad_checkpointing: Union[bool, Literal["selective"], None] = None
+    grad_checkpointing: Union[bool, Literal["selective", "per-op"], None] = None
     flash_attention: bool | None = None
     optimizer: Optimizer | None = None
     optimizer_in_backward: bool | None = Field(None, description="optimizer step fused into the backward pass "
@@ -149,7 +149,11 @@ class Workload(_Strict):
         if isinstance(v, str):
             low = v.strip().lower()
             table = {"true": True, "yes": True, "full": True, "on": True, "false": False, "no": False,
-                     "none": False, "off": False, "selective": "selective"}
+                     "none": False, "off": False, "selective": "selective",
+                     # torchtitan's per-op selective checkpointing (activation_checkpoint mode selective,
+                     # selective_ac_option "op"): estimate/memory/common.per_op_saved_bytes_per_token_layer
+                     "per-op": "per-op", "per_op": "per-op", "op": "per-op", "selective-op": "per-op",
+                     "selective_op": "per-op"}
             if low in table:
                 return table[low]
         return v

@@ -39,7 +39,7 @@ THROUGHPUT = {
 }
 MEMORY = ("peak_mem_gib_per_gpu",)
 _API_FIELD = {"max_allocated": "peak_allocated_bytes", "max_reserved": "peak_reserved_bytes"}
-_CKPT = {"yes": True, "no": False, "selective": "selective"}
+_CKPT = {"yes": True, "no": False, "selective": "selective", "per-op": "per-op"}
 
 
 @dataclass(frozen=True)

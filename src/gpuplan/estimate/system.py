@@ -89,7 +89,7 @@ class Layout:
     zero: int = 0                 # effective sharding stage 0-3 (FSDP full_shard = 3, shard_grad_op = 2)
     fsdp: str = "none"
     offload: str = "none"
-    checkpointing: str = "full"   # full | selective | none
+    checkpointing: str = "full"   # full | selective | per-op | none
     micro_batch: int = 1
     grad_accum: int = 1
     microbatches: int = 1         # pipeline micro-batches in flight per step
@@ -196,7 +196,7 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
     framework = w.framework or "auto"
     zero = max(default_zero(par, framework), FSDP_TO_ZERO[fsdp])
     ckpt = w.grad_checkpointing
-    checkpointing = "selective" if ckpt == "selective" else ("full" if ckpt else "none")
+    checkpointing = ckpt if ckpt in ("selective", "per-op") else ("full" if ckpt else "none")
     ga = w.gradient_accumulation
     if ga is None:   # unset only where a training workload names its global batch (workload_defaults)
         seqs = global_sequences(w) if w.is_training and not w.optimizer_in_backward else None

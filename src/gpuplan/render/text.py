@@ -226,7 +226,7 @@ def _with_range(label: str, text: str, perf: dict, ranges: dict) -> str:
 
 
 # activation checkpointing modes as text output names them
-CHECKPOINTING = {"full": N_("full"), "selective": N_("selective"), "none": N_("none")}
+CHECKPOINTING = {"full": N_("full"), "selective": N_("selective"), "per-op": N_("per-op selective"), "none": N_("none")}
 
 
 def layout_line(est_dict: dict, lang: str) -> str:

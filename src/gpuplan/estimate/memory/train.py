@@ -16,6 +16,7 @@ from gpuplan.estimate.memory.common import (
     eager_score_bytes,
     largest_block_matrix,
     largest_param_tensor,
+    per_op_saved_bytes_per_token_layer,
 )
 from gpuplan.estimate.memory.loss import loss_logits_bytes
 from gpuplan.estimate.memory.run import Run, TrainingInputs, frozen_fp8_primary, run_constants, stage_layers
@@ -159,7 +160,9 @@ def stage_activation_bytes(run: Run, n_layers: int, inflight: float) -> tuple[fl
 
     Without recomputation every layer keeps its saved tensors for each in-flight micro-batch; full
     recomputation keeps each layer's input (2·h per token) plus one rebuilt layer and its gradients;
-    selective recomputation drops the eager attention scores. A weight-only quantized base (QLoRA) is
+    selective recomputation drops the eager attention scores; per-op selective recomputation (torchtitan) keeps the
+    block input, q, v, the attention output, the gate and the down projection's output
+    (:func:`per_op_saved_bytes_per_token_layer`) plus one rebuilt block. A weight-only quantized base (QLoRA) is
     dequantized one matrix at a time (bitsandbytes MatMul4Bit): the largest block matrix is transiently
     live. torchtune's activation offloading keeps a few layers' worth resident (memory.activation_offload_resident_layers)."""
     s, t, layout = run.s, run.t, run.layout
@@ -167,6 +170,12 @@ def stage_activation_bytes(run: Run, n_layers: int, inflight: float) -> tuple[fl
         stored = n_layers * run.tokens_mb * 2.0 * s.hidden * ACT_BYTES.get(t.precision, 2.0) / 2.0 \
             / (layout.tp if layout.sp else 1) * inflight
         recompute = run.tokens_mb * run.act_tok_layer * 1.5  # one layer rebuilt + its gradients
+    elif layout.checkpointing == "per-op":
+        kept = min(run.act_tok_layer, per_op_saved_bytes_per_token_layer(s, t.precision, layout.tp, layout.sp))
+        stored = n_layers * run.tokens_mb * kept * inflight
+        # backward rebuilds one block's recomputed tensors beside its gradients (as full recomputation, less what
+        # the block kept)
+        recompute = run.tokens_mb * (run.act_tok_layer * 1.5 - kept)
     else:
         per_tok = run.act_tok_layer
         if layout.checkpointing == "selective" and not t.flash:

@@ -97,6 +97,9 @@ def trace_plan(w: Workload, spec: Any) -> dict[str, Any]:
     if ckpt == "selective":
         warns.append(_("selective recomputation is not a transformers option: traced without checkpointing (an upper bound on activations)"))
         ckpt = False
+    elif ckpt == "per-op":
+        warns.append(_("per-op selective recomputation (torchtitan) is not a transformers option: traced with "
+                       "per-layer checkpointing (a lower bound on activations)"))
     plan["checkpointing"] = bool(ckpt)
     if ckpt:
         notes.append(_("gradient checkpointing: transformers' per-decoder-layer checkpointing (use_reentrant=False); FLOPs include the recomputed forward"))

@@ -35,12 +35,24 @@ def flops_per_token(s: Shape, seq_len: int, task: str, checkpointing: str,
             return total, total + fwd
         if checkpointing == "selective":
             return total, total + attn
+        if checkpointing == "per-op":
+            return total, total + per_op_recompute_flops_per_token(s)
         return total, total
 
     attn = attention_flops_fwd_per_token(s, seq_len)
     model, _ = per_token(attn)
     _, hw = per_token(attn * attn_executed_share)
     return model, hw
+
+def per_op_recompute_flops_per_token(s: Shape) -> float:
+    """Forward FLOPs per token that torchtitan's per-op selective checkpointing runs again in backward: the matrix
+    multiplies whose outputs it does not keep, every second one in the block's order (k, o and up; plain MLP:
+    fc2): 2·L·(h·kv_dim + q_dim·h + h·f). The attention kernel's output is kept (memory/common.py
+    per_op_saved_bytes_per_token_layer)."""
+    q_dim = s.heads * s.head_dim
+    kv_dim = s.kv_heads * s.head_dim
+    return 2.0 * s.layers * (s.hidden * kv_dim + q_dim * s.hidden + s.hidden * s.moe_active_ffn)
+
 
 def routed_expert_share(s: Shape) -> float:
     """Share of a token's block FLOPs spent in its routed experts (MoE), else 0."""

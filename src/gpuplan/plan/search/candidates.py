@@ -183,6 +183,7 @@ class Fixed:
         par = w.parallel
         hw = w.hardware
         ck = w.grad_checkpointing
+        # per-op selective recomputation (torchtitan) is sized as full: the bundle's launchers have no per-op mode
         ckpt = None if ck is None else ("selective" if ck == "selective" else ("full" if ck else "none"))
         gpus = hw.count if hw and hw.count else None
         if par is not None and par.dp is not None and gpus is None:
