@@ -7,8 +7,9 @@ Usage: python bench/accuracy.py [CSV ...] [--out bench/results/accuracy.md] [--o
 class) and writes bench/results/accuracy-CLASS.md.
 
 --write-intervals rebuilds src/gpuplan/data/intervals.json (the 80 % prediction bands per workload class) from
-this run's LOGO residuals (bench/interval_report.py); --holdout also scores bench/data/holdout/ (never designed
-on) and reports its point error and interval coverage; --class scores one interval class (train/lora, serve,
+this run's LOGO residuals and the as-shipped residuals of the held-out sets already scored once
+(interval_report.BAND_SETS; it scores bench/data/holdout/ itself); --holdout also scores bench/data/holdout/
+(never fitted) and reports its point error and interval coverage; --class scores one interval class (train/lora, serve,
 diffusion, ...) while iterating; --rows-json saves every scored row so --from-rows can rebuild the report and the
 intervals without scoring again. The coordinator's command after a merge:
     python bench/accuracy.py --write-intervals --holdout
@@ -1293,7 +1294,9 @@ def main(argv: list[str] | None = None) -> int:
 
         rows = [r for r in rows if any(descends(interval_class_of_row(r) or "-", c) for c in args.cls)]
         print(f"--class {' '.join(args.cls)}: {len(rows)} rows")
-    holdout = score_holdout_sets() if args.holdout else None  # as shipped, from the files as they are now
+    # as shipped, from the files as they are now; the bands read the sets already scored (interval_report.BAND_SETS),
+    # so the coverage report needs them whenever it is written
+    holdout = score_holdout_sets() if args.holdout or args.write_intervals or not (args.cls or args.only) else None
     if args.from_rows:
         res = load_result(args.from_rows)
     else:
@@ -1303,12 +1306,17 @@ def main(argv: list[str] | None = None) -> int:
     names = [str(p.relative_to(HERE.parent)) if p.is_relative_to(HERE.parent) else str(p) for p in args.csv]
     text = summarize(res, names)
     scored = [r for r in res.logo if r.group not in EXCLUDED_GROUPS]
+    in_bands = [r for label, rows_ in (holdout or {}).items() if label in interval_report.BAND_SETS
+                for r in rows_ if r.group not in EXCLUDED_GROUPS]
     if args.write_intervals:
         groups = {r.group for r in scored}
-        doc = interval_report.write_intervals(band_rows(scored), names, clean_groups_of(groups),
+        held_groups = {r.group for r in in_bands}
+        band_csv = [str(interval_report.HOLDOUT_SETS[lb].relative_to(HERE.parent)) for lb in (holdout or {})
+                    if lb in interval_report.BAND_SETS]
+        doc = interval_report.write_intervals(band_rows(scored + in_bands), names + band_csv, clean_groups_of(groups),
                                               {**EXCLUDED_GROUPS, **{g: f"speed: {why}" for g, why in FIT_EXCLUDED.items()},
                                                **{g: f"memory: {why}" for g, why in MEMORY_FIT_EXCLUDED.items()}},
-                                              groups - CALIBRATED_GROUPS)
+                                              (groups - CALIBRATED_GROUPS) | held_groups)
         held = [r for rows_ in (holdout or {}).values() for r in rows_]
         refresh_fits_high(res.logo + held, rows + (load(holdout_paths()) if holdout else []))
         text = summarize(res, names)
@@ -1322,7 +1330,7 @@ def main(argv: list[str] | None = None) -> int:
         extra += "\n".join(interval_report.holdout_summary(label, interval_report.HOLDOUT_SETS[label], rows_, _stats,
                                                            _fit_share)) + "\n"
     if "calibration" in doc and not args.cls:
-        extra += interval_report.report(doc, band_rows(scored), holdout) + "\n"
+        extra += interval_report.report(doc, band_rows(scored + in_bands), holdout) + "\n"
     text = head + extra + "## By workload class (LOGO)" + rest
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")

@@ -114,3 +114,24 @@ def test_each_held_out_set_is_scored_and_reported_on_its_own(acc, tmp_path, monk
     assert [r.id for r in sets["held-out 2"]] == [src[1]["id"]]
     lines = ir.holdout_summary("held-out 2", paths["held-out 2"], sets["held-out 2"], acc._stats, acc._fit_share)
     assert lines[0].startswith("## Held-out 2 (bench/data/holdout/2.csv")
+
+
+def test_sets_in_the_bands_are_reported_nested_and_a_later_set_against_the_shipped_bands(acc, tmp_path, monkeypatch):
+    """A held-out set already scored (interval_report.BAND_SETS) makes the bands with the project table, so its
+    coverage is read against bands built without each of its groups; a set gathered later is read against the bands
+    as shipped (its first, unseen scoring)."""
+    import interval_report as ir
+
+    def row(i, group, value):
+        return acc.Row(id=f"{group}{i}", group=group, cls="x", metric="train_tokens_per_s_per_gpu", measured=value,
+                       predicted=100.0, error=None, fits=True, icls="train/full")
+
+    dev = [row(i, f"d{g}", 100.0 * (1.0 + 0.05 * g)) for g in range(6) for i in range(3)]
+    old = [row(i, "oldset", 300.0) for i in range(3)]       # 3x faster than estimated: outside every band
+    new = [row(i, "newset", 300.0) for i in range(3)]
+    monkeypatch.setattr(ir, "BAND_SETS", ("held-out 1",))
+    path = tmp_path / "intervals.json"
+    doc = ir.write_intervals(dev + old, ["m.csv"], set(), {}, {r.group for r in dev + old}, path=path)
+    text = ir.report(doc, dev + old, {"held-out 1": old, "held-out 2": new})
+    assert "held-out 1 (nested)" in text and "held-out 2:" in text and "held-out 2 (nested)" not in text
+    assert doc["groups"]["time"] == 7                           # the set's group is one of the bands' groups
