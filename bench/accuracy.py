@@ -139,7 +139,8 @@ def _framework(name: str, task: str) -> str:
 # The engine version a row states in its notes ("stack: SGLang 0.4.6.post1", "vLLM v0.5.7"): the estimator's
 # version-dependent constants (inference.moe_layer_overhead_s) read it.
 ENGINE_VERSION = {"sglang": r"SGLang(?: v?| \([^)|]*?~v)(\d+\.\d+(?:\.\d+)?)",
-                  "vllm": r"vLLM(?: v?| \([^)|]*?~v)(\d+\.\d+(?:\.\d+)?)"}
+                  "vllm": r"vLLM(?: v?| \([^)|]*?~v)(\d+\.\d+(?:\.\d+)?)",
+                  "lmdeploy": r"(?:LMDeploy|lmdeploy)(?: TurboMind)?(?: v?| \([^)|]*?\bv)(\d+\.\d+(?:\.\d+)?)"}
 
 # Rows whose framework column is 'other' name their stack in the notes ('stack: ...'): the engines the
 # workload knows are recognised there.

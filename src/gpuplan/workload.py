@@ -84,8 +84,10 @@ class Workload(_Strict):
     kv_cache_dtype: KvDtype | None = None
     framework: Framework | None = None
     framework_version: str | None = Field(None, max_length=40, pattern=r"^\d+(\.\d+){0,3}([.+-]?[0-9A-Za-z.]*)?$",
-                                          description="version of the framework when it changes memory (transformers "
-                                          "< 4.45 keeps the logits of every prompt position in generate); unset = current")
+                                          description="version of the framework when it changes the estimate (transformers "
+                                          "< 4.45 keeps the logits of every prompt position in generate; LMDeploy "
+                                          "< 0.2 sizes its KV blocks by the sessions; vLLM / SGLang releases change "
+                                          "defaults); unset = current")
     batch_size: int | None = Field(None, ge=1, le=65_536)
     gradient_accumulation: int | None = Field(None, ge=1, le=1_000_000)
     global_batch_size: int | None = Field(None, ge=1, le=1_000_000, description="training: sequences (samples) per "

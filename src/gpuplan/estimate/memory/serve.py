@@ -90,6 +90,28 @@ def kv_shard_fraction(s: Shape, layout: Layout) -> float:
     return frac * heads_per_rank / kv_heads
 
 
+def kv_pool_rule(framework: str, version: str | None = None) -> tuple[str, float]:
+    """How a serving engine sizes its KV pool when launched with its defaults: ("total", f): the engine takes f of
+    the whole GPU and the pool is what weights and activations leave (vLLM gpu_memory_utilization, SGLang
+    mem_fraction_static); ("free", f): the pool is f of the memory free once the weights are loaded (LMDeploy
+    cache_max_entry_count 0.8 since v0.2.2, 0.5 of the total in v0.2.0-0.2.1; TensorRT-LLM
+    free_gpu_memory_fraction 0.9); ("sessions", 0): blocks for the launch's batch x session length only
+    (LMDeploy TurboMind before v0.2, whose cache_max_entry_count counted sequences). ``inference.kv_pool`` in
+    data/efficiency.yaml, with the sources."""
+    inf = table("inference")
+    if framework == "sglang":
+        return "total", float(inf["sglang_mem_fraction_static"])
+    rules = inf["kv_pool"].get(framework)
+    if rules:
+        got = None
+        for start, kind, frac in rules:          # the last row whose release the version has reached
+            if version is None or _version_tuple(version) >= _version_tuple(str(start)):
+                got = (str(kind), float(frac))
+        if got is not None:
+            return got
+    return "total", float(inf["vllm_gpu_memory_utilization"])
+
+
 def engine_memory_fraction(need_bytes: float, capacity_bytes: float, default: float) -> float:
     """The memory fraction a serving engine must pre-allocate (vLLM ``gpu_memory_utilization``, SGLang
     ``mem_fraction_static``) for a plan that needs ``need_bytes`` per GPU: the engine's default when that covers it,
@@ -143,12 +165,18 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     cap = system.capacity_bytes
     notes: list[str] = []
     if t.framework in ENGINES and not t.encoder:  # an encoder keeps no cache: nothing to pre-allocate
-        util = inf["vllm_gpu_memory_utilization"] if t.framework != "sglang" else inf["sglang_mem_fraction_static"]
+        rule, util = kv_pool_rule(t.framework, t.framework_version)
         profile_tokens = max(min(seq_tokens, 8192), 2048)
         act = prefill_transient_bytes(s, profile_tokens, layout.tp, True, 1) + 256 * s.vocab * 4.0 / layout.tp
         graphs = float(inf["engine_graph_bytes"])
         needed = weights + kv + act + graphs + ctx + nccl
-        reserved_engine = util * cap
+        if rule == "free":        # f of what is free once the weights are in, beside the runtime's own buffers
+            reserved_engine = min(cap, weights + act + graphs + ctx + nccl
+                                  + util * max(0.0, cap - weights - ctx - nccl))
+        elif rule == "sessions":  # blocks for the launched sessions only
+            reserved_engine = needed
+        else:
+            reserved_engine = util * cap
         budget = reserved_engine - (weights + act + graphs + ctx + nccl)
         per_gpu = max(needed, reserved_engine)
         pool = max(kv, per_gpu - (weights + act + graphs + ctx + nccl))
@@ -156,7 +184,14 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
                 "gradients": 0.0, "optimizer": 0.0, "adapters": 0.0, "logits": 0.0}
         alloc = weights + kv + act + graphs
         reserved = per_gpu - ctx - nccl
-        notes.append(_("{framework} pre-allocates {util:.0%} of GPU memory; the KV pool takes what weights and activations leave").format(framework=t.framework, util=util))
+        if rule == "free":
+            notes.append(_("{framework} gives its KV pool {util:.0%} of the memory free after the weights load").format(
+                framework=t.framework, util=util))
+        elif rule == "sessions":
+            notes.append(_("{framework} {version} allocates KV blocks for the launched sessions only (batch x "
+                           "sequence length)").format(framework=t.framework, version=t.framework_version))
+        else:
+            notes.append(_("{framework} pre-allocates {util:.0%} of GPU memory; the KV pool takes what weights and activations leave").format(framework=t.framework, util=util))
         if s.is_mla and layout.tp > 1:
             notes.append(_("MLA latent cache: every TP rank keeps the whole latent of its sequences (data-parallel "
                            "attention: each rank serves 1/tp of them)") if layout.dp_attention else
@@ -164,7 +199,7 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
                            "parallel.dp_attention: true splits the sequences instead)"))
         elif layout.tp > s.kv_heads and not layout.dp_attention:
             notes.append(_("{kv_heads} KV heads over TP {tp}: heads are replicated, one per rank").format(kv_heads=s.kv_heads, tp=layout.tp))
-        if needed > reserved_engine:
+        if needed > reserved_engine and rule == "total":
             notes.append(_("needs gpu_memory_utilization {needed:.2f} (above the default {util:.2f})").format(
                 needed=engine_memory_fraction(needed, cap, util), util=util))
         return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from gpuplan.estimate.engine_defaults import gpu_tier
 from gpuplan.estimate.serving.burst import burst_s
 from gpuplan.estimate.serving.decode import COMPILED, ServingCase, decode_consts
-from gpuplan.estimate.memory import ENGINES, InferenceInputs, MemoryEstimate, inference_memory
+from gpuplan.estimate.memory import ENGINES, InferenceInputs, MemoryEstimate, inference_memory, kv_pool_rule
 from gpuplan.estimate.serving.prefill import prefill_time
 from gpuplan.estimate.serving.replica import ReplicaModel
 from gpuplan.estimate.shapes import Shape
@@ -99,9 +99,10 @@ def engine_speedup_bound(base: str, other: str) -> float:
     caps = inf["engine_max_batch"]
 
     def reserve(f: str) -> float:
-        return float(inf["sglang_mem_fraction_static"] if f == "sglang" else inf["vllm_gpu_memory_utilization"])
+        rule, frac = kv_pool_rule(f)
+        return frac if rule == "total" else math.inf   # a share of the free memory: compared case by case
 
-    if base not in ENGINES or other not in ENGINES or reserve(other) > reserve(base):
+    if base not in ENGINES or other not in ENGINES or reserve(other) > reserve(base) or math.isinf(reserve(base)):
         return math.inf
     cap_base, cap_other = caps.get(base), caps.get(other)
     if cap_base is not None and (cap_other is None or float(cap_other) > float(cap_base)):
