@@ -311,7 +311,9 @@ def row_to_case(r: dict[str, str]):
     }
     if task == "inference" and re.search(r"--enable-dp-attention|\benable_attention_dp true\b", r.get("notes") or ""):
         data["parallel"]["dp_attention"] = True  # the engine's data-parallel attention, as the row's command sets it
-    if r["kv_cache_dtype"] and r["kv_cache_dtype"] != "auto":
+    # an fp32 model's cache is its own dtype: the workload's "auto" (the KV dtypes name only the narrower ones)
+    if r["kv_cache_dtype"] and r["kv_cache_dtype"] != "auto" and \
+            not (r["kv_cache_dtype"] == "fp32" and r["precision"] == "fp32"):
         data["kv_cache_dtype"] = r["kv_cache_dtype"]
     if task == "inference":
         # an encoder benchmark may state its input length as the sequence length only
