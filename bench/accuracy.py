@@ -145,6 +145,8 @@ ENGINE_VERSION = {"sglang": r"SGLang(?: v?| \([^)|]*?~v)(\d+\.\d+(?:\.\d+)?)",
 # Rows whose framework column is 'other' name their stack in the notes ('stack: ...'): the engines the
 # workload knows are recognised there.
 STACKS_IN_NOTES = (("text-generation-inference", "tgi"), ("TGI", "tgi"), ("TensorRT-LLM", "trtllm"),
+                   # Lightning's lit-gpt / litgpt model in an eager loop (Fabric precision bf16-true: pure 16-bit)
+                   ("lit-gpt", "litgpt"), ("litgpt", "litgpt"),
                    ("LMDeploy", "lmdeploy"), ("SGLang", "sglang"), ("vLLM", "vllm"),
                    # torchao's _models/llama/generate.py is gpt-fast's model and loop (compiled decode, CUDA graphs)
                    ("gpt-fast", "gpt-fast"),
@@ -342,6 +344,9 @@ def row_to_case(r: dict[str, str]):
         data["optimizer"] = "adamw-bf16"  # the model is built in bf16 and Adam steps it in place (pure 16-bit)
     elif "optimizer torch.optim.AdamW" in notes:
         data["optimizer"] = "adamw"  # stated, so no framework default (torchtune single-device: paged 8-bit) applies
+    elif "optimizer torch.optim.SGD" in notes:
+        # torch's SGD keeps a momentum buffer only when given a momentum
+        data["optimizer"] = "sgd-plain" if re.search(r"momentum 0(?![.\d])|no optimizer state", notes) else "sgd"
     if task in ("lora", "qlora"):
         listed = re.search(r"lora targets \[([a-z_, ]+)\]", notes)
         if listed:  # the config's module list, as the source states it

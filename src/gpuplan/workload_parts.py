@@ -37,14 +37,16 @@ QLORA_BASES = (None, "bnb-nf4", "bnb-int8", "int4", "int8", "gptq-int4", "gptq-i
 KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
 Framework = Literal["auto", "transformers", "vllm", "sglang", "trtllm", "deepspeed", "megatron", "nemo", "fsdp",
                     "torchtune", "llm-foundry", "llama-factory", "swift", "lmdeploy", "tgi", "torch-compile"]
-Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-8bit", "adamw-bf16", "sgd", "adafactor",
-                    "paged-adamw", "paged-adamw-8bit"]
+Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-8bit", "adamw-bf16", "sgd", "sgd-plain",
+                    "adafactor", "paged-adamw", "paged-adamw-8bit"]
 # Names the frameworks use for the same optimizers (HF TrainingArguments.optim, torchtune/bitsandbytes classes).
 OPTIMIZER_ALIASES = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused", "adamw_8bit": "adamw-8bit",
                      "adamw_bnb_8bit": "adamw-8bit", "adamw8bit": "adamw-8bit", "8bit-adamw": "adamw-8bit",
                      "paged_adamw_8bit": "paged-adamw-8bit", "pagedadamw8bit": "paged-adamw-8bit",
                      "paged_adamw_32bit": "paged-adamw", "paged-adamw-32bit": "paged-adamw", "pagedadamw": "paged-adamw",
-                     "paged_adamw": "paged-adamw"}
+                     "paged_adamw": "paged-adamw",
+                     # torch.optim.SGD's defaults (momentum 0: no state), as Hugging Face's optim="sgd" builds it
+                     "sgd_plain": "sgd-plain", "sgd-nomomentum": "sgd-plain", "sgd_nomomentum": "sgd-plain"}
 FRAMEWORK_ALIASES = {"turbomind": "lmdeploy", "text-generation-inference": "tgi", "gpt-fast": "torch-compile",
                      "tensorrt-llm": "trtllm", "hf": "transformers", "megatron-lm": "megatron", "megatron-core": "megatron"}
 PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]

@@ -101,3 +101,29 @@ def test_bench_reads_per_op_from_the_rows_notes():
     assert accuracy.row_to_case(row)[0].grad_checkpointing == "per-op"
     row["notes"] = row["notes"].replace("'selective op' AC", "selective AC")
     assert accuracy.row_to_case(row)[0].grad_checkpointing == "selective"
+
+
+def test_sgd_without_momentum_keeps_no_state():
+    """torch.optim.SGD's default (momentum 0), as Hugging Face's optim="sgd" builds it: no optimizer state; mixed
+    precision still keeps the fp32 master copy."""
+    def opt(optimizer, framework):
+        w = dict(model="qwen2.5-0.5b", task="full", precision="bf16", framework=framework, seq_len=1024,
+                 batch_size=1, optimizer=optimizer, hardware={"gpu": "A100-SXM4-80GB", "count": 1})
+        return estimate(w).to_dict()["memory"]["components"]["optimizer"]
+    params = resolve_model("qwen2.5-0.5b").params_total
+    assert opt("sgd-plain", "transformers") == 0.0                          # pure 16-bit: nothing
+    assert opt("sgd", "transformers") == pytest.approx(2.0 * params, rel=0.01)  # a bf16 momentum buffer
+    assert opt("sgd-plain", "deepspeed") == pytest.approx(4.0 * params, rel=0.01)  # the fp32 master only
+    assert Workload.model_validate({"model": "qwen2.5-7b", "optimizer": "sgd_nomomentum"}).optimizer == "sgd-plain"
+
+
+def test_bench_reads_lit_gpt_and_plain_sgd():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import accuracy
+
+    rows = {r["id"]: r for r in csv.DictReader(open(ROOT / "bench/data/holdout/holdout6.csv", encoding="utf-8"))}
+    w = accuracy.row_to_case(rows["U101-thunderlg"])[0]
+    assert (w.framework, w.optimizer) == ("transformers", "sgd-plain")   # lit-gpt, eager; momentum 0
+    row = dict(rows["U101-thunderlg"], notes=rows["U101-thunderlg"]["notes"].replace(
+        "momentum 0 so no optimizer state", "momentum 0.9"))
+    assert accuracy.row_to_case(row)[0].optimizer == "sgd"

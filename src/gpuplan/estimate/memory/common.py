@@ -26,6 +26,8 @@ OPT_STATE_BYTES = {
     ("adamw-bf16", "pure"): 4.0, ("adamw-8bit", "pure"): 2.0, ("sgd", "pure"): 2.0, ("adafactor", "pure"): 0.2,
     ("adamw", "fp32"): 8.0, ("adamw-fused", "fp32"): 8.0, ("adamw-foreach", "fp32"): 8.0, ("adamw-bf16", "fp32"): 8.0,
     ("adamw-8bit", "fp32"): 2.0, ("sgd", "fp32"): 4.0, ("adafactor", "fp32"): 0.2,
+    # torch.optim.SGD without momentum keeps no state: only the fp32 master copy of mixed precision
+    ("sgd-plain", "mixed"): 4.0, ("sgd-plain", "pure"): 0.0, ("sgd-plain", "fp32"): 0.0,
     # bitsandbytes paged optimizers: the 8-bit one keeps two 8-bit moments (+ block absmax, ~0.03 B),
     # the 32-bit one keeps fp32 moments whatever the parameter dtype (Optimizer2State, optim_bits=32).
     ("paged-adamw-8bit", "mixed"): 6.0, ("paged-adamw-8bit", "pure"): 2.0, ("paged-adamw-8bit", "fp32"): 2.0,

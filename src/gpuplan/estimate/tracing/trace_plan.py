@@ -74,7 +74,8 @@ def trace_plan(w: Workload, spec: Any) -> dict[str, Any]:
         plan["autocast"] = _TORCH_DTYPE[precision]
         notes.append(_("LoRA traced under {precision} autocast (Hugging Face Trainer/accelerate mixed precision)").format(precision=precision))
     opt_kind = {"adamw": "fused", "adamw-fused": "fused", "adamw-foreach": "foreach", "adamw-bf16": "foreach",
-                "sgd": "sgd", "adafactor": "adafactor", "paged-adamw": "paged", "paged-adamw-8bit": "paged"}.get(optimizer)
+                "sgd": "sgd", "sgd-plain": "sgd-plain", "adafactor": "adafactor", "paged-adamw": "paged",
+                "paged-adamw-8bit": "paged"}.get(optimizer)
     if opt_kind == "paged":
         # bitsandbytes paged optimizers keep their states in CUDA unified memory, outside PyTorch's caching
         # allocator (the analytic path leaves them out of peak_reserved too): the step is traced as a
@@ -89,6 +90,7 @@ def trace_plan(w: Workload, spec: Any) -> dict[str, Any]:
     notes.append({"fused": _("optimizer {optimizer}: torch AdamW fused=True (no parameter-sized temporaries)"),
                   "foreach": _("optimizer {optimizer}: torch AdamW foreach=True (one parameter-sized temporary)"),
                   "sgd": _("optimizer sgd: torch SGD with momentum 0.9 (one state per parameter)"),
+                  "sgd-plain": _("optimizer sgd-plain: torch SGD without momentum (no state)"),
                   "adafactor": _("optimizer adafactor: torch.optim.Adafactor (factored second moments)"),
                   "paged": _("optimizer {optimizer}: states outside the allocator (unified memory); in-place step "
                              "traced with no state"),

@@ -203,6 +203,8 @@ def _make_optimizer(torch, params, kind: str):
         return torch.optim.AdamW(params, lr=1e-4, foreach=True)
     if kind == "sgd":
         return torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=True)
+    if kind == "sgd-plain":
+        return torch.optim.SGD(params, lr=1e-4, momentum=0.0, foreach=True)
     if kind == "adafactor":
         return torch.optim.Adafactor(params, lr=1e-2)
     if kind == "paged":  # paged states are outside the allocator: a stateless in-place step

@@ -176,7 +176,7 @@ def checkpoint_bytes(params_total: float, trainable_params: float, task: str, op
     """Weights + optimizer states as saved: full fine-tuning keeps 16-bit weights plus fp32 master
     weights and two fp32 Adam moments (2 + 12 bytes/param; Rajbhandari et al. 2020, ZeRO §3);
     8-bit Adam stores the moments in 2 bytes; LoRA saves only the adapters and their states."""
-    state = {"adamw-8bit": 6.0, "paged-adamw-8bit": 6.0, "sgd": 8.0, "adafactor": 4.2}.get(optimizer, 12.0)
+    state = {"adamw-8bit": 6.0, "paged-adamw-8bit": 6.0, "sgd": 8.0, "sgd-plain": 4.0, "adafactor": 4.2}.get(optimizer, 12.0)
     if task in ("lora", "qlora"):
         return trainable_params * (2.0 + state)
     if task == "inference":

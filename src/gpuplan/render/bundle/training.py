@@ -43,7 +43,7 @@ MS_SWIFT_PARSER = "4.5.2"
 BNB_OPTIMIZERS = {"adamw-8bit": "AdamW8bit", "paged-adamw-8bit": "PagedAdamW8bit", "paged-adamw": "PagedAdamW"}
 HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch",
             "adamw-bf16": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw-8bit": "paged_adamw_8bit",
-            "paged-adamw": "paged_adamw_32bit", "sgd": "sgd", "adafactor": "adafactor"}
+            "paged-adamw": "paged_adamw_32bit", "sgd": "sgd", "sgd-plain": "sgd", "adafactor": "adafactor"}
 
 
 def uses_bitsandbytes(c: Ctx) -> bool:
