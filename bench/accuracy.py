@@ -733,7 +733,7 @@ class Row:
     note: str = ""
     icls: str = ""                  # gpuplan.estimate.intervals class of the row's workload
     fits_high: bool | None = None   # fits at the high end of the 80 % memory interval (what plans are sized at)
-    exact: float | None = None      # engine memory rows: the weight bytes inside `predicted` (same unit), exact
+    exact: float | None = None      # engine / diffusion memory rows: the weight bytes inside `predicted` (same unit)
 
     @property
     def kind(self) -> str:
@@ -782,7 +782,7 @@ def score(r: dict[str, str]) -> Row:
     if not layout_stated(r) or pred is None:
         fits = fits_high = None  # the run's GPU count or layout is not published (or nothing was estimated)
     base.predicted, base.fits, base.note, base.fits_high = pred, fits, note, fits_high
-    if pred is not None and base.kind == "memory" and est.memory.engine_reserved_bytes:   # as intervals applies it
+    if pred is not None and base.kind == "memory" and intervals.weights_exact(est):   # as intervals applies it
         per_gpu = est.memory.per_gpu_bytes
         weights = float((est.memory.components or {}).get("weights", 0.0))
         if r["metric"] == "peak_mem_gib_per_gpu":

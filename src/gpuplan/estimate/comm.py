@@ -148,6 +148,18 @@ def context_parallel_s(system: System, s: Shape, layout: Layout, tokens_local: f
     return passes * layers * (layout.cp - 1) * (size / bw + lat)
 
 
+def ulysses_all_to_all_s(system: System, cp: int, tokens: float, hidden: float, layers: float) -> float:
+    """Ulysses sequence parallelism over ``cp`` GPUs, one forward: every attention layer turns the sequence-split
+    q, k and v into head-split ones and the output back, four all-to-alls of tokens/cp x hidden x 2 bytes per GPU,
+    (cp - 1)/cp of it leaving the GPU (Jacobs et al. 2023, DeepSpeed-Ulysses §3; xDiT / diffusers
+    ContextParallelConfig ulysses_degree). Inside an NVLink domain at its bus bandwidth; PCIe cards at theirs."""
+    if cp <= 1:
+        return 0.0
+    size = tokens / cp * hidden * 2.0 * (cp - 1) / cp
+    bw, lat = group_link(system, cp)
+    return 4.0 * layers * (size / bw + lat * (cp - 1))
+
+
 def dp_gradient_sync_s(system: System, layout: Layout, grad_bytes: float, backward_mb_s: float, forward_mb_s: float,
                        hidden_share: float, *, every_micro_batch: bool, gather_overlap: bool) -> tuple[float, float]:
     """(all, exposed) seconds per optimizer step of the data-parallel gradient reduction without ZeRO-3.

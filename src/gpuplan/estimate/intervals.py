@@ -194,14 +194,29 @@ def _engine_need(mem: Any) -> float:
     return mem.peak_allocated_bytes + max(0.0, mem.per_gpu_bytes - mem.peak_reserved_bytes)
 
 
+# Classes whose weights are a checkpoint's bytes held whole on every GPU, beside activations the band spreads: a
+# diffusion pipeline's components (FLUX.1-dev: 31 GiB of its 34 GiB at 1024 px). Serving engines are treated the
+# same way (their pre-allocation aside: memory_bounds).
+WEIGHTS_EXACT_CLASSES = frozenset({"diffusion"})
+
+
+def weights_exact(est: Any) -> bool:
+    """True when the band spreads only what sits beside the weights (a serving engine, a diffusion pipeline); the
+    bench fits those classes' residuals the same way (bench/accuracy.py Row.exact)."""
+    return bool(est.memory.engine_reserved_bytes) or class_of(est) in WEIGHTS_EXACT_CLASSES
+
+
 def memory_bounds(est: Any, value: float) -> tuple[float, float]:
     """The range of the per-GPU memory of this estimate (``value``: per_gpu_bytes or need_bytes). A serving
     engine pre-allocates a fixed share of the card (vLLM gpu_memory_utilization, SGLang mem_fraction_static):
-    only what it needs beyond that share is uncertain."""
+    only what it needs beyond that share is uncertain. A diffusion pipeline's weights are exact: the band spreads
+    the rest."""
     reserved = est.memory.engine_reserved_bytes
     if reserved:
         lo, hi = _weights_exact_bounds(est, _engine_need(est.memory))
         return max(reserved, lo), max(reserved, hi)
+    if weights_exact(est):
+        return _weights_exact_bounds(est, value)
     return _floored(est, value, *band(class_of(est), "memory").bounds(value))
 
 
@@ -231,7 +246,8 @@ def _weights_exact_bounds(est: Any, value: float) -> tuple[float, float]:
 
 
 def _exact_weights(mem: Any) -> float:
-    """The weight bytes a serving engine loads on one GPU (0 when the estimate has no breakdown)."""
+    """The weight bytes a serving engine (a diffusion pipeline) loads on one GPU (0 when the estimate has no
+    breakdown)."""
     return float((getattr(mem, "components", None) or {}).get("weights", 0.0))
 
 
@@ -257,7 +273,7 @@ def estimate_intervals(est: Any) -> dict[str, list[float | int]]:
         if value:
             if key in ("per_gpu_bytes", "need_bytes"):
                 lo, hi = memory_bounds(est, value)
-            elif mem.engine_reserved_bytes:    # the engine's peaks hold the same exact weights
+            elif weights_exact(est):    # the engine's (pipeline's) peaks hold the same exact weights
                 lo, hi = _weights_exact_bounds(est, value)
             else:
                 lo, hi = _floored(est, value, *band(class_of(est), "memory").bounds(value))
@@ -279,8 +295,8 @@ def fit_confidence(est: Any) -> float:
     value, cap = est.memory.per_gpu_bytes, est.memory.capacity_bytes
     if value <= 0 or cap <= 0:
         return 1.0
-    if est.memory.engine_reserved_bytes:   # as memory_bounds: the weights are exact, the rest is spread
-        value = _engine_need(est.memory)
+    if weights_exact(est):   # as memory_bounds: the weights are exact, the rest is spread
+        value = _engine_need(est.memory) if est.memory.engine_reserved_bytes else value
         weights = min(_exact_weights(est.memory), 0.95 * value)
         value, cap = max(1.0, value - weights), cap - weights
         if cap <= 0:
@@ -298,6 +314,10 @@ def notes(est: Any) -> list[str]:
     """The assumption sentences of an estimate's ranges (memory and time bands of its class)."""
     cls = class_of(est)
     out = [band(cls, "memory").describe()]
+    weights = _exact_weights(est.memory)
+    if weights_exact(est) and weights > 0:
+        out.append(_("the memory range applies to what sits beside the weights ({gib:.2f} GiB per GPU, a "
+                     "checkpoint's bytes, exact)").format(gib=weights / 1024**3))
     if est.performance:
         out.append(band(cls, "time").describe())
     return out

@@ -124,7 +124,8 @@ def _dit(cfg: Mapping[str, Any], cls: str, tokens_img: int, tokens_txt: int) -> 
         ops = 85 * (layers - singles) + 42 * singles + 100
     s_all = tokens_img + (tokens_txt if cls != "PixArt" else 0)
     return {"params": float(params), "flops": float(flops), "acts": 34.0 * s_all * d * layers,
-            "infer_acts": 20.0 * s_all * d * 2.0, "ops": float(ops), "tokens": float(s_all)}
+            "infer_acts": 20.0 * s_all * d * 2.0, "ops": float(ops), "tokens": float(s_all), "hidden": float(d),
+            "layers": float(layers)}
 
 
 def _denoiser_kind(cfg: Mapping[str, Any]) -> str | None:
@@ -189,7 +190,9 @@ def pipeline_spec(index: Mapping[str, Any], read: Reader, name: str, source: str
         pipeline={"cfg": cfg_on, "default_steps": steps, "vae_upcast": False, "vae_scale": vae_scale,
                   "vae_decode_flops_per_pixel": 1.0e7, "vae_decode_live_channels": 768, "vae_decode_kernels": 180,
                   "inference_activation_bytes_per_sample": dit["infer_acts"],
-                  "text_encoder_flops_per_prompt": text_flops, "text_encoder_kernels": text_ops},
+                  "text_encoder_flops_per_prompt": text_flops, "text_encoder_kernels": text_ops,
+                  # what a context-parallel (Ulysses) split exchanges per attention layer (estimate/nonllm/diffusion.py)
+                  "attention_hidden": dit["hidden"], "attention_layers": dit["layers"]},
     )
     spec = ModelSpec(
         id=name, family={"PixArt": "pixart", "SD3": "stable-diffusion", "FLUX": "flux"}[kind], kind="diffusion",

@@ -11,10 +11,17 @@ and the VAE decoder's: at the decoder's last up block, ``vae_decode_live_channel
 full-resolution image are live at once (the block input kept for the residual, the GroupNorm output and
 its SiLU: 256 + 256 + 256 at 1024 x 1024 for the SD/SDXL decoder), in fp32 where the pipeline upcasts the
 VAE (SDXL: force_upcast). That decode is the peak at 1024 px, not the UNet.
+
+Context parallelism (``parallel.cp``: xDiT's and diffusers' Ulysses degree, DiT pipelines only) splits each
+denoiser pass's token sequence over cp GPUs: each runs 1/cp of its FLOPs and activations, holds every weight, and
+pays four all-to-alls per attention layer (comm.ulysses_all_to_all_s over the pipeline's ``attention_hidden`` and
+``attention_layers``); the text encoders and the VAE decode run whole on every GPU.
 """
 
 from __future__ import annotations
 
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.comm import ulysses_all_to_all_s
 from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
@@ -72,6 +79,21 @@ def _costs(model, precision: str, scale, side: int) -> tuple[ForwardCost, Forwar
     return denoiser, text, vae
 
 
+def context_parallel_shape(model, layout: Layout) -> tuple[float, float] | None:
+    """(attention hidden size, attention layers) of a DiT pipeline split over ``layout.cp`` GPUs (Ulysses), None
+    without context parallelism; one clear error for a pipeline whose denoiser is not a transformer."""
+    if layout.cp <= 1:
+        return None
+    pipe = _pipe(model)
+    if not pipe.get("attention_hidden") or not pipe.get("attention_layers"):
+        raise GpuplanError(_("Context parallelism (parallel.cp {cp}) splits a diffusion transformer's token "
+                             "sequence; {model} has no transformer denoiser this estimate knows.").format(
+                               cp=layout.cp, model=model.id),
+                           hint=_("Drop parallel.cp (a UNet pipeline runs on one GPU; more GPUs serve more images), "
+                                  "or name a DiT pipeline (FLUX, SD3, PixArt)."), field="parallel")
+    return float(pipe["attention_hidden"]), float(pipe["attention_layers"])
+
+
 def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, system: System,
                      layout: Layout) -> MemoryEstimate:
     """Weights of every component + the larger of the denoiser's and the VAE decoder's live tensors."""
@@ -83,7 +105,7 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
     per_sample = pipe.get("inference_activation_bytes_per_sample")
     denoise_act = (float(per_sample) * scale.activations if per_sample is not None else
                    prof.activation_bytes_per_sample * scale.activations * float(nl["inference_activation_share"]))
-    denoise_act *= batch * guidance_passes(model) * dense_bytes(precision) / 2.0
+    denoise_act *= batch * guidance_passes(model) * dense_bytes(precision) / 2.0 / max(1, layout.cp)
     vae_act = float(pipe.get("vae_decode_live_channels", 0.0)) * vae_b * float(side) ** 2 * batch
     acts = max(denoise_act, vae_act)
     phase = PHASES[0] if vae_act >= denoise_act else PHASES[1]
@@ -99,14 +121,26 @@ def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framewo
     mem = diffusion_memory(model, precision=precision, batch=batch, side=side, scale=scale, system=system,
                            layout=layout)
     denoiser, text, vae = _costs(model, precision, scale, side)
-    step: ForwardTime = forward_time(denoiser, batch * passes, system, framework, notes)
+    split = context_parallel_shape(model, layout)
+    cp = max(1, layout.cp)
+    step: ForwardTime = forward_time(denoiser.scaled(flops=1.0 / cp, traffic=1.0 / cp), batch * passes, system,
+                                     framework, notes)
+    a2a_s = 0.0
+    if split is not None:
+        tokens = float((model.profile.reference_input or {}).get("tokens") or 0.0) * scale.activations
+        a2a_s = ulysses_all_to_all_s(system, cp, tokens * batch * passes, split[0], split[1])
+        step = ForwardTime(step.seconds + a2a_s, step.cpu_s, step.gpu_s + a2a_s)
+        notes.append(_("context parallel {cp} (Ulysses): each GPU runs 1/{cp} of every denoiser pass's {tokens} tokens "
+                       "and holds every weight; the all-to-alls add {ms:.1f} ms per step; the text encoders and the VAE "
+                       "run whole on each GPU").format(cp=cp, tokens=f"{tokens:,.0f}", ms=a2a_s * 1e3))
     text_s = forward_time(text, batch * passes, system, framework).seconds if text.kernels or text.flops_per_sample else 0.0
     vae_s = forward_time(vae, batch, system, framework).seconds if vae.flops_per_sample else 0.0
     total = text_s + steps * step.seconds + vae_s
     perf = empty_perf()
     perf.update(ttft_s=total, latency_s=total, max_concurrency=batch, max_requests_per_s=batch / total,
                 samples_per_s=batch / total, images_per_s=batch / total, denoising_steps_per_s=1.0 / step.seconds,
-                step_time_s=None, tflops_per_gpu=denoiser.flops_per_sample * batch * passes / step.seconds / 1e12)
+                step_time_s=None,
+                tflops_per_gpu=denoiser.flops_per_sample * batch * passes / cp / step.seconds / 1e12)
     notes.append(_("{steps} denoising steps at {side} px, {passes} denoiser pass(es) per step and image "
                    "({guidance}): {step_ms:.0f} ms per step, text encoders {text_ms:.0f} ms, VAE decode {vae_ms:.0f} ms").format(
         steps=steps, side=side, passes=passes, step_ms=step.seconds * 1e3, text_ms=text_s * 1e3, vae_ms=vae_s * 1e3,

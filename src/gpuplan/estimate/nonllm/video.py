@@ -22,12 +22,17 @@ peak of one block (``live_bytes_per_token`` x tokens, x the CFG batch) or the 3D
 where the pipeline tiles by default). ``input.offload``: ``model`` (diffusers enable_model_cpu_offload,
 Wan --offload_model) keeps one component on the GPU at a time, each copied over PCIe once per video;
 ``sequential`` (enable_sequential_cpu_offload) streams every submodule's weights for every forward.
+
+``parallel.cp`` splits every DiT pass's sequence over cp GPUs (Ulysses: Wan's generate.py --ulysses_size, xDiT's
+ulysses_degree): each GPU runs 1/cp of the FLOPs and live tensors, holds every weight and pays four all-to-alls per
+attention layer (comm.ulysses_all_to_all_s); the text encoder and the 3D VAE decode run whole on every GPU.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuplan.estimate.comm import ulysses_all_to_all_s
 from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
@@ -128,7 +133,7 @@ def video_memory(model, *, precision: str, batch: int, s: VideoShape, system: Sy
     v = _video(model)
     den_w, text_w, vae_w = _weights(model, precision)
     cfg_batch = passes(model) if v.get("cfg_batched", True) else 1
-    den_act = float(v["live_bytes_per_token"]) * s.tokens * batch * cfg_batch
+    den_act = float(v["live_bytes_per_token"]) * s.tokens * batch * cfg_batch / max(1, layout.cp)
     vae_act = float(v["vae_decode_bytes_per_pixel_frame"]) * _vae_pixel_frames(v, s) * batch
     phases = {PHASES[1]: (den_w, den_act), PHASES[0]: (vae_w, vae_act), PHASES[2]: (text_w, 0.0)}
     if s.offload == "model":        # one component on the GPU at a time
@@ -162,12 +167,21 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
     cpu_factor = float(table("nonllm", "eager_cpu_factor").get("diffusion", 1.0))
     traffic = float(v["live_bytes_per_token"]) * s.tokens * float(v["layers"]) \
         * float(table("nonllm", "activation_traffic_per_saved_byte"))
-    dit = ForwardCost(dit_flops(model, s), traffic, den_w, float(model.profile.kernels_per_forward or 0.0),
-                      precision, cpu_factor, attention_flops_per_sample=dit_attention_flops(model, s))
+    cp = max(1, layout.cp)
+    dit = ForwardCost(dit_flops(model, s) / cp, traffic / cp, den_w, float(model.profile.kernels_per_forward or 0.0),
+                      precision, cpu_factor, attention_flops_per_sample=dit_attention_flops(model, s) / cp)
+    seq = _dit_sequence(v, s)[1]
     if batched:
         step = forward_time(dit, batch * n_pass, system, framework, notes).seconds
+        a2a = ulysses_all_to_all_s(system, cp, seq * batch * n_pass, float(v["hidden"]), float(v["layers"]))
     else:
         step = n_pass * forward_time(dit, batch, system, framework, notes).seconds
+        a2a = n_pass * ulysses_all_to_all_s(system, cp, seq * batch, float(v["hidden"]), float(v["layers"]))
+    step += a2a
+    if cp > 1:
+        notes.append(_("context parallel {cp} (Ulysses): each GPU runs 1/{cp} of every DiT pass's {tokens} tokens and "
+                       "holds every weight; the all-to-alls add {sec:.2f} s per step; the text encoder and the 3D VAE "
+                       "run whole on each GPU").format(cp=cp, tokens=f"{seq:,.0f}", sec=a2a))
     text = ForwardCost(float(v.get("text_encoder_flops_per_prompt", 0.0)), 0.0, text_w,
                        float(v.get("text_encoder_kernels", 0.0)), precision, cpu_factor)
     text_s = forward_time(text, batch * n_pass, system, framework).seconds if text.flops_per_sample else 0.0
@@ -184,7 +198,7 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
     perf = empty_perf()
     perf.update(ttft_s=total, latency_s=total, max_concurrency=batch, max_requests_per_s=batch / total,
                 samples_per_s=batch / total, denoising_steps_per_s=1.0 / step, step_time_s=None,
-                tflops_per_gpu=dit.flops_per_sample * batch * n_pass / step / 1e12)
+                tflops_per_gpu=dit.flops_per_sample * batch * n_pass / step / 1e12)   # the GPU's 1/cp share
     notes.append(_("{frames} frames at {width}x{height}: {latent} latent frames, {tokens} video tokens per DiT pass; "
                    "{steps} steps x {passes} pass(es) ({guidance}): {step_s:.2f} s per step, text encoder "
                    "{text_s:.1f} s, 3D VAE decode {vae_s:.1f} s").format(
