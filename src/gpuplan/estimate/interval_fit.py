@@ -27,7 +27,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gpuplan.estimate.intervals import CLASS_PARENT, COVERAGE, KINDS, parent
+from gpuplan.estimate.intervals import CLASS_PARENT, COVERAGE, KINDS, WEIGHTS_EXACT_CLASSES, parent
 
 MIN_GROUPS = 4
 MIN_ROWS = 8
@@ -124,8 +124,13 @@ def band_entry(residuals: Sequence[Residual], cls: str, kind: str, k: float = 1.
     """One class's band (a dict for intervals.json), or None when not even 'all' has the measurements."""
     src: str | None = cls
     pooled = False
+    # a class whose memory band spreads the whole figure does not borrow the residuals of classes read beside their
+    # exact weights (intervals.WEIGHTS_EXACT_CLASSES: a diffusion pipeline's small activations beside 31 GiB of FLUX
+    # weights move by factors; a ResNet's whole figure does not)
+    other = kind == "memory" and cls not in WEIGHTS_EXACT_CLASSES
     while src is not None:
-        rows = [r for r in residuals if r.kind == kind and descends(r.cls, src)]
+        rows = [r for r in residuals if r.kind == kind and descends(r.cls, src)
+                and not (other and r.cls in WEIGHTS_EXACT_CLASSES)]
         groups = len({r.group for r in rows})
         if groups >= MIN_GROUPS and len(rows) >= MIN_ROWS:
             break

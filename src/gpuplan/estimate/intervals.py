@@ -195,8 +195,9 @@ def _engine_need(mem: Any) -> float:
 
 
 # Classes whose weights are a checkpoint's bytes held whole on every GPU, beside activations the band spreads: a
-# diffusion pipeline's components (FLUX.1-dev: 31 GiB of its 34 GiB at 1024 px). Serving engines are treated the
-# same way (their pre-allocation aside: memory_bounds).
+# diffusion pipeline's components (FLUX.1-dev holds 31 GiB of its 34 GiB at 1024 px). The other classes do not borrow
+# these residuals (interval_fit.band_entry). Serving engines are treated the same way (their pre-allocation aside:
+# memory_bounds).
 WEIGHTS_EXACT_CLASSES = frozenset({"diffusion"})
 
 
