@@ -111,7 +111,7 @@ def parse(argv=None) -> argparse.Namespace:
                         "attention outputs, recompute the rest (torch selective activation checkpointing)")
     p.add_argument("--optimizer", default="adamw",
                    choices=["adamw", "adamw-fused", "adamw-foreach", "adamw-bf16", "adamw-8bit", "paged-adamw-8bit",
-                            "paged-adamw", "sgd", "adafactor"])
+                            "paged-adamw", "sgd", "sgd-plain", "adafactor"])
     p.add_argument("--loss", choices=["chunked", "model"], default="model",
                    help="chunked: the chunked fused linear cross-entropy (the [tokens x vocab] logits never exist); "
                         "model: the model's own loss over the whole logits")
@@ -511,7 +511,7 @@ def expected_optimizer(args, offload: bool) -> str:
         return BNB[args.optimizer]
     if offload:
         return "DeepSpeedCPUAdam"    # DeepSpeed's AdamW for offloaded optimizer states
-    return {"sgd": "SGD", "adafactor": "Adafactor"}.get(args.optimizer, "AdamW")
+    return {"sgd": "SGD", "sgd-plain": "SGD", "adafactor": "Adafactor"}.get(args.optimizer, "AdamW")
 
 
 def make_optimizer(params, args, lr: float):
@@ -522,6 +522,8 @@ def make_optimizer(params, args, lr: float):
         return getattr(bnb.optim, BNB[name])(params, lr=lr, weight_decay=0.0)
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if name == "sgd-plain":
+        return torch.optim.SGD(params, lr=lr, momentum=0.0)
     if name == "adafactor":
         from transformers.optimization import Adafactor
 
