@@ -78,14 +78,16 @@ def empty_perf() -> dict:
 
 
 def pipeline_memory(weights: float, acts: float, *, system: System, layout: Layout, host_bytes: float,
-                    phase: str) -> MemoryEstimate:
+                    phase: str, cached: float = 0.0) -> MemoryEstimate:
     """One GPU of a generation pipeline (image or video diffusion): the weights it holds and the activations of its
     peak phase, rounded up as the allocator does (memory.workspace_bytes, reserve_fraction_of_total, a tenth of the
     activations as fragmentation), plus the CUDA context and NCCL buffers."""
     mem_tab = table("memory")
     ctx, nccl = overhead_fixed(system)
     alloc = weights + acts + mem_tab["workspace_bytes"]
-    reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * acts
+    # ``cached``: the other phase's freed segments, which the caching allocator keeps and this phase's differently
+    # sized tensors do not fill (as the training step's logits and recomputed layer: memory/train.py)
+    reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * acts + cached
     per_gpu = reserved + ctx + nccl
     comp = dict.fromkeys(COMPONENTS, 0.0)
     comp.update(weights=weights, activations=acts)

@@ -7,7 +7,8 @@ One image (a batch of B images) costs:
     the guidance scale as an input: passes = 1; Ho & Salimans 2022),
     one VAE decode of B images at full resolution.
 Memory holds every component's weights (no offload) plus the larger of the denoiser's live activations
-and the VAE decoder's: at the decoder's last up block, ``vae_decode_live_channels`` channels of the
+and the VAE decoder's (reserved memory holds both: the caching allocator keeps the denoiser's freed segments, which
+the decoder's differently sized tensors do not fill): at the decoder's last up block, ``vae_decode_live_channels`` channels of the
 full-resolution image are live at once (the block input kept for the residual, the GroupNorm output and
 its SiLU: 256 + 256 + 256 at 1024 x 1024 for the SD/SDXL decoder), in fp32 where the pipeline upcasts the
 VAE (SDXL: force_upcast). That decode is the peak at 1024 px, not the UNet.
@@ -109,7 +110,10 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
     vae_act = float(pipe.get("vae_decode_live_channels", 0.0)) * vae_b * float(side) ** 2 * batch
     acts = max(denoise_act, vae_act)
     phase = PHASES[0] if vae_act >= denoise_act else PHASES[1]
-    return pipeline_memory(weights, acts, system=system, layout=layout, host_bytes=weights, phase=phase)
+    # the denoiser's and the decoder's tensors differ in size: the caching allocator keeps the first phase's freed
+    # segments while the second allocates its own, so reserved memory holds both (allocated holds the larger)
+    return pipeline_memory(weights, acts, system=system, layout=layout, host_bytes=weights, phase=phase,
+                           cached=min(denoise_act, vae_act))
 
 
 def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
