@@ -125,7 +125,8 @@ def test_a_gn8v_plan_where_gn8v_is_not_known_to_be_sold_carries_an_availability_
                     "constraints": {"regions": ["cn-beijing"], "platforms": ["ecs"]}}, top=1, today=TODAY).plans[0]
     assert any("it is known from ap-southeast-1, cn-shanghai, us-east-1" in x for x in bj.advice.warnings)
     # a family sold everywhere: no warning
-    gn7i = recommend("examples/sdxl-inference.yaml", top=1, today=TODAY).plans[0]
+    gn7i = recommend({**w, "model": "Qwen/Qwen2.5-7B-Instruct", "hardware": {"instance_type": "gn7i-c8g1.2xlarge"},
+                      "constraints": {"regions": ["cn-beijing"], "platforms": ["ecs"]}}, top=1, today=TODAY).plans[0]
     assert gn7i.details["availability"]["status"] == "general"
 
 
