@@ -76,3 +76,12 @@ def test_a_pipelines_memory_range_spreads_only_what_sits_beside_its_weights():
     assert weights > 0.8 * est.memory.per_gpu_bytes
     assert weights < lo <= est.memory.per_gpu_bytes <= hi < est.memory.capacity_bytes
     assert any("beside the weights" in n for n in est.to_dict()["assumptions"] + est.to_dict().get("notes", []))
+
+
+def test_recommend_says_it_does_not_launch_context_parallelism():
+    from gpuplan.plan import recommend
+
+    rec = recommend({"model": "black-forest-labs/FLUX.1-dev", "task": "inference", "batch_size": 1,
+                     "parallel": {"cp": 4}, "hardware": {"gpu": "L20-48GB", "count": 4}})
+    assert rec.plans and all(p.parallel.get("cp", 1) == 1 for p in rec.plans)
+    assert any("parallel.cp 4 is not launched" in w for w in rec.warnings)
