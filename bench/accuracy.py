@@ -1285,8 +1285,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="run the leave-one-group-out folds in N forked processes (same figures, N times faster)")
     ap.add_argument("--holdout", action="store_true",
-                    help="also score the held-out sets of bench/data/holdout/ (never fitted) and report each one's "
-                         "point error and interval coverage")
+                    help="score the held-out sets of bench/data/holdout/ (never fitted) and report each one's point "
+                         "error and interval coverage: on by default, since the bands read them; needed only with "
+                         "--class or --only")
     args = ap.parse_args(argv)
     if (args.cls or args.only) and args.write_intervals:
         ap.error("--write-intervals needs every row: drop --class and --only")

@@ -127,3 +127,13 @@ def test_bench_reads_lit_gpt_and_plain_sgd():
     row = dict(rows["U101-thunderlg"], notes=rows["U101-thunderlg"]["notes"].replace(
         "momentum 0 so no optimizer state", "momentum 0.9"))
     assert accuracy.row_to_case(row)[0].optimizer == "sgd"
+
+
+def test_recommend_sizes_per_op_as_full_and_says_so():
+    """The bundle's launchers have no per-op mode: recommend plans full recomputation, as they launch it."""
+    from gpuplan.plan import recommend
+
+    rec = recommend({"model": "qwen2.5-7b", "task": "full", "seq_len": 4096, "grad_checkpointing": "per-op",
+                     "dataset": {"tokens": 1e8}, "hardware": {"gpu": "A100-SXM4-80GB", "count": 8}})
+    assert rec.plans and all(p.parallel["checkpointing"] == "full" for p in rec.plans)
+    assert any("per-op" in w and "is not launched" in w for w in rec.warnings)

@@ -25,6 +25,7 @@ def global_warnings(ctx: PlanContext, shown: list[Plan], book: costm.PriceBook) 
             if age > 180:
                 out.append(_("prices date from {date} ({age} days old): refresh them (`gpuplan catalog refresh`) "
                              "or import your quote (`gpuplan catalog import FILE`)").format(date=as_of, age=age))
+    out.extend(unlaunched_settings(ctx))
     if ctx.training and not ctx.w.dataset:
         out.append(_("no dataset size given: plans show time and cost per 1B tokens; total_cost is null"))
     if ctx.training and ctx.w.constraints and ctx.w.constraints.budget and not ctx.w.dataset:
@@ -35,6 +36,24 @@ def global_warnings(ctx: PlanContext, shown: list[Plan], book: costm.PriceBook) 
         stale = book.fx.staleness_warning(today)
         if stale:
             out.append(stale)
+    return out
+
+
+def unlaunched_settings(ctx: PlanContext) -> list[str]:
+    """Workload settings `estimate` models but the bundle's launchers do not run: the plans are sized and timed as
+    the bundle launches them, and the answer says so (never a silent substitution)."""
+    out: list[str] = []
+    par = ctx.w.parallel
+    if not ctx.training and getattr(ctx.model, "kind", None) == "diffusion" and par is not None and par.cp > 1:
+        # estimate times a context-parallel DiT (estimate/nonllm/diffusion.py); the bundle launches none
+        out.append(_("parallel.cp {cp} is not launched: the bundle serves one diffusion pipeline per GPU "
+                     "(data-parallel replicas), and the plans are sized and timed that way; `gpuplan estimate` "
+                     "times the context-parallel split").format(cp=par.cp))
+    if ctx.training and ctx.w.grad_checkpointing == "per-op":
+        # plan/search/candidates.py Fixed: per-op is searched as full
+        out.append(_("grad_checkpointing per-op (torchtitan's per-op selective recomputation) is not launched: the "
+                     "bundle's launchers recompute whole layers, so the plans are sized and timed with full "
+                     "recomputation; `gpuplan estimate` gives the per-op figures"))
     return out
 
 

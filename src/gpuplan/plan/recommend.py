@@ -243,12 +243,6 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
                         .format(types=", ".join(u["instance_type"] for u in no_price)))
     assumptions.extend(stated_assumptions(ctx, book, memory_headroom, spot_model))
     assumptions.extend(range_notes(ctx.w, ctx.training, ctx.job))   # which end of each 80 % range was checked
-    par = ctx.w.parallel
-    if not ctx.training and getattr(ctx.model, "kind", None) == "diffusion" and par is not None and par.cp > 1:
-        # estimate times a context-parallel DiT (estimate/nonllm/diffusion.py); the bundle launches none
-        warnings.append(_("parallel.cp {cp} is not launched: the bundle serves one diffusion pipeline per GPU "
-                          "(data-parallel replicas), and the plans are sized and timed that way; `gpuplan estimate` "
-                          "times the context-parallel split").format(cp=par.cp))
     assumptions.extend(calibration_notes(p.estimate.assumptions for p in shown if p.estimate is not None))
     rejected = [{"instance_type": t, "code": r.code, "reason": r.reason}
                 for t, r in sorted(res.rejects.items(), key=lambda kv: (fz.CODE_RANK[kv[1].code], kv[0]))]
