@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 DATA_FILE = HERE.parent / "src" / "gpuplan" / "data" / intervals.DATA_FILE
 HOLDOUT_CSV = HERE / "data" / "holdout" / "holdout.csv"
 # The held-out sets, each gathered from new source groups before it was first scored (bench/data/holdout/README.md):
-# sets 1-5 have since led mechanisms or data fixes (the README lists the exposure); set 6 was gathered after them.
+# each has since led mechanisms or data fixes after its first scoring (the README lists the exposure).
 HOLDOUT_SETS = {"held-out 1": HOLDOUT_CSV, "held-out 2": HERE / "data" / "holdout" / "holdout2.csv",
                 "held-out 3": HERE / "data" / "holdout" / "holdout3.csv",
                 "held-out 4": HERE / "data" / "holdout" / "holdout4.csv",
