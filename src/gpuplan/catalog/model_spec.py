@@ -96,7 +96,7 @@ class NonLLMProfile:
     # batches (counted from the architecture; 0 = unknown, estimated from the parameter count)
     kernels_per_forward: float = 0.0
     # diffusion pipelines: {cfg: bool, default_steps, vae_upcast: bool, vae_scale, vae_decode_flops_per_pixel,
-    # vae_decode_live_channels, text_tokens, inference_activation_bytes_per_sample, ...} (docs/models.md)
+    # vae_decode_live_channels, inference_activation_bytes_per_sample, self_attention, ...} (docs/models.md)
     pipeline: dict = field(default_factory=dict)
 
 

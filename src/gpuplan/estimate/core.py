@@ -136,7 +136,8 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
         # the layout's batch: the workload's batch_size (layout_from_workload), or the one the job search tries
         res = nonllm_estimate(model, task=task, precision=w.precision or "bf16", batch=layout.micro_batch,
                               inp=w.input.model_dump() if w.input else None, optimizer=w.optimizer or "adamw",
-                              framework=framework, layout=layout, system=system)
+                              framework=framework, layout=layout, system=system,
+                              flash=w.flash_attention is not False)
         assumptions.extend(res.notes)
         est = Estimate(w, model, system, layout, res.memory, res.performance, assumptions, warnings)
         if not memory_only:

@@ -78,7 +78,7 @@ def t5_encoder_params(cfg: Mapping[str, Any]) -> tuple[int, int]:
     return _i(cfg, "vocab_size", 32128) * d + layers * block + d + buckets * heads, layers * (4 * d * heads * dkv + mats)
 
 
-def _dit(cfg: Mapping[str, Any], cls: str, tokens_img: int, tokens_txt: int) -> dict[str, float]:
+def _dit(cfg: Mapping[str, Any], cls: str, tokens_img: int, tokens_txt: int) -> dict[str, Any]:
     """params, per-pass FLOPs, training activations, inference activations and ops of a DiT denoiser."""
     heads, hd = _i(cfg, "num_attention_heads"), _i(cfg, "attention_head_dim")
     d = heads * hd
@@ -123,7 +123,12 @@ def _dit(cfg: Mapping[str, Any], cls: str, tokens_img: int, tokens_txt: int) -> 
         layers += singles
         ops = 85 * (layers - singles) + 42 * singles + 100
     s_all = tokens_img + (tokens_txt if cls != "PixArt" else 0)
-    return {"params": float(params), "flops": float(flops), "acts": 34.0 * s_all * d * layers,
+    # self-attention groups [latent-pixel share, joined text tokens, heads, layers] (PixArt's text is cross-attention;
+    # an SD3.5 dual-attention block adds an image-only self-attention)
+    groups = [[1.0 / (p * p), float(0 if cls == "PixArt" else tokens_txt), float(heads), float(layers)]]
+    if cls == "SD3" and cfg.get("dual_attention_layers"):
+        groups.append([1.0 / (p * p), 0.0, float(heads), float(len(cfg.get("dual_attention_layers") or ()))])
+    return {"self_attention": groups,"params": float(params), "flops": float(flops), "acts": 34.0 * s_all * d * layers,
             "infer_acts": 20.0 * s_all * d * 2.0, "ops": float(ops), "tokens": float(s_all), "hidden": float(d),
             "layers": float(layers)}
 
@@ -192,7 +197,8 @@ def pipeline_spec(index: Mapping[str, Any], read: Reader, name: str, source: str
                   "inference_activation_bytes_per_sample": dit["infer_acts"],
                   "text_encoder_flops_per_prompt": text_flops, "text_encoder_kernels": text_ops,
                   # what a context-parallel (Ulysses) split exchanges per attention layer (estimate/nonllm/diffusion.py)
-                  "attention_hidden": dit["hidden"], "attention_layers": dit["layers"]},
+                  "attention_hidden": dit["hidden"], "attention_layers": dit["layers"],
+                  "self_attention": dit["self_attention"]},
     )
     spec = ModelSpec(
         id=name, family={"PixArt": "pixart", "SD3": "stable-diffusion", "FLUX": "flux"}[kind], kind="diffusion",

@@ -17,13 +17,22 @@ Context parallelism (``parallel.cp``: xDiT's and diffusers' Ulysses degree, DiT 
 denoiser pass's token sequence over cp GPUs: each runs 1/cp of its FLOPs and activations, holds every weight, and
 pays four all-to-alls per attention layer (comm.ulysses_all_to_all_s over the pipeline's ``attention_hidden`` and
 ``attention_layers``); the text encoders and the VAE decode run whole on every GPU.
+
+Attention without a fused kernel (``flash_attention: false``: diffusers' ``Attention.get_attention_scores``,
+baddbmm then softmax, the default before xformers / torch 2.0's SDPA) writes every head's tokens x tokens scores to
+HBM and reads them back: the prefill's rule (forward.unfused_scores_s, inference.unfused_attention_bytes_per_score)
+over the pipeline's ``self_attention`` geometry (per group of layers: the share of the latent's pixels that are its
+tokens, the text tokens joined to them, heads, layers; cross-attention over 77 text tokens is left out, under 2 % of
+the scores), and the largest layer's scores and their softmax stay live (2 tensors in the pipeline's dtype).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.comm import ulysses_all_to_all_s
-from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time
+from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time, unfused_scores_s
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
 from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost, pipeline_memory
@@ -80,6 +89,19 @@ def _costs(model, precision: str, scale, side: int) -> tuple[ForwardCost, Forwar
     return denoiser, text, vae
 
 
+def self_attention_scores(model, side: int) -> tuple[float, float]:
+    """(scores of every self-attention layer of one denoiser pass, the largest layer's) for one image at ``side``
+    pixels, from the pipeline's ``self_attention`` groups [latent-pixel share, text tokens, heads, layers]."""
+    pipe = _pipe(model)
+    latent = (float(side) / float(pipe.get("vae_scale") or 8)) ** 2
+    total = largest = 0.0
+    for share, extra, heads, layers in pipe.get("self_attention") or ():
+        per_layer = float(heads) * (float(share) * latent + float(extra)) ** 2
+        total += per_layer * float(layers)
+        largest = max(largest, per_layer)
+    return total, largest
+
+
 def context_parallel_shape(model, layout: Layout) -> tuple[float, float] | None:
     """(attention hidden size, attention layers) of a DiT pipeline split over ``layout.cp`` GPUs (Ulysses), None
     without context parallelism; one clear error for a pipeline whose denoiser is not a transformer."""
@@ -96,7 +118,7 @@ def context_parallel_shape(model, layout: Layout) -> tuple[float, float] | None:
 
 
 def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, system: System,
-                     layout: Layout) -> MemoryEstimate:
+                     layout: Layout, flash: bool = True) -> MemoryEstimate:
     """Weights of every component + the larger of the denoiser's and the VAE decoder's live tensors."""
     pipe, prof = _pipe(model), model.profile
     nl = table("nonllm")
@@ -106,25 +128,39 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
     per_sample = pipe.get("inference_activation_bytes_per_sample")
     denoise_act = (float(per_sample) * scale.activations if per_sample is not None else
                    prof.activation_bytes_per_sample * scale.activations * float(nl["inference_activation_share"]))
-    denoise_act *= batch * guidance_passes(model) * dense_bytes(precision) / 2.0 / max(1, layout.cp)
+    per_pass = batch * guidance_passes(model) * dense_bytes(precision) / max(1, layout.cp)   # 2-byte units above
+    # unfused attention: the largest layer's scores and their softmax (get_attention_scores), each one tensor
+    score_tensor = 0.0 if flash else self_attention_scores(model, side)[1] * per_pass
+    denoise_act = denoise_act * per_pass / 2.0 + 2.0 * score_tensor
     vae_act = float(pipe.get("vae_decode_live_channels", 0.0)) * vae_b * float(side) ** 2 * batch
     acts = max(denoise_act, vae_act)
     phase = PHASES[0] if vae_act >= denoise_act else PHASES[1]
-    # the denoiser's and the decoder's tensors differ in size: the caching allocator keeps the first phase's freed
-    # segments while the second allocates its own, so reserved memory holds both (allocated holds the larger)
+    # reserved memory holds both phases when the decoder's tensors (a third of its live channels each) are larger than
+    # the denoiser's freed blocks: the caching allocator keeps those segments and allocates new ones (as the training
+    # step's logits and recomputed layer: memory/train.py); the denoiser's unfused score blocks are larger, and the
+    # decoder's tensors are carved from them
+    cached = min(denoise_act, vae_act) if score_tensor < vae_act / 3.0 else 0.0
     return pipeline_memory(weights, acts, system=system, layout=layout, host_bytes=weights, phase=phase,
-                           cached=min(denoise_act, vae_act))
+                           cached=cached)
 
 
 def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
-                        system: System, scale, notes: list[str]):
+                        system: System, scale, notes: list[str], flash: bool = True):
     """Memory and speed of generating ``batch`` images (see the module docstring)."""
     side, steps = _sizes(model, inp)
     passes = guidance_passes(model)
     pipe = _pipe(model)
     mem = diffusion_memory(model, precision=precision, batch=batch, side=side, scale=scale, system=system,
-                           layout=layout)
+                           layout=layout, flash=flash)
     denoiser, text, vae = _costs(model, precision, scale, side)
+    scores = self_attention_scores(model, side)[0]
+    if not flash and scores:
+        # the scores of every head go through HBM: the prefill's rule and bytes (forward.unfused_scores_s)
+        unfused = scores * float(table("inference", "unfused_attention_bytes_per_score"))
+        denoiser = replace(denoiser, traffic_bytes_per_sample=denoiser.traffic_bytes_per_sample + unfused)
+        notes.append(_("attention without a fused kernel: every denoiser pass moves {gb:.1f} GB of attention scores "
+                       "per image through HBM ({ms:.1f} ms)").format(
+            gb=unfused / 1e9, ms=unfused_scores_s(system, scores, float(table("inference", "unfused_attention_bytes_per_score"))) * 1e3))
     split = context_parallel_shape(model, layout)
     cp = max(1, layout.cp)
     step: ForwardTime = forward_time(denoiser.scaled(flops=1.0 / cp, traffic=1.0 / cp), batch * passes, system,

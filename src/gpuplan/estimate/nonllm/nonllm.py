@@ -110,7 +110,7 @@ def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, sys
 
 
 def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
-                    framework: str, layout: Layout, system: System) -> NonLLMResult:
+                    framework: str, layout: Layout, system: System, flash: bool = True) -> NonLLMResult:
     prof = model.profile
     scale, notes = input_scale(prof, inp)
     training = task != "inference"
@@ -119,7 +119,7 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
                                layout=layout, system=system, notes=[])
     if model.kind == "diffusion" and not training:
         return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
-                                   layout=layout, system=system, scale=scale, notes=notes)
+                                   layout=layout, system=system, scale=scale, notes=notes, flash=flash)
     mem = _memory(model, training=training, precision=precision, batch=batch, scale=scale, optimizer=optimizer,
                   framework=framework, layout=layout, system=system, notes=notes)
     perf_notes: list[str] = []
