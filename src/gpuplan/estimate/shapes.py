@@ -60,6 +60,7 @@ class Shape:
     moe_experts_per_token: int = 0   # routed experts per token (MoE), else 0
     moe_expert_ffn: int = 0          # FFN width of one routed expert (MoE), else 0
     moe_layer_count: int = 0         # layers with routed experts (DeepSeek keeps its first layers dense), else 0
+    linear_calls: float = 0.0        # Linear modules one token passes, all layers (LM head out; MoE: its routed experts)
 
     @property
     def linear_params_total(self) -> float:
@@ -114,7 +115,24 @@ def shape_of(m: "ModelSpec") -> Shape:
         kv_bytes_per_token_16bit=kv16, is_mla=m.mla is not None, moe_experts_per_token=routed,
         moe_expert_ffn=int(moe.moe_intermediate_size) if moe else 0,
         moe_layer_count=_moe_layers(int(m.num_layers), moe) if moe else 0,
+        linear_calls=_linear_calls(m),
     )
+
+
+def _linear_calls(m: "ModelSpec") -> float:
+    """Linear modules one token passes through (catalog/model_linears.py: fused q/k/v and gate/up count once): every
+    block's attention and dense MLP linears, and of the routed experts only the ``experts_per_token`` it is sent to."""
+    from gpuplan.catalog.model_linears import linear_layers
+
+    try:
+        layers = linear_layers(m)
+    except (AttributeError, TypeError, ValueError):   # a shape the LoRA table cannot name
+        return 0.0
+    calls = sum(lay.count for lay in layers if not lay.name.startswith("experts."))
+    if m.moe is not None:
+        per_expert = sum(1 for lay in layers if lay.name.startswith("experts."))
+        calls += m.moe_layer_count() * m.moe.experts_per_token * per_expert
+    return float(calls)
 
 
 def _moe_layers(layers: int, moe) -> int:

@@ -217,6 +217,17 @@ def _stage_gpu_s(c: DecodeConsts, batch: float, context_tokens: float) -> float:
     return gemm_s + attn_s
 
 
+def int8_serial_s(s: Shape | None, quantization: str) -> float:
+    """Host-synchronised time of LLM.int8() per forward (bitsandbytes Linear8bitLt, threshold 6.0): each call reads
+    its outlier count back to the host (``double_quant``'s ``.item()``; ``torch.unique`` over the outlier columns), so
+    its Python work and kernels run one after the other and do not overlap the rest of the step: a fixed time per
+    Linear call (inference.bnb_int8_call_s) x the calls one token passes (Shape.linear_calls)."""
+    if quantization != "bnb-int8" or s is None:
+        return 0.0
+    calls = s.linear_calls or s.layers * (7.0 if s.gated else 4.0)
+    return calls * float(table("inference", "bnb_int8_call_s"))
+
+
 def decode_step(c: DecodeConsts, batch: float, context_tokens: float) -> float:
     """Seconds between two tokens of a sequence when ``batch`` sequences decode at ``context_tokens`` of context.
 
@@ -239,7 +250,8 @@ def decode_step(c: DecodeConsts, batch: float, context_tokens: float) -> float:
         k = float(inf["eager_overlap_exponent"])
         tp_s = tp_allreduce_s(c.system, _tp_layout(c.tp), batch * c.hidden * 2.0, 2 * c.layers, c.framework) \
             if c.system is not None else 0.0
-        return c.layers * soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s
+        return c.layers * soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s \
+            + int8_serial_s(c.shape, c.quantization)
     overhead = float(inf["engine_step_overhead_s"].get(c.framework, inf["engine_step_overhead_s"]["default"]))
     if c.framework in COMPILED:
         # one CUDA graph: no per-layer launch floor; weight-only int8/int4 dequantising GEMVs still pay a

@@ -18,6 +18,7 @@ from gpuplan.estimate.forward import eager_cpu_s_per_op, unfused_scores_s
 from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
+from gpuplan.estimate.serving.decode import int8_serial_s
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, sustained_flops
 
@@ -62,7 +63,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
         if s.moe_experts:
             ops += moe_loop_experts(s, case, batch * p) * float(table("training", "moe_eager_ops_per_expert"))
         cpu = s.layers * ops * eager_cpu_s_per_op()
-        t = soft_max(cpu, t, float(inf["eager_overlap_exponent"]))
+        t = soft_max(cpu, t, float(inf["eager_overlap_exponent"])) + int8_serial_s(s, case.quantization)
     return t + tp_allreduce_s(system, layout, batch * p * s.hidden * 2.0, 2 * s.layers, case.framework)
 
 
