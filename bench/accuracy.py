@@ -40,12 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuplan.catalog.hardware.gpus import get_gpu
+from gpuplan.catalog.hardware.instances import get_instance
 from gpuplan.catalog.models import resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.engine_defaults import default_max_num_seqs
-from gpuplan.estimate.system import (Layout, System, assumed_node_network_gbit_s, intra_node_link, layout_from_workload,
-                                     naive_layer_split)
+from gpuplan.estimate.system import (Layout, System, assumed_node_network_gbit_s, instance_gpu_p2p, intra_node_link,
+                                     layout_from_workload, naive_layer_split)
 from gpuplan.units import GIB
 from gpuplan.workload import parse_workload
 from gpuplan.workload_defaults import resolve_defaults
@@ -140,7 +141,8 @@ def _framework(name: str, task: str) -> str:
 # version-dependent constants (inference.moe_layer_overhead_s) read it.
 ENGINE_VERSION = {"sglang": r"SGLang(?: v?| \([^)|]*?~v)(\d+\.\d+(?:\.\d+)?)",
                   "vllm": r"vLLM(?: v?| \([^)|]*?~v)(\d+\.\d+(?:\.\d+)?)",
-                  "lmdeploy": r"(?:LMDeploy|lmdeploy)(?: TurboMind)?(?: v?| \([^)|]*?\bv)(\d+\.\d+(?:\.\d+)?)"}
+                  "lmdeploy": r"(?:LMDeploy|lmdeploy)(?: TurboMind)?(?: v?| \([^)|]*?\bv)(\d+\.\d+(?:\.\d+)?)",
+                  "tgi": r"\bTGI v?(\d+\.\d+(?:\.\d+)?)"}
 
 # Rows whose framework column is 'other' name their stack in the notes ('stack: ...'): the engines the
 # workload knows are recognised there.
@@ -405,8 +407,11 @@ def row_to_case(r: dict[str, str]):
     # the cluster network the estimator assumes when no instance type says it (one rule: DGX-class boards one NIC
     # per GPU, PCIe servers one shared NIC; efficiency.yaml communication.assumed_cluster_network)
     nic = assumed_node_network_gbit_s(gpu, per_node) if nodes > 1 else None
+    instance = GROUP_INSTANCES.get(r["group"], {}).get(per_node)
+    # a cloud VM's PCIe cards reach each other peer to peer only where the cloud says so (estimate/system.py)
+    p2p = instance_gpu_p2p(get_instance(instance), link) if instance else True
     system = System(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_link=link if per_node > 1 else "none",
-                    inter_node_gbit_s=nic, rdma="ib" if nodes > 1 else None)
+                    inter_node_gbit_s=nic, rdma="ib" if nodes > 1 else None, gpu_p2p=p2p)
     naive = naive_layer_split(framework, pp, tp, zero)
     layout_default = layout_from_workload(w, gpus, per_node, int(resolve_model(r["model"]).num_layers))
     vp, schedule = _pipeline_schedule(r, w, pp)
@@ -677,6 +682,10 @@ EXAMINED_FOR_ISSUE23 = {
     "dlern50", "diffpt2", "sdxlblog", "sdbench",
     "trt014",
 }
+# Groups whose source names the cloud instances it ran on, by GPUs per node: the catalog's instance decides what the
+# estimate reads from it (GPU peer-to-peer). tgisma10g: the Hugging Face LLM DLC on Amazon SageMaker ml.g5.2xlarge,
+# ml.g5.12xlarge and ml.g5.48xlarge (huggingface/blog llama-sagemaker-benchmark.md).
+GROUP_INSTANCES = {"tgisma10g": {1: "g5.2xlarge", 4: "g5.12xlarge", 8: "g5.48xlarge"}}
 # Groups kept out of the fit and of the headline figures, with the reason (shown in the report).
 EXCLUDED_GROUPS = {"h200vm-speed": "sandboxed-VM launch overhead, not GPU speed (see the group notes)"}
 

@@ -174,7 +174,8 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
         tp=layout.tp, ep=max(1, layout.ep), dp_attention=layout.dp_attention, hidden=s.hidden, system=system,
         kernel_s=by_key(inf["kernel_latency_s"], case.framework) if engine else 0.0,
         eager_kernel_s=float(inf["eager_kernel_latency_s"]),
-        graph_max_batch=cuda_graph_max_batch(case.framework, system, layout.tp) if engine else math.inf)
+        graph_max_batch=cuda_graph_max_batch(case.framework, system, layout.tp, case.framework_version)
+        if engine else math.inf)
 
 
 def decode_min_rows(system: System, framework: str, quantization: str = "none") -> int:

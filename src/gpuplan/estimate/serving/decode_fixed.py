@@ -36,11 +36,15 @@ def engine_allreduce_s(system: System, tp: int, size_bytes: float) -> float:
     interpolated in log2 between the measured sizes and between 2, 4 and 8 GPUs)."""
     if tp <= 1:
         return 0.0
-    lo_pts, hi_pts, weight = _curves(_link_class(system, tp), tp)
+    link = _link_class(system, tp)
+    lo_pts, hi_pts, weight = _curves(link, tp)
     t_lo = _curve_s(lo_pts, size_bytes)
-    if hi_pts is lo_pts:
-        return t_lo
-    return t_lo + (_curve_s(hi_pts, size_bytes) - t_lo) * weight
+    t = t_lo if hi_pts is lo_pts else t_lo + (_curve_s(hi_pts, size_bytes) - t_lo) * weight
+    if not system.gpu_p2p and link != "nvlink":
+        # a VM's PCIe cards without peer-to-peer: NCCL stages every transfer through host memory at
+        # communication.pcie_vm.host_staged_share of the bus the measured (peer-to-peer) curves ran at
+        t = t / float(table("communication", "pcie_vm", "host_staged_share"))
+    return t
 
 
 _CURVES: dict[tuple[str, int], tuple] = {}
@@ -129,19 +133,13 @@ def moe_layers(s: Shape) -> float:
     return float(s.moe_layer_count or s.layers)
 
 
-def kernel_latency_s(framework: str, batch: float, system: System, tp: int) -> float:
-    """Fixed time of one decode kernel: inside the engine's CUDA graph (inference.kernel_latency_s), or
-    launched from Python when the batch exceeds the graph capture limit (cuda_graph_max_batch)."""
-    inf = table("inference")
-    graph = by_key(inf["kernel_latency_s"], framework)
-    if batch > cuda_graph_max_batch(framework, system, tp):
-        return max(graph, float(inf["eager_kernel_latency_s"]))
-    return graph
-
-
-def cuda_graph_max_batch(framework: str, system: System, tp: int) -> float:
+def cuda_graph_max_batch(framework: str, system: System, tp: int, version: str | None = None) -> float:
     """The largest decode batch an engine captures in a CUDA graph by default (vLLM V1: 512; SGLang by GPU
-    memory and TP size, server_args.py; TensorRT-LLM and LMDeploy: their batch limit)."""
+    memory and TP size, server_args.py; TensorRT-LLM and LMDeploy: their batch limit); 0 for a release before the
+    engine captured any (inference.cuda_graphs_since: TGI before 1.4 decoded eagerly)."""
+    since = table("inference", "cuda_graphs_since").get(framework)
+    if since and version and version_tuple(version) < version_tuple(str(since)):
+        return 0.0
     caps = table("inference", "cuda_graph_max_batch")
     got = caps.get(framework, caps["default"])
     if isinstance(got, (int, float)):
