@@ -14,7 +14,7 @@ import math
 
 from gpuplan.estimate.comm import tp_collective_s
 from gpuplan.estimate.memory import ENGINES
-from gpuplan.estimate.params import by_key, interpolate_log2, table
+from gpuplan.estimate.params import interpolate_log2, table
 from gpuplan.estimate.serving.serving_case import ServingCase, compute_dtype, version_tuple
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
