@@ -196,6 +196,10 @@ class InputSpec(_Strict):
     offload: Literal["none", "model", "sequential"] | None = Field(
         None, description="diffusers CPU offload: model = enable_model_cpu_offload (Wan --offload_model), "
                           "sequential = enable_sequential_cpu_offload; default none")
+    precomputed_conditioning: bool | None = Field(
+        None, description="diffusion training: the prompts' text embeddings and the images' VAE latents are computed "
+                          "before training (diffusers --cache_latents and precomputed embeddings), so the text "
+                          "encoders and the VAE are not on the GPU during the steps; default false")
 
 
 class HardwareSpec(_Strict):

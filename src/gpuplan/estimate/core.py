@@ -137,7 +137,8 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
         res = nonllm_estimate(model, task=task, precision=w.precision or "bf16", batch=layout.micro_batch,
                               inp=w.input.model_dump() if w.input else None, optimizer=w.optimizer or "adamw",
                               framework=framework, layout=layout, system=system,
-                              flash=w.flash_attention is not False)
+                              flash=w.flash_attention is not False, quantization=w.quantization or "none",
+                              lora_rank=w.lora.rank if w.lora else 8)
         assumptions.extend(res.notes)
         est = Estimate(w, model, system, layout, res.memory, res.performance, assumptions, warnings)
         if not memory_only:

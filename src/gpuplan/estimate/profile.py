@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from gpuplan.estimate.forward import ForwardCost
@@ -37,7 +39,7 @@ def input_scale(profile, inp: dict | None) -> tuple[InputScale, list[str]]:
     key = scaling.get("input")
     common = float(scaling.get("exponent", 1.0))
     ref = (profile.reference_input or {}).get(key) if key else None
-    given = (inp or {}).get(key) if key else None
+    given = (image_side(inp) if key == "image_size" else (inp or {}).get(key)) if key else None
     if not key or ref is None:
         return InputScale(), notes
     if given is None:
@@ -46,6 +48,17 @@ def input_scale(profile, inp: dict | None) -> tuple[InputScale, list[str]]:
     ratio = float(given) / float(ref)
     return InputScale(ratio ** float(scaling.get("flops_exponent", common)),
                       ratio ** float(scaling.get("activation_exponent", common)), float(given)), notes
+
+
+def image_side(inp: dict | None) -> float | None:
+    """The image's side in pixels: ``image_size``, or the side of a square of ``height`` x ``width`` pixels (a
+    non-square image costs what a square of as many pixels, hence latent tokens, costs); None when neither is given."""
+    inp = inp or {}
+    if inp.get("image_size"):
+        return float(inp["image_size"])
+    if inp.get("height") and inp.get("width"):
+        return math.sqrt(float(inp["height"]) * float(inp["width"]))
+    return None
 
 
 def dense_bytes(precision: str) -> float:

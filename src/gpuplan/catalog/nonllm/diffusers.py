@@ -86,6 +86,7 @@ def _dit(cfg: Mapping[str, Any], cls: str, tokens_img: int, tokens_txt: int) -> 
     cin = _i(cfg, "in_channels", 4)
     cout = _i(cfg, "out_channels", cin if cls != "PixArt" else 2 * cin) or cin
     layers = _i(cfg, "num_layers")
+    singles = 0                                                 # FLUX's single-stream blocks (below)
     t_embed = 256 * d + d + d * d + d                           # Timesteps -> TimestepEmbedding (two linears)
     if cls == "PixArt":
         cap = _i(cfg, "caption_channels", 4096)
@@ -128,7 +129,16 @@ def _dit(cfg: Mapping[str, Any], cls: str, tokens_img: int, tokens_txt: int) -> 
     groups = [[1.0 / (p * p), float(0 if cls == "PixArt" else tokens_txt), float(heads), float(layers)]]
     if cls == "SD3" and cfg.get("dual_attention_layers"):
         groups.append([1.0 / (p * p), 0.0, float(heads), float(len(cfg.get("dual_attention_layers") or ()))])
-    return {"self_attention": groups,"params": float(params), "flops": float(flops), "acts": 34.0 * s_all * d * layers,
+    # LoRA on diffusers' default targets (to_q, to_k, to_v, to_out.0), d_in + d_out = 2d each: PixArt's self- and
+    # cross-attention (8 per block), SD3's image stream (4; a dual-attention block's second attention 4 more),
+    # FLUX's double-stream blocks (4) and single-stream blocks (to_q, to_k, to_v: 3)
+    if cls == "PixArt":
+        lora = 16.0 * d * layers
+    elif cls == "SD3":
+        lora = 8.0 * d * (layers + len(set(cfg.get("dual_attention_layers") or ())))
+    else:
+        lora = 8.0 * d * (layers - singles) + 6.0 * d * singles
+    return {"self_attention": groups, "lora_params_per_rank": lora,"params": float(params), "flops": float(flops), "acts": 34.0 * s_all * d * layers,
             "infer_acts": 20.0 * s_all * d * 2.0, "ops": float(ops), "tokens": float(s_all), "hidden": float(d),
             "layers": float(layers)}
 
@@ -198,7 +208,7 @@ def pipeline_spec(index: Mapping[str, Any], read: Reader, name: str, source: str
                   "text_encoder_flops_per_prompt": text_flops, "text_encoder_kernels": text_ops,
                   # what a context-parallel (Ulysses) split exchanges per attention layer (estimate/nonllm/diffusion.py)
                   "attention_hidden": dit["hidden"], "attention_layers": dit["layers"],
-                  "self_attention": dit["self_attention"]},
+                  "self_attention": dit["self_attention"], "lora_params_per_rank": dit["lora_params_per_rank"]},
     )
     spec = ModelSpec(
         id=name, family={"PixArt": "pixart", "SD3": "stable-diffusion", "FLUX": "flux"}[kind], kind="diffusion",

@@ -35,7 +35,7 @@ from gpuplan.estimate.comm import ulysses_all_to_all_s
 from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time, unfused_scores_s
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
-from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost, pipeline_memory
+from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost, image_side, pipeline_memory
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import N_, _
 
@@ -67,7 +67,7 @@ def component_params(model) -> tuple[float, float, float]:
 def _sizes(model, inp: dict) -> tuple[int, int]:
     """(image side in pixels, denoising steps)."""
     prof, pipe = model.profile, _pipe(model)
-    side = int(inp.get("image_size") or (prof.reference_input or {}).get("image_size") or 1024)
+    side = int(round(image_side(inp) or (prof.reference_input or {}).get("image_size") or 1024))
     steps = int(inp.get("steps") or pipe.get("default_steps") or table("nonllm")["default_diffusion_steps"])
     return side, steps
 

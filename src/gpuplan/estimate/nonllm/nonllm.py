@@ -14,7 +14,9 @@ from __future__ import annotations
 from gpuplan.estimate.nonllm.diffusion import diffusion_inference
 from gpuplan.estimate.nonllm.video import is_video, video_inference
 from gpuplan.estimate.forward import ForwardCost, forward_time
-from gpuplan.estimate.memory import COMPONENTS, OPT_STATE_BYTES, MemoryEstimate, overhead_fixed
+from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
+from gpuplan.estimate.nonllm.trained_weights import TrainedWeights, trained_weights
+from gpuplan.estimate.training.costs import dequant_passes
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.clocks import peak_flops, sustained_flops
@@ -27,7 +29,8 @@ __all__ = ["NonLLMResult", "input_scale", "nonllm_estimate"]
 
 
 def _memory(model, *, training: bool, precision: str, batch: int, scale: InputScale, optimizer: str,
-            framework: str, layout: Layout, system: System, notes: list[str]) -> MemoryEstimate:
+            framework: str, layout: Layout, system: System, notes: list[str],
+            trained: TrainedWeights | None = None) -> MemoryEstimate:
     if not training and runs_faster_whisper(model, framework):
         return ct2_memory(model, batch=batch, compute_type=ct2_compute_type(precision), layout=layout,
                           system=system, notes=notes)
@@ -36,7 +39,7 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
     mem_tab = table("memory")
     params = float(model.params_total)
     ctx, nccl = overhead_fixed(system)
-    weights = params * dense_bytes(precision)
+    weights = trained.weights if trained is not None else params * dense_bytes(precision)
     comp = dict.fromkeys(COMPONENTS, 0.0)
     comp["weights"] = weights / (layout.dp if layout.zero >= 3 else 1)
     # Whisper pads every input to one 30 s window and transcribes longer audio window after window (long-form
@@ -44,9 +47,11 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
     speech = model.kind == "speech"
     acts = prof.activation_bytes_per_sample * (1.0 if speech else scale.activations) * batch
     if training:
-        mode = "fp32" if precision == "fp32" else "mixed"
-        states = OPT_STATE_BYTES.get((optimizer, mode), 12.0) * params / (layout.dp if layout.zero >= 1 else 1)
-        grads = params * dense_bytes(precision) / (layout.dp if layout.zero >= 2 else 1)
+        assert trained is not None
+        states = trained.optimizer / (layout.dp if layout.zero >= 1 else 1)
+        grads = trained.gradients / (layout.dp if layout.zero >= 2 else 1)
+        comp["adapters"] = trained.adapters / (layout.dp if layout.zero >= 3 else 1)
+        comp["weights"] -= comp["adapters"]
         acts *= 2.0 if precision == "fp32" else 1.0
         if layout.checkpointing == "full":
             acts *= nl["checkpointed_activation_share"]
@@ -68,19 +73,29 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
 
 
 def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layout: Layout, system: System,
-                   precision: str, notes: list[str]) -> dict:
-    """A training step: forward + backward = 3x the forward's FLOPs, traffic and launches (4/3 more with
-    full recomputation), the weights read and their gradients written."""
-    recompute = 4.0 / 3.0 if layout.checkpointing == "full" else 1.0
-    step_cost = cost.scaled(flops=3.0 * recompute, traffic=3.0 * recompute, weights=3.0, kernels=3.0 * recompute)
-    step = forward_time(step_cost, batch, system, framework, notes).seconds
+                   precision: str, notes: list[str], trained: TrainedWeights) -> dict:
+    """A training step: forward + backward = 3x the forward's FLOPs, traffic and launches (+1 forward with full
+    recomputation), the weights read and their gradients written; adapters (LoRA / QLoRA) backpropagate input
+    gradients only: 2x (training.costs.flops_per_token's rule), and a QLoRA base is dequantised in every pass
+    (training.dequant_traffic, as the language models' NF4 bases)."""
+    passes = 2.0 if trained.trainable < trained.trained_network else 3.0
+    recompute = 1.0 if layout.checkpointing == "full" else 0.0
+    f = passes + recompute
+    step_cost = cost.scaled(flops=f, traffic=f, weights=passes, kernels=f)
+    micro = forward_time(step_cost, batch, system, framework, notes).seconds
+    if trained.quantized_bytes:
+        per = float(table("training", "dequant_traffic")["bytes_per_param"]["bnb-nf4"])
+        bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
+        micro += dequant_passes(layout, "bnb-nf4") * trained.trained_network * per / bw
+    # an optimizer step runs grad_accum micro-batches
+    step = micro * max(1, layout.grad_accum)
     gpus = layout.gpus
-    samples_per_s = batch * gpus / step
+    samples_per_s = batch * max(1, layout.grad_accum) * gpus / step
     peak = peak_flops(system, precision, [])
     perf = empty_perf()
     perf.update(step_time_s=step, samples_per_s=samples_per_s, images_per_s=samples_per_s,
-                mfu=3.0 * cost.flops_per_sample * samples_per_s / gpus / peak,
-                tflops_per_gpu=step_cost.flops_per_sample * batch / step / 1e12, comm_fraction=0.0)
+                mfu=passes * cost.flops_per_sample * samples_per_s / gpus / peak,
+                tflops_per_gpu=step_cost.flops_per_sample * batch / micro / 1e12, comm_fraction=0.0)
     return perf
 
 
@@ -110,7 +125,8 @@ def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, sys
 
 
 def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
-                    framework: str, layout: Layout, system: System, flash: bool = True) -> NonLLMResult:
+                    framework: str, layout: Layout, system: System, flash: bool = True, quantization: str = "none",
+                    lora_rank: int = 8) -> NonLLMResult:
     prof = model.profile
     scale, notes = input_scale(prof, inp)
     training = task != "inference"
@@ -120,14 +136,21 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
     if model.kind == "diffusion" and not training:
         return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
                                    layout=layout, system=system, scale=scale, notes=notes, flash=flash)
-    mem = _memory(model, training=training, precision=precision, batch=batch, scale=scale, optimizer=optimizer,
-                  framework=framework, layout=layout, system=system, notes=notes)
-    perf_notes: list[str] = []
-    cost = forward_cost(model, scale, precision)
+    trained = None
     if training:
+        trained, weight_notes = trained_weights(model, task=task, precision=precision, quantization=quantization,
+                                                optimizer=optimizer, lora_rank=lora_rank, inp=inp)
+        notes.extend(weight_notes)
+    mem = _memory(model, training=training, precision=precision, batch=batch, scale=scale, optimizer=optimizer,
+                  framework=framework, layout=layout, system=system, notes=notes, trained=trained)
+    perf_notes: list[str] = []
+    if training:
+        assert trained is not None
+        cost = forward_cost(model, scale, precision, params=trained.trained_network)
         perf = _training_perf(model, cost, batch=batch, framework=framework, layout=layout, system=system,
-                              precision=precision, notes=perf_notes)
+                              precision=precision, notes=perf_notes, trained=trained)
     else:
+        cost = forward_cost(model, scale, precision)
         perf = _inference_perf(model, cost, batch=batch, framework=framework, system=system, scale=scale,
                                precision=precision, notes=perf_notes)
     notes.extend(perf_notes)
