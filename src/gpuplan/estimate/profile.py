@@ -94,9 +94,11 @@ def pipeline_memory(weights: float, acts: float, *, system: System, layout: Layo
                     phase: str, cached: float = 0.0) -> MemoryEstimate:
     """One GPU of a generation pipeline (image or video diffusion): the weights it holds and the activations of its
     peak phase, rounded up as the allocator does (memory.workspace_bytes, reserve_fraction_of_total, a tenth of the
-    activations as fragmentation), plus the CUDA context and NCCL buffers."""
+    activations as fragmentation), plus the CUDA context and, when the pipeline is split over GPUs, NCCL buffers."""
     mem_tab = table("memory")
     ctx, nccl = overhead_fixed(system)
+    if layout.tp * layout.pp * max(1, layout.cp) <= 1:
+        nccl = 0.0   # data-parallel replicas of a pipeline share no communicator: no NCCL buffers
     alloc = weights + acts + mem_tab["workspace_bytes"]
     # ``cached``: the other phase's freed segments, which the caching allocator keeps and this phase's differently
     # sized tensors do not fill (as the training step's logits and recomputed layer: memory/train.py)
