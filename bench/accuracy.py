@@ -221,6 +221,8 @@ def _input_from_notes(notes: str) -> dict[str, int | str]:
     m = re.search(r"\boffload (model|sequential|none)\b", notes or "")   # video pipelines' CPU offload
     if m:
         out["offload"] = m.group(1)
+    if re.search(r"\bconditioning precomputed\b", notes or ""):   # diffusion training: embeddings and latents cached
+        out["precomputed_conditioning"] = True
     return out
 
 
@@ -332,6 +334,8 @@ def row_to_case(r: dict[str, str]):
         data["seq_len"] = seq
         if ckpt is not None:
             data["grad_checkpointing"] = ckpt
+        if getattr(resolve_model(r["model"]), "profile", None) is not None and _input_from_notes(r.get("notes") or ""):
+            data["input"] = _input_from_notes(r.get("notes") or "")   # a non-LLM network's training input
     if task in ("lora", "qlora"):
         data["lora"] = {"rank": _i(r["lora_rank"], 8) or 8,
                         "targets": DEFAULT_LORA_TARGETS.get(framework, "all-linear")}
@@ -389,7 +393,9 @@ def row_to_case(r: dict[str, str]):
     tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
     if framework == "transformers" and tf_version:
         data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)
-    engine_version = re.search(ENGINE_VERSION.get(framework, r"(?!)"), notes)
+    engine_version = re.search(ENGINE_VERSION.get(framework, r"(?!)"), notes) or \
+        (re.search(rf"\bstack: {re.escape(framework)} v?(\d+\.\d+(?:\.\d+)?)\b", notes, re.I)
+         if framework in ENGINE_VERSION else None)   # the notes' machine-read 'stack: <engine> <version>'
     if engine_version:
         data["framework_version"] = engine_version.group(1)  # the stated engine (older fused-MoE paths)
     if "optimizer" not in data and task != "inference" and framework in OLD_TRAINER_FRAMEWORKS and _old_torch(notes):
