@@ -102,6 +102,8 @@ OLD_TRAINER_FRAMEWORKS = {"swift", "transformers", "llama-factory"}
 # Hugging Face Trainer stacks of 2023 (ms-swift 1.x use_flash_attn false, PEFT examples) default to eager.
 FLASH_DEFAULT_FRAMEWORKS = {"vllm", "sglang", "llm-foundry", "nemo", "torchtune", "fsdp"}
 # torchtitan's per-op selective checkpointing (selective_ac_option "op"), in the words rows state it
+# A row that times forward + backward in a bare loop, without an optimizer step or a trainer around it.
+NO_OPTIMIZER_STEP = re.compile(r"\bno optimizer step\b", re.I)
 PER_OP_SAC = re.compile(r"per-op (SAC|selective)|selective_ac_option '?op\b|'selective op' AC", re.I)
 PRE_FLASH_PAPERS = ("2104.04473", "2205.05198")  # Narayanan et al. 2021, Korthikanti et al. 2022
 
@@ -511,6 +513,10 @@ def _predict(r: dict[str, str]):
     if metric == "tpot_ms":  # mean time per output token of a concurrency benchmark (bench_serving)
         return perf["tpot_s"] * 1000.0, fits, "", est
     if metric == "step_time_s":
+        if NO_OPTIMIZER_STEP.search(r.get("notes") or "") and perf.get("optimizer_step_s") is not None:
+            # a bare forward + backward loop (no optimizer, no trainer): the step less the loop's and the
+            # optimizer's own time
+            return perf["step_time_s"] - perf["loop_s"] - perf["optimizer_step_s"], fits, "", est
         return perf["step_time_s"], fits, "", est
     if metric == "ttft_s":  # time to the first token of one request at the row's batch
         return perf["ttft_s"], fits, "", est

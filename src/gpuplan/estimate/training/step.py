@@ -65,6 +65,8 @@ class TrainingPerf:
     notes: list[str] = field(default_factory=list)
     comm_total_s: float = 0.0   # all communication, hidden or not
     bubble: float = 0.0         # pipeline idle share
+    loop_s: float = 0.0         # the training loop's own serial cost per step (training.framework_overhead_s)
+    optimizer_s: float = 0.0    # the optimizer step (part of compute_s)
 
     def to_dict(self) -> dict:
         return {
@@ -75,7 +77,7 @@ class TrainingPerf:
             "compute_s": self.compute_s, "comm_exposed_s": self.comm_exposed_s, "offload_s": self.offload_s,
             "hfu_assumed": self.efficiency, "peak_tflops_per_gpu": self.peak_tflops,
             "tokens_per_step": self.tokens_per_step, "comm_total_s": self.comm_total_s,
-            "pipeline_bubble": self.bubble,
+            "pipeline_bubble": self.bubble, "loop_s": self.loop_s, "optimizer_step_s": self.optimizer_s,
             # inference fields do not apply
             "ttft_s": None, "tpot_s": None, "output_tokens_per_s": None, "max_concurrency": None,
             "max_requests_per_s": None,
@@ -268,4 +270,4 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                         comm_fraction=(comm + offload_s) / step if step else 0.0, compute_s=compute_s,
                         comm_exposed_s=comm, offload_s=offload_s, efficiency=eff, peak_tflops=peak / 1e12,
                         tokens_per_step=tokens_per_step, total_time_s=total, gpu_hours=gpu_hours, notes=notes,
-                        comm_total_s=comm_total, bubble=bubble)
+                        comm_total_s=comm_total, bubble=bubble, loop_s=loop_s, optimizer_s=opt_s)
