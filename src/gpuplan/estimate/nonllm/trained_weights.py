@@ -87,8 +87,10 @@ def trained_weights(model, *, task: str, precision: str, quantization: str, opti
         base, quantized = denoiser * dense, 0.0
     # adapters in fp32: their weights are the optimizer's master copy (OPT_STATE_BYTES' mixed rows count a 4-byte one)
     moments = max(0.0, OPT_STATE_BYTES.get((optimizer, "mixed"), 12.0) - 4.0)
-    notes.append(_("LoRA rank {r}: {m:.1f} M adapter parameters on the denoiser's attention projections, fp32 weights, "
-                   "gradients and {opt} states; the base is frozen").format(r=lora_rank, m=lora / 1e6, opt=optimizer))
+    notes.append(_("LoRA rank {r}: {m:.1f} M adapter parameters on the denoiser's attention projections (diffusers' "
+                   "to_q, to_k, to_v, to_out.0, whatever lora.targets names: adapters elsewhere are as small), fp32 "
+                   "weights, gradients and {opt} states; the base is frozen").format(r=lora_rank, m=lora / 1e6,
+                                                                                     opt=optimizer))
     return TrainedWeights(weights=base + frozen * dense + lora * 4.0, gradients=lora * 4.0, optimizer=lora * moments,
                           adapters=lora * 4.0, trainable=lora, trained_network=denoiser, frozen_resident=frozen,
                           quantized_bytes=quantized), notes
