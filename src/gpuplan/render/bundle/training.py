@@ -44,6 +44,10 @@ BNB_OPTIMIZERS = {"adamw-8bit": "AdamW8bit", "paged-adamw-8bit": "PagedAdamW8bit
 HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch",
             "adamw-bf16": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw-8bit": "paged_adamw_8bit",
             "paged-adamw": "paged_adamw_32bit", "sgd": "sgd", "sgd-plain": "sgd", "adafactor": "adafactor"}
+# Hugging Face's optim="sgd" builds torch SGD without momentum; the workload's sgd has momentum 0.9 (the state the
+# estimate counts), passed as optim_args (transformers trainer_optimizer._get_sgd reads momentum from it; a release
+# that ignores it launches momentum-free SGD, which needs less memory than planned)
+HF_OPTIM_ARGS = {"sgd": "momentum=0.9"}
 
 
 def uses_bitsandbytes(c: Ctx) -> bool:
@@ -224,6 +228,7 @@ def llamafactory(c: Ctx) -> dict:
         "warmup_ratio": 0.1,
         "disable_gradient_checkpointing": not c.checkpointing,
         "optim": HF_OPTIM.get(c.optimizer, "adamw_torch"),
+        **({"optim_args": HF_OPTIM_ARGS[c.optimizer]} if c.optimizer in HF_OPTIM_ARGS else {}),
         "bf16": c.precision in ("bf16", "fp8"),
         "fp16": c.precision == "fp16",
         **({"tf32": True} if c.tf32 else {}),   # the rate the estimate timed fp32 at (Ctx.tf32)
@@ -290,7 +295,8 @@ def files(c: Ctx) -> dict[str, str]:
         out["swift-sft.sh"] = render("swift-sft.sh.j2", c=c, b=b, swift_targets=targets, data_file=DATA_FILE,
                                      quant_bits=QUANT_BITS.get(c.quantization, 4), model_dir=model_dir(c),
                                      steps_planned=train_iters(c), epochs=f"{c.epochs:g}",
-                                     optim=HF_OPTIM.get(c.optimizer, "adamw_torch"))
+                                     optim=HF_OPTIM.get(c.optimizer, "adamw_torch"),
+                                     optim_args=HF_OPTIM_ARGS.get(c.optimizer))
     if c.multi_node:
         out["nccl.env"] = nccl_env(c)
     return out
