@@ -72,3 +72,7 @@ def test_lora_on_other_non_llm_models_is_refused_with_a_hint():
     with pytest.raises(GpuplanError) as err:
         _est("lora", "A10-24GB", model="timm/resnet50.a1_in1k", precision="fp16")
     assert err.value.field == "task" and "task: full" in (err.value.hint or "")
+    from gpuplan.plan import recommend
+    with pytest.raises(GpuplanError) as rec:        # recommend asks first: one error, not every layout rejected
+        recommend({"model": "timm/resnet50.a1_in1k", "task": "lora", "precision": "fp16"})
+    assert rec.value.message == err.value.message

@@ -158,6 +158,10 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         resolved, notes = encoder_defaults(w, resolved, model, notes)
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
+    if shape is None:   # adapters the estimator cannot size: one error, not every layout rejected
+        from gpuplan.estimate.nonllm.trained_weights import adapter_params_per_rank
+
+        adapter_params_per_rank(model, task)
     training = task in TRAIN_TASKS
     cons = resolved.constraints
     objective = resolved.objective or "cost"

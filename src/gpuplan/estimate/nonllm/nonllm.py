@@ -16,7 +16,7 @@ from gpuplan.estimate.nonllm.video import is_video, video_inference
 from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.nonllm.trained_weights import TrainedWeights, trained_weights
-from gpuplan.estimate.training.costs import dequant_passes
+from gpuplan.estimate.training.costs import dequant_weights_s
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.clocks import peak_flops, sustained_flops
@@ -83,10 +83,8 @@ def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layo
     f = passes + recompute
     step_cost = cost.scaled(flops=f, traffic=f, weights=passes, kernels=f)
     micro = forward_time(step_cost, batch, system, framework, notes).seconds
-    if trained.quantized_bytes:
-        per = float(table("training", "dequant_traffic")["bytes_per_param"]["bnb-nf4"])
-        bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
-        micro += dequant_passes(layout, "bnb-nf4") * trained.trained_network * per / bw
+    if trained.quantized_bytes:   # a QLoRA base, dequantised in every pass (the language models' rule)
+        micro += dequant_weights_s(system, trained.trained_network, layout, "bnb-nf4")
     # an optimizer step runs grad_accum micro-batches
     step = micro * max(1, layout.grad_accum)
     gpus = layout.gpus

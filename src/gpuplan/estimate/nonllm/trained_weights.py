@@ -43,8 +43,22 @@ class TrainedWeights:
     adapters: float           # LoRA adapters' weights (fp32), part of ``weights``
     trainable: float          # parameters the optimizer steps
     trained_network: float    # parameters the step runs forward and backward through (the denoiser, or all)
-    frozen_resident: float    # frozen components on the GPU beside it (text encoders, VAE)
     quantized_bytes: float    # the QLoRA base's NF4 bytes (dequantised every pass), else 0
+
+
+def adapter_params_per_rank(model, task: str) -> float:
+    """A non-LLM model's LoRA parameters per rank (a diffusion pipeline's ``lora_params_per_rank``); one clear error
+    for a model whose adapters are not modelled (estimate and recommend both ask before they size anything)."""
+    if task not in ADAPTER_TASKS or getattr(model, "profile", None) is None:
+        return 0.0
+    per_rank = float((model.profile.pipeline or {}).get("lora_params_per_rank") or 0.0) \
+        if model.kind == "diffusion" else 0.0
+    if not per_rank:
+        raise GpuplanError(
+            _("LoRA / QLoRA training of {model} ({kind}) is not modelled: gpuplan times adapters on diffusion "
+              "denoisers and language models.").format(model=model.id, kind=model.kind),
+            hint=_("Use task: full for this model, or a diffusion or language model."), field="task")
+    return per_rank
 
 
 def trained_weights(model, *, task: str, precision: str, quantization: str, optimizer: str, lora_rank: int,
@@ -68,15 +82,9 @@ def trained_weights(model, *, task: str, precision: str, quantization: str, opti
     if task not in ADAPTER_TASKS:
         states = OPT_STATE_BYTES.get((optimizer, mode), 12.0) * denoiser
         return TrainedWeights(weights=(denoiser + frozen) * dense, gradients=denoiser * dense, optimizer=states,
-                              adapters=0.0, trainable=denoiser, trained_network=denoiser, frozen_resident=frozen,
+                              adapters=0.0, trainable=denoiser, trained_network=denoiser,
                               quantized_bytes=0.0), notes
-    per_rank = float((model.profile.pipeline or {}).get("lora_params_per_rank") or 0.0) if diffusion else 0.0
-    if not per_rank:
-        raise GpuplanError(
-            _("LoRA / QLoRA training of {model} ({kind}) is not modelled: gpuplan times adapters on diffusion "
-              "denoisers and language models.").format(model=model.id, kind=model.kind),
-            hint=_("Use task: full for this model, or a diffusion or language model."), field="task")
-    lora = float(lora_rank) * per_rank
+    lora = float(lora_rank) * adapter_params_per_rank(model, task)
     if task == "qlora" or quantization == "bnb-nf4":
         base = denoiser * quant_bits_per_param("bnb-nf4") / 8.0
         notes.append(_("QLoRA: the denoiser's {b:.1f} B parameters in NF4 ({bits:.2f} bits each, scales included), "
@@ -92,5 +100,5 @@ def trained_weights(model, *, task: str, precision: str, quantization: str, opti
                    "weights, gradients and {opt} states; the base is frozen").format(r=lora_rank, m=lora / 1e6,
                                                                                      opt=optimizer))
     return TrainedWeights(weights=base + frozen * dense + lora * 4.0, gradients=lora * 4.0, optimizer=lora * moments,
-                          adapters=lora * 4.0, trainable=lora, trained_network=denoiser, frozen_resident=frozen,
+                          adapters=lora * 4.0, trainable=lora, trained_network=denoiser,
                           quantized_bytes=quantized), notes

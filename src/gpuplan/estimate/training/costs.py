@@ -127,14 +127,18 @@ def dequant_s(system: System, s: Shape, layout: Layout, quantization: str) -> fl
     """HBM time to unpack a quantized base per micro-batch (training.dequant_traffic): bytes per quantized
     weight x the local block matrices x the passes. GPTQ's torch path unpacks in PyTorch ops; bitsandbytes
     NF4 in one kernel that writes the 16-bit weight the GEMM reads."""
-    tab = table("training", "dequant_traffic")
-    per = tab["bytes_per_param"].get(quantization)
+    local = s.linear_params_total / (layout.tp * (1 if layout.naive_pipeline else layout.pp))
+    return dequant_weights_s(system, local, layout, quantization)
+
+
+def dequant_weights_s(system: System, params: float, layout: Layout, quantization: str) -> float:
+    """HBM time to unpack ``params`` quantized weights in every pass of one micro-batch (training.dequant_traffic
+    bytes per weight x dequant_passes, at the weight-streaming share of the bandwidth); 0 for a base stored unpacked."""
+    per = table("training", "dequant_traffic")["bytes_per_param"].get(quantization)
     if per is None:
         return 0.0
-    passes = dequant_passes(layout, quantization)
-    local = s.linear_params_total / (layout.tp * (1 if layout.naive_pipeline else layout.pp))
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(table("inference", "weight_stream_efficiency"))
-    return passes * local * float(per) / bw
+    return dequant_passes(layout, quantization) * params * float(per) / bw
 
 
 def dequant_cpu_s(s: Shape, layout: Layout, quantization: str) -> float:
