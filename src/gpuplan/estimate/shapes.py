@@ -124,10 +124,7 @@ def _linear_calls(m: "ModelSpec") -> float:
     block's attention and dense MLP linears, and of the routed experts only the ``experts_per_token`` it is sent to."""
     from gpuplan.catalog.model_linears import linear_layers
 
-    try:
-        layers = linear_layers(m)
-    except (AttributeError, TypeError, ValueError):   # a shape the LoRA table cannot name
-        return 0.0
+    layers = linear_layers(m)
     calls = sum(lay.count for lay in layers if not lay.name.startswith("experts."))
     if m.moe is not None:
         per_expert = sum(1 for lay in layers if lay.name.startswith("experts."))
