@@ -395,9 +395,12 @@ def row_to_case(r: dict[str, str]):
     tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
     if framework == "transformers" and tf_version:
         data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)
-    engine_version = re.search(ENGINE_VERSION.get(framework, r"(?!)"), notes) or \
-        (re.search(rf"\bstack: {re.escape(framework)} v?(\d+\.\d+(?:\.\d+)?)\b", notes, re.I)
-         if framework in ENGINE_VERSION else None)   # the notes' machine-read 'stack: <engine> <version>'
+    # the notes' machine-read 'stack: <engine> <version>' first, then the release a stated main branch sits at
+    # ('stack: vllm main before PR #2566 (Jan 2024, ~v0.2.7)'), then the engine named with a version anywhere
+    engine_version = ((re.search(rf"\bstack: {re.escape(framework)} v?(\d+\.\d+(?:\.\d+)?)\b", notes, re.I) or
+                       re.search(rf"\bstack: {re.escape(framework)}\b[^|]*?(?:~v?|\bv)(\d+\.\d+(?:\.\d+)?)\b",
+                                 notes, re.I)) if framework in ENGINE_VERSION else None) or \
+        re.search(ENGINE_VERSION.get(framework, r"(?!)"), notes)
     if engine_version:
         data["framework_version"] = engine_version.group(1)  # the stated engine (older fused-MoE paths)
     if "optimizer" not in data and task != "inference" and framework in OLD_TRAINER_FRAMEWORKS and _old_torch(notes):

@@ -30,6 +30,7 @@ from gpuplan.estimate.serving.decode_fixed import (_tp_layout, cuda_graph_max_ba
 from gpuplan.estimate.forward import eager_cpu_s_per_op
 from gpuplan.estimate.memory import ENGINES, inference_weight_bytes, kv_shard_fraction
 from gpuplan.estimate.params import by_key, table
+from gpuplan.estimate.serving.legacy_quant import LegacyQuantKernel, legacy_quant_kernel, reconstruct_s
 from gpuplan.estimate.serving.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
                                            stream_efficiency, version_tuple)
 from gpuplan.estimate.shapes import Shape, weight_bytes
@@ -81,6 +82,10 @@ class DecodeConsts:
     kernel_s: float = 0.0             # one kernel's fixed time inside the CUDA graph (engine)
     eager_kernel_s: float = 0.0       # ... launched from Python, above the graph capture limit
     graph_max_batch: float = math.inf
+    legacy: LegacyQuantKernel | None = None  # a pre-Marlin weight-only kernel (legacy_quant)
+    legacy_row_s: float = 0.0         # ... its FLOP time of one sequence row (dense linears, gemm_share of peak)
+    rebuild_s: float = 0.0            # ... rebuilding the local weights in 16 bits once
+    w16_s: float = 0.0                # ... streaming the rebuilt 16-bit weights
 
     def expert_rows(self, batch: float) -> float:
         """Rows the routed-expert GEMMs compute per MoE layer: each touched expert's tokens padded to the
@@ -156,7 +161,16 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
     dense_params = max(0.0, s.matmul_params_active - routed_active)
     tile = int(by_key(inf["moe_gemm_min_rows"], "expert_parallel" if layout.ep > 1 else case.framework)) \
         if engine and s.moe_experts else 1
+    legacy = legacy_quant_kernel(case) if engine and not s.moe_experts else None
+    if legacy is not None:
+        w16 = inference_weight_bytes(s, weight_bytes(s, case.precision, "none")[0], layout)
+        notes.append(_legacy_note(case, legacy))
     return DecodeConsts(
+        legacy=legacy,
+        legacy_row_s=2.0 * dense_params / shards / (peak_eff / float(inf["decode_gemm_efficiency"])
+                                                    * legacy.gemm_share) if legacy else 0.0,
+        rebuild_s=reconstruct_s(legacy, s, layout, system) if legacy else 0.0,
+        w16_s=w16 / (bw * float(inf["weight_stream_efficiency"])) if legacy else 0.0,
         mem_fixed_s=w_local / (bw * stream_efficiency(case.quantization, case.framework)),
         kv_s_per_token=kv_mult * kv_tok / (bw * inf["weight_stream_efficiency"]),
         comp_s_per_seq=2.0 * dense_params / shards / peak_eff,
@@ -176,6 +190,17 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
         eager_kernel_s=float(inf["eager_kernel_latency_s"]),
         graph_max_batch=cuda_graph_max_batch(case.framework, system, layout.tp, case.framework_version)
         if engine else math.inf)
+
+
+def _legacy_note(case: ServingCase, k: LegacyQuantKernel) -> str:
+    from gpuplan.i18n import _
+
+    rows = "" if math.isinf(k.dequant_rows) else _("; from {rows:.0f} rows a forward rebuilds the weights in 16 "
+                                                     "bits").format(rows=k.dequant_rows)
+    return _("{engine} {version} runs {quant} layers through its pre-Marlin kernel (about {share:.0%} of the "
+             "16-bit peak{rows}): inference.legacy_weight_only").format(
+        engine=case.framework, version=case.framework_version, quant=case.quantization, share=k.gemm_share,
+        rows=rows)
 
 
 def decode_min_rows(system: System, framework: str, quantization: str = "none") -> int:
@@ -212,8 +237,15 @@ def _stage_gpu_s(c: DecodeConsts, batch: float, context_tokens: float) -> float:
     """Kernel time of one pipeline stage (the whole model without a pipeline) for ``batch`` sequences."""
     # The GEMMs (weights streamed, FLOPs of the linear layers) and the attention kernels (KV cache read, attention
     # FLOPs) run one after the other: each kernel is bound by its own roofline, and the step is their sum.
-    gemm_s = max(c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)),
-                 max(batch, c.min_rows) * c.comp_s_per_seq + c.expert_rows(batch) * c.expert_row_s)
+    if c.legacy is not None and c.legacy.rebuilds(batch):
+        # the old kernel's engine rebuilds each weight in 16 bits and runs a 16-bit GEMM (legacy_quant)
+        gemm_s = c.rebuild_s + max(c.w16_s, batch * c.comp_s_per_seq)
+    elif c.legacy is not None:
+        # the old dequantising kernel: no 16-row tile, each row at its share of the peak
+        gemm_s = max(c.mem_fixed_s, batch * c.legacy_row_s)
+    else:
+        gemm_s = max(c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)),
+                     max(batch, c.min_rows) * c.comp_s_per_seq + c.expert_rows(batch) * c.expert_row_s)
     attn_s = max(c.kv_s_per_token * context_tokens * batch, batch * c.comp_s_per_ctx * context_tokens)
     return gemm_s + attn_s
 

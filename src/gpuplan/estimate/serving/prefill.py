@@ -19,6 +19,7 @@ from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.serving.decode import int8_serial_s
+from gpuplan.estimate.serving.legacy_quant import legacy_quant_kernel, reconstruct_s
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, sustained_flops
 
@@ -53,8 +54,18 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
         compute += unfused_scores_s(system, float(batch) * s.layers * s.heads * float(p) ** 2,
                                     float(inf["unfused_attention_bytes_per_score"])) / shards
     w_bytes, _dtype = weight_bytes(s, case.precision, case.quantization)
-    memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * stream_efficiency(case.quantization, case.framework))
-    t = compute if marginal else max(compute, memory)
+    stream = stream_efficiency(case.quantization, case.framework)
+    rebuild = 0.0
+    legacy = legacy_quant_kernel(case) if case.framework in ENGINES and not s.moe_experts and not encoder else None
+    if legacy is not None and legacy.rebuilds(batch * p):
+        # the engine rebuilds each weight in 16 bits and runs a 16-bit GEMM on it (legacy_quant)
+        rebuild = reconstruct_s(legacy, s, layout, system)
+        w_bytes, stream = weight_bytes(s, case.precision, "none")[0], float(inf["weight_stream_efficiency"])
+    elif legacy is not None:
+        # the old dequantising GEMM for every row, at its share of the peak
+        compute += lin_flops / shards * (1.0 / (peak * legacy.gemm_share) - 1.0 / (peak * eff))
+    memory = w_bytes / shards / (system.gpu.mem_bandwidth_gb_s * 1e9 * stream)
+    t = (compute if marginal else max(compute, memory)) + rebuild
     if layout.pp > 1 and not marginal:
         t *= layout.pp  # stages in sequence for one request
     if case.framework not in ENGINES and case.framework not in COMPILED:
