@@ -96,9 +96,7 @@ def pipeline_memory(weights: float, acts: float, *, system: System, layout: Layo
     peak phase, rounded up as the allocator does (memory.workspace_bytes, reserve_fraction_of_total, a tenth of the
     activations as fragmentation), plus the CUDA context and, when the pipeline is split over GPUs, NCCL buffers."""
     mem_tab = table("memory")
-    ctx, nccl = overhead_fixed(system)
-    if layout.tp * layout.pp * max(1, layout.cp) <= 1:
-        nccl = 0.0   # data-parallel replicas of a pipeline share no communicator: no NCCL buffers
+    ctx, nccl = overhead_fixed(system, replica=layout)   # data-parallel copies of a pipeline share no communicator
     alloc = weights + acts + mem_tab["workspace_bytes"]
     # ``cached``: the other phase's freed segments, which the caching allocator keeps and this phase's differently
     # sized tensors do not fill (as the training step's logits and recomputed layer: memory/train.py)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import ACT_BYTES, Shape, weight_bytes
-from gpuplan.estimate.system import System
+from gpuplan.estimate.system import Layout, System
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "logits", "overhead")
 
@@ -251,10 +251,13 @@ def logits_bytes_per_token(s: Shape, framework: str, tp: int = 1, compiled: bool
     return per_vocab * s.vocab / tp
 
 
-def overhead_fixed(system: System) -> tuple[float, float]:
-    """(CUDA context outside the allocator, NCCL buffers) per GPU."""
+def overhead_fixed(system: System, replica: Layout | None = None) -> tuple[float, float]:
+    """(CUDA context outside the allocator, NCCL buffers) per GPU. ``replica``: the layout of an inference copy,
+    whose data-parallel copies share no communicator: NCCL buffers only when one copy spans GPUs (tp, pp, cp, ep)."""
     mem = table("memory")
     nccl = mem["nccl_buffer_bytes"] if system.total_gpus > 1 else 0.0
+    if replica is not None and replica.tp * replica.pp * max(1, replica.cp) * max(1, replica.ep) <= 1:
+        nccl = 0.0
     return float(mem["cuda_context_bytes"]), float(nccl)
 
 

@@ -161,7 +161,7 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     per_seq = 0.0 if t.encoder else \
         kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) * kv_shard_fraction(s, layout)
     kv = per_seq * t.concurrency
-    ctx, nccl = overhead_fixed(system)
+    ctx, nccl = overhead_fixed(system, replica=layout)   # TP1 replicas on one machine open no communicator
     cap = system.capacity_bytes
     notes: list[str] = []
     if t.framework in ENGINES and not t.encoder:  # an encoder keeps no cache: nothing to pre-allocate
