@@ -261,6 +261,15 @@ def int8_serial_s(s: Shape | None, quantization: str) -> float:
     return calls * float(table("inference", "bnb_int8_call_s"))
 
 
+def engine_seq_overhead_s(framework: str, version: str | None) -> float:
+    """Python time per running sequence per step of an engine release that processed every sequence's output in
+    series with the GPU step (inference.engine_seq_overhead_s: vLLM before 0.6.0); 0 for a current release."""
+    for gone_in, per_seq in table("inference", "engine_seq_overhead_s").get(framework, []):
+        if version and version_tuple(version) < version_tuple(str(gone_in)):
+            return float(per_seq)
+    return 0.0
+
+
 def decode_step(c: DecodeConsts, batch: float, context_tokens: float) -> float:
     """Seconds between two tokens of a sequence when ``batch`` sequences decode at ``context_tokens`` of context.
 
@@ -286,6 +295,7 @@ def decode_step(c: DecodeConsts, batch: float, context_tokens: float) -> float:
         return c.layers * soft_max(cpu_layer, gpu_layer, k) + float(inf["engine_step_overhead_s"]["transformers"]) + tp_s \
             + int8_serial_s(c.shape, c.quantization)
     overhead = float(inf["engine_step_overhead_s"].get(c.framework, inf["engine_step_overhead_s"]["default"]))
+    overhead += batch * engine_seq_overhead_s(c.framework, c.case.framework_version if c.case else None)
     if c.framework in COMPILED:
         # one CUDA graph: no per-layer launch floor; weight-only int8/int4 dequantising GEMVs still pay a
         # fixed latency per layer inside the graph (few CTAs per small matrix)
