@@ -102,6 +102,9 @@ NAMED = [
     ("microsoft/deberta-v3-small", "encoder", 141 * M, 0.02, None),
     ("microsoft/deberta-v3-base", "encoder", 184 * M, 0.02, None),
     ("microsoft/deberta-v3-large", "encoder", 435 * M, 0.02, None),
+    # DBRX (Databricks, 'Introducing DBRX', 2024-03-27: 132 B parameters, 16 experts choosing 4): its config nests the
+    # experts under ffn_config
+    ("databricks/dbrx-instruct", "decoder", 132 * B, 0.01, None),
 ]
 
 

@@ -43,6 +43,8 @@ HF_ARCHS: dict[str, HfArch] = {
     "llama": HfArch("llama", "llama"),
     "mistral": HfArch("llama", "mistral"),
     "mixtral": HfArch("mixtral", "mixtral"),
+    # DBRX: GLU experts (w1, v1, w2), LayerNorm without bias, RoPE, untied head (transformers modeling_dbrx.py)
+    "dbrx": HfArch("mixtral", "dbrx", norm="layernorm", norm_bias=False),
     "qwen2": HfArch("qwen2", "qwen2", qkv_bias=True),
     "qwen2_moe": HfArch("qwen2moe", "qwen2", qkv_bias=True),
     "qwen3": HfArch("qwen3", "qwen3", qk_norm=True),

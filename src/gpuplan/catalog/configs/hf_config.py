@@ -89,7 +89,11 @@ def _flatten_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
             if "model_type" in inner:
                 merged["model_type"] = inner["model_type"]
             return merged, True
-    return dict(cfg), towers
+    flat = dict(cfg)
+    ffn_cfg = cfg.get("ffn_config")
+    if isinstance(ffn_cfg, Mapping):   # DBRX nests its MLP and experts (ffn_hidden_size, moe_num_experts, moe_top_k)
+        flat.update({k: v for k, v in ffn_cfg.items() if k not in flat})
+    return flat, towers
 
 
 def _arch_for(model_type: str) -> tuple[HfArch, list[str]]:
