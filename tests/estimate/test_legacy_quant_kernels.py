@@ -68,3 +68,11 @@ def test_tgi_1_0_gptq_loses_its_lead_over_fp16_with_the_batch():
     assert _tgi("gptq-int4", 1) > _tgi(None, 1)                      # weight-streaming bound: 41.0 vs 32.4
     assert _tgi("gptq-int4", 20) < _tgi(None, 20)                    # exllama per row: 234 vs 313
     assert _tgi("gptq-int4", 20) == pytest.approx(234.4, rel=0.2)
+
+
+def test_the_estimate_says_which_kernel_it_timed_once():
+    w = dict(model="meta-llama/Llama-2-7b-hf", task="inference", precision="fp16", framework="tgi",
+             framework_version="1.0.3", quantization="gptq-int4", batch_size=4, prompt_tokens=233, output_tokens=50,
+             hardware={"gpu": "A10G-24GB", "count": 1})
+    said = [a for a in estimate(w).to_dict()["assumptions"] if "pre-Marlin" in a]
+    assert len(said) == 1 and "tgi 1.0.3" in said[0] and "51 rows" in said[0]

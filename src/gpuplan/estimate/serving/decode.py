@@ -164,7 +164,8 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
     legacy = legacy_quant_kernel(case) if engine and not s.moe_experts else None
     if legacy is not None:
         w16 = inference_weight_bytes(s, weight_bytes(s, case.precision, "none")[0], layout)
-        notes.append(_legacy_note(case, legacy))
+        if (note := _legacy_note(case, legacy)) not in notes:
+            notes.append(note)
     return DecodeConsts(
         legacy=legacy,
         legacy_row_s=2.0 * dense_params / shards / (peak_eff / float(inf["decode_gemm_efficiency"])
