@@ -115,6 +115,16 @@ def achievable_hfu(system: System, s: Shape, framework: str, quantization: str, 
     return base * size * fw * q * ramp * sustained_tensor_fraction(system.gpu)
 
 
+def fp32_core_hfu(hfu16: float, peak16: float, peak32: float) -> float:
+    """HFU of a step on the FP32 CUDA cores from the 16-bit tensor-core HFU of the same step (training.
+    fp32_core_training): the 16-bit time per FLOP is the GEMMs' plus a bandwidth-bound rest; on the FP32 cores
+    the GEMMs run at the FP32 rate and the rest costs activation_bytes_ratio times its 16-bit time."""
+    tab = table("training", "fp32_core_training")
+    e = float(tab["gemm_efficiency"])
+    rest = max(0.0, 1.0 / (peak16 * hfu16) - 1.0 / (peak16 * e))
+    return 1.0 / (peak32 * (1.0 / (peak32 * e) + float(tab["activation_bytes_ratio"]) * rest))
+
+
 def dequant_passes(layout: Layout, quantization: str) -> float:
     """Times a quantized base is unpacked per micro-batch: the forward, the recomputed forward under full
     checkpointing, and the backward where the stack unpacks again for the input gradient (bitsandbytes)."""

@@ -31,7 +31,7 @@ from gpuplan.estimate.forward import unfused_scores_s
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.training.costs import (achievable_hfu, adapter_traffic_s, attention_flops_fwd_per_token,
+from gpuplan.estimate.training.costs import (fp32_core_hfu, achievable_hfu, adapter_traffic_s, attention_flops_fwd_per_token,
                                              dequant_cpu_s, dequant_s, flops_per_token, framework_overhead_s,
                                              moe_eager_cpu_s, optimizer_step_s)
 from gpuplan.i18n import _
@@ -102,6 +102,12 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     # expert exchanges see seq_len / cp tokens of each micro-batch
     tokens_mb = seq_len * layout.micro_batch / max(1, layout.cp)
     eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
+    if precision == "fp32" and not system.gpu.peak_tflops("tf32") and (p16 := peak_flops(system, "fp16", [])) > peak:
+        # no TF32: the GEMMs on the FP32 cores beside the rest of the 16-bit step (costs.fp32_core_hfu)
+        eff16, eff = eff, fp32_core_hfu(eff, p16, peak)
+        notes.append(_("fp32 on {gpu}'s FP32 cores (no TF32): {eff:.0%} of its {p32:g} TFLOP/s, against {eff16:.0%} of its "
+                       "16-bit tensor rate (the GEMMs slower, the rest of the step as at 16 bits)").format(
+            gpu=system.gpu.id, eff=eff, p32=peak / 1e12, eff16=eff16))
     if (clock_note := sustained_note(system.gpu)) is not None:
         notes.append(clock_note)
     eff_table = table("training")
