@@ -355,12 +355,13 @@ def row_to_case(r: dict[str, str]):
     if r["precision"] == "fp16" and r["quantization"] in ("gptq-int4", "gptq-int8", "awq"):
         data["precision"] = "fp16"
     notes = r.get("notes") or ""
-    if "AdamW foreach" in notes:
+    if "bf16 parameters and optimizer states" in notes:
+        # the model is built in bf16 and Adam steps it in place (pure 16-bit), fused or not: no fp32 copy to count
+        data["optimizer"] = "adamw-bf16"
+    elif "AdamW foreach" in notes:
         data["optimizer"] = "adamw-foreach"
     elif "AdamW fused" in notes:
         data["optimizer"] = "adamw-fused"
-    elif "bf16 parameters and optimizer states" in notes:
-        data["optimizer"] = "adamw-bf16"  # the model is built in bf16 and Adam steps it in place (pure 16-bit)
     elif "optimizer torch.optim.AdamW" in notes:
         data["optimizer"] = "adamw"  # stated, so no framework default (torchtune single-device: paged 8-bit) applies
     elif "optimizer torch.optim.SGD" in notes:
