@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from gpuplan.estimate.nonllm.diffusion import diffusion_inference
 from gpuplan.estimate.nonllm.video import is_video, video_inference
+from gpuplan.estimate.nonllm.video_training import dit_training_activations, dit_training_cost
 from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.nonllm.trained_weights import TrainedWeights, trained_weights
@@ -30,7 +31,7 @@ __all__ = ["NonLLMResult", "input_scale", "nonllm_estimate"]
 
 def _memory(model, *, training: bool, precision: str, batch: int, scale: InputScale, optimizer: str,
             framework: str, layout: Layout, system: System, notes: list[str],
-            trained: TrainedWeights | None = None) -> MemoryEstimate:
+            trained: TrainedWeights | None = None, inp: dict | None = None) -> MemoryEstimate:
     if not training and runs_faster_whisper(model, framework):
         return ct2_memory(model, batch=batch, compute_type=ct2_compute_type(precision), layout=layout,
                           system=system, notes=notes)
@@ -52,10 +53,14 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
         grads = trained.gradients / (layout.dp if layout.zero >= 2 else 1)
         comp["adapters"] = trained.adapters / (layout.dp if layout.zero >= 3 else 1)
         comp["weights"] -= comp["adapters"]
-        acts *= 2.0 if precision == "fp32" else 1.0
-        if layout.checkpointing == "full":
-            acts *= nl["checkpointed_activation_share"]
-            notes.append(_("checkpointing keeps about {nl:.0%} of the activations (assumed for non-LLM models)").format(nl=nl['checkpointed_activation_share']))
+        if is_video(model):   # a video DiT: by its clip's tokens (video_training)
+            acts = dit_training_activations(model, inp or {}, batch=batch, checkpointing=layout.checkpointing,
+                                            precision=precision, notes=notes)
+        else:
+            acts *= 2.0 if precision == "fp32" else 1.0
+            if layout.checkpointing == "full":
+                acts *= nl["checkpointed_activation_share"]
+                notes.append(_("checkpointing keeps about {nl:.0%} of the activations (assumed for non-LLM models)").format(nl=nl['checkpointed_activation_share']))
         comp.update(gradients=grads, optimizer=states, activations=acts)
     else:
         comp["activations"] = acts * nl["inference_activation_share"]
@@ -140,11 +145,12 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
                                                 optimizer=optimizer, lora_rank=lora_rank, inp=inp)
         notes.extend(weight_notes)
     mem = _memory(model, training=training, precision=precision, batch=batch, scale=scale, optimizer=optimizer,
-                  framework=framework, layout=layout, system=system, notes=notes, trained=trained)
+                  framework=framework, layout=layout, system=system, notes=notes, trained=trained, inp=inp)
     perf_notes: list[str] = []
     if training:
         assert trained is not None
-        cost = forward_cost(model, scale, precision, params=trained.trained_network)
+        cost = dit_training_cost(model, inp or {}, precision, trained.trained_network * dense_bytes(precision)) \
+            if is_video(model) else forward_cost(model, scale, precision, params=trained.trained_network)
         perf = _training_perf(model, cost, batch=batch, framework=framework, layout=layout, system=system,
                               precision=precision, notes=perf_notes, trained=trained)
     else:

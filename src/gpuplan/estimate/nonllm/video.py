@@ -104,6 +104,16 @@ def dit_attention_flops(model, s: VideoShape) -> float:
     return flops
 
 
+def dit_cost(model, s: VideoShape, precision: str, weight_bytes: float) -> ForwardCost:
+    """One DiT pass over one video: its FLOPs, the activation traffic of its blocks, the weights it reads."""
+    v = _video(model)
+    traffic = float(v["live_bytes_per_token"]) * s.tokens * float(v["layers"]) \
+        * float(table("nonllm", "activation_traffic_per_saved_byte"))
+    return ForwardCost(dit_flops(model, s), traffic, weight_bytes, float(model.profile.kernels_per_forward or 0.0),
+                       precision, float(table("nonllm", "eager_cpu_factor").get("diffusion", 1.0)),
+                       attention_flops_per_sample=dit_attention_flops(model, s))
+
+
 def passes(model) -> int:
     return 2 if (model.profile.pipeline or {}).get("cfg", True) else 1
 
@@ -165,11 +175,8 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
     mem = video_memory(model, precision=precision, batch=batch, s=s, system=system, layout=layout)
     den_w, text_w, vae_w = _weights(model, precision)
     cpu_factor = float(table("nonllm", "eager_cpu_factor").get("diffusion", 1.0))
-    traffic = float(v["live_bytes_per_token"]) * s.tokens * float(v["layers"]) \
-        * float(table("nonllm", "activation_traffic_per_saved_byte"))
     cp = max(1, layout.cp)
-    dit = ForwardCost(dit_flops(model, s) / cp, traffic / cp, den_w, float(model.profile.kernels_per_forward or 0.0),
-                      precision, cpu_factor, attention_flops_per_sample=dit_attention_flops(model, s) / cp)
+    dit = dit_cost(model, s, precision, den_w).scaled(flops=1.0 / cp, traffic=1.0 / cp)
     seq = _dit_sequence(v, s)[1]
     if batched:
         step = forward_time(dit, batch * n_pass, system, framework, notes).seconds
