@@ -130,8 +130,10 @@ def test_no_pipeline_for_a_1b_model_over_tcp():
                      "hardware": {"gpu": "L20", "nodes": 4},
                      "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}})
     top = rec.best
-    assert top.parallel["tp"] == 1 and top.parallel["pp"] == 1 and top.parallel["launcher"] == "deepspeed"
-    assert top.parallel["zero"] == 1      # ZeRO-2 would reduce-scatter every one of its micro-batches over TCP
+    assert top.parallel["tp"] == 1 and top.parallel["pp"] == 1
+    # plain data parallelism or ZeRO-1 (whichever fits at the high end of the memory range is cheaper): both reduce
+    # once per optimizer step; ZeRO-2 would reduce-scatter every one of its micro-batches over TCP
+    assert top.parallel["zero"] in (0, 1)
 
 
 def test_split_plans_say_why(llama70):
