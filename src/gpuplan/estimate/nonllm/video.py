@@ -49,7 +49,7 @@ def is_video(model) -> bool:
     return bool((getattr(model.profile, "pipeline", None) or {}).get("video"))
 
 
-def _video(model) -> dict:
+def video_block(model) -> dict:
     return dict((model.profile.pipeline or {}).get("video") or {})
 
 
@@ -66,7 +66,7 @@ class VideoShape:
 
 
 def video_shape(model, inp: dict) -> VideoShape:
-    v, pipe = _video(model), dict(model.profile.pipeline or {})
+    v, pipe = video_block(model), dict(model.profile.pipeline or {})
     frames = int(inp.get("frames") or v["default_frames"])
     side = inp.get("image_size")
     height = int(inp.get("height") or side or v["default_height"])
@@ -80,7 +80,7 @@ def video_shape(model, inp: dict) -> VideoShape:
     return VideoShape(frames, height, width, steps, lat_f, tokens, int(v.get("text_tokens", 0)), offload)
 
 
-def _dit_sequence(v: dict, s: VideoShape) -> tuple[bool, float]:
+def dit_sequence(v: dict, s: VideoShape) -> tuple[bool, float]:
     """(whether the text joins the video tokens in one sequence, that sequence's length)."""
     joint = v.get("text_attention", "joint") == "joint"
     return joint, float(s.tokens + (s.text_tokens if joint else 0))
@@ -88,16 +88,16 @@ def _dit_sequence(v: dict, s: VideoShape) -> tuple[bool, float]:
 
 def dit_flops(model, s: VideoShape) -> float:
     """FLOPs of one DiT pass for one video (see the module docstring)."""
-    v = _video(model)
-    return 2.0 * float(v["linear_params"]) * _dit_sequence(v, s)[1] + dit_attention_flops(model, s)
+    v = video_block(model)
+    return 2.0 * float(v["linear_params"]) * dit_sequence(v, s)[1] + dit_attention_flops(model, s)
 
 
 def dit_attention_flops(model, s: VideoShape) -> float:
     """The attention kernel's part of :func:`dit_flops`: QK^T and AV over the joint (or video) sequence, plus the
     cross-attention to the text tokens where the text is not joint."""
-    v = _video(model)
+    v = video_block(model)
     layers, hidden = float(v["layers"]), float(v["hidden"])
-    joint, seq = _dit_sequence(v, s)
+    joint, seq = dit_sequence(v, s)
     flops = layers * 4.0 * seq ** 2 * hidden
     if not joint:
         flops += layers * 4.0 * s.tokens * s.text_tokens * hidden
@@ -106,7 +106,7 @@ def dit_attention_flops(model, s: VideoShape) -> float:
 
 def dit_cost(model, s: VideoShape, precision: str, weight_bytes: float) -> ForwardCost:
     """One DiT pass over one video: its FLOPs, the activation traffic of its blocks, the weights it reads."""
-    v = _video(model)
+    v = video_block(model)
     traffic = float(v["live_bytes_per_token"]) * s.tokens * float(v["layers"]) \
         * float(table("nonllm", "activation_traffic_per_saved_byte"))
     return ForwardCost(dit_flops(model, s), traffic, weight_bytes, float(model.profile.kernels_per_forward or 0.0),
@@ -120,7 +120,7 @@ def passes(model) -> int:
 
 def _weights(model, precision: str) -> tuple[float, float, float]:
     """Bytes of (DiT, text encoders, VAE) weights as the pipeline holds them."""
-    comps, v = model.profile.components or {}, _video(model)
+    comps, v = model.profile.components or {}, video_block(model)
     den = float(comps.get("transformer") or comps.get("unet") or 0.0)
     vae = float(comps.get("vae") or 0.0)
     text = sum(float(x) for k, x in comps.items() if k.startswith("text_encoder"))
@@ -140,7 +140,7 @@ def _vae_pixel_frames(v: dict, s: VideoShape) -> float:
 
 def video_memory(model, *, precision: str, batch: int, s: VideoShape, system: System,
                  layout: Layout) -> MemoryEstimate:
-    v = _video(model)
+    v = video_block(model)
     den_w, text_w, vae_w = _weights(model, precision)
     cfg_batch = passes(model) if v.get("cfg_batched", True) else 1
     den_act = float(v["live_bytes_per_token"]) * s.tokens * batch * cfg_batch / max(1, layout.cp)
@@ -168,7 +168,7 @@ def _host_link_bytes_s(system: System) -> float:
 def video_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
                     system: System, notes: list[str]) -> NonLLMResult:
     """Memory and time of generating ``batch`` videos in one pipeline call (see the module docstring)."""
-    v = _video(model)
+    v = video_block(model)
     s = video_shape(model, inp)
     n_pass = passes(model)
     batched = bool(v.get("cfg_batched", True))
@@ -177,7 +177,7 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
     cpu_factor = float(table("nonllm", "eager_cpu_factor").get("diffusion", 1.0))
     cp = max(1, layout.cp)
     dit = dit_cost(model, s, precision, den_w).scaled(flops=1.0 / cp, traffic=1.0 / cp)
-    seq = _dit_sequence(v, s)[1]
+    seq = dit_sequence(v, s)[1]
     if batched:
         step = forward_time(dit, batch * n_pass, system, framework, notes).seconds
         a2a = ulysses_all_to_all_s(system, cp, seq * batch * n_pass, float(v["hidden"]), float(v["layers"]))

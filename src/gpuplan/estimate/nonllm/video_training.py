@@ -14,7 +14,7 @@ for full fine-tuning, 2 for adapters (training.costs.flops_per_token's rule), on
 from __future__ import annotations
 
 from gpuplan.estimate.forward import ForwardCost
-from gpuplan.estimate.nonllm.video import _dit_sequence, _video, dit_cost, video_shape
+from gpuplan.estimate.nonllm.video import dit_cost, dit_sequence, video_block, video_shape
 from gpuplan.estimate.params import table
 from gpuplan.i18n import _
 
@@ -24,10 +24,10 @@ __all__ = ["dit_training_activations", "dit_training_cost"]
 def dit_training_activations(model, inp: dict, *, batch: int, checkpointing: str, precision: str,
                              notes: list[str]) -> float:
     """Bytes one training micro-batch of ``batch`` clips keeps for backward (module docstring)."""
-    v, s = _video(model), video_shape(model, inp)
+    v, s = video_block(model), video_shape(model, inp)
     per = table("nonllm", "dit_training_saved_bytes_per_hidden")
     hidden, layers = float(v["hidden"]), float(v["layers"])
-    tokens = _dit_sequence(v, s)[1] * batch
+    tokens = dit_sequence(v, s)[1] * batch
     scale = 2.0 if precision == "fp32" else 1.0
     stored = float(per["stored"]) * hidden * scale
     if checkpointing == "full":
