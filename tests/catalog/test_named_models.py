@@ -48,6 +48,8 @@ NAMED = [
     ("openai/whisper-large-v2", "speech", 1543.3 * M, 0.005, None),
     ("openai/whisper-large-v3", "speech", 1543.5 * M, 0.005, None),
     ("openai/whisper-large-v3-turbo", "speech", 809 * M, 0.005, None),
+    # distil-large-v3 card (huggingface/distil-whisper README): 756 M, large-v3's encoder and a 2-layer decoder
+    ("distil-whisper/distil-large-v3", "speech", 756 * M, 0.005, None),
     # vision-language: LLM + vision tower (Qwen-VL paper Table 1: 9.6 B; model cards: Qwen2-VL 2.21 / 8.29 / 73.4 B,
     # Qwen2.5-VL 3.75 / 8.29 / 73.4 B, InternVL2-8B and InternVL2.5-8B 8.08 B)
     ("Qwen/Qwen-VL-Chat", "decoder", 9.6 * B, 0.02, None),
@@ -73,6 +75,8 @@ NAMED = [
     ("THUDM/codegeex2-6b", "decoder", 6.24 * B, 0.01, None),
     ("THUDM/chatglm2-6b", "decoder", 6.24 * B, 0.01, None),
     ("THUDM/chatglm3-6b", "decoder", 6.24 * B, 0.01, None),
+    # GLM-4-32B-0414: "32 billion parameters" (THUDM/GLM-4 README.md)
+    ("THUDM/GLM-4-32B-0414", "decoder", 32.6 * B, 0.02, None),
     ("THUDM/glm-4-9b", "decoder", 9.4 * B, 0.01, None),
     ("Qwen/Qwen-7B-Chat", "decoder", 7.72 * B, 0.01, None),
     # base models: Pythia (Biderman et al. 2023 Table 1 / the checkpoints: exact), BLOOM model cards, OPT
