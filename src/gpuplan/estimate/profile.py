@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from gpuplan.estimate.forward import ForwardCost
 from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import table
+from gpuplan.estimate.shapes import quant_bits_per_param
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import _
 from gpuplan.units import GIB
@@ -63,6 +64,26 @@ def image_side(inp: dict | None) -> float | None:
 
 def dense_bytes(precision: str) -> float:
     return 4.0 if precision == "fp32" else 2.0
+
+
+def denoiser_weight_bytes(precision: str, quantization: str | None) -> float:
+    """Bytes per parameter of a diffusion denoiser at rest: the compute dtype's, or a weight-only storage format's
+    (fp8 / int8: 1 byte, 4-bit: half a byte plus its group scales, shapes.QUANT_STORAGE), which each layer casts to
+    the compute dtype when it runs (diffusers' layerwise casting and quantization backends, DiffSynth's fp8
+    ``torch_dtype``): the denoiser only; text encoders and the VAE keep the compute dtype."""
+    if quantization in (None, "none"):
+        return dense_bytes(precision)
+    return quant_bits_per_param(quantization) / 8.0
+
+
+def quantized_denoiser_note(model, precision: str, quantization: str) -> str:
+    comps = model.profile.components or {}
+    denoiser = float(comps.get("transformer") or comps.get("unet") or model.params_total)
+    return _("the denoiser's weights are stored as {q} ({bytes:.2f} bytes per parameter: {gib:.1f} GiB) and cast to "
+             "{dtype} layer by layer as it runs; the text encoders and the VAE stay in {dtype}; time is counted at "
+             "{dtype} compute (the casts are not timed)").format(
+        q=quantization, bytes=denoiser_weight_bytes(precision, quantization),
+        gib=denoiser * denoiser_weight_bytes(precision, quantization) / GIB, dtype=precision)
 
 
 def forward_cost(model, scale: InputScale, precision: str, params: float | None = None) -> ForwardCost:

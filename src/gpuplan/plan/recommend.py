@@ -163,6 +163,12 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
 
         adapter_params_per_rank(model, task)
     training = task in TRAIN_TASKS
+    unlaunched_quant = None
+    if getattr(model, "kind", None) == "diffusion" and not training and resolved.quantization not in (None, "none"):
+        # `estimate` counts a weight-only quantized denoiser (estimate/profile.py denoiser_weight_bytes); the bundle's
+        # pipelines load it in the compute dtype, so the plans are sized that way and the answer says so
+        unlaunched_quant = resolved.quantization
+        resolved = resolved.with_updates(quantization="none")
     cons = resolved.constraints
     objective = resolved.objective or "cost"
     currency = cons.currency if cons else "CNY"
@@ -172,6 +178,10 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     allowed_status = frozenset(cons.include_status if cons and cons.include_status else ("ga",))
     assumptions = applicable(notes, resolved, model) + list(getattr(model, "assumptions", ()) or ())
     warnings: list[str] = []
+    if unlaunched_quant:
+        warnings.append(_("quantization {q} is not launched for a diffusion pipeline: the bundle loads the denoiser in "
+                          "{dtype}, and the plans are sized and timed that way; `gpuplan estimate` counts the "
+                          "{q} weights").format(q=unlaunched_quant, dtype=resolved.precision or "bf16"))
 
     variants = scoped_variants(resolved, cons)
     insts = scoped_instances(resolved, instances, cache_dir)

@@ -35,7 +35,16 @@ from gpuplan.estimate.comm import ulysses_all_to_all_s
 from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time, unfused_scores_s
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
-from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, forward_cost, image_side, pipeline_memory
+from gpuplan.estimate.profile import (
+    NonLLMResult,
+    dense_bytes,
+    denoiser_weight_bytes,
+    empty_perf,
+    forward_cost,
+    image_side,
+    pipeline_memory,
+    quantized_denoiser_note,
+)
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import N_, _
 
@@ -118,13 +127,15 @@ def context_parallel_shape(model, layout: Layout) -> tuple[float, float] | None:
 
 
 def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, system: System,
-                     layout: Layout, flash: bool = True) -> MemoryEstimate:
-    """Weights of every component + the larger of the denoiser's and the VAE decoder's live tensors."""
+                     layout: Layout, flash: bool = True, quantization: str = "none") -> MemoryEstimate:
+    """Weights of every component (the denoiser in its storage format: profile.denoiser_weight_bytes) + the larger
+    of the denoiser's and the VAE decoder's live tensors."""
     pipe, prof = _pipe(model), model.profile
     nl = table("nonllm")
     denoiser_p, text_p, vae_p = component_params(model)
     vae_b = 4.0 if pipe.get("vae_upcast") else dense_bytes(precision)
-    weights = (denoiser_p + text_p) * dense_bytes(precision) + vae_p * vae_b
+    weights = denoiser_p * denoiser_weight_bytes(precision, quantization) + text_p * dense_bytes(precision) \
+        + vae_p * vae_b
     per_sample = pipe.get("inference_activation_bytes_per_sample")
     denoise_act = (float(per_sample) * scale.activations if per_sample is not None else
                    prof.activation_bytes_per_sample * scale.activations * float(nl["inference_activation_share"]))
@@ -145,13 +156,15 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
 
 
 def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
-                        system: System, scale, notes: list[str], flash: bool = True):
+                        system: System, scale, notes: list[str], flash: bool = True, quantization: str = "none"):
     """Memory and speed of generating ``batch`` images (see the module docstring)."""
     side, steps = _sizes(model, inp)
     passes = guidance_passes(model)
     pipe = _pipe(model)
     mem = diffusion_memory(model, precision=precision, batch=batch, side=side, scale=scale, system=system,
-                           layout=layout, flash=flash)
+                           layout=layout, flash=flash, quantization=quantization)
+    if quantization not in (None, "none"):
+        notes.append(quantized_denoiser_note(model, precision, quantization))
     denoiser, text, vae = _costs(model, precision, scale, side)
     scores = self_attention_scores(model, side)[0]
     if not flash and scores:

@@ -11,6 +11,7 @@ denoiser steps with classifier-free guidance, VAE decode) are in :mod:`gpuplan.e
 
 from __future__ import annotations
 
+from gpuplan.errors import GpuplanError
 from gpuplan.estimate.nonllm.diffusion import diffusion_inference
 from gpuplan.estimate.nonllm.video import is_video, video_inference
 from gpuplan.estimate.nonllm.video_training import dit_training_activations, dit_training_cost
@@ -135,10 +136,17 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
     training = task != "inference"
     if model.kind == "diffusion" and not training and is_video(model):
         return video_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
-                               layout=layout, system=system, notes=[])
+                               layout=layout, system=system, notes=[], quantization=quantization)
     if model.kind == "diffusion" and not training:
         return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
-                                   layout=layout, system=system, scale=scale, notes=notes, flash=flash)
+                                   layout=layout, system=system, scale=scale, notes=notes, flash=flash,
+                                   quantization=quantization)
+    if not training and quantization not in (None, "none"):
+        raise GpuplanError(_("Weight quantization ({q}) of a {kind} model at inference is not modelled: the estimate "
+                             "would be the {dtype} one.").format(q=quantization, kind=model.kind, dtype=precision),
+                           hint=_("Drop quantization (estimate it in {dtype}), or give a diffusion or language model, "
+                                  "whose quantized weights are counted.").format(dtype=precision),
+                           field="quantization")
     trained = None
     if training:
         trained, weight_notes = trained_weights(model, task=task, precision=precision, quantization=quantization,

@@ -36,7 +36,14 @@ from gpuplan.estimate.comm import ulysses_all_to_all_s
 from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
-from gpuplan.estimate.profile import NonLLMResult, dense_bytes, empty_perf, pipeline_memory
+from gpuplan.estimate.profile import (
+    NonLLMResult,
+    dense_bytes,
+    denoiser_weight_bytes,
+    empty_perf,
+    pipeline_memory,
+    quantized_denoiser_note,
+)
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import N_, _
 from gpuplan.units import GIB
@@ -118,15 +125,17 @@ def passes(model) -> int:
     return 2 if (model.profile.pipeline or {}).get("cfg", True) else 1
 
 
-def _weights(model, precision: str) -> tuple[float, float, float]:
-    """Bytes of (DiT, text encoders, VAE) weights as the pipeline holds them."""
+def _weights(model, precision: str, quantization: str = "none") -> tuple[float, float, float]:
+    """Bytes of (DiT, text encoders, VAE) weights as the pipeline holds them (a weight-only quantized DiT in its
+    storage format: profile.denoiser_weight_bytes)."""
     comps, v = model.profile.components or {}, video_block(model)
     den = float(comps.get("transformer") or comps.get("unet") or 0.0)
     vae = float(comps.get("vae") or 0.0)
     text = sum(float(x) for k, x in comps.items() if k.startswith("text_encoder"))
     b = dense_bytes(precision)
-    return (den * float(v.get("denoiser_weight_bytes", b)), text * float(v.get("text_weight_bytes", b)),
-            vae * float(v.get("vae_weight_bytes", b)))
+    den_b = float(v.get("denoiser_weight_bytes", b)) if quantization in (None, "none") else \
+        denoiser_weight_bytes(precision, quantization)
+    return (den * den_b, text * float(v.get("text_weight_bytes", b)), vae * float(v.get("vae_weight_bytes", b)))
 
 
 def _vae_pixel_frames(v: dict, s: VideoShape) -> float:
@@ -139,9 +148,9 @@ def _vae_pixel_frames(v: dict, s: VideoShape) -> float:
 
 
 def video_memory(model, *, precision: str, batch: int, s: VideoShape, system: System,
-                 layout: Layout) -> MemoryEstimate:
+                 layout: Layout, quantization: str = "none") -> MemoryEstimate:
     v = video_block(model)
-    den_w, text_w, vae_w = _weights(model, precision)
+    den_w, text_w, vae_w = _weights(model, precision, quantization)
     cfg_batch = passes(model) if v.get("cfg_batched", True) else 1
     den_act = float(v["live_bytes_per_token"]) * s.tokens * batch * cfg_batch / max(1, layout.cp)
     vae_act = float(v["vae_decode_bytes_per_pixel_frame"]) * _vae_pixel_frames(v, s) * batch
@@ -166,14 +175,17 @@ def _host_link_bytes_s(system: System) -> float:
 
 
 def video_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
-                    system: System, notes: list[str]) -> NonLLMResult:
+                    system: System, notes: list[str], quantization: str = "none") -> NonLLMResult:
     """Memory and time of generating ``batch`` videos in one pipeline call (see the module docstring)."""
     v = video_block(model)
     s = video_shape(model, inp)
     n_pass = passes(model)
     batched = bool(v.get("cfg_batched", True))
-    mem = video_memory(model, precision=precision, batch=batch, s=s, system=system, layout=layout)
-    den_w, text_w, vae_w = _weights(model, precision)
+    mem = video_memory(model, precision=precision, batch=batch, s=s, system=system, layout=layout,
+                       quantization=quantization)
+    den_w, text_w, vae_w = _weights(model, precision, quantization)
+    if quantization not in (None, "none"):
+        notes.append(quantized_denoiser_note(model, precision, quantization))
     cpu_factor = float(table("nonllm", "eager_cpu_factor").get("diffusion", 1.0))
     cp = max(1, layout.cp)
     dit = dit_cost(model, s, precision, den_w).scaled(flops=1.0 / cp, traffic=1.0 / cp)
