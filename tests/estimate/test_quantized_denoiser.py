@@ -74,3 +74,17 @@ def test_recommend_sizes_the_denoiser_as_its_bundle_loads_it():
     assert fp8.plans and [p.memory.per_gpu_bytes for p in fp8.plans] == [p.memory.per_gpu_bytes for p in dense.plans]
     assert any("quantization fp8 is not launched" in w for w in fp8.warnings)
     assert not any("quantization" in w for w in dense.warnings)
+
+
+def test_recommend_gives_the_estimates_refusal_for_a_quantized_vision_model():
+    """Same refusal at every door: recommend asks before its search (it had answered 'no instance type matches the
+    hardware/family/status constraints', every layout having failed with the estimate's error)."""
+    from gpuplan.plan import recommend
+
+    w = dict(model="timm/resnet50.a1_in1k", task="inference", quantization="int8", batch_size=8)
+    with pytest.raises(GpuplanError) as from_estimate:
+        estimate({**w, "hardware": {"gpu": "A10", "count": 1}})
+    with pytest.raises(GpuplanError) as from_recommend:
+        recommend(w)
+    assert from_recommend.value.message == from_estimate.value.message
+    assert from_recommend.value.field == "quantization"

@@ -76,14 +76,13 @@ def denoiser_weight_bytes(precision: str, quantization: str | None) -> float:
     return quant_bits_per_param(quantization) / 8.0
 
 
-def quantized_denoiser_note(model, precision: str, quantization: str) -> str:
-    comps = model.profile.components or {}
-    denoiser = float(comps.get("transformer") or comps.get("unet") or model.params_total)
+def quantized_denoiser_note(precision: str, quantization: str, denoiser_bytes: float) -> str:
+    """The assumption a quantized denoiser's estimate states; ``denoiser_bytes``: its weights as counted."""
     return _("the denoiser's weights are stored as {q} ({bytes:.2f} bytes per parameter: {gib:.1f} GiB) and cast to "
              "{dtype} layer by layer as it runs; the text encoders and the VAE stay in {dtype}; time is counted at "
              "{dtype} compute (the casts are not timed)").format(
-        q=quantization, bytes=denoiser_weight_bytes(precision, quantization),
-        gib=denoiser * denoiser_weight_bytes(precision, quantization) / GIB, dtype=precision)
+        q=quantization, bytes=denoiser_weight_bytes(precision, quantization), gib=denoiser_bytes / GIB,
+        dtype=precision)
 
 
 def forward_cost(model, scale: InputScale, precision: str, params: float | None = None) -> ForwardCost:

@@ -57,6 +57,18 @@ def unlaunched_settings(ctx: PlanContext) -> list[str]:
     return out
 
 
+def unlaunched_quantization(model, w) -> str | None:
+    """The warning for a quantized diffusion denoiser at inference, or None: `estimate` counts its storage bytes
+    (estimate/profile.py denoiser_weight_bytes); the bundle's pipelines load it in the compute dtype, so recommend
+    plans it that way (it drops the workload's quantization before the search) and says so."""
+    if getattr(model, "kind", None) != "diffusion" or (w.task or "inference") != "inference" \
+            or w.quantization in (None, "none"):
+        return None
+    return _("quantization {q} is not launched for a diffusion pipeline: the bundle loads the denoiser in {dtype}, "
+             "and the plans are sized and timed that way; `gpuplan estimate` counts the {q} weights").format(
+        q=w.quantization, dtype=w.precision or "bf16")
+
+
 def staging_assumption() -> str:
     """When a plan stages the weights in OSS instead of every node pulling them from the hub (plan/money/staging.py)."""
     from gpuplan.plan.advice.ops import load_ops

@@ -31,7 +31,7 @@ from gpuplan.plan.drafts import Draft, plans_for, unpriced
 from gpuplan.plan.explain import advise, headline, why_not
 from gpuplan.plan.search.model_parallel import optimizer_fallback, prefer_plain
 from gpuplan.plan.notes import assumptions as stated_assumptions
-from gpuplan.plan.notes import applicable, dedupe, global_warnings
+from gpuplan.plan.notes import applicable, dedupe, global_warnings, unlaunched_quantization
 from gpuplan.plan.rank import pareto_front, rank, ranking_basis
 from gpuplan.plan.record import PLATFORMS, Plan
 from gpuplan.plan.search.scope import default_regions, instances as scoped_instances, platforms_wanted, variants as scoped_variants
@@ -158,16 +158,15 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
         resolved, notes = encoder_defaults(w, resolved, model, notes)
     shape = shape_of(model) if is_llm(model) else None
     task = resolved.task or "inference"
-    if shape is None:   # adapters the estimator cannot size: one error, not every layout rejected
+    if shape is None:   # what the estimator cannot size: the estimate's one error, not every layout rejected
+        from gpuplan.estimate.nonllm.nonllm import refuse_unmodelled_quantization
         from gpuplan.estimate.nonllm.trained_weights import adapter_params_per_rank
 
         adapter_params_per_rank(model, task)
+        refuse_unmodelled_quantization(model, task, resolved.quantization, resolved.precision or "bf16")
     training = task in TRAIN_TASKS
-    unlaunched_quant = None
-    if getattr(model, "kind", None) == "diffusion" and not training and resolved.quantization not in (None, "none"):
-        # `estimate` counts a weight-only quantized denoiser (estimate/profile.py denoiser_weight_bytes); the bundle's
-        # pipelines load it in the compute dtype, so the plans are sized that way and the answer says so
-        unlaunched_quant = resolved.quantization
+    unlaunched_quant = unlaunched_quantization(model, resolved)
+    if unlaunched_quant:   # planned as the bundle loads it (plan/notes.py)
         resolved = resolved.with_updates(quantization="none")
     cons = resolved.constraints
     objective = resolved.objective or "cost"
@@ -179,9 +178,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     assumptions = applicable(notes, resolved, model) + list(getattr(model, "assumptions", ()) or ())
     warnings: list[str] = []
     if unlaunched_quant:
-        warnings.append(_("quantization {q} is not launched for a diffusion pipeline: the bundle loads the denoiser in "
-                          "{dtype}, and the plans are sized and timed that way; `gpuplan estimate` counts the "
-                          "{q} weights").format(q=unlaunched_quant, dtype=resolved.precision or "bf16"))
+        warnings.append(unlaunched_quant)
 
     variants = scoped_variants(resolved, cons)
     insts = scoped_instances(resolved, instances, cache_dir)

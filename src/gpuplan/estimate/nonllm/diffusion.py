@@ -164,7 +164,8 @@ def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framewo
     mem = diffusion_memory(model, precision=precision, batch=batch, side=side, scale=scale, system=system,
                            layout=layout, flash=flash, quantization=quantization)
     if quantization not in (None, "none"):
-        notes.append(quantized_denoiser_note(model, precision, quantization))
+        notes.append(quantized_denoiser_note(precision, quantization, component_params(model)[0]
+                                             * denoiser_weight_bytes(precision, quantization)))
     denoiser, text, vae = _costs(model, precision, scale, side)
     scores = self_attention_scores(model, side)[0]
     if not flash and scores:

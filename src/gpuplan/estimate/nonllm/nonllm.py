@@ -27,7 +27,7 @@ from gpuplan.estimate.nonllm.speech import ct2_compute_type, ct2_memory, runs_fa
 from gpuplan.i18n import _
 from gpuplan.units import GIB
 
-__all__ = ["NonLLMResult", "input_scale", "nonllm_estimate"]
+__all__ = ["NonLLMResult", "input_scale", "nonllm_estimate", "refuse_unmodelled_quantization"]
 
 
 def _memory(model, *, training: bool, precision: str, batch: int, scale: InputScale, optimizer: str,
@@ -128,6 +128,18 @@ def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, sys
     return perf
 
 
+def refuse_unmodelled_quantization(model, task: str, quantization: str | None, precision: str) -> None:
+    """One clear error for weight quantization of a vision or speech model at inference, which nothing models
+    (a diffusion denoiser's is counted: profile.denoiser_weight_bytes); estimate and recommend both ask."""
+    if task != "inference" or model.kind == "diffusion" or quantization in (None, "none"):
+        return
+    raise GpuplanError(_("Weight quantization ({q}) of a {kind} model at inference is not modelled: the estimate "
+                         "would be the {dtype} one.").format(q=quantization, kind=model.kind, dtype=precision),
+                       hint=_("Drop quantization (estimate it in {dtype}), or give a diffusion or language model, "
+                              "whose quantized weights are counted.").format(dtype=precision),
+                       field="quantization")
+
+
 def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
                     framework: str, layout: Layout, system: System, flash: bool = True, quantization: str = "none",
                     lora_rank: int = 8) -> NonLLMResult:
@@ -141,12 +153,7 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
         return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
                                    layout=layout, system=system, scale=scale, notes=notes, flash=flash,
                                    quantization=quantization)
-    if not training and quantization not in (None, "none"):
-        raise GpuplanError(_("Weight quantization ({q}) of a {kind} model at inference is not modelled: the estimate "
-                             "would be the {dtype} one.").format(q=quantization, kind=model.kind, dtype=precision),
-                           hint=_("Drop quantization (estimate it in {dtype}), or give a diffusion or language model, "
-                                  "whose quantized weights are counted.").format(dtype=precision),
-                           field="quantization")
+    refuse_unmodelled_quantization(model, task, quantization, precision)
     trained = None
     if training:
         trained, weight_notes = trained_weights(model, task=task, precision=precision, quantization=quantization,

@@ -185,7 +185,7 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
                        quantization=quantization)
     den_w, text_w, vae_w = _weights(model, precision, quantization)
     if quantization not in (None, "none"):
-        notes.append(quantized_denoiser_note(model, precision, quantization))
+        notes.append(quantized_denoiser_note(precision, quantization, den_w))
     cpu_factor = float(table("nonllm", "eager_cpu_factor").get("diffusion", 1.0))
     cp = max(1, layout.cp)
     dit = dit_cost(model, s, precision, den_w).scaled(flops=1.0 / cp, traffic=1.0 / cp)
