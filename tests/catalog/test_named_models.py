@@ -106,6 +106,13 @@ NAMED = [
     ("microsoft/deberta-v3-small", "encoder", 141 * M, 0.02, None),
     ("microsoft/deberta-v3-base", "encoder", 184 * M, 0.02, None),
     ("microsoft/deberta-v3-large", "encoder", 435 * M, 0.02, None),
+    # Segment Anything: the checkpoints' fp32 sizes (375 MB, 1.25 GB, 2.56 GB at 4 bytes a parameter; the FAQ's ViT-H:
+    # 632 M encoder + 4 M prompt encoder and mask decoder), SAM 2 / 2.1 README Size (M)
+    ("facebook/sam-vit-base", "vision", 93.7 * M, 0.02, None),
+    ("facebook/sam-vit-large", "vision", 312 * M, 0.02, None),
+    ("facebook/sam-vit-huge", "vision", 641 * M, 0.02, None),
+    ("facebook/sam2-hiera-tiny", "vision", 38.9 * M, 0.001, None),
+    ("facebook/sam2.1-hiera-large", "vision", 224.4 * M, 0.001, None),
     # DBRX (Databricks, 'Introducing DBRX', 2024-03-27: 132 B parameters, 16 experts choosing 4): its config nests the
     # experts under ffn_config
     ("databricks/dbrx-instruct", "decoder", 132 * B, 0.01, None),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib.resources
 import os
 import re
 from collections.abc import Mapping
@@ -20,9 +19,9 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 
+from gpuplan.catalog.bundled import CURATED_FILE, generated_raw, read_bundled
 from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec, NonLLMProfile
 from gpuplan.catalog.model_validate import validate_spec
-from gpuplan.files.datafiles import load_data
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
 
 _SUB_RECORDS = {"moe": MoESpec, "mla": MLASpec}
 PARAMS_B_EXAMPLE = "{params_b: N}"   # how the unknown-model hint spells the synthesized shape (synth.py)
-CURATED_FILE = "models.yaml"  # hand-curated: shapes, non-LLM profiles, aliases (wins on every name)
-GENERATED_FILE = "model_library.json"  # written by scripts/gen_model_library.py from config.json files
 
 
 def spec_from_entry(entry: Mapping[str, Any]) -> ModelSpec:
@@ -63,16 +60,8 @@ def spec_from_entry(entry: Mapping[str, Any]) -> ModelSpec:
     return validate_spec(ModelSpec(**data))
 
 
-def _read_data(name: str) -> Any:
-    path = importlib.resources.files("gpuplan") / "data" / name
-    try:
-        return load_data(path)
-    except (OSError, ValueError) as exc:  # pragma: no cover - shipped data is tested
-        raise GpuplanError(_("Bundled models.yaml is malformed: {exc}").format(exc=exc), hint=_("Reinstall gpuplan.")) from exc
-
-
 def _entries(name: str) -> list[Mapping[str, Any]]:
-    raw = _read_data(name)
+    raw = read_bundled(name)
     return list(raw["models"] if isinstance(raw, dict) else raw)
 
 
@@ -102,17 +91,10 @@ def load_curated() -> tuple[ModelSpec, ...]:
 
 
 @functools.cache
-def _generated_raw() -> dict[str, Any]:
-    """The generated library file, parsed once (JSON: fast); entries become ModelSpecs only when asked for."""
-    raw = _read_data(GENERATED_FILE)
-    return raw if isinstance(raw, dict) else {"models": raw}
-
-
-@functools.cache
 def load_generated() -> tuple[ModelSpec, ...]:
     """The generated library (data/model_library.json), read only when a name is not curated."""
     curated = _curated_index()
-    return tuple(_generated_spec(e["id"]) for e in _generated_raw()["models"] if e["id"].lower() not in curated)
+    return tuple(_generated_spec(e["id"]) for e in generated_raw()["models"] if e["id"].lower() not in curated)
 
 
 @functools.cache
@@ -120,7 +102,7 @@ def load_timm() -> tuple[ModelSpec, ...]:
     """Every timm architecture of the generated library's timm table (catalog/nonllm/vision.py), as ModelSpecs."""
     from gpuplan.catalog.nonllm.vision import timm_spec_from_row
 
-    table = _generated_raw().get("timm") or {}
+    table = generated_raw().get("timm") or {}
     cols = list(table.get("columns") or ())
     taken = {**_curated_index(), **_generated_names()}
     specs = (timm_spec_from_row(r, cols) for r in table.get("rows") or ())
@@ -129,9 +111,18 @@ def load_timm() -> tuple[ModelSpec, ...]:
 
 
 @functools.cache
+def load_segment_anything() -> tuple[ModelSpec, ...]:
+    """The Segment Anything models (catalog/nonllm/segment_anything.py): timm's encoders with SAM's heads."""
+    from gpuplan.catalog.nonllm.segment_anything import sam_specs
+
+    return sam_specs(generated_raw().get("timm"))
+
+
+@functools.cache
 def load_models() -> tuple[ModelSpec, ...]:
-    """Every bundled model: the curated ones in file order, then the generated library, then timm's table."""
-    return load_curated() + load_generated() + load_timm()
+    """Every bundled model: the curated ones in file order, then the generated library, Segment Anything, then
+    timm's table."""
+    return load_curated() + load_generated() + load_segment_anything() + load_timm()
 
 
 def _names(spec: ModelSpec) -> list[str]:
@@ -173,7 +164,7 @@ def _generated_names() -> dict[str, str]:
     read from the raw JSON without building a single ModelSpec."""
     curated = _curated_index()
     index: dict[str, str] = {}
-    for entry in _generated_raw()["models"]:
+    for entry in generated_raw()["models"]:
         for name in (entry["id"], *(entry.get("aliases") or ()), *([entry["modelscope_id"]] if entry.get("modelscope_id") else [])):
             key = str(name).lower()
             if key not in curated:
@@ -183,7 +174,7 @@ def _generated_names() -> dict[str, str]:
 
 @functools.cache
 def _generated_by_id() -> dict[str, Mapping[str, Any]]:
-    return {e["id"]: e for e in _generated_raw()["models"]}
+    return {e["id"]: e for e in generated_raw()["models"]}
 
 
 @functools.cache
@@ -208,9 +199,11 @@ def lookup(name: str) -> ModelSpec | None:
         model_id = _generated_names().get(key)
         if model_id is not None:
             return _generated_spec(model_id)
+    from gpuplan.catalog.nonllm.segment_anything import sam_spec
     from gpuplan.catalog.nonllm.vision import timm_spec
 
-    return timm_spec(str(name), _generated_raw().get("timm"))
+    table = generated_raw().get("timm")
+    return sam_spec(str(name), table) or timm_spec(str(name), table)
 
 
 def list_models(kind: str | None = None) -> list[ModelSpec]:
