@@ -816,6 +816,9 @@ def score(r: dict[str, str]) -> Row:
         return base
     from gpuplan.estimate import intervals
 
+    if pred is not None and not math.isfinite(pred):   # an estimator bug (a queue said to never drain): listed
+        base.note = f"error: non-finite estimate ({pred})"
+        return base
     base.icls = row_class(r, intervals.class_of(est))
     fits_high = intervals.memory_high_bytes(est) <= est.memory.capacity_bytes
     if not layout_stated(r) or pred is None:

@@ -116,3 +116,17 @@ def test_older_sglang_pays_the_fused_moe_overhead_and_current_does_not():
     layers = 48
     assert old - new == pytest.approx(layers * 60e-6, rel=0.01)
     assert math.isfinite(old)
+
+
+@pytest.mark.parametrize("users", [10, 50, 100])
+def test_prompt_only_users_take_turns_and_never_wait_forever(users):
+    """A closed loop of prompt-only requests (1 output token) keeps the prefill queue busy: the open-stream queue
+    would never drain (TTFT inf), but N users take turns, so each waits at most for the other N - 1 prompts."""
+    work = dict(model="openai/gpt-oss-20b", task="inference", framework="vllm", prompt_tokens=1024, output_tokens=1,
+                batch_size=users, hardware={"gpu": "H20-96GB"})
+    p = estimate(work).performance
+    assert math.isfinite(p["ttft_s"]) and math.isfinite(p["latency_s"]) and p["output_tokens_per_s"] > 0
+    # no faster than one prompt alone, no slower than every user's prompt once
+    assert p["prefill_s"] <= p["ttft_s"] <= users * 1.05 * p["prefill_s"] + 0.05
+    more = estimate(dict(work, batch_size=2 * users)).performance
+    assert more["ttft_s"] >= p["ttft_s"]

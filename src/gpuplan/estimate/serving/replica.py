@@ -215,6 +215,20 @@ class ReplicaModel:
                 hi = mid
         return self.point(lo, batch_limit)
 
+    def _saturated_loop(self, n: float) -> LoadPoint:
+        """``n`` users whose prompts keep the prefill queue busy (an open stream at their rate would never drain:
+        prompt-only or very short requests). The queue serves one prompt per ``prefill_service_s``, so each
+        user's cycle (its wait, its prefill, its decode) lasts n services: the finite-source queue at saturation,
+        response time = n x service - decode time (Lazowska et al. 1984, ch. 4 asymptotic bounds)."""
+        step = self.step_s(n)
+        service = self.prefill_service_s(n, step)
+        util = min(self._p() / service, 1.0 - 1e-9)     # the replica's share on prompts
+        tpot = step / (1.0 - util)
+        decode = max(0, self.output_tokens - 1) * tpot
+        first = self.first_s(n, step)
+        ttft = max(first, n * service - decode)
+        return LoadPoint(n, n / (ttft + decode), tpot, ttft, ttft, ttft, util, ttft - first)
+
     def closed_loop(self, users: int) -> tuple[LoadPoint, float]:
         """``users`` requests always in flight (a concurrency benchmark): the replica runs as many as its slots
         hold, the rest wait their turn. Returns the load point and the mean extra wait of those beyond the
@@ -222,5 +236,7 @@ class ReplicaModel:
         slots = max(1, self.slots()) if self.continuous else max(1, users)
         running = float(min(max(1, users), slots))
         point = self.point(running, None, others=(running - 1.0) / running)
+        if not point.ok:   # the open-stream queue would never drain; a closed loop does: its users take turns
+            point = self._saturated_loop(running)
         extra = (users - running) / point.rate if users > running and point.rate > 0 else 0.0
         return point, extra
