@@ -119,6 +119,7 @@ def _old_torch(notes: str) -> bool:
 FRAMEWORK_PROXY = {
     "gpt-fast": ("torch-compile", "compiled", "gpt-fast", "vllm"),   # compiled decode with CUDA graphs
     "litgpt": ("litgpt", "transformers"),                            # eager PyTorch, Python decode loop
+    "openai-whisper": ("transformers",),                             # eager PyTorch, sequential long-form windows
     "lmdeploy": ("lmdeploy", "turbomind", "vllm"),
     "tgi": ("tgi", "vllm"),
     "nim": ("trtllm",),                                              # NIM TensorRT-LLM profiles
@@ -152,6 +153,8 @@ STACKS_IN_NOTES = (("text-generation-inference", "tgi"), ("TGI", "tgi"), ("Tenso
                    # Lightning's lit-gpt / litgpt model in an eager loop (Fabric precision bf16-true: pure 16-bit)
                    ("lit-gpt", "litgpt"), ("litgpt", "litgpt"),
                    ("LMDeploy", "lmdeploy"), ("SGLang", "sglang"), ("vLLM", "vllm"),
+                   # OpenAI's whisper package: transcribe() decodes one 30 s window after another in eager PyTorch
+                   ("openai-whisper", "openai-whisper"),
                    # torchao's _models/llama/generate.py is gpt-fast's model and loop (compiled decode, CUDA graphs)
                    ("gpt-fast", "gpt-fast"),
                    # a TensorRT engine of any model: one compiled graph per forward, as the falsd rows state it

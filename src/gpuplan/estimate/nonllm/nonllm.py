@@ -11,6 +11,8 @@ denoiser steps with classifier-free guidance, VAE decode) are in :mod:`gpuplan.e
 
 from __future__ import annotations
 
+import math
+
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.nonllm.diffusion import diffusion_inference
 from gpuplan.estimate.nonllm.video import is_video, video_inference
@@ -121,7 +123,12 @@ def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, sys
                                                     cpu_ms=ft.cpu_s * 1e3, gpu_ms=ft.gpu_s * 1e3))
     perf = empty_perf()
     items = batch / per_item    # faster-whisper batches 30 s windows; a longer clip is several of them
-    perf.update(ttft_s=latency, max_concurrency=batch, max_requests_per_s=items / latency, latency_s=latency,
+    # one clip's windows go through the batches one after another: its latency is that many batches
+    clip = latency * max(1, math.ceil(per_item / batch - 1e-9)) if per_item > 1.0 else latency
+    if clip > latency:
+        notes.append(_("a clip of {windows:.1f} windows of 30 s takes {passes} batch(es) of {batch}: {s:.2f} s").format(
+            windows=per_item, passes=math.ceil(per_item / batch - 1e-9), batch=batch, s=clip))
+    perf.update(ttft_s=latency, max_concurrency=batch, max_requests_per_s=items / latency, latency_s=clip,
                 samples_per_s=items / latency, tflops_per_gpu=per_sample * items / latency / 1e12)
     if model.kind == "vision":
         perf["images_per_s"] = batch / latency
