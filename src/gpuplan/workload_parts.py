@@ -29,7 +29,7 @@ AMBIGUOUS_TASKS = frozenset({"train", "training", "训练", "finetune", "fine-tu
                              "微调", "tune"})
 
 Precision = Literal["fp32", "fp16", "bf16", "fp8"]
-Quantization = Literal["none", "int8", "int4", "gptq-int4", "gptq-int8", "awq", "fp8", "bnb-int8", "bnb-nf4"]
+Quantization = Literal["none", "int8", "int4", "gptq-int4", "gptq-int8", "awq", "fp8", "bnb-int8", "bnb-nf4", "mxfp4"]
 QUANT_ALIASES = {"nf4": "bnb-nf4", "gptq": "gptq-int4", "awq-int4": "awq", "int4-awq": "awq", "w4a16": "int4",
                  "w8a16": "int8", "bnb-4bit": "bnb-nf4", "bnb-8bit": "bnb-int8", "llm.int8": "bnb-int8"}
 # Weight-only 4-bit and 8-bit bases a QLoRA-style adapter trains on (bitsandbytes, GPTQ, AWQ, generic).

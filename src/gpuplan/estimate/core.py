@@ -193,6 +193,9 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     w = load_workload(workload, **overrides) if overrides or not isinstance(workload, Workload) else workload
     resolved, notes = resolve_defaults(w)
     model = resolve_model(resolved.model, region=workload_region(resolved))
+    from gpuplan.estimate.serving.serving_choice import refuse_foreign_mxfp4
+
+    refuse_foreign_mxfp4(model, resolved.task or "inference", resolved.quantization)
     resolved, notes = encoder_defaults(w, resolved, model, notes)
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))

@@ -24,6 +24,9 @@ QUANT_STORAGE: dict[str, tuple[float, float, float]] = {
     "bnb-int8": (8.0, 1e9, 0.0),
     "bnb-nf4": (4.0, 64.0, 32.0),        # without double quantisation (transformers' default)
     "bnb-nf4-dq": (4.0, 64.0, 8.127),    # QLoRA default: double quantisation, 0.127 bit/param
+    # OCP Microscaling MXFP4: E2M1 values, one E8M0 scale per block of 32 (OCP MX spec v1.0 §5); gpt-oss publishes
+    # its routed experts so, everything else in bf16 (config.json quantization_config, modules_to_not_convert)
+    "mxfp4": (4.0, 32.0, 8.0),
 }
 
 ACT_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 2.0}  # fp8 training keeps bf16 activations
@@ -148,6 +151,11 @@ def weight_bytes(s: Shape, precision: str, quantization: str, *, double_quant: b
         return s.params_total * dense, f"{s.params_total / 1e9:.2f}B params x {dense:g} bytes"
     scheme = "bnb-nf4-dq" if (quantization == "bnb-nf4" and double_quant) else quantization
     bits = quant_bits_per_param(scheme)
+    if scheme == "mxfp4":   # only the routed experts are MXFP4 (gpt-oss): attention, router, embeddings stay 16-bit
+        experts = s.routed_expert_params
+        rest = s.params_total - experts
+        return experts * bits / 8 + rest * dense, (f"{experts / 1e9:.2f}B routed-expert weights x {bits:.2f} bits "
+                                                   f"(mxfp4) + {rest / 1e9:.2f}B other params x {dense:g} bytes")
     other_bytes = 2.0 if dense == 2.0 else 4.0
     total = s.linear_params_total * bits / 8 + s.other_params * other_bytes
     return total, (f"{s.linear_params_total / 1e9:.2f}B block weights x {bits:.3f} bits ({scheme}, group scales incl.) "

@@ -26,7 +26,7 @@ Every figure the plan shows is a method of this one object (docs/formulas.md, "S
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan.estimate.serving.decode import DecodeConsts, decode_step
 from gpuplan.estimate.serving.queue_math import erlang_c, mg1_wait_mean_s, mg1_wait_quantile_s
@@ -238,5 +238,11 @@ class ReplicaModel:
         point = self.point(running, None, others=(running - 1.0) / running)
         if not point.ok:   # the open-stream queue would never drain; a closed loop does: its users take turns
             point = self._saturated_loop(running)
+        else:              # and near saturation no user waits for more than every other user's prompt once
+            step = self.step_s(running)
+            cap = self.first_s(running, step) + (running - 1.0) * self.prefill_service_s(running, step)
+            if point.ttft_p90_s > cap:
+                point = replace(point, ttft_p50_s=min(point.ttft_p50_s, cap), ttft_p90_s=cap,
+                                ttft_mean_s=min(point.ttft_mean_s, cap))
         extra = (users - running) / point.rate if users > running and point.rate > 0 else 0.0
         return point, extra

@@ -4,7 +4,8 @@ One set of rules for both entry points: ``gpuplan recommend`` applies them to ev
 (plan/serving/serving_config.py) and ``gpuplan estimate`` to the machine and layout it is given
 (:func:`choose_serving`), so that ``estimate`` of a plan's machine and layout reproduces the plan's figures.
 
-- **Weight format** (:func:`weight_format`): a model published in FP8 (``ModelSpec.native_dtype``:
+- **Weight format** (:func:`weight_format`): a model published in MXFP4 (gpt-oss) is served so where the engine
+  has kernels for it (``MXFP4_CC``), else upcast to 16-bit. A model published in FP8 (``ModelSpec.native_dtype``:
   DeepSeek-V3/R1, block-wise e4m3) is served as published where the GPU runs it: FP8 GEMMs (W8A8) on
   Ada/Hopper/Blackwell (compute capability >= 8.9); weight-only FP8 through vLLM's FP8 Marlin kernels (W8A16)
   on compute capability >= 7.5 for dense models; otherwise upcast to BF16 (DeepSeek's
@@ -22,6 +23,7 @@ One set of rules for both entry points: ``gpuplan recommend`` applies them to ev
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -32,6 +34,11 @@ FP8_CC = 8.9            # FP8 tensor cores: Ada, Hopper, Blackwell
 MARLIN_FP8_CC = 7.5     # vLLM FP8 Marlin (W8A16), dense layers
 FP8_GEMM_ENGINES = frozenset({"vllm", "sglang", "trtllm"})
 MARLIN_FP8_ENGINES = frozenset({"vllm"})
+# Engines that serve an MXFP4 checkpoint (gpt-oss) as published, from this compute capability: vLLM on Ampere and
+# Ada through Marlin MXFP4 (weight-only), Triton kernels on Hopper, FlashInfer on Blackwell (vllm-project/recipes
+# OpenAI/GPT-OSS.md: "GPT-OSS works on Ampere devices by default ... Marlin MXFP4 MoE"; vLLM mxfp4.py backend
+# selection); SGLang and TensorRT-LLM from Hopper (unconfirmed below it). Elsewhere the weights are upcast to 16-bit.
+MXFP4_CC = {"vllm": 8.0, "sglang": 9.0, "trtllm": 9.0}
 FP8_KV_ENGINES = frozenset({"vllm", "sglang", "trtllm"})
 SERVING_FIELDS = ("quantization", "framework", "kv_cache_dtype")
 
@@ -65,9 +72,31 @@ def weight_format(model, gpu, quantization: str, precision: str, engine: str) ->
         if cc >= MARLIN_FP8_CC and engine in MARLIN_FP8_ENGINES and getattr(model, "moe", None) is None:
             return "fp8", "fp8", "marlin"
         return "none", ("fp16" if precision == "fp16" else "bf16"), "upcast"
+    if native == "mxfp4" and quantization in ("none", "mxfp4"):
+        if compute_capability(gpu) >= MXFP4_CC.get(engine, math.inf):
+            return "mxfp4", "mxfp4", "native"
+        return "none", ("fp16" if precision == "fp16" else "bf16"), "upcast"
     if quantization == "none":
         return "none", precision, "16-bit"
     return quantization, quantization, "quantized"
+
+
+def refuse_foreign_mxfp4(model, task: str, quantization: str | None) -> None:
+    """MXFP4 is a published checkpoint's own format (gpt-oss: its routed experts), served as it is; one clear error
+    for asking it of another model, or for training on it (PEFT and the trainers dequantize it to bf16)."""
+    if quantization != "mxfp4":
+        return
+    from gpuplan.errors import GpuplanError
+    from gpuplan.i18n import _
+
+    if getattr(model, "native_dtype", None) != "mxfp4":
+        raise GpuplanError(_("{model} has no MXFP4 checkpoint: MXFP4 is the format gpt-oss is published in, served as "
+                             "it is.").format(model=getattr(model, "id", model)),
+                           hint=_("For 4-bit weights use awq or gptq-int4; for 8-bit, fp8."), field="quantization")
+    if task != "inference":
+        raise GpuplanError(_("Training on MXFP4 weights is not modelled: the fine-tuning stacks dequantize {model} to "
+                             "bf16 first.").format(model=model.id),
+                           hint=_("Set quantization none (bf16 weights), or bnb-nf4 for QLoRA."), field="quantization")
 
 
 def kv_options(gpu, engine: str, given: str | None) -> tuple[str, ...]:

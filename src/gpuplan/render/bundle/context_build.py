@@ -248,6 +248,8 @@ def _weight_format(plan: dict, workload: Any) -> str:
     """The workload's quantization, or the weight format the serving search chose (FP8 weights) when the
     workload left it at none."""
     quant = str(workload.quantization or "none")
+    if quant == "mxfp4":   # the checkpoint's own format (gpt-oss): the engine reads it from its config.json
+        return "none"
     chosen = WEIGHT_FORMATS.get(str((plan.get("serving") or {}).get("weight_format") or ""))
     return chosen if quant == "none" and chosen else quant
 
