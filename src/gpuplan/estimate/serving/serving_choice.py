@@ -138,6 +138,8 @@ def choose_serving(given, resolved, model, system, layout, estimate_fn, headroom
     from gpuplan.estimate.serving.inference import engine_speedup_bound
 
     free = {f for f in SERVING_FIELDS if getattr(given, f, None) in (None, "auto")}
+    if getattr(given, "quantization", None) == "none":   # none means the weights as published (recommend's rule)
+        free.add("quantization")
     if not free:
         return None
     gpu = system.gpu
