@@ -67,3 +67,25 @@ def test_sam_estimates_like_its_encoder_plus_the_heads_weights():
     assert sam["performance"]["images_per_s"] == pytest.approx(enc["performance"]["images_per_s"], rel=0.01)
     extra = sam["memory"]["components"]["weights"] - enc["memory"]["components"]["weights"]
     assert extra == pytest.approx(SAM_HEADS_PARAMS * 2, rel=1e-6)   # bf16: 2 bytes a parameter
+
+
+def test_the_original_encoders_unfused_attention_holds_its_largest_scores_and_moves_them_all():
+    """segment-anything's Attention.forward materialises q @ k^T for 4,096 tokens in the global blocks: with
+    flash_attention false the largest block's scores and their softmax (2 tensors) are live, and every block's scores
+    go through HBM (segment-anything-fast: SAM ViT-B, batch 8, bf16 on an A100-40GB peaked at 9.8 GiB)."""
+    work = {"model": "facebook/sam-vit-base", "task": "inference", "batch_size": 8, "precision": "bf16",
+            "hardware": {"gpu": "A100-40GB"}}
+    fused = estimate({**work, "flash_attention": True})
+    eager = estimate({**work, "flash_attention": False})
+    scores = 12 * 4096**2   # heads x tokens^2 of one global block, per image
+    extra = eager.memory.components["activations"] - fused.memory.components["activations"]
+    assert extra == pytest.approx(2 * scores * 8 * 2)
+    assert eager.performance["images_per_s"] < fused.performance["images_per_s"]
+    assert 9.0 < eager.memory.peak_allocated_bytes / 2**30 < 11.0
+
+
+def test_fp32_inference_holds_twice_the_live_activations():
+    work = {"model": "timm/resnet50", "task": "inference", "batch_size": 64, "hardware": {"gpu": "A100"}}
+    bf16 = estimate({**work, "precision": "bf16"}).memory.components["activations"]
+    fp32 = estimate({**work, "precision": "fp32"}).memory.components["activations"]
+    assert fp32 == pytest.approx(2 * bf16)

@@ -51,6 +51,16 @@ SAM_MODELS: dict[str, tuple[str, float | None, tuple[str, ...]]] = {
                                         ("sam2.1-hiera-base-plus", "sam2.1_hiera_base_plus")),
     "facebook/sam2.1-hiera-large": ("sam2_hiera_large", 224.4e6, ("sam2.1-hiera-large", "sam2.1_hiera_large")),
 }
+# The original segment-anything image encoder's attention (ImageEncoderViT, Kirillov et al. 2023 §3 and Appendix A:
+# 14 x 14 windows with four global blocks, 64 x 64 = 4,096 patch tokens at 1024 px): (heads, blocks, global
+# blocks). Its Attention.forward materialises q @ k^T, adds the decomposed relative positions into a new tensor and
+# takes its softmax (no fused kernel): with flash_attention false the estimate counts those scores
+# (estimate/nonllm/nonllm.py). A window is 196 tokens; 64 x 64 pads to 70 x 70, 25 windows.
+SAM_ATTENTION: dict[str, tuple[int, int, int]] = {
+    "samvit_base_patch16": (12, 12, 4), "samvit_large_patch16": (16, 24, 4), "samvit_huge_patch16": (16, 32, 4),
+}
+SAM_TOKENS, SAM_WINDOW_TOKENS, SAM_WINDOWS = 4096, 196, 25
+
 # SAM config.json (transformers SamModel): the vision tower's (hidden_size, num_hidden_layers) name its encoder
 SAM_CONFIG_ENCODERS: dict[tuple[int, int], str] = {
     (768, 12): "facebook/sam-vit-base", (1024, 24): "facebook/sam-vit-large", (1280, 32): "facebook/sam-vit-huge",
@@ -87,10 +97,16 @@ def sam_spec(name: str, table: Mapping[str, Any] | None) -> ModelSpec | None:
              "mask decoder{video} ({source}); the per-prompt mask decoder is not timed").format(
         id=model_id, arch=arch, px=SAM_IMAGE_SIZE, heads=heads / 1e6, source=source,
         video=_(" and the video memory modules") if size is not None else "")
+    pipeline = dict(encoder.profile.pipeline or {})
+    if arch in SAM_ATTENTION:
+        heads, blocks, global_blocks = SAM_ATTENTION[arch]
+        # [tokens per attention, attentions per image (windows), heads, blocks]: scores = heads x windows x tokens^2
+        pipeline["eager_attention"] = [[SAM_TOKENS, 1, heads, global_blocks],
+                                       [SAM_WINDOW_TOKENS, SAM_WINDOWS, heads, blocks - global_blocks]]
     spec = replace(encoder, family="sam2" if size is not None else "sam", arch="sam", params_total=total,
                    params_active=total, source=source, aliases=aliases,
                    notes=note + "; " + encoder.notes,
-                   profile=replace(encoder.profile, sources=(*encoder.profile.sources, source)))
+                   profile=replace(encoder.profile, sources=(*encoder.profile.sources, source), pipeline=pipeline))
     return validate_spec(spec)
 
 

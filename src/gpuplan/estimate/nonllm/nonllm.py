@@ -12,6 +12,7 @@ denoiser steps with classifier-free guidance, VAE decode) are in :mod:`gpuplan.e
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.nonllm.diffusion import diffusion_inference
@@ -32,9 +33,21 @@ from gpuplan.units import GIB
 __all__ = ["NonLLMResult", "input_scale", "nonllm_estimate", "refuse_unmodelled_quantization"]
 
 
+def eager_attention_scores(model) -> tuple[float, float]:
+    """(attention scores of one image's forward, the largest layer's) of a vision model whose profile states its
+    attention geometry (``pipeline.eager_attention``: [tokens per attention, attentions per image, heads, layers]
+    groups; Segment Anything's windowed and global blocks), else (0, 0)."""
+    total = largest = 0.0
+    for tokens, per_image, heads, layers in (model.profile.pipeline or {}).get("eager_attention") or ():
+        per_layer = float(heads) * float(per_image) * float(tokens) ** 2
+        total += per_layer * float(layers)
+        largest = max(largest, per_layer)
+    return total, largest
+
+
 def _memory(model, *, training: bool, precision: str, batch: int, scale: InputScale, optimizer: str,
             framework: str, layout: Layout, system: System, notes: list[str],
-            trained: TrainedWeights | None = None, inp: dict | None = None) -> MemoryEstimate:
+            trained: TrainedWeights | None = None, inp: dict | None = None, flash: bool = True) -> MemoryEstimate:
     if not training and runs_faster_whisper(model, framework):
         return ct2_memory(model, batch=batch, compute_type=ct2_compute_type(precision), layout=layout,
                           system=system, notes=notes)
@@ -66,8 +79,14 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
                 notes.append(_("checkpointing keeps about {nl:.0%} of the activations (assumed for non-LLM models)").format(nl=nl['checkpointed_activation_share']))
         comp.update(gradients=grads, optimizer=states, activations=acts)
     else:
-        comp["activations"] = acts * nl["inference_activation_share"]
+        # the live tensors of a forward, in the compute dtype (the training figure is bf16's: fp32 holds twice)
+        comp["activations"] = acts * nl["inference_activation_share"] * (2.0 if precision == "fp32" else 1.0)
         notes.append(_("inference keeps about {nl:.0%} of the training activations live (assumed)").format(nl=nl['inference_activation_share']))
+        scores = eager_attention_scores(model)[1] if not flash else 0.0
+        if scores:   # the largest layer's scores and the tensor made from them (their softmax) stay live
+            comp["activations"] += 2.0 * scores * batch * (4.0 if precision == "fp32" else 2.0)
+            notes.append(_("attention without a fused kernel: the largest layer's {n:,.0f} scores per image and their "
+                           "softmax are live at once").format(n=scores))
         if speech:   # every hypothesis's cross- and self-attention cache of its window (nonllm.speech_beam_size)
             comp["kv_cache"] = speech_cache_bytes(model, precision, 1.0)[1] * batch
     alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
@@ -167,7 +186,8 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
                                                 optimizer=optimizer, lora_rank=lora_rank, inp=inp)
         notes.extend(weight_notes)
     mem = _memory(model, training=training, precision=precision, batch=batch, scale=scale, optimizer=optimizer,
-                  framework=framework, layout=layout, system=system, notes=notes, trained=trained, inp=inp)
+                  framework=framework, layout=layout, system=system, notes=notes, trained=trained, inp=inp,
+                  flash=flash)
     perf_notes: list[str] = []
     if training:
         assert trained is not None
@@ -177,6 +197,12 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
                               precision=precision, notes=perf_notes, trained=trained)
     else:
         cost = forward_cost(model, scale, precision)
+        scores = eager_attention_scores(model)[0] if not flash else 0.0
+        if scores:   # every head's scores go to HBM and back: the prefill's rule and bytes (forward.unfused_scores_s)
+            per_score = float(table("inference", "unfused_attention_bytes_per_score"))
+            cost = replace(cost, traffic_bytes_per_sample=cost.traffic_bytes_per_sample + scores * per_score)
+            perf_notes.append(_("attention without a fused kernel: {gb:.1f} GB of attention scores per image through "
+                                "HBM").format(gb=scores * per_score / 1e9))
         perf = _inference_perf(model, cost, batch=batch, framework=framework, system=system, scale=scale,
                                precision=precision, notes=perf_notes)
     notes.extend(perf_notes)
