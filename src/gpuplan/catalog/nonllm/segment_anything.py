@@ -97,16 +97,18 @@ def sam_spec(name: str, table: Mapping[str, Any] | None) -> ModelSpec | None:
              "mask decoder{video} ({source}); the per-prompt mask decoder is not timed").format(
         id=model_id, arch=arch, px=SAM_IMAGE_SIZE, heads=heads / 1e6, source=source,
         video=_(" and the video memory modules") if size is not None else "")
-    pipeline = dict(encoder.profile.pipeline or {})
+    profile = encoder.profile
+    assert profile is not None   # a timm row always has a profile
+    pipeline = dict(profile.pipeline or {})
     if arch in SAM_ATTENTION:
-        heads, blocks, global_blocks = SAM_ATTENTION[arch]
+        n_heads, blocks, global_blocks = SAM_ATTENTION[arch]
         # [tokens per attention, attentions per image (windows), heads, blocks]: scores = heads x windows x tokens^2
-        pipeline["eager_attention"] = [[SAM_TOKENS, 1, heads, global_blocks],
-                                       [SAM_WINDOW_TOKENS, SAM_WINDOWS, heads, blocks - global_blocks]]
+        pipeline["eager_attention"] = [[SAM_TOKENS, 1, n_heads, global_blocks],
+                                       [SAM_WINDOW_TOKENS, SAM_WINDOWS, n_heads, blocks - global_blocks]]
     spec = replace(encoder, family="sam2" if size is not None else "sam", arch="sam", params_total=total,
                    params_active=total, source=source, aliases=aliases,
                    notes=note + "; " + encoder.notes,
-                   profile=replace(encoder.profile, sources=(*encoder.profile.sources, source), pipeline=pipeline))
+                   profile=replace(profile, sources=(*profile.sources, source), pipeline=pipeline))
     return validate_spec(spec)
 
 
@@ -120,7 +122,8 @@ def sam_config_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     a fine-tuned SAM (MedSAM...) keeps its base's shape."""
     from gpuplan.catalog.bundled import generated_raw
 
-    vision = cfg.get("vision_config") if isinstance(cfg.get("vision_config"), Mapping) else {}
+    raw = cfg.get("vision_config")
+    vision: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     try:
         key = (int(vision.get("hidden_size") or 768), int(vision.get("num_hidden_layers") or 12))
     except (TypeError, ValueError):
