@@ -64,3 +64,18 @@ def test_recommend_serves_120b_on_one_gpu_and_launches_the_checkpoint_as_publish
     best = res.plans[0].to_dict() if hasattr(res.plans[0], "to_dict") else res.plans[0]
     assert best["serving"]["weight_format"] == "mxfp4"
     assert best["memory_per_gpu_bytes"] < 80 * GIB
+
+
+def test_mxfp4_allowed_in_the_constraints_of_another_model_is_refused_before_the_search():
+    # it had searched a "MXFP4 weights" plan of Llama counted in bf16: a label the plan's bytes did not carry
+    with pytest.raises(GpuplanError) as err:
+        recommend({"model": "meta-llama/Llama-3.1-8B-Instruct", "task": "inference", "serving": {"requests_per_s": 1},
+                   "constraints": {"quantization": ["none", "mxfp4"], "regions": ["cn-beijing"]}})
+    assert err.value.field == "constraints.quantization" and err.value.hint
+
+
+def test_an_explicit_mxfp4_is_the_published_weights_as_none_is():
+    # on an engine without MXFP4 kernels for the GPU both are the bf16 upcast, in estimate as in recommend
+    none = _est("openai/gpt-oss-20b", "A100-80GB", framework="sglang", quantization="none")
+    mxfp4 = _est("openai/gpt-oss-20b", "A100-80GB", framework="sglang", quantization="mxfp4")
+    assert mxfp4.memory.components["weights"] == none.memory.components["weights"] > 35 * GIB

@@ -160,7 +160,8 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     task = resolved.task or "inference"
     from gpuplan.estimate.serving.serving_choice import refuse_foreign_mxfp4
 
-    refuse_foreign_mxfp4(model, task, resolved.quantization)   # the estimate's own error, before the search
+    refuse_foreign_mxfp4(model, task, resolved.quantization,   # the estimate's own error, before the search
+                         resolved.constraints.quantization if resolved.constraints else None)
     if shape is None:   # what the estimator cannot size: the estimate's one error, not every layout rejected
         from gpuplan.estimate.nonllm.nonllm import refuse_unmodelled_quantization
         from gpuplan.estimate.nonllm.trained_weights import adapter_params_per_rank

@@ -80,11 +80,11 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
         comp.update(gradients=grads, optimizer=states, activations=acts)
     else:
         # the live tensors of a forward, in the compute dtype (the training figure is bf16's: fp32 holds twice)
-        comp["activations"] = acts * nl["inference_activation_share"] * (2.0 if precision == "fp32" else 1.0)
+        comp["activations"] = acts * nl["inference_activation_share"] * dense_bytes(precision) / 2.0
         notes.append(_("inference keeps about {nl:.0%} of the training activations live (assumed)").format(nl=nl['inference_activation_share']))
         scores = eager_attention_scores(model)[1] if not flash else 0.0
         if scores:   # the largest layer's scores and the tensor made from them (their softmax) stay live
-            comp["activations"] += 2.0 * scores * batch * (4.0 if precision == "fp32" else 2.0)
+            comp["activations"] += 2.0 * scores * batch * dense_bytes(precision)
             notes.append(_("attention without a fused kernel: the largest layer's {n:,.0f} scores per image and their "
                            "softmax are live at once").format(n=scores))
         if speech:   # every hypothesis's cross- and self-attention cache of its window (nonllm.speech_beam_size)
@@ -143,10 +143,11 @@ def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, sys
     perf = empty_perf()
     items = batch / per_item    # faster-whisper batches 30 s windows; a longer clip is several of them
     # one clip's windows go through the batches one after another: its latency is that many batches
-    clip = latency * max(1, math.ceil(per_item / batch - 1e-9)) if per_item > 1.0 else latency
-    if clip > latency:
+    passes = max(1, math.ceil(per_item / batch - 1e-9)) if per_item > 1.0 else 1
+    clip = latency * passes
+    if passes > 1:
         notes.append(_("a clip of {windows:.1f} windows of 30 s takes {passes} batch(es) of {batch}: {s:.2f} s").format(
-            windows=per_item, passes=math.ceil(per_item / batch - 1e-9), batch=batch, s=clip))
+            windows=per_item, passes=passes, batch=batch, s=clip))
     perf.update(ttft_s=latency, max_concurrency=batch, max_requests_per_s=items / latency, latency_s=clip,
                 samples_per_s=items / latency, tflops_per_gpu=per_sample * items / latency / 1e12)
     if model.kind == "vision":

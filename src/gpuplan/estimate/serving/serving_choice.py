@@ -81,10 +81,13 @@ def weight_format(model, gpu, quantization: str, precision: str, engine: str) ->
     return quantization, quantization, "quantized"
 
 
-def refuse_foreign_mxfp4(model, task: str, quantization: str | None) -> None:
+def refuse_foreign_mxfp4(model, task: str, quantization: str | None, allowed: Sequence[str] | None = None) -> None:
     """MXFP4 is a published checkpoint's own format (gpt-oss: its routed experts), served as it is; one clear error
-    for asking it of another model, or for training on it (PEFT and the trainers dequantize it to bf16)."""
-    if quantization != "mxfp4":
+    for asking it of another model, or for training on it (PEFT and the trainers dequantize it to bf16), whether the
+    workload sets it or ``allowed`` (constraints.quantization, recommend's search) lists it."""
+    field = "quantization" if quantization == "mxfp4" else "constraints.quantization" if "mxfp4" in (allowed or ()) \
+        else None
+    if field is None:
         return
     from gpuplan.errors import GpuplanError
     from gpuplan.i18n import _
@@ -92,11 +95,11 @@ def refuse_foreign_mxfp4(model, task: str, quantization: str | None) -> None:
     if getattr(model, "native_dtype", None) != "mxfp4":
         raise GpuplanError(_("{model} has no MXFP4 checkpoint: MXFP4 is the format gpt-oss is published in, served as "
                              "it is.").format(model=getattr(model, "id", model)),
-                           hint=_("For 4-bit weights use awq or gptq-int4; for 8-bit, fp8."), field="quantization")
+                           hint=_("For 4-bit weights use awq or gptq-int4; for 8-bit, fp8."), field=field)
     if task != "inference":
         raise GpuplanError(_("Training on MXFP4 weights is not modelled: the fine-tuning stacks dequantize {model} to "
                              "bf16 first.").format(model=model.id),
-                           hint=_("Set quantization none (bf16 weights), or bnb-nf4 for QLoRA."), field="quantization")
+                           hint=_("Set quantization none (bf16 weights), or bnb-nf4 for QLoRA."), field=field)
 
 
 def kv_options(gpu, engine: str, given: str | None) -> tuple[str, ...]:
@@ -138,7 +141,7 @@ def choose_serving(given, resolved, model, system, layout, estimate_fn, headroom
     from gpuplan.estimate.serving.inference import engine_speedup_bound
 
     free = {f for f in SERVING_FIELDS if getattr(given, f, None) in (None, "auto")}
-    if getattr(given, "quantization", None) == "none":   # none means the weights as published (recommend's rule)
+    if getattr(given, "quantization", None) in ("none", "mxfp4"):   # the weights as published (recommend's rule)
         free.add("quantization")
     if not free:
         return None
