@@ -21,6 +21,7 @@ GPUS = load_gpus()
 # id -> two names users type for it (one short, one as nvidia-smi / torch.cuda.get_device_name() prints it).
 ADDED = {
     "RTX2080Ti-11GB": ("2080Ti", "NVIDIA GeForce RTX 2080 Ti"),
+    "RTX3060-12GB": ("RTX3060-12GB", "NVIDIA GeForce RTX 3060"),
     "RTX3070Ti-8GB": ("RTX 3070 Ti", "NVIDIA GeForce RTX 3070 Ti"),
     "RTX3080-10GB": ("RTX 3080", "NVIDIA GeForce RTX 3080"),
     "RTX3080Ti-12GB": ("3080 Ti", "NVIDIA GeForce RTX 3080 Ti"),
@@ -127,6 +128,7 @@ FP16_ACCUMULATE = {
     "RTX3080-10GB": 119.0,     # 272 TC x 256 FLOP/clk x 1.71 GHz
     "RTX3080Ti-12GB": 136.4,   # 320 TC x 256 x 1.665 GHz
     "RTX3070Ti-8GB": 87.0,     # 192 TC x 256 x 1.77 GHz
+    "RTX3060-12GB": 51.0,      # 112 TC x 256 x 1.777 GHz (the launch report's 101 sparse / 2)
     "RTX4080-16GB": 194.9,     # "FP16 TFLOPS with sparsity 390" / 2
     "RTX4070Ti-12GB": 160.4,   # 240 TC x 256 x 2.61 GHz
     "RTX4060Ti-16GB": 88.3,    # 136 TC x 256 x 2.535 GHz
