@@ -775,7 +775,7 @@ class Row:
     note: str = ""
     icls: str = ""                  # gpuplan.estimate.intervals class of the row's workload
     fits_high: bool | None = None   # fits at the high end of the 80 % memory interval (what plans are sized at)
-    exact: float | None = None      # engine / diffusion memory rows: the weight bytes inside `predicted` (same unit)
+    exact: float | None = None      # engine / diffusion memory rows: the exact bytes inside `predicted` (same unit)
 
     @property
     def kind(self) -> str:
@@ -784,9 +784,9 @@ class Row:
     @property
     def residual(self) -> float | None:
         """ln(measured / predicted) in the time orientation for speed rows (ln(measured time / predicted
-        time)): the quantity the prediction intervals are read from. A serving engine's memory row compares
-        what sits beside the weights (a checkpoint's bytes, exact): ln((measured - weights) / (predicted -
-        weights)), the way gpuplan.estimate.intervals applies an engine's band."""
+        time)): the quantity the prediction intervals are read from. A serving engine's (a diffusion pipeline's)
+        memory row compares what sits beside its exact bytes (the weights, a checkpoint's; an engine's batch KV
+        cache): ln((measured - exact) / (predicted - exact)), the way gpuplan.estimate.intervals applies the band."""
         if self.predicted is None or self.predicted <= 0 or self.measured <= 0:
             return None
         if self.kind == "memory" and self.exact:
@@ -829,11 +829,11 @@ def score(r: dict[str, str]) -> Row:
     base.predicted, base.fits, base.note, base.fits_high = pred, fits, note, fits_high
     if pred is not None and base.kind == "memory" and intervals.weights_exact(est):   # as intervals applies it
         per_gpu = est.memory.per_gpu_bytes
-        weights = float((est.memory.components or {}).get("weights", 0.0))
+        exact = intervals.exact_bytes(est)
         if r["metric"] == "peak_mem_gib_per_gpu":
-            base.exact = weights / GIB
+            base.exact = exact / GIB
         elif per_gpu > 0:   # a sum over the run's GPUs: the same share of it
-            base.exact = pred * weights / per_gpu
+            base.exact = pred * exact / per_gpu
     base.error = None if pred is None else (pred - measured) / measured
     return base
 

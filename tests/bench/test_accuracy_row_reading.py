@@ -31,3 +31,22 @@ def test_torchao_llama_generate_is_gpt_fast(acc):
          "gpu": "A100-SXM4-80GB", "prompt_tokens": "6", "output_tokens": "200", "metric": "output_tokens_per_s",
          "notes": "stack: torchao @92dd5f5 torchao/_models/llama/generate.py (gpt-fast-style model)"}
     assert acc.stack_name(r) == "gpt-fast"
+
+
+def test_an_engine_memory_row_is_scored_beside_the_weights_and_the_batch_kv_cache(acc):
+    """An engine row's residual subtracts what gpuplan.estimate.intervals holds exact (the weights and the batch's
+    KV cache in the paged pool, at most 95 % of the estimate), so the bands are fitted as they are applied. LMDeploy
+    0.0 TurboMind (held-out set 5, lmdkvint8: blocks for the launched sessions only) at batch 48 on an A100-80GB."""
+    r = {**BASE, "model": "internlm/internlm-chat-7b", "task": "inference", "framework": "lmdeploy",
+         "gpu": "A100-SXM4-80GB", "micro_batch": "48", "prompt_tokens": "1024", "output_tokens": "1024",
+         "metric": "peak_mem_gib_per_gpu", "value": "62.0635", "notes": "stack: lmdeploy 0.0.1"}
+    from gpuplan.estimate import intervals
+
+    row = acc.score(r)
+    _pred, _fits, _note, est = acc.predict_with_estimate(r)
+    assert row.exact is not None and est.memory.engine_reserved_bytes
+    weights = est.memory.components["weights"]
+    assert intervals.exact_bytes(est) == weights + est.memory.kv_batch_bytes > weights
+    assert row.exact == intervals.exact_bytes(est) / 2**30
+    w = min(row.exact, 0.95 * row.predicted)
+    assert row.residual == __import__("math").log((row.measured - w) / (row.predicted - w))

@@ -128,6 +128,42 @@ def test_a_serving_engine_reservation_is_not_uncertain():
         assert f"performance.{key}" in d["intervals"]
 
 
+R1_H20 = {"model": "deepseek-ai/DeepSeek-R1", "task": "inference", "framework": "vllm", "prompt_tokens": 30000,
+          "output_tokens": 2700, "batch_size": 8, "parallel": {"tp": 8}, "hardware": {"gpu": "H20", "count": 8}}
+
+
+def test_an_engine_range_spreads_only_what_sits_beside_the_weights_and_the_batch_kv_cache():
+    """DeepSeek-R1 with 8 x 30k-token sequences on one 8 x H20 node (two published set-10 blogs ran it): the weights
+    (78 GiB) and the batch's FP8 latent cache (8.6 GiB) are arithmetic; the band spreads the activations, graphs and
+    buffers. Spreading the KV cache too had put the high end at 94 GiB, past the 0.99 an engine may reserve."""
+    e = estimate(R1_H20)
+    mem = e.memory
+    comps = mem.components
+    kv = mem.kv_batch_bytes
+    assert kv == pytest.approx(8 * mem.kv_bytes_per_sequence)
+    assert 8.0 * 2**30 < kv < 9.5 * 2**30
+    assert intervals.exact_bytes(e) == pytest.approx(comps["weights"] + kv)
+    lo, hi = intervals.memory_bounds(e, mem.per_gpu_bytes)
+    beside = mem.per_gpu_bytes - intervals.exact_bytes(e)
+    assert 0 < beside < 0.05 * mem.per_gpu_bytes      # so the 95 % floor of the spread part applies
+    band = intervals.band(intervals.class_of(e), "memory")
+    floor = 0.05 * mem.per_gpu_bytes
+    assert hi == pytest.approx(0.95 * mem.per_gpu_bytes + floor * math.exp(band.high), rel=1e-6)
+    assert hi < 0.98 * mem.capacity_bytes                # one node serves it at the high end
+    notes = " ".join(intervals.notes(e))
+    assert "KV cache" in notes
+
+
+def test_an_eager_generate_has_no_exact_kv_cache():
+    """transformers' DynamicCache grows by concatenation (copies while it grows): its KV bytes stay in the band."""
+    e = estimate({**SERVE, "framework": "transformers"})
+    assert not e.memory.engine_reserved_bytes
+    assert intervals.exact_bytes(e) == 0.0
+    lo, hi = intervals.memory_bounds(e, e.memory.per_gpu_bytes)
+    band = intervals.band(intervals.class_of(e), "memory")
+    assert hi == pytest.approx(e.memory.per_gpu_bytes * math.exp(band.high), rel=1e-6)
+
+
 def test_fit_confidence_is_ninety_percent_at_the_high_end_of_the_memory_range():
     e = estimate(LORA)
     high = intervals.memory_high_bytes(e)

@@ -8,8 +8,10 @@ and writes them to ``data/intervals.json`` with their provenance; this module re
 A band is two quantiles of ln(measured / estimated), in the time orientation for time-like figures
 (ln(measured time / estimated time)): a memory or time figure E has the range [E·e^low, E·e^high]; a rate
 (tokens/s, images/s, TFLOP/s) has [E·e^-high, E·e^-low]. A serving engine that pre-allocates its share of the
-card holds its weights W exactly: its memory band is of ln((measured - W) / (estimated - W)) and its range
-[W + (M - W)·e^low, W + (M - W)·e^high] (bench/accuracy.py fits the engine rows the same way). Spreading only
+card holds its weights and the KV cache of its batch exactly (a checkpoint's bytes; tokens x bytes per token in a
+paged pool), X bytes in all: its memory band is of ln((measured - X) / (estimated - X)) and its range
+[X + (M - X)·e^low, X + (M - X)·e^high] (bench/accuracy.py fits the engine rows the same way); X is at most 95 % of
+the figure, so the spread never rests on a sliver. Spreading only
 the bytes beside the weights in every class was measured and dropped: on the held-out set it widened the
 memory ranges (median high/low 2.05 -> 3.25) for no gain in coverage. Classes follow the issue's split of the error
 (``CLASS_PARENT``): LLM training (full, LoRA, QLoRA, sharded, pipelined), serving per engine, diffusion,
@@ -237,19 +239,31 @@ def _floored(est: Any, value: float, lo: float, hi: float) -> tuple[float, float
 
 
 def _weights_exact_bounds(est: Any, value: float) -> tuple[float, float]:
-    """A serving engine's memory figure: the weights it loads are a checkpoint's bytes, known exactly, so the band
-    spreads only what ``value`` holds beside them (KV cache of the batch, activations, graphs, context). The
-    engine rows of bench/accuracy.py are fitted the same way (ln of measured over estimated memory beside the
-    weights)."""
-    weights = min(_exact_weights(est.memory), 0.95 * value)
-    lo, hi = band(class_of(est), "memory").bounds(max(1.0, value - weights))
-    return weights + lo, weights + hi
+    """A serving engine's (a diffusion pipeline's) memory figure: what it certainly holds (:func:`exact_bytes`) is
+    known, so the band spreads only what ``value`` holds beside it (an engine's activations, CUDA graphs, context and
+    communicator buffers). The engine rows of bench/accuracy.py are fitted the same way (ln of measured over
+    estimated memory beside those bytes)."""
+    exact = min(exact_bytes(est), 0.95 * value)
+    lo, hi = band(class_of(est), "memory").bounds(max(1.0, value - exact))
+    return exact + lo, exact + hi
 
 
 def _exact_weights(mem: Any) -> float:
     """The weight bytes a serving engine (a diffusion pipeline) loads on one GPU (0 when the estimate has no
     breakdown)."""
     return float((getattr(mem, "components", None) or {}).get("weights", 0.0))
+
+
+def exact_bytes(est: Any) -> float:
+    """The bytes of a weights-exact estimate (:func:`weights_exact`) that are arithmetic, not estimated: the weights
+    (a checkpoint's bytes) and, in a serving engine's paged pool, the KV cache of the workload's batch (its tokens x
+    bytes per token, as the engine's block manager allocates it). The band spreads the rest; bench/accuracy.py
+    subtracts the same bytes from the measurement. 0 for the other classes."""
+    if not weights_exact(est):
+        return 0.0
+    mem = est.memory
+    kv = float(getattr(mem, "kv_batch_bytes", None) or 0.0) if mem.engine_reserved_bytes else 0.0
+    return _exact_weights(mem) + kv
 
 
 def memory_high_bytes(est: Any) -> float:
@@ -296,10 +310,10 @@ def fit_confidence(est: Any) -> float:
     value, cap = est.memory.per_gpu_bytes, est.memory.capacity_bytes
     if value <= 0 or cap <= 0:
         return 1.0
-    if weights_exact(est):   # as memory_bounds: the weights are exact, the rest is spread
+    if weights_exact(est):   # as memory_bounds: the weights (and an engine's batch KV) are exact, the rest is spread
         value = _engine_need(est.memory) if est.memory.engine_reserved_bytes else value
-        weights = min(_exact_weights(est.memory), 0.95 * value)
-        value, cap = max(1.0, value - weights), cap - weights
+        exact = min(exact_bytes(est), 0.95 * value)
+        value, cap = max(1.0, value - exact), cap - exact
         if cap <= 0:
             return 0.0
     z90 = 1.2815515655446004
@@ -316,7 +330,12 @@ def notes(est: Any) -> list[str]:
     cls = class_of(est)
     out = [band(cls, "memory").describe()]
     weights = _exact_weights(est.memory)
-    if weights_exact(est) and weights > 0:
+    kv = exact_bytes(est) - weights if weights_exact(est) else 0.0
+    if weights_exact(est) and weights > 0 and kv > 0:
+        out.append(_("the memory range applies to what sits beside the weights and the batch's KV cache ({gib:.2f} + "
+                     "{kv:.2f} GiB per GPU: a checkpoint's bytes and tokens x bytes per token, exact)").format(
+            gib=weights / 1024**3, kv=kv / 1024**3))
+    elif weights_exact(est) and weights > 0:
         out.append(_("the memory range applies to what sits beside the weights ({gib:.2f} GiB per GPU, a "
                      "checkpoint's bytes, exact)").format(gib=weights / 1024**3))
     if est.performance:

@@ -91,6 +91,7 @@ class MemoryEstimate:
     total_reserved_bytes: float = 0.0
     kv_budget_bytes: float | None = None
     kv_bytes_per_sequence: float | None = None
+    kv_batch_bytes: float | None = None   # a serving engine: the KV cache of the workload's batch (its pool holds it)
     notes: list[str] = field(default_factory=list)
     need_bytes: float | None = None
     loss: str | None = None   # training: "chunked" (the bundle's chunked fused loss) or "model" (the whole logits)

@@ -207,7 +207,7 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
                               engine_reserved_bytes=reserved_engine, peak_phase="serving",
                               total_bytes=per_gpu * shards, total_allocated_bytes=alloc * shards,
                               total_reserved_bytes=reserved * shards, kv_budget_bytes=budget,
-                              kv_bytes_per_sequence=per_seq, notes=notes)
+                              kv_bytes_per_sequence=per_seq, kv_batch_bytes=kv, notes=notes)
     # Eager PyTorch (transformers generate): DynamicCache grows by concatenation.
     act = prefill_transient_bytes(s, t.prompt_tokens, layout.tp, t.flash, t.concurrency)
     old_logits = prompt_logits_bytes_per_vocab(t.framework, t.framework_version)
