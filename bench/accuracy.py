@@ -44,7 +44,7 @@ from gpuplan.catalog.hardware.instances import get_instance
 from gpuplan.catalog.models import resolve_model
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.core import estimate_resolved
-from gpuplan.estimate.engine_defaults import default_max_num_seqs
+from gpuplan.estimate.memory.engine_limits import default_max_num_seqs
 from gpuplan.estimate.system import (Layout, System, assumed_node_network_gbit_s, instance_gpu_p2p, intra_node_link,
                                      layout_from_workload, naive_layer_split)
 from gpuplan.units import GIB
@@ -266,7 +266,7 @@ MAX_NUM_SEQS = re.compile(r"--max-num-seqs[ =](\d+)|\bmax_num_seqs[ =:]+(\d+)")
 def _burst_fields(r: dict[str, str], framework: str, prompt: int, output: int, gpu) -> dict:
     """Workload fields of a maximum-throughput row: its requests as a job (dataset.items), ShareGPT's varying output
     lengths (max_output_tokens), and the batch limit the engine ran (stated, else vLLM's default for its release and
-    GPU: estimate/engine_defaults.default_max_num_seqs)."""
+    GPU: estimate/memory/engine_limits.default_max_num_seqs)."""
     notes = r.get("notes") or ""
     out: dict = {}
     got = BURST_PROMPTS.search(notes)

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from gpuplan.estimate.core import estimate
-from gpuplan.estimate.engine_defaults import default_max_num_seqs
+from gpuplan.estimate.memory.engine_limits import default_max_num_seqs
 from gpuplan.estimate.serving.burst import burst_s, drain_steps
 from gpuplan.estimate.serving.inference import job_time_s
 

@@ -110,31 +110,3 @@ def _profile_defaults(given: Workload, resolved: Workload, model, notes: list[st
         kept.append(assumed("framework", "transformers"))
         return resolved.with_updates(framework="transformers"), kept
     return resolved, kept
-
-
-def gpu_tier(rows, gpu_id: str, memory_gib: float):
-    """The value of the first ``[memory GiB below, value, (GPU names excluded)]`` row this GPU falls in (the engines'
-    defaults by device memory and name: vLLM's get_batch_defaults, SGLang's server_args), None when none does."""
-    name = gpu_id.upper()
-    for limit, value, *exclude in rows:
-        if memory_gib < float(limit) and not any(x.upper() in name for x in (exclude[0] if exclude else ())):
-            return value
-    return None
-
-
-def default_max_num_seqs(framework: str, version: str | None, gpu_id: str, memory_gib: float) -> int | None:
-    """The batch limit an engine launched without one runs (``inference.engine_default_max_num_seqs``: vLLM by
-    release and GPU), None where the engine's own default is the KV cache's room (SGLang, LMDeploy) or no table
-    row applies. ``version`` None: the current release."""
-    from gpuplan.estimate.params import table
-    from gpuplan.estimate.serving.serving_case import version_tuple
-
-    rows = table("inference", "engine_default_max_num_seqs").get(framework)
-    if not rows:
-        return None
-    got = None
-    for start, tiers in rows:                 # the last row whose release the version has reached
-        if version is None or version_tuple(version) >= version_tuple(str(start)):
-            got = tiers
-    seqs = gpu_tier(got, gpu_id, memory_gib) if got is not None else None
-    return int(seqs) if seqs is not None else None

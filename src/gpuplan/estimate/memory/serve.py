@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from gpuplan.estimate.memory.common import MemoryEstimate, overhead_fixed
+from gpuplan.estimate.memory.engine_limits import default_max_num_seqs, step_tokens, version_tuple
 from gpuplan.estimate.params import table
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
@@ -34,16 +35,6 @@ class InferenceInputs:
     encoder: bool = False            # encoder-only model (embeddings, classification): no KV cache
 
 
-def _version_tuple(v: str) -> tuple[int, ...]:
-    out = []
-    for part in v.split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
-
-
 def prompt_logits_bytes_per_vocab(framework: str, version: str | None) -> float:
     """Bytes per vocabulary entry per prompt token that generate's prefill materialises.
 
@@ -55,7 +46,7 @@ def prompt_logits_bytes_per_vocab(framework: str, version: str | None) -> float:
     if framework != "transformers" or not version:
         return 0.0
     cfg = table("memory", "generate_prompt_logits")
-    if _version_tuple(version) >= _version_tuple(str(cfg["fixed_in"])):
+    if version_tuple(version) >= version_tuple(str(cfg["fixed_in"])):
         return 0.0
     return float(cfg["bytes_per_vocab_token"])
 
@@ -105,7 +96,7 @@ def kv_pool_rule(framework: str, version: str | None = None) -> tuple[str, float
     if rules:
         got = None
         for start, kind, frac in rules:          # the last row whose release the version has reached
-            if version is None or _version_tuple(version) >= _version_tuple(str(start)):
+            if version is None or version_tuple(version) >= version_tuple(str(start)):
                 got = (str(kind), float(frac))
         if got is not None:
             return got
@@ -166,8 +157,14 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     notes: list[str] = []
     if t.framework in ENGINES and not t.encoder:  # an encoder keeps no cache: nothing to pre-allocate
         rule, util = kv_pool_rule(t.framework, t.framework_version)
-        profile_tokens = max(min(seq_tokens, 8192), 2048)
-        act = prefill_transient_bytes(s, profile_tokens, layout.tp, True, 1) + 256 * s.vocab * 4.0 / layout.tp
+        # The engine's memory profile (vLLM profile_run): one step of its token budget (max_num_batched_tokens, as
+        # launched: the engine's default by GPU) and the sampler over its batch limit's fp32 logits, gathered whole
+        # on the first rank. SGLang does not profile: the same step is the peak its static fraction leaves room for.
+        profile_tokens = step_tokens(t.framework, system.gpu.id, system.gpu.memory_gib, version=t.framework_version,
+                                     context_tokens=seq_tokens, dp_attention=layout.dp_attention)
+        sampler_seqs = min(profile_tokens, default_max_num_seqs(t.framework, t.framework_version, system.gpu.id,
+                                                                system.gpu.memory_gib) or 256)
+        act = prefill_transient_bytes(s, profile_tokens, layout.tp, True, 1) + sampler_seqs * s.vocab * 4.0
         graphs = float(inf["engine_graph_bytes"])
         needed = weights + kv + act + graphs + ctx + nccl
         if rule == "free":        # f of what is free once the weights are in, beside the runtime's own buffers

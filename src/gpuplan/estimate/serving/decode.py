@@ -31,8 +31,9 @@ from gpuplan.estimate.forward import eager_cpu_s_per_op
 from gpuplan.estimate.memory import ENGINES, inference_weight_bytes, kv_shard_fraction
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.serving.legacy_quant import LegacyQuantKernel, legacy_quant_kernel, reconstruct_s
+from gpuplan.estimate.memory.engine_limits import version_tuple
 from gpuplan.estimate.serving.serving_case import (COMPILED, ServingCase, attention_dtype, compute_dtype, soft_max,
-                                           stream_efficiency, version_tuple)
+                                           stream_efficiency)
 from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.clocks import sustained_flops

@@ -15,7 +15,8 @@ import math
 from gpuplan.estimate.comm import tp_collective_s
 from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import interpolate_log2, table
-from gpuplan.estimate.serving.serving_case import ServingCase, compute_dtype, version_tuple
+from gpuplan.estimate.memory.engine_limits import version_tuple
+from gpuplan.estimate.serving.serving_case import ServingCase, compute_dtype
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpuplan.estimate.engine_defaults import gpu_tier
+from gpuplan.estimate.memory.engine_limits import step_tokens
 from gpuplan.estimate.serving.burst import burst_s
 from gpuplan.estimate.serving.decode import COMPILED, ServingCase, decode_consts
 from gpuplan.estimate.memory import ENGINES, InferenceInputs, MemoryEstimate, inference_memory, kv_pool_rule
@@ -119,19 +119,12 @@ def max_concurrency(mem: MemoryEstimate) -> int:
 
 
 def chunk_tokens(case: ServingCase, system: System, layout: Layout) -> int:
-    """Prompt tokens one engine step takes (inference.prefill_chunk_tokens): vLLM's max_num_batched_tokens
-    default and SGLang's chunked_prefill_size by GPU memory; static batching takes one prompt per step."""
+    """Prompt tokens one engine step takes (memory/engine_limits.step_tokens: vLLM's max_num_batched_tokens default
+    and SGLang's chunked_prefill_size by GPU memory); static batching takes one prompt per step."""
     if case.framework not in ENGINES:
         return max(1, case.prompt_tokens)
-    got = table("inference", "prefill_chunk_tokens")
-    row = got.get(case.framework, got["default"])
-    if isinstance(row, (int, float)):
-        return int(row)
-    tokens = gpu_tier(row, system.gpu.id, system.gpu.memory_gib)   # [[memory GiB below, tokens, (excluded)], ...]
-    out = int(tokens if tokens is not None else row[-1][1])
-    if layout.dp_attention and case.framework == "sglang":
-        out //= 2          # SGLang halves chunked_prefill_size with --enable-dp-attention
-    return max(1, out)
+    return step_tokens(case.framework, system.gpu.id, system.gpu.memory_gib, version=case.framework_version,
+                       context_tokens=case.prompt_tokens + case.output_tokens, dp_attention=layout.dp_attention)
 
 
 def replica_model(s: Shape, case: ServingCase, layout: Layout, system: System, mem: MemoryEstimate,

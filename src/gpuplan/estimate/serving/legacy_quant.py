@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 
 from gpuplan.estimate.params import table
-from gpuplan.estimate.serving.serving_case import ServingCase, version_tuple
+from gpuplan.estimate.memory.engine_limits import version_tuple
+from gpuplan.estimate.serving.serving_case import ServingCase
 from gpuplan.estimate.shapes import Shape
 from gpuplan.estimate.system import Layout, System
 

@@ -27,10 +27,6 @@ def soft_max(a: float, b: float, k: float) -> float:
     return (a**k + b**k) ** (1.0 / k)
 
 
-def version_tuple(v: str) -> tuple[int, ...]:
-    from gpuplan.estimate.memory.serve import _version_tuple
-
-    return _version_tuple(v)
 
 
 def compute_dtype(case: ServingCase) -> str:
