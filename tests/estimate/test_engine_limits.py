@@ -43,11 +43,14 @@ def _vllm(model, gpu, tp, version, context):
 
 
 def test_the_engine_profile_counts_the_step_it_is_launched_with():
-    """vLLM logs its profile run's 'PyTorch activation peak memory': Qwen2.5-32B-Instruct, TP2 on L40S, V0,
-    max_model_len 10000, 1.26 GiB (a vLLM issue log, 2025-04; /work engine-memory gathering, row E007). One step
-    of 10,000 tokens (V0 without chunked prefill) and the sampler's 256 sequences of fp32 logits give 1.11 GiB;
-    the 2,048-token step of the V1 default on this 48 GB card gives a third of it."""
+    """vLLM logs its profile run's "PyTorch activation peak memory". Qwen2.5-32B-Instruct, TP2 on L40S, V0,
+    max_model_len 10000: 1.26 GiB (https://github.com/vllm-project/vllm/issues/15815). One step of 10,000 tokens (V0
+    without chunked prefill) and the sampler's 256 sequences of fp32 logits give 1.11 GiB; the 2,048-token step of
+    the V1 default on this 48 GB card gives a third of it. Meta-Llama-3-8B on an H100 with vLLM's defaults (max_model_len
+    8192 from its config), 0.6.5: 1.26 GiB (https://github.com/vllm-project/vllm/pull/10511, 2024-12-14 comment)."""
     v0 = _vllm("Qwen/Qwen2.5-32B-Instruct", "L40S", 2, "0.7.3", 10000).memory.components["activations"]
     v1 = _vllm("Qwen/Qwen2.5-32B-Instruct", "L40S", 2, None, 10000).memory.components["activations"]
     assert v0 / GIB == pytest.approx(1.26, rel=0.2)
     assert v1 < 0.4 * v0
+    llama = _vllm("meta-llama/Meta-Llama-3-8B", "H100-SXM-80GB", 1, "0.6.5", 8192).memory.components["activations"]
+    assert llama / GIB == pytest.approx(1.26, rel=0.25)
