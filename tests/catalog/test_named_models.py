@@ -27,6 +27,10 @@ NAMED = [
     ("vit_base_patch16_224", "vision", 86.6 * M, 0.02, 2 * 17.6 * G),
     ("timm/vit_large_patch16_224.augreg_in21k_ft_in1k", "vision", 304.3 * M, 0.02, 2 * 61.6 * G),
     ("convnext_tiny", "vision", 28.6 * M, 0.03, 2 * 4.5 * G),
+    # Hugging Face transformers' ConvNeXt ids (Meta's weights, Liu et al. 2022 Table 1: ConvNeXt-L 198 M, 34.4
+    # GFLOPs at 224 and 101.0 at 384, their "FLOPs" being multiply-adds)
+    ("facebook/convnext-large-224", "vision", 198 * M, 0.02, 2 * 34.4 * G),
+    ("facebook/convnext-large-384-22k-1k", "vision", 198 * M, 0.02, 2 * 101.0 * G),
     ("timm/swin_base_patch4_window7_224.ms_in22k_ft_in1k", "vision", 88 * M, 0.02, 2 * 15.4 * G),
     ("efficientnet_b0", "vision", 5.3 * M, 0.02, 2 * 0.39 * G),
     ("timm/efficientnet_b7.ra_in1k", "vision", 66 * M, 0.02, 2 * 38 * G),
@@ -180,6 +184,12 @@ def test_timm_names_with_org_tag_and_resolution():
     assert at320.profile.forward_flops_per_sample == pytest.approx(
         at384.profile.forward_flops_per_sample * (320 / 384) ** 2, rel=1e-6)
     assert lookup("not_a_timm_model") is None
+    # a Hugging Face ConvNeXt id is timm's network of the same size at the id's resolution, named as given
+    hf = resolve_model("facebook/convnextv2-tiny-1k-224")
+    assert hf.id == "facebook/convnextv2-tiny-1k-224" and "timm/convnextv2_tiny.fb_in1k" in hf.aliases
+    assert hf.params_total == resolve_model("convnextv2_tiny").params_total
+    assert "21k" in resolve_model("facebook/convnext-base-224-22k").notes
+    assert lookup("facebook/convnext-gigantic-224") is None
 
 
 def test_timm_image_size_scales_flops_and_default_sizes_come_from_the_table():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gpuplan.catalog.model_spec import ModelSpec, NonLLMProfile
@@ -102,7 +103,7 @@ def timm_spec_from_row(row: Sequence[Any], columns: Sequence[str], *, name: str 
     if size != ref:
         notes.append(_("{arch} at {size} px: FLOPs and activations scaled by ({size}/{ref})^2 from timm's {ref} px "
                        "row").format(arch=arch, size=size, ref=ref))
-    if "21k" in tag and "ft" not in tag:
+    if ("21k" in tag or "22k" in tag) and "ft" not in tag:
         notes.append(_("the pretrained tag {tag!r} has an ImageNet-21k head (21,843 classes): a few million more "
                        "parameters than the 1,000-class count used here").format(tag=tag))
     profile = NonLLMProfile(
@@ -119,10 +120,41 @@ def timm_spec_from_row(row: Sequence[Any], columns: Sequence[str], *, name: str 
     return validate_spec(spec)
 
 
+# Hugging Face transformers' ConvNeXt checkpoints (ConvNextForImageClassification, ConvNextV2ForImageClassification)
+# hold Meta's ConvNeXt weights: the networks timm names convnext_<size> / convnextv2_<size> (Liu et al. 2022,
+# arXiv:2201.03545, Table 1: the same depths and widths; the model cards: "ConvNeXT (large-sized model) trained on
+# ImageNet-1k at resolution 224x224"). Ids: facebook/convnext-large-224, -224-22k (21k head), -224-22k-1k, -384,
+# -384-22k-1k; facebook/convnextv2-tiny-1k-224, -22k-384.
+_HF_CONVNEXT = re.compile(r"^facebook/convnext(?P<v2>v2)?-(?P<size>atto|femto|pico|nano|tiny|small|base|large|xlarge|"
+                          r"huge)-(?:(?P<pre>1k|22k)-)?(?P<res>224|384|512)(?P<head>-22k-1k|-22k|-1k)?$")
+
+
+def _hf_convnext(name: str) -> tuple[str, str, int] | None:
+    """(timm architecture, pretrained tag, image size) of a Hugging Face ConvNeXt id, or None."""
+    m = _HF_CONVNEXT.match(str(name).strip().lower())
+    if m is None:
+        return None
+    arch = f"convnext{'v2' if m.group('v2') else ''}_{m.group('size')}"
+    head_21k = m.group("head") == "-22k"           # pre-trained on 22k and not fine-tuned: the 21k-class head
+    tag = "fb_in22k" if head_21k else ("fb_in22k_ft_in1k" if "22k" in (m.group("pre") or "") + (m.group("head") or "")
+                                       else "fb_in1k")
+    return arch, tag, int(m.group("res"))
+
+
 def timm_spec(name: str, table: Mapping[str, Any] | None) -> ModelSpec | None:
     """The ModelSpec of a timm name (``timm/resnet50.a1_in1k``, ``convnext_tiny``, ``timm/vit_base_patch16_320``),
     or None when it names no timm architecture. An unknown resolution suffix after ``timm/`` scales the row of
-    the same architecture at the nearest image size."""
+    the same architecture at the nearest image size. A Hugging Face ConvNeXt id (``facebook/convnext-large-224``)
+    is timm's row of the same network at the id's resolution."""
+    hf = _hf_convnext(name)
+    if hf is not None:
+        arch, tag, res = hf
+        row = timm_rows(table).get(arch)
+        if row is None:
+            return None
+        spec = timm_spec_from_row(row, list((table or {}).get("columns") or ()), name=str(name).strip(),
+                                  image_size=res, tag=tag)
+        return validate_spec(replace(spec, aliases=(*spec.aliases, f"{TIMM_ORG}/{arch}.{tag}")))
     parsed = parse_timm_name(name)
     if parsed is None:
         return None
