@@ -65,6 +65,10 @@ NAMED = [
     ("Qwen/Qwen2.5-VL-72B-Instruct", "decoder", 73.4 * B, 0.01, None),
     ("OpenGVLab/InternVL2-8B", "decoder", 8.08 * B, 0.01, None),
     ("OpenGVLab/InternVL2_5-8B", "decoder", 8.08 * B, 0.01, None),
+    # InternVL3.5 report (arXiv:2508.18265) Table 1: 30.8 B total; LLaVA-1.5 (llava-hf model cards: 7.06 / 13.4 B)
+    ("OpenGVLab/InternVL3_5-30B-A3B", "decoder", 30.8 * B, 0.01, None),
+    ("llava-hf/llava-1.5-7b-hf", "decoder", 7.06 * B, 0.01, None),
+    ("liuhaotian/llava-v1.5-13b", "decoder", 13.4 * B, 0.01, None),
     # DiT pipelines: all components (denoiser + text encoders + VAE); denoisers checked below
     ("PixArt-alpha/PixArt-Sigma-XL-2-1024-MS", "diffusion", 5.46 * B, 0.02, None),
     ("stabilityai/stable-diffusion-3-medium-diffusers", "diffusion", 7.7 * B, 0.02, None),
