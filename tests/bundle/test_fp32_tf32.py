@@ -66,3 +66,24 @@ def test_an_image_job_generates_in_the_precision_its_plan_sized(tmp_path):
     fp16, _ = _bundle(tmp_path / "b", {**job, "precision": "fp16"})
     assert 'dtype = torch.float32 if args.device == "cuda"' in (fp32 / "generate_images.py").read_text()
     assert 'dtype = torch.float16 if args.device == "cuda"' in (fp16 / "generate_images.py").read_text()
+
+
+def test_an_fp32_image_job_runs_its_matmuls_at_the_rate_its_plan_timed(tmp_path):
+    """generate_images.py (and serve_images.py, generate_videos.py) ran float32 pipelines with PyTorch's default, the
+    FP32 cores, while the plan timed them at the TF32 rate: the scripts now turn TF32 on for a float32 pipeline on a
+    compute-capability-8.0+ GPU, as train.py and embed.py do, and leave a 16-bit one alone."""
+    job = {"name": "sdxl", "model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
+           "dataset": {"items": 1000}, "precision": "fp32",
+           "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}}
+    path, _ = _bundle(tmp_path, job)
+    text = (path / "generate_images.py").read_text()
+    switch = 'if dtype == torch.float32 and args.device == "cuda" and torch.cuda.get_device_capability()[0] >= 8:'
+    assert switch in text
+    after = text.split(switch, 1)[1].splitlines()
+    assert "torch.backends.cuda.matmul.allow_tf32 = True" in "\n".join(after[:4])
+    assert text.index('dtype = torch.float32 if args.device == "cuda"') < text.index(switch)
+    root = Path(__file__).resolve().parents[2] / "src" / "gpuplan" / "render" / "templates" / "bundle"
+    for script in ("serve_images.py.j2", "generate_videos.py.j2"):
+        assert "torch.backends.cuda.matmul.allow_tf32 = True" in (root / script).read_text()
+    est = estimate({**job, "hardware": {"gpu": "A10", "count": 1}})
+    assert any("the image and video scripts turn TF32 on" in a for a in est.assumptions)

@@ -121,8 +121,8 @@ def peak_flops(system: "System", precision: str, notes: list[str]) -> float:
     val = gpu.peak_tflops(key)
     if val is not None and key == "tf32":
         note = _("fp32 matmuls timed on the TF32 tensor cores ({tf32:g} TFLOP/s on {gpu}): the bundle's train.py, "
-                 "LLaMA-Factory and ms-swift configs and embed.py turn TF32 on; PyTorch's default leaves matmuls on the "
-                 "FP32 cores ({fp32:g} TFLOP/s)").format(
+                 "LLaMA-Factory and ms-swift configs, embed.py and the image and video scripts turn TF32 on; PyTorch's "
+                 "default leaves matmuls on the FP32 cores ({fp32:g} TFLOP/s)").format(
             tf32=val, gpu=gpu.id, fp32=gpu.peak_tflops("fp32") or 0.0)
         if note not in notes:
             notes.append(note)
