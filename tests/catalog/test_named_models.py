@@ -65,7 +65,8 @@ NAMED = [
     ("Qwen/Qwen2.5-VL-72B-Instruct", "decoder", 73.4 * B, 0.01, None),
     ("OpenGVLab/InternVL2-8B", "decoder", 8.08 * B, 0.01, None),
     ("OpenGVLab/InternVL2_5-8B", "decoder", 8.08 * B, 0.01, None),
-    # InternVL3.5 report (arXiv:2508.18265) Table 1: 30.8 B total; LLaVA-1.5 (llava-hf model cards: 7.06 / 13.4 B)
+    # InternVL3.5-30B-A3B (arXiv:2508.18265): InternViT-300M (0.30 B) + Qwen3-30B-A3B (30.53 B, tests/catalog/test_models.py)
+    # = 30.8 B; LLaVA-1.5: 7.06 B (the llava-1.5-7b.json fixture's count, tests/catalog/test_models.py), 13B 13.4 B
     ("OpenGVLab/InternVL3_5-30B-A3B", "decoder", 30.8 * B, 0.01, None),
     ("llava-hf/llava-1.5-7b-hf", "decoder", 7.06 * B, 0.01, None),
     ("liuhaotian/llava-v1.5-13b", "decoder", 13.4 * B, 0.01, None),

@@ -135,9 +135,12 @@ def _hf_convnext(name: str) -> tuple[str, str, int] | None:
     if m is None:
         return None
     arch = f"convnext{'v2' if m.group('v2') else ''}_{m.group('size')}"
-    head_21k = m.group("head") == "-22k"           # pre-trained on 22k and not fine-tuned: the 21k-class head
-    tag = "fb_in22k" if head_21k else ("fb_in22k_ft_in1k" if "22k" in (m.group("pre") or "") + (m.group("head") or "")
-                                       else "fb_in1k")
+    if m.group("head") == "-22k":                  # pre-trained on 22k and not fine-tuned: the 21k-class head
+        tag = "fb_in22k"
+    elif "22k" in f"{m.group('pre')}{m.group('head')}":
+        tag = "fb_in22k_ft_in1k"
+    else:
+        tag = "fb_in1k"
     return arch, tag, int(m.group("res"))
 
 

@@ -159,7 +159,8 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
         rule, util = kv_pool_rule(t.framework, t.framework_version)
         # The engine's memory profile (vLLM profile_run): one step of its token budget (max_num_batched_tokens, as
         # launched: the engine's default by GPU) and the sampler over its batch limit's fp32 logits, gathered whole
-        # on the first rank. SGLang does not profile: the same step is the peak its static fraction leaves room for.
+        # on the first rank (256 sequences where no batch-limit default is tabled: vLLM V0's max_num_seqs). SGLang does
+        # not profile: the same step is the peak its static fraction leaves room for.
         profile_tokens = step_tokens(t.framework, system.gpu.id, system.gpu.memory_gib, version=t.framework_version,
                                      context_tokens=seq_tokens, dp_attention=layout.dp_attention)
         sampler_seqs = min(profile_tokens, default_max_num_seqs(t.framework, t.framework_version, system.gpu.id,

@@ -27,8 +27,6 @@ def soft_max(a: float, b: float, k: float) -> float:
     return (a**k + b**k) ** (1.0 / k)
 
 
-
-
 def compute_dtype(case: ServingCase) -> str:
     """FP8 compute needs FP8 weights; otherwise an fp8 precision runs its GEMMs in 16-bit. Serving
     engines run FP8 checkpoints (W8A8: ModelOpt / compressed-tensors / Qwen "-FP8") through FP8 tensor-core
