@@ -26,6 +26,10 @@ def test_an_engine_step_takes_its_launch_default_tokens(framework, gpu, memory, 
     assert step_tokens(framework, gpu, memory, version=version, context_tokens=context) == want
 
 
+def test_a_version_without_a_release_number_is_the_current_release():
+    assert step_tokens("vllm", "H100-SXM-80GB", 79.2, version="main", context_tokens=10000) == 8192
+
+
 def test_sglang_halves_its_chunk_with_dp_attention():
     assert step_tokens("sglang", "H100-SXM-80GB", 79.2, dp_attention=True) == 4096
 

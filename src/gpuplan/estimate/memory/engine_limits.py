@@ -54,7 +54,8 @@ def step_tokens(framework: str, gpu_id: str, memory_gib: float, *, version: str 
     its max_model_len): that context, at least 2048, up to 32k; 2048 above, where it chunks the prefill."""
     got = table("inference", "prefill_chunk_tokens")
     v0 = got["vllm_v0"]
-    if framework == "vllm" and version and version_tuple(version) < version_tuple(str(v0["before"])):
+    release = version_tuple(version) if version else ()      # "main", "latest": no release number, the current one
+    if framework == "vllm" and release and release < version_tuple(str(v0["before"])):
         if context_tokens > int(v0["chunked_above"]):
             return int(v0["chunked"])
         return max(int(context_tokens), int(v0["unchunked_floor"]))
