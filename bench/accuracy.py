@@ -407,6 +407,8 @@ def row_to_case(r: dict[str, str]):
         in_bwd = re.search(r"\boptimizer_in_bwd (True|False)\b", notes)
         if in_bwd and task == "full":
             data["optimizer_in_backward"] = in_bwd.group(1) == "True"
+    if r["precision"] == "fp32" and re.search(r"\btf32 off\b", notes):
+        data["tf32"] = False   # PyTorch's default matmuls (FP32 cores), as the source ran them; convolutions on TF32
     tf_version = re.search(r"transformers (\d+\.\d+(?:\.\d+)?)", notes)
     if framework == "transformers" and tf_version:
         data["framework_version"] = tf_version.group(1)  # the stated stack (memory: generate's prompt logits)

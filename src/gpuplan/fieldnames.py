@@ -56,7 +56,7 @@ FIELD_LABELS: dict[str, str] = {
     "framework_version": N_("Framework version"), "input": N_("Input"),
     "optimizer_in_backward": N_("Optimizer step in backward"), "activation_offloading": N_("Activation offloading"),
     "fused_loss": N_("Chunked fused loss"),
-    "packed": N_("Packed sequences"), "compile": N_("torch.compile"), "lora": N_("LoRA"),
+    "packed": N_("Packed sequences"), "compile": N_("torch.compile"), "tf32": N_("TF32 matmuls"), "lora": N_("LoRA"),
     "parallel": N_("Parallel layout"), "dataset": N_("Dataset"), "serving": N_("Serving"), "hardware": N_("Hardware"),
     "constraints": N_("Constraints"), "deadline_hours": N_("Deadline (hours)"), "budget": N_("Budget"),
     "currency": N_("Currency"), "regions": N_("Regions"), "billing": N_("Billing"), "max_gpus": N_("Max GPUs"),

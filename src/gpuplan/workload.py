@@ -116,6 +116,11 @@ class Workload(_Strict):
     packed: bool | None = Field(None, description="training samples packed into full seq_len rows (no padding, one "
                                 "shape every step); unset = true for pretrain, false for fine-tuning in estimate; "
                                 "recommend sizes every training plan packed, as the bundle's launchers run it")
+    tf32: bool | None = Field(None, description="precision fp32: matmuls on the TF32 tensor cores of a compute-"
+                              "capability-8.0+ GPU (torch.backends.cuda.matmul.allow_tf32 = True, "
+                              "torch.set_float32_matmul_precision('high')); unset = true, as the gpuplan bundle's "
+                              "scripts run fp32; false = PyTorch's default since 1.12: matmuls on the FP32 cores "
+                              "(8x slower on an A100), cuDNN convolutions still on TF32")
     compile: bool | None = Field(None, description="torch.compile of the model and loss (torchtune compile: true; "
                                  "HF torch_compile); unset = false")
     fused_loss: bool | None = Field(None, description="training: the loss is the chunked fused linear cross-entropy of "
@@ -198,6 +203,9 @@ class Workload(_Strict):
                                "could lie above the cap): set both"))
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
+        if self.tf32 is not None and self.precision != "fp32":
+            raise ValueError(_("tf32 says where fp32 matmuls run, so it needs precision fp32, not {precision}")
+                             .format(precision=self.precision or _("unset (bf16)")))
         # Names checked against the catalog belong to validation too, so that every way of making a Workload
         # (parse_workload, the REST API's request body, model_validate) refuses the same regions and clouds.
         # (A GpuplanError is not a ValueError: pydantic lets it through unchanged, hint and field included.)

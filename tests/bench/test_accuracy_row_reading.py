@@ -50,3 +50,14 @@ def test_an_engine_memory_row_is_scored_beside_the_weights_and_the_batch_kv_cach
     assert row.exact == intervals.exact_bytes(est) / 2**30
     w = min(row.exact, 0.95 * row.predicted)
     assert row.residual == __import__("math").log((row.measured - w) / (row.predicted - w))
+
+
+def test_a_row_that_states_strict_fp32_matmuls_is_estimated_with_tf32_off(acc):
+    """'tf32 off' in an fp32 row's notes is the workload's tf32: false (PyTorch's default matmuls, as transformers'
+    torch.compile page ran ViT-B on an A100); a 16-bit row ignores it, and an fp32 row without it keeps TF32."""
+    r = {**BASE, "model": "google/vit-base-patch16-224", "task": "inference", "framework": "transformers",
+         "gpu": "A100-40GB", "micro_batch": "16", "metric": "images_per_s", "precision": "fp32",
+         "notes": "torch 2.0 defaults | tf32 off (matmuls on the FP32 cores)"}
+    assert acc.row_to_case(r)[0].tf32 is False
+    assert acc.row_to_case({**r, "notes": "torch 2.0 defaults"})[0].tf32 is None
+    assert acc.row_to_case({**r, "precision": "bf16"})[0].tf32 is None

@@ -87,3 +87,18 @@ def test_an_fp32_image_job_runs_its_matmuls_at_the_rate_its_plan_timed(tmp_path)
         assert "torch.backends.cuda.matmul.allow_tf32 = True" in (root / script).read_text()
     est = estimate({**job, "hardware": {"gpu": "A10", "count": 1}})
     assert any("the image and video scripts turn TF32 on" in a for a in est.assumptions)
+
+
+def test_tf32_false_keeps_pytorchs_default_in_every_launcher(tmp_path):
+    """A workload that says tf32: false is timed on the FP32 cores, so no launcher turns TF32 on."""
+    path, _doc = _bundle(tmp_path / "a", {**LORA_FP32, "tf32": False})
+    assert "tf32" not in yaml.safe_load((path / "llamafactory.yaml").read_text())
+    assert "--tf32" not in (path / "swift-sft.sh").read_text()
+    assert '"tf32": true' not in (path / "train.py").read_text().lower().replace("'", '"')
+    job = {"name": "sdxl", "model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
+           "dataset": {"items": 1000}, "precision": "fp32", "tf32": False,
+           "constraints": {"regions": ["cn-shanghai"], "billing": ["payg"]}}
+    img, _ = _bundle(tmp_path / "b", job)
+    text = (img / "generate_images.py").read_text()
+    assert "allow_tf32 = True" not in text
+    assert "tf32: false in the workload: fp32 matmuls stay on the FP32 cores" in text

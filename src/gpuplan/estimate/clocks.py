@@ -114,15 +114,40 @@ def attention_rate_note(gpu: "GpuSpec", framework: str, factor: float, share: fl
     return _("{text}: +{share:.0%} on the compute").format(text=text, share=share)
 
 
+# The rate key of fp32 matmuls kept off the TF32 tensor cores (workload tf32: false): see matmul_dtype.
+FP32_CORES = "fp32-cores"
+
+
+def matmul_dtype(precision: str, tf32: bool = True) -> str:
+    """The rate a run's matmuls are timed at: ``precision``, except that fp32 with ``tf32`` False (the workload's
+    ``tf32: false``, PyTorch's default since 1.12: torch.backends.cuda.matmul.allow_tf32 = False) runs them on the FP32
+    cores (``FP32_CORES``). Bytes stay the precision's: this is a rate key for :func:`peak_flops`, nothing else."""
+    return FP32_CORES if precision == "fp32" and not tf32 else precision
+
+
+def conv_dtype(dtype: str) -> str:
+    """The rate key of cuDNN convolutions in a run whose matmuls run at ``dtype``: TF32 stays on for them when matmul
+    TF32 is off (torch.backends.cudnn.allow_tf32 defaults to True), so fp32 convolutions keep the TF32 rate."""
+    return "fp32" if dtype == FP32_CORES else dtype
+
+
 def peak_flops(system: "System", precision: str, notes: list[str]) -> float:
-    """Dense tensor FLOP/s of one GPU at the compute precision (vGPU slices get their share)."""
+    """Dense tensor FLOP/s of one GPU at the compute precision (vGPU slices get their share); ``precision`` may be
+    ``FP32_CORES`` (:func:`matmul_dtype`): fp32 on the FP32 cores."""
     gpu = system.gpu
-    key = {"fp32": "tf32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8"}[precision]
+    key = {"fp32": "tf32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8", FP32_CORES: "fp32"}[precision]
     val = gpu.peak_tflops(key)
+    if key == "fp32" and gpu.peak_tflops("tf32"):
+        note = _("tf32: false: fp32 matmuls on {gpu}'s FP32 cores ({fp32:g} TFLOP/s), PyTorch's default "
+                 "(torch.backends.cuda.matmul.allow_tf32 = False), not its TF32 tensor cores ({tf32:g} TFLOP/s); cuDNN "
+                 "convolutions stay on TF32 (torch.backends.cudnn.allow_tf32 = True)").format(
+            gpu=gpu.id, fp32=val or 0.0, tf32=gpu.peak_tflops("tf32"))
+        if note not in notes:
+            notes.append(note)
     if val is not None and key == "tf32":
         note = _("fp32 matmuls timed on the TF32 tensor cores ({tf32:g} TFLOP/s on {gpu}): the bundle's train.py, "
                  "LLaMA-Factory and ms-swift configs, embed.py and the image and video scripts turn TF32 on; PyTorch's "
-                 "default leaves matmuls on the FP32 cores ({fp32:g} TFLOP/s)").format(
+                 "default leaves matmuls on the FP32 cores ({fp32:g} TFLOP/s): say tf32: false to time that").format(
             tf32=val, gpu=gpu.id, fp32=gpu.peak_tflops("fp32") or 0.0)
         if note not in notes:
             notes.append(note)

@@ -138,7 +138,7 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
                               inp=w.input.model_dump() if w.input else None, optimizer=w.optimizer or "adamw",
                               framework=framework, layout=layout, system=system,
                               flash=w.flash_attention is not False, quantization=w.quantization or "none",
-                              lora_rank=w.lora.rank if w.lora else 8)
+                              lora_rank=w.lora.rank if w.lora else 8, tf32=w.tf32 is not False)
         assumptions.extend(res.notes)
         est = Estimate(w, model, system, layout, res.memory, res.performance, assumptions, warnings)
         if not memory_only:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.params import table
 from gpuplan.estimate.system import System
-from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, sustained_flops
+from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, conv_dtype, sustained_flops
 from gpuplan.i18n import N_
 
 COMPILED_FRAMEWORKS = frozenset({"torch-compile", "trtllm"})  # one CUDA graph / TensorRT engine per forward
@@ -47,11 +47,12 @@ class ForwardCost:
     precision: str = "bf16"
     cpu_factor: float = 1.0      # Python cost per op relative to a Hugging Face decoder's (nonllm.eager_cpu_factor)
     attention_flops_per_sample: float = 0.0   # the part of flops_per_sample the attention kernel runs (s x s terms)
+    conv_flops_per_sample: float = 0.0   # the part cuDNN convolutions run (at clocks.conv_dtype(precision))
 
     def scaled(self, flops: float = 1.0, traffic: float = 1.0, weights: float = 1.0, kernels: float = 1.0) -> "ForwardCost":
         return ForwardCost(self.flops_per_sample * flops, self.traffic_bytes_per_sample * traffic,
                            self.weight_bytes * weights, self.kernels * kernels, self.precision, self.cpu_factor,
-                           self.attention_flops_per_sample * flops)
+                           self.attention_flops_per_sample * flops, self.conv_flops_per_sample * flops)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ def gpu_floor_s_per_op() -> float:
 def gpu_seconds(cost: ForwardCost, batch: int, system: System, notes: list[str] | None = None,
                 framework: str = "") -> float:
     """GPU time of one forward of ``batch`` samples (see the module docstring); the attention part of the FLOPs at its
-    kernel's rate under ``framework`` (clocks.attention_rate_factor)."""
+    kernel's rate under ``framework`` (clocks.attention_rate_factor), the convolutions' at theirs (clocks.conv_dtype:
+    TF32 for fp32 whatever the matmuls run at)."""
     inf = table("inference")
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
     peak = sustained_flops(system, cost.precision, notes if notes is not None else [])
@@ -93,6 +95,9 @@ def gpu_seconds(cost: ForwardCost, batch: int, system: System, notes: list[str] 
                                    cost.attention_flops_per_sample * (1.0 / rate - 1.0) / cost.flops_per_sample)
         if note not in notes:
             notes.append(note)
+    conv = cost.conv_flops_per_sample
+    if conv and conv_dtype(cost.precision) != cost.precision:
+        flops += conv * (peak / sustained_flops(system, conv_dtype(cost.precision), []) - 1.0)
     compute = batch * flops / (peak * float(inf["prefill_efficiency"]))
     traffic = batch * cost.traffic_bytes_per_sample / bw
     return max(cost.weight_bytes / bw + compute + traffic, cost.kernels * gpu_floor_s_per_op())

@@ -7,6 +7,7 @@ import math
 
 from dataclasses import dataclass, field
 
+from gpuplan.estimate.clocks import matmul_dtype
 from gpuplan.estimate.forward import ForwardCost
 from gpuplan.estimate.memory import COMPONENTS, MemoryEstimate, overhead_fixed
 from gpuplan.estimate.params import table
@@ -85,12 +86,27 @@ def quantized_denoiser_note(precision: str, quantization: str, denoiser_bytes: f
         dtype=precision)
 
 
-def forward_cost(model, scale: InputScale, precision: str, params: float | None = None) -> ForwardCost:
+def conv_flops_share(model) -> float | None:
+    """The share of a network's forward FLOPs that cuDNN convolutions run (the rest are matmuls: nn.Linear,
+    attention), from nonllm.conv_flops_share by family, then by arch; 0 for an arch the table does not name (a
+    transformer: its patch embedding is under 1 %); None for an arch whose split is not known."""
+    tab = table("nonllm", "conv_flops_share")
+    family, arch = getattr(model, "family", None), getattr(model, "arch", None)
+    if family in tab["family"]:
+        return float(tab["family"][family])
+    if arch in tab["unknown"]:
+        return None
+    return float(tab["arch"].get(arch, 0.0))
+
+
+def forward_cost(model, scale: InputScale, precision: str, params: float | None = None,
+                 tf32: bool = True) -> ForwardCost:
     """One forward of the whole network at batch 1: FLOPs and activation traffic per sample (each saved
     tensor written and read by the element-wise ops around it: nonllm.activation_traffic_per_saved_byte; none
     for a plain ViT encoder, whose element-wise work is in the prefill efficiency: nonllm.plain_encoder_families),
     the weights read once, and the ops it launches (profile kernels_per_forward, else
-    nonllm.default_kernels_per_forward)."""
+    nonllm.default_kernels_per_forward). ``tf32`` False: fp32 matmuls on the FP32 cores, the convolutions
+    (:func:`conv_flops_share`; all of the FLOPs counted as matmuls where the share is unknown) still on TF32."""
     prof = model.profile
     nl = table("nonllm")
     traffic = prof.activation_bytes_per_sample * scale.activations * float(nl["activation_traffic_per_saved_byte"]) \
@@ -100,7 +116,9 @@ def forward_cost(model, scale: InputScale, precision: str, params: float | None 
     kernels = float(prof.kernels_per_forward or nl["default_kernels_per_forward"])
     weights = float(params if params is not None else model.params_total) * dense_bytes(precision)
     cpu_factor = float(table("nonllm", "eager_cpu_factor").get(model.kind, table("nonllm", "eager_cpu_factor")["default"]))
-    return ForwardCost(prof.forward_flops_per_sample * scale.flops, traffic, weights, kernels, precision, cpu_factor)
+    flops = prof.forward_flops_per_sample * scale.flops
+    return ForwardCost(flops, traffic, weights, kernels, matmul_dtype(precision, tf32), cpu_factor,
+                       conv_flops_per_sample=flops * (conv_flops_share(model) or 0.0))
 
 
 def empty_perf() -> dict:

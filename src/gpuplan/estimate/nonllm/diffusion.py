@@ -31,12 +31,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.clocks import matmul_dtype
 from gpuplan.estimate.comm import ulysses_all_to_all_s
 from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time, unfused_scores_s
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
 from gpuplan.estimate.profile import (
     NonLLMResult,
+    conv_flops_share,
     dense_bytes,
     denoiser_weight_bytes,
     empty_perf,
@@ -81,14 +83,16 @@ def _sizes(model, inp: dict) -> tuple[int, int]:
     return side, steps
 
 
-def _costs(model, precision: str, scale, side: int) -> tuple[ForwardCost, ForwardCost, ForwardCost]:
-    """(denoiser forward, text encoders per prompt, VAE decode per image) at batch 1."""
+def _costs(model, precision: str, scale, side: int, tf32: bool = True) -> tuple[ForwardCost, ForwardCost, ForwardCost]:
+    """(denoiser forward, text encoders per prompt, VAE decode per image) at batch 1. ``tf32`` False: the matmuls on
+    the FP32 cores; the VAE decoder is convolutions, which stay on TF32 (clocks.conv_dtype), so its rate is the
+    precision's whatever ``tf32`` says."""
     pipe = _pipe(model)
     denoiser_p, text_p, vae_p = component_params(model)
     b = dense_bytes(precision)
-    denoiser = forward_cost(model, scale, precision, params=denoiser_p)
+    denoiser = forward_cost(model, scale, precision, params=denoiser_p, tf32=tf32)
     text = ForwardCost(float(pipe.get("text_encoder_flops_per_prompt", 0.0)), 0.0, text_p * b,
-                       float(pipe.get("text_encoder_kernels", 0.0)), precision, denoiser.cpu_factor)
+                       float(pipe.get("text_encoder_kernels", 0.0)), matmul_dtype(precision, tf32), denoiser.cpu_factor)
     vae_prec = "fp32" if pipe.get("vae_upcast") else precision
     pixels = float(side) ** 2
     live = float(pipe.get("vae_decode_live_channels", 0.0)) * dense_bytes(vae_prec) * pixels
@@ -156,7 +160,8 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
 
 
 def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
-                        system: System, scale, notes: list[str], flash: bool = True, quantization: str = "none"):
+                        system: System, scale, notes: list[str], flash: bool = True, quantization: str = "none",
+                        tf32: bool = True):
     """Memory and speed of generating ``batch`` images (see the module docstring)."""
     side, steps = _sizes(model, inp)
     passes = guidance_passes(model)
@@ -166,7 +171,11 @@ def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framewo
     if quantization not in (None, "none"):
         notes.append(quantized_denoiser_note(precision, quantization, component_params(model)[0]
                                              * denoiser_weight_bytes(precision, quantization)))
-    denoiser, text, vae = _costs(model, precision, scale, side)
+    denoiser, text, vae = _costs(model, precision, scale, side, tf32)
+    if precision == "fp32" and not tf32 and conv_flops_share(model) is None:
+        notes.append(_("tf32: false: the split of {arch}'s FLOPs between convolutions (on TF32) and matmuls (on the FP32 "
+                       "cores) is not counted here: all of them are timed on the FP32 cores, the slow end").format(
+            arch=model.arch))
     scores = self_attention_scores(model, side)[0]
     if not flash and scores:
         # the scores of every head go through HBM: the prefill's rule and bytes (forward.unfused_scores_s)

@@ -24,7 +24,7 @@ from gpuplan.estimate.nonllm.trained_weights import TrainedWeights, trained_weig
 from gpuplan.estimate.training.costs import dequant_weights_s
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.clocks import peak_flops, sustained_flops
+from gpuplan.estimate.clocks import matmul_dtype, peak_flops, sustained_flops
 from gpuplan.estimate.profile import InputScale, NonLLMResult, dense_bytes, empty_perf, forward_cost, input_scale
 from gpuplan.estimate.nonllm.speech import ct2_compute_type, ct2_memory, runs_faster_whisper, speech_cache_bytes, speech_latency
 from gpuplan.i18n import _
@@ -125,13 +125,13 @@ def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layo
 
 
 def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, system: System,
-                    scale: InputScale, precision: str, notes: list[str]) -> dict:
+                    scale: InputScale, precision: str, notes: list[str], tf32: bool = True) -> dict:
     ft = forward_time(cost, batch, system, framework, notes)
     latency, per_sample = ft.seconds, cost.flops_per_sample
     prof = model.profile
     per_item = 1.0
     if model.kind == "speech" and prof.components.get("decode_flops_per_token"):
-        peak = sustained_flops(system, precision, notes)
+        peak = sustained_flops(system, matmul_dtype(precision, tf32), notes)
         eff = table("nonllm", "compute_efficiency") * by_key(table("training", "framework_factor"), framework, "auto")
         latency, per_sample, per_item = speech_latency(model, scale=scale.flops, batch=batch, precision=precision,
                                                       framework=framework, system=system, peak=peak, eff=eff,
@@ -169,17 +169,18 @@ def refuse_unmodelled_quantization(model, task: str, quantization: str | None, p
 
 def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
                     framework: str, layout: Layout, system: System, flash: bool = True, quantization: str = "none",
-                    lora_rank: int = 8) -> NonLLMResult:
+                    lora_rank: int = 8, tf32: bool = True) -> NonLLMResult:
+    """``tf32`` False: fp32 matmuls on the FP32 cores, convolutions on TF32 (clocks.matmul_dtype, conv_dtype)."""
     prof = model.profile
     scale, notes = input_scale(prof, inp)
     training = task != "inference"
     if model.kind == "diffusion" and not training and is_video(model):
         return video_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
-                               layout=layout, system=system, notes=[], quantization=quantization)
+                               layout=layout, system=system, notes=[], quantization=quantization, tf32=tf32)
     if model.kind == "diffusion" and not training:
         return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
                                    layout=layout, system=system, scale=scale, notes=notes, flash=flash,
-                                   quantization=quantization)
+                                   quantization=quantization, tf32=tf32)
     refuse_unmodelled_quantization(model, task, quantization, precision)
     trained = None
     if training:
@@ -192,12 +193,13 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
     perf_notes: list[str] = []
     if training:
         assert trained is not None
-        cost = dit_training_cost(model, inp or {}, precision, trained.trained_network * dense_bytes(precision)) \
-            if is_video(model) else forward_cost(model, scale, precision, params=trained.trained_network)
+        cost = dit_training_cost(model, inp or {}, matmul_dtype(precision, tf32),
+                                 trained.trained_network * dense_bytes(precision)) \
+            if is_video(model) else forward_cost(model, scale, precision, params=trained.trained_network, tf32=tf32)
         perf = _training_perf(model, cost, batch=batch, framework=framework, layout=layout, system=system,
-                              precision=precision, notes=perf_notes, trained=trained)
+                              precision=matmul_dtype(precision, tf32), notes=perf_notes, trained=trained)
     else:
-        cost = forward_cost(model, scale, precision)
+        cost = forward_cost(model, scale, precision, tf32=tf32)
         scores = eager_attention_scores(model)[0] if not flash else 0.0
         if scores:   # every head's scores go to HBM and back: the prefill's rule and bytes (forward.unfused_scores_s)
             per_score = float(table("inference", "unfused_attention_bytes_per_score"))
@@ -205,6 +207,6 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
             perf_notes.append(_("attention without a fused kernel: {gb:.1f} GB of attention scores per image through "
                                 "HBM").format(gb=scores * per_score / 1e9))
         perf = _inference_perf(model, cost, batch=batch, framework=framework, system=system, scale=scale,
-                               precision=precision, notes=perf_notes)
+                               precision=precision, notes=perf_notes, tf32=tf32)
     notes.extend(perf_notes)
     return NonLLMResult(memory=mem, performance=perf, notes=notes)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuplan.estimate.clocks import matmul_dtype
 from gpuplan.estimate.comm import ulysses_all_to_all_s
 from gpuplan.estimate.forward import ForwardCost, forward_time
 from gpuplan.estimate.memory import MemoryEstimate
@@ -175,7 +176,7 @@ def _host_link_bytes_s(system: System) -> float:
 
 
 def video_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
-                    system: System, notes: list[str], quantization: str = "none") -> NonLLMResult:
+                    system: System, notes: list[str], quantization: str = "none", tf32: bool = True) -> NonLLMResult:
     """Memory and time of generating ``batch`` videos in one pipeline call (see the module docstring)."""
     v = video_block(model)
     s = video_shape(model, inp)
@@ -188,7 +189,8 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
         notes.append(quantized_denoiser_note(precision, quantization, den_w))
     cpu_factor = float(table("nonllm", "eager_cpu_factor").get("diffusion", 1.0))
     cp = max(1, layout.cp)
-    dit = dit_cost(model, s, precision, den_w).scaled(flops=1.0 / cp, traffic=1.0 / cp)
+    rate = matmul_dtype(precision, tf32)   # the DiT and the text encoders' matmuls; the VAE's convolutions keep TF32
+    dit = dit_cost(model, s, rate, den_w).scaled(flops=1.0 / cp, traffic=1.0 / cp)
     seq = dit_sequence(v, s)[1]
     if batched:
         step = forward_time(dit, batch * n_pass, system, framework, notes).seconds
@@ -202,7 +204,7 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
                        "holds every weight; the all-to-alls add {sec:.2f} s per step; the text encoder and the 3D VAE "
                        "run whole on each GPU").format(cp=cp, tokens=f"{seq:,.0f}", sec=a2a))
     text = ForwardCost(float(v.get("text_encoder_flops_per_prompt", 0.0)), 0.0, text_w,
-                       float(v.get("text_encoder_kernels", 0.0)), precision, cpu_factor)
+                       float(v.get("text_encoder_kernels", 0.0)), rate, cpu_factor)
     text_s = forward_time(text, batch * n_pass, system, framework).seconds if text.flops_per_sample else 0.0
     pix = float(s.frames * s.height * s.width)
     vae = ForwardCost(float(v.get("vae_decode_flops_per_pixel_frame", 0.0)) * pix,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuplan.estimate.clocks import matmul_dtype
 from gpuplan.estimate.memory import ENGINES
 from gpuplan.estimate.params import table
 
@@ -21,6 +22,7 @@ class ServingCase:
     output_tokens: int
     framework_version: str | None = None
     flash: bool = True          # fused attention; False: the scores go through HBM (forward.unfused_scores_s)
+    tf32: bool = True           # fp32 matmuls on the TF32 tensor cores (workload tf32; clocks.matmul_dtype)
 
 
 def soft_max(a: float, b: float, k: float) -> float:
@@ -35,12 +37,13 @@ def compute_dtype(case: ServingCase) -> str:
     (clocks.peak_flops)."""
     if case.quantization == "fp8" and case.framework in ENGINES:
         return "fp8"
-    return "fp16" if case.precision == "fp8" and case.quantization != "fp8" else case.precision
+    return "fp16" if case.precision == "fp8" and case.quantization != "fp8" else matmul_dtype(case.precision, case.tf32)
 
 
 def attention_dtype(case: ServingCase) -> str:
-    """The attention core's dtype: 16-bit unless the model itself is fp32."""
-    return "fp32" if case.precision == "fp32" else "fp16"
+    """The attention core's dtype: 16-bit unless the model itself is fp32 (then on the TF32 or the FP32 cores, as
+    its other matmuls)."""
+    return matmul_dtype("fp32", case.tf32) if case.precision == "fp32" else "fp16"
 
 
 def stream_efficiency(quantization: str, framework: str = "transformers") -> float:

@@ -122,6 +122,7 @@ class Ctx:
     batch_job: bool = False              # a batch inference job (plan.job): released like a training job
     job_input_bytes: float | None = None    # batch: its input on the data disk (plan.storage.budget.dataset_bytes)
     job_output_bytes: float | None = None   # batch: its output on the data disk (plan.storage.budget.output_bytes)
+    matmul_tf32: bool = True             # the workload's tf32 (unset = true): fp32 matmuls on the TF32 tensor cores
     online: bool = False                 # serving traffic given (workload.serving): a server, not a batch job
     embed_job: bool = False              # an encoder-only model run by embed.py (context_serving.runs_embed_script)
     env: Environment | None = None       # the node environment (render/bundle/node/environment.py, plan.json)
@@ -174,8 +175,9 @@ class Ctx:
     def tf32(self) -> bool:
         """An fp32 run on a GPU with TF32 tensor cores (compute capability 8.0+): the launchers turn TF32 on, the rate
         the estimate times fp32 matmuls at (estimate/clocks.peak_flops); PyTorch's default leaves matmuls on the FP32
-        cores (torch.backends.cuda.matmul.allow_tf32 = False), 8x slower on an A100."""
-        return self.precision == "fp32" and (self.gpu_cc or 0.0) >= 8.0
+        cores (torch.backends.cuda.matmul.allow_tf32 = False), 8x slower on an A100. A workload's ``tf32: false``
+        (``matmul_tf32``) keeps that default, the rate its plan was timed at."""
+        return self.precision == "fp32" and (self.gpu_cc or 0.0) >= 8.0 and self.matmul_tf32
 
     @property
     def mixed_precision(self) -> str:

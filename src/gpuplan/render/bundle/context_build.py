@@ -192,6 +192,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         name=name, slug=slugify(name or (model.rsplit("/", 1)[-1])), lang=lang, task=task, training=training,
         lora=task in ("lora", "qlora"), qlora=task == "qlora", framework=framework, model=model,
         precision=str(workload.precision or "bf16"), quantization=_weight_format(plan, workload),
+        matmul_tf32=workload.tf32 is not False,
         kv_cache_dtype=str(_planned(plan, "kv_cache_dtype") or workload.kv_cache_dtype or "auto"), optimizer=optimizer,
         instance_type=instance_type, gpu=gpu, nodes=nodes, job_nodes=job_nodes, gpus_per_node=gpus_per_node, gpus_total=gpus_total,
         vcpus=inst.vcpus if inst else None, memory_gib=inst.memory_gib if inst else None,
