@@ -125,13 +125,23 @@ def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: flo
     Megatron-Core requires sequence parallelism with TP and EP (TransformerConfig: "When using expert parallelism
     and tensor parallelism, sequence parallelism must be used"), so a rank holds S/tp tokens when it dispatches, and
     DeepSpeed-MoE drops the TP duplicates before its all-to-all (sharded_moe.py drop_tokens). Inside an NVLink
-    domain at its bus bandwidth; an EP group wider than a node crosses the node's NICs, shared by its GPUs."""
+    domain at its bus bandwidth. An EP group wider than a node sends only the share bound for other nodes' ranks,
+    (ep - local) / ep with ``local`` EP ranks per node, through the node's NICs (shared by its GPUs); the share for the
+    local - 1 ranks beside it crosses NVLink at the same time: an all-to-all is pairwise sends to every peer, each over
+    the link that joins the two GPUs (NCCL all-to-all, Megatron-Core's alltoall dispatcher)."""
     if layout.ep <= 1 or not s.moe_experts or not s.moe_experts_per_token:
         return 0.0
-    size = tokens_mb / max(1, layout.tp) * s.moe_experts_per_token * s.hidden * 2.0 * (layout.ep - 1) / layout.ep
-    bw, lat = group_link(system, layout.ep * layout.tp)
+    per_rank = tokens_mb / max(1, layout.tp) * s.moe_experts_per_token * s.hidden * 2.0 / layout.ep
     layers = s.layers / (1 if layout.naive_pipeline else layout.pp)
-    return 4.0 * layers * (size / bw + lat * (layout.ep - 1))
+    inter = system.inter_bus_bytes_s()
+    if layout.ep * layout.tp <= system.gpus_per_node or not inter:
+        bw, lat = group_link(system, layout.ep * layout.tp)
+        return 4.0 * layers * (per_rank * (layout.ep - 1) / bw + lat * (layout.ep - 1))
+    local = max(1, min(layout.ep, system.gpus_per_node // max(1, layout.tp)))
+    remote = layout.ep - local
+    off_node = per_rank * remote / (float(inter) / system.gpus_per_node) + system.inter_latency_s() * remote
+    on_node = per_rank * (local - 1) / system.intra_bus_bytes_s() + system.intra_latency_s() * (local - 1)
+    return 4.0 * layers * max(off_node, on_node)
 
 
 def context_parallel_s(system: System, s: Shape, layout: Layout, tokens_local: float, passes: float) -> float:
