@@ -44,7 +44,8 @@ FIELD_LABELS: dict[str, str] = {
     "norms_per_layer": N_("Norms per layer"), "position_offset": N_("Position offset"),
     "type_vocab_size": N_("Token types"), "pooler": N_("Pooler"), "embedding_norm": N_("Embedding norm"),
     "num_decoder_layers": N_("Decoder layers"), "relative_attention_num_buckets": N_("Relative attention buckets"),
-    "sliding_window": N_("Sliding window"), "profile": N_("Profile"), "synthetic": N_("Synthetic"), "native_dtype": N_("Native weight format"),
+    "sliding_window": N_("Sliding window"), "linear_attention": N_("Linear-attention layers"),
+    "attn_output_gate": N_("Attention output gate"), "profile": N_("Profile"), "synthetic": N_("Synthetic"), "native_dtype": N_("Native weight format"),
     "vision_params": N_("Vision tower parameters"), "sustained_tensor_fraction": N_("Sustained tensor rate (share of peak)"),
     "assumptions": N_("Assumptions"),
     # workload keys (assumptions, errors)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from gpuplan.catalog.bundled import CURATED_FILE, generated_raw, read_bundled
-from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec, NonLLMProfile
+from gpuplan.catalog.model_spec import LinearAttentionSpec, MLASpec, ModelSpec, MoESpec, NonLLMProfile
 from gpuplan.catalog.model_validate import validate_spec
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # hub, hf_config, quantized, synth and vision are imported where used: a bundled name (the common case)
 # needs none of them, and their imports (regexes, tables, records) are a tenth of a cold `estimate`.
 
-_SUB_RECORDS = {"moe": MoESpec, "mla": MLASpec}
+_SUB_RECORDS = {"moe": MoESpec, "mla": MLASpec, "linear_attention": LinearAttentionSpec}
 PARAMS_B_EXAMPLE = "{params_b: N}"   # how the unknown-model hint spells the synthesized shape (synth.py)
 
 

@@ -52,7 +52,7 @@ _ARCH_NAMES: dict[str, dict[str, str]] = {
 _HF_ROLE = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o",
             "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
 _TARGET_ROLES = {
-    "attn": frozenset({"q", "k", "v", "o", "q_a", "q_b", "kv_a", "kv_b"}),
+    "attn": frozenset({"q", "k", "v", "o", "q_a", "q_b", "kv_a", "kv_b", "lin_qkvz", "lin_ba", "lin_o"}),
     "qv": frozenset({"q", "v"}),
 }
 
@@ -63,7 +63,9 @@ def linear_layers(spec: ModelSpec) -> list[_Linear]:
     if spec.arch == "t5" and spec.mlp == "plain":
         names["up"] = "wi"
     h, H, kv, d = spec.hidden_size, spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim
-    attn_blocks = spec.num_layers + (2 * spec.num_decoder_layers if spec.kind == "encoder-decoder" else 0)
+    lin = spec.linear_attention
+    attn_blocks = spec.num_layers + (2 * spec.num_decoder_layers if spec.kind == "encoder-decoder" else 0) \
+        - (lin.layers if lin is not None else 0)
     out: list[_Linear] = []
 
     def add(name: str, roles: Iterable[str], d_in: int, d_out: int, count: float, prefix: str = "") -> None:
@@ -85,10 +87,15 @@ def linear_layers(spec: ModelSpec) -> list[_Linear]:
         if "qkv" in names:
             add(names["qkv"], {"q", "k", "v"}, h, (H + 2 * kv) * d, attn_blocks)
         else:
-            add(names["q"], {"q"}, h, H * d, attn_blocks)
+            add(names["q"], {"q"}, h, H * d * (2 if spec.attn_output_gate else 1), attn_blocks)
             add(names["k"], {"k"}, h, kv * d, attn_blocks)
             add(names["v"], {"v"}, h, kv * d, attn_blocks)
         add(names["o"], {"o"}, H * d, h, attn_blocks)
+    if lin is not None:   # Qwen3-Next's Gated DeltaNet (transformers Qwen3NextGatedDeltaNet)
+        qkvz = 2 * lin.key_heads * lin.key_head_dim + 2 * lin.value_heads * lin.value_head_dim
+        add("in_proj_qkvz", {"lin_qkvz"}, h, qkvz, lin.layers, "linear_attn.")
+        add("in_proj_ba", {"lin_ba"}, h, 2 * lin.value_heads, lin.layers, "linear_attn.")
+        add("out_proj", {"lin_o"}, lin.value_heads * lin.value_head_dim, h, lin.layers, "linear_attn.")
 
     def add_mlp(width: int, count: float, prefix: str = "") -> None:
         if spec.mlp == "gated":

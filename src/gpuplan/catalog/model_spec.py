@@ -72,6 +72,41 @@ class MoESpec:
 
 
 @dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
+class LinearAttentionSpec:
+    """Hybrid models' linear-attention layers (Qwen3-Next's Gated DeltaNet, transformers Qwen3NextGatedDeltaNet):
+    ``layers`` of the model's blocks replace softmax attention with a recurrent state of value_heads x key_head_dim x
+    value_head_dim per sequence, fed by a causal 1-D convolution of ``conv_kernel`` taps over q, k and v. They keep no
+    KV cache; the other blocks are full attention."""
+
+    layers: int
+    key_heads: int
+    value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int = 4
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels of the short convolution: q and k (key heads) and v (value heads)."""
+        return 2 * self.key_heads * self.key_head_dim + self.value_heads * self.value_head_dim
+
+    def block_params(self, hidden: int) -> int:
+        """One linear-attention block: in_proj_qkvz (q, k, v and the output gate z), in_proj_ba (the beta and alpha
+        gates, one per value head), the depthwise convolution, dt_bias and A_log per value head, the gated RMSNorm
+        over a value head, out_proj."""
+        qkvz = 2 * self.key_heads * self.key_head_dim + 2 * self.value_heads * self.value_head_dim
+        v = self.value_heads * self.value_head_dim
+        return (hidden * qkvz + hidden * 2 * self.value_heads + self.conv_channels * self.conv_kernel
+                + 2 * self.value_heads + self.value_head_dim + v * hidden)
+
+    def state_elements(self) -> int:
+        """Elements one sequence keeps per linear-attention layer: the recurrent state and the convolution's last
+        conv_kernel - 1 inputs (vLLM's mamba-style state cache for Gated DeltaNet)."""
+        return self.value_heads * self.key_head_dim * self.value_head_dim + \
+            (self.conv_kernel - 1) * self.conv_channels
+
+
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ to build
 class MLASpec:
     """DeepSeek multi-head latent attention (DeepSeek-V2 paper, arXiv:2405.04434, §2.1)."""
 
@@ -129,6 +164,8 @@ class ModelSpec:
     max_position_embeddings: int | None = None
     moe: MoESpec | None = None
     mla: MLASpec | None = None
+    linear_attention: LinearAttentionSpec | None = None   # hybrid models: the blocks without softmax attention
+    attn_output_gate: bool = False   # q_proj also emits a sigmoid gate on the attention output (Qwen3-Next)
     params_total: float = 0.0
     params_active: float = 0.0
     source: str = ""
@@ -210,7 +247,14 @@ class ModelSpec:
             n += 2 * d
         if self.attention_sinks:
             n += H
+        if self.attn_output_gate:
+            n += h * H * d
         return n
+
+    @property
+    def full_attention_layers(self) -> int:
+        """Blocks with softmax attention over the context (all of them unless the model is hybrid)."""
+        return self.num_layers - (self.linear_attention.layers if self.linear_attention else 0)
 
     def _mlp(self, width: int, bias: bool) -> int:
         """One MLP of the model's form: gated (3 matrices) or plain (2), with optional biases."""
@@ -245,6 +289,9 @@ class ModelSpec:
         blocks = self.num_layers
         if self.kind == "encoder-decoder":  # decoder blocks have self- and cross-attention
             blocks += 2 * self.num_decoder_layers
+        lin = self.linear_attention
+        if lin is not None:
+            return (blocks - lin.layers) * self._attention_block() + lin.layers * lin.block_params(self.hidden_size)
         return blocks * self._attention_block()
 
     def _mlp_total(self, active: bool = False) -> int:
@@ -307,7 +354,8 @@ class ModelSpec:
         return self.hidden_size * self.hidden_size + self.hidden_size if self.pooler else 0
 
     def kv_cache_bytes_per_token(self, dtype_bytes: float) -> float:
-        """KV-cache bytes per token of context, all layers.
+        """KV-cache bytes per token of context, all layers with softmax attention (a hybrid model's linear-attention
+        layers keep a fixed state per sequence instead: :meth:`recurrent_state_bytes`).
 
         Standard/GQA/MQA: 2 (K and V) x layers x kv_heads x head_dim x bytes.
         MLA: layers x (kv_lora_rank + qk_rope_head_dim) x bytes - the compressed latent and the
@@ -317,10 +365,15 @@ class ModelSpec:
         self._need_shape()
         if self.kind == "encoder":
             return 0.0
-        layers = self.num_decoder_layers if self.kind == "encoder-decoder" else self.num_layers
+        layers = self.num_decoder_layers if self.kind == "encoder-decoder" else self.full_attention_layers
         if self.mla is not None:
             return float(layers * (self.mla.kv_lora_rank + self.mla.qk_rope_head_dim) * dtype_bytes)
         return float(2 * layers * self.num_key_value_heads * self.head_dim * dtype_bytes)
+
+    def recurrent_state_bytes(self, dtype_bytes: float) -> float:
+        """Bytes one sequence keeps in a hybrid model's linear-attention layers, whatever its length (0 otherwise)."""
+        lin = self.linear_attention
+        return float(lin.layers * lin.state_elements() * dtype_bytes) if lin is not None else 0.0
 
     def linear_shapes_per_layer(self, targets: str | Iterable[str] = "all-linear") -> list[tuple[str, int, int, float]]:
         """(module name, d_in, d_out, count_per_layer) of the linear layers LoRA would adapt.

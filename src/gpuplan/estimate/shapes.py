@@ -64,6 +64,14 @@ class Shape:
     moe_expert_ffn: int = 0          # FFN width of one routed expert (MoE), else 0
     moe_layer_count: int = 0         # layers with routed experts (DeepSeek keeps its first layers dense), else 0
     linear_calls: float = 0.0        # Linear modules one token passes, all layers (LM head out; MoE: its routed experts)
+    attn_layers: int = 0             # layers with softmax attention over the context (0 = all: a hybrid model has fewer)
+    state_bytes_per_seq_16bit: float = 0.0   # a hybrid model's linear-attention state per sequence, 16-bit
+    state_heads: int = 0             # the heads that state splits over under TP (value heads)
+
+    @property
+    def context_layers(self) -> int:
+        """Layers whose attention reads the whole context: every layer unless the model is hybrid."""
+        return self.attn_layers or self.layers
 
     @property
     def linear_params_total(self) -> float:
@@ -119,6 +127,9 @@ def shape_of(m: "ModelSpec") -> Shape:
         moe_expert_ffn=int(moe.moe_intermediate_size) if moe else 0,
         moe_layer_count=_moe_layers(int(m.num_layers), moe) if moe else 0,
         linear_calls=_linear_calls(m),
+        attn_layers=int(m.full_attention_layers) if m.linear_attention else 0,
+        state_bytes_per_seq_16bit=float(m.recurrent_state_bytes(2.0)),
+        state_heads=int(m.linear_attention.value_heads) if m.linear_attention else 0,
     )
 
 

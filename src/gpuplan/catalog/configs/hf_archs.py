@@ -49,6 +49,8 @@ HF_ARCHS: dict[str, HfArch] = {
     "qwen2_moe": HfArch("qwen2moe", "qwen2", qkv_bias=True),
     "qwen3": HfArch("qwen3", "qwen3", qk_norm=True),
     "qwen3_moe": HfArch("qwen3moe", "qwen3", qk_norm=True),
+    # hybrid: 3 of every 4 layers Gated DeltaNet (ModelSpec.linear_attention), the 4th gated full attention
+    "qwen3_next": HfArch("qwen3moe", "qwen3", qk_norm=True),
     "qwen": HfArch("qwen1", "qwen", qkv_bias=True),
     "chatglm": HfArch("chatglm", "glm", qkv_bias=True),
     "baichuan": HfArch("baichuan", "baichuan"),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.catalog.configs.hf_archs import HF_ARCHS, MIN_KEYS_HINT, PLAIN_DEFAULT_FFN, HfArch
-from gpuplan.catalog.model_spec import MLASpec, ModelSpec, MoESpec
+from gpuplan.catalog.model_spec import LinearAttentionSpec, MLASpec, ModelSpec, MoESpec
 from gpuplan.catalog.model_validate import validate_spec
 from gpuplan.catalog.configs.towers import tower_params
 from gpuplan.errors import GpuplanError
@@ -289,6 +289,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         assumptions.append(_("{name}: the shape is the language model's; the vision/audio encoder beside it is not "
                              "counted").format(name=name))
     mla = _mla(c, t)
+    linear = _linear_attention(c, t, layers)
     if mla is not None:
         head_dim, kv = mla.qk_nope_head_dim + mla.qk_rope_head_dim, heads
     moe = _moe_from_config(c, t, ffn)
@@ -305,7 +306,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         tie_word_embeddings=c.bool("tie_word_embeddings", base.tie), attention=_attention_kind(heads, kv, mla),
         mlp=mlp, norm=base.norm, position=position, qkv_bias=qkv_bias,
         max_position_embeddings=max_pos if position == "learned" or max_pos else None,
-        moe=moe, mla=mla, source="user config.json", o_bias=o_bias, mlp_bias=mlp_bias, norm_bias=norm_bias,
+        moe=moe, mla=mla, linear_attention=linear, attn_output_gate=t == "qwen3_next", source="user config.json", o_bias=o_bias, mlp_bias=mlp_bias, norm_bias=norm_bias,
         qk_norm=base.qk_norm, attention_sinks=t == "gpt_oss", norms_per_layer=_norms_per_layer(c, t, base),
         position_offset=base.position_offset,
         type_vocab_size=(c.int("type_vocab_size", default=base.type_vocab_size) or 0) if base.kind == "encoder" else 0,
@@ -334,6 +335,27 @@ def _nonllm_builder(cfg: Mapping[str, Any]):
     return NONLLM_BUILDERS.get(raw.lower().replace("-", "_"))
 
 
+def _linear_attention(c: _Cfg, t: str, layers: int) -> LinearAttentionSpec | None:
+    """Qwen3-Next's Gated DeltaNet layers: every layer but each full_attention_interval-th (layer_types where the
+    config lists them: "linear_attention" / "full_attention"), transformers Qwen3NextConfig."""
+    if t != "qwen3_next":
+        return None
+    types = c.raw.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        linear = sum(1 for x in types if x == "linear_attention")
+    else:
+        interval = c.int("full_attention_interval", default=4) or 4
+        linear = sum(1 for i in range(layers) if (i + 1) % interval != 0)
+    return LinearAttentionSpec(
+        layers=linear,
+        key_heads=c.int("linear_num_key_heads", default=16),  # type: ignore[arg-type]
+        value_heads=c.int("linear_num_value_heads", default=32),  # type: ignore[arg-type]
+        key_head_dim=c.int("linear_key_head_dim", default=128),  # type: ignore[arg-type]
+        value_head_dim=c.int("linear_value_head_dim", default=128),  # type: ignore[arg-type]
+        conv_kernel=c.int("linear_conv_kernel_dim", default=4),  # type: ignore[arg-type]
+    )
+
+
 def _moe_from_config(c: _Cfg, t: str, ffn: int) -> MoESpec | None:
     experts = c.int("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts", required=False)
     if not experts:
@@ -356,7 +378,7 @@ def _moe_from_config(c: _Cfg, t: str, ffn: int) -> MoESpec | None:
         moe_layer_freq=c.int("moe_layer_freq", "decoder_sparse_step", default=1) or 1,
         router_bias=t == "gpt_oss" or c.str("topk_method") == "noaux_tc",
         expert_bias=t == "gpt_oss",
-        shared_expert_gate=t == "qwen2_moe",
+        shared_expert_gate=t in ("qwen2_moe", "qwen3_next"),
     )
 
 

@@ -46,6 +46,7 @@ from gpuplan.estimate.memory.serve import (
     kv_shard_fraction,
     prefill_transient_bytes,
     prompt_logits_bytes_per_vocab,
+    state_bytes_per_sequence,
 )
 from gpuplan.estimate.memory.run import kbit_upcast
 from gpuplan.estimate.memory.sharding import (expert_collective_fraction, gathered_param_bytes, shard_group,
@@ -63,7 +64,7 @@ __all__ = [
     "OPT_STATE_BYTES", "PAGED_OPTIMIZERS", "PURE_16BIT_FRAMEWORKS", "InferenceInputs", "MemoryEstimate",
     "TrainingInputs", "activation_bytes_per_token_layer", "block_storage_bytes_per_layer", "eager_score_bytes",
     "expert_collective_fraction", "gathered_param_bytes", "inference_memory", "inference_weight_bytes", "kbit_upcast", "kv_bytes_per_sequence",
-    "kv_pool_rule", "kv_shard_fraction", "largest_block_matrix", "largest_param_tensor", "logits_bytes_per_token",
+    "kv_pool_rule", "kv_shard_fraction", "largest_block_matrix", "largest_param_tensor", "logits_bytes_per_token", "state_bytes_per_sequence",
     "lora_param_count", "overhead_fixed", "precision_mode", "prefill_transient_bytes",
     "prompt_logits_bytes_per_vocab", "shard_group", "sharded_traffic_bytes", "stage_inflight", "stage_layers",
     "trainable_local_fraction", "training_memory", "training_memory_key",

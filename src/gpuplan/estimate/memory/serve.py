@@ -62,6 +62,15 @@ def kv_bytes_per_sequence(s: Shape, tokens: int, kv_dtype_bytes: float, framewor
     return s.kv_bytes_per_token_16bit * kv_dtype_bytes / 2.0 * tokens
 
 
+def state_bytes_per_sequence(s: Shape, layout: Layout) -> float:
+    """A hybrid model's linear-attention state of one sequence on one GPU, whatever its length (0 for other models):
+    16-bit (vLLM's mamba_ssm_cache_dtype "auto" keeps the model dtype; the KV cache dtype does not apply), split by
+    pipeline stage and by TP over its value heads."""
+    if not s.state_bytes_per_seq_16bit:
+        return 0.0
+    return s.state_bytes_per_seq_16bit / layout.pp / min(layout.tp, max(1, s.state_heads))
+
+
 def kv_shard_fraction(s: Shape, layout: Layout) -> float:
     """Share of one sequence's KV cache a GPU holds, per sequence the replica serves.
 
@@ -150,7 +159,8 @@ def inference_memory(s: Shape, t: InferenceInputs, layout: Layout, system: Syste
     weights = inference_weight_bytes(s, w_total, layout)
     seq_tokens = t.prompt_tokens + t.output_tokens
     per_seq = 0.0 if t.encoder else \
-        kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) * kv_shard_fraction(s, layout)
+        kv_bytes_per_sequence(s, seq_tokens, t.kv_dtype_bytes, t.framework) * kv_shard_fraction(s, layout) \
+        + state_bytes_per_sequence(s, layout)
     kv = per_seq * t.concurrency
     ctx, nccl = overhead_fixed(system, replica=layout)   # TP1 replicas on one machine open no communicator
     cap = system.capacity_bytes

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from gpuplan.estimate.serving.decode_fixed import (_tp_layout, cuda_graph_max_batch, engine_allreduce_s, ep_all_to_all_s,
                                            kernels_per_layer, moe_layer_overhead_s, moe_layers, tp_allreduce_s)
 from gpuplan.estimate.forward import eager_cpu_s_per_op
-from gpuplan.estimate.memory import ENGINES, inference_weight_bytes, kv_shard_fraction
+from gpuplan.estimate.memory import ENGINES, inference_weight_bytes, kv_shard_fraction, state_bytes_per_sequence
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.serving.legacy_quant import LegacyQuantKernel, legacy_quant_kernel, reconstruct_s
 from gpuplan.estimate.memory.engine_limits import version_tuple
@@ -54,6 +54,7 @@ class DecodeConsts:
 
     mem_fixed_s: float       # streaming the local weights
     kv_s_per_token: float    # reading one sequence-token of KV cache
+    state_s_per_seq: float   # reading and writing one sequence's linear-attention state (hybrid models), else 0
     comp_s_per_seq: float    # FLOPs of one sequence at zero context
     comp_s_per_ctx: float    # attention FLOPs per sequence per context token
     pp: int
@@ -177,7 +178,8 @@ def decode_consts(s: Shape, case: ServingCase, layout: Layout, system: System, n
         kv_s_per_token=kv_mult * kv_tok / (bw * inf["weight_stream_efficiency"]),
         comp_s_per_seq=2.0 * dense_params / shards / peak_eff,
         expert_row_s=2.0 * n_moe * per_expert / shards / peak_eff, moe_tile_rows=tile,
-        comp_s_per_ctx=2.0 * s.layers * s.heads * s.head_dim / shards / attn_eff,
+        comp_s_per_ctx=2.0 * s.context_layers * s.heads * s.head_dim / shards / attn_eff,
+        state_s_per_seq=2.0 * state_bytes_per_sequence(s, layout) / (bw * inf["weight_stream_efficiency"]),
         pp=layout.pp, naive_pipeline=layout.naive_pipeline, layers=s.layers,
         framework=case.framework, expert_s=expert_s, experts=s.moe_experts, experts_per_token=s.moe_experts_per_token,
         quantized=case.quantization not in (None, "none"),
@@ -248,7 +250,8 @@ def _stage_gpu_s(c: DecodeConsts, batch: float, context_tokens: float) -> float:
     else:
         gemm_s = max(c.mem_fixed_s - c.expert_s * (1.0 - c.touched_share(batch)),
                      max(batch, c.min_rows) * c.comp_s_per_seq + c.expert_rows(batch) * c.expert_row_s)
-    attn_s = max(c.kv_s_per_token * context_tokens * batch, batch * c.comp_s_per_ctx * context_tokens)
+    attn_s = max(c.kv_s_per_token * context_tokens * batch, batch * c.comp_s_per_ctx * context_tokens) \
+        + batch * c.state_s_per_seq
     return gemm_s + attn_s
 
 

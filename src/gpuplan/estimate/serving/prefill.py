@@ -34,7 +34,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     # an encoder has no LM head: its (tied) embedding matrix is only looked up
     matmul = s.layers * (s.attn_params_layer + s.mlp_params_layer_active) if encoder else s.matmul_params_active
     lin_flops = batch * 2.0 * matmul * p
-    attn_flops = batch * 2.0 * s.layers * s.heads * s.head_dim * p * p
+    attn_flops = batch * 2.0 * s.context_layers * s.heads * s.head_dim * p * p
     peak = sustained_flops(system, compute_dtype(case), notes)
     # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8
     peak_attn = sustained_flops(system, attention_dtype(case), [])
@@ -51,7 +51,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     shards = layout.tp * layout.pp
     compute = flops / shards / (peak * eff)
     if not case.flash:     # the prompt x prompt scores of every head go through HBM (forward share)
-        compute += unfused_scores_s(system, float(batch) * s.layers * s.heads * float(p) ** 2,
+        compute += unfused_scores_s(system, float(batch) * s.context_layers * s.heads * float(p) ** 2,
                                     float(inf["unfused_attention_bytes_per_score"])) / shards
     w_bytes, _dtype = weight_bytes(s, case.precision, case.quantization)
     stream = stream_efficiency(case.quantization, case.framework)

@@ -68,7 +68,7 @@ def _analytic(resolved: Workload, spec: Any, plan: dict) -> tuple[dict, list[str
     if plan["task"] == "inference":
         p = plan["tokens"]
         # inference.py prefill convention: 2·N·P + 2·L·a·d_h·P² (causal) per sequence
-        out["hardware_flops_per_token"] = 2.0 * s.matmul_params_active + 2.0 * s.layers * s.heads * s.head_dim * p
+        out["hardware_flops_per_token"] = 2.0 * s.matmul_params_active + 2.0 * s.context_layers * s.heads * s.head_dim * p
         out["model_flops_per_token"] = out["hardware_flops_per_token"]
         out["attention_flops_fwd_per_token_noncausal"] = attention_flops_fwd_per_token(s, p)
     else:

@@ -14,8 +14,9 @@ from gpuplan.estimate.system import Layout, System
 
 def attention_flops_fwd_per_token(s: Shape, seq_len: int) -> float:
     """4·L·(a·d_h)·s: QK^T and AV for one token over the whole sequence (non-causal convention, as
-    PaLM and llm-foundry count it)."""
-    return 4.0 * s.layers * s.heads * s.head_dim * seq_len
+    PaLM and llm-foundry count it); L counts the softmax-attention layers (a hybrid model's linear-attention layers
+    cost what their projections cost, whatever the length)."""
+    return 4.0 * s.context_layers * s.heads * s.head_dim * seq_len
 
 
 def flops_per_token(s: Shape, seq_len: int, task: str, checkpointing: str,

@@ -135,7 +135,7 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                                          attn_hw_fpt * (1.0 / attn_rate - 1.0) / hw_fpt))
     if not flash:
         # unfused attention: the s x s scores go through HBM several times per layer
-        scores = s.layers * s.heads * seq_len * seq_len * (tokens_per_step / seq_len) / gpus
+        scores = s.context_layers * s.heads * seq_len * seq_len * (tokens_per_step / seq_len) / gpus
         extra = unfused_scores_s(system, scores, float(table("training", "unfused_attention_bytes_per_score")))
         compute_s += extra
         notes.append(_("attention without FlashAttention: +{extra:.0%} time moving the s x s scores").format(extra=extra / compute_s))
