@@ -125,6 +125,12 @@ NAMED = [
     # DBRX (Databricks, 'Introducing DBRX', 2024-03-27: 132 B parameters, 16 experts choosing 4): its config nests the
     # experts under ffn_config
     ("databricks/dbrx-instruct", "decoder", 132 * B, 0.01, None),
+    # MiniMax-M2.7: its checkpoint's weight table sums to 228,703,644,928 parameters (no MTP tensors); M2.5 the same
+    # shape. Qwen3-Next-80B-A3B: "80B in total" (model card); Moonlight-16B-A3B: "16B total" (model card)
+    ("MiniMaxAI/MiniMax-M2.7", "decoder", 228_703_644_928, 0.001, None),
+    ("MiniMaxAI/MiniMax-M2.5", "decoder", 228_703_644_928, 0.001, None),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "decoder", 80 * B, 0.01, None),
+    ("moonshotai/Moonlight-16B-A3B-Instruct", "decoder", 16 * B, 0.05, None),
 ]
 
 

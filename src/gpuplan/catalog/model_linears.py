@@ -41,6 +41,7 @@ _ARCH_NAMES: dict[str, dict[str, str]] = {
     "bert": {"q": "query", "k": "key", "v": "value", "o": "attention.output.dense",
              "up": "intermediate.dense", "down": "output.dense"},
     "mixtral": {"gate": "w1", "up": "w3", "down": "w2"},
+    "minimaxm2": {"gate": "w1", "up": "w3", "down": "w2"},
     "glm4": {"gate_up": "gate_up_proj"},
     "gptj": {"o": "out_proj", "up": "fc_in", "down": "fc_out"},
     "starcoder2": {"up": "c_fc", "down": "c_proj"},

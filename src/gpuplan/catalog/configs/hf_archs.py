@@ -50,7 +50,9 @@ HF_ARCHS: dict[str, HfArch] = {
     "qwen3": HfArch("qwen3", "qwen3", qk_norm=True),
     "qwen3_moe": HfArch("qwen3moe", "qwen3", qk_norm=True),
     # hybrid: 3 of every 4 layers Gated DeltaNet (ModelSpec.linear_attention), the 4th gated full attention
-    "qwen3_next": HfArch("qwen3moe", "qwen3", qk_norm=True),
+    "qwen3_next": HfArch("qwen3next", "qwen3", qk_norm=True),
+    # MiniMax-M2 / M2.5 / M2.7: GQA with q/k norms, 256 sigmoid-routed experts (w1/w3/w2 as Mixtral's), no shared expert
+    "minimax_m2": HfArch("minimaxm2", "minimax", qk_norm=True),
     "qwen": HfArch("qwen1", "qwen", qkv_bias=True),
     "chatglm": HfArch("chatglm", "glm", qkv_bias=True),
     "baichuan": HfArch("baichuan", "baichuan"),

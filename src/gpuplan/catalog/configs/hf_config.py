@@ -376,7 +376,7 @@ def _moe_from_config(c: _Cfg, t: str, ffn: int) -> MoESpec | None:
         shared_expert_intermediate_size=shared_width if shared else 0,  # type: ignore[arg-type]
         first_k_dense=c.int("first_k_dense_replace", default=0) or 0,
         moe_layer_freq=c.int("moe_layer_freq", "decoder_sparse_step", default=1) or 1,
-        router_bias=t == "gpt_oss" or c.str("topk_method") == "noaux_tc",
+        router_bias=t == "gpt_oss" or c.str("topk_method") == "noaux_tc" or c.bool("use_routing_bias", False),
         expert_bias=t == "gpt_oss",
         shared_expert_gate=t in ("qwen2_moe", "qwen3_next"),
     )

@@ -20,7 +20,8 @@ LLAMAFACTORY_TEMPLATES = (("qwen3", "qwen3"), ("qwen", "qwen"), ("llama-3", "lla
 # transformers model_type for `launch.sh --smoke` by catalog arch; families whose code lives outside
 # transformers (Qwen-1, ChatGLM, Baichuan, ...) smoke-test the closest in-library decoder (llama).
 SMOKE_MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
-                     "qwen3moe": "qwen3_moe", "mixtral": "mixtral"}
+                     "qwen3moe": "qwen3_moe", "qwen3next": "qwen3_next", "minimaxm2": "minimax_m2",
+                     "mixtral": "mixtral"}
 
 
 def train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
