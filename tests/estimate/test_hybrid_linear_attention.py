@@ -48,6 +48,7 @@ def test_a_long_context_costs_a_hybrid_a_quarter_of_the_kv_a_full_attention_mode
                     "parallel": {"tp": 4}})
     m = resolve_model(NEXT)
     per_seq = est.memory.kv_bytes_per_sequence
+    assert any("36 of 48 layers are Gated DeltaNet" in a and "37.7 MiB" in a for a in est.assumptions)
     kv = m.kv_cache_bytes_per_token(1.0) * 32512 / 2      # 2 KV heads over TP 4: one head per rank
     assert per_seq == pytest.approx(kv + m.recurrent_state_bytes(2.0) / 4, rel=0.01)
 

@@ -158,6 +158,13 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
         mem, perf_d, notes = _training(w, model, s, system, layout, memory_only, explain, memo)
     assumptions.extend(notes)
     assumptions.extend(mem.notes)
+    if explain and not memory_only and (lin := getattr(model, "linear_attention", None)) is not None:
+        assumptions.append(_(
+            "{linear} of {layers} layers are Gated DeltaNet (linear attention): no KV cache, a fixed state per sequence "
+            "({state:.1f} MiB), timed as their projections with fused kernels (vLLM and SGLang ship them; transformers "
+            "needs flash-linear-attention and causal-conv1d, without which it runs a PyTorch loop several times slower, "
+            "not counted)").format(linear=lin.layers, layers=model.num_layers,
+                                   state=model.recurrent_state_bytes(2.0) / 2**20))
     est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings, serving_model=serving_model,
                    concurrency_warnings=perf_warnings)
     if not memory_only:
