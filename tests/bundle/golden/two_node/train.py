@@ -67,7 +67,11 @@ if not torch.cuda.is_available():
 # The rehearsal's tiny model: narrower layers of the same family (and fewer of them, --pp decides).
 TINY = dict(hidden_size=64, intermediate_size=128, num_attention_heads=8, num_key_value_heads=8, head_dim=8,
             vocab_size=256, tie_word_embeddings=False, moe_intermediate_size=32, num_experts=4,
-            num_local_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=64)
+            num_local_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=64,
+            # hybrids (qwen3_next): a full-attention layer every 2nd, so a 2-layer model holds one (an all-linear
+            # model fails in transformers' mask builder), and narrow Gated DeltaNet heads
+            full_attention_interval=2, linear_num_key_heads=4, linear_num_value_heads=8, linear_key_head_dim=8,
+            linear_value_head_dim=8)
 # bitsandbytes classes for the workload's optimizer names (bitsandbytes/optim/__init__.py).
 BNB = {"adamw-8bit": "AdamW8bit", "paged-adamw-8bit": "PagedAdamW8bit", "paged-adamw": "PagedAdamW"}
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
