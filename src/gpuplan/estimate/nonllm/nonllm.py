@@ -100,7 +100,7 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
 
 
 def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layout: Layout, system: System,
-                   precision: str, notes: list[str], trained: TrainedWeights) -> dict:
+                   notes: list[str], trained: TrainedWeights) -> dict:
     """A training step: forward + backward = 3x the forward's FLOPs, traffic and launches (+1 forward with full
     recomputation), the weights read and their gradients written; adapters (LoRA / QLoRA) backpropagate input
     gradients only: 2x (training.costs.flops_per_token's rule), and a QLoRA base is dequantised in every pass
@@ -116,7 +116,7 @@ def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layo
     step = micro * max(1, layout.grad_accum)
     gpus = layout.gpus
     samples_per_s = batch * max(1, layout.grad_accum) * gpus / step
-    peak = peak_flops(system, precision, [])
+    peak = peak_flops(system, cost.precision, [])   # the rate the step's matmuls run at (clocks.matmul_dtype)
     perf = empty_perf()
     perf.update(step_time_s=step, samples_per_s=samples_per_s, images_per_s=samples_per_s,
                 mfu=passes * cost.flops_per_sample * samples_per_s / gpus / peak,
@@ -197,7 +197,7 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
                                  trained.trained_network * dense_bytes(precision)) \
             if is_video(model) else forward_cost(model, scale, precision, params=trained.trained_network, tf32=tf32)
         perf = _training_perf(model, cost, batch=batch, framework=framework, layout=layout, system=system,
-                              precision=matmul_dtype(precision, tf32), notes=perf_notes, trained=trained)
+                              notes=perf_notes, trained=trained)
     else:
         cost = forward_cost(model, scale, precision, tf32=tf32)
         scores = eager_attention_scores(model)[0] if not flash else 0.0

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, matmul_dtype, peak_flops, sustained_note
+from gpuplan.estimate.clocks import (FP32_CORES, attention_rate_factor, attention_rate_note, matmul_dtype, peak_flops,
+                                     sustained_note)
 from gpuplan.estimate.comm import (context_parallel_s, dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
                                    pipeline_p2p_s, ring_latency_s, tp_collective_s)
 from gpuplan.estimate.memory import shard_group, sharded_traffic_bytes, trainable_local_fraction
@@ -99,12 +100,13 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     attn_share = float(table("training", "flash_causal_executed_share")) if flash else 1.0
     model_fpt, hw_fpt = flops_per_token(s, seq_len, task, layout.checkpointing, attn_share)
     fwd_hw_fpt = 2.0 * s.matmul_params_active + attention_flops_fwd_per_token(s, seq_len) * attn_share
-    peak = peak_flops(system, matmul_dtype(precision, tf32), notes)
+    dtype = matmul_dtype(precision, tf32)
+    peak = peak_flops(system, dtype, notes)
     # context parallelism splits each sequence over cp GPUs: a GPU's GEMMs, TP all-reduces, stage sends and
     # expert exchanges see seq_len / cp tokens of each micro-batch
     tokens_mb = seq_len * layout.micro_batch / max(1, layout.cp)
     eff = achievable_hfu(system, s, framework, quantization, tokens_mb)
-    if precision == "fp32" and (not tf32 or not system.gpu.peak_tflops("tf32")) \
+    if precision == "fp32" and (dtype == FP32_CORES or not system.gpu.peak_tflops("tf32")) \
             and (p16 := peak_flops(system, "fp16", [])) > peak:
         # no TF32 (none on the GPU, or tf32: false): the GEMMs on the FP32 cores beside the rest of the 16-bit step (costs.fp32_core_hfu)
         eff16, eff = eff, fp32_core_hfu(eff, p16, peak)
