@@ -66,3 +66,15 @@ def test_the_coder_and_thinking_variants_and_moonlight_resolve_offline():
         assert resolve_model(name).linear_attention is not None
     moon = resolve_model("moonshotai/Moonlight-16B-A3B")
     assert moon.mla is not None and moon.params_total == pytest.approx(16e9, rel=0.05)
+
+
+def test_a_qwen3_next_config_with_every_layer_full_attention_is_an_ordinary_decoder():
+    import json
+    from pathlib import Path
+
+    from gpuplan.catalog.configs.hf_config import from_hf_config
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "model-configs" / "Qwen" / "Qwen3-Next-80B-A3B-Instruct"
+    cfg = {**json.loads((path / "config.json").read_text()), "full_attention_interval": 1}
+    spec = from_hf_config(cfg, "all-full")
+    assert spec.linear_attention is None and spec.kv_cache_bytes_per_token(2.0) == 2 * 48 * 2 * 256 * 2

@@ -346,6 +346,8 @@ def _linear_attention(c: _Cfg, t: str, layers: int) -> LinearAttentionSpec | Non
     else:
         interval = c.int("full_attention_interval", default=4) or 4
         linear = sum(1 for i in range(layers) if (i + 1) % interval != 0)
+    if not linear:     # every layer full attention: an ordinary decoder
+        return None
     return LinearAttentionSpec(
         layers=linear,
         key_heads=c.int("linear_num_key_heads", default=16),  # type: ignore[arg-type]
