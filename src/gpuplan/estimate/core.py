@@ -68,6 +68,8 @@ class Estimate:
             "workload": self.workload.model_dump(mode="json"),
             "model": {"id": self.model.id, "params_total": self.model.params_total,
                       "params_active": self.model.params_active, "kind": self.model.kind,
+                      "arch": self.model.arch or None,
+                      "linear_attention_layers": la.layers if (la := self.model.linear_attention) else 0,
                       "synthetic": bool(getattr(self.model, "synthetic", False))},
             "hardware": sysd,
             "parallel": {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "sp": lay.sp, "cp": lay.cp, "zero": lay.zero,

@@ -26,11 +26,11 @@ def plan_json(c: Ctx, plan: dict, workload: Any, estimate: dict, rejected: list[
         plan_out["cost_breakdown"] = [public(ln) for ln in breakdown["lines"]]
         plan_out["cost_breakdown_total"] = {k: breakdown[k] for k in ("total", "basis", "hours", "currency", "unknown")}
     est = {k: v for k, v in estimate.items() if k != "workload"}
-    from gpuplan.render.bundle.node.weights import download_repo, load_path, weights_source
+    from gpuplan.render.bundle.node.weights import download_repo, model_dir, weights_source
 
     ms = weights_source(c)
     weights = {"repo": download_repo(c), "modelscope_id": ms.id, "modelscope_rule": ms.rule,
-               "source": c.env.weights_source if c.env else c.hub, "local_dir": load_path(c),
+               "source": c.env.weights_source if c.env else c.hub, "local_dir": model_dir(c),
                "bytes": int(c.model_bytes) if c.model_bytes else None, "trust_remote_code": c.trust_remote_code,
                "overrides": ["MODEL_OSS", "MODEL_MIRROR", "MODELSCOPE_ID"]}
     doc = {

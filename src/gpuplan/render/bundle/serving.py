@@ -32,7 +32,7 @@ from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
 from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.node.environment import requirements_text
-from gpuplan.render.bundle.node.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script, load_path, model_dir
+from gpuplan.render.bundle.node.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script, model_dir
 
 # Quantizations vLLM applies at load time to a BF16/FP16 checkpoint (dynamic FP8, bitsandbytes):
 # https://docs.vllm.ai/en/latest/features/quantization/fp8.html , .../bnb.html
@@ -216,7 +216,7 @@ def files(c: Ctx) -> dict[str, str]:
     batch = max(1, c.max_num_seqs if not c.online else min(c.max_num_seqs, 16))
     launch = video.video_launch(c) if c.model_kind == "diffusion" else None
     if launch is not None:    # a video model: generate_videos.py runs what the plan estimated (video.py)
-        return {video.SCRIPT: video.script(c, launch, batch=batch, model_dir=load_path(c)),
+        return {video.SCRIPT: video.script(c, launch, batch=batch, model_dir=model_dir(c)),
                 "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
     if c.model_kind == "diffusion":
         steps = int(c.model_input.get("steps") or 30)
@@ -225,17 +225,17 @@ def files(c: Ctx) -> dict[str, str]:
         # diffusers' usual dtype; the 16-bit figures are the same for bfloat16)
         dtype = "float32" if c.precision == "fp32" else "float16"
         out = {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model),
-                                            model_dir_py=_py(load_path(c)), steps=steps, image_size=size,
+                                            model_dir_py=_py(model_dir(c)), steps=steps, image_size=size,
                                             batch=batch, dtype=dtype),
                "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
         if c.online:   # a service: the online image server too
             out["serve_images.py"] = render("serve_images.py.j2", c=c, model_py=_py(c.model),
-                                            model_dir_py=_py(load_path(c)), steps=steps, image_size=size,
+                                            model_dir_py=_py(model_dir(c)), steps=steps, image_size=size,
                                             copies=max(1, c.dp), port=c.serve_port, dtype=dtype)
             out["healthcheck.sh"] = render("healthcheck.sh.j2", c=c)
         return out
     if c.embed_job:     # an encoder-only model's batch job: the sentence-transformers script the plan timed
-        return {"embed.py": render("embed.py.j2", c=c, model_dir_py=_py(load_path(c)), batch=batch,
+        return {"embed.py": render("embed.py.j2", c=c, model_dir_py=_py(model_dir(c)), batch=batch,
                                    max_length=max(1, c.prompt_tokens or 512), dtype=embed_dtype(c),
                                    base_model_comment=Safe(json.dumps(c.model, ensure_ascii=True)[1:-1]
                                                            .replace("\\", "/"))),
@@ -244,7 +244,7 @@ def files(c: Ctx) -> dict[str, str]:
         # the compute type the plan timed and sized: float32 weights for an fp32 plan, 16-bit otherwise (the 16-bit
         # figures are the same for float16 and bfloat16; faster-whisper's GPU default is float16)
         compute = "float32" if c.precision == "fp32" else "float16"
-        return {"transcribe.py": render("transcribe.py.j2", c=c, model_dir_py=_py(load_path(c)), batch=batch,
+        return {"transcribe.py": render("transcribe.py.j2", c=c, model_dir_py=_py(model_dir(c)), batch=batch,
                                         compute=compute,
                                         base_model_comment=Safe(json.dumps(c.model, ensure_ascii=True)[1:-1]
                                                                 .replace("\\", "/"))),

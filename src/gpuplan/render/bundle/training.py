@@ -26,7 +26,7 @@ from gpuplan.render.bundle.node.environment import requirements_text
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.training_alt import dataset_info, nccl_env, sample_data
 from gpuplan.render.bundle.training_layout import SMOKE_SEQ_LEN, SMOKE_STEPS, batch_layout, smoke_layout, train_iters
-from gpuplan.render.bundle.node.weights import load_path, model_dir
+from gpuplan.render.bundle.node.weights import model_dir
 
 QUANT_BITS = {"bnb-nf4": 4, "int4": 4, "gptq-int4": 4, "awq": 4, "bnb-int8": 8, "int8": 8, "gptq-int8": 8}
 DATA_FILE = "data/train.jsonl"   # the one place for the user's data (every launcher reads it)
@@ -191,7 +191,7 @@ def llamafactory(c: Ctx) -> dict:
     """LLaMA-Factory SFT config for a LoRA/QLoRA job, reading data/train.jsonl (dataset "train")."""
     b = batch_layout(c)
     cfg: dict = {
-        "model_name_or_path": load_path(c),      # the local copy (fetch-model.sh, once, in the region)
+        "model_name_or_path": model_dir(c),      # the local copy (fetch-model.sh, once, in the region)
         "trust_remote_code": c.trust_remote_code,
         "stage": "sft",
         "do_train": True,

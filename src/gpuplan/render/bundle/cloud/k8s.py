@@ -30,7 +30,7 @@ import yaml
 
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.node.images import APP_DIR, image_ref
-from gpuplan.render.bundle.node.weights import load_path, model_dir
+from gpuplan.render.bundle.node.weights import model_dir
 
 
 def k8s_text(text: str) -> str:
@@ -164,7 +164,7 @@ def _engine_container(c: Ctx, dp: int, gpus: int) -> dict:
     serve_images.py in the same image."""
     from gpuplan.render.bundle.serving import sglang_args, vllm_args
 
-    local = k8s_text(load_path(c))
+    local = k8s_text(model_dir(c))
     image = image_ref(c)
     if c.model_kind == "diffusion":
         name = "image-server"

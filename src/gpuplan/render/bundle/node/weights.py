@@ -93,16 +93,14 @@ def serves_engine(c: Ctx) -> bool:
 
 
 def model_dir(c: Ctx) -> str:
-    """Where the weights are staged once: the shared file system when a multi-node training plan has one (one
-    download for every node), else the node's data disk (it outlives the instance)."""
+    """Where every launcher and server loads the weights from (plan.json ``weights.local_dir``, each script's
+    MODEL_DIR): the local model folder the user named (used where it is, nothing to download), else the copy staged
+    once: on the shared file system when a multi-node training plan has one (one download for every node), else on
+    the node's data disk (it outlives the instance)."""
+    if c.model.startswith(("/", "./")):
+        return c.model
     base = c.shared_dir if (c.training and c.shared_kind) else c.data_dir
     return f"{base}/models/{c.slug}"
-
-
-def load_path(c: Ctx) -> str:
-    """What the launchers and servers load: the staged copy, or the local model folder the user named (used where it
-    is, nothing to download)."""
-    return c.model if c.model.startswith(("/", "./")) else model_dir(c)
 
 
 def download_repo(c: Ctx) -> str:

@@ -40,9 +40,9 @@ def environment_lines(c: Ctx) -> list[Safe]:
 
 def weights_lines(c: Ctx) -> list[Safe]:
     """Which repository the weights come from (its ModelScope id in mainland regions), and where they are staged."""
-    from gpuplan.render.bundle.node.weights import download_repo, load_path, weights_source
+    from gpuplan.render.bundle.node.weights import download_repo, model_dir, weights_source
 
-    repo, ms, local = download_repo(c), weights_source(c), load_path(c)
+    repo, ms, local = download_repo(c), weights_source(c), model_dir(c)
     if c.hub == "modelscope" and ms.id:
         line = tr("Weights: fetch-model.sh downloads {repo} once from ModelScope as {ms_id} (or from your OSS copy, "
                   "MODEL_OSS) into {dir}; every launcher and server loads that local copy.", c.lang).format(
