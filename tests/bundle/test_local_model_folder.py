@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpuplan.check import check_bundle
 from gpuplan.workload import Workload
@@ -73,3 +74,27 @@ def test_a_remote_code_folder_is_launched_with_trust_remote_code(tmp_path):
 def test_an_in_library_folder_is_not(qwen3_folder_bundle):
     _folder_path, path = qwen3_folder_bundle
     assert 'TRUST_REMOTE_CODE="${TRUST_REMOTE_CODE:-0}"' in (path / "launch.sh").read_text()
+
+
+def test_a_local_folder_service_mounts_its_weights_in_the_pod(tmp_path):
+    folder = _folder(tmp_path, "Qwen/Qwen3-4B-Instruct-2507")
+    path = _bundle(tmp_path, folder, task="inference", prompt_tokens=1000, output_tokens=300,
+                   serving={"requests_per_s": 2})
+    report = check_bundle(path)
+    assert report.ok, report.to_dict()                  # before: "the Deployment's engine loads ... no volume mounted"
+    dep = next(d for d in yaml.safe_load_all((path / "k8s" / "deployment.yaml").read_text())
+               if d["kind"] == "Deployment")
+    main = dep["spec"]["template"]["spec"]["containers"][0]
+    assert str(folder) in main["args"]
+    assert {"name": "models", "mountPath": str(folder.parent), "readOnly": True} in main["volumeMounts"]
+    assert "is loaded where it is, nothing is downloaded" in (path / "PLAN.md").read_text()
+
+
+def test_a_relative_path_or_its_config_file_names_the_same_absolute_folder(tmp_path, monkeypatch):
+    folder = _folder(tmp_path, "Qwen/Qwen3-4B-Instruct-2507")
+    monkeypatch.chdir(tmp_path)
+    for i, ref in enumerate(("./weights", str(folder / "config.json"))):
+        (tmp_path / str(i)).mkdir()
+        path = _bundle(tmp_path / str(i), ref)
+        assert json.loads((path / "plan.json").read_text())["weights"]["local_dir"] == str(folder), ref
+        assert check_bundle(path).ok, ref

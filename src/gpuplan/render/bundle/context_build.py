@@ -23,7 +23,7 @@ from gpuplan.render.bundle.node import nccl
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.context_serving import finite_number, runs_embed_script, serving_fields
 from gpuplan.render.bundle.node.environment import node_environment, stack_for
-from gpuplan.render.bundle.context_model import is_video_model, template_for, train_model
+from gpuplan.render.bundle.context_model import is_video_model, local_folder, template_for, train_model
 from gpuplan.render.bundle.node.model_sources import needs_remote_code
 from gpuplan.render.bundle.safe import check_argument, check_id, check_text, slugify
 from gpuplan.units import HOURS_PER_MONTH
@@ -52,7 +52,9 @@ def _model_ref(workload: Any, estimate: dict) -> str:
     mapping, the id the catalog resolved (synthetic models get a placeholder the user replaces)."""
     ref = workload.model
     if isinstance(ref, str):
-        return check_argument(ref, "model")
+        from gpuplan.catalog.models import _looks_like_path
+
+        return check_argument(local_folder(ref) if _looks_like_path(ref) else ref, "model")
     mid = (estimate.get("model") or {}).get("id")
     return check_argument(mid or "path/to/model", "model")
 

@@ -3,6 +3,7 @@ the tiny model family its rehearsal builds, LLaMA-Factory's chat template, and w
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from gpuplan.errors import GpuplanError
@@ -38,7 +39,7 @@ def train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
                              "download."), hint=hint, field="model")
     name = check_argument(ref.strip(), "model")
     if _looks_like_path(name):   # a local folder on the node: the estimate read its config.json
-        return check_argument(name, "model"), SMOKE_MODEL_TYPES.get(str(arch or ""), "llama")
+        return check_argument(local_folder(name), "model"), SMOKE_MODEL_TYPES.get(str(arch or ""), "llama")
     spec = resolve_model(name)
     repo = name if ("/" in name and ":" not in name) else spec.id
     if spec.synthetic or ":" in repo or "/" not in repo:
@@ -51,6 +52,13 @@ def train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
                            hint=_("Use `gpuplan recommend` for sizing; write the training script for this model "
                                   "yourself."), field="model")
     return check_argument(repo, "model"), SMOKE_MODEL_TYPES.get(spec.arch, "llama")
+
+
+def local_folder(name: str) -> str:
+    """The absolute folder of a model named by a local path (a folder, or the config.json / model_index.json in it),
+    as the estimate read it: every launcher and server loads it where it is (node/weights.model_dir)."""
+    path = os.path.abspath(os.path.expanduser(name))
+    return os.path.dirname(path) if path.endswith(".json") else path
 
 
 def catalog_spec(model: Any) -> Any | None:

@@ -30,7 +30,7 @@ import yaml
 
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.node.images import APP_DIR, image_ref
-from gpuplan.render.bundle.node.weights import model_dir
+from gpuplan.render.bundle.node.weights import model_dir, models_mount
 
 
 def k8s_text(text: str) -> str:
@@ -198,7 +198,7 @@ def _fetch_container(c: Ctx) -> dict:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": f"{c.slug}-hf-token", "key": "HF_TOKEN",
                                                                         "optional": True}}})
     return {"name": "fetch-model", "image": image_ref(c), "command": ["bash", f"{APP_DIR}/fetch-model.sh"], "env": env,
-            "volumeMounts": [{"name": "models", "mountPath": f"{c.data_dir}/models"}]}
+            "volumeMounts": [{"name": "models", "mountPath": models_mount(c)}]}
 
 
 def serving_manifests(c: Ctx) -> list[dict]:
@@ -208,7 +208,7 @@ def serving_manifests(c: Ctx) -> list[dict]:
     _pod_extras(c, pod_spec, container, pods_per_node=max(1, c.gpus_per_node // max(1, gpus)))
     # The weights, staged once for every pod: a NAS-backed ReadWriteMany PVC (create it first, PLAN.md).
     pod_spec["volumes"].append({"name": "models", "persistentVolumeClaim": {"claimName": f"{c.slug}-models"}})
-    container["volumeMounts"].append({"name": "models", "mountPath": f"{c.data_dir}/models", "readOnly": True})
+    container["volumeMounts"].append({"name": "models", "mountPath": models_mount(c), "readOnly": True})
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(c, c.slug),
                   "spec": {"replicas": pods, "selector": {"matchLabels": {"app.kubernetes.io/name": c.slug}},
                            "template": {"metadata": {"labels": _labels(c)}, "spec": pod_spec}}}

@@ -7,6 +7,7 @@ Face outside the mainland). Shared by the serving, image, infrastructure and mon
 from __future__ import annotations
 
 import functools
+import posixpath
 from dataclasses import dataclass
 from importlib.resources import files as _pkg_files
 
@@ -97,10 +98,16 @@ def model_dir(c: Ctx) -> str:
     MODEL_DIR): the local model folder the user named (used where it is, nothing to download), else the copy staged
     once: on the shared file system when a multi-node training plan has one (one download for every node), else on
     the node's data disk (it outlives the instance)."""
-    if c.model.startswith(("/", "./")):
+    if c.model.startswith("/"):          # context_model.local_folder: a local path is made absolute once
         return c.model
     base = c.shared_dir if (c.training and c.shared_kind) else c.data_dir
     return f"{base}/models/{c.slug}"
+
+
+def models_mount(c: Ctx) -> str:
+    """Where a pod mounts the models volume: the folder holding model_dir (the staged copies, or the local model
+    folder's parent, so the engine finds the folder at the path the plan names)."""
+    return posixpath.dirname(model_dir(c).rstrip("/")) or "/"
 
 
 def download_repo(c: Ctx) -> str:
