@@ -4,6 +4,7 @@ transformers refuses ("get_mask_sizes can only be called on Attention layers")."
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +28,31 @@ def test_the_tiny_model_of_every_rehearsed_family_trains_a_step(model_type, tmp_
     loss = model(ids, labels=ids).loss
     loss.backward()
     assert torch.isfinite(loss)
+
+
+def test_a_hybrid_training_bundle_installs_flash_linear_attention(tmp_path):
+    """transformers (and Megatron's Gated DeltaNet) call fla's Triton kernels only when `fla` imports; without it
+    they run a PyTorch loop several times slower than the rate the plan timed. A plain model's bundle does not
+    install it, nor does a serving bundle (vLLM and SGLang ship their own kernels)."""
+    from gpuplan.workload import Workload
+    from gpuplan.write_bundle import write_plan_bundle
+
+    from .env_matrix import MATRIX
+
+    for name in ("lora-torchrun-hybrid", "full-megatron-hybrid"):
+        assert "flash-linear-attention==0.6.0" in MATRIX[name]()["requirements.txt"], name
+    for name in ("lora-torchrun", "full-megatron"):
+        assert "flash-linear-attention" not in MATRIX[name]()["requirements.txt"], name
+    w = Workload.model_validate({
+        "name": "q3n", "model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "task": "lora", "seq_len": 4096,
+        "batch_size": 1, "gradient_accumulation": 8, "lora": {"rank": 8},
+        "dataset": {"samples": 5000, "tokens_per_sample": 4096}, "constraints": {"regions": ["cn-hangzhou"]}})
+    path, _info = write_plan_bundle(w, tmp_path / "b")
+    assert "flash-linear-attention==0.6.0" in (path / "requirements.txt").read_text()
+    assert json.loads((path / "plan.json").read_text())["environment"]["requirements"]["flash-linear-attention"] \
+        == "0.6.0"
+    serve = Workload.model_validate({"name": "q3n-chat", "model": "Qwen/Qwen3-Next-80B-A3B-Instruct",
+                                     "task": "inference", "prompt_tokens": 1000, "output_tokens": 300,
+                                     "serving": {"requests_per_s": 1}, "constraints": {"regions": ["cn-hangzhou"]}})
+    spath, _info = write_plan_bundle(serve, tmp_path / "s")
+    assert "flash-linear-attention" not in (spath / "requirements-serve.txt").read_text()

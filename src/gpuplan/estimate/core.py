@@ -163,9 +163,9 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
     if explain and not memory_only and (lin := getattr(model, "linear_attention", None)) is not None:
         assumptions.append(_(
             "{linear} of {layers} layers are Gated DeltaNet (linear attention): no KV cache, a fixed state per sequence "
-            "({state:.1f} MiB), timed as their projections with fused kernels (vLLM and SGLang ship them; transformers "
-            "needs flash-linear-attention and causal-conv1d, without which it runs a PyTorch loop several times slower, "
-            "not counted)").format(linear=lin.layers, layers=model.num_layers,
+            "({state:.1f} MiB), timed as their projections with fused kernels (vLLM and SGLang ship them; for "
+            "transformers and Megatron the training bundle installs flash-linear-attention, without which they run a "
+            "PyTorch loop several times slower, not counted)").format(linear=lin.layers, layers=model.num_layers,
                                    state=model.recurrent_state_bytes(2.0) / 2**20))
     est = Estimate(w, model, system, layout, mem, perf_d, assumptions, warnings, serving_model=serving_model,
                    concurrency_warnings=perf_warnings)

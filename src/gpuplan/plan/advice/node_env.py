@@ -61,16 +61,18 @@ def base_image(region: str, stack: str) -> str:
 
 
 def requirement_pins(stack: str, *, deepspeed: bool = False, bitsandbytes: bool = False,
-                     online: bool = False, video: bool = False) -> tuple[tuple[str, str], ...]:
+                     linear_attention: bool = False, online: bool = False,
+                     video: bool = False) -> tuple[tuple[str, str], ...]:
     """The pinned packages of a stack (data/environments.yaml ``stacks``), with the optional ones the plan needs: the
-    one source of every pin a bundle's requirements file holds (``video``: the MP4 writer of generate_videos.py)."""
+    one source of every pin a bundle's requirements file holds (``linear_attention``: flash-linear-attention for a
+    hybrid model's Gated DeltaNet layers; ``video``: the MP4 writer of generate_videos.py)."""
     s = environments()["stacks"][stack]
     pins = dict(s["requirements"])
     optional = s.get("optional") or {}
-    if deepspeed:
-        pins["deepspeed"] = optional["deepspeed"]
-    if bitsandbytes:
-        pins["bitsandbytes"] = optional["bitsandbytes"]
+    for name, on in (("deepspeed", deepspeed), ("bitsandbytes", bitsandbytes),
+                     ("flash-linear-attention", linear_attention)):
+        if on and name in optional:
+            pins[name] = optional[name]
     if online:
         pins.update(s.get("online") or {})
     if video:
@@ -80,8 +82,8 @@ def requirement_pins(stack: str, *, deepspeed: bool = False, bitsandbytes: bool 
 
 def pin_sets() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
     """Every requirements set a bundle can write: {name: (Python, pins)} over each stack and its optional parts
-    (DeepSpeed, bitsandbytes, the online server, the video writer: a video plan is a batch job, never online).
-    scripts/gen_pin_metadata.py resolves each with pip; the tests check
+    (DeepSpeed, bitsandbytes, flash-linear-attention, the online server, the video writer: a video plan is a batch
+    job, never online). scripts/gen_pin_metadata.py resolves each with pip; the tests check
     that every bundle's set is one of them."""
     data = environments()
     out = {}
@@ -90,10 +92,12 @@ def pin_sets() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
         opts = s.get("optional") or {}
         for ds in (False, True) if "deepspeed" in opts else (False,):
             for bnb in (False, True) if "bitsandbytes" in opts else (False,):
-                for online in (False, True) if s.get("online") else (False,):
-                    name = "+".join([stack] + [n for n, on in (("deepspeed", ds), ("bitsandbytes", bnb),
-                                                               ("online", online)) if on])
-                    out[name] = (python, requirement_pins(stack, deepspeed=ds, bitsandbytes=bnb, online=online))
+                for la in (False, True) if "flash-linear-attention" in opts else (False,):
+                    for online in (False, True) if s.get("online") else (False,):
+                        name = "+".join([stack] + [n for n, on in (("deepspeed", ds), ("bitsandbytes", bnb),
+                                                                   ("fla", la), ("online", online)) if on])
+                        out[name] = (python, requirement_pins(stack, deepspeed=ds, bitsandbytes=bnb,
+                                                              linear_attention=la, online=online))
         if s.get("video"):
             out[f"{stack}+video"] = (python, requirement_pins(stack, video=True))
     return out

@@ -187,6 +187,8 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
                            stack=stack_for(training=training, launcher=launcher, engine=serving["engine"],
                                            model_kind=model_kind, embed_job=serving["embed_job"]),
                            deepspeed=deepspeed, bitsandbytes=task == "qlora" or optimizer in BNB_OPTIMIZER_NAMES,
+                           linear_attention=training and bool((estimate.get("model") or {}).get(
+                               "linear_attention_layers")),
                            online=serving["online"], video=video)
     serving["hub"] = env.weights_source
     kept = _int((plan.get("storage") or {}).get("checkpoints_kept"), DEFAULT_CHECKPOINTS_KEPT)

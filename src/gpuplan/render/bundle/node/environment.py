@@ -88,7 +88,7 @@ def stack_for(*, training: bool, launcher: str | None, engine: str, model_kind: 
 
 
 def node_environment(*, region: str, slug: str, stack: str, deepspeed: bool = False, bitsandbytes: bool = False,
-                     online: bool = False, video: bool = False) -> Environment:
+                     linear_attention: bool = False, online: bool = False, video: bool = False) -> Environment:
     data = environments()
     s = data["stacks"][stack]
     img = data["images"][s["image"]]
@@ -104,8 +104,8 @@ def node_environment(*, region: str, slug: str, stack: str, deepspeed: bool = Fa
         registry=data["registry"].format(region=region), pip_index=str(sc["pip_index"]),
         pip_trusted_host=sc.get("pip_trusted_host"), weights_source=str(sc["weights_source"]),
         requirements_file=REQUIREMENTS_FILE[stack],
-        requirements=requirement_pins(stack, deepspeed=deepspeed, bitsandbytes=bitsandbytes, online=online,
-                                      video=video),
+        requirements=requirement_pins(stack, deepspeed=deepspeed, bitsandbytes=bitsandbytes,
+                                      linear_attention=linear_attention, online=online, video=video),
         venv=s.get("venv"), forbidden_hosts=tuple(sc.get("forbidden_hosts") or ()),
         dcgm_exporter_image=copies["dcgm_exporter"]["image"],
         copied_images=tuple((v["image"], str(v["source"])) for v in copies.values() if v["source"]),
