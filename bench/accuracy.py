@@ -511,6 +511,12 @@ def _predict(r: dict[str, str]):
     if metric == "peak_mem_gib_total":  # the sum over the run's GPUs: one replica's GPUs x its replicas
         val = {"max_allocated": mem.total_allocated_bytes, "max_reserved": mem.total_reserved_bytes}.get(api, mem.total_bytes)
         return val * max(1, layout.dp) * max(1, layout.cp) / GIB, fits, "", est
+    if metric == "weights_mem_gib_per_gpu":  # an engine's startup log: the weights it loaded on one GPU
+        return mem.components.get("weights", 0.0) / GIB, fits, "", est
+    if metric == "kv_cache_gib_per_gpu":     # an engine's startup log: the KV pool it allocated on one GPU
+        if mem.engine_reserved_bytes is None:
+            return None, fits, "no KV pool: the stack allocates the cache as it grows", est
+        return mem.components.get("kv_cache", 0.0) / GIB, fits, "", est
     # a serving estimate is one replica's; a row of several data-parallel replicas counts them all (as the total
     # memory above)
     replicas = max(1, layout.dp) if r["task"] == "inference" else 1
@@ -566,11 +572,14 @@ def _predict(r: dict[str, str]):
     return None, fits, f"unknown metric {metric}", est
 
 
-METRIC_KIND = {"peak_mem_gib_per_gpu": "memory", "peak_mem_gib_total": "memory", "output_tokens_per_s": "speed",
+METRIC_KIND = {"peak_mem_gib_per_gpu": "memory", "peak_mem_gib_total": "memory", "weights_mem_gib_per_gpu": "memory",
+               "kv_cache_gib_per_gpu": "memory", "output_tokens_per_s": "speed",
                "max_output_tokens_per_s": "speed", "total_tokens_per_s": "speed", "step_time_s": "speed",
                "train_tokens_per_s_per_gpu": "speed", "train_samples_per_s": "speed", "tflops_per_gpu": "speed",
                "gpu_hours": "speed", "mfu": "speed", "wall_hours": "speed", "images_per_s": "speed",
                "denoising_steps_per_s": "speed", "latency_s": "speed", "ttft_s": "speed", "tpot_ms": "speed"}
+# Memory metrics that are one component of a serving engine's memory, read from its startup log.
+COMPONENT_METRICS = {"weights_mem_gib_per_gpu", "kv_cache_gib_per_gpu"}
 # Speed metrics that are durations (a larger value is slower); every other speed metric is a rate.
 TIME_METRICS = {"step_time_s", "gpu_hours", "wall_hours", "latency_s", "ttft_s", "tpot_ms"}
 
@@ -824,7 +833,8 @@ def score(r: dict[str, str]) -> Row:
     if pred is not None and not math.isfinite(pred):   # an estimator bug (a queue said to never drain): listed
         base.note = f"error: non-finite estimate ({pred})"
         return base
-    base.icls = row_class(r, intervals.class_of(est))
+    # a component of the engine's memory (weights, KV pool): scored as a point, outside the bands of whole figures
+    base.icls = None if r["metric"] in COMPONENT_METRICS else row_class(r, intervals.class_of(est))
     fits_high = intervals.memory_high_bytes(est) <= est.memory.capacity_bytes
     if not layout_stated(r) or pred is None:
         fits = fits_high = None  # the run's GPU count or layout is not published (or nothing was estimated)

@@ -61,3 +61,18 @@ def test_a_row_that_states_strict_fp32_matmuls_is_estimated_with_tf32_off(acc):
     assert acc.row_to_case(r)[0].tf32 is False
     assert acc.row_to_case({**r, "notes": "torch 2.0 defaults"})[0].tf32 is None
     assert acc.row_to_case({**r, "precision": "bf16"})[0].tf32 is None
+
+
+def test_an_engine_startup_log_is_scored_against_its_memory_components(acc):
+    """vLLM's startup log prints the weights it loaded and the KV pool it allocated on one GPU ("Model loading took
+    ... GiB", "Available KV cache memory: ... GiB"; held-out set 12's cssa100 rows): the bench compares them with the
+    estimate's components, outside the bands of whole figures."""
+    r = {**BASE, "model": "Qwen/Qwen3-8B", "task": "inference", "framework": "vllm", "gpu": "A100-SXM4-80GB",
+         "micro_batch": "8", "prompt_tokens": "1024", "output_tokens": "128", "notes": "stack: vllm 0.10.2"}
+    weights = acc.score({**r, "metric": "weights_mem_gib_per_gpu", "value": "15.27"})
+    assert weights.kind == "memory" and weights.icls is None
+    assert abs(weights.error) < 0.01                                      # 8.19 B bf16 parameters: 15.26 GiB
+    kv = acc.score({**r, "metric": "kv_cache_gib_per_gpu", "value": "55"})
+    assert kv.icls is None and 40 < kv.predicted < 60     # 0.9 x 80 GiB less weights, activations, CUDA context
+    hf = acc.score({**r, "framework": "transformers", "metric": "kv_cache_gib_per_gpu", "value": "5"})
+    assert hf.predicted is None and "no KV pool" in hf.note
