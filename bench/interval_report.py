@@ -221,8 +221,8 @@ def holdout_summary(label: str, path: Path, rows: Sequence[Any], stats, fit_shar
     lines.append(f"Completed runs predicted to fit: {fit_share(rows)} at the estimate; "
                  f"{fit_share(rows, 'fits_high')} at the high end of the memory interval.")
     lines += ["", "| group | class | metric | rows | median abs error | p90 | bias |", "|---|---|---|---|---|---|---|"]
-    for g, cls, m in sorted({(r.group, r.icls, r.metric) for r in rows}):
-        sel = [r for r in rows if r.group == g and r.icls == cls and r.metric == m]
+    for g, cls, m in sorted({(r.group, r.icls or "", r.metric) for r in rows}):
+        sel = [r for r in rows if r.group == g and (r.icls or "") == cls and r.metric == m]
         n, med, p90, bias = stats(sel)
         lines.append(f"| {g} | {cls} | {m} | {n} | {med} | {p90} | {bias} |")
     failed = [r for r in rows if r.predicted is None]
