@@ -346,6 +346,9 @@ def row_to_case(r: dict[str, str]):
                                       get_gpu(r["gpu"] or DEFAULT_GPU)))
         if _input_from_notes(r.get("notes") or ""):
             data["input"] = _input_from_notes(r.get("notes") or "")
+        if _i(r["output_tokens"], None) and getattr(resolve_model(r["model"]), "kind", "") == "speech":
+            # a speech row's stated new tokens per window (generate's max/min_new_tokens): input.tokens_per_window
+            data.setdefault("input", {})["tokens_per_window"] = _i(r["output_tokens"], None)
     else:
         data["seq_len"] = seq
         if ckpt is not None:
@@ -398,9 +401,10 @@ def row_to_case(r: dict[str, str]):
             data["packed"] = True
         if re.search(r"\bcompile on\b", notes):
             data["compile"] = True
-        if re.search(r"\bliger kernel on\b|\bfused linear cross-entropy\b", notes, re.IGNORECASE):
+        if re.search(r"\bliger kernel on\b|\bfused linear cross-entropy\b|\bChunkedCELoss\b", notes, re.IGNORECASE):
             # Liger's fused linear cross-entropy computes the loss chunk by chunk, the whole logits never exist:
-            # the workload's fused_loss (memory.chunked_loss)
+            # the workload's fused_loss (memory.chunked_loss); torchtitan's ChunkedCELoss (2026: lm_head and
+            # cross-entropy chunk by chunk over the sequence) is the same algorithm
             data["fused_loss"] = True
         if re.search(r"\bactivation offloading on\b", notes):
             data["activation_offloading"] = True

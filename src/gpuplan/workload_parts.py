@@ -189,6 +189,10 @@ class InputSpec(_Strict):
     image_size: int | None = Field(None, ge=8, le=16384)
     steps: int | None = Field(None, ge=1, le=10_000)
     audio_seconds: float | None = Field(None, gt=0, le=36_000)
+    # speech (Whisper): tokens the decoder writes per 30 s window (its limit is 448); unset = 100, an English
+    # speaker's rate (estimate/nonllm/speech.window_tokens). A benchmark that forces a count, or a language that
+    # runs longer, states it here.
+    tokens_per_window: int | None = Field(None, ge=1, le=448)
     # video diffusion: frames and resolution of each video (the pipeline's defaults when unset)
     frames: int | None = Field(None, ge=1, le=10_000)
     height: int | None = Field(None, ge=8, le=16384)

@@ -196,16 +196,28 @@ def per_op_saved_bytes_per_token_layer(s: Shape, precision: str, tp: int = 1, sp
     """Bytes per token per layer that torchtitan's per-op selective checkpointing keeps (activation_checkpoint
     mode "selective", selective_ac_option "op"; torchtitan models/llama3/infra/parallelize.py ``_save_list`` and
     ``_custom_policy``): each block is checkpointed with its input saved, and inside it only the outputs of the
-    attention kernel (SDPA) and of every other matrix multiply, counted in the block's order q, k, v, o, gate, up,
-    down (plain MLP: fc1, fc2), are kept: q, v, gate (fc1) and down (the odd ones). Norms, rotary, the MLP's
+    attention kernel (SDPA) and of every other matrix multiply (aten.mm), counted in the block's order q, k, v, o,
+    gate, up, down (plain MLP: fc1, fc2), are kept: q, v, gate (fc1) and down (the odd ones). Norms, rotary, the MLP's
     nonlinearity and product, and k, o and up are recomputed in backward. 16-bit: 2·(2·h + 2·q_dim + kv_dim + f)
-    (Llama 3 8B: 63.5 kB, against ~34·h = 139 kB kept without recomputation)."""
+    (Llama 3 8B: 63.5 kB, against ~34·h = 139 kB kept without recomputation).
+
+    A MoE block (models/deepseek_v3 and qwen3 infra/parallelize.py ``_op_sac_save_list``) runs its routed experts
+    as grouped matrix multiplies (torch._grouped_mm), which are not on the save list: their outputs are recomputed.
+    The router is the fifth mm (kept: one logit per expert), a shared expert's gate, up and down the next three (up
+    kept); the layer's output is the experts' weighted sum, not an mm output. Dense layers of a MoE model (DeepSeek's
+    first ones) keep as above; the figure is the average over the layers."""
     b = ACT_BYTES.get(precision, 2.0)
     q_dim = s.heads * s.head_dim
     kv_dim = s.kv_heads * s.head_dim
-    replicated = 2.0 * s.hidden / (tp if sp else 1)              # the block input and the down projection's output
-    sharded = (2.0 * q_dim + kv_dim + s.moe_active_ffn) / tp      # q, the attention output, v, gate (fc1)
-    return b * (replicated + sharded)
+    h = s.hidden / (tp if sp else 1)                              # replicated: the block input, the down output
+    attention = (2.0 * q_dim + kv_dim) / tp                       # q, the attention output, v
+    dense = 2.0 * h + attention + s.ffn / tp                      # + gate (fc1)
+    if not s.moe_experts:
+        return b * (2.0 * h + attention + s.moe_active_ffn / tp)
+    shared = max(0.0, s.moe_active_ffn - s.moe_experts_per_token * s.moe_expert_ffn)
+    moe = h + attention + (s.moe_experts + shared) / tp
+    moe_layers = float(s.moe_layer_count or s.layers)
+    return b * (moe * moe_layers + dense * (s.layers - moe_layers)) / max(1.0, float(s.layers))
 
 
 def kept_base_input_elements(s: Shape, tp: int = 1, sp: bool = False) -> float:

@@ -26,7 +26,7 @@ from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
 from gpuplan.estimate.clocks import matmul_dtype, peak_flops, sustained_flops
 from gpuplan.estimate.profile import InputScale, NonLLMResult, dense_bytes, empty_perf, forward_cost, input_scale
-from gpuplan.estimate.nonllm.speech import ct2_compute_type, ct2_memory, runs_faster_whisper, speech_cache_bytes, speech_latency
+from gpuplan.estimate.nonllm.speech import ct2_compute_type, ct2_memory, runs_faster_whisper, speech_cache_bytes, speech_latency, window_tokens
 from gpuplan.i18n import _
 from gpuplan.units import GIB
 
@@ -50,7 +50,7 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
             trained: TrainedWeights | None = None, inp: dict | None = None, flash: bool = True) -> MemoryEstimate:
     if not training and runs_faster_whisper(model, framework):
         return ct2_memory(model, batch=batch, compute_type=ct2_compute_type(precision), layout=layout,
-                          system=system, notes=notes)
+                          system=system, notes=notes, per_window=window_tokens(inp))
     prof = model.profile
     nl = table("nonllm")
     mem_tab = table("memory")
@@ -88,7 +88,7 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
             notes.append(_("attention without a fused kernel: the largest layer's {n:,.0f} scores per image and their "
                            "softmax are live at once").format(n=scores))
         if speech:   # every hypothesis's cross- and self-attention cache of its window (nonllm.speech_beam_size)
-            comp["kv_cache"] = speech_cache_bytes(model, precision, 1.0)[1] * batch
+            comp["kv_cache"] = speech_cache_bytes(model, precision, 1.0, window_tokens(inp))[1] * batch
     alloc = sum(comp.values()) + mem_tab["workspace_bytes"]
     reserved = alloc * (1 + mem_tab["reserve_fraction_of_total"]) + 0.1 * comp["activations"]
     per_gpu = reserved + ctx + nccl
@@ -125,7 +125,8 @@ def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layo
 
 
 def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, system: System,
-                    scale: InputScale, precision: str, notes: list[str], tf32: bool = True) -> dict:
+                    scale: InputScale, precision: str, notes: list[str], tf32: bool = True,
+                    inp: dict | None = None) -> dict:
     ft = forward_time(cost, batch, system, framework, notes)
     latency, per_sample = ft.seconds, cost.flops_per_sample
     prof = model.profile
@@ -135,7 +136,7 @@ def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, sys
         eff = table("nonllm", "compute_efficiency") * by_key(table("training", "framework_factor"), framework, "auto")
         latency, per_sample, per_item = speech_latency(model, scale=scale.flops, batch=batch, precision=precision,
                                                       framework=framework, system=system, peak=peak, eff=eff,
-                                                      notes=notes)
+                                                      notes=notes, inp=inp)
     else:
         notes.append(_("{batch} sample(s) per forward: {ms:.2f} ms ({bound}-bound: CPU launches {cpu_ms:.2f} ms, "
                        "GPU {gpu_ms:.2f} ms)").format(batch=batch, ms=latency * 1e3, bound=_(ft.bound),
@@ -207,6 +208,6 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
             perf_notes.append(_("attention without a fused kernel: {gb:.1f} GB of attention scores per image through "
                                 "HBM").format(gb=scores * per_score / 1e9))
         perf = _inference_perf(model, cost, batch=batch, framework=framework, system=system, scale=scale,
-                               precision=precision, notes=perf_notes, tf32=tf32)
+                               precision=precision, notes=perf_notes, tf32=tf32, inp=inp)
     notes.extend(perf_notes)
     return NonLLMResult(memory=mem, performance=perf, notes=notes)

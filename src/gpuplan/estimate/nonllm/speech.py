@@ -122,8 +122,16 @@ def ct2_weight_bytes(model, compute_type: str) -> float:
     return linear + 4.0 * rows + (params - linear) * a
 
 
-def _tokens(scale: float) -> float:
-    return float(table("nonllm", "speech_tokens_per_30s")) * max(1.0, scale)
+def window_tokens(inp: dict | None) -> float:
+    """Tokens the decoder writes per 30 s window: the workload's ``input.tokens_per_window`` where it states them (a
+    benchmark that forces a count, or a language that runs longer than English), else the assumed
+    nonllm.speech_tokens_per_30s."""
+    stated = (inp or {}).get("tokens_per_window")
+    return float(stated) if stated else float(table("nonllm", "speech_tokens_per_30s"))
+
+
+def _tokens(scale: float, per_window: float) -> float:
+    return per_window * max(1.0, scale)
 
 
 def _beams() -> float:
@@ -131,10 +139,10 @@ def _beams() -> float:
 
 
 def ct2_memory(model, *, batch: int, compute_type: str, layout: Layout, system: System,
-               notes: list[str]) -> MemoryEstimate:
+               notes: list[str], per_window: float) -> MemoryEstimate:
     """GPU memory of faster-whisper transcribing ``batch`` windows at once (module docstring)."""
     fw = _fw()
-    win = window_bytes(model, compute_type, _beams(), _tokens(1.0))
+    win = window_bytes(model, compute_type, _beams(), _tokens(1.0, per_window))
     weights = ct2_weight_bytes(model, compute_type)
     live = batch * win.peak
     alloc_cache = float(fw["allocator_cache_fraction"]) * live
@@ -149,14 +157,14 @@ def ct2_memory(model, *, batch: int, compute_type: str, layout: Layout, system: 
                    "cross-attention keys/values (once per window, not per beam) and {self_kv} MB of self-attention "
                    "cache ({beams:g} beams x {tokens:.0f} tokens); weights {weights} GiB").format(
         compute=compute_type, batch=batch, cross=f"{win.cross_kv / 1e6:.0f}", self_kv=f"{win.self_kv / 1e6:.0f}",
-        beams=_beams(), tokens=_tokens(1.0), weights=f"{weights / GIB:.2f}"))
+        beams=_beams(), tokens=_tokens(1.0, per_window), weights=f"{weights / GIB:.2f}"))
     return MemoryEstimate(per_gpu_bytes=per_gpu, peak_allocated_bytes=weights + live,
                           peak_reserved_bytes=weights + live + alloc_cache, capacity_bytes=system.capacity_bytes,
                           components=comp, host_bytes=weights + 4 * GIB * system.gpus_per_node, peak_phase="decode",
                           total_bytes=per_gpu * layout.gpus, notes=[])
 
 
-def speech_cache_bytes(model, precision: str, scale: float) -> tuple[float, float]:
+def speech_cache_bytes(model, precision: str, scale: float, per_window: float) -> tuple[float, float]:
     """Eager transformers: (bytes one hypothesis reads per step, bytes a batch element holds). ``generate``
     expands the encoder output per beam, so each hypothesis keeps its own cross-attention K/V
     (decoder_layers x 2 x frames x d_model) plus its self-attention cache at half the transcript (read) or the
@@ -164,7 +172,7 @@ def speech_cache_bytes(model, precision: str, scale: float) -> tuple[float, floa
     layers, d, _heads, _ffn, frames = _shape(model)
     if not layers or not d:
         return 0.0, 0.0
-    tokens = _tokens(scale)
+    tokens = _tokens(scale, per_window)
     per_token = layers * 2.0 * d * (4.0 if precision == "fp32" else 2.0)
     beams = _beams()
     return beams * per_token * (frames + tokens / 2.0), beams * per_token * (frames + tokens)
@@ -178,9 +186,10 @@ def _decoder_bytes(model, bytes_per_param: float) -> float:
 
 
 def speech_latency(model, *, scale: float, batch: int, precision: str, framework: str, system: System,
-                   peak: float, eff: float, notes: list[str]) -> tuple[float, float, float]:
+                   peak: float, eff: float, notes: list[str], inp: dict | None = None) -> tuple[float, float, float]:
     """(seconds for one batch, FLOPs per batch element, batch elements per clip) of Whisper transcription on the
-    engine that runs (module docstring)."""
+    engine that runs (module docstring); ``inp``: the workload's input (tokens_per_window)."""
+    per_window = window_tokens(inp)
     inf = table("inference")
     comps = model.profile.components
     enc = float(comps.get("encoder_flops") or model.profile.forward_flops_per_sample)
@@ -191,7 +200,7 @@ def speech_latency(model, *, scale: float, batch: int, precision: str, framework
     if runs_faster_whisper(model, framework):
         fw = _fw()
         compute = ct2_compute_type(precision)
-        windows, tokens = 1.0, _tokens(1.0)          # a batch element is one 30 s chunk
+        windows, tokens = 1.0, _tokens(1.0, per_window)   # a batch element is one 30 s chunk
         per_item = max(1.0, scale)                   # a longer clip is several chunks
         win = window_bytes(model, compute, beams, tokens)
         dec_bytes = _decoder_bytes(model, ct2_weight_bytes(model, compute) / float(model.params_total))
@@ -203,8 +212,8 @@ def speech_latency(model, *, scale: float, batch: int, precision: str, framework
         engine = _("faster-whisper")
     else:
         windows, per_item = max(1.0, scale), 1.0     # a batch element is one clip
-        tokens = _tokens(scale)
-        cache_read, _held = speech_cache_bytes(model, precision, scale)
+        tokens = _tokens(scale, per_window)
+        cache_read, _held = speech_cache_bytes(model, precision, scale, per_window)
         beams = beams if cache_read else 1.0
         dec_bytes = _decoder_bytes(model, 4.0 if precision == "fp32" else 2.0)
         step_gpu = max((dec_bytes + batch * cache_read) / bw, batch * beams * flops_tok / (peak * eff))
@@ -215,8 +224,9 @@ def speech_latency(model, *, scale: float, batch: int, precision: str, framework
     enc *= windows if runs_faster_whisper(model, framework) else scale
     encode = enc * batch / (peak * eff)
     notes.append(_("speech ({engine}): encoder {encode:.2f} s per batch of {batch}, then {tokens:.0f} decoder steps "
-                   "of {step_ms:.1f} ms ({tokens:.0f} tokens per {window_s:.0f} s, assumed; {beams:g} beams); host "
-                   "work (audio decoding, VAD, features) {host:.2f} s").format(engine=engine, encode=encode, batch=batch, tokens=tokens,
-                                          step_ms=(step_gpu + over) * 1000, window_s=30 * windows, beams=beams,
-                                          host=host))
+                   "of {step_ms:.1f} ms ({per_window:.0f} tokens per 30 s window, {source}; {beams:g} beams); host "
+                   "work (audio decoding, VAD, features) {host:.2f} s").format(
+        engine=engine, encode=encode, batch=batch, tokens=tokens, step_ms=(step_gpu + over) * 1000,
+        per_window=per_window, source=_("input.tokens_per_window") if (inp or {}).get("tokens_per_window") else _("assumed"),
+        beams=beams, host=host))
     return encode + decode + host, enc + tokens * beams * flops_tok, per_item
