@@ -76,3 +76,15 @@ def test_an_engine_startup_log_is_scored_against_its_memory_components(acc):
     assert kv.icls is None and 40 < kv.predicted < 60     # 0.9 x 80 GiB less weights, activations, CUDA context
     hf = acc.score({**r, "framework": "transformers", "metric": "kv_cache_gib_per_gpu", "value": "5"})
     assert hf.predicted is None and "no KV pool" in hf.note
+
+
+def test_a_speech_rows_stated_new_tokens_are_its_tokens_per_window(acc):
+    """optimum-benchmark's Whisper rows generate exactly 10 or 100 new tokens (held-out set 13, obwhisper): the bench
+    passes the row's output_tokens as input.tokens_per_window; an LLM row's output_tokens stay what they are."""
+    r = {**BASE, "model": "openai/whisper-base", "task": "inference", "framework": "transformers", "gpu": "T4-16GB",
+         "precision": "fp32", "output_tokens": "10", "metric": "latency_s", "notes": "audio_seconds 30"}
+    w, _s, _l = acc.row_to_case(r)
+    assert w.input.tokens_per_window == 10
+    llm = {**r, "model": "Qwen/Qwen2.5-7B-Instruct", "prompt_tokens": "128", "notes": ""}
+    w, _s, _l = acc.row_to_case(llm)
+    assert w.output_tokens == 10 and (w.input is None or w.input.tokens_per_window is None)
