@@ -66,7 +66,7 @@ FIELD_LABELS: dict[str, str] = {
     "tokens_per_sample": N_("Tokens per sample"), "bytes_per_sample": N_("Bytes per sample"), "epochs": N_("Epochs"),
     "size_gib": N_("Size (GiB)"), "num_files": N_("Files"), "items": N_("Items"), "audio_hours": N_("Audio hours"),
     "count": N_("Count"), "nodes": N_("Nodes"), "image_size": N_("Image size"), "steps": N_("Steps"),
-    "audio_seconds": N_("Audio seconds"), "rank": N_("Rank"), "alpha": N_("Alpha"), "targets": N_("Targets"),
+    "audio_seconds": N_("Audio seconds"), "tokens_per_window": N_("Tokens per 30 s window"), "rank": N_("Rank"), "alpha": N_("Alpha"), "targets": N_("Targets"),
     "dropout": N_("Dropout"), "adapter_dtype": N_("Adapter dtype"), "tp": N_("Tensor parallel"), "pp": N_("Pipeline parallel"), "dp": N_("Data parallel"),
     "ep": N_("Expert parallel"), "sp": N_("Sequence parallel"), "cp": N_("Context parallel"), "zero": N_("ZeRO stage"),
     "fsdp": N_("FSDP"), "offload": N_("Offload"), "microbatches": N_("Micro-batches"),

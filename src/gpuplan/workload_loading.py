@@ -50,6 +50,7 @@ _NESTED_FLAGS = {
     "requests_per_s": ("serving", "requests_per_s"), "ttft_ms": ("serving", "ttft_ms"), "tpot_ms": ("serving", "tpot_ms"),
     "requests_per_day": ("serving", "requests_per_day"),
     "image_size": ("input", "image_size"), "steps": ("input", "steps"), "audio_seconds": ("input", "audio_seconds"),
+    "tokens_per_window": ("input", "tokens_per_window"),
     "frames": ("input", "frames"), "height": ("input", "height"), "width": ("input", "width"),
 }
 
