@@ -50,6 +50,12 @@ def hostile_model(m: Path) -> str:
     return f"/models/q $(touch {m}/model1) `touch {m}/model2`; '\"x"
 
 
+# A local model folder is loaded where it is on the node (shell defaults, docker and Kubernetes mounts, Terraform):
+# a path outside a plain character set is refused (render/bundle/context_model.local_folder), so the hostile strings
+# below are the job's names around a plain local folder.
+LOCAL_MODEL = "/models/q-7b_v1.5"
+
+
 def _bundle(kind: str, name: str, model: str, out: Path) -> Path:
     plan, workload, est = inputs(kind)
     w = workload.with_updates(name=name, model=model)
@@ -86,7 +92,7 @@ def _run(script: Path, env: dict, extra: dict | None = None) -> subprocess.Compl
 @pytest.mark.parametrize("index", range(8))
 def test_training_scripts_keep_hostile_strings_inert(index, tmp_path, marker_dir):
     name = hostile_names(marker_dir)[index]
-    model = hostile_model(marker_dir)
+    model = LOCAL_MODEL
     bundle = _bundle("lora_single", name, model, tmp_path / "b")
     env = _stub_path(tmp_path, ["torchrun", "llamafactory-cli", "accelerate", "swift", "deepspeed"])
     common = {"OUTPUT_DIR": str(tmp_path / "ckpt"), "CKPT_DIR": str(tmp_path / "ckpt")}
@@ -126,7 +132,7 @@ def test_training_scripts_keep_hostile_strings_inert(index, tmp_path, marker_dir
 @pytest.mark.parametrize("index", range(8))
 def test_serving_scripts_keep_hostile_strings_inert(index, tmp_path, marker_dir):
     name = hostile_names(marker_dir)[index]
-    model = hostile_model(marker_dir)
+    model = LOCAL_MODEL
     bundle = _bundle("vllm_service", name, model, tmp_path / "b")
     env = _stub_path(tmp_path, ["vllm", "python3"])
     _run(bundle / "serve.sh", env)
@@ -142,6 +148,15 @@ def test_serving_scripts_keep_hostile_strings_inert(index, tmp_path, marker_dir)
     fetched = subprocess.run(["bash", str(bundle / "fetch-model.sh")], capture_output=True, text=True, timeout=30,
                              env={**env, "MODEL_DIR": str(tmp_path / "models")})
     assert fetched.returncode == 0 and "local path" in fetched.stdout
+    assert list(marker_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["lora_single", "vllm_service"])
+def test_a_local_model_path_the_launch_files_cannot_carry_is_refused(kind, tmp_path, marker_dir):
+    with pytest.raises(GpuplanError) as err:
+        _bundle(kind, "job", hostile_model(marker_dir), tmp_path / "b")
+    assert err.value.field == "model" and "/data/models/" in (err.value.hint or "")
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
     assert list(marker_dir.iterdir()) == []
 
 

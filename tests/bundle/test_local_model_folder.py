@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from gpuplan.check import check_bundle
+from gpuplan.errors import GpuplanError
 from gpuplan.workload import Workload
 from gpuplan.write_bundle import write_plan_bundle
 
@@ -98,3 +99,21 @@ def test_a_relative_path_or_its_config_file_names_the_same_absolute_folder(tmp_p
         path = _bundle(tmp_path / str(i), ref)
         assert json.loads((path / "plan.json").read_text())["weights"]["local_dir"] == str(folder), ref
         assert check_bundle(path).ok, ref
+
+
+def test_the_node_unit_mounts_the_folder_into_the_container(qwen3_folder_bundle):
+    """The ECS unit runs every command in the bundle's image: the folder must be visible there, read-only, at the
+    path the launchers load (it had been left outside the container)."""
+    folder, path = qwen3_folder_bundle
+    unit = next(path.glob("*.service")).read_text()
+    assert f"-v {folder}:{folder}:ro" in unit
+    assert "-v /mnt/data:/mnt/data" in unit
+
+
+def test_a_path_the_launch_files_cannot_carry_is_refused(tmp_path):
+    d = tmp_path / "my weights"
+    d.mkdir()
+    shutil.copy(CONFIGS / "Qwen/Qwen3-4B-Instruct-2507" / "config.json", d / "config.json")
+    with pytest.raises(GpuplanError) as err:
+        _bundle(tmp_path, d)
+    assert err.value.field == "model" and "plain path" in err.value.hint

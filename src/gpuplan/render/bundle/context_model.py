@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
-from gpuplan.render.bundle.safe import check_argument
+from gpuplan.render.bundle.safe import INERT_RE, check_argument
 
 # LLaMA-Factory chat templates by model-id fragment (https://github.com/hiyouga/LLaMA-Factory ,
 # "Supported Models" table); unknown families fall back to "default" and PLAN.md says to check it.
@@ -56,9 +56,19 @@ def train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
 
 def local_folder(name: str) -> str:
     """The absolute folder of a model named by a local path (a folder, or the config.json / model_index.json in it),
-    as the estimate read it: every launcher and server loads it where it is (node/weights.model_dir)."""
+    as the estimate read it: every launcher and server loads it where it is (node/weights.model_dir). The path goes
+    into shell defaults, the systemd unit's docker mounts, Kubernetes mounts and Terraform, whose quoting rules
+    differ: a path with characters outside a plain set (letters, digits, . _ - / and a few more) is refused with one
+    error, never quoted four ways."""
     path = os.path.abspath(os.path.expanduser(name))
-    return os.path.dirname(path) if path.endswith(".json") else path
+    path = os.path.dirname(path) if path.endswith(".json") else path
+    if not INERT_RE.match(path):
+        raise GpuplanError(_("A bundle loads a local model folder where it is on the node, and {path} has characters "
+                             "its launch files cannot carry safely (spaces, quotes, $ and the like).").format(
+                               path=repr(path)),
+                           hint=_("Put the weights at a plain path (letters, digits, . _ - /), e.g. "
+                                  "/data/models/<name>, and name that path."), field="model")
+    return path
 
 
 def catalog_spec(model: Any) -> Any | None:

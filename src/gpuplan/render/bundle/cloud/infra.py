@@ -217,9 +217,16 @@ def files(c: Ctx) -> dict[str, str]:
 
 def docker_volumes(c: Ctx) -> str:
     """The node's data disk (and shared file system) mounted at the same paths in the container: weights, data,
-    checkpoints and the DeepSpeed NVMe offload live there, not in the container."""
+    checkpoints and the DeepSpeed NVMe offload live there, not in the container; a local model folder outside them
+    read-only at its own path (the path every launcher loads, node/weights.model_dir)."""
+    from gpuplan.render.bundle.node.weights import model_dir
+
     vols = [c.data_dir] + ([c.shared_dir] if c.shared_kind else [])
-    return " ".join(f"-v {v}:{v}" for v in vols)
+    out = [f"-v {v}:{v}" for v in vols]
+    weights = model_dir(c)
+    if weights == c.model and not any(weights == v or weights.startswith(v.rstrip("/") + "/") for v in vols):
+        out.append(f"-v {weights}:{weights}:ro")
+    return " ".join(out)
 
 
 def start_timeout_s(c: Ctx) -> int:
