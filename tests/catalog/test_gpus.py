@@ -28,6 +28,7 @@ CANONICAL_IDS = [
     # consumer and workstation cards users name (docs/hardware-facts.md, "Consumer and workstation cards")
     "RTX5090-32GB", "RTX4080-16GB", "RTX4070Ti-12GB", "RTX4060Ti-16GB", "RTX3080Ti-12GB", "RTX3080-10GB",
     "RTX3070Ti-8GB", "RTX3060-12GB", "RTX2080Ti-11GB", "RTXA5000-24GB", "A40-48GB",
+    "RTX4090D-24GB",
 ]
 
 GPUS = load_gpus()

@@ -29,6 +29,7 @@ ADDED = {
     "RTX4070Ti-12GB": ("rtx 4070 ti", "NVIDIA GeForce RTX 4070 Ti"),
     "RTX4060Ti-16GB": ("RTX 4060 Ti 16GB", "GeForce RTX 4060 Ti 16GB"),
     "RTX5090-32GB": ("5090", "NVIDIA GeForce RTX 5090"),
+    "RTX4090D-24GB": ("4090D", "NVIDIA GeForce RTX 4090 D"),
     "A40-48GB": ("A40", "NVIDIA A40"),
     "RTXA5000-24GB": ("A5000", "NVIDIA RTX A5000"),
 }
@@ -49,6 +50,8 @@ def test_added_names_do_not_steal_existing_cards():
     assert get_gpu("RTX 3090").id == "RTX3090-24GB"
     assert get_gpu("RTX 3090 Ti").id == "RTX3090Ti-24GB"
     assert get_gpu("RTX 4090").id == "RTX4090-24GB"
+    assert get_gpu("NVIDIA GeForce RTX 4090").id == "RTX4090-24GB"
+    assert get_gpu("4090").id == "RTX4090-24GB"
     assert get_gpu("RTX A6000").id == "RTXA6000-48GB"
     assert get_gpu("L40").id == "L40-48GB"
     assert resolve_gpu("RTX 6000")[0].id == "RTX6000Ada-48GB"
@@ -107,6 +110,21 @@ def test_rtx_5090_blackwell_table_values():
     assert spec.tdp_w == 575 and spec.pcie_gen == 5
 
 
+def test_rtx_4090_d_is_the_4090_cut_to_114_sms():
+    # China-market AD102-250: 114 of the 4090's 128 SMs at the same 2,520 MHz boost, the same 24 GB GDDR6X at
+    # 1,008 GB/s, 425 W. Throughputs are the 4090's scaled by 114/128 (no NVIDIA table read: unconfirmed).
+    d, full = GPUS["RTX4090D-24GB"], GPUS["RTX4090-24GB"]
+    assert d.architecture == full.architecture == "Ada Lovelace" and d.compute_capability == "8.9"
+    assert (d.memory_gib, d.memory_type, d.mem_bandwidth_gb_s) == (24, "GDDR6X", 1008)
+    assert d.tdp_w == 425 and d.pcie_gen == 4 and d.nvlink_gb_s is None
+    for field in ("fp32_tflops", "tf32_dense_tflops", "fp16_dense_tflops", "bf16_dense_tflops", "fp8_dense_tflops",
+                  "int8_dense_tops"):
+        assert getattr(d, field) == pytest.approx(getattr(full, field) * 114 / 128, rel=0.002), field
+        assert field in d.unconfirmed
+    assert d.fp16_dense_tflops == pytest.approx(147.1)      # FP32 accumulate (294.2 with FP16 accumulate)
+    assert d.fp8_dense_tflops * 2 * 8 < 4800 < full.fp8_dense_tflops * 2 * 8   # export TPP limit (FP16-acc FP8 x 8 bits)
+
+
 def test_a40_datasheet_values_and_full_rate_fp32_accumulate():
     spec = GPUS["A40-48GB"]
     assert spec.mem_bandwidth_gb_s == 696
@@ -133,6 +151,7 @@ FP16_ACCUMULATE = {
     "RTX4070Ti-12GB": 160.4,   # 240 TC x 256 x 2.61 GHz
     "RTX4060Ti-16GB": 88.3,    # 136 TC x 256 x 2.535 GHz
     "RTX5090-32GB": 419.0,     # Blackwell whitepaper Table 3
+    "RTX4090D-24GB": 294.2,    # 456 TC x 256 x 2.52 GHz (the RTX 4090's 330.3 x 114/128 SMs)
 }
 
 

@@ -131,6 +131,20 @@ NAMED = [
     ("MiniMaxAI/MiniMax-M2.5", "decoder", 228_703_644_928, 0.001, None),
     ("Qwen/Qwen3-Next-80B-A3B-Instruct", "decoder", 80 * B, 0.01, None),
     ("moonshotai/Moonlight-16B-A3B-Instruct", "decoder", 16 * B, 0.05, None),
+    # DeepSeek-Coder (Llama layout, vocabulary 32256): 1.3B 1.346 B (open-cn-llm-leaderboard request file; a PEFT
+    # printout of the instruct model: 1,347,258,368 total less 786,432 LoRA = 1,346,471,936), 6.7B 6.74 B, 33B 33.34 B
+    # (leaderboard listings; the configs are derived copies, see scripts/model-configs/deepseek-ai/deepseek-coder-*)
+    ("deepseek-ai/deepseek-coder-1.3b-instruct", "decoder", 1_346_471_936, 1e-9, None),
+    ("deepseek-ai/deepseek-coder-1.3b-base", "decoder", 1.346 * B, 0.005, None),
+    ("deepseek-ai/deepseek-coder-6.7b-instruct", "decoder", 6.74 * B, 0.005, None),
+    ("deepseek-ai/deepseek-coder-6.7b-base", "decoder", 6.74 * B, 0.005, None),
+    ("deepseek-ai/deepseek-coder-33b-instruct", "decoder", 33.34 * B, 0.005, None),
+    # Chinese-CLIP dual encoders (image tower + text tower + projections; OFA-Sys/Chinese-CLIP README "#Params (All)":
+    # 188 M, 406 M, 407 M, 958 M; its ELEVATER example prints num_params 188,262,913 for ViT-B/16)
+    ("OFA-Sys/chinese-clip-vit-base-patch16", "vision", 188_262_913, 1e-9, None),
+    ("OFA-Sys/chinese-clip-vit-large-patch14", "vision", 406 * M, 0.005, None),
+    ("OFA-Sys/chinese-clip-vit-large-patch14-336px", "vision", 407 * M, 0.005, None),
+    ("OFA-Sys/chinese-clip-vit-huge-patch14", "vision", 958 * M, 0.005, None),
 ]
 
 

@@ -193,6 +193,17 @@ VIT_CONFIG_LAYOUTS: dict[str, ViTLayout] = {
 }
 
 
+def vit_forward_flops(d: int, layers: int, ffn: int, patch: int, image: int, channels: int,
+                      cls_token: bool) -> tuple[float, int]:
+    """(forward FLOPs of one image through a ViT encoder, its tokens): 2·tokens·(4d² + 2·d·ffn) per layer +
+    attention 4·tokens²·d per layer + the patch embedding (no head)."""
+    patches = (image // patch) ** 2
+    tokens = patches + (1 if cls_token else 0)
+    flops = (2.0 * tokens * layers * (4 * d * d + 2 * d * ffn) + 4.0 * tokens**2 * d * layers
+             + 2.0 * patches * channels * patch * patch * d)
+    return flops, tokens
+
+
 def vit_config_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     """A vision ModelSpec from a ViT-family config.json: parameters from the layout, FLOPs per image
     2·tokens·(4d² + 2·d·ffn) per layer + attention 4·tokens²·d + the patch embedding, training activations
@@ -215,9 +226,8 @@ def vit_config_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     labels = cfg.get("id2label")
     classes = len(labels) if isinstance(labels, Mapping) and t in ("vit", "deit", "dinov2") else 0
     params = vit_params(cfg, layout) + (classes * d + classes if classes else 0)
-    tokens = (image // patch) ** 2 + (1 if layout.cls_token else 0)
-    flops = (2.0 * tokens * layers * (4 * d * d + 2 * d * ffn) + 4.0 * tokens**2 * d * layers
-             + 2.0 * (image // patch) ** 2 * channels * patch * patch * d + 2.0 * classes * d)
+    flops, tokens = vit_forward_flops(d, layers, ffn, patch, image, channels, layout.cls_token)
+    flops += 2.0 * classes * d
     acts = 34.0 * tokens * d * layers
     profile = NonLLMProfile(
         reference_input={"image_size": image, "patch_size": patch, "tokens": tokens},
