@@ -78,3 +78,18 @@ def test_a_qwen3_next_config_with_every_layer_full_attention_is_an_ordinary_deco
     cfg = {**json.loads((path / "config.json").read_text()), "full_attention_interval": 1}
     spec = from_hf_config(cfg, "all-full")
     assert spec.linear_attention is None and spec.kv_cache_bytes_per_token(2.0) == 2 * 48 * 2 * 256 * 2
+
+
+def test_a_pre_ampere_gpu_says_its_linear_attention_kernels_are_unconfirmed():
+    """Qwen3-Next's Gated DeltaNet kernels are Triton code written for Ampere and later (fla, vLLM and SGLang's
+    copies); whether they run on a V100 or T4 is not confirmed, and the estimate says so instead of staying silent."""
+    from gpuplan.estimate.core import estimate
+
+    w = {"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "task": "inference", "precision": "fp16",
+         "prompt_tokens": 1000, "output_tokens": 200}
+    v100 = estimate({**w, "hardware": {"gpu": "V100-32GB", "count": 8}})
+    assert any("linear-attention layers run on Triton kernels" in x and "unconfirmed" in x for x in v100.warnings)
+    a100 = estimate({**w, "hardware": {"gpu": "A100-80GB", "count": 2}})
+    assert not any("linear-attention layers" in x for x in a100.warnings)
+    dense = estimate({**w, "model": "Qwen/Qwen2.5-7B-Instruct", "hardware": {"gpu": "V100-32GB"}})
+    assert not any("linear-attention layers" in x for x in dense.warnings)

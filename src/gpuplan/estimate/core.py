@@ -100,6 +100,12 @@ def _checks(w: Workload, model, system: System, warnings: list[str]) -> None:
         warnings.append(_("{gpu} has no BF16 support: use precision fp16").format(gpu=gpu.id))
     if w.flash_attention and gpu.compute_capability and float(gpu.compute_capability) < 8.0 and w.framework not in ("vllm",):
         warnings.append(_("FlashAttention-2 needs compute capability 8.0+; {gpu} is {compute_capability}: activations assume the memory-efficient SDPA kernel").format(gpu=gpu.id, compute_capability=gpu.compute_capability))
+    if getattr(model, "linear_attention", None) is not None and gpu.compute_capability \
+            and float(gpu.compute_capability) < 8.0:
+        warnings.append(_("{model}'s linear-attention layers run on Triton kernels (flash-linear-attention, and vLLM's "
+                          "and SGLang's own) written for compute capability 8.0+; on {gpu} ({compute_capability}) "
+                          "they are unconfirmed: the time assumes they run").format(
+            model=model.id, gpu=gpu.id, compute_capability=gpu.compute_capability))
     mpos = getattr(model, "max_position_embeddings", None)
     length = (w.prompt_tokens or 0) + (w.output_tokens or 0) if w.task == "inference" else (w.seq_len or 0)
     if mpos and length > mpos:
