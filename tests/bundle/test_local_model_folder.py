@@ -87,7 +87,9 @@ def test_a_local_folder_service_mounts_its_weights_in_the_pod(tmp_path):
                if d["kind"] == "Deployment")
     main = dep["spec"]["template"]["spec"]["containers"][0]
     assert str(folder) in main["args"]
-    assert {"name": "models", "mountPath": str(folder.parent), "readOnly": True} in main["volumeMounts"]
+    assert {"name": "local-model", "mountPath": str(folder), "readOnly": True} in main["volumeMounts"]
+    assert {"name": "local-model", "hostPath": {"path": str(folder), "type": "Directory"}} in \
+        dep["spec"]["template"]["spec"]["volumes"]
     assert "is loaded where it is, nothing is downloaded" in (path / "PLAN.md").read_text()
 
 
@@ -101,13 +103,16 @@ def test_a_relative_path_or_its_config_file_names_the_same_absolute_folder(tmp_p
         assert check_bundle(path).ok, ref
 
 
-def test_the_node_unit_mounts_the_folder_into_the_container(qwen3_folder_bundle):
-    """The ECS unit runs every command in the bundle's image: the folder must be visible there, read-only, at the
-    path the launchers load (it had been left outside the container)."""
+def test_the_node_unit_and_the_job_pod_mount_the_folder(qwen3_folder_bundle):
+    """The ECS unit runs every command in the bundle's image and the ACK Job runs launch.sh in a pod: the folder must
+    be visible there, read-only, at the path the launchers load (it had been left outside both)."""
     folder, path = qwen3_folder_bundle
     unit = next(path.glob("*.service")).read_text()
     assert f"-v {folder}:{folder}:ro" in unit
     assert "-v /mnt/data:/mnt/data" in unit
+    job = next(d for d in yaml.safe_load_all((path / "k8s" / "job.yaml").read_text()) if d["kind"] == "Job")
+    pod = job["spec"]["template"]["spec"]
+    assert {"name": "local-model", "mountPath": str(folder), "readOnly": True} in pod["containers"][0]["volumeMounts"]
 
 
 def test_a_path_the_launch_files_cannot_carry_is_refused(tmp_path):

@@ -84,6 +84,11 @@ def _pod_extras(c: Ctx, spec: dict, container: dict, pods_per_node: int = 1) -> 
     vol, mount = _shm(c, pods_per_node)
     spec["volumes"] = [vol]
     container["volumeMounts"] = [mount]
+    if model_dir(c) == c.model:
+        # a local model folder is loaded where it is on the node (node/weights.model_dir): the pod mounts that node
+        # folder read-only at the same path, as the ECS unit's containers do
+        spec["volumes"].append({"name": "local-model", "hostPath": {"path": c.model, "type": "Directory"}})
+        container["volumeMounts"].append({"name": "local-model", "mountPath": c.model, "readOnly": True})
     if c.erdma:
         spec["hostNetwork"] = True
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"

@@ -7,7 +7,6 @@ Face outside the mainland). Shared by the serving, image, infrastructure and mon
 from __future__ import annotations
 
 import functools
-import posixpath
 from dataclasses import dataclass
 from importlib.resources import files as _pkg_files
 
@@ -105,9 +104,8 @@ def model_dir(c: Ctx) -> str:
 
 
 def models_mount(c: Ctx) -> str:
-    """Where a pod mounts the models volume: the folder holding model_dir (the staged copies, or the local model
-    folder's parent, so the engine finds the folder at the path the plan names)."""
-    return posixpath.dirname(model_dir(c).rstrip("/")) or "/"
+    """Where a pod mounts the models volume that fetch-model.sh fills (the staged copies' folder on the data disk)."""
+    return f"{c.data_dir}/models"
 
 
 def download_repo(c: Ctx) -> str:

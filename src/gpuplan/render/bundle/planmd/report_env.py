@@ -40,13 +40,13 @@ def environment_lines(c: Ctx) -> list[Safe]:
 
 def weights_lines(c: Ctx) -> list[Safe]:
     """Which repository the weights come from (its ModelScope id in mainland regions), and where they are staged."""
-    from gpuplan.render.bundle.node.weights import download_repo, model_dir, models_mount, weights_source
+    from gpuplan.render.bundle.node.weights import download_repo, model_dir, weights_source
 
     repo, ms, local = download_repo(c), weights_source(c), model_dir(c)
     if local == c.model:                 # a local model folder: loaded where it is
         line = tr("Weights: the model folder {dir} is loaded where it is, nothing is downloaded: put its files at that "
-                  "path on every node before starting (Kubernetes: in the models volume, mounted at {mount}).",
-                  c.lang).format(dir=md(local), mount=md(models_mount(c)))
+                  "path on every node before starting (the ECS containers and the Kubernetes pods mount that node "
+                  "folder read-only).", c.lang).format(dir=md(local))
     elif c.hub == "modelscope" and ms.id:
         line = tr("Weights: fetch-model.sh downloads {repo} once from ModelScope as {ms_id} (or from your OSS copy, "
                   "MODEL_OSS) into {dir}; every launcher and server loads that local copy.", c.lang).format(
