@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from gpuplan.catalog.model_spec import (
     ATTENTIONS,
@@ -18,6 +20,16 @@ from gpuplan.catalog.model_spec import (
 )
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
+
+
+def config_int(cfg: Mapping[str, Any], key: str, name: str, default: int | None = None) -> int:
+    """A config.json value that must be a positive whole number (a width, a layer count, a size): one GpuplanError
+    naming the key otherwise."""
+    value = cfg.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or value != int(value):
+        raise GpuplanError(_("Model config {name!r}: {key} must be a positive whole number, not {value!r}.").format(
+            name=name, key=key, value=value), hint=_("Give the model's config.json unchanged."), field=key)
+    return int(value)
 
 
 def _check_range(name: str, value: int | None, model: str) -> None:

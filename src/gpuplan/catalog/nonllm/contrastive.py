@@ -29,7 +29,7 @@ from typing import Any
 
 from gpuplan.catalog.configs.towers import LAYOUTS, vit_params
 from gpuplan.catalog.model_spec import ModelSpec, NonLLMProfile
-from gpuplan.catalog.model_validate import validate_spec
+from gpuplan.catalog.model_validate import config_int, validate_spec
 from gpuplan.catalog.nonllm.vision import vit_forward_flops
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
@@ -56,14 +56,6 @@ def _tower_config(cfg: Mapping[str, Any], key: str, defaults: Mapping[str, int])
     return {**defaults, **(dict(block) if isinstance(block, Mapping) else {})}
 
 
-def _whole(cfg: Mapping[str, Any], key: str, name: str) -> int:
-    value = cfg.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or value != int(value):
-        raise GpuplanError(_("Model config {name!r}: {key} must be a positive whole number, not {value!r}.").format(
-            name=name, key=key, value=value), hint=_("Give the model's config.json unchanged."), field=key)
-    return int(value)
-
-
 def bert_tower_params(h: int, layers: int, ffn: int, vocab: int, positions: int, token_types: int) -> int:
     """A BERT encoder without its pooler: embeddings (word, position, token type, LayerNorm) and post-LN layers
     with biased q/k/v/o and MLP."""
@@ -77,12 +69,12 @@ def chinese_clip_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     t = str(cfg.get("model_type") or "chinese_clip").lower()
     text = _tower_config(cfg, "text_config", TEXT_DEFAULTS)
     vision = _tower_config(cfg, "vision_config", VISION_DEFAULTS)
-    proj = _whole({"projection_dim": PROJECTION_DIM, **cfg}, "projection_dim", name)
-    h, t_layers, t_ffn = (_whole(text, k, name) for k in ("hidden_size", "num_hidden_layers", "intermediate_size"))
-    vocab, positions = _whole(text, "vocab_size", name), _whole(text, "max_position_embeddings", name)
+    proj = config_int({"projection_dim": PROJECTION_DIM, **cfg}, "projection_dim", name)
+    h, t_layers, t_ffn = (config_int(text, k, name) for k in ("hidden_size", "num_hidden_layers", "intermediate_size"))
+    vocab, positions = config_int(text, "vocab_size", name), config_int(text, "max_position_embeddings", name)
     types = int(text.get("type_vocab_size") or 0)
-    d, v_layers, v_ffn = (_whole(vision, k, name) for k in ("hidden_size", "num_hidden_layers", "intermediate_size"))
-    patch, image, channels = (_whole(vision, k, name) for k in ("patch_size", "image_size", "num_channels"))
+    d, v_layers, v_ffn = (config_int(vision, k, name) for k in ("hidden_size", "num_hidden_layers", "intermediate_size"))
+    patch, image, channels = (config_int(vision, k, name) for k in ("patch_size", "image_size", "num_channels"))
     if image < patch:
         raise GpuplanError(_("Model config {name!r} ({t}) lacks hidden_size, num_hidden_layers or image sizes.").format(
             name=name, t=t), hint=_("Give the model's config.json unchanged."), field="model")

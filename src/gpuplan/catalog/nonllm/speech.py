@@ -20,21 +20,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.catalog.model_spec import ModelSpec, NonLLMProfile
-from gpuplan.catalog.model_validate import validate_spec
-from gpuplan.errors import GpuplanError
+from gpuplan.catalog.model_validate import config_int, validate_spec
 from gpuplan.i18n import _
 
 WINDOW_S = 30.0
 SOURCE_SOURCES = ("https://arxiv.org/abs/2212.04356", "https://arxiv.org/abs/2205.05198",
                   "https://github.com/huggingface/transformers/blob/main/src/transformers/models/whisper/modeling_whisper.py")
-
-
-def _req(cfg: Mapping[str, Any], key: str, name: str, default: int | None = None) -> int:
-    value = cfg.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or value != int(value):
-        raise GpuplanError(_("Model config {name!r}: {key} must be a positive whole number, not {value!r}.").format(
-            name=name, key=key, value=value), hint=_("Give the model's config.json unchanged."), field=key)
-    return int(value)
 
 
 def whisper_params(d: int, enc_layers: int, dec_layers: int, ffn_enc: int, ffn_dec: int, mels: int, vocab: int,
@@ -49,16 +40,16 @@ def whisper_params(d: int, enc_layers: int, dec_layers: int, ffn_enc: int, ffn_d
 
 def whisper_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     """A speech ModelSpec (kind ``speech``) with its profile computed from a Whisper config.json."""
-    d = _req(cfg, "d_model", name)
-    enc_l = _req(cfg, "encoder_layers", name)
-    dec_l = _req(cfg, "decoder_layers", name)
-    ffn_e = _req(cfg, "encoder_ffn_dim", name, 4 * d)
-    ffn_d = _req(cfg, "decoder_ffn_dim", name, 4 * d)
-    mels = _req(cfg, "num_mel_bins", name, 80)
-    vocab = _req(cfg, "vocab_size", name)
-    frames = _req(cfg, "max_source_positions", name, 1500)
-    targets = _req(cfg, "max_target_positions", name, 448)
-    heads = _req(cfg, "encoder_attention_heads", name, max(1, d // 64))
+    d = config_int(cfg, "d_model", name)
+    enc_l = config_int(cfg, "encoder_layers", name)
+    dec_l = config_int(cfg, "decoder_layers", name)
+    ffn_e = config_int(cfg, "encoder_ffn_dim", name, 4 * d)
+    ffn_d = config_int(cfg, "decoder_ffn_dim", name, 4 * d)
+    mels = config_int(cfg, "num_mel_bins", name, 80)
+    vocab = config_int(cfg, "vocab_size", name)
+    frames = config_int(cfg, "max_source_positions", name, 1500)
+    targets = config_int(cfg, "max_target_positions", name, 448)
+    heads = config_int(cfg, "encoder_attention_heads", name, max(1, d // 64))
     enc_p, dec_p = whisper_params(d, enc_l, dec_l, ffn_e, ffn_d, mels, vocab, frames, targets)
     conv = 2.0 * (2 * frames * mels * 3 * d + frames * 3 * d * d)
     enc_flops = 2.0 * frames * enc_l * (4 * d * d + 2 * d * ffn_e) + 4.0 * frames**2 * d * enc_l + conv
