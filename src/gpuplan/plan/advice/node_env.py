@@ -11,6 +11,7 @@ a mainland node must not depend on, one set of pins per stack.
 from __future__ import annotations
 
 import functools
+import itertools
 from importlib.resources import files as _pkg_files
 from typing import Any
 
@@ -60,6 +61,12 @@ def base_image(region: str, stack: str) -> str:
     return f"{img['repository'].format(mirror=mirror_region(region))}:{img['tag']}"
 
 
+# (requirement_pins flag, the optional package it adds: data/environments.yaml stacks.<stack>.optional)
+OPTIONAL_FLAGS = (("deepspeed", "deepspeed"), ("bitsandbytes", "bitsandbytes"),
+                  ("linear_attention", "flash-linear-attention"))
+SET_NAMES = {"linear_attention": "fla"}   # the short names pin_sets gives its sets
+
+
 def requirement_pins(stack: str, *, deepspeed: bool = False, bitsandbytes: bool = False,
                      linear_attention: bool = False, online: bool = False,
                      video: bool = False) -> tuple[tuple[str, str], ...]:
@@ -69,10 +76,10 @@ def requirement_pins(stack: str, *, deepspeed: bool = False, bitsandbytes: bool 
     s = environments()["stacks"][stack]
     pins = dict(s["requirements"])
     optional = s.get("optional") or {}
-    for name, on in (("deepspeed", deepspeed), ("bitsandbytes", bitsandbytes),
-                     ("flash-linear-attention", linear_attention)):
-        if on and name in optional:
-            pins[name] = optional[name]
+    wanted = {"deepspeed": deepspeed, "bitsandbytes": bitsandbytes, "linear_attention": linear_attention}
+    for flag, package in OPTIONAL_FLAGS:
+        if wanted[flag] and package in optional:
+            pins[package] = optional[package]
     if online:
         pins.update(s.get("online") or {})
     if video:
@@ -89,15 +96,13 @@ def pin_sets() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
     out = {}
     for stack, s in data["stacks"].items():
         python = str(data["images"][s["image"]]["python"])
-        opts = s.get("optional") or {}
-        for ds in (False, True) if "deepspeed" in opts else (False,):
-            for bnb in (False, True) if "bitsandbytes" in opts else (False,):
-                for la in (False, True) if "flash-linear-attention" in opts else (False,):
-                    for online in (False, True) if s.get("online") else (False,):
-                        name = "+".join([stack] + [n for n, on in (("deepspeed", ds), ("bitsandbytes", bnb),
-                                                                   ("fla", la), ("online", online)) if on])
-                        out[name] = (python, requirement_pins(stack, deepspeed=ds, bitsandbytes=bnb,
-                                                              linear_attention=la, online=online))
+        # every subset of the stack's optional packages, with and without the online server
+        flags = [flag for flag, package in OPTIONAL_FLAGS if package in (s.get("optional") or {})]
+        flags += ["online"] if s.get("online") else []
+        for chosen in itertools.product((False, True), repeat=len(flags)):
+            on = {flag: True for flag, picked in zip(flags, chosen, strict=True) if picked}
+            name = "+".join([stack] + [SET_NAMES.get(flag, flag) for flag in on])
+            out[name] = (python, requirement_pins(stack, **on))
         if s.get("video"):
             out[f"{stack}+video"] = (python, requirement_pins(stack, video=True))
     return out

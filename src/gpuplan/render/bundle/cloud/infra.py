@@ -219,13 +219,12 @@ def docker_volumes(c: Ctx) -> str:
     """The node's data disk (and shared file system) mounted at the same paths in the container: weights, data,
     checkpoints and the DeepSpeed NVMe offload live there, not in the container; a local model folder outside them
     read-only at its own path (the path every launcher loads, node/weights.model_dir)."""
-    from gpuplan.render.bundle.node.weights import model_dir
+    from gpuplan.render.bundle.node.weights import local_folder_model
 
     vols = [c.data_dir] + ([c.shared_dir] if c.shared_kind else [])
     out = [f"-v {v}:{v}" for v in vols]
-    weights = model_dir(c)
-    if weights == c.model and not any(weights == v or weights.startswith(v.rstrip("/") + "/") for v in vols):
-        out.append(f"-v {weights}:{weights}:ro")
+    if local_folder_model(c) and not any(c.model == v or c.model.startswith(v.rstrip("/") + "/") for v in vols):
+        out.append(f"-v {c.model}:{c.model}:ro")
     return " ".join(out)
 
 

@@ -30,7 +30,7 @@ import yaml
 
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.node.images import APP_DIR, image_ref
-from gpuplan.render.bundle.node.weights import model_dir, models_mount
+from gpuplan.render.bundle.node.weights import local_folder_model, model_dir, models_mount
 
 
 def k8s_text(text: str) -> str:
@@ -84,7 +84,7 @@ def _pod_extras(c: Ctx, spec: dict, container: dict, pods_per_node: int = 1) -> 
     vol, mount = _shm(c, pods_per_node)
     spec["volumes"] = [vol]
     container["volumeMounts"] = [mount]
-    if model_dir(c) == c.model:
+    if local_folder_model(c):
         # a local model folder is loaded where it is on the node (node/weights.model_dir): the pod mounts that node
         # folder read-only at the same path, as the ECS unit's containers do
         spec["volumes"].append({"name": "local-model", "hostPath": {"path": c.model, "type": "Directory"}})

@@ -92,12 +92,18 @@ def serves_engine(c: Ctx) -> bool:
     return is_llm(c) or (c.model_kind == "encoder" and not c.embed_job and not c.training)
 
 
+def local_folder_model(c: Ctx) -> bool:
+    """True when the model is a folder on the node, loaded where it is (context_model.local_folder made the path
+    absolute once), not a repository fetch-model.sh downloads."""
+    return c.model.startswith("/")
+
+
 def model_dir(c: Ctx) -> str:
     """Where every launcher and server loads the weights from (plan.json ``weights.local_dir``, each script's
     MODEL_DIR): the local model folder the user named (used where it is, nothing to download), else the copy staged
     once: on the shared file system when a multi-node training plan has one (one download for every node), else on
     the node's data disk (it outlives the instance)."""
-    if c.model.startswith("/"):          # context_model.local_folder: a local path is made absolute once
+    if local_folder_model(c):
         return c.model
     base = c.shared_dir if (c.training and c.shared_kind) else c.data_dir
     return f"{base}/models/{c.slug}"

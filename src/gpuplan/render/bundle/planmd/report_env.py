@@ -40,10 +40,10 @@ def environment_lines(c: Ctx) -> list[Safe]:
 
 def weights_lines(c: Ctx) -> list[Safe]:
     """Which repository the weights come from (its ModelScope id in mainland regions), and where they are staged."""
-    from gpuplan.render.bundle.node.weights import download_repo, model_dir, weights_source
+    from gpuplan.render.bundle.node.weights import download_repo, local_folder_model, model_dir, weights_source
 
     repo, ms, local = download_repo(c), weights_source(c), model_dir(c)
-    if local == c.model:                 # a local model folder: loaded where it is
+    if local_folder_model(c):            # loaded where it is
         line = tr("Weights: the model folder {dir} is loaded where it is, nothing is downloaded: put its files at that "
                   "path on every node before starting (the ECS containers and the Kubernetes pods mount that node "
                   "folder read-only).", c.lang).format(dir=md(local))
