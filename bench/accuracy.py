@@ -105,6 +105,10 @@ FLASH_DEFAULT_FRAMEWORKS = {"vllm", "sglang", "llm-foundry", "nemo", "torchtune"
 # A row that times forward + backward in a bare loop, without an optimizer step or a trainer around it.
 NO_OPTIMIZER_STEP = re.compile(r"\bno optimizer step\b", re.I)
 PER_OP_SAC = re.compile(r"per-op (SAC|selective)|selective_ac_option '?op\b|'selective op' AC", re.I)
+# torchtitan's "selective" mode with no layer option stated is per-op: #2357 (2026-03-23) made per-op its only
+# selective mode, and the presets before it set selective_ac_option "op" (its layer option reads "every N layers")
+TORCHTITAN = re.compile(r"torchtitan", re.I)
+LAYER_SAC = re.compile(r"selective_ac_option '?\d", re.I)
 PRE_FLASH_PAPERS = ("2104.04473", "2205.05198")  # Narayanan et al. 2021, Korthikanti et al. 2022
 
 
@@ -314,6 +318,9 @@ def row_to_case(r: dict[str, str]):
     ckpt = {"yes": True, "no": False, "selective": "selective", "per-op": "per-op"}.get(r["grad_ckpt"])
     if ckpt == "selective" and PER_OP_SAC.search(r.get("notes") or ""):
         ckpt = "per-op"   # torchtitan's per-op policy, as the row's config names it
+    elif ckpt == "selective" and TORCHTITAN.search(f"{r.get('notes')} {r.get('source')}") \
+            and not LAYER_SAC.search(r.get("notes") or ""):
+        ckpt = "per-op"   # torchtitan's only selective mode since #2357 (TORCHTITAN above)
     flash = {"yes": True, "no": False}.get(r["flash_attn"], None)
     if flash is None:
         flash = framework in FLASH_DEFAULT_FRAMEWORKS or task == "inference" or \
@@ -401,7 +408,7 @@ def row_to_case(r: dict[str, str]):
             data["packed"] = True
         if re.search(r"\bcompile on\b", notes):
             data["compile"] = True
-        if re.search(r"\bliger kernel on\b|\bfused linear cross-entropy\b|\bChunkedCELoss\b", notes, re.IGNORECASE):
+        if re.search(r"\bliger kernel on\b|\bfused linear cross-entropy\b|\bChunkedCELoss\b|\b\w+ loss chunks\b", notes, re.IGNORECASE):
             # Liger's fused linear cross-entropy computes the loss chunk by chunk, the whole logits never exist:
             # the workload's fused_loss (memory.chunked_loss); torchtitan's ChunkedCELoss (2026: lm_head and
             # cross-entropy chunk by chunk over the sequence) is the same algorithm
@@ -1318,7 +1325,8 @@ def interval_class_of_row(r: dict[str, str]) -> str:
         return ""
     return row_class(r, intervals.interval_class(w.task or "inference", w.framework, getattr(model, "kind", "decoder"),
                                                 profile=getattr(model, "profile", None) is not None, tp=layout.tp,
-                                                pp=layout.pp, zero=layout.zero, fsdp=layout.fsdp))
+                                                pp=layout.pp, zero=layout.zero, fsdp=layout.fsdp,
+                                                moe=getattr(model, "moe", None) is not None))
 
 
 def clean_groups_of(groups: set[str]) -> set[str]:

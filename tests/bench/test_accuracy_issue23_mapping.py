@@ -89,3 +89,20 @@ def test_a_serving_row_that_runs_dp_attention_says_so(acc):
     assert not acc.row_to_case(row)[2].dp_attention
     row["notes"] += " | sglang.launch_server --tp-size 8 --enable-dp-attention"
     assert acc.row_to_case(row)[2].dp_attention
+
+
+def test_torchtitan_selective_without_a_layer_option_is_per_op(acc, rows):
+    # torchtitan #2357 (2026-03-23) made per-op its only selective mode, and its presets before that set
+    # selective_ac_option "op": a torchtitan row's "selective" is per-op unless it states a layer option
+    row = dict(rows["H366-mbridge"], framework="fsdp", fsdp="full_shard", grad_ckpt="selective", tp="1", pp="1")
+    assert acc.row_to_case(row)[2].checkpointing == "selective"          # Megatron's selective recomputation
+    row["notes"] = row["notes"] + " | torchtitan @1690e0ae, activation checkpointing selective"
+    assert acc.row_to_case(row)[2].checkpointing == "per-op"
+    row["notes"] = row["notes"] + ", selective_ac_option '2'"
+    assert acc.row_to_case(row)[2].checkpointing == "selective"
+
+
+def test_a_row_that_states_loss_chunks_computes_its_loss_chunk_by_chunk(acc, rows):
+    row = dict(rows["H366-mbridge"])
+    row["notes"] = row["notes"] + " | Eight loss chunks; Compiled Transformer blocks and loss"
+    assert acc.row_to_case(row)[0].fused_loss is True

@@ -32,9 +32,27 @@ SERVE = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "framework": 
     ("full", "transformers", "decoder", {}, "train/full"),
     ("inference", "vllm", "decoder", {"tp": 2}, "serve/vllm"),
     ("inference", "transformers", "encoder", {}, "embeddings"),
+    # training with routed experts is one class whatever its layout or adapters; serving a MoE is its engine's
+    ("pretrain", "megatron", "decoder", {"tp": 2, "pp": 2, "moe": True}, "train/moe"),
+    ("lora", "swift", "decoder", {"moe": True}, "train/moe"),
+    ("full", "fsdp", "decoder", {"fsdp": "full_shard", "moe": True}, "train/moe"),
+    ("inference", "vllm", "decoder", {"moe": True}, "serve/vllm"),
 ])
 def test_each_workload_has_one_class(task, framework, kind, kw, cls):
     assert intervals.interval_class(task, framework, kind, profile=False, **kw) == cls
+
+
+def test_an_estimate_and_the_recommender_class_a_moe_run_alike():
+    """class_of (the ranges an estimate shows) and the search's band (the plans it sizes) read the routed experts
+    from the same model: a MoE fine-tune is train/moe in both, its dense sibling is not."""
+    from gpuplan.plan.search.search_group import interval_class as search_class
+
+    moe = estimate({**LORA, "model": "Qwen/Qwen3-30B-A3B", "hardware": {"gpu": "H100-SXM-80GB", "count": 8}})
+    dense = estimate({**LORA, "model": "Qwen/Qwen3-32B", "hardware": {"gpu": "H100-SXM-80GB", "count": 8}})
+    assert intervals.class_of(moe) == "train/moe"
+    assert intervals.class_of(dense) == "train/lora"
+    assert search_class is intervals.interval_class
+    assert intervals.band("train/moe", "time").cls == "train/moe"
 
 
 def test_non_llm_models_are_classed_by_kind():

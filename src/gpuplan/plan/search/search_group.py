@@ -176,7 +176,7 @@ class GroupSearch:
         fsdp = par.fsdp if (par and par.fsdp and par.fsdp != "none" and k.zero >= 2) else "none"
         return interval_class(s.task, None, getattr(s.model, "kind", "decoder"),
                               profile=getattr(s.model, "profile", None) is not None, tp=tp, pp=pp, zero=k.zero,
-                              fsdp=fsdp)
+                              fsdp=fsdp, moe=getattr(s.model, "moe", None) is not None)
 
     def _virtual_stages(self, k: Knobs) -> None:
         tr = self.s.training
