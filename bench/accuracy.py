@@ -237,6 +237,16 @@ def _input_from_notes(notes: str) -> dict[str, int | str]:
     return out
 
 
+def _model_input(r: dict[str, str]) -> dict[str, int | str]:
+    """The input keys a row's notes state that its model's estimate reads (estimate/nonllm/input_keys.read_keys): a benchmark's
+    'steps 50' on an LLM row counts iterations, and a key the model ignores is refused by the estimate, so it is not
+    passed (R414's FLUX with 'offload model' is estimated without offloading, as before the refusal)."""
+    from gpuplan.estimate.nonllm.input_keys import read_keys
+
+    read = read_keys(resolve_model(r["model"]))
+    return {k: v for k, v in _input_from_notes(r.get("notes") or "").items() if k in read}
+
+
 def chunked_audio_windows(notes: str) -> float:
     """30 s windows of a long recording that transformers' ASR pipeline cuts with ``chunk_length_s 30`` and batches
     (insanely-fast-whisper): the stated audio_seconds / 30; 0 for a row that is not read so."""
@@ -351,8 +361,8 @@ def row_to_case(r: dict[str, str]):
         if max_throughput_row(r):
             data.update(_burst_fields(r, framework, data["prompt_tokens"], data["output_tokens"],
                                       get_gpu(r["gpu"] or DEFAULT_GPU)))
-        if _input_from_notes(r.get("notes") or ""):
-            data["input"] = _input_from_notes(r.get("notes") or "")
+        if _model_input(r):
+            data["input"] = _model_input(r)
         if _i(r["output_tokens"], None) and getattr(resolve_model(r["model"]), "kind", "") == "speech":
             # a speech row's stated new tokens per window (generate's max/min_new_tokens): input.tokens_per_window
             data.setdefault("input", {})["tokens_per_window"] = _i(r["output_tokens"], None)
@@ -360,8 +370,8 @@ def row_to_case(r: dict[str, str]):
         data["seq_len"] = seq
         if ckpt is not None:
             data["grad_checkpointing"] = ckpt
-        if getattr(resolve_model(r["model"]), "profile", None) is not None and _input_from_notes(r.get("notes") or ""):
-            data["input"] = _input_from_notes(r.get("notes") or "")   # a non-LLM network's training input
+        if _model_input(r):
+            data["input"] = _model_input(r)   # a non-LLM network's training input
     if task in ("lora", "qlora"):
         data["lora"] = {"rank": _i(r["lora_rank"], 8) or 8,
                         "targets": DEFAULT_LORA_TARGETS.get(framework, "all-linear")}

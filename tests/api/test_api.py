@@ -334,3 +334,11 @@ def test_live_server_over_loopback(live_server):
 
     r = httpx.post(live_server + "/api/recommend?top=2", json=LORA, timeout=30)
     assert r.status_code == 200 and len(r.json()["plans"]) >= 2
+
+
+def test_an_input_key_the_model_ignores_is_a_422_on_its_field(client):
+    # estimate/nonllm/input_keys.py: the CLI's refusal, on its field
+    r = client.post("/api/estimate", json={"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference",
+                                           "hardware": {"gpu": "A10-24GB"}, "input": {"frames": 49}})
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == "input.frames" and "video diffusion" in r.json()["error"]

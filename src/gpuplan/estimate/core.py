@@ -211,6 +211,9 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     from gpuplan.estimate.serving.serving_choice import refuse_foreign_mxfp4
 
     refuse_foreign_mxfp4(model, resolved.task or "inference", resolved.quantization)
+    from gpuplan.estimate.nonllm.input_keys import refuse_unread_input
+
+    refuse_unread_input(model, resolved.input)
     resolved, notes = encoder_defaults(w, resolved, model, notes)
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))

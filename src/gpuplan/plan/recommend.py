@@ -162,6 +162,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
 
     refuse_foreign_mxfp4(model, task, resolved.quantization,   # the estimate's own error, before the search
                          resolved.constraints.quantization if resolved.constraints else None)
+    from gpuplan.estimate.nonllm.input_keys import refuse_unread_input
+
+    refuse_unread_input(model, resolved.input)   # the estimate's own error for an input key the model ignores
     if shape is None:   # what the estimator cannot size: the estimate's one error, not every layout rejected
         from gpuplan.estimate.nonllm.nonllm import refuse_unmodelled_quantization
         from gpuplan.estimate.nonllm.trained_weights import adapter_params_per_rank
