@@ -36,6 +36,10 @@ WORKLOADS: dict[str, dict] = {
     # Spot job: QLoRA of Qwen2.5-14B on one L20 (ecs.gn8is.4xlarge), spot billing.
     "spot_job": {"name": "qwen14b-qlora-spot", "model": "Qwen/Qwen2.5-14B-Instruct", "task": "qlora",
                  "hardware": {"instance_type": "ecs.gn8is.4xlarge"}, "dataset": {"tokens": 5.0e7}},
+    # Image batch job: FLUX.1-schnell (its 4 steps, 1024 px, bfloat16) on one A100-80GB (ecs.gn7e-c16g1.4xlarge).
+    "image_job": {"name": "flux-schnell-images", "model": "black-forest-labs/FLUX.1-schnell", "task": "inference",
+                  "hardware": {"instance_type": "ecs.gn7e-c16g1.4xlarge"}, "batch_size": 2,
+                  "dataset": {"items": 20000}},
     # Not golden: two nodes without RDMA (ecs.gn7e-c16g1.32xlarge has no eRDMA): NCCL over TCP.
     "two_node_tcp": {"name": "llama8b-tcp", "model": "meta-llama/Llama-3.1-8B", "task": "pretrain",
                      "hardware": {"instance_type": "ecs.gn7e-c16g1.32xlarge", "nodes": 2}, "parallel": {"zero": 2},
@@ -43,7 +47,7 @@ WORKLOADS: dict[str, dict] = {
 }
 
 LANG = {"vllm_service": "zh"}
-GOLDEN_SCENARIOS = ("lora_single", "two_node", "vllm_service", "spot_job")
+GOLDEN_SCENARIOS = ("lora_single", "two_node", "vllm_service", "spot_job", "image_job")
 
 
 def _storage(level: str, size: int, shared: dict | None = None, notes: tuple = ()) -> dict:
@@ -114,6 +118,18 @@ PLANS: dict[str, dict] = {
         "host": None, "pareto": True,
         "why": ["spot: checkpoint every 30 min; interruptions add 1.4% to the run time (Young's interval, assumed 0.05 "
                 "interruptions/h)"],
+    },
+    "image_job": {
+        "platform": "ecs", "instance_type": "ecs.gn7e-c16g1.4xlarge", "instance_count": 1, "gpu": "A100-SXM4-80GB",
+        "gpus_total": 1, "parallel": {"tp": 1, "pp": 1, "dp": 1}, "billing": "payg", "region": "cn-shanghai",
+        "price_region": "cn-shanghai", "instance_price_per_hour": 34.74, "price_per_hour": 34.74, "currency": "CNY",
+        "price_as_of": "2023-06-01", "price_source": PRICE_SOURCE, "time_s": 44751.0, "total_cost": 431.85,
+        "replicas": None, "monthly_cost": None, "cost_per_million_output_tokens": None,
+        "job": {"items": 20000.0, "unit": "image", "items_per_s": 0.519, "replicas": 1, "batch": 2},
+        "storage": _storage("PL0", 100), "network": {"multi_node": False, "rdma": None, "nccl_env": {},
+                                                     "text": "single node: no inter-node network needed",
+                                                     "sources": []},
+        "host": None, "pareto": True, "why": ["batch job: 20,000 images at 0.519/s per replica x 1 replica(s) = 10.7 h"],
     },
     "two_node_tcp": {
         "platform": "ecs", "instance_type": "ecs.gn7e-c16g1.32xlarge", "instance_count": 2, "gpu": "A100-SXM4-80GB",

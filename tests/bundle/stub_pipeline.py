@@ -1,4 +1,4 @@
-"""A stand-in for diffusers' StableDiffusionXLPipeline, so the bundle's image server answers on a CPU.
+"""A stand-in for diffusers' DiffusionPipeline (the class an SDXL folder's model_index.json names), so the bundle's image server answers on a CPU.
 
 ``make(model, device)`` is the PIPELINE_FACTORY serve_images.py accepts; every call is recorded and returns
 ``n`` images whose ``save(buf, format="PNG")`` writes a small valid PNG."""

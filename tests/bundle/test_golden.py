@@ -1,5 +1,5 @@
 """Golden files: a single-GPU LoRA job, a two-node eRDMA training job, a vLLM service (Chinese
-PLAN.md) and a spot job. Regenerate with UPDATE_GOLDEN=1 after an intended change and review the diff."""
+PLAN.md), a spot job and an image batch job (FLUX.1-schnell). Regenerate with UPDATE_GOLDEN=1 after an intended change and review the diff."""
 
 from __future__ import annotations
 

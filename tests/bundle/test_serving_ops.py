@@ -172,8 +172,9 @@ def test_sdxl_gets_a_diffusers_batch_script_that_fails_cleanly_without_a_gpu(sdx
     _no_chat_server(sdxl_bundle)
     script = sdxl_bundle / "generate_images.py"
     text = script.read_text()
-    assert "StableDiffusionXLPipeline" in text and 'MODEL = "stabilityai/stable-diffusion-xl-base-1.0"' in text
-    assert "DEFAULT_STEPS = 30" in text and "DEFAULT_SIZE = 1024" in text   # examples/sdxl-inference.yaml input
+    assert "DiffusionPipeline.from_pretrained" in text and 'MODEL = "stabilityai/stable-diffusion-xl-base-1.0"' in text
+    assert "DEFAULT_STEPS = 30" in text and "DEFAULT_HEIGHT = 1024" in text   # examples/sdxl-inference.yaml input
+    assert "torch.float16" in text    # SDXL's VAE is upcast for its decode under float16, as the estimate sizes it
     assert "diffusers==" in (sdxl_bundle / "requirements-serve.txt").read_text()
     prompts = tmp_path / "p.txt"
     prompts.write_text("a red bicycle\n\nan astronaut riding a horse\n")

@@ -126,7 +126,7 @@ def test_a_video_plan_writes_generate_videos_not_the_image_script(wan):
     names = {p.name for p in path.iterdir()}
     assert "generate_videos.py" in names and "generate_images.py" not in names and "serve_images.py" not in names
     text = (path / "generate_videos.py").read_text()
-    assert 'MODEL = "Wan-AI/Wan2.1-T2V-1.3B-Diffusers"' in text and "StableDiffusionXLPipeline" not in text
+    assert 'MODEL = "Wan-AI/Wan2.1-T2V-1.3B-Diffusers"' in text and "export_to_video" in text
     pins = environments()["stacks"]["diffusers"]["video"]
     req = (path / "requirements-serve.txt").read_text()
     assert f"imageio=={pins['imageio']}" in req and f"imageio-ffmpeg=={pins['imageio-ffmpeg']}" in req

@@ -75,9 +75,11 @@ def component_params(model) -> tuple[float, float, float]:
     return denoiser, text, vae
 
 
-def _sizes(model, inp: dict) -> tuple[int, int]:
-    """(image side in pixels, denoising steps)."""
-    prof, pipe = model.profile, _pipe(model)
+def image_sizes(model, inp: dict | None) -> tuple[int, int]:
+    """(image side in pixels, denoising steps): the workload's input, else the pipeline's defaults (its reference
+    image size, its default steps). The estimate times these and the bundle's image scripts run them
+    (render/bundle/serving.py): one function for both."""
+    prof, pipe, inp = model.profile, _pipe(model), inp or {}
     side = int(round(image_side(inp) or (prof.reference_input or {}).get("image_size") or 1024))
     steps = int(inp.get("steps") or pipe.get("default_steps") or table("nonllm")["default_diffusion_steps"])
     return side, steps
@@ -163,7 +165,7 @@ def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framewo
                         system: System, scale, notes: list[str], flash: bool = True, quantization: str = "none",
                         tf32: bool = True):
     """Memory and speed of generating ``batch`` images (see the module docstring)."""
-    side, steps = _sizes(model, inp)
+    side, steps = image_sizes(model, inp)
     passes = guidance_passes(model)
     pipe = _pipe(model)
     mem = diffusion_memory(model, precision=precision, batch=batch, side=side, scale=scale, system=system,

@@ -7,8 +7,9 @@
   file for awq"; on an AWQ repo it forces the slow GEMM kernel): launch-notes 7.2.
   Multi-node replicas (TP x PP larger than one node): vLLM over a Ray cluster
   (``--distributed-executor-backend ray``), SGLang with ``--nnodes/--node-rank/--dist-init-addr``.
-- Diffusion models (SDXL): generate_images.py, a diffusers batch script (StableDiffusionXLPipeline,
-  https://huggingface.co/docs/diffusers/using-diffusers/sdxl). Video diffusion models (CogVideoX, Wan2.1,
+- Image diffusion models (SDXL, SD 1.5, SD3, FLUX, PixArt): generate_images.py, a diffusers batch script
+  (DiffusionPipeline: the class the weights' model_index.json names) at the steps, pixels and dtype the plan estimated
+  (image_launch, image_dtype). Video diffusion models (CogVideoX, Wan2.1,
   HunyuanVideo, LTX-Video): generate_videos.py, DiffusionPipeline + export_to_video with the plan's frames, size,
   steps, batch, offload and dtypes (video.py).
 - Speech models (Whisper): transcribe.py, a faster-whisper batch transcription script
@@ -29,6 +30,7 @@ import json
 from gpuplan.estimate.serving.inference import pooling_batched_tokens
 from gpuplan.render.bundle import video
 from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
+from gpuplan.render.bundle.context_model import catalog_spec
 from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.node.environment import requirements_text
@@ -211,6 +213,38 @@ def serve_requirements(c: Ctx) -> str:
     return requirements_text(e, header)
 
 
+def image_launch(c: Ctx) -> tuple[int, int, int]:
+    """(steps, height, width) the image scripts run: the ones the estimate timed (estimate/nonllm/diffusion.image_sizes:
+    the workload's input, else the pipeline's default steps and reference size, 4 steps for FLUX.1-schnell and 512 px
+    for SD 1.5); a non-square input keeps its height and width (the estimate times the square of the same pixels)."""
+    from gpuplan.estimate.nonllm.diffusion import image_sizes
+
+    spec = catalog_spec(c.model)
+    inp = c.model_input or {}
+    if spec is not None and getattr(spec, "profile", None) is not None:
+        side, steps = image_sizes(spec, inp)
+    else:   # not estimated as a catalog pipeline: the workload's input, else diffusers' usual defaults
+        side, steps = int(inp.get("image_size") or 1024), int(inp.get("steps") or 30)
+    if inp.get("height") and inp.get("width"):
+        return steps, int(inp["height"]), int(inp["width"])
+    return steps, side, side
+
+
+def image_dtype(c: Ctx) -> str:
+    """The torch dtype the image scripts load the pipeline in: the plan's precision. A pipeline whose VAE the estimate
+    decodes in fp32 (profile pipeline.vae_upcast: SDXL's force_upcast, which diffusers applies to a float16 VAE only)
+    loads in float16, the dtype that upcast is for; T5-encoder pipelines (FLUX, SD3, PixArt) need bfloat16, where
+    float16 overflows to NaN. A GPU without BF16 (T4, V100) loads float16, as generate_videos.py does."""
+    if c.precision == "fp32":
+        return "float32"
+    spec = catalog_spec(c.model)
+    upcast = spec is not None and bool((getattr(getattr(spec, "profile", None), "pipeline", None) or {})
+                                       .get("vae_upcast"))
+    if c.precision == "fp16" or not c.bf16 or upcast:
+        return "float16"
+    return "bfloat16"
+
+
 def files(c: Ctx) -> dict[str, str]:
     # a batch job runs the batch its plan chose (plan/search/search_job.py); a server's batch script keeps at most 16
     batch = max(1, c.max_num_seqs if not c.online else min(c.max_num_seqs, 16))
@@ -219,18 +253,15 @@ def files(c: Ctx) -> dict[str, str]:
         return {video.SCRIPT: video.script(c, launch, batch=batch, model_dir=model_dir(c)),
                 "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
     if c.model_kind == "diffusion":
-        steps = int(c.model_input.get("steps") or 30)
-        size = int(c.model_input.get("image_size") or 1024)
-        # the weights' dtype the plan sized: float32 for an fp32 plan, else float16 (SDXL's fp16 VAE fix and
-        # diffusers' usual dtype; the 16-bit figures are the same for bfloat16)
-        dtype = "float32" if c.precision == "fp32" else "float16"
+        steps, height, width = image_launch(c)
+        dtype = image_dtype(c)
         out = {"generate_images.py": render("generate_images.py.j2", c=c, model_py=_py(c.model),
-                                            model_dir_py=_py(model_dir(c)), steps=steps, image_size=size,
+                                            model_dir_py=_py(model_dir(c)), steps=steps, height=height, width=width,
                                             batch=batch, dtype=dtype),
                "requirements-serve.txt": serve_requirements(c), "fetch-model.sh": fetch_model_script(c)}
         if c.online:   # a service: the online image server too
             out["serve_images.py"] = render("serve_images.py.j2", c=c, model_py=_py(c.model),
-                                            model_dir_py=_py(model_dir(c)), steps=steps, image_size=size,
+                                            model_dir_py=_py(model_dir(c)), steps=steps, height=height, width=width,
                                             copies=max(1, c.dp), port=c.serve_port, dtype=dtype)
             out["healthcheck.sh"] = render("healthcheck.sh.j2", c=c)
         return out

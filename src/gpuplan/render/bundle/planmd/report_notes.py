@@ -72,19 +72,22 @@ def serving_notes(c: Ctx) -> list[Safe]:
     if c.training:
         return []
     from gpuplan.render.bundle.node.weights import checkpoint, is_llm
-    from gpuplan.render.bundle.serving import pooling_tokens
+    from gpuplan.render.bundle.serving import image_launch, pooling_tokens
 
     lang = c.lang
     out: list[Safe] = []
     if c.model_kind == "diffusion" and c.online:
         from gpuplan.render.bundle.planmd import report_ops
 
+        steps, height, width = image_launch(c)
         out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `serve_images.py` serves it "
-                           "online: FastAPI + the diffusers `StableDiffusionXLPipeline`, one pipeline per GPU, "
+                           "online: FastAPI + the diffusers pipeline its weights name (`DiffusionPipeline`), one "
+                           "pipeline per GPU, {steps} steps at {width}x{height} px by default (what the plan timed), "
                            "OpenAI-style {endpoint} (PNG as b64_json), {health} and {metrics}; the systemd unit and the "
                            "Deployment run it in the bundle's image (Dockerfile). `generate_images.py` stays for batch "
                            "jobs.", lang).format(model=md(c.model), endpoint="`POST /v1/images/generations`",
-                                                 health="`/health`", metrics="`/metrics`")))
+                                                 health="`/health`", metrics="`/metrics`", steps=steps,
+                                                 width=width, height=height)))
         out += report_ops.serving_layout_lines(c)
         return out
     if c.video:
@@ -101,10 +104,12 @@ def serving_notes(c: Ctx) -> list[Safe]:
             batch=max(1, c.max_num_seqs), offload=f"`{v.offload}`", **_batch_steps(c), dry_run="`--dry-run`")))
         return out
     if c.model_kind == "diffusion":
+        steps, height, width = image_launch(c)
         out.append(Safe(tr("{model} is a diffusion model: vLLM/SGLang cannot serve it. `generate_images.py` runs the "
-                           "diffusers `StableDiffusionXLPipeline` as a batch job (prompts file in, PNG files out): "
-                           "{install}, then {run} ({dry_run} checks the arguments without a GPU).", lang).format(
-            model=md(c.model), **_batch_steps(c), dry_run="`--dry-run`")))
+                           "diffusers pipeline its weights name (`DiffusionPipeline`) as a batch job (prompts file in, "
+                           "PNG files out) at what the plan timed, {steps} steps at {width}x{height} px: {install}, "
+                           "then {run} ({dry_run} checks the arguments without a GPU).", lang).format(
+            model=md(c.model), **_batch_steps(c), dry_run="`--dry-run`", steps=steps, width=width, height=height)))
         return out
     if c.embed_job:
         out.append(Safe(tr("{model} is an embedding (encoder-only) model: `embed.py` runs sentence-transformers as a "

@@ -26,6 +26,8 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
                                                          fsdp=tr("none", lang) if c.fsdp == "none" else c.fsdp,
                                                          offload=tr("none", lang) if c.offload == "none" else c.offload,
                                                          micro=c.micro_batch, accum=c.grad_accum)
+    elif c.model_kind in ("diffusion", "speech", "vision") or c.embed_job:   # batched forwards, not token streams
+        layout = tr("TP {tp}, PP {pp}, batch {batch} per forward", lang).format(tp=c.tp, pp=c.pp, batch=c.max_num_seqs)
     else:
         layout = tr("TP {tp}, PP {pp}, {seqs} concurrent sequences, {tokens} tokens per sequence", lang).format(
             tp=c.tp, pp=c.pp, seqs=c.max_num_seqs, tokens=c.max_model_len)

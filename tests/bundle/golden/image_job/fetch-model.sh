@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Download the model's weights once into MODEL_DIR, inside the region, before anything loads them; say how long it took.
+# Every launcher and server of this bundle then loads MODEL_DIR (a local path), never a hub.
+# Sources, first that is set:
+#   MODEL_MIRROR  a directory holding <id>/ copies of models (ModelScope id, else Hugging Face id): weights staged
+#                 once on NAS/CPFS, or the rehearsal's stand-in for ModelScope (./launch.sh --smoke)
+#   MODEL_OSS     oss://bucket/prefix holding the model's files (ossutil over the VPC-internal OSS endpoint: the fastest)
+#   ModelScope    MODELSCOPE_ID (no ModelScope id is known for black-forest-labs/FLUX.1-schnell: set it, or MODEL_OSS)
+#
+# cn-shanghai is a mainland region: no Hugging Face here (it is not reliably reachable from mainland nodes).
+# PLAN.md times this download at 100 Mbit/s: 45.0min for 34 GB.
+# Run again: a finished download ($MODEL_DIR/.gpuplan-complete) is not repeated. Several nodes or pods sharing MODEL_DIR
+# (NAS/CPFS): one downloads (lock $MODEL_DIR.lock), the others wait for it.
+# ./fetch-model.sh --source-id prints the id it downloads.
+set -euo pipefail
+
+DEFAULT_MODEL=black-forest-labs/FLUX.1-schnell
+MODEL="${MODEL:-$DEFAULT_MODEL}"
+MODELSCOPE_ID="${MODELSCOPE_ID:-}"
+MODEL_DIR="${MODEL_DIR:-/mnt/data/models/flux-schnell-images}"
+MODEL_HUB="${MODEL_HUB:-modelscope}"
+MODEL_OSS="${MODEL_OSS:-}"
+MODEL_MIRROR="${MODEL_MIRROR:-}"
+WAIT_S="${FETCH_WAIT_S:-5995}"
+MARKER="$MODEL_DIR/.gpuplan-complete"
+
+source_id() {
+  if [ "$MODEL_HUB" = modelscope ]; then echo "$MODELSCOPE_ID"; else echo "$MODEL"; fi
+}
+if [ "${1:-}" = "--source-id" ]; then source_id; exit 0; fi
+
+case "$MODEL" in
+  /*|./*) echo "fetch-model.sh: MODEL is a local path ($MODEL): nothing to download"; exit 0;;
+esac
+if [ -f "$MARKER" ]; then
+  echo "fetch-model.sh: $MODEL is already in $MODEL_DIR"
+  exit 0
+fi
+if [ -d "$MODEL_DIR" ] && [ ! -w "$MODEL_DIR" ] && { [ -f "$MODEL_DIR/config.json" ] || [ -f "$MODEL_DIR/model_index.json" ]; }; then
+  echo "fetch-model.sh: using the read-only copy in $MODEL_DIR"
+  exit 0
+fi
+if [ "$MODEL_HUB" != modelscope ] && [ -z "$MODEL_OSS$MODEL_MIRROR" ]; then
+  echo "fetch-model.sh: cn-shanghai is a mainland region: weights come from ModelScope (MODEL_HUB=modelscope) or your OSS bucket (MODEL_OSS), not $MODEL_HUB" >&2
+  exit 2
+fi
+if [ -z "$MODEL_OSS$MODEL_MIRROR" ] && [ "$MODEL_HUB" = modelscope ] && [ -z "$MODELSCOPE_ID" ]; then
+  echo "fetch-model.sh: no ModelScope id is known for $MODEL; set MODELSCOPE_ID=<its ModelScope id>, or MODEL_OSS=oss://<bucket>/<prefix> with your copy of the weights" >&2
+  exit 2
+fi
+
+# One download per MODEL_DIR: the first to create the lock downloads, the others wait for its marker.
+mkdir -p "$(dirname "$MODEL_DIR")"
+waited=0
+until mkdir "$MODEL_DIR.lock" 2>/dev/null; do
+  if [ -f "$MARKER" ]; then echo "fetch-model.sh: $MODEL is already in $MODEL_DIR"; exit 0; fi
+  if [ "$waited" -ge "$WAIT_S" ]; then
+    echo "fetch-model.sh: $MODEL_DIR.lock held for $WAIT_S s; remove it if no other node or pod is downloading" >&2
+    exit 1
+  fi
+  sleep 10
+  waited=$((waited + 10))
+done
+trap 'rmdir "$MODEL_DIR.lock" 2>/dev/null || true' EXIT
+if [ -f "$MARKER" ]; then   # another node or pod finished while this one waited
+  echo "fetch-model.sh: $MODEL is already in $MODEL_DIR"
+  exit 0
+fi
+mkdir -p "$MODEL_DIR"
+start=$(date +%s)
+
+pip_install() {
+  python3 -m pip install -q -i https://mirrors.aliyun.com/pypi/simple/ --trusted-host mirrors.aliyun.com "$@"
+}
+
+from_mirror() {
+  local id
+  for id in "$MODELSCOPE_ID" "$MODEL"; do
+    if [ -n "$id" ] && [ -d "$MODEL_MIRROR/$id" ]; then
+      cp -a "$MODEL_MIRROR/$id/." "$MODEL_DIR/"
+      return 0
+    fi
+  done
+  echo "fetch-model.sh: $MODEL_MIRROR holds neither $MODELSCOPE_ID nor $MODEL" >&2
+  return 1
+}
+
+from_oss() {
+  command -v ossutil >/dev/null 2>&1 || { echo "fetch-model.sh: MODEL_OSS is set but ossutil is not installed (https://www.alibabacloud.com/help/en/oss/developer-reference/ossutil)" >&2; return 1; }
+  ossutil cp -r -f --jobs 16 "${MODEL_OSS%/}/" "$MODEL_DIR/"
+}
+
+from_modelscope() {
+  command -v modelscope >/dev/null 2>&1 || pip_install modelscope==1.34.0
+  modelscope download --model "$MODELSCOPE_ID" --local_dir "$MODEL_DIR"
+}
+
+if [ -n "$MODEL_MIRROR" ]; then
+  from_mirror
+elif [ -n "$MODEL_OSS" ]; then
+  from_oss
+else
+  from_modelscope
+fi
+if [ -z "$(ls -A "$MODEL_DIR")" ]; then
+  echo "fetch-model.sh: nothing was downloaded into $MODEL_DIR" >&2
+  exit 1
+fi
+
+touch "$MARKER"
+seconds=$(( $(date +%s) - start ))
+megabytes=$(( $(du -sk "$MODEL_DIR" | cut -f1) / 1024 ))
+echo "fetch-model.sh: $megabytes MB in $seconds s into $MODEL_DIR"

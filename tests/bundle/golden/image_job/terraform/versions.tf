@@ -1,0 +1,18 @@
+# Terraform for flux-schnell-images: 1 x ecs.gn7e-c16g1.4xlarge in cn-shanghai (payg).
+# The alicloud provider reads credentials from ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET
+# (or a RAM role / `aliyun configure` profile, see var.profile); never write keys into these files.
+# https://registry.terraform.io/providers/aliyun/alicloud/latest/docs
+terraform {
+  required_version = ">= 1.3"
+  required_providers {
+    alicloud = {
+      source  = "aliyun/alicloud"
+      version = ">= 1.223.0"
+    }
+  }
+}
+
+provider "alicloud" {
+  region  = var.region
+  profile = var.profile
+}
