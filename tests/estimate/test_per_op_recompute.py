@@ -114,7 +114,10 @@ def test_bench_reads_per_op_from_the_rows_notes():
     assert not accuracy.PER_OP_SAC.search(rows["N663-titan"]["notes"])      # no AC
     row = dict(rows["N664-titan"])
     assert accuracy.row_to_case(row)[0].grad_checkpointing == "per-op"
+    # a torchtitan row's "selective" without a layer option is per-op too (torchtitan #2357: its only selective mode)
     row["notes"] = row["notes"].replace("'selective op' AC", "selective AC")
+    assert accuracy.row_to_case(row)[0].grad_checkpointing == "per-op"
+    row["notes"] = row["notes"] + " | selective_ac_option '2' (every second layer)"
     assert accuracy.row_to_case(row)[0].grad_checkpointing == "selective"
 
 
