@@ -87,6 +87,17 @@ def test_whisper_1000h_keeps_its_audio_and_transcripts_on_the_data_disk(whisper)
     assert disks["quantity"] == f"1 x {size_gib} GiB"                             # the cost follows the disk
 
 
+def test_a_batch_jobs_whole_cost_is_the_job_not_a_month(whisper):
+    """Before: a batch inference job was costed per month, as a service: its GPU line read `monthly_cost` (none for
+    a job, so "unknown" and left out of the total), its disks 730 h and its traffic "0 req/s". Now the job, as
+    training: the instances' total_cost over its hours."""
+    _path, plan, md, _hours = whisper
+    lines = {r["item"]: r for r in plan["cost_breakdown"]}
+    assert lines["GPU instances"]["amount"] == pytest.approx(plan["total_cost"], abs=0.01)
+    assert lines["GPU instances"]["unit"].endswith("per job") and "Internet traffic out" not in lines
+    assert "per job**" in md and "per month**" not in md
+
+
 def test_a_too_small_data_disk_for_the_batch_input_is_found_by_check(whisper, tmp_path):
     import shutil
 

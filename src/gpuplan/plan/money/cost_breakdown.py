@@ -1,7 +1,8 @@
 """The whole cost of a plan: instances plus disks, shared storage, internet traffic and platform fees.
 
 One line per item: ``{item, amount, unit, quantity, unit_price, currency, source, as_of, estimated}``.
-Training plans are costed for the job (its estimated run time); serving plans per month (730 h). A line
+Training plans and batch jobs (a dataset run once: a plan with ``job``) are costed for the job (its estimated run
+time); serving plans per month (730 h). A line
 whose price is unknown has ``amount: null`` and is left out of ``total`` (listed in ``unknown``).
 Prices: data/extra_costs.yaml (sources per line) and the ACK management fee of platforms.yaml.
 """
@@ -103,9 +104,12 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
     data = load_extra_costs()
     cur = str(plan.get("currency") or "CNY")
     training = (getattr(workload, "task", None) or "inference") != "inference"
+    # a batch job (transcription, images, embeddings, offline generation) runs once, as training does: its instances
+    # cost its total_cost, its disks its hours, and it answers no internet traffic (its output stays in the region)
+    per_job = training or bool(plan.get("job"))
     billing = plan.get("billing") or "payg"
     nodes = int(plan.get("instance_count") or 1)
-    if training:
+    if per_job:
         time_s = plan.get("time_s")
         if not isinstance(time_s, (int, float)) or not math.isfinite(time_s) or time_s <= 0:
             return None
@@ -116,7 +120,7 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
 
     # 1. Instances (ACK: node-hours that follow traffic, without the management fee).
     fee = plan.get("management_fee") if platform == "ack" else None
-    if training:
+    if per_job:
         inst = plan.get("total_cost")
     else:
         inst = plan.get("monthly_cost")
@@ -170,7 +174,7 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
                            bool(p.get("estimated")), ("{tib} TiB", {"tib": f"{tib:g}"}), note))
 
     # 4. Internet traffic out (serving responses; training downloads are inbound and free).
-    if not training:
+    if not per_job:
         rps = _average_rps(workload)
         out_tokens = int(getattr(workload, "output_tokens", 0) or 0)
         gb = rps * out_tokens * float(data["assumptions"]["response_bytes_per_token"]) * hours * 3600 / 1e9
