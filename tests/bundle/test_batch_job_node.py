@@ -96,6 +96,7 @@ def test_a_batch_jobs_whole_cost_is_the_job_not_a_month(whisper):
     assert lines["GPU instances"]["amount"] == pytest.approx(plan["total_cost"], abs=0.01)
     assert lines["GPU instances"]["unit"].endswith("per job") and "Internet traffic out" not in lines
     assert "per job**" in md and "per month**" not in md
+    assert "| Job time |" in md and "| Total cost |" in md and "| Monthly cost |" not in md   # the summary too
 
 
 def test_a_too_small_data_disk_for_the_batch_input_is_found_by_check(whisper, tmp_path):

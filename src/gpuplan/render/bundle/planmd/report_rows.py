@@ -56,18 +56,23 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
         rows.append((N_("Price as of"), str(plan["price_as_of"])))
     if plan.get("price_source"):
         rows.append((N_("Price source"), i18n.localize(str(plan["price_source"]), lang)))
-    if c.training:
+    job = plan.get("job")   # a batch inference job runs once, as training does: its time and total, not a month
+    if c.training or job:
         rows.append((N_("Job time"),
                      rng.duration(plan.get("time_s") or (estimate.get("performance") or {}).get("total_time_s"),
                                   ranges if plan.get("time_s") else {}, "time_s")))
         rows.append((N_("Total cost"), rng.money(money_text(plan.get("total_cost"), cur) or "-", ranges, "total_cost")))
+        if job:
+            rows.append((N_("Replicas"), str(job.get("replicas") or c.replicas)))
     elif plan.get("serving"):
         sv = plan["serving"]
         rows.append((N_("Replicas"), tr("engine copies {copies}, instances {instances}", lang).format(
             copies=sv.get("engine_copies"), instances=sv.get("instances"))))
     else:
         rows.append((N_("Replicas"), str(c.replicas)))
-    if not c.training:
+    if job and plan.get("cost_per_million_output_tokens"):   # an offline LLM job: its tokens' price
+        rows.append((N_("Cost per million output tokens"), money_text(plan["cost_per_million_output_tokens"], cur)))
+    if not c.training and not job:
         rows.append((N_("Monthly cost"), rng.money(money_text(plan.get("monthly_cost"), cur) or "-", ranges,
                                                    "monthly_cost")))
         unit = plan.get("unit_cost") or {}
