@@ -47,11 +47,13 @@ def test_the_script_runs_what_the_plan_timed(tmp_path, model, gpu, steps, size, 
 
 
 def test_a_non_square_input_keeps_its_height_and_width(tmp_path):
-    w = {"model": "black-forest-labs/FLUX.1-schnell", "task": "inference", "dataset": {"items": 100},
-         "input": {"height": 768, "width": 1344}, "serving": {"requests_per_s": 0.2}, "hardware": {"gpu": "A100-SXM4-80GB"}}
+    w = {"model": "black-forest-labs/FLUX.1-schnell", "task": "inference", "input": {"height": 768, "width": 1344},
+         "serving": {"requests_per_s": 0.2}, "hardware": {"gpu": "A100-SXM4-80GB"}}
     path = _bundle(tmp_path, w)
     text = (path / "generate_images.py").read_text()
     assert (_const(text, "DEFAULT_HEIGHT"), _const(text, "DEFAULT_WIDTH")) == ("768", "1344")
     server = (path / "serve_images.py").read_text()
     assert _const(server, "DEFAULT_SIZE") == '"1344x768"' and "DiffusionPipeline.from_pretrained(" in server
     compile(server, "serve_images.py", "exec")
+    md = (path / "PLAN.md").read_text()
+    assert "| Cost per image |" in md and "Cost per million output tokens" not in md   # an image service's unit

@@ -15,6 +15,11 @@ from gpuplan.render.bundle.safe import Safe, md
 from gpuplan.units import fmt_duration
 
 
+# A non-LLM service's unit cost (plan unit_cost.unit: plan/context.item_unit), as PLAN.md's summary names it.
+UNIT_COST_LABEL = {"image": N_("Cost per image"), "video": N_("Cost per video"), "clip": N_("Cost per clip"),
+                   "request": N_("Cost per request")}
+
+
 def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     lang = c.lang
     cur = c.currency
@@ -78,6 +83,11 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
         unit = plan.get("unit_cost") or {}
         if unit.get("unit") == "1M input tokens":    # prefill-only work: no output tokens to price
             rows.append((N_("Cost per million input tokens"), money_text(unit.get("cost"), cur) or "-"))
+        elif unit.get("unit") in UNIT_COST_LABEL:    # a non-LLM service: its item's price, as `recommend` shows it
+            cost = unit.get("cost")
+            rows.append((UNIT_COST_LABEL[unit["unit"]],
+                         f"{cost:.4g} {cur}" if isinstance(cost, (int, float)) and 0 < abs(cost) < 1
+                         else money_text(cost, cur) or "-"))
         else:
             rows.append((N_("Cost per million output tokens"),
                          money_text(plan.get("cost_per_million_output_tokens"), cur) or "-"))
