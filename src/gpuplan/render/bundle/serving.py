@@ -235,14 +235,11 @@ def image_dtype(c: Ctx) -> str:
     decodes in fp32 (profile pipeline.vae_upcast: SDXL's force_upcast, which diffusers applies to a float16 VAE only)
     loads in float16, the dtype that upcast is for; T5-encoder pipelines (FLUX, SD3, PixArt) need bfloat16, where
     float16 overflows to NaN. A GPU without BF16 (T4, V100) loads float16, as generate_videos.py does."""
-    if c.precision == "fp32":
-        return "float32"
+    dtype = video.diffusers_dtype(c)
     spec = catalog_spec(c.model)
     upcast = spec is not None and bool((getattr(getattr(spec, "profile", None), "pipeline", None) or {})
                                        .get("vae_upcast"))
-    if c.precision == "fp16" or not c.bf16 or upcast:
-        return "float16"
-    return "bfloat16"
+    return "float16" if dtype == "bfloat16" and upcast else dtype
 
 
 def files(c: Ctx) -> dict[str, str]:

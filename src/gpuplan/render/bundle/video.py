@@ -91,6 +91,13 @@ def diffusers_repo(c: Ctx, spec: Any) -> str:
                              model=repr(name)), hint=hint, field="model")
 
 
+def diffusers_dtype(c: Ctx) -> str:
+    """The torch dtype a diffusers script loads its pipeline in: the plan's precision; BF16 on a GPU without it (T4,
+    V100) is float16, where the estimate's 2-byte weights hold too."""
+    dtype = {"fp32": "float32", "fp16": "float16"}.get(c.precision, "bfloat16")
+    return "float16" if dtype == "bfloat16" and not c.bf16 else dtype
+
+
 def video_launch(c: Ctx) -> VideoLaunch | None:
     """The launch of a video plan (None for any other model); a launch the bundle cannot run is one GpuplanError."""
     from gpuplan.estimate.nonllm.video import video_shape
@@ -106,9 +113,7 @@ def video_launch(c: Ctx) -> VideoLaunch | None:
     repo = diffusers_repo(c, spec)
     video = dict(spec.profile.pipeline["video"])
     s = video_shape(spec, c.model_input)
-    dtype = {"fp32": "float32", "fp16": "float16"}.get(c.precision, "bfloat16")
-    if dtype == "bfloat16" and not c.bf16:   # T4, V100: no BF16; the estimate's 2-byte weights hold in float16 too
-        dtype = "float16"
+    dtype = diffusers_dtype(c)
     fp32 = tuple(name for name, key in (("transformer", "denoiser_weight_bytes"), ("vae", "vae_weight_bytes"))
                  if dtype != "float32" and float(video.get(key, 0) or 0) == 4)
     return VideoLaunch(repo=repo, frames=s.frames, height=s.height, width=s.width, steps=s.steps,
