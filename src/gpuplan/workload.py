@@ -73,6 +73,12 @@ _NAME_ALIASES: dict[str, dict[str, str]] = {"task": TASK_ALIASES, "quantization"
                                             "framework": FRAMEWORK_ALIASES, "optimizer": OPTIMIZER_ALIASES}
 
 
+# A service's traffic and latency targets (ServingSpec): what a batch job (a dataset run once) has no use for.
+# serving.max_num_seqs, the engine's batch limit as launched, applies to an offline job's engine too.
+SERVING_TRAFFIC_KEYS = ("requests_per_s", "peak_requests_per_s", "requests_per_day", "peak_hours_per_day", "ttft_ms",
+                        "tpot_ms", "target_utilization")
+
+
 class Workload(_Strict):
     """A training or serving job, as the user describes it. Unset fields are ``None``."""
 
@@ -203,6 +209,11 @@ class Workload(_Strict):
                                "could lie above the cap): set both"))
         if self.precision == "fp32" and self.quantization not in (None, "none"):
             pass  # allowed: fp32 compute with quantized storage is unusual but legal
+        traffic = [k for k in SERVING_TRAFFIC_KEYS if getattr(self.serving, k, None) is not None] if self.serving else []
+        if self.dataset is not None and traffic and not self.is_training:
+            raise ValueError(_("dataset makes this inference workload a batch job (run once over its items) and "
+                               "serving.{key} a service (up for months): set one of them (a job's speed is its "
+                               "deadline: constraints.deadline_hours)").format(key=traffic[0]))
         if self.tf32 is not None and self.precision != "fp32":
             raise ValueError(_("tf32 says where fp32 matmuls run, so it needs precision fp32, not {precision}")
                              .format(precision=self.precision or _("unset (bf16)")))

@@ -138,3 +138,18 @@ def test_a_stated_input_size_wins_and_subscription_batch_jobs_are_not_released(t
     _path, plan, md, hours = _bundle(tmp_path / "sub", sub)
     assert plan["billing"] == "subscription" and hours == 0 and plan["ops"]["auto_release"] is None
     assert "auto_release_time" not in (_path / "terraform" / "main.tf").read_text()
+
+
+def test_a_dataset_with_serving_traffic_is_refused_and_a_jobs_engine_limit_stays_a_job(tmp_path):
+    """A dataset makes an inference workload a batch job, serving traffic a service: both at once is one clear
+    error (it had been costed as a job while the bundle wrote the online server). serving.max_num_seqs, the engine's
+    batch limit, is a job's knob too: that workload stays a job, with the same files as without it."""
+    from gpuplan.errors import GpuplanError
+
+    with pytest.raises((GpuplanError, ValueError)) as e:
+        Workload.model_validate({**OFFLINE_7B, "serving": {"requests_per_s": 2}})
+    assert "batch job" in str(e.value) and "serving.requests_per_s" in str(e.value)
+    path, plan, md, _hours = _bundle(tmp_path / "limit", {**OFFLINE_7B, "serving": {"max_num_seqs": 64}})
+    plain = _bundle(tmp_path / "plain", OFFLINE_7B)[0]
+    assert plan["job"] and "| Job time |" in md
+    assert sorted(p.name for p in path.iterdir()) == sorted(p.name for p in plain.iterdir())

@@ -89,7 +89,9 @@ def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: 
         "model_bytes": download_bytes(params, getattr(workload, "quantization", None), training),
         "checkpoint_bytes": finite_number((plan.get("storage") or {}).get("checkpoint_bytes")),
         "plan_fixed": fixed_parts_s(plan.get("fixed_costs")), "first_boot": first_boot(plan, region, training),
-        "online": getattr(workload, "serving", None) is not None, "batch_job": batch,
+        # a service when the workload states serving and the plan is not a batch job (a dataset with serving.max_num_seqs
+        # only is a job: the plan's costing and the bundle follow one rule)
+        "online": getattr(workload, "serving", None) is not None and not batch, "batch_job": batch,
         "job_input_bytes": job_in, "job_output_bytes": job_out,
         # the plan counted its weights staged once in OSS (plan.weights_staging): stage-weights.sh, MODEL_OSS required
         "weights_staged": plan_staged(plan),
