@@ -80,7 +80,7 @@ def test_an_in_library_folder_is_not(qwen3_folder_bundle):
 def test_a_local_folder_service_mounts_its_weights_in_the_pod(tmp_path):
     folder = _folder(tmp_path, "Qwen/Qwen3-4B-Instruct-2507")
     path = _bundle(tmp_path, folder, task="inference", prompt_tokens=1000, output_tokens=300,
-                   serving={"requests_per_s": 2})
+                   serving={"requests_per_s": 2}, dataset=None)   # a service, not a batch job
     report = check_bundle(path)
     assert report.ok, report.to_dict()                  # before: "the Deployment's engine loads ... no volume mounted"
     dep = next(d for d in yaml.safe_load_all((path / "k8s" / "deployment.yaml").read_text())

@@ -76,7 +76,7 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     else:
         rows.append((N_("Replicas"), str(c.replicas)))
     if job and plan.get("cost_per_million_output_tokens"):   # an offline LLM job: its tokens' price
-        rows.append((N_("Cost per million output tokens"), money_text(plan["cost_per_million_output_tokens"], cur)))
+        rows.append((N_("Cost per million output tokens"), money_text(plan["cost_per_million_output_tokens"], cur) or "-"))
     if not c.training and not job:
         rows.append((N_("Monthly cost"), rng.money(money_text(plan.get("monthly_cost"), cur) or "-", ranges,
                                                    "monthly_cost")))
