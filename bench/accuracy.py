@@ -361,8 +361,8 @@ def row_to_case(r: dict[str, str]):
         if max_throughput_row(r):
             data.update(_burst_fields(r, framework, data["prompt_tokens"], data["output_tokens"],
                                       get_gpu(r["gpu"] or DEFAULT_GPU)))
-        if _model_input(r):
-            data["input"] = _model_input(r)
+        if inp := _model_input(r):
+            data["input"] = inp
         if _i(r["output_tokens"], None) and getattr(resolve_model(r["model"]), "kind", "") == "speech":
             # a speech row's stated new tokens per window (generate's max/min_new_tokens): input.tokens_per_window
             data.setdefault("input", {})["tokens_per_window"] = _i(r["output_tokens"], None)
@@ -370,8 +370,8 @@ def row_to_case(r: dict[str, str]):
         data["seq_len"] = seq
         if ckpt is not None:
             data["grad_checkpointing"] = ckpt
-        if _model_input(r):
-            data["input"] = _model_input(r)   # a non-LLM network's training input
+        if inp := _model_input(r):
+            data["input"] = inp   # a non-LLM network's training input
     if task in ("lora", "qlora"):
         data["lora"] = {"rank": _i(r["lora_rank"], 8) or 8,
                         "targets": DEFAULT_LORA_TARGETS.get(framework, "all-linear")}

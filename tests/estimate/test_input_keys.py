@@ -29,6 +29,16 @@ def test_each_kind_reads_its_own_keys(model, keys):
     assert read_keys(resolve_model(model)) == keys
 
 
+def test_every_input_key_belongs_to_a_kind():
+    """The refusal names the kinds that read a key: every InputSpec key is read by some kind and named in words."""
+    from gpuplan.estimate.nonllm import input_keys
+    from gpuplan.workload_parts import InputSpec
+
+    assert set(input_keys._KEY_KIND) == set(InputSpec.model_fields) == set(VIDEO_KEYS + SPEECH_KEYS)
+    for key in InputSpec.model_fields:
+        assert input_keys._kind_words(key)
+
+
 @pytest.mark.parametrize("workload,key", [
     ({**LLM, "input": {"tokens_per_window": 50}}, "tokens_per_window"),
     ({**LLM, "task": "lora", "seq_len": 1024, "input": {"image_size": 448}}, "image_size"),

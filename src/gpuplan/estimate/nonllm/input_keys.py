@@ -19,7 +19,8 @@ SPEECH_KEYS = ("audio_seconds", "tokens_per_window")    # estimate/nonllm/speech
 DIFFUSION_KEYS = IMAGE_KEYS + ("steps", "precomputed_conditioning")  # nonllm/diffusion.py, nonllm/trained_weights.py
 VIDEO_KEYS = DIFFUSION_KEYS + ("frames", "offload")     # estimate/nonllm/video.py
 
-# The model kind each key belongs to, in words (the error names it).
+# The model kind each InputSpec key belongs to, in words (the error names it); every key has one
+# (tests/estimate/test_input_keys.py).
 _KEY_KIND = {"image_size": "image", "height": "image", "width": "image", "steps": "diffusion",
              "precomputed_conditioning": "diffusion", "frames": "video", "offload": "video",
              "audio_seconds": "speech", "tokens_per_window": "speech"}
@@ -43,7 +44,7 @@ def read_keys(model: Any) -> tuple[str, ...]:
 
 def _kind_words(key: str) -> str:
     return {"image": _("image models (vision and diffusion)"), "diffusion": _("diffusion pipelines"),
-            "video": _("video diffusion pipelines"), "speech": _("speech models (Whisper)")}[_KEY_KIND.get(key, "image")]
+            "video": _("video diffusion pipelines"), "speech": _("speech models (Whisper)")}[_KEY_KIND[key]]
 
 
 def refuse_unread_input(model: Any, inp: Any) -> None:

@@ -103,10 +103,9 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
         return None
     data = load_extra_costs()
     cur = str(plan.get("currency") or "CNY")
-    training = (getattr(workload, "task", None) or "inference") != "inference"
-    # a batch job (transcription, images, embeddings, offline generation) runs once, as training does: its instances
-    # cost its total_cost, its disks its hours, and it answers no internet traffic (its output stays in the region)
-    per_job = training or bool(plan.get("job"))
+    # a training run, or a batch job (transcription, images, embeddings, offline generation) that runs once as training
+    # does: its instances cost its total_cost, its disks its hours, and it answers no internet traffic
+    per_job = (getattr(workload, "task", None) or "inference") != "inference" or bool(plan.get("job"))
     billing = plan.get("billing") or "payg"
     nodes = int(plan.get("instance_count") or 1)
     if per_job:

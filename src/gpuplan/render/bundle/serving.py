@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 
 
+from gpuplan.estimate.params import table
 from gpuplan.estimate.serving.inference import pooling_batched_tokens
 from gpuplan.render.bundle import video
 from gpuplan.render.bundle.context import VLLM_DTYPE, Ctx
@@ -223,8 +224,9 @@ def image_launch(c: Ctx) -> tuple[int, int, int]:
     inp = c.model_input or {}
     if spec is not None and getattr(spec, "profile", None) is not None:
         side, steps = image_sizes(spec, inp)
-    else:   # not estimated as a catalog pipeline: the workload's input, else diffusers' usual defaults
-        side, steps = int(inp.get("image_size") or 1024), int(inp.get("steps") or 30)
+    else:   # not a catalog pipeline: the workload's input, else image_sizes' own defaults (1024 px, the table's steps)
+        side = int(inp.get("image_size") or 1024)
+        steps = int(inp.get("steps") or table("nonllm")["default_diffusion_steps"])
     if inp.get("height") and inp.get("width"):
         return steps, int(inp["height"]), int(inp["width"])
     return steps, side, side
