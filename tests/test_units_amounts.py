@@ -1,4 +1,4 @@
-"""`units.parse_amount`: the one reader of amounts as people type them (the wizard's answers)."""
+"""`units.parse_amount`: the one reader of amounts as people type them (the wizard's answers); `units.fmt_rate`: rates shown."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from gpuplan.ask import ask_lines, build_workload
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import tr
-from gpuplan.units import AMOUNT_FORMS, parse_amount
+from gpuplan.units import AMOUNT_FORMS, fmt_rate, parse_amount
 
 
 @pytest.mark.parametrize("text, kind, value", [
@@ -48,3 +48,11 @@ def test_a_fraction_of_a_sample_is_refused_with_the_expected_form(lang, words):
     with pytest.raises(GpuplanError) as exc:
         ask_lines(io.StringIO("lora\nQwen/Qwen2.5-7B-Instruct\n2.5\n"), lang)
     assert words in exc.value.hint
+
+
+@pytest.mark.parametrize(("per_s", "text"), [(0.0109, "0.0109"), (0.00547, "0.00547"), (0.519, "0.519"),
+                                              (1.5, "1.50"), (99.994, "99.99"), (530.76, "531"), (12345.6, "12,346"),
+                                              (None, "-")])
+def test_a_rate_keeps_three_figures_at_any_size(per_s, text):
+    """Before: a video job's 0.0109 videos/s read "0.01" and its model copy's 0.00547/s read "0.01" too."""
+    assert fmt_rate(per_s) == text

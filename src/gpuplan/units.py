@@ -60,6 +60,16 @@ def fmt_duration(seconds: float | None) -> str:
     return _("{n} days").format(n=f"{seconds / 86400:.1f}")
 
 
+def fmt_rate(per_s: float | None) -> str:
+    """A rate per second, readable at any size: thousands separated at 100 and above, two decimals from 1, three
+    significant figures below 1 (a video job's 0.0109/s is not "0.01")."""
+    if per_s is None:
+        return "-"
+    if per_s >= 100:
+        return f"{per_s:,.0f}"
+    return f"{per_s:,.2f}" if per_s >= 1 else f"{per_s:.3g}"
+
+
 # ------------------------------------------------------------------------------------ amounts people type
 # What the wizard reads (`gpuplan ask`): "5万", "1.5e9", "1k", "3天", "48小时", "2000元", "¥2000", "2k", "1.5M",
 # "10亿". One parser, a table per kind of answer; k / M / B are SI (1k = 1,000).

@@ -126,6 +126,8 @@ PLANS: dict[str, dict] = {
         "price_as_of": "2023-06-01", "price_source": PRICE_SOURCE, "time_s": 44751.0, "total_cost": 431.85,
         "replicas": None, "monthly_cost": None, "cost_per_million_output_tokens": None,
         "job": {"items": 20000.0, "unit": "image", "items_per_s": 0.519, "replicas": 1, "batch": 2},
+        # the 80 % ranges a recommend plan carries (diffusion time -27 % .. +128 %): the auto-release waits for the high end
+        "intervals": {"time_s": [35900.0, 98200.0], "total_cost": [346.4, 947.6]},
         "storage": _storage("PL0", 100), "network": {"multi_node": False, "rdma": None, "nccl_env": {},
                                                      "text": "single node: no inter-node network needed",
                                                      "sources": []},

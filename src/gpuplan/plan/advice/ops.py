@@ -81,13 +81,20 @@ def plan_transfers(plan: dict, *, training: bool, model_bytes: float | None):
     return job_transfers(load_ops(), training=training, billing=plan.get("billing"), model_bytes=model_bytes,
                          checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=plan.get("time_s"),
                          fixed=plan.get("fixed_costs"), batch=batch, input_bytes=input_bytes, output_bytes=output_bytes,
-                         platform=plan.get("platform") or "ecs", staged_in_oss=plan_staged(plan))
+                         platform=plan.get("platform") or "ecs", staged_in_oss=plan_staged(plan),
+                         time_high_s=time_high(plan))
+
+
+def time_high(plan: dict) -> float | None:
+    """The high end of the plan's 80 % time range (``intervals.time_s``): the end its deadline is checked at."""
+    rng = (plan.get("intervals") or {}).get("time_s")
+    return float(rng[1]) if rng and len(rng) == 2 and rng[1] else None
 
 
 def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_bytes: float | None = None) -> dict | None:
     """Auto-release for pay-as-you-go/spot training and batch jobs: first boot (start-up, driver install, image
-    pull) + model download (+ a batch job's input) + run x (1 + margin) + checkpoint or output upload, rounded up to
-    the hour (gpuplan.plan.money.transfer: the same hours the bundle's Terraform sets)."""
+    pull) + model download (+ a batch job's input) + the run at the high end of its time range (at least the
+    estimate x (1 + margin)) + checkpoint or output upload, rounded up to the hour (gpuplan.plan.money.transfer: the same hours the bundle's Terraform sets)."""
     training = task in TRAIN_TASKS
     if not (training or plan.get("job")) or plan.get("billing") not in ("payg", "spot") \
             or plan.get("platform", "ecs") != "ecs":
@@ -105,15 +112,17 @@ def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_by
            "first_boot_s": round(t.bootstrap_s, 1), "driver_install_s": t.driver_install_s,
            "image_pull_s": t.image_pull_s, "download_s": None if t.download_s is None else round(t.download_s, 1),
            "input_s": None if t.input_s is None else round(t.input_s, 1), "run_s": round(t.job_s or 0.0, 1),
+           "release_run_s": round(t.release_run_s, 1),
            "upload_s": None if t.upload_s is None else round(t.upload_s, 1)}
-    args = {"hours": hours, "run": f"{(t.job_s or 0) / HOUR_S:.1f}", "margin": f"{cfg['margin']:.0%}"}
+    args = {"hours": hours, "run": f"{(t.job_s or 0) / HOUR_S:.1f}", "wait": f"{t.release_run_s / HOUR_S:.1f}"}
     if training:
-        out["text"] = _("release the instances {hours} h after launch: first boot, model download, the run ({run} h) + "
-                        "{margin} and the checkpoint upload; checkpoints must be on OSS/CPFS before then").format(**args)
+        out["text"] = _("release the instances {hours} h after launch: first boot, model download, the run ({run} h; "
+                        "{wait} h at the high end of its range) and the checkpoint upload; checkpoints must be on "
+                        "OSS/CPFS before then").format(**args)
     else:
         out["text"] = _("release the instances {hours} h after launch: first boot, model download, the input copied "
-                        "from OSS, the run ({run} h) + {margin} and the output upload; outputs must be on OSS or the "
-                        "data disk (kept after a release) before then").format(**args)
+                        "from OSS, the run ({run} h; {wait} h at the high end of its range) and the output upload; "
+                        "outputs must be on OSS or the data disk (kept after a release) before then").format(**args)
     if now is not None:
         at = (now.astimezone(dt.timezone.utc) + dt.timedelta(hours=hours)).replace(second=0, microsecond=0)
         out["release_at_utc"] = at.strftime("%Y-%m-%dT%H:%M:00Z")

@@ -15,7 +15,7 @@ from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items,
 from gpuplan.plan.record import rnd
 from gpuplan.plan.rank import SLACK_MIN
 from gpuplan.plan.search.search_point import Candidate
-from gpuplan.units import HOUR_S
+from gpuplan.units import HOUR_S, fmt_rate
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan.drafts import Draft
@@ -199,7 +199,7 @@ def job_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price | Non
         if "audio_hours" in job:
             job["cost_per_audio_hour"] = rnd(p.total_cost / job["audio_hours"])
     p.job = job
-    args = {"items": f"{items:,.0f}", "unit": _(ITEM_UNITS.get(unit, unit)), "rate": f"{group_rate:.2f}" if group_rate >= 1 else f"{group_rate:.3g}",
+    args = {"items": f"{items:,.0f}", "unit": _(ITEM_UNITS.get(unit, unit)), "rate": fmt_rate(group_rate),
             "replicas": replicas, "hours": f"{base / HOUR_S:,.1f}", "share": f"{factor - 1:.1%}"}
     if factor > 1:
         p.why.append(_("batch job: {items} {unit} at {rate}/s per replica x {replicas} replica(s) = {hours} h "

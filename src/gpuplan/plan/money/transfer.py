@@ -43,6 +43,13 @@ class Transfers:
     release_hours: int
     input_bytes: float | None = None
     input_s: float | None = None
+    job_high_s: float | None = None   # the run at the high end of the plan's 80 % time range (None: no range)
+
+    @property
+    def release_run_s(self) -> float:
+        """The run the release waits for: the high end of the plan's time range (the end its deadline is checked
+        at), and never less than the estimate x (1 + margin)."""
+        return max((self.job_s or 0.0) * (1 + self.margin), self.job_high_s or 0.0)
 
     @property
     def bootstrap_s(self) -> float:
@@ -133,10 +140,11 @@ def transfer_s(n_bytes: float, bytes_per_s: float) -> float:
 
 
 def release_hours(*, bootstrap_s: float, download_s: float, job_s: float, upload_s: float, margin: float,
-                  min_hours: int, input_s: float = 0.0) -> int:
+                  min_hours: int, input_s: float = 0.0, job_high_s: float = 0.0) -> int:
     """Whole hours after `terraform apply` at which ECS may release the node: first boot, model download, the
-    batch job's input staging, the job with its margin (its estimate's uncertainty) and the upload, rounded up."""
-    total_s = bootstrap_s + download_s + input_s + job_s * (1 + margin) + upload_s
+    batch job's input staging, the job at the high end of its time range (``job_high_s``; at least the estimate with
+    its margin) and the upload, rounded up."""
+    total_s = bootstrap_s + download_s + input_s + max(job_s * (1 + margin), job_high_s) + upload_s
     return max(min_hours, math.ceil(total_s / 3600))
 
 
@@ -144,11 +152,13 @@ def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes
                   checkpoint_bytes: float | None, time_s: float | None, fixed: Mapping[str, Any] | None = None,
                   batch: bool = False, input_bytes: float | None = None, output_bytes: float | None = None,
                   first_boot: Mapping[str, Any] | None = None, platform: str | None = "ecs",
-                  staged_in_oss: bool = False) -> Transfers:
+                  staged_in_oss: bool = False, time_high_s: float | None = None) -> Transfers:
     """The download/upload times and the auto-release hours of one plan: the first boot (the plan's start-up and
     image pull from ``fixed``, its ``fixed_costs``, plus the driver install), the model download over the node's
     public bandwidth, a batch job's input from OSS, the run (the plan's time without its own once-per-job
-    seconds) with its margin, and the upload to OSS (the final checkpoint, or the batch job's output).
+    seconds) at the high end of its time range (``time_high_s``, the plan's ``intervals.time_s[1]``: the end its
+    deadline is checked at; at least the estimate with its margin), and the upload to OSS (the final checkpoint, or
+    the batch job's output).
     ``release_hours`` is 0 for services and subscriptions (never released): training and batch jobs are released.
     ``first_boot``: the start-up and image pull seconds (``boot_s``, ``image_pull_s``) of a plan that carries no
     fixed costs (a service), computed by the functions its costs would use; by default ``fixed``'s. The driver
@@ -167,6 +177,7 @@ def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes
     in_bytes = input_bytes if batch and not training else None
     stage = transfer_s(in_bytes, oss * MB) if in_bytes else None
     job = max(0.0, time_s - sum(parts.values())) if time_s else None
+    job_high = max(0.0, time_high_s - sum(parts.values())) if time_high_s and job else None
     boot_parts = fixed_parts_s(first_boot) if first_boot is not None else parts
     boot, pull = boot_parts.get("boot_s", 0.0), boot_parts.get("image_pull_s", 0.0)
     driver = boot_parts.get("driver_install_s", start.driver_install_s)   # a plan.json written before it was counted
@@ -174,8 +185,8 @@ def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes
     if (training or batch) and billing != "subscription" and job:
         hours = release_hours(bootstrap_s=boot + driver + pull, download_s=down or 0.0, input_s=stage or 0.0,
                               job_s=job, upload_s=up or 0.0, margin=float(cfg["margin"]),
-                              min_hours=int(cfg["min_hours"]))
+                              min_hours=int(cfg["min_hours"]), job_high_s=job_high or 0.0)
     return Transfers(bandwidth_mbit=mbit, internet_charge_type=str(net["internet_charge_type"]), oss_mb_s=oss,
                      boot_s=boot, image_pull_s=pull, driver_install_s=driver, download_bytes=model_bytes,
                      download_s=down, upload_bytes=up_bytes, upload_s=up, job_s=job, margin=float(cfg["margin"]),
-                     release_hours=hours, input_bytes=in_bytes, input_s=stage)
+                     release_hours=hours, input_bytes=in_bytes, input_s=stage, job_high_s=job_high)

@@ -97,6 +97,7 @@ class Ctx:
     video: bool = False           # a video-diffusion model (pipeline.video): generate_videos.py, not generate_images.py
     model_input: dict = field(default_factory=dict)
     job_time_s: float | None = None   # training and batch jobs: the plan's estimated run time
+    job_time_high_s: float | None = None   # its high end (the plan's intervals.time_s[1]): what the release waits for
     sla_ttft_s: float | None = None   # serving SLA (workload.serving.ttft_ms / tpot_ms)
     sla_tpot_s: float | None = None   # non-LLM input (image_size, steps, audio_seconds)
     ckpt_granularity: str = "none"    # training: activation recomputation none | selective | full

@@ -56,8 +56,8 @@ def required_driver_major(c: Ctx) -> int:
 
 def auto_release_hours(c: Ctx) -> int:
     """Hours after `terraform apply` at which ECS releases a pay-as-you-go training or batch node: first boot + model
-    download (+ a batch job's input) + run time x (1 + margin) + checkpoint or output upload
-    (render/bundle/node/transfer.py); 0 = never (serving, subscription)."""
+    download (+ a batch job's input) + the run at the high end of its time range (at least x (1 + margin)) +
+    checkpoint or output upload (render/bundle/node/transfer.py); 0 = never (serving, subscription)."""
     return transfers(c).release_hours
 
 

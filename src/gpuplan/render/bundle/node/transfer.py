@@ -14,7 +14,8 @@ def transfers(c: Ctx) -> Transfers:
     return job_transfers(load_ops(), training=c.training, billing=c.billing, model_bytes=c.model_bytes,
                          checkpoint_bytes=c.checkpoint_bytes, time_s=c.job_time_s, fixed=c.plan_fixed,
                          batch=c.batch_job, input_bytes=c.job_input_bytes, output_bytes=c.job_output_bytes,
-                         first_boot=c.first_boot, platform=c.platform, staged_in_oss=c.weights_staged)
+                         first_boot=c.first_boot, platform=c.platform, staged_in_oss=c.weights_staged,
+                         time_high_s=c.job_time_high_s)
 
 
 def script_duration(seconds: float | None) -> str:

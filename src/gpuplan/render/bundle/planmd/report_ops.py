@@ -4,6 +4,7 @@ platform deployment steps. Fixed sentences are msgids (translated with :func:`tr
 
 from __future__ import annotations
 
+from gpuplan.estimate.intervals import COVERAGE_TEXT
 from gpuplan.i18n import N_
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.safe import Safe, md
@@ -92,19 +93,24 @@ def auto_release_line(c: Ctx) -> Safe | None:
         return None
     text = (N_("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} (start-up "
                "{start} + the driver install and its reboot {driver} + image pull {pull}, as the plan's fixed costs "
-               "count them) + model download {download} + the input copied from OSS {input} + the run {job} x {factor} + "
-               "the output upload to OSS {upload}, rounded up (auto_release_time; variable auto_release_hours, 0 = "
-               "never). The data disk and the outputs on it survive the release. idle-stop.sh can also power a node "
-               "off when its GPUs stay idle (IDLE_STOP_ENABLED=1).") if c.batch_job else
+               "count them) + model download {download} + the input copied from OSS {input} + the run {run} + the "
+               "output upload to OSS {upload}, rounded up (auto_release_time; variable auto_release_hours, 0 = never). "
+               "The data disk and the outputs on it survive the release. idle-stop.sh can also power a node off when "
+               "its GPUs stay idle (IDLE_STOP_ENABLED=1).") if c.batch_job else
             N_("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} (start-up "
                "{start} + the driver install and its reboot {driver} + image pull {pull}, as the plan's fixed costs "
-               "count them) + model download {download} + the run {job} x {factor} + checkpoint upload {upload}, rounded "
-               "up (auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off "
+               "count them) + model download {download} + the run {run} + checkpoint upload {upload}, rounded up "
+               "(auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off "
                "when its GPUs stay idle (IDLE_STOP_ENABLED=1)."))
+    if t.job_high_s and t.job_high_s >= (t.job_s or 0.0) * (1 + t.margin):
+        run = tr(N_("{wait} (the high end of its {cover} range; {job} estimated)"), c.lang).format(
+            wait=_duration(t.release_run_s), cover=COVERAGE_TEXT, job=_duration(t.job_s))
+    else:
+        run = f"{_duration(t.job_s)} x {1 + t.margin:g}"
     return md(tr(text, c.lang).format(
         hours=t.release_hours, boot=_duration(t.bootstrap_s), start=_duration(t.boot_s), pull=_duration(t.image_pull_s),
         driver=_duration(t.driver_install_s), download=_duration(t.download_s), input=_duration(t.input_s),
-        job=_duration(t.job_s), factor=f"{1 + t.margin:g}", upload=_duration(t.upload_s)))
+        run=run, upload=_duration(t.upload_s)))
 
 
 def _duration(seconds: float | None) -> str:

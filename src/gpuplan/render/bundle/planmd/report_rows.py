@@ -12,7 +12,7 @@ from gpuplan.render import svg
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.planmd.report_text import billing_label, component_name, gib_text, money_text, say, tr
 from gpuplan.render.bundle.safe import Safe, md
-from gpuplan.units import fmt_duration
+from gpuplan.units import fmt_duration, fmt_rate
 
 
 # A non-LLM service's unit cost (plan unit_cost.unit: plan/context.item_unit), as PLAN.md's summary names it.
@@ -140,9 +140,9 @@ def perf_rows(c: Ctx, estimate: dict, plan: dict | None = None) -> list[tuple[Sa
     p = estimate.get("performance") or {}
     sv = (plan or {}).get("serving")
 
-    def num(key: str, fmt: str) -> str | None:
+    def num(key: str, fmt: str, shape=lambda v: v) -> str | None:
         v = p.get(key)
-        return fmt.format(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
+        return fmt.format(shape(v)) if isinstance(v, (int, float)) and math.isfinite(v) else None
 
     if c.training:
         items = [(N_("Step time"), fmt_duration(p.get("step_time_s")) if p.get("step_time_s") else None),
@@ -159,8 +159,8 @@ def perf_rows(c: Ctx, estimate: dict, plan: dict | None = None) -> list[tuple[Sa
         job = plan["job"]   # type: ignore[index]
         items = [(N_("Batch per forward"), f"{job['batch']:,}" if job.get("batch") else None),
                  (N_("Time per batch"), fmt_duration(p.get("latency_s")) if p.get("latency_s") else None),
-                 (N_("Items/s per model copy"), num("max_requests_per_s", "{:,.2f}")),
-                 (N_("Items/s of the job"), f"{job['items_per_s']:,.2f}" if job.get("items_per_s") else None)]
+                 (N_("Items/s per model copy"), num("max_requests_per_s", "{}", fmt_rate)),
+                 (N_("Items/s of the job"), fmt_rate(job["items_per_s"]) if job.get("items_per_s") else None)]
     else:
         items = [(N_("TTFT"), fmt_duration(p.get("ttft_s")) if p.get("ttft_s") else None),
                  (N_("TPOT"), fmt_duration(p.get("tpot_s")) if p.get("tpot_s") else None),
