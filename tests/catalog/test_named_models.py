@@ -75,6 +75,11 @@ NAMED = [
     ("stabilityai/stable-diffusion-3-medium-diffusers", "diffusion", 7.7 * B, 0.02, None),
     ("black-forest-labs/FLUX.1-dev", "diffusion", 16.87 * B, 0.01, None),
     ("black-forest-labs/FLUX.1-schnell", "diffusion", 16.86 * B, 0.01, None),
+    # Stable Diffusion 2 / 2.1: UNet 865,910,724 + OpenCLIP-H text tower 340,387,840 + VAE 83,653,863 (buddy-mlir's SD 2.1
+    # parameter buffers; the VAE is SD 1.5's); one UNet pass: SD 1.5's 7.8e11 FLOPs at 512 px, 2.1e12 at 768 px
+    ("stabilityai/stable-diffusion-2-base", "diffusion", 1_289_952_427, 1e-9, 7.8e11),
+    ("stabilityai/stable-diffusion-2-1-base", "diffusion", 1_289_952_427, 1e-9, 7.8e11),
+    ("stabilityai/stable-diffusion-2-1", "diffusion", 1_289_952_427, 1e-9, 2.1e12),
     # remote-code LLMs (Baichuan-13B: pytorch_model.bin.index.json total_size / 2; Baichuan2 cards; ChatGLM2/3 6.2 B;
     # GLM-4-9B 9.4 B; Qwen-7B 7.7 B)
     ("baichuan-inc/Baichuan-13B-Base", "decoder", 13.265 * B, 0.001, None),
@@ -362,3 +367,34 @@ def test_gpuplan_models_lists_the_new_names_and_sums_up_timm():
     assert "timm/xcit_tiny_12_p8_224" not in out          # timm is one line in the table view ...
     code, out, _err = run_cli("models", "--kind", "speech", "--json")
     assert code == 0 and "openai/whisper-large-v3-turbo" in out
+
+
+def test_stable_diffusion_2_runs_at_its_native_size():
+    """SD 2.1 (768-v) generates 768 x 768 by default and SD 2.1-base 512 x 512 (unet sample_size 96 / 64): the estimate
+    and the image scripts use one size (estimate/nonllm/diffusion.image_sizes), and a 768-px image costs more."""
+    from gpuplan.estimate.nonllm.diffusion import image_sizes
+
+    assert image_sizes(resolve_model("sd2.1"), {}) == (768, 50)
+    assert image_sizes(resolve_model("stabilityai/stable-diffusion-2-base"), {}) == (512, 50)
+    big, small = (estimate({"model": m, "task": "inference", "hardware": {"gpu": "A10"}}).to_dict()["performance"]
+                  for m in ("sd2.1", "sd2.1-base"))
+    assert 2.0 < small["images_per_s"] / big["images_per_s"] < 3.5   # 2.25x the pixels, attention over 2.25x tokens
+
+
+
+@pytest.mark.parametrize(("dim", "sample", "target"), [
+    (768, 64, "stable-diffusion-v1-5/stable-diffusion-v1-5"), (1024, 96, "stabilityai/stable-diffusion-2-1"),
+    (1024, 64, "stabilityai/stable-diffusion-2-1-base"), (2048, 128, "stabilityai/stable-diffusion-xl-base-1.0")])
+def test_a_unet_pipeline_folder_names_the_bundled_profile_of_its_unet(tmp_path, dim, sample, target):
+    """A local SD 1.x / 2.x / XL pipeline folder is one error whose hint names the curated profile of the same UNet
+    (its cross_attention_dim; SD 2.x's sample_size tells the 768-px model from the 512-px base)."""
+    import json
+
+    (tmp_path / "unet").mkdir()
+    (tmp_path / "model_index.json").write_text(json.dumps({"_class_name": "StableDiffusionPipeline",
+                                                           "unet": ["diffusers", "UNet2DConditionModel"]}))
+    (tmp_path / "unet" / "config.json").write_text(json.dumps({"cross_attention_dim": dim, "sample_size": sample}))
+    with pytest.raises(GpuplanError) as err:
+        resolve_model(str(tmp_path))
+    assert f"model: {target}." in err.value.hint
+    resolve_model(target)   # and that profile is bundled

@@ -43,8 +43,11 @@ PIPELINES: dict[str, tuple[int, bool, int]] = {
     "StableDiffusion3Pipeline": (28, True, 256),
     "FluxPipeline": (28, False, 512),
 }
-# UNet pipelines -> the curated profile of the same UNet (by the UNet's cross_attention_dim)
-UNET_PROFILES = {768: "stable-diffusion-v1-5/stable-diffusion-v1-5", 2048: "stabilityai/stable-diffusion-xl-base-1.0"}
+# UNet pipelines -> the curated profile of the same UNet (by the UNet's cross_attention_dim; SD 2.x by its sample_size:
+# 96 latent pixels = the 768-px model, else the 512-px base)
+UNET_PROFILES = {768: "stable-diffusion-v1-5/stable-diffusion-v1-5", 2048: "stabilityai/stable-diffusion-xl-base-1.0",
+                 1024: "stabilityai/stable-diffusion-2-1-base"}
+UNET_PROFILES_768PX = {1024: "stabilityai/stable-diffusion-2-1"}
 SOURCES = ("https://github.com/huggingface/diffusers/tree/main/src/diffusers/models/transformers",
            "https://arxiv.org/abs/2212.09748", "https://arxiv.org/abs/2205.05198")
 
@@ -155,8 +158,9 @@ def pipeline_spec(index: Mapping[str, Any], read: Reader, name: str, source: str
     pipe_cls = str(index.get("_class_name", ""))
     if "unet" in index:
         unet = read("unet/config.json") or {}
-        target = UNET_PROFILES.get(int(unet.get("cross_attention_dim") or 0)) if isinstance(
-            unet.get("cross_attention_dim"), int) else None
+        dim = unet.get("cross_attention_dim") if isinstance(unet.get("cross_attention_dim"), int) else 0
+        table = UNET_PROFILES_768PX if unet.get("sample_size") == 96 and dim in UNET_PROFILES_768PX else UNET_PROFILES
+        target = table.get(dim)
         raise GpuplanError(
             _("{name} is a UNet pipeline ({cls}); gpuplan reads the DiT transformers of PixArt, SD3 and FLUX from "
               "config files.").format(name=name, cls=pipe_cls or "UNet2DConditionModel"),
