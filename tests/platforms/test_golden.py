@@ -153,3 +153,25 @@ def test_unknown_prices_stay_unknown(gn7i_recommend):
 def test_training_and_no_rate_give_no_platform_plans():
     assert platform_plans({"model": "Qwen/Qwen2.5-7B-Instruct", "task": "lora"}) == []
     assert platform_plans({"model": "Qwen/Qwen2.5-7B-Instruct"}) == []
+
+
+def test_an_image_service_is_priced_per_image_on_every_platform():
+    """Before: Function Compute, ACK and PAI-EAS priced an SDXL service "per 1M output tokens" (CNY 160.48 on
+    fc.gpu.ada.1: the month over 1 "token" per image x 1e6) while its ECS plans said per image. One rule now
+    (serving.traffic.service_unit_costs): the month's cost over the month's images, on every platform."""
+    from gpuplan.plan import recommend
+
+    w = {"name": "sdxl-api", "model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "inference",
+         "input": {"image_size": 1024, "steps": 30}, "serving": {"requests_per_s": 0.05},
+         "constraints": {"regions": ["cn-hangzhou"]}}
+    rec = recommend(w)
+    images = 0.05 * 3600 * 730
+    plans = [p.to_dict() for p in rec.all_plans] + [p.to_dict() for p in platform_plans(rec.workload,
+                                                                                          ecs_plans=_ecs(rec))]
+    priced = [p for p in plans if p["monthly_cost"] is not None]
+    assert {p["platform"] for p in priced} >= {"ecs", "ack", "function-compute"}
+    for p in plans:
+        assert p["cost_per_million_output_tokens"] is None, p["platform"]
+        assert p["unit_cost"]["unit"] == "image", p["platform"]
+    for p in priced:
+        assert p["unit_cost"]["cost"] == pytest.approx(p["monthly_cost"] / images, rel=1e-4), p["platform"]

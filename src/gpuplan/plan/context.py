@@ -94,10 +94,10 @@ def job_items(ctx: PlanContext) -> tuple[float, str] | None:
 
 
 def item_unit(ctx: PlanContext) -> str:
-    kind = getattr(ctx.model, "kind", "")
-    if kind == "diffusion" and ((getattr(getattr(ctx.model, "profile", None), "pipeline", None) or {}).get("video")):
-        return "video"
-    return "image" if kind == "diffusion" else "clip" if kind in ("speech", "asr", "whisper", "audio") else "request"
+    """The item a non-LLM workload processes or serves: image, video, clip or request (serving.traffic.priced_unit)."""
+    from gpuplan.plan.serving.traffic import priced_unit
+
+    return priced_unit(ctx.model, False, None)
 
 
 ITEM_UNITS = {"image": N_("images"), "video": N_("videos"), "clip": N_("clips"), "request": N_("requests")}

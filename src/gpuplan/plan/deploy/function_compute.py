@@ -26,7 +26,7 @@ from typing import Any
 from gpuplan.i18n import N_, _
 from gpuplan.plan.deploy.platform_data import ColdStart, FcGpuType, FcPricing, cold_start_model, fc_gpu_types, fc_pricing, fx_rate
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, PlanMemory, rnd
-from gpuplan.plan.serving.traffic import (DAYS_PER_MONTH, Traffic, cost_per_million_output_tokens, peak_utilization,
+from gpuplan.plan.serving.traffic import (DAYS_PER_MONTH, STATED_TRAFFIC, Traffic, peak_utilization, service_unit_costs,
                                   replicas_for)
 from gpuplan.units import HOUR_S
 
@@ -110,8 +110,10 @@ def _latency_s(perf: dict, output_tokens: int) -> float:
 
 
 def function_compute_plans(w, estimate_for_gpu: EstimateForGpu, traffic: Traffic, *, region: str | None,
-                           currency: str, fx, headroom: float = 0.02) -> list[Plan]:
-    """One plan per FC GPU type whose smallest fitting slice holds the model."""
+                           currency: str, fx, headroom: float = 0.02, priced: tuple[str, int] = ("output", 1)
+                           ) -> list[Plan]:
+    """One plan per FC GPU type whose smallest fitting slice holds the model. ``priced``: what the month is priced
+    per and the tokens per request (serving.traffic.priced_unit, service_unit_costs)."""
     pricing, cold = fc_pricing(), cold_start_model()
     rate = fx_rate(currency, pricing.currency, fx)
     out_tokens = w.output_tokens or 1
@@ -124,7 +126,8 @@ def function_compute_plans(w, estimate_for_gpu: EstimateForGpu, traffic: Traffic
             if e is None or not _fits(e, headroom) or not (e.performance.get("max_requests_per_s") or 0) > 0:
                 continue
             options.append(_fc_plan(w, g, size, e, traffic, region=region, currency=currency, rate=rate,
-                                    pricing=pricing, cold=cold, out_tokens=out_tokens, sla_ttft=sla_ttft))
+                                    pricing=pricing, cold=cold, out_tokens=out_tokens, sla_ttft=sla_ttft,
+                                    priced=priced))
         if options:
             # cheapest known monthly cost; with no price, the smallest slice that serves
             plans.append(min(options, key=lambda p: (p.cost_key is None, p.cost_key or 0.0,
@@ -133,7 +136,7 @@ def function_compute_plans(w, estimate_for_gpu: EstimateForGpu, traffic: Traffic
 
 
 def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region, currency, rate, pricing,
-             cold, out_tokens, sla_ttft) -> Plan:
+             cold, out_tokens, sla_ttft, priced: tuple[str, int]) -> Plan:
     """The plan of one FC GPU type and memory slice (both instance policies costed)."""
     perf = {k: v for k, v in est.performance.items() if v is not None}
     mu = float(perf.get("max_requests_per_s") or 0.0)
@@ -180,11 +183,12 @@ def _fc_plan(w, g: FcGpuType, slice_gib: float, est, traffic: Traffic, *, region
             basis=traffic.basis, active=f"{primary.active_s / HOUR_S:,.1f}", idle=f"{primary.idle_s / HOUR_S:,.0f}",
             cu=f"{primary.cu:,.0f}", money=money, policy=primary.policy),
     )
+    per_output, unit = service_unit_costs(monthly, traffic, priced[0], priced[1], STATED_TRAFFIC)
     cost = PlanCost(currency=currency, billing="payg", region=region, price_region="international",
                     instance_price_per_hour=_r(hourly), price_per_hour=_r(hourly * replicas) if hourly is not None else None,
                     price_estimated=currency != pricing.currency, price_as_of=pricing.as_of, price_source=pricing.source,
                     replicas=replicas, monthly_cost=monthly, utilization=peak_utilization(traffic, replicas, mu),
-                    cost_per_million_output_tokens=cost_per_million_output_tokens(monthly, traffic, out_tokens))
+                    cost_per_million_output_tokens=per_output, unit_cost=unit)
     details = {
         "cold_start": {"seconds": _r(cold_s, 2), "ttft_cold_s": _r(cold_ttft, 3), "ttft_warm_s": _r(ttft, 4),
                        "probability_scale_to_zero": _r(zero.cold_fraction), "keep_alive_s": cold.keep_alive_s,

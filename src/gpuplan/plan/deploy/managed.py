@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from gpuplan.i18n import _
 from gpuplan.plan.deploy.platform_data import fx_rate, load_platforms
 from gpuplan.plan.record import Plan, PlanAdvice, PlanCost, rnd
-from gpuplan.plan.serving.traffic import (Traffic, always_on_monthly, cost_per_million_output_tokens, peak_utilization,
+from gpuplan.plan.serving.traffic import (STATED_TRAFFIC, Traffic, always_on_monthly, peak_utilization, service_unit_costs,
                                   replicas_for, scaled_node_hours)
 from gpuplan.units import HOURS_PER_MONTH
 
@@ -44,8 +44,15 @@ def _on_ecs(e: Plan, platform: str, region: str | None, currency: str, *, replic
                 cost_key=cost_key, time_key=time_key, estimate=e.estimate)
 
 
-def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx, output_tokens: int = 1,
-              scaling_only: bool = False) -> list[Plan]:
+def _unit_costs(monthly: float | None, traffic: Traffic, priced: tuple[str, int]) -> dict:
+    """The plan's cost per 1M output tokens or per item on the stated traffic (serving.traffic.service_unit_costs,
+    the ECS plans' rule). ``priced``: (what the month is priced per, tokens per request)."""
+    per_output, unit = service_unit_costs(monthly, traffic, priced[0], priced[1], STATED_TRAFFIC)
+    return {"cost_per_million_output_tokens": per_output, "unit_cost": unit}
+
+
+def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
+              priced: tuple[str, int] = ("output", 1), scaling_only: bool = False) -> list[Plan]:
     """ACK managed Pro cluster + GPU node pool per ECS instance type (pay-as-you-go nodes follow traffic).
     ``scaling_only`` (ECS plans are shown too): a node pool that never scales (as many replicas off-peak as at
     the peak) is its ECS plan plus the management fee, the same machine listed twice: left out."""
@@ -81,7 +88,7 @@ def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
                   "price_rule": e.cost.price_rule, "price_margin": e.cost.price_margin,
                   "price_as_of": e.cost.price_as_of, "utilization": peak_utilization(traffic, max_r, mu),
                   "price_source": e.cost.price_source, "monthly_cost": monthly,
-                  "cost_per_million_output_tokens": cost_per_million_output_tokens(monthly, traffic, output_tokens)},
+                  **_unit_costs(monthly, traffic, priced)},
             details={"traffic": traffic.to_dict(),
                      "management_fee": {"per_hour": fee["pro_per_hour"], "currency": fee["currency"],
                                         "monthly": _r(fee_month, 2), "as_of": str(fee["as_of"]), "source": fee["source"]},
@@ -98,7 +105,8 @@ def ack_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, fx,
     return out
 
 
-def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str, output_tokens: int = 1) -> list[Plan]:
+def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str,
+                  priced: tuple[str, int] = ("output", 1)) -> list[Plan]:
     """PAI-EAS public resources on the same instance specs; prices unknown unless platforms.yaml has one."""
     eas = load_platforms()["pai_eas"]
     prices = {r["instance_type"]: r for r in eas.get("resources") or ()}
@@ -126,7 +134,7 @@ def pai_eas_plans(ecs_plans: Sequence[Plan], traffic: Traffic, *, currency: str,
                   "price_per_hour": _r(price * replicas * e.nodes_per_replica) if price is not None else None,
                   "price_as_of": row.get("as_of"), "price_source": row.get("source") or eas["source"],
                   "monthly_cost": monthly, "utilization": peak_utilization(traffic, replicas, mu),
-                  "cost_per_million_output_tokens": cost_per_million_output_tokens(monthly, traffic, output_tokens)},
+                  **_unit_costs(monthly, traffic, priced)},
             details={"traffic": traffic.to_dict()},
             why=_("PAI-EAS public resources, {replicas} x {instance}: billed per running minute of each instance "
                   "({source})").format(replicas=replicas, instance=it, source=eas["source"]),

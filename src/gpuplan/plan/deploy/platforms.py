@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from gpuplan.plan.deploy.function_compute import EstimateForGpu, function_compute_plans
 from gpuplan.plan.deploy.managed import ack_plans, pai_eas_plans
 from gpuplan.plan.record import Plan, rnd
-from gpuplan.plan.serving.traffic import traffic_profile
+from gpuplan.plan.serving.traffic import priced_unit, traffic_profile
 from gpuplan.units import GIB
 
 PLATFORMS = ("function-compute", "pai-eas", "ack")
@@ -95,16 +95,28 @@ def platform_plans(workload, estimate_for_gpu: EstimateForGpu | None = None, *, 
         region = (cons.regions[0].strip().lower() if cons and cons.regions else "cn-shanghai")
     wanted = set(platforms)
     ecs = list(ecs_plans)
-    tokens = w.output_tokens or 1
+    priced = _priced(w)
     out: list[Plan] = []
     if "function-compute" in wanted:
         est = estimate_for_gpu or gpu_estimator(w)
-        out += function_compute_plans(w, est, traffic, region=region, currency=currency, fx=fx, headroom=headroom)
+        out += function_compute_plans(w, est, traffic, region=region, currency=currency, fx=fx, headroom=headroom,
+                                      priced=priced)
     if "ack" in wanted:
-        out += ack_plans(ecs, traffic, currency=currency, fx=fx, output_tokens=tokens, scaling_only=with_ecs)
+        out += ack_plans(ecs, traffic, currency=currency, fx=fx, priced=priced, scaling_only=with_ecs)
     if "pai-eas" in wanted:
-        out += pai_eas_plans(ecs, traffic, currency=currency, output_tokens=tokens)
+        out += pai_eas_plans(ecs, traffic, currency=currency, priced=priced)
     return out
+
+
+def _priced(w) -> tuple[str, int]:
+    """What the workload's service is priced per and the tokens per request: the ECS plans' rule
+    (serving.traffic.priced_unit), so an image service reads "per image" on every platform."""
+    from gpuplan.catalog.models import resolve_model
+    from gpuplan.plan.search.candidates import is_llm
+
+    model = resolve_model(w.model)
+    priced = priced_unit(model, bool(is_llm(model)), w.output_tokens)
+    return priced, int((w.prompt_tokens if priced == "input" else w.output_tokens) or 1)
 
 
 def compare(fc_plan: Plan, ecs_monthly: float) -> dict:

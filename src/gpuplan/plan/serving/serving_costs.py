@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING
 
 from gpuplan.i18n import _, localize
 from gpuplan.plan.money import cost as costm
-from gpuplan.plan.context import PlanContext, item_unit, target_util
+from gpuplan.plan.context import PlanContext, target_util
 from gpuplan.plan.money.costing import job_costs
 from gpuplan.plan.serving.disaggregation import PD_ENGINES, better_than_colocated, pd_sizing
 from gpuplan.plan.serving.queueing import copies_for_concurrency, size_replicas
-from gpuplan.plan.record import rnd
 from gpuplan.plan.search.search_point import Candidate
 from gpuplan.plan.serving.serving_config import describe
-from gpuplan.plan.serving.traffic import (Traffic, cost_per_million_output_tokens, cost_per_request, full_capacity,
-                                  traffic_profile)
+from gpuplan.plan.serving.traffic import (STATED_TRAFFIC, Traffic, full_capacity, priced_unit, service_unit_costs,
+                                          traffic_profile)
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan.drafts import Draft
@@ -138,20 +137,18 @@ def _unit_costs(ctx: PlanContext, c: Candidate, p: Draft, capacity_rps: float) -
     """Cost per 1M output tokens (LLM), per 1M input tokens (prefill-only) or per item, on the stated traffic
     (the month's requests), else at the replicas' capacity around the clock."""
     traffic = stated_traffic(ctx)
-    basis_text = "on the stated traffic" if traffic is not None else "at full capacity (no request rate given)"
+    basis_text = STATED_TRAFFIC if traffic is not None else "at full capacity (no request rate given)"
     basis = traffic if traffic is not None else (full_capacity(capacity_rps) if capacity_rps > 0 else None)
     if basis is None:
         return
     w = c.variant.w
-    if ctx.llm and w.output_tokens == 0:
-        # prefill-only work (embeddings, reranking, scoring): the tokens bought are the prompt's
-        cost = cost_per_million_output_tokens(p.monthly_cost, basis, w.prompt_tokens or 1)
-        p.unit_cost = {"unit": "1M input tokens", "cost": rnd(cost), "basis": basis_text}
-    elif ctx.llm:
-        p.cost_per_million_output_tokens = cost_per_million_output_tokens(p.monthly_cost, basis, w.output_tokens or 1)
-    else:
-        p.unit_cost = {"unit": item_unit(ctx), "cost": rnd(cost_per_request(p.monthly_cost, basis)),
-                       "basis": basis_text}
+    priced = priced_unit(ctx.model, ctx.llm, w.output_tokens)
+    per_output, unit = service_unit_costs(p.monthly_cost, basis, priced,
+                                          (w.prompt_tokens if priced == "input" else w.output_tokens) or 1, basis_text)
+    if per_output is not None:
+        p.cost_per_million_output_tokens = per_output
+    if unit is not None:
+        p.unit_cost = unit
 
 
 def _sizing_why(ctx: PlanContext, c: Candidate, p: Draft, rate: float | None, users: int, group_rate: float,

@@ -21,6 +21,7 @@ from gpuplan.i18n import _
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
 
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
+STATED_TRAFFIC = "on the stated traffic"   # a unit cost's basis: the workload's serving rates
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,36 @@ def cost_per_million_output_tokens(monthly: float | None, traffic: Traffic, outp
     if monthly is None or tokens <= 0:
         return None
     return monthly / tokens * 1e6
+
+
+def service_unit_costs(monthly: float | None, traffic: Traffic, priced: str, tokens: int,
+                       basis: str) -> tuple[float | None, dict | None]:
+    """(cost per 1M output tokens, unit cost) of a service's month over ``traffic``: one rule for ECS, ACK, PAI-EAS
+    and Function Compute. ``priced`` (:func:`priced_unit`): "output" prices an LLM's output tokens (``tokens`` per
+    request); "input" a prefill-only LLM's prompt tokens (embeddings, reranking); an item ("image", "video",
+    "clip", "request") each request. ``basis``: what the traffic is ("on the stated traffic", ...)."""
+    if priced == "output":
+        return cost_per_million_output_tokens(monthly, traffic, tokens or 1), None
+    if priced == "input":
+        cost = cost_per_million_output_tokens(monthly, traffic, tokens or 1)
+        return None, {"unit": "1M input tokens", "cost": _round(cost), "basis": basis}
+    return None, {"unit": priced, "cost": _round(cost_per_request(monthly, traffic)), "basis": basis}
+
+
+def priced_unit(model, llm: bool, output_tokens: int | None) -> str:
+    """What a service of ``model`` is priced per: an LLM's output tokens ("output"), a prefill-only LLM's input
+    tokens ("input", no output tokens), else its item (an image or video of a diffusion model, a clip of a speech
+    model, a request)."""
+    if llm:
+        return "input" if output_tokens == 0 else "output"
+    kind = getattr(model, "kind", "")
+    if kind == "diffusion" and ((getattr(getattr(model, "profile", None), "pipeline", None) or {}).get("video")):
+        return "video"
+    return "image" if kind == "diffusion" else "clip" if kind in ("speech", "asr", "whisper", "audio") else "request"
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(float(x), 6)
 
 
 def cost_per_request(monthly: float | None, traffic: Traffic) -> float | None:
