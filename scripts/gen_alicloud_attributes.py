@@ -31,7 +31,8 @@ RESOURCES = (
     "alicloud_slb_load_balancer", "alicloud_slb_server_group", "alicloud_slb_server_group_server_attachment",
     "alicloud_slb_listener", "alicloud_nlb_load_balancer", "alicloud_nlb_server_group", "alicloud_nlb_listener",
     "alicloud_nlb_server_group_server_attachment", "alicloud_alb_load_balancer", "alicloud_alb_server_group",
-    "alicloud_alb_listener", "alicloud_cs_kubernetes_node_pool",
+    "alicloud_alb_listener", "alicloud_cs_kubernetes_node_pool", "alicloud_ram_role",
+    "alicloud_ram_role_policy_attachment",
 )
 DATA_SOURCES = ("alicloud_zones", "alicloud_images", "alicloud_instance_types", "alicloud_enhanced_nat_available_zones")
 OUT = Path(__file__).resolve().parents[1] / "src" / "gpuplan" / "data" / "alicloud_provider_attributes.json"

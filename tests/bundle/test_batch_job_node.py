@@ -159,3 +159,34 @@ def test_a_dataset_with_serving_traffic_is_refused_and_a_jobs_engine_limit_stays
     plain = _bundle(tmp_path / "plain", OFFLINE_7B)[0]
     assert plan["job"] and "| Job time |" in md
     assert sorted(p.name for p in path.iterdir()) == sorted(p.name for p in plain.iterdir())
+
+
+def test_a_worker_never_loads_another_workers_half_done_download(whisper, tmp_path, monkeypatch):
+    """Review of a transcription bundle: transcribe.py started one worker per GPU, and a worker that found the weights
+    folder non-empty loaded it, so the second worker read the first one's half-done download. A folder counts as
+    ready only with fetch-model.sh's marker, or as a copy placed by hand (no partial marker, no lock); otherwise the
+    worker runs fetch-model.sh, which downloads once (a lock) and makes the others wait for its marker."""
+    import importlib.util
+    import shutil
+
+    path, _plan, _md, _hours = whisper
+    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):   # local_weights sets them: restored after the test
+        monkeypatch.setenv(key, "1")
+    app = tmp_path / "app"
+    app.mkdir()
+    shutil.copy(path / "transcribe.py", app / "transcribe.py")
+    calls = tmp_path / "fetch.log"
+    (app / "fetch-model.sh").write_text(f'echo run >> {calls}\ntouch "$MODEL_DIR/.gpuplan-complete"\n')
+    spec = importlib.util.spec_from_file_location("transcribe_under_test", app / "transcribe.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "config.json").write_text("{}")
+    (models / ".gpuplan-partial").write_text("")          # another worker's download under way
+    mod.local_weights(str(models), "transcribe.py")
+    assert calls.read_text().split() == ["run"]           # waited through fetch-model.sh, did not load the files
+    (models / ".gpuplan-partial").unlink()
+    (models / ".gpuplan-complete").unlink()
+    mod.local_weights(str(models), "transcribe.py")        # a copy placed by hand: used as it is
+    assert calls.read_text().split() == ["run"]

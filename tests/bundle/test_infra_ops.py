@@ -136,6 +136,23 @@ def test_fetch_model_downloads_once_from_modelscope(fetch, tmp_path):
     assert "hf_secret" not in first.stdout + first.stderr + again.stdout + again.stderr
 
 
+def test_a_copy_placed_by_hand_is_used_and_a_half_done_download_is_not(fetch, tmp_path):
+    """Weights copied into MODEL_DIR by hand (an ACK claim, a NAS share) carry no download marker: they are used as
+    they are (before: a staged plan stopped, "MODEL_OSS is not set"). A download that stopped half way leaves
+    .gpuplan-partial, so its files are not taken for a copy: the script downloads again."""
+    run, bindir, log, writer = fetch
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "config.json").write_text("{}")
+    res = run(MODEL_OSS="oss://my-bucket/qwen7b/")
+    assert res.returncode == 0 and "placed there by hand" in res.stdout and not log.exists()
+    (models / ".gpuplan-partial").write_text("")
+    _stub(bindir, "ossutil", 'echo "ossutil $*" >> ' + str(log) + '\necho {} > "$7/config.json"\n')
+    again = run(MODEL_OSS="oss://my-bucket/qwen7b/")
+    assert again.returncode == 0 and log.read_text().startswith("ossutil cp -r -f --jobs 16 oss://my-bucket/qwen7b/")
+    assert (models / ".gpuplan-complete").exists() and not (models / ".gpuplan-partial").exists()
+
+
 def test_fetch_model_in_a_mainland_region_never_asks_hugging_face(fetch):
     """cn-* bundles fetch from ModelScope or OSS only: a failed ModelScope download fails (no Hugging Face fallback),
     and MODEL_HUB=huggingface is refused with one line (huggingface.co is not reliably reachable from mainland nodes)."""
@@ -168,13 +185,28 @@ def test_fetch_model_outside_the_mainland_downloads_from_hugging_face(tmp_path):
 
 def test_fetch_model_copies_staged_weights_from_oss(fetch, tmp_path):
     run, bindir, log, _writer = fetch
-    _stub(bindir, "ossutil", 'echo "ossutil $*" >> ' + str(log) + '\nfor a in "$@"; do d="$a"; done\n'
+    # the stub writes into the destination: the argument after the source (ossutil cp SRC DST [options])
+    _stub(bindir, "ossutil", 'echo "ossutil $*" >> ' + str(log) + '\nd="$7"\n'
           'echo {} > "$d/config.json"\n')
     res = run(MODEL_OSS="oss://my-bucket/qwen7b/")
     assert res.returncode == 0, res.stderr
-    assert log.read_text().strip() == f"ossutil cp -r -f --jobs 16 oss://my-bucket/qwen7b/ {tmp_path / 'models'}/"
+    # ossutil 1.x reads no credentials by itself: the region's internal endpoint and the node role the Terraform
+    # attaches (alicloud_ram_role.node) are on every call (before: no endpoint, no credentials, so it failed)
+    assert log.read_text().strip() == (f"ossutil cp -r -f --jobs 16 oss://my-bucket/qwen7b/ {tmp_path / 'models'}/ "
+                                       "-e oss-cn-shanghai-internal.aliyuncs.com --mode EcsRamRole "
+                                       "--ecs-role-name qwen7b-lora-demo-node")
+    tf = (Path(__file__).parent / "golden" / "lora_single" / "terraform" / "main.tf").read_text()
+    assert 'role_name                   = "qwen7b-lora-demo-node"' in tf
+    assert "role_name                  = alicloud_ram_role.node.role_name" in tf   # on the instance
+    log.write_text("")
+    for f in (tmp_path / "models").iterdir():   # an empty folder again (a copy with config.json is taken as is)
+        f.unlink()
+    res = run(MODEL_OSS="oss://my-bucket/qwen7b/", OSS_ROLE="")   # your ossutil config file instead of the role
+    assert res.returncode == 0, res.stderr
+    assert log.read_text().strip().endswith("/ -e oss-cn-shanghai-internal.aliyuncs.com")
     (bindir / "ossutil").unlink()
-    (tmp_path / "models/.gpuplan-complete").unlink()
+    for f in (tmp_path / "models").iterdir():
+        f.unlink()
     missing = run(MODEL_OSS="oss://my-bucket/qwen7b")
     assert missing.returncode != 0 and "ossutil is not installed" in missing.stderr
 

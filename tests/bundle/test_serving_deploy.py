@@ -12,6 +12,7 @@ import base64
 import copy
 import importlib.util
 import json
+import math
 import os
 import re
 import socket
@@ -293,7 +294,12 @@ def test_pai_eas_plan_has_a_service_json_with_its_scaling(tmp_path):
     assert container["script"] == "bash /opt/gpuplan/serve.sh" and container["port"] == 8000
     auto = svc["autoscaler"]
     assert 1 <= auto["min"] < auto["max"] and auto["max"] >= plan["replicas"]
-    assert auto["scaleStrategies"][0]["metricName"] == "qps" and auto["scaleStrategies"][0]["threshold"] > 0
+    assert auto["scaleStrategies"][0]["metricName"] == "qps"
+    # EAS runs qps / threshold instances: the threshold is one instance's SLA rate at the plan's target utilisation
+    # (before: the full rate, so the peak ran at 96 % load where the plan sized 87 %)
+    rate = plan["performance"]["max_requests_per_s"]
+    assert auto["scaleStrategies"][0]["threshold"] == pytest.approx(rate / 1.15, abs=0.006)
+    assert math.ceil(6 / auto["scaleStrategies"][0]["threshold"]) <= auto["max"]
     copied, _entry = _dockerfile_runs(out)
     assert "/opt/gpuplan/serve.sh" in copied
 
@@ -415,3 +421,25 @@ def test_sdxl_alerts_fire_on_the_servers_own_series(sdxl_online, tmp_path):
                                     "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": tests}]}))
     res = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_ack_bundle_creates_its_weights_claim_and_updates_pods_in_place(tmp_path):
+    """Review of an ACK bundle: the Deployment mounted a ReadWriteMany claim no file created (pods stayed Pending),
+    a rolling update's surge pod needed a node beyond the pool's planned maximum, and the launch steps never built the
+    image the pods run. Now the claim is the manifest's first document, updates replace a pod in place, and the steps
+    build and push the image before the cluster."""
+    w = {**BURSTY_FC, "name": "ack-qwen7b",
+         "serving": {"requests_per_s": 2, "peak_requests_per_s": 6, "peak_hours_per_day": 8, "ttft_ms": 3000},
+         "constraints": {"platforms": ["ack"], "regions": ["cn-hangzhou"]}}
+    out = _write(w, tmp_path / "b")
+    docs = list(yaml.safe_load_all((out / "k8s/deployment.yaml").read_text()))
+    claim, dep = docs[0], next(d for d in docs if d["kind"] == "Deployment")
+    assert claim["kind"] == "PersistentVolumeClaim" and claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["models"]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    # Qwen2.5-7B in bf16 is 15.2 GB: the claim holds it with a fifth more
+    assert 17 <= int(claim["spec"]["resources"]["requests"]["storage"].removesuffix("Gi")) <= 19
+    assert dep["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    steps = (out / "PLAN.md").read_text().split("## How to launch", 1)[1]
+    image = dep["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert steps.index(f"docker build -t {image} . && docker push {image}") < steps.index("Create an ACK Pro cluster")

@@ -49,9 +49,15 @@ def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
     assert names == ["vllm_num_requests_waiting", "vllm_num_requests_running"]
     # floor(1.767/s x the TTFT slack: 2 s - the 0.42 s unloaded TTFT = 1.58 s) = floor(2.80)
     assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "2"
-    # running requests above the target utilisation (1/1.15) of the planned batch
+    # running requests above the target utilisation (1/1.15) of what one copy runs at the SLA, the load its 1.767/s
+    # were read at (before: of the batch limit, which the waiting queue and the SLA never reach first, so the HPA
+    # held too few pods at the peak: a review of an ACK bundle found it scaling 3 pods to 1 at 8 req/s)
+    at_sla = plan["performance"]["serving_running"]
     seqs = plan["parallel"]["max_num_seqs"]
-    assert spec["metrics"][1]["pods"]["target"]["averageValue"] == str(math.floor(seqs / 1.15)) and seqs >= 8
+    assert 1 < at_sla < seqs
+    assert spec["metrics"][1]["pods"]["target"]["averageValue"] == str(math.floor(at_sla / 1.15))
+    # Little's law at the peak: 20/s x each request's time in the system spreads over maxReplicas pods below the target
+    assert 20 * plan["performance"]["latency_s"] / spec["maxReplicas"] < math.floor(at_sla / 1.15) + 1
 
 
 def test_kubernetes_validate_rejects_a_broken_hpa(rendered):
@@ -71,9 +77,26 @@ def test_ess_terraform_formats_and_loads(rendered):
     assert not diags
     assert set(mod["ManagedResources"]) == {
         "alicloud_ess_scaling_group.this", "alicloud_ess_scaling_configuration.this", "alicloud_ess_scaling_rule.out",
-        "alicloud_ess_scaling_rule.in", "alicloud_ess_alarm.queue_high", "alicloud_ess_alarm.queue_low",
-        "alicloud_slb_load_balancer.api", "alicloud_slb_server_group.api", "alicloud_slb_listener.api",
-        "alicloud_ess_scalinggroup_vserver_groups.api"}
+        "alicloud_ess_scaling_rule.in", "alicloud_ess_alarm.queue_high", "alicloud_ess_alarm.running_high",
+        "alicloud_ess_alarm.running_low", "alicloud_slb_load_balancer.api", "alicloud_slb_server_group.api",
+        "alicloud_slb_listener.api", "alicloud_ess_scalinggroup_vserver_groups.api"}
+
+
+def test_ess_scales_in_on_running_requests_below_half_the_target(rendered):
+    """Before: the group removed an instance whenever the waiting queue had been empty for 10 minutes, which it is at
+    any load below an engine's batch limit (the queue holds requests only beyond it): a peak was scaled in. Now the
+    running requests per instance decide, with the scale-in level half the scale-out one, so removing one of n >= 2
+    instances (their load x n/(n-1) <= 2) never lands above the scale-out level."""
+    out, plan = rendered[1], rendered[2]
+    variables, main = out["autoscale/ess/variables.tf"], out["autoscale/ess/main.tf"]
+    target = math.floor(plan["performance"]["serving_running"] / 1.15)
+    dp = int(plan["parallel"].get("dp") or 1)
+    high = int(re.search(r'variable "running_scale_out" \{[^}]*default\s+= (\d+)', variables).group(1))
+    low = int(re.search(r'variable "running_scale_in" \{[^}]*default\s+= (\d+)', variables).group(1))
+    assert high == math.floor(dp * plan["performance"]["serving_running"] / 1.15) and (dp > 1 or high == target)
+    assert low == high // 2
+    assert 'metric_name            = "vllm_num_requests_running"' in main
+    assert "queue_low" not in main
 
 
 def test_ess_references_resolve_hcl2(rendered):

@@ -100,10 +100,13 @@ def sizing(plan: dict, workload, copies: int | None = None) -> dict:
     from gpuplan.plan.serving.queueing import DEFAULT_TARGET_UTILIZATION
 
     u = (traffic.target_utilization if traffic is not None else None) or DEFAULT_TARGET_UTILIZATION
-    seqs = int(par.get("max_num_seqs") or 0) * per_unit
+    # the running sequences to hold a unit at: the target utilisation of what one copy runs at the SLA (the load its
+    # requests/s were read at); a plan without that figure falls back to the batch limit
+    at_sla = float(perf.get("serving_running") or 0.0)
+    seqs = (at_sla if at_sla > 0 else float(par.get("max_num_seqs") or 0)) * per_unit
     running = max(1, math.floor(u * seqs)) if seqs > 0 else None
     return {"min_replicas": max(1, min(lo, hi)), "max_replicas": hi, "queue_target": queue, "per_replica_rps": mu,
-            "ttft_slack_s": slack, "running_target": running, "target_utilization": u,
+            "ttft_slack_s": slack, "running_target": running, "target_utilization": u, "running_at_sla": at_sla > 0,
             "nodes_per_replica": int(par.get("nodes_per_replica") or 1)}
 
 
@@ -193,9 +196,13 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: st
             "exposed as `{queue_metric}`) above {queue_target} (= requests/s per replica x {slack} s of TTFT slack).",
             lang).format(**pod_values))
         if engine in RUNNING_SOURCES and pods["running_target"]:
-            bullets.append("- " + tr(
+            bullets.append("- " + (tr(
+                "Second metric: running requests per pod (`{source}`) above {target} (= {share} of the sequences one "
+                "replica runs at the SLA): the load its requests/s were sized at. The batch limit (max-num-seqs) is "
+                "higher, and the waiting queue stays empty until a pod runs that many, so neither would scale in "
+                "time.", lang) if pods["running_at_sla"] else tr(
                 "Second metric: running requests per pod (`{source}`) above {target} (= {share} of max-num-seqs): the "
-                "batch is nearly full.", lang).format(source=RUNNING_SOURCES[engine], target=pods["running_target"],
+                "batch is nearly full.", lang)).format(source=RUNNING_SOURCES[engine], target=pods["running_target"],
                                                       share=f"{pods['target_utilization']:.0%}"))
         bullets.append("- " + tr(
             "The metrics pipeline, in order: enable Managed Service for Prometheus on the cluster (ACK add-on "
@@ -209,11 +216,22 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: st
                 "The GPU node pool must be able to grow to {nodes} node(s) (node pool auto scaling, maximum instances "
                 "at least {nodes}), or the HPA asks for pods no node can hold; a new GPU node takes minutes, so "
                 "minReplicas covers the off-peak rate.", lang).format(nodes=nodes_per_pool))
-    bullets.append("- " + tr(
-        "`ess/` (ECS without Kubernetes): a scaling group of the same size behind a load balancer (`ess/lb.tf`: "
-        "every instance it starts joins the vServer group, health-checked on /health); alarms on the queue length "
-        "pushed to CloudMonitor as the custom metric `{queue_metric}` (push the value of `{queue_source}` from each "
-        "node's /metrics every minute) add or remove one instance.", lang).format(**values))
+    if engine in RUNNING_SOURCES and s["running_target"]:
+        bullets.append("- " + tr(
+            "`ess/` (ECS without Kubernetes): a scaling group of the same size behind a load balancer (`ess/lb.tf`: "
+            "every instance it starts joins the vServer group, health-checked on /health). Push two custom metrics to "
+            "CloudMonitor from each node's /metrics every minute: `{queue_metric}` (the value of `{queue_source}`) and "
+            "`{running_metric}` (`{running_source}`). An instance is added when the queue passes {queue_target} or the "
+            "running requests pass {running_target} per instance, and removed when they stay below {running_low} (half: "
+            "removing one of two or more instances at most doubles the others' load).", lang).format(
+            **values, running_metric=custom_metric(RUNNING_SOURCES[engine]), running_source=RUNNING_SOURCES[engine],
+            running_target=s["running_target"], running_low=max(1, s["running_target"] // 2)))
+    else:
+        bullets.append("- " + tr(
+            "`ess/` (ECS without Kubernetes): a scaling group of the same size behind a load balancer (`ess/lb.tf`: "
+            "every instance it starts joins the vServer group, health-checked on /health); alarms on the queue length "
+            "pushed to CloudMonitor as the custom metric `{queue_metric}` (push the value of `{queue_source}` from each "
+            "node's /metrics every minute) add or remove one instance.", lang).format(**values))
     parts.append("\n".join(bullets) + "\n")
     parts.append(tr("Request rate alone is a weaker signal: it ignores prompt length. Queue length reacts before "
                     "TTFT degrades.", lang))
@@ -235,7 +253,7 @@ def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en",
         return {}
     slug = _slug(workload)
     ess = ess_tf(plan, sizing(plan, workload), slug=slug, name_tag=workload.name or slug, metric=queue_metric(engine),
-                 port=port)
+                 port=port, running_metric=custom_metric(RUNNING_SOURCES[engine]) if engine in RUNNING_SOURCES else None)
     if not k8s:   # multi-node replicas: the ESS group only
         return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang, engine=engine), **ess}
     hpa = hpa_manifest(plan, workload, engine, copies)

@@ -14,9 +14,14 @@ from gpuplan.render.bundle.cloud import lb
 from gpuplan.render.bundle.safe import check_id, hcl
 
 
-def ess_tf(plan: dict, s: dict, *, slug: str, name_tag: str, metric: str, port: int = 8000) -> dict[str, str]:
+def ess_tf(plan: dict, s: dict, *, slug: str, name_tag: str, metric: str, port: int = 8000,
+           running_metric: str | None = None) -> dict[str, str]:
     """``s``: the HPA's sizing (render/autoscale.py ``sizing``), counted in instances; ``metric``: the queue-length
-    custom metric the node pushes to CloudMonitor."""
+    custom metric the node pushes to CloudMonitor; ``running_metric``: the running-sequences metric it pushes too
+    (an engine that reports one). With it the group adds an instance when the running sequences per instance pass
+    the sizing's target and removes one below half of it: removing one of n >= 2 instances raises the others' load
+    by n/(n-1) <= 2, so a scale-in never lands above the target (no flapping). Without it, an empty queue for 10
+    minutes scales in (an engine whose queue is its only load signal)."""
     itype = check_id(plan.get("instance_type") or "", "instance type")
     region = check_id(plan.get("region") or "cn-shanghai", "region")
     versions = f'''# ESS scaling group for {slug}: {s["min_replicas"]}-{s["max_replicas"]} x {itype} in {region}.
@@ -36,6 +41,16 @@ provider "alicloud" {{
   region = var.region
 }}
 '''
+    running_vars, scale_in = "", _QUEUE_LOW.format(metric=metric)
+    if running_metric and s.get("running_target"):
+        target = int(s["running_target"])
+        running_vars = (f'variable "running_scale_out" {{\n  description = "running sequences per instance above which '
+                        f'one instance is added (the target utilisation of what one instance runs at the SLA)"\n'
+                        f'  type        = number\n  default     = {target}\n}}\n\n'
+                        f'variable "running_scale_in" {{\n  description = "running sequences per instance below which '
+                        f'one instance is removed (half the scale-out level: no flapping)"\n  type        = number\n'
+                        f'  default     = {max(1, target // 2)}\n}}\n')
+        scale_in = _RUNNING_ALARMS.format(metric=running_metric)
     variables = f'''variable "region" {{
   type    = string
   default = {hcl(region)}
@@ -92,7 +107,7 @@ variable "queue_scale_out" {{
   type        = number
   default     = {s["queue_target"]}
 }}
-'''
+{running_vars}'''
     main = f'''locals {{
   name = "{slug}"
   tags = {{
@@ -159,21 +174,7 @@ resource "alicloud_ess_alarm" "queue_high" {{
   evaluation_count       = 2
 }}
 
-# Scale in when the queue has been empty for 10 minutes.
-resource "alicloud_ess_alarm" "queue_low" {{
-  name                   = "${{local.name}}-queue-low"
-  scaling_group_id       = alicloud_ess_scaling_group.this.id
-  alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
-  metric_type            = "custom"
-  metric_name            = "{metric}"
-  cloud_monitor_group_id = var.cloud_monitor_group_id
-  period                 = 300
-  statistics             = "Average"
-  threshold              = 0
-  comparison_operator    = "<="
-  evaluation_count       = 2
-}}
-'''
+{scale_in}'''
     outputs = '''output "scaling_group_id" {
   value = alicloud_ess_scaling_group.this.id
 }
@@ -197,3 +198,52 @@ def ess_lb_tf(port: int) -> str:
             f"      port             = {port}\n"
             "      weight           = 100\n"
             "    }\n  }\n}\n\n" + lb.outputs_hcl(port))
+
+
+_QUEUE_LOW = '''# Scale in when the queue has been empty for 10 minutes.
+resource "alicloud_ess_alarm" "queue_low" {{
+  name                   = "${{local.name}}-queue-low"
+  scaling_group_id       = alicloud_ess_scaling_group.this.id
+  alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
+  metric_type            = "custom"
+  metric_name            = "{metric}"
+  cloud_monitor_group_id = var.cloud_monitor_group_id
+  period                 = 300
+  statistics             = "Average"
+  threshold              = 0
+  comparison_operator    = "<="
+  evaluation_count       = 2
+}}
+'''
+
+_RUNNING_ALARMS = '''# Scale out when the running sequences per instance pass the SLA load for 2 minutes (the queue stays empty until an
+# engine's batch limit is reached, above the SLA).
+resource "alicloud_ess_alarm" "running_high" {{
+  name                   = "${{local.name}}-running-high"
+  scaling_group_id       = alicloud_ess_scaling_group.this.id
+  alarm_actions          = [alicloud_ess_scaling_rule.out.ari]
+  metric_type            = "custom"
+  metric_name            = "{metric}"
+  cloud_monitor_group_id = var.cloud_monitor_group_id
+  period                 = 60
+  statistics             = "Average"
+  threshold              = var.running_scale_out
+  comparison_operator    = ">"
+  evaluation_count       = 2
+}}
+
+# Scale in when the running sequences per instance stay below half the SLA load for 10 minutes.
+resource "alicloud_ess_alarm" "running_low" {{
+  name                   = "${{local.name}}-running-low"
+  scaling_group_id       = alicloud_ess_scaling_group.this.id
+  alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
+  metric_type            = "custom"
+  metric_name            = "{metric}"
+  cloud_monitor_group_id = var.cloud_monitor_group_id
+  period                 = 300
+  statistics             = "Average"
+  threshold              = var.running_scale_in
+  comparison_operator    = "<"
+  evaluation_count       = 2
+}}
+'''

@@ -58,13 +58,14 @@ class InferencePerf:
     latency_s: float | None = None   # one request end to end: its TTFT and every decode step
     ttft_p90_s: float | None = None
     serving_ttft_p90_s: float | None = None   # p90 TTFT at the SLA capacity
+    serving_running: float | None = None      # sequences running at the SLA capacity (what an autoscaler targets)
     warnings: list[str] = field(default_factory=list)
     model: ReplicaModel | None = None         # the replica model the figures were read from
 
     def to_dict(self) -> dict:
         return {
             "serving_batch": self.serving_batch, "serving_tpot_s": self.serving_tpot_s,
-            "serving_ttft_p90_s": self.serving_ttft_p90_s,
+            "serving_ttft_p90_s": self.serving_ttft_p90_s, "serving_running": self.serving_running,
             "ttft_s": self.ttft_s, "ttft_p90_s": self.ttft_p90_s, "tpot_s": self.tpot_s,
             "output_tokens_per_s": self.output_tokens_per_s,
             "max_concurrency": self.max_concurrency, "max_requests_per_s": self.max_requests_per_s,
@@ -183,7 +184,8 @@ def inference_perf(s: Shape, case: ServingCase, layout: Layout, system: System, 
                          serving_batch=max(1, limit), output_tokens=case.output_tokens,
                          prompt_tokens=case.prompt_tokens, latency_s=total,
                          serving_tpot_s=cap.tpot_s if cap else None, ttft_p90_s=ttft90,
-                         serving_ttft_p90_s=cap.ttft_p90_s if cap else None, warnings=warnings, model=model)
+                         serving_ttft_p90_s=cap.ttft_p90_s if cap else None,
+                         serving_running=round(cap.running, 2) if cap else None, warnings=warnings, model=model)
 
 
 PREFILL_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)

@@ -27,6 +27,7 @@ from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.training_alt import dataset_info, nccl_env, sample_data
 from gpuplan.render.bundle.training_layout import SMOKE_SEQ_LEN, SMOKE_STEPS, batch_layout, smoke_layout, train_iters
 from gpuplan.render.bundle.node.weights import model_dir
+from gpuplan.render.bundle.node.oss import node_role, oss_endpoint
 
 QUANT_BITS = {"bnb-nf4": 4, "int4": 4, "gptq-int4": 4, "awq": 4, "bnb-int8": 8, "int8": 8, "gptq-int8": 8}
 DATA_FILE = "data/train.jsonl"   # the one place for the user's data (every launcher reads it)
@@ -278,7 +279,7 @@ def files(c: Ctx) -> dict[str, str]:
                             model_dir=model_dir(c), env=c.env, smoke_modules=Safe(" ".join(smoke_modules(c))),
                             smoke_pins=Safe(" ".join(smoke_pins(c))), pip_args=Safe(pip_install_args(c.env))),
         "fetch-model.sh": fetch_model_script(c),
-        "run-with-resume.sh": render("run-with-resume.sh.j2", c=c),
+        "run-with-resume.sh": render("run-with-resume.sh.j2", c=c, endpoint=oss_endpoint(c.region), role=node_role(c)),
         "train.py": train_py(),
         "requirements.txt": requirements(c),
         DATA_FILE: sample_data(c),

@@ -30,8 +30,14 @@ def local_weights(path: str, script: str) -> str:
     inside the region (ModelScope or OSS in mainland regions). It runs fetch-model.sh when the copy is missing and
     keeps the hubs offline afterwards."""
     folder = Path(path)
-    if not folder.is_dir() or not any(folder.iterdir()):
-        fetch = Path(__file__).with_name("fetch-model.sh")
+    fetch = Path(__file__).with_name("fetch-model.sh")
+    # a finished copy: fetch-model.sh's marker, or files placed there by hand (no download of the script under way or
+    # left half done: a second process, one per GPU, must not load the first one's partial download)
+    busy = (folder / ".gpuplan-partial").exists() or folder.with_name(folder.name + ".lock").is_dir()
+    ready = (folder / ".gpuplan-complete").is_file() or (
+        folder.is_dir() and not busy and any(p.name != ".gpuplan-partial" for p in folder.iterdir()))
+    if not ready:
+        # fetch-model.sh downloads once per folder (a lock: the other processes wait for its marker)
         if not fetch.is_file() or subprocess.run(["bash", str(fetch)], env={**os.environ, "MODEL_DIR": str(folder)},
                                                  check=False).returncode != 0:
             sys.exit(f"{script}: no weights in {folder} and fetch-model.sh could not fetch them (see its message)")

@@ -3,8 +3,8 @@
 # Runs ./launch.sh, which saves a checkpoint every 456 steps (about every 30 minutes at the
 # estimated 3.9 s per step) to CKPT_DIR; on a restart (crash, reboot or a new instance after a
 # spot reclaim) it resumes from the newest checkpoint. With CKPT_REMOTE set (an oss:// prefix), each
-# checkpoint is copied there with ossutil and fetched back on a fresh instance; ossutil reads its own
-# credentials (RAM role or `ossutil config`): none are stored in this file.
+# checkpoint is copied there with ossutil and fetched back on a fresh instance, with the instance's RAM role (below):
+# no credentials are stored in this file.
 # Spot notice: https://www.alibabacloud.com/help/en/ecs/user-guide/query-the-interruption-events-of-preemptible-instances
 set -uo pipefail
 cd "$(dirname "$0")" || exit 1
@@ -26,10 +26,24 @@ latest_checkpoint() {
     | xargs -r -n1 basename | sort -t- -k2 -n | tail -n 1
 }
 
+# OSS: ossutil 1.x reads no credentials or endpoint by itself. Every call names the region's VPC-internal endpoint and
+# the instance's RAM role (STS credentials from the instance metadata, no key on the node): the Terraform
+# attaches the role qwen14b-qlora-spot-node to every node. OSS_ROLE names another role; an empty OSS_ROLE uses your ossutil
+# config file (`ossutil config`) instead.
+OSS_ENDPOINT="${OSS_ENDPOINT:-oss-cn-hangzhou-internal.aliyuncs.com}"
+OSS_ROLE="${OSS_ROLE-qwen14b-qlora-spot-node}"
+oss() {
+  if [ -n "$OSS_ROLE" ]; then
+    ossutil "$@" -e "$OSS_ENDPOINT" --mode EcsRamRole --ecs-role-name "$OSS_ROLE"
+  else
+    ossutil "$@" -e "$OSS_ENDPOINT"
+  fi
+}
+
 pull_remote() {
   if [ -n "$CKPT_REMOTE" ] && [ -z "$(latest_checkpoint)" ] && command -v ossutil >/dev/null 2>&1; then
     log "fetching checkpoints from $CKPT_REMOTE"
-    ossutil cp -r -u "$CKPT_REMOTE/" "$CKPT_DIR/" || log "could not fetch checkpoints (continuing from scratch)"
+    oss cp -r -u "$CKPT_REMOTE/" "$CKPT_DIR/" || log "could not fetch checkpoints (continuing from scratch)"
   fi
 }
 
@@ -37,7 +51,7 @@ push_remote() {
   local last
   last="$(latest_checkpoint)"
   if [ -n "$CKPT_REMOTE" ] && [ -n "$last" ] && command -v ossutil >/dev/null 2>&1; then
-    ossutil cp -r -u "$CKPT_DIR/$last/" "$CKPT_REMOTE/$last/" || log "could not upload $last"
+    oss cp -r -u "$CKPT_DIR/$last/" "$CKPT_REMOTE/$last/" || log "could not upload $last"
   fi
 }
 

@@ -23,6 +23,7 @@ MODEL_OSS="${MODEL_OSS:-}"
 MODEL_MIRROR="${MODEL_MIRROR:-}"
 WAIT_S="${FETCH_WAIT_S:-3169}"
 MARKER="$MODEL_DIR/.gpuplan-complete"
+PARTIAL="$MODEL_DIR/.gpuplan-partial"   # a download under way, or one that stopped before its end
 
 source_id() {
   if [ "$MODEL_HUB" = modelscope ]; then echo "$MODELSCOPE_ID"; else echo "$MODEL"; fi
@@ -38,6 +39,11 @@ if [ -f "$MARKER" ]; then
 fi
 if [ -d "$MODEL_DIR" ] && [ ! -w "$MODEL_DIR" ] && { [ -f "$MODEL_DIR/config.json" ] || [ -f "$MODEL_DIR/model_index.json" ]; }; then
   echo "fetch-model.sh: using the read-only copy in $MODEL_DIR"
+  exit 0
+fi
+if [ -d "$MODEL_DIR" ] && [ ! -e "$PARTIAL" ] && [ ! -d "$MODEL_DIR.lock" ] \
+    && { [ -f "$MODEL_DIR/config.json" ] || [ -f "$MODEL_DIR/model_index.json" ]; }; then
+  echo "fetch-model.sh: using the copy already in $MODEL_DIR (placed there by hand: no download of this script left it)"
   exit 0
 fi
 if [ "$MODEL_HUB" != modelscope ] && [ -z "$MODEL_OSS$MODEL_MIRROR" ]; then
@@ -67,6 +73,7 @@ if [ -f "$MARKER" ]; then   # another node or pod finished while this one waited
   exit 0
 fi
 mkdir -p "$MODEL_DIR"
+touch "$PARTIAL"
 start=$(date +%s)
 
 pip_install() {
@@ -85,9 +92,23 @@ from_mirror() {
   return 1
 }
 
+# OSS: ossutil 1.x reads no credentials or endpoint by itself. Every call names the region's VPC-internal endpoint and
+# the instance's RAM role (STS credentials from the instance metadata, no key on the node): the Terraform
+# attaches the role llama8b-full-2node-node to every node. OSS_ROLE names another role; an empty OSS_ROLE uses your ossutil
+# config file (`ossutil config`) instead.
+OSS_ENDPOINT="${OSS_ENDPOINT:-oss-cn-beijing-internal.aliyuncs.com}"
+OSS_ROLE="${OSS_ROLE-llama8b-full-2node-node}"
+oss() {
+  if [ -n "$OSS_ROLE" ]; then
+    ossutil "$@" -e "$OSS_ENDPOINT" --mode EcsRamRole --ecs-role-name "$OSS_ROLE"
+  else
+    ossutil "$@" -e "$OSS_ENDPOINT"
+  fi
+}
+
 from_oss() {
   command -v ossutil >/dev/null 2>&1 || { echo "fetch-model.sh: MODEL_OSS is set but ossutil is not installed (https://www.alibabacloud.com/help/en/oss/developer-reference/ossutil)" >&2; return 1; }
-  ossutil cp -r -f --jobs 16 "${MODEL_OSS%/}/" "$MODEL_DIR/"
+  oss cp -r -f --jobs 16 "${MODEL_OSS%/}/" "$MODEL_DIR/"
 }
 
 from_modelscope() {
@@ -102,6 +123,7 @@ elif [ -n "$MODEL_OSS" ]; then
 else
   from_modelscope
 fi
+rm -f "$PARTIAL"   # the download returned (a failure stops the script above and leaves the partial marker)
 if [ -z "$(ls -A "$MODEL_DIR")" ]; then
   echo "fetch-model.sh: nothing was downloaded into $MODEL_DIR" >&2
   exit 1

@@ -209,8 +209,10 @@ def eas_service(c: Ctx, plan: dict, workload) -> dict:
         "storage": [{"mount_path": MODEL_MOUNT,
                      "oss": {"path": f"oss://{OSS_BUCKET_PLACEHOLDER}/models/{c.slug}/", "readOnly": True}}],
         "autoscaler": {"min": s["min_replicas"], "max": s["max_replicas"],
-                       "scaleStrategies": [{"metricName": "qps",
-                                            "threshold": max(0.1, round(s["per_replica_rps"], 2))}]},
+                       # EAS aims at qps / threshold instances: the plan's target utilisation of one instance's
+                       # rate at the SLA, the load its replicas were sized at (the full rate left no headroom)
+                       "scaleStrategies": [{"metricName": "qps", "threshold": max(
+                           0.1, round(s["per_replica_rps"] * s["target_utilization"], 2))}]},
     }
 
 

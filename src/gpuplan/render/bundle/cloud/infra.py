@@ -157,12 +157,15 @@ def cloud_init(c: Ctx) -> str:
 def terraform(c: Ctx) -> dict[str, str]:
     import math
 
+    from gpuplan.render.bundle.node.oss import node_policy, node_role
+
     t = transfers(c)
     values = {"c": c, "instance_count": c.nodes, "tag_name": c.name or c.slug, "t": t,
               "auto_release_hours": t.release_hours,
               "download_gb": f"{(t.download_bytes or 0) / 1e9:.0f}",
               "download_text": script_duration(t.download_s),
-              "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_tib or 0) * 1024 / 100.0)) * 100)}
+              "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_tib or 0) * 1024 / 100.0)) * 100),
+              "node_role": node_role(c), "node_policy": node_policy(c)}
     out = {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
            for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}
     if behind_load_balancer(c):

@@ -25,12 +25,14 @@ Kubernetes expands ``$(VAR)`` in command, args and env values; user strings are 
 from __future__ import annotations
 
 import json
+import math
 
 import yaml
 
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.node.images import APP_DIR, image_ref
 from gpuplan.render.bundle.node.weights import local_folder_model, model_dir, models_mount
+from gpuplan.units import GIB
 
 
 def k8s_text(text: str) -> str:
@@ -214,13 +216,32 @@ def serving_manifests(c: Ctx) -> list[dict]:
     # The weights, staged once for every pod: a NAS-backed ReadWriteMany PVC (create it first, PLAN.md).
     pod_spec["volumes"].append({"name": "models", "persistentVolumeClaim": {"claimName": f"{c.slug}-models"}})
     container["volumeMounts"].append({"name": "models", "mountPath": models_mount(c), "readOnly": True})
+    # Each pod holds whole GPUs of a node pool sized to the peak's pods: a rolling update replaces a pod in place
+    # (no surge pod, which would wait for a node the pool may not have).
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(c, c.slug),
                   "spec": {"replicas": pods, "selector": {"matchLabels": {"app.kubernetes.io/name": c.slug}},
+                           "strategy": {"type": "RollingUpdate",
+                                        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
                            "template": {"metadata": {"labels": _labels(c)}, "spec": pod_spec}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(c, c.slug),
                "spec": {"type": "ClusterIP", "selector": {"app.kubernetes.io/name": c.slug},
                         "ports": [{"name": "http", "port": c.serve_port, "targetPort": c.serve_port}]}}
-    return [deployment, service]
+    return [models_claim(c), deployment, service]
+
+
+# ACK's default StorageClass for NAS managed by CNFS (created when the cluster is made with CNFS-managed NAS;
+# https://www.alibabacloud.com/help/en/container-service-for-kubernetes/latest/cnfs-dynamicallynas): any other
+# ReadWriteMany class works the same.
+NAS_STORAGE_CLASS = "alibabacloud-cnfs-nas"
+
+
+def models_claim(c: Ctx) -> dict:
+    """The ReadWriteMany claim every pod mounts the weights from (the init container stages them there once):
+    the checkpoint's bytes and a fifth more, in whole GiB."""
+    gib = max(1, math.ceil((c.model_bytes or GIB) * 1.2 / GIB))
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(c, f"{c.slug}-models"),
+            "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": NAS_STORAGE_CLASS,
+                     "resources": {"requests": {"storage": f"{gib}Gi"}}}}
 
 
 def pai_dlc(c: Ctx) -> dict:
@@ -271,8 +292,9 @@ def files(c: Ctx) -> dict[str, str]:
     else:
         pods, gpus, dp = pod_layout(c)
         head = (f"# ACK manifests for {c.slug}: a Deployment of {pods} pod(s) x {gpus} GPU(s) on {c.instance_type} "
-                f"({c.copies_per_node} per node), the Service spreads requests over them. Create the ReadWriteMany "
-                f"PVC {c.slug}-models (NAS) first: the init container stages the weights there once; optional ConfigMap "
+                f"({c.copies_per_node} per node), the Service spreads requests over them. The ReadWriteMany PVC "
+                f"{c.slug}-models (first document: NAS through StorageClass {NAS_STORAGE_CLASS}, ACK's CNFS default; "
+                f"set yours) holds the weights the init container stages there once; optional ConfigMap "
                 f"{c.slug}-model (key MODEL_OSS: your OSS copy of the weights).\n")
     out = {name: head + yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True, width=1000)}
     if c.training:

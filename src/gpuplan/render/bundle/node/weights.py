@@ -15,6 +15,7 @@ import yaml
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.node.environment import pip_install_args, requirement_pins
 from gpuplan.render.bundle.node.model_sources import ModelScopeId, modelscope_id
+from gpuplan.render.bundle.node.oss import node_role, oss_endpoint
 from gpuplan.render.bundle.safe import Safe, check_argument
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.node.transfer import script_duration, transfers
@@ -155,4 +156,5 @@ def fetch_model_script(c: Ctx) -> str:
                   ms_rule=Safe({"ms-swift": "ms-swift's model registry", "other": "seen on modelscope.cn",
                            "org": "same name under the organisation's ModelScope namespace"}.get(ms.rule or "", "")),
                   mainland=c.env.mainland, wait_s=int(600 + 2 * (t.download_s or 0)),
-                  pip_args=Safe(pip_install_args(c.env)), modelscope_pin=modelscope_pin())
+                  pip_args=Safe(pip_install_args(c.env)), modelscope_pin=modelscope_pin(),
+                  endpoint=oss_endpoint(c.region), role=node_role(c))

@@ -126,7 +126,12 @@ def serving_items(sv: dict, lang: str) -> list[tuple[str, str | None]]:
             targets=("，" if lang == "zh" else ", ").join(x for x in target if x))
     tpot = sv.get("tpot_s")
     return [(N_("TTFT"), ttft),
-            (N_("TPOT"), tr("{ms} ms with the batch full", lang).format(ms=f"{tpot * 1000:.0f}") if tpot else None),
+            # plan.serving.tpot_s: at the planned load (the running sequences the traffic keeps per copy), not at the
+            # batch limit
+            (N_("TPOT"), (tr("{ms} ms at the planned load ({running} sequences running per copy)", lang).format(
+                ms=f"{tpot * 1000:.0f}", running=f"{sv['running_sequences_per_copy']:.0f}")
+                if sv.get("running_sequences_per_copy") is not None else
+                tr("{ms} ms at the planned load", lang).format(ms=f"{tpot * 1000:.0f}")) if tpot else None),
             (N_("Output tokens/s per replica"), f"{sv['output_tokens_per_s_per_replica']:,.0f}"
              if sv.get("output_tokens_per_s_per_replica") is not None else None),
             (N_("Load"), f"{sv['utilization']:.0%}" if sv.get("utilization") is not None else None),

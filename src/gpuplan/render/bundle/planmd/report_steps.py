@@ -17,12 +17,18 @@ def platform_steps(c: Ctx, platform: str) -> list[Safe]:
     """How to launch a serving plan on ACK, Function Compute or PAI-EAS (no ECS Terraform)."""
     lang = c.lang
     if platform == "ack":
+        from gpuplan.render.bundle.cloud.infra import bootstrap_pins, required_driver_major
         from gpuplan.render.bundle.planmd import report_ops
 
-        build = report_ops.image_steps(c) if c.model_kind == "diffusion" else []   # LLMs run the engine's image
-        return build + [Safe(tr("Create an ACK Pro cluster with a GPU node pool of {instance_type} (pin the driver with the "
-                        "node-pool label {label})", lang).format(
-                    instance_type=md(c.instance_type), label="ack.aliyun.com/nvidia-driver-version")),
+        # every pod runs the bundle's image (the Deployment names it): built and pushed to the region's registry first
+        return report_ops.image_steps(c) + [
+                Safe(tr("Create an ACK Pro cluster with a GPU node pool of {instance_type} that auto scales up to "
+                        "{nodes} node(s) (autoscale/README.md: the pool's minimum; the image's CUDA needs NVIDIA "
+                        "driver {major} or newer: pin it with the node-pool label {label}, e.g. {pinned}, the version "
+                        "ECS nodes of this plan install), and let its nodes pull from your registry namespace (the ACK "
+                        "add-on aliyun-acr-credential-helper, or an imagePullSecret)", lang).format(
+                    instance_type=md(c.instance_type), nodes=c.nodes, label="ack.aliyun.com/nvidia-driver-version",
+                    major=required_driver_major(c), pinned=bootstrap_pins()["driver"]["driver_version"])),
                 _code("kubectl apply -f k8s/deployment.yaml"),
                 Safe(tr("Metrics for the autoscaler: enable the ACK add-ons ack-arms-prometheus and "
                         "ack-alibaba-cloud-metrics-adapter (its values: {values}, with your Prometheus address), "

@@ -81,6 +81,22 @@ resource "alicloud_security_group_rule" "dcgm_exporter" {
   cidr_ip           = var.monitoring_cidr
 }
 
+# The nodes' RAM role: fetch-model.sh and run-with-resume.sh reach OSS with it (ossutil --mode EcsRamRole: STS
+# credentials from the instance metadata; no key on a node). Creating it needs RAM permissions (ram:CreateRole,
+# ram:AttachPolicyToRole) for the account Terraform runs as. AliyunOSSFullAccess lets the job write its
+# checkpoints; a custom policy limited to your bucket is tighter.
+resource "alicloud_ram_role" "node" {
+  role_name                   = "qwen7b-lora-demo-node"
+  description                 = "gpuplan nodes of qwen7b-lora-demo: OSS access without keys"
+  assume_role_policy_document = "{\"Statement\":[{\"Action\":\"sts:AssumeRole\",\"Effect\":\"Allow\",\"Principal\":{\"Service\":[\"ecs.aliyuncs.com\"]}}],\"Version\":\"1\"}"
+}
+
+resource "alicloud_ram_role_policy_attachment" "node_oss" {
+  role_name   = alicloud_ram_role.node.role_name
+  policy_name = "AliyunOSSFullAccess"
+  policy_type = "System"
+}
+
 # Public bandwidth for the model download: inbound = outbound above 10 Mbit/s, and pay-by-traffic bills only
 # outbound GB, so the cap costs nothing while idle. 100 Mbit/s moves the 15 GB model in about 20.3min
 # per node (PLAN.md); set model_oss_prefix to copy staged weights over the VPC-internal OSS endpoint instead.
@@ -93,6 +109,8 @@ resource "alicloud_instance" "gpu" {
   vswitch_id                 = alicloud_vswitch.this.id
   security_groups            = [alicloud_security_group.this.id]
   key_name                   = var.key_name
+  role_name                  = alicloud_ram_role.node.role_name
+  depends_on                 = [alicloud_ram_role_policy_attachment.node_oss] # OSS readable at first boot
   internet_charge_type       = var.internet_charge_type
   internet_max_bandwidth_out = var.public_bandwidth_mbit
   private_ip                 = local.private_ips[count.index]
