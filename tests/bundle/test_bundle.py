@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -141,6 +142,25 @@ def test_save_interval_follows_the_estimated_step_time(bundles):
     assert f'SAVE_STEPS="${{SAVE_STEPS:-{steps}}}"' in (bundles["spot_job"] / "launch.sh").read_text()
 
 
+def test_a_spot_plan_checkpoints_at_the_interval_its_time_counts(tmp_path):
+    """Review of guide need n7 (full fine-tune of an 8B on spot): the plan's interruption overhead (10.3 %) is
+    Young's interval, 113 min, but the launcher saved every 30 min, writing about four times the checkpoints the plan's
+    time and cost count. SAVE_STEPS is now that interval over the step time."""
+    from gpuplan.workload_loading import load_workload
+    from gpuplan.write_bundle import write_plan_bundle
+
+    root = Path(__file__).resolve().parents[2]
+    out, _ = write_plan_bundle(load_workload(str(root / "examples/guide-needs/n7-spot-full-8b.yaml")), tmp_path / "b")
+    plan = json.loads((out / "plan.json").read_text())["plan"]
+    assert plan["billing"] == "spot"
+    est = json.loads((out / "plan.json").read_text())["estimate"]
+    interval = plan["spot"]["checkpoint_interval_s"]
+    assert interval > 3600                                      # Young's interval, not the 30-minute default
+    steps = int(interval / est["performance"]["step_time_s"])
+    assert f'SAVE_STEPS="${{SAVE_STEPS:-{steps}}}"' in (out / "launch.sh").read_text()
+    assert f"every {steps} steps (~{round(interval / 60)} min)" in (out / "PLAN.md").read_text()
+
+
 def test_chinese_plan(bundles):
     text = (bundles["vllm_service"] / "PLAN.md").read_text()
     assert text.startswith("# 方案: qwen7b-chat-api") and "## 为什么选这个方案" in text and "## 每卡显存" in text
@@ -189,3 +209,25 @@ def test_live_estimates_render(name):
     est = estimate(w)
     files = render_bundle(PLANS[name], est.workload, est.to_dict())
     assert "plan.json" in files and ("launch.sh" in files or "serve.sh" in files)
+
+
+def test_a_full_fine_tune_counts_the_checkpoints_its_launcher_writes(tmp_path):
+    """Review of the multi-node and 72B bundles: the launchers saved every hour, each save stalling the run for its
+    write (108 GB of weights and Adam states for a 7B: about 5 minutes at 350 MB/s), and the plan's time counted none
+    of them. The plan now owns the cadence (plan.checkpoint_saves) and its time counts the writes; SAVE_STEPS is that
+    interval."""
+    from gpuplan.workload_loading import load_workload
+    from gpuplan.write_bundle import write_plan_bundle
+
+    root = Path(__file__).resolve().parents[2]
+    out, _ = write_plan_bundle(load_workload(str(root / "examples/qwen-7b-full-zero.yaml")), tmp_path / "b")
+    doc = json.loads((out / "plan.json").read_text())
+    plan, est = doc["plan"], doc["estimate"]
+    ck = plan["checkpoint_saves"]
+    assert ck["interval_s"] == 3600 and ck["write_s"] > 60
+    assert ck["overhead_fraction"] == pytest.approx(ck["write_s"] / 3600, rel=1e-3)
+    fixed = sum(v for k, v in plan["fixed_costs"].items() if k.endswith("_s"))
+    assert plan["time_s"] - fixed == pytest.approx(est["performance"]["total_time_s"] * (1 + ck["overhead_fraction"]),
+                                                   rel=1e-3)
+    steps = int(3600 / est["performance"]["step_time_s"])
+    assert f'SAVE_STEPS="${{SAVE_STEPS:-{steps}}}"' in (out / "launch.sh").read_text()

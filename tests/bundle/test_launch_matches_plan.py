@@ -98,7 +98,7 @@ def _default(script: str, var: str) -> int:
 @pytest.mark.parametrize("dataset,billing", [
     # examples/qwen2.5-7b-lora.yaml: samples of 2,048 tokens on average at seq_len 2,048
     ({"samples": 100000, "tokens_per_sample": 2048, "epochs": 1}, "payg"),
-    # short samples, two epochs, on spot (a checkpoint every 30 minutes)
+    # short samples, two epochs, on spot (a checkpoint at Young's interval)
     ({"samples": 100000, "tokens_per_sample": 512, "epochs": 2}, "spot"),
 ])
 def test_the_launch_trains_the_rows_and_steps_the_plan_counted(tmp_path, dataset, billing):
@@ -125,9 +125,13 @@ def test_the_launch_trains_the_rows_and_steps_the_plan_counted(tmp_path, dataset
     step_s = est["performance"]["step_time_s"]
     run_s = plan["time_s"] - sum(v for k, v in plan["fixed_costs"].items() if k.endswith("_s"))
     assert steps * step_s == pytest.approx(run_s, rel=0.02)
-    minutes = 30 if billing == "spot" else 60
+    # the save interval the plan's time counts: an hour on pay-as-you-go, Young's interval on spot (a LoRA checkpoint
+    # writes in about a second, so a few minutes: sqrt(2 x C x 20 h between interruptions))
+    every = plan["checkpoint_saves"]["interval_s"]
+    assert every == (3600 if billing == "payg" else pytest.approx(
+        (2 * plan["checkpoint_saves"]["write_s"] * 3600 / plan["spot"]["job_interruptions_per_hour"]) ** 0.5, rel=1e-3))
     save = _default(launch, "SAVE_STEPS")
-    assert save * step_s == pytest.approx(minutes * 60, rel=0.02) and save < steps
+    assert save * step_s == pytest.approx(every, rel=0.02) and save < steps
 
 
 def test_a_megatron_plan_told_not_to_pack_runs_unpacked_samples(tmp_path):

@@ -12,7 +12,10 @@ from gpuplan.catalog.models import resolve_model
 from gpuplan.estimate.core import estimate_resolved
 from gpuplan.estimate.shapes import shape_of
 from gpuplan.estimate.system import NAIVE_PP_FRAMEWORKS, Layout, system_for_instance
+from gpuplan.estimate.memory import lora_param_count
+from gpuplan.plan.advice.storage import checkpoint_bytes
 from gpuplan.plan.money import cost as costm
+from gpuplan.plan.money.costing import CHECKPOINT_DISK_B_S, CHECKPOINT_INTERVAL_S
 from gpuplan.plan.money import fixed_costs as fixedm
 from gpuplan.plan.search import feasibility as fz
 from gpuplan.plan import recommend
@@ -50,7 +53,8 @@ SUBSET = ["ecs.gn7i-c8g1.2xlarge", "ecs.gn7i-c32g1.32xlarge", "ecs.gn7e-c16g1.4x
 
 def _brute_force_min_cost(wd: dict) -> float:
     """Every config of the declared space (no pruning), payg in cn-shanghai: the ranking's pessimistic job cost,
-    (run + fixed start-up/download/tail time) x price x (1 + the price's margin), of the plan the rules choose:
+    (run with its hourly checkpoint writes + fixed start-up/download/tail time) x price x (1 + the price's margin), of
+    the plan the rules choose:
     per machine group its fastest point, a split of the model (TP/PP) only where no plain point fits or it is at
     least the margin faster; then across groups the cheapest, a split plan only at least the margin cheaper than
     the cheapest plain one (plan/search/model_parallel.py)."""
@@ -72,6 +76,11 @@ def _brute_force_min_cost(wd: dict) -> float:
     for i in insts:
         largest[i.family] = max(largest.get(i.family, 0), i.gpu_count)
     tokens = w.dataset.total_tokens(w.seq_len)
+    trainable = float(model.params_total)
+    if w.task in ("lora", "qlora"):
+        lo = w.lora
+        trainable = lora_param_count(model, lo.targets if lo else "all-linear", lo.rank if lo else 8)[0]
+    ckpt = checkpoint_bytes(float(model.params_total), trainable, w.task, w.optimizer or "adamw")
     m = min_saving()
     chosen: list[tuple[bool, float]] = []     # (splits the model, cost) of each group's plan
     for inst in insts:
@@ -101,7 +110,9 @@ def _brute_force_min_cost(wd: dict) -> float:
                         if fz.check_network(inst, nodes, e.performance.get("comm_fraction"))[0] is not None:
                             continue
                         run = tokens / e.performance["tokens_per_s"]
-                        cost = costm.training_cost(price, nodes, run + fixed_s) * (1 + price.margin)
+                        # the run stalls for each hourly checkpoint's write (plan.checkpointing)
+                        saves = 1 + costm.checkpoint_write_s(ckpt, CHECKPOINT_DISK_B_S, nodes, lay) / CHECKPOINT_INTERVAL_S
+                        cost = costm.training_cost(price, nodes, run * saves + fixed_s) * (1 + price.margin)
                         group[tp * pp > 1] = min(group[tp * pp > 1], (run, cost))
             (tp_, cp_), (ts, cs) = group[False], group[True]
             if cs < float("inf") and (cp_ == float("inf") or ts <= (1 - m) * tp_):

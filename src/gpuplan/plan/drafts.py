@@ -39,6 +39,7 @@ class Draft:
     time_per_billion_tokens_s: float | None = None
     cost_per_billion_tokens: float | None = None
     spot: dict | None = None
+    checkpoint_saves: dict | None = None   # training: how often the run saves and what the saves cost (costing.py)
     why: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     price_estimated: bool = False
@@ -102,7 +103,7 @@ class Draft:
                         cost_per_billion_tokens=self.cost_per_billion_tokens, replicas=self.replicas,
                         monthly_cost=self.monthly_cost,
                         cost_per_million_output_tokens=self.cost_per_million_output_tokens, spot=self.spot,
-                        price_margin=self.price_margin, fixed=self.fixed, fixed_cost=self.fixed_cost,
+                        checkpoint_saves=self.checkpoint_saves, price_margin=self.price_margin, fixed=self.fixed, fixed_cost=self.fixed_cost,
                         weights_staging=self.weights_staging,
                         utilization=self.utilization, job=self.job, unit_cost=self.unit_cost,
                         sizing=self.serving_sizing)

@@ -87,7 +87,7 @@ def advise(ctx: PlanContext, p: Plan) -> Plan:
 PLATFORM_NAMES = {"ecs": "ECS", "function-compute": "Function Compute", "pai-eas": "PAI-EAS", "ack": "ACK"}
 
 
-LABELS = {  # (objective, superlative true on the figures shown): label; {where} is "" or " on {platform}"
+LABELS = {  # (objective, superlative true on the figures shown): label; {where} is "" or " on the {platform} platform"
     ("cost", True): N_("cheapest feasible plan{where}: {n} x {instance} ({gpus} per {copy}), {billing}, {cost}"),
     ("cost", False): N_("lowest expected cost{where} (estimated prices at their upper bound): {n} x {instance} "
                         "({gpus} per {copy}), {billing}, {cost}"),
@@ -108,7 +108,7 @@ def headline(ctx: PlanContext, ranked: list[Plan], objective: str, shown: int | 
     cost, unit = p.cost.headline
     lower = _shows_less(p, ranked[1:], objective)
     tmpl = LABELS[(objective, True)] if objective == "balanced" else LABELS[(objective, lower is None)]
-    where = (_(" on {platform}").format(platform=_(PLATFORM_NAMES.get(p.platform, p.platform)))
+    where = (" " + _("on the {platform} platform").format(platform=_(PLATFORM_NAMES.get(p.platform, p.platform)))
              if not p.is_ecs else "")
     copy, gpus = (N_("model copy"), p.serving["tp"] * p.serving["pp"]) if p.serving else (N_("replica"),
                                                                                           p.gpus_per_replica)

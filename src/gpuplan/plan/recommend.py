@@ -32,7 +32,7 @@ from gpuplan.plan.explain import advise, headline, why_not
 from gpuplan.plan.search.model_parallel import optimizer_fallback, prefer_plain
 from gpuplan.plan.notes import assumptions as stated_assumptions
 from gpuplan.plan.notes import applicable, dedupe, global_warnings, unlaunched_quantization
-from gpuplan.plan.rank import pareto_front, rank, ranking_basis
+from gpuplan.plan.rank import pareto_front, rank, ranking_basis, thin_margin
 from gpuplan.plan.record import PLATFORMS, Plan
 from gpuplan.plan.search.scope import default_regions, instances as scoped_instances, platforms_wanted, variants as scoped_variants
 from gpuplan.plan.search.search import Searcher, SearchResult
@@ -232,6 +232,9 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     mp_why = None
     if training:    # tensor / pipeline parallelism only where it pays against the best plan without it
         ranked, mp_why = prefer_plain(ranked, objective, fallback=optimizer_fallback(w))
+        # the ranking basis holds after that move too: a spot plan with a thin deadline margin ranks after the others
+        # (a stable sort keeps every other order)
+        ranked = sorted(ranked, key=thin_margin)
     # price basis and age, the other billing modes at this duration, availability in the region
     ranked = annotate(ranked, book, today, frozenset(i.instance_type for i in insts if i.cloud == DEFAULT_CLOUD),
                       options_top=max(top, DEFAULT_TOP))

@@ -78,6 +78,9 @@ class PlanCost:
     monthly_cost: float | None = None
     cost_per_million_output_tokens: float | None = None
     spot: Mapping[str, Any] | None = None
+    # training: the save interval the launcher runs, one save's write seconds and their share of the run time (in
+    # ``time_s``): {interval_s, write_s, overhead_fraction}
+    checkpoint_saves: Mapping[str, Any] | None = None
     # how far the charged price may lie above ``price_per_hour`` (fraction, by price kind; ranking)
     price_margin: float | None = None
     # once-per-job costs of every instance (start-up, image pull, model download, idle tail), in
@@ -259,6 +262,7 @@ class Plan:
             "cost_per_million_output_tokens": rnd(c.cost_per_million_output_tokens),
             "performance": dict(self.performance),
             "spot": None if c.spot is None else dict(c.spot),
+            "checkpoint_saves": None if c.checkpoint_saves is None else dict(c.checkpoint_saves),
             "price_margin": rnd(c.price_margin),
             "fixed_costs": None if c.fixed is None else {**{k: rnd(v, 1) for k, v in c.fixed.items()},
                                                          "cost": rnd(c.fixed_cost)},

@@ -158,7 +158,8 @@ def pipeline_spec(index: Mapping[str, Any], read: Reader, name: str, source: str
     pipe_cls = str(index.get("_class_name", ""))
     if "unet" in index:
         unet = read("unet/config.json") or {}
-        dim = unet.get("cross_attention_dim") if isinstance(unet.get("cross_attention_dim"), int) else 0
+        raw = unet.get("cross_attention_dim")
+        dim = raw if isinstance(raw, int) else 0
         table = UNET_PROFILES_768PX if unet.get("sample_size") == 96 and dim in UNET_PROFILES_768PX else UNET_PROFILES
         target = table.get(dim)
         raise GpuplanError(

@@ -106,6 +106,7 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
     output_bytes = 0.0 if training else output_bytes
     run_bytes = kept * checkpoint_bytes + final_bytes + output_bytes     # what the run writes and keeps
     local_gib = a["os_and_scratch_gib"] + model_bytes / GIB + run_bytes / GIB
+    room = 1.0 / (1.0 - float(a["free_share"]))   # the disk keeps free_share free beyond what the run stores
     notes: list[str] = []
     sources = [facts["essd"]["source"]]
     shared = None
@@ -115,16 +116,16 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
                   "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
                   "why": _("{nodes} nodes read the same dataset and write shared checkpoints").format(nodes=nodes)}
         sources.append(facts["cpfs"]["source"])
-        disk = choose_essd(a["os_and_scratch_gib"] + model_bytes / GIB, 0, instance_disk_mb_s)
+        disk = choose_essd(room * (a["os_and_scratch_gib"] + model_bytes / GIB), 0, instance_disk_mb_s)
     else:
-        disk = choose_essd(local_gib + data_gib, need_mb_s, instance_disk_mb_s)
+        disk = choose_essd(room * (local_gib + data_gib), need_mb_s, instance_disk_mb_s)
         if disk is None:
             tib = cpfs_capacity_tib(read_mb_s, (data_gib + run_bytes / GIB) / 1024)
             shared = {"kind": "cpfs", "capacity_tib": tib,
                       "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
                       "why": _("{need} MB/s is more than one ESSD delivers").format(need=f"{need_mb_s:,.0f}")}
             sources.append(facts["cpfs"]["source"])
-            disk = choose_essd(a["os_and_scratch_gib"] + model_bytes / GIB, 0, instance_disk_mb_s)
+            disk = choose_essd(room * (a["os_and_scratch_gib"] + model_bytes / GIB), 0, instance_disk_mb_s)
         elif not training and nodes >= 1 and model_bytes > 50 * GIB:
             notes.append(_("keep the weights on NAS (shared by all replicas) or OSS and copy them to the local disk "
                            "at start-up"))

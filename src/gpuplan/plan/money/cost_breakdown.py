@@ -184,7 +184,8 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
 
     # 5. Platform fee: ACK Pro cluster management fee.
     if fee:
-        note = (f"USD {fee['per_hour']}/h converted to {cur}" if fee.get("currency") != cur else None)
+        note = (N_("USD {fee}/h converted to {cur}").format(fee=fee["per_hour"], cur=cur)
+                if fee.get("currency") != cur else None)
         amount = float(fee["monthly"]) if fee.get("monthly") is not None else None
         lines.append(_line((ACK_FEE, {}), amount, unit, cur, fee.get("source"), fee.get("as_of"),
                            False, ("{hours} h", {"hours": f"{hours:,.0f}"}), note))

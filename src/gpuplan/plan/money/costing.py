@@ -21,10 +21,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan.drafts import Draft
 
 
+# How often a training run on pay-as-you-go or subscription capacity saves (assumed: an hour of work at risk at
+# most); a spot run saves at Young's interval instead (plan/money/spot.py)
+CHECKPOINT_INTERVAL_S = 3600.0
+
+
+CHECKPOINT_DISK_B_S = 350e6   # one PL1 ESSD at its cap (storage.yaml); the advice may provision more
+
+
 def checkpoint_write_s(ctx: PlanContext, c: Candidate) -> float:
     ck = ckpt_bytes(ctx, c.variant.w.optimizer or "adamw")
-    mb_s = 350e6  # one PL1 ESSD at its cap (storage.yaml); the advice may provision more
-    return costm.checkpoint_write_s(ck, mb_s, c.nodes, c.layout)
+    return costm.checkpoint_write_s(ck, CHECKPOINT_DISK_B_S, c.nodes, c.layout)
 
 
 _FIXED_PARTS = {"boot_s": N_("boot"), "driver_install_s": N_("driver install"), "image_pull_s": N_("image pull"),
@@ -74,15 +81,28 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
         if samples and sps > 0:
             base_time = samples / sps
     factor = 1.0
+    write_s = checkpoint_write_s(ctx, c)
     if p.billing == "spot":
-        run = costm.spot_run(base_time or 3600.0 * 24, checkpoint_write_s(ctx, c), ctx.spot, instances=c.nodes)
+        run = costm.spot_run(base_time or 3600.0 * 24, write_s, ctx.spot, instances=c.nodes)
         factor = 1.0 + run.overhead_fraction
         p.spot = costm.spot_summary(run, ctx.spot, bool(base_time))
         p.why.append(costm.spot_why(run, ctx.spot))
+        interval_s, write_s = run.checkpoint_interval_s, run.checkpoint_write_s   # (Young's C is at least 1 s)
         if base_time and base_time * factor / HOUR_S > ctx.spot.long_job_warning_h:
             p.warnings.append(_("long job on spot: expect about {n} interruptions over {hours} h; resume from "
                                 "checkpoints automatically").format(n=f"{run.expected_interruptions:.1f}",
                                                                     hours=f"{base_time * factor / HOUR_S:.0f}"))
+    else:
+        # a save every CHECKPOINT_INTERVAL_S stalls the run for its write (the trainers save synchronously): the
+        # launcher's SAVE_STEPS is this interval (render/bundle/context_build.py), the time counts its writes
+        interval_s = CHECKPOINT_INTERVAL_S
+        factor = 1.0 + write_s / interval_s
+        if base_time and write_s / interval_s >= 0.005:
+            p.why.append(_("checkpoints: one every {min} min, {write} s each to the data disk (at 350 MB/s per node), "
+                           "{share} of the run time").format(min=f"{interval_s / 60:.0f}", write=f"{write_s:,.0f}",
+                                                            share=f"{write_s / interval_s:.1%}"))
+    p.checkpoint_saves = {"interval_s": rnd(interval_s, 1) if math.isfinite(interval_s) else None,
+                       "write_s": rnd(write_s, 1), "overhead_fraction": rnd(factor - 1.0, 4)}
     fixed_s = 0.0
     if base_time is not None:
         ws = staging.for_plan(model_bytes(ctx), c.nodes, price, ctx.book.fx)

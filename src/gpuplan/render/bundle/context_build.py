@@ -32,6 +32,7 @@ from gpuplan.units import HOURS_PER_MONTH
 # Minutes between checkpoints: spot instances are released 5 minutes after the interruption
 # notice (https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance), so a spot
 # job loses at most this much work per interruption; on-demand jobs checkpoint less often.
+# a plan.json without plan.checkpointing (written before the plan counted its saves)
 CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
 # Checkpoints kept on disk when the plan's storage advice does not say (data/storage.yaml checkpoints_kept); ms-swift
 # Megatron refuses a save_total_limit below 2 (swift/megatron/arguments/megatron_args.py, v4.5.2).
@@ -163,8 +164,11 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     targets_text = ",".join(targets) if isinstance(targets, list) else str(targets)
     targets_text = check_text(targets_text, "LoRA targets")
     step_time_s = finite_number(perf.get("step_time_s"))
-    minutes = CHECKPOINT_MINUTES[billing]
-    save_steps = max(1, int(minutes * 60 / step_time_s)) if step_time_s else 500
+    # the save interval the plan's time counts (plan.checkpoint_saves: Young's on spot, an hour otherwise); SAVE_STEPS is
+    # that interval in steps, so the run writes as many checkpoints as the plan's time and cost count
+    every = finite_number((plan.get("checkpoint_saves") or {}).get("interval_s"))
+    minutes = max(1, round(every / 60)) if every else CHECKPOINT_MINUTES[billing]
+    save_steps = max(1, int((every or minutes * 60) / step_time_s)) if step_time_s else 500
     level, disk_gib, shared_kind, shared_tib, oss = _storage(plan)
     price = finite_number(plan.get("instance_price_per_hour"))
     limit = finite_number(plan.get("spot_price_limit")) or price

@@ -43,7 +43,10 @@ def weights_lines(c: Ctx) -> list[Safe]:
     from gpuplan.render.bundle.node.weights import download_repo, local_folder_model, model_dir, weights_source
 
     repo, ms, local = download_repo(c), weights_source(c), model_dir(c)
-    if local_folder_model(c):            # loaded where it is
+    line: str | None = None
+    if c.platform in ("function-compute", "pai-eas"):
+        pass   # the platform mounts the weights from OSS read-only (the storage note says how to stage them)
+    elif local_folder_model(c):            # loaded where it is
         line = tr("Weights: the model folder {dir} is loaded where it is, nothing is downloaded: put its files at that "
                   "path on every node before starting (the ECS containers and the Kubernetes pods mount that node "
                   "folder read-only).", c.lang).format(dir=md(local))
@@ -60,7 +63,7 @@ def weights_lines(c: Ctx) -> list[Safe]:
                   "into {dir}; every launcher and server loads that local copy. Gated models: HF_TOKEN in the "
                   "environment (/etc/gpuplan/secrets.env on ECS nodes, root, mode 0600), never in these files.",
                   c.lang).format(repo=md(repo), dir=md(local))
-    out = [Safe(line)]
+    out = [Safe(line)] if line else []
     if c.trust_remote_code:
         out.append(Safe(tr("{model} ships its own model code (not in transformers): the launchers pass "
                            "trust_remote_code; that code was written for the transformers of its release.",

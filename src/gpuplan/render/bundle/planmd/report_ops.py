@@ -166,9 +166,10 @@ def serving_layout_lines(c: Ctx) -> list[Safe]:
     if note:
         out.append(md(str(note)))
     name = ENGINE_NAMES.get(engine, engine)
-    out.append(md(tr("Monitoring: Prometheus scrapes the deployed server only ({engine} on port {port}, /metrics); "
-                     "alerts fire on p95 latency above the SLA and on long queues.", lang).format(
-        engine=name, port=c.serve_port)))
+    if c.platform in ("ecs", "ack"):   # the bundles that carry monitoring/ (FC and EAS bring their own)
+        out.append(md(tr("Monitoring: Prometheus scrapes the deployed server only ({engine} on port {port}, /metrics); "
+                         "alerts fire on p95 latency above the SLA and on long queues.", lang).format(
+            engine=name, port=c.serve_port)))
     return out
 
 
