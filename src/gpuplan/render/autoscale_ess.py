@@ -41,7 +41,7 @@ provider "alicloud" {{
   region = var.region
 }}
 '''
-    running_vars, scale_in = "", _QUEUE_LOW.format(metric=metric)
+    running_vars, scale_in = "", _queue_low(metric)
     if running_metric and s.get("running_target"):
         target = int(s["running_target"])
         running_vars = (f'variable "running_scale_out" {{\n  description = "running sequences per instance above which '
@@ -50,7 +50,7 @@ provider "alicloud" {{
                         f'variable "running_scale_in" {{\n  description = "running sequences per instance below which '
                         f'one instance is removed (half the scale-out level: no flapping)"\n  type        = number\n'
                         f'  default     = {max(1, target // 2)}\n}}\n')
-        scale_in = _RUNNING_ALARMS.format(metric=running_metric)
+        scale_in = _running_alarms(running_metric)
     variables = f'''variable "region" {{
   type    = string
   default = {hcl(region)}
@@ -108,6 +108,7 @@ variable "queue_scale_out" {{
   default     = {s["queue_target"]}
 }}
 {running_vars}'''
+    queue_high = _queue_high(metric)
     main = f'''locals {{
   name = "{slug}"
   tags = {{
@@ -159,21 +160,7 @@ resource "alicloud_ess_scaling_rule" "in" {{
   cooldown          = 600
 }}
 
-# Scale out when the average waiting-request queue per instance exceeds the target for 2 minutes.
-resource "alicloud_ess_alarm" "queue_high" {{
-  name                   = "${{local.name}}-queue-high"
-  scaling_group_id       = alicloud_ess_scaling_group.this.id
-  alarm_actions          = [alicloud_ess_scaling_rule.out.ari]
-  metric_type            = "custom"
-  metric_name            = "{metric}"
-  cloud_monitor_group_id = var.cloud_monitor_group_id
-  period                 = 60
-  statistics             = "Average"
-  threshold              = var.queue_scale_out
-  comparison_operator    = ">"
-  evaluation_count       = 2
-}}
-
+{queue_high}
 {scale_in}'''
     outputs = '''output "scaling_group_id" {
   value = alicloud_ess_scaling_group.this.id
@@ -200,50 +187,39 @@ def ess_lb_tf(port: int) -> str:
             "    }\n  }\n}\n\n" + lb.outputs_hcl(port))
 
 
-_QUEUE_LOW = '''# Scale in when the queue has been empty for 10 minutes.
-resource "alicloud_ess_alarm" "queue_low" {{
-  name                   = "${{local.name}}-queue-low"
-  scaling_group_id       = alicloud_ess_scaling_group.this.id
-  alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
-  metric_type            = "custom"
-  metric_name            = "{metric}"
-  cloud_monitor_group_id = var.cloud_monitor_group_id
-  period                 = 300
-  statistics             = "Average"
-  threshold              = 0
-  comparison_operator    = "<="
-  evaluation_count       = 2
-}}
-'''
+def _alarm(name: str, comment: str, *, rule: str, metric: str, period: int, threshold: str, operator: str) -> str:
+    """One CloudMonitor alarm on a custom metric the nodes push, averaged over the group, firing a scaling rule after
+    two periods."""
+    return (f"# {comment}\n"
+            f'resource "alicloud_ess_alarm" "{name}" {{\n'
+            f'  name                   = "${{local.name}}-{name.replace("_", "-")}"\n'
+            "  scaling_group_id       = alicloud_ess_scaling_group.this.id\n"
+            f"  alarm_actions          = [alicloud_ess_scaling_rule.{rule}.ari]\n"
+            '  metric_type            = "custom"\n'
+            f'  metric_name            = "{metric}"\n'
+            "  cloud_monitor_group_id = var.cloud_monitor_group_id\n"
+            f"  period                 = {period}\n"
+            '  statistics             = "Average"\n'
+            f"  threshold              = {threshold}\n"
+            f'  comparison_operator    = "{operator}"\n'
+            "  evaluation_count       = 2\n"
+            "}\n")
 
-_RUNNING_ALARMS = '''# Scale out when the running sequences per instance pass the SLA load for 2 minutes (the queue stays empty until an
-# engine's batch limit is reached, above the SLA).
-resource "alicloud_ess_alarm" "running_high" {{
-  name                   = "${{local.name}}-running-high"
-  scaling_group_id       = alicloud_ess_scaling_group.this.id
-  alarm_actions          = [alicloud_ess_scaling_rule.out.ari]
-  metric_type            = "custom"
-  metric_name            = "{metric}"
-  cloud_monitor_group_id = var.cloud_monitor_group_id
-  period                 = 60
-  statistics             = "Average"
-  threshold              = var.running_scale_out
-  comparison_operator    = ">"
-  evaluation_count       = 2
-}}
 
-# Scale in when the running sequences per instance stay below half the SLA load for 10 minutes.
-resource "alicloud_ess_alarm" "running_low" {{
-  name                   = "${{local.name}}-running-low"
-  scaling_group_id       = alicloud_ess_scaling_group.this.id
-  alarm_actions          = [alicloud_ess_scaling_rule.in.ari]
-  metric_type            = "custom"
-  metric_name            = "{metric}"
-  cloud_monitor_group_id = var.cloud_monitor_group_id
-  period                 = 300
-  statistics             = "Average"
-  threshold              = var.running_scale_in
-  comparison_operator    = "<"
-  evaluation_count       = 2
-}}
-'''
+def _queue_high(metric: str) -> str:
+    return _alarm("queue_high", "Scale out when the average waiting-request queue per instance exceeds the target for 2 "
+                  "minutes.", rule="out", metric=metric, period=60, threshold="var.queue_scale_out", operator=">")
+
+
+def _queue_low(metric: str) -> str:
+    return _alarm("queue_low", "Scale in when the queue has been empty for 10 minutes.", rule="in", metric=metric,
+                  period=300, threshold="0", operator="<=")
+
+
+def _running_alarms(metric: str) -> str:
+    return (_alarm("running_high", "Scale out when the running sequences per instance pass the SLA load for 2 minutes "
+                   "(the queue stays empty until an\n# engine's batch limit is reached, above the SLA).", rule="out",
+                   metric=metric, period=60, threshold="var.running_scale_out", operator=">") + "\n"
+            + _alarm("running_low", "Scale in when the running sequences per instance stay below half the SLA load "
+                     "for 10 minutes.", rule="in", metric=metric, period=300, threshold="var.running_scale_in",
+                     operator="<"))
