@@ -212,6 +212,14 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
     if c.shared_kind == "cpfs":
         out.append(md(tr("Terraform creates the advised CPFS file system (alicloud_nas_file_system, protocol cpfs) "
                          "and its mount target; set cpfs_mount to mount an existing one instead.", lang)))
+        # a review of a multi-node bundle: the nodes mount over NFS, which CPFS serves only through a protocol service
+        out.append(md(tr("Before the nodes start: the nodes mount the shared file system over NFS, and a CPFS file "
+                         "system serves NFS only through an NFS protocol service and its export (console, or the "
+                         "CreateProtocolService and CreateProtocolMountTarget APIs); the mount target Terraform creates "
+                         "is for the CPFS POSIX client, which the nodes do not install. Create the file system first "
+                         "(terraform apply -target=alicloud_nas_file_system.cpfs), add the NFS protocol service and "
+                         "export, then apply with cpfs_mount set to the export's address: without it the mount fails "
+                         "and the training unit does not start while the nodes bill.", lang)))
     elif c.shared_kind == "nas":
         out.append(md(tr("Terraform creates the advised NAS file system and its mount target.", lang)))
     from gpuplan.render.bundle.planmd import report_ops
