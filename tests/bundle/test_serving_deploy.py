@@ -443,3 +443,18 @@ def test_ack_bundle_creates_its_weights_claim_and_updates_pods_in_place(tmp_path
     steps = (out / "PLAN.md").read_text().split("## How to launch", 1)[1]
     image = dep["spec"]["template"]["spec"]["containers"][0]["image"]
     assert steps.index(f"docker build -t {image} . && docker push {image}") < steps.index("Create an ACK Pro cluster")
+
+
+def test_an_unpriced_plan_is_not_called_the_cheapest():
+    """Review of a PAI-EAS bundle: its top plan had no bundled price yet read "cheapest feasible plan on PAI-EAS".
+    With no price it says so and that cost did not rank it."""
+    from gpuplan.plan import recommend
+
+    rec = recommend({"name": "eas-14b", "model": "Qwen/Qwen2.5-14B-Instruct", "task": "inference", "prompt_tokens": 1024,
+                     "output_tokens": 256, "serving": {"requests_per_s": 2, "peak_requests_per_s": 8,
+                                                       "peak_hours_per_day": 8, "ttft_ms": 2000, "tpot_ms": 100},
+                     "constraints": {"platforms": ["pai-eas"], "regions": ["cn-hangzhou"]}})
+    top = rec.plans[0]
+    assert top.cost.monthly_cost is None                      # no EAS price bundled for it
+    assert top.advice.why[0].startswith("feasible plan on the PAI-EAS platform, no price known")
+

@@ -99,6 +99,10 @@ LABELS = {  # (objective, superlative true on the figures shown): label; {where}
 }
 
 
+UNPRICED_LABEL = N_("feasible plan{where}, no price known (so not ranked by cost): {n} x {instance} ({gpus} per "
+                    "{copy}), {billing}")
+
+
 def headline(ctx: PlanContext, ranked: list[Plan], objective: str, shown: int | None = None) -> tuple[str, ...]:
     """The top plan's label, true on the figures the tables show: "cheapest" only when no lower-ranked plan
     shows a lower cost, "fastest" only when none shows a shorter time; otherwise the ranking basis in short,
@@ -108,6 +112,8 @@ def headline(ctx: PlanContext, ranked: list[Plan], objective: str, shown: int | 
     cost, unit = p.cost.headline
     lower = _shows_less(p, ranked[1:], objective)
     tmpl = LABELS[(objective, True)] if objective == "balanced" else LABELS[(objective, lower is None)]
+    if cost is None and objective in ("cost", "balanced"):
+        tmpl = UNPRICED_LABEL   # not "cheapest": no price ranks it (every plan shown is unpriced or ranks after it)
     where = (" " + _("on the {platform} platform").format(platform=_(PLATFORM_NAMES.get(p.platform, p.platform)))
              if not p.is_ecs else "")
     copy, gpus = (N_("model copy"), p.serving["tp"] * p.serving["pp"]) if p.serving else (N_("replica"),
