@@ -37,6 +37,13 @@ def rnd(x: float | None, nd: int = 6) -> float | None:
     return round(float(x), nd)
 
 
+def high(ranges: Mapping[str, Any] | None, key: str, point: float | None) -> float | None:
+    """The high end of a plan figure from its ``intervals`` (the point figure when it has no range): what the
+    deadline (time) and the budget (cost) are checked at, and what an auto-release waits for."""
+    pair = (ranges or {}).get(key)
+    return float(pair[1]) if pair else point
+
+
 @dataclass(frozen=True)
 class PlanMemory:
     """GPU memory of the busiest GPU (nvidia-smi view) and the capacity the plan was checked against."""

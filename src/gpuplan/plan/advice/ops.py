@@ -19,6 +19,7 @@ from gpuplan.catalog.hardware.regions import is_mainland, load_compliance  # noq
 from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import _
 from gpuplan.plan.money.transfer import job_transfers, plan_staged
+from gpuplan.plan.record import high
 from gpuplan.units import HOUR_S
 
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
@@ -82,19 +83,14 @@ def plan_transfers(plan: dict, *, training: bool, model_bytes: float | None):
                          checkpoint_bytes=(plan.get("storage") or {}).get("checkpoint_bytes"), time_s=plan.get("time_s"),
                          fixed=plan.get("fixed_costs"), batch=batch, input_bytes=input_bytes, output_bytes=output_bytes,
                          platform=plan.get("platform") or "ecs", staged_in_oss=plan_staged(plan),
-                         time_high_s=time_high(plan))
-
-
-def time_high(plan: dict) -> float | None:
-    """The high end of the plan's 80 % time range (``intervals.time_s``): the end its deadline is checked at."""
-    rng = (plan.get("intervals") or {}).get("time_s")
-    return float(rng[1]) if rng and len(rng) == 2 and rng[1] else None
+                         time_high_s=high(plan.get("intervals"), "time_s", None))
 
 
 def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_bytes: float | None = None) -> dict | None:
     """Auto-release for pay-as-you-go/spot training and batch jobs: first boot (start-up, driver install, image
     pull) + model download (+ a batch job's input) + the run at the high end of its time range (at least the
-    estimate x (1 + margin)) + checkpoint or output upload, rounded up to the hour (gpuplan.plan.money.transfer: the same hours the bundle's Terraform sets)."""
+    estimate x (1 + margin)) + checkpoint or output upload, rounded up to the hour (gpuplan.plan.money.transfer: the
+    same hours the bundle's Terraform sets)."""
     training = task in TRAIN_TASKS
     if not (training or plan.get("job")) or plan.get("billing") not in ("payg", "spot") \
             or plan.get("platform", "ecs") != "ecs":

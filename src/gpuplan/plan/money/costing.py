@@ -12,6 +12,7 @@ from gpuplan.plan.money import cost as costm
 from gpuplan.plan.money import fixed_costs as fixedm
 from gpuplan.plan.money import staging
 from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items, model_bytes
+from gpuplan.plan.money.ranges import time_high
 from gpuplan.plan.record import rnd
 from gpuplan.plan.rank import SLACK_MIN
 from gpuplan.plan.search.search_point import Candidate
@@ -24,8 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 # How often a training run on pay-as-you-go or subscription capacity saves (assumed: an hour of work at risk at
 # most); a spot run saves at Young's interval instead (plan/money/spot.py)
 CHECKPOINT_INTERVAL_S = 3600.0
-
-
 CHECKPOINT_DISK_B_S = 350e6   # one PL1 ESSD at its cap (storage.yaml); the advice may provision more
 
 
@@ -98,11 +97,13 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
         interval_s = CHECKPOINT_INTERVAL_S
         factor = 1.0 + write_s / interval_s
         if base_time and write_s / interval_s >= 0.005:
-            p.why.append(_("checkpoints: one every {min} min, {write} s each to the data disk (at 350 MB/s per node), "
+            p.why.append(_("checkpoints: one every {min} min, {write} s each to the data disk (at {rate} MB/s per node), "
                            "{share} of the run time").format(min=f"{interval_s / 60:.0f}", write=f"{write_s:,.0f}",
+                                                            rate=f"{CHECKPOINT_DISK_B_S / 1e6:.0f}",
                                                             share=f"{write_s / interval_s:.1%}"))
+    # overhead_fraction: the run time the saves add (on spot, Young's whole overhead: saves and lost work)
     p.checkpoint_saves = {"interval_s": rnd(interval_s, 1) if math.isfinite(interval_s) else None,
-                       "write_s": rnd(write_s, 1), "overhead_fraction": rnd(factor - 1.0, 4)}
+                          "write_s": rnd(write_s, 1), "overhead_fraction": rnd(factor - 1.0, 4)}
     fixed_s = 0.0
     if base_time is not None:
         ws = staging.for_plan(model_bytes(ctx), c.nodes, price, ctx.book.fx)
@@ -246,7 +247,7 @@ def deadline_margin(ctx: PlanContext, p: Draft) -> None:
         return
     deadline_s = cons.deadline_hours * HOUR_S
     # at the high end of the job's 80 % time range, where the deadline is checked (plan/money/ranges.py)
-    time_s = (p.intervals or {}).get("time_s", [None, p.time_s])[1]
+    time_s = time_high(p) or p.time_s   # (time_s is set: checked above)
     p.deadline_slack = (deadline_s - time_s) / deadline_s
     if p.billing == "spot" and 0.0 <= p.deadline_slack < SLACK_MIN:
         p.warnings.append(_("{instance} x {n} on spot is expected to finish with only {share} of the {deadline} h "

@@ -11,12 +11,12 @@ GPU memory (:func:`memory_need`: the fit decision and the micro-batch), time aga
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.estimate import intervals
 from gpuplan.i18n import _
 from gpuplan.plan.money import cost as costm
+from gpuplan.plan.record import high
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpuplan.plan.context import PlanContext
@@ -83,12 +83,6 @@ def _serving_ranges(ctx: PlanContext, c: Candidate, p: Draft, cls: str, out: Ran
         # the fleet is fixed and the tokens it serves move with its speed
         pair = (cpm * lo / monthly, cpm * hi / monthly) if rate and monthly > 0 else (cpm / fast, cpm / slow)
         out["cost_per_million_output_tokens"] = _pair(*pair, 4) or []
-
-
-def high(ranges: Mapping[str, Any] | None, key: str, point: float | None) -> float | None:
-    """The high end of a plan figure (the point figure when it has no range)."""
-    pair = (ranges or {}).get(key)
-    return float(pair[1]) if pair else point
 
 
 def time_high(p: Any) -> float | None:

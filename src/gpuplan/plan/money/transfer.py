@@ -52,6 +52,11 @@ class Transfers:
         return max((self.job_s or 0.0) * (1 + self.margin), self.job_high_s or 0.0)
 
     @property
+    def release_at_high_end(self) -> bool:
+        """The release waits for the high end of the time range (not the estimate x (1 + margin))."""
+        return bool(self.job_high_s) and (self.job_high_s or 0.0) >= (self.job_s or 0.0) * (1 + self.margin)
+
+    @property
     def bootstrap_s(self) -> float:
         """First boot until the job can start: start-up, driver install and reboot, image pull."""
         return self.boot_s + self.driver_install_s + self.image_pull_s

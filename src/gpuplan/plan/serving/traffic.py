@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from gpuplan.i18n import _
+from gpuplan.plan.record import rnd
 from gpuplan.units import HOUR_S, HOURS_PER_MONTH
 
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
@@ -160,8 +161,8 @@ def service_unit_costs(monthly: float | None, traffic: Traffic, priced: str, tok
         return cost_per_million_output_tokens(monthly, traffic, tokens or 1), None
     if priced == "input":
         cost = cost_per_million_output_tokens(monthly, traffic, tokens or 1)
-        return None, {"unit": "1M input tokens", "cost": _round(cost), "basis": basis}
-    return None, {"unit": priced, "cost": _round(cost_per_request(monthly, traffic)), "basis": basis}
+        return None, {"unit": "1M input tokens", "cost": rnd(cost), "basis": basis}
+    return None, {"unit": priced, "cost": rnd(cost_per_request(monthly, traffic)), "basis": basis}
 
 
 def priced_unit(model, llm: bool, output_tokens: int | None) -> str:
@@ -174,10 +175,6 @@ def priced_unit(model, llm: bool, output_tokens: int | None) -> str:
     if kind == "diffusion" and ((getattr(getattr(model, "profile", None), "pipeline", None) or {}).get("video")):
         return "video"
     return "image" if kind == "diffusion" else "clip" if kind in ("speech", "asr", "whisper", "audio") else "request"
-
-
-def _round(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else round(float(x), 6)
 
 
 def cost_per_request(monthly: float | None, traffic: Traffic) -> float | None:

@@ -18,7 +18,7 @@ from gpuplan.estimate.memory.common import adapter_param_bytes
 from gpuplan.estimate.memory.run import kbit_upcast
 from gpuplan.estimate.memory.serve import engine_memory_fraction
 from gpuplan.i18n import _
-from gpuplan.plan.advice.ops import time_high
+from gpuplan.plan.record import high
 from gpuplan.plan.search.candidates import LAUNCHERS, launcher_for, launcher_packed
 from gpuplan.render.bundle.node import nccl
 from gpuplan.render.bundle.context import Ctx
@@ -31,8 +31,8 @@ from gpuplan.units import HOURS_PER_MONTH
 
 # Minutes between checkpoints: spot instances are released 5 minutes after the interruption
 # notice (https://www.alibabacloud.com/help/en/ecs/user-guide/what-is-a-spot-instance), so a spot
-# job loses at most this much work per interruption; on-demand jobs checkpoint less often.
-# a plan.json without plan.checkpointing (written before the plan counted its saves)
+# job loses at most this much work per interruption; on-demand jobs checkpoint less often. Read only for a plan.json
+# without plan.checkpoint_saves (written before the plan counted its saves).
 CHECKPOINT_MINUTES = {"spot": 30, "payg": 60, "subscription": 60}
 # Checkpoints kept on disk when the plan's storage advice does not say (data/storage.yaml checkpoints_kept); ms-swift
 # Megatron refuses a save_total_limit below 2 (swift/megatron/arguments/megatron_args.py, v4.5.2).
@@ -226,7 +226,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), sp=bool(par.get("sp")), cp=cp,
         smoke_model_type=smoke_type,
         model_kind=model_kind, video=video, job_time_s=time_s if training or serving["batch_job"] else None,
-        job_time_high_s=time_high(plan) if training or serving["batch_job"] else None,
+        job_time_high_s=high(plan.get("intervals"), "time_s", None) if training or serving["batch_job"] else None,
         sla_ttft_s=_sla(workload, "ttft_ms"), sla_tpot_s=_sla(workload, "tpot_ms"),
         ckpt_granularity=granularity if granularity in ("none", "selective", "full") else "full",
         loss="chunked" if training and mem.get("loss") == "chunked" and launcher != "megatron" else "model",

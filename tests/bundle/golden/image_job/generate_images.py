@@ -31,11 +31,12 @@ def local_weights(path: str, script: str) -> str:
     keeps the hubs offline afterwards."""
     folder = Path(path)
     fetch = Path(__file__).with_name("fetch-model.sh")
-    # a finished copy: fetch-model.sh's marker, or files placed there by hand (no download of the script under way or
-    # left half done: a second process, one per GPU, must not load the first one's partial download)
+    # a finished copy: fetch-model.sh's marker, or a copy placed there by hand (a config, and no download of the
+    # script under way or left half done: a second process, one per GPU, must not load the first one's partial
+    # download); fetch-model.sh reads a folder by the same rule
     busy = (folder / ".gpuplan-partial").exists() or folder.with_name(folder.name + ".lock").is_dir()
     ready = (folder / ".gpuplan-complete").is_file() or (
-        folder.is_dir() and not busy and any(p.name != ".gpuplan-partial" for p in folder.iterdir()))
+        not busy and any((folder / name).is_file() for name in ("config.json", "model_index.json")))
     if not ready:
         # fetch-model.sh downloads once per folder (a lock: the other processes wait for its marker)
         if not fetch.is_file() or subprocess.run(["bash", str(fetch)], env={**os.environ, "MODEL_DIR": str(folder)},

@@ -102,7 +102,7 @@ def auto_release_line(c: Ctx) -> Safe | None:
                "count them) + model download {download} + the run {run} + checkpoint upload {upload}, rounded up "
                "(auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off "
                "when its GPUs stay idle (IDLE_STOP_ENABLED=1)."))
-    if t.job_high_s and t.job_high_s >= (t.job_s or 0.0) * (1 + t.margin):
+    if t.release_at_high_end:
         run = tr(N_("{wait} (the high end of its {cover} range; {job} estimated)"), c.lang).format(
             wait=_duration(t.release_run_s), cover=COVERAGE_TEXT, job=_duration(t.job_s))
     else:
