@@ -60,6 +60,9 @@ def _storage(level: str, size: int, shared: dict | None = None, notes: tuple = (
             "sources": ["https://www.alibabacloud.com/help/en/ecs/user-guide/essds"]}
 
 
+CPFS_STORAGE = {"kind": "cpfs", "capacity_gib": 10240, "capacity_tib": 10, "read_mb_s": 4000, "write_mb_s": 2000,
+                "why": "2 nodes read the same dataset and write shared checkpoints"}
+
 PLANS: dict[str, dict] = {
     "lora_single": {
         "platform": "ecs", "instance_type": "ecs.gn7i-c8g1.2xlarge", "instance_count": 1, "gpu": "A10-24GB",
@@ -82,7 +85,8 @@ PLANS: dict[str, dict] = {
         "instance_price_per_hour": 252.5, "price_per_hour": 505.0, "currency": "CNY", "price_as_of": "2023-10-20",
         "price_source": PRICE_SOURCE, "time_s": 42519.8, "total_cost": 5964.7, "replicas": None,
         "monthly_cost": None, "cost_per_million_output_tokens": None,
-        "storage": _storage("PL1", 200, {"kind": "cpfs", "capacity_tib": 10, "read_mb_s": 4000,
+        "storage": _storage("PL1", 200, {"kind": "extreme_nas", "capacity_gib": 2100, "capacity_tib": 2.051,
+                                         "read_mb_s": 600.0, "write_mb_s": 600.0,
                                          "why": "2 nodes read the same dataset and write shared checkpoints"},
                             ("keep the raw dataset in OSS (cold) and stage the working set on the fast tier",)),
         "network": {"multi_node": True, "rdma": "erdma", "intra_node": "nvlink", "comm_fraction": 0.46,

@@ -84,7 +84,7 @@ def test_checkpoints_are_named_on_storage_that_survives(bundles):
     single = (bundles["lora_single"] / "PLAN.md").read_text()
     assert "Checkpoints: /mnt/data/checkpoints/qwen7b-lora-demo on the data disk, a separate ESSD" in single
     shared = (bundles["two_node"] / "PLAN.md").read_text()
-    assert "Checkpoints: /mnt/shared/checkpoints/llama8b-full-2node on the shared CPFS file system" in shared
+    assert "Checkpoints: /mnt/shared/checkpoints/llama8b-full-2node on the shared Extreme NAS file system" in shared
 
 
 def test_mainland_regions_download_from_modelscope_elsewhere_hugging_face():
@@ -255,11 +255,11 @@ def test_fetch_model_downloads_once_for_nodes_sharing_the_folder(fetch, bundles,
 
 # --- a failed shared mount stops the job ------------------------------------------------------------------
 
-def test_a_failed_cpfs_mount_fails_loudly(bundles, tmp_path):
+def test_a_failed_shared_mount_fails_loudly(bundles, tmp_path):
     doc = yaml.safe_load((bundles["two_node"] / "cloud-init.yaml").read_text())
     script = next(f["content"] for f in doc["write_files"] if f["path"].endswith("mount-shared.sh"))
     env_file = tmp_path / "job.env"
-    env_file.write_text("SHARED_MOUNT='cpfs-x.cn-beijing.cpfs.aliyuncs.com:/share'\n")
+    env_file.write_text("SHARED_MOUNT='0a1b2c-x.cn-beijing.extreme.nas.aliyuncs.com:/share'\n")
     shared = tmp_path / "shared"
     script = script.replace("/etc/gpuplan/llama8b-full-2node.env", str(env_file)).replace("/mnt/shared", str(shared))
     path = tmp_path / "mount-shared.sh"
@@ -272,7 +272,7 @@ def test_a_failed_cpfs_mount_fails_loudly(bundles, tmp_path):
     res = subprocess.run(["sh", str(path)], capture_output=True, text=True, timeout=60,
                          env={"PATH": f"{bindir}:{SYSTEM_PATH}"})
     assert res.returncode == 1
-    assert "could not mount cpfs-x" in res.stderr and "will not start until" in res.stderr
+    assert "could not mount 0a1b2c-x" in res.stderr and "will not start until" in res.stderr
     unit = next(p for p in bundles["two_node"].iterdir() if p.suffix == ".service").read_text()
     guard = re.search(r"^ExecStartPre=/bin/sh -c '(mountpoint -q /mnt/shared .*)'$", unit, re.M).group(1)
     check = subprocess.run(["sh", "-c", guard], capture_output=True, text=True, env={"PATH": f"{bindir}:{SYSTEM_PATH}"})

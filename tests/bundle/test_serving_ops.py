@@ -24,7 +24,7 @@ from gpuplan.render.autoscale import QUEUE_METRIC, QUEUE_SOURCE, adapter_rules, 
 from gpuplan.render.bundle import build_bundle, render_bundle
 
 from .conftest import require_module, require_tool
-from .scenarios import inputs
+from .scenarios import CPFS_STORAGE, inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -270,9 +270,34 @@ def test_multi_node_unit_refuses_to_start_without_rank_and_does_not_crash_loop(b
                                                     "MASTER_ADDR": "10.20.1.10"}).returncode == 0
 
 
-def test_advised_cpfs_is_created_and_training_nodes_auto_release(bundles):
-    main = (bundles["two_node"] / "terraform/main.tf").read_text()
+def test_advised_cpfs_is_created_with_its_nfs_steps():
+    """A plan whose shared file system is CPFS (more than Extreme NAS delivers): Terraform creates it, PLAN.md gives
+    the NFS protocol service and export the nodes' stock NFS client needs, and cpfs_mount takes the export."""
+    plan, workload, est = inputs("two_node")
+    plan = copy.deepcopy(plan)
+    plan["storage"]["shared"] = dict(CPFS_STORAGE)
+    files = render_bundle(plan, workload, est)
+    main = files["terraform/main.tf"]
     assert 'resource "alicloud_nas_file_system" "cpfs"' in main and 'protocol_type    = "cpfs"' in main
+    assert "coalesce(var.cpfs_mount" in main and 'variable "cpfs_capacity_gib"' in files["terraform/variables.tf"]
+    assert "NFS protocol service" in files["PLAN.md"] and "cpfs\\_mount" in files["PLAN.md"]
+    assert "extreme" not in main
+
+
+def test_advised_extreme_nas_is_created_and_mounted_over_nfs3_and_training_nodes_auto_release(bundles):
+    """The advised Extreme NAS (2,100 GiB: 600 MB/s, storage.yaml nas_extreme): Terraform creates it at the plan's
+    capacity and mounts its /share export (Extreme NAS serves NFSv3 only, under /share); no CPFS, no hand step."""
+    main = (bundles["two_node"] / "terraform/main.tf").read_text()
+    assert 'file_system_type = "extreme"' in main and 'capacity         = var.nas_capacity_gib' in main
+    assert 'mount_target_domain}:/share"' in main and "cpfs" not in main
+    assert re.search(r'variable "nas_capacity_gib" \{[^}]*default     = 2100\n', 
+                     (bundles["two_node"] / "terraform/variables.tf").read_text())
+    mount = next(f["content"] for f in yaml.safe_load((bundles["two_node"] / "cloud-init.yaml").read_text())[
+        "write_files"] if f["path"].endswith("mount-shared.sh"))
+    assert "vers=3,nolock" in mount
+    plan_md = (bundles["two_node"] / "PLAN.md").read_text()
+    assert "Shared file system: Extreme NAS 2,100 GiB" in plan_md and "NFS protocol service" not in plan_md
+    main = (bundles["two_node"] / "terraform/main.tf").read_text()
     variables = (bundles["two_node"] / "terraform/variables.tf").read_text()
     # two_node: first boot 3,218 s (start-up 300 s + the 20 GiB image at 100 Mbit/s 1,718 s, by the plan costs' rules
     # as the scenario plan carries no fixed costs, + the driver install 1,200 s: ops.yaml bundle_network) + Llama-3.1-8B's
@@ -417,7 +442,14 @@ def test_cost_breakdown_values():
     # ESSD PL1 CNY 0.0021 per GiB-hour (extra_costs.yaml), 2 nodes x 100 GiB system + 200 GiB data.
     assert by["System disks (ESSD PL1)"]["amount"] == pytest.approx(0.0021 * 100 * 2 * hours, abs=0.01)
     assert by["Data disks (ESSD PL1)"]["amount"] == pytest.approx(0.0021 * 200 * 2 * hours, abs=0.01)
-    assert by["Shared file system (CPFS)"]["amount"] is None and b["unknown"] == ["Shared file system (CPFS)"]
+    # Extreme NAS: USD 0.3 per GiB-month (the billing page's example, estimated) x 2,100 GiB x the job's hours / 730,
+    # converted at the bundled CNY/USD rate; CPFS has no public price: unknown, left out of the total
+    nas = by["Shared file system (Extreme NAS)"]
+    fx = float(nas["note"].split("converted at ")[1].split(" ")[0])
+    assert nas["amount"] == pytest.approx(0.3 * 2100 * hours / 730 * fx, abs=0.02) and nas["estimated"]
+    assert nas["quantity"] == "2,100 GiB" and b["unknown"] == []
+    cpfs = cost_breakdown({**plan, "storage": {**plan["storage"], "shared": dict(CPFS_STORAGE)}}, workload)
+    assert cpfs["unknown"] == ["Shared file system (CPFS)"]
     # a quote that already priced the system disk (the 2026-09-24 DescribePrice log) does not pay for it twice
     quoted = {**plan, "price_source": "third-party GitHub experiment log 'Cloud GPU live-capacity screen - 2026-09-24' "
                                       "(repository not identified)"}

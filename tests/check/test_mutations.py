@@ -336,7 +336,7 @@ def test_checkpoints_outgrow_the_shared_file_system(matrix, tmp_path):
     b = _copy(matrix, "pretrain-two-node@cn-shanghai", tmp_path)
     _passes(b, "storage")
     doc = _plan_doc(b)
-    doc["plan"]["storage"]["budget"]["shared_needed_bytes"] = 11 * 2 ** 40     # more than the 10 TiB CPFS
+    doc["plan"]["storage"]["budget"]["shared_needed_bytes"] = 11 * 2 ** 40     # more than its Extreme NAS holds
     _write_plan(b, doc)
     err = _broken(b, "storage", "terraform/variables.tf:")
     assert "shared file system" in err

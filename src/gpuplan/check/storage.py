@@ -40,6 +40,10 @@ def _rotation(b: Bundle) -> tuple[list[tuple[str, int, int]], bool]:
     return out, passed
 
 
+# The Terraform variable holding the capacity of the shared file system the bundle creates, by its kind
+SHARED_CAPACITY_VARS = {"cpfs": "cpfs_capacity_gib", "extreme_nas": "nas_capacity_gib"}
+
+
 def tf_default(b: Bundle, name: str) -> tuple[float, int] | None:
     """(default, line) of a numeric Terraform variable in terraform/variables.tf."""
     lines = b.lines(TF_VARIABLES)
@@ -57,7 +61,9 @@ def tf_default(b: Bundle, name: str) -> tuple[float, int] | None:
 
 def _fits(b: Bundle, shared: bool, need: float, planned: float) -> Finding | None:
     """The plan's need against the disk the bundle creates (Terraform's variable, else the plan's own figure)."""
-    tf = tf_default(b, "cpfs_capacity_gib" if shared else "data_disk_gib") if b.has(TF_VARIABLES) else None
+    kind = b.field("plan.storage.shared.kind", None) if shared else None
+    name = SHARED_CAPACITY_VARS.get(str(kind), "cpfs_capacity_gib") if shared else "data_disk_gib"
+    tf = tf_default(b, name) if b.has(TF_VARIABLES) else None
     have, where, line = (tf[0] * GIB, TF_VARIABLES, tf[1]) if tf else (planned, "plan.json", None)
     if need <= have:
         return None

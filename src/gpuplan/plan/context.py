@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.catalog.hardware.instances import InstanceType
@@ -13,8 +14,9 @@ from gpuplan.i18n import N_
 from gpuplan.plan.money import cost as costm
 from gpuplan.plan.money import fixed_costs as fixedm
 from gpuplan.plan.search.candidates import is_llm
-from gpuplan.plan.advice.storage import checkpoint_bytes
-from gpuplan.units import HOUR_S
+from gpuplan.plan.advice.storage import checkpoint_bytes, data_read_bytes_s, shared_data_gib, shared_fs, \
+    shared_need_mb_s, shared_nodes
+from gpuplan.units import GIB, HOUR_S
 from gpuplan.workload import Workload
 
 
@@ -133,6 +135,40 @@ def final_export_bytes(ctx: PlanContext, weights_bytes: float) -> float:
         trainable, _unused = lora_param_count(ctx.model, lo.targets if lo else "all-linear", lo.rank if lo else 8)
         return float(trainable) * 2.0
     return weights_bytes
+
+
+def stated_dataset_bytes(ctx: PlanContext) -> float | None:
+    """The dataset's bytes on disk: its stated size, else an LLM dataset's tokens at 4 bytes each."""
+    ds = ctx.w.dataset
+    if ds and ds.size_gib:
+        return ds.size_gib * GIB
+    if ds and ctx.llm:
+        toks = ds.tokens or ((ds.samples or 0) * (ds.tokens_per_sample or ctx.w.seq_len or 2048))
+        return toks * 4.0 if toks else None
+    return None
+
+
+def training_shared_fs(ctx: PlanContext, nodes: int, perf: Mapping[str, Any], optimizer: str,
+                       weights_bytes: float) -> dict | None:
+    """The shared file system a multi-node training run gets (plan/advice/storage.py shared_fs), from the inputs
+    the storage advice reads: the nodes' data reads, the checkpoint, and what the run keeps there. One function
+    for the plan's checkpoint write time (plan/money/costing.py) and its storage advice (plan/explain.py)."""
+    if not ctx.training or nodes < shared_nodes():
+        return None
+    ds = ctx.w.dataset
+    read = data_read_bytes_s(llm=ctx.llm, tokens_per_s=perf.get("tokens_per_s"),
+                             samples_per_s=perf.get("samples_per_s"), bytes_per_sample=ds.bytes_per_sample if ds else None)
+    ck = ckpt_bytes(ctx, optimizer)
+    data = shared_data_gib(stated_dataset_bytes(ctx) or 0.0, weights_bytes, ck,
+                           final_export_bytes(ctx, weights_bytes))
+    return shared_fs(shared_need_mb_s(read, nodes, ck, True), data)
+
+
+def node_weights_bytes(ctx: PlanContext, estimate_weights_bytes: float, tp: int, pp: int) -> float:
+    """The weights each node downloads (16-bit for training, the served weight format otherwise), the number the
+    plan's download time and the bundle's fetch-model.sh use (plan/money/transfer.py); an inline model without a
+    parameter count falls back to the estimate's weights across its model-parallel group."""
+    return model_bytes(ctx) or estimate_weights_bytes * max(1, (tp or 1) * (pp or 1))
 
 
 def model_bytes(ctx: PlanContext) -> float:

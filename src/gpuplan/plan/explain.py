@@ -13,7 +13,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.plan.money.ranges import memory_need
 from gpuplan.plan.search import feasibility as fz
-from gpuplan.plan.context import PlanContext, ckpt_bytes, final_export_bytes, model_bytes
+from gpuplan.plan.context import PlanContext, ckpt_bytes, final_export_bytes, node_weights_bytes, stated_dataset_bytes
 from gpuplan.plan.advice.network import network_advice
 from gpuplan.plan.money.price_check import held_back_check, held_back_reason
 from gpuplan.plan.rank import thin_margin
@@ -42,14 +42,9 @@ def advise(ctx: PlanContext, p: Plan) -> Plan:
     share = max(1, p.replicas or 1)   # each replica's nodes hold the share of the job they process
     if data is not None:
         ds_bytes, out_bytes = data.input_bytes / share, data.output_bytes / share
-    elif ds and ds.size_gib:
-        ds_bytes = ds.size_gib * GIB
-    elif ds and ctx.llm:
-        toks = ds.tokens or ((ds.samples or 0) * (ds.tokens_per_sample or ctx.w.seq_len or 2048))
-        ds_bytes = toks * 4.0 if toks else None
-    # the weights each node downloads (16-bit for training, the served weight format otherwise), the number the
-    # plan's download time and the bundle's fetch-model.sh use (plan/money/transfer.py)
-    weights = model_bytes(ctx) or float(p.memory.components.get("weights", 0.0)) * max(1, p.parallel["tp"] * p.parallel["pp"])
+    else:
+        ds_bytes = stated_dataset_bytes(ctx)
+    weights = node_weights_bytes(ctx, float(p.memory.components.get("weights", 0.0)), p.parallel["tp"], p.parallel["pp"])
     storage = storage_advice(training=ctx.training, nodes=nodes, read_bytes_s=read, checkpoint_bytes=ckpt,
                              model_bytes=weights, dataset_bytes=ds_bytes,
                              instance_disk_mb_s=inst.disk_bandwidth_mb_s,

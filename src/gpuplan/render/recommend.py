@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuplan.i18n import N_, localize, tr
+from gpuplan.plan.advice.storage import SHARED_FS_LABELS
 from gpuplan.plan.record import Plan
 from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
 from gpuplan.estimate.intervals import COVERAGE_TEXT
@@ -248,7 +249,7 @@ def render_recommendation(rec, console: Console | None = None, lang: str = "en",
         line = (f"{disk.get('level')} {disk.get('size_gib')} GiB ({disk.get('throughput_mb_s')} MB/s, "
                 f"{disk.get('iops')} IOPS)" if disk else "-")
         if shared:
-            line += f"; {shared['kind'].upper()} {shared['capacity_tib']} TiB ({shared['why']})"
+            line += "; " + shared_fs_text(shared, lang)
         if st.get("checkpoint_bytes"):
             tail = tr("{disk}; read {read} MB/s, checkpoint {ckpt} GiB", lang).format(
                 disk=line, read=st.get("read_mb_s"), ckpt=f"{st['checkpoint_bytes'] / GIB:.1f}")
@@ -327,3 +328,13 @@ def render_quick(result, console: Console | None = None, lang: str = "en", wide:
         console.print(f"  - {n}")
     if result.recommendation is not None and result.recommendation.plans:
         render_recommendation(result.recommendation, console, lang, wide=wide)
+
+
+def shared_fs_text(shared: dict, lang: str) -> str:
+    """'Extreme NAS 2,100 GiB, 600 MB/s (why)': the shared file system of a plan's storage advice."""
+    kind = str(shared.get("kind") or "")
+    label = tr(SHARED_FS_LABELS[kind], lang) if kind in SHARED_FS_LABELS else kind.upper()
+    size = (f"{int(shared['capacity_gib']):,} GiB" if kind == "extreme_nas" and shared.get("capacity_gib") else
+            f"{shared.get('capacity_tib')} TiB")
+    speed = f", {float(shared['read_mb_s']):,.0f} MB/s" if shared.get("read_mb_s") else ""
+    return f"{label} {size}{speed} ({localize(str(shared.get('why') or ''), lang)})"

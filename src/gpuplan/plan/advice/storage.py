@@ -1,5 +1,5 @@
 """Storage advice: the data read rate and checkpoint size of a job -> an ESSD level and size, or a
-shared file system (CPFS / NAS) and OSS, with sources (data/storage.yaml).
+shared file system (Extreme NAS, else CPFS) and OSS, with sources (data/storage.yaml).
 
 ESSD per-disk performance grows with capacity up to a per-level cap (IOPS = min{base + k x GiB,
 cap}, throughput = min{base + k x GiB, cap}); the instance type caps the sum again.
@@ -14,7 +14,7 @@ from importlib.resources import files
 from typing import Any
 
 from gpuplan.files.datafiles import load_data
-from gpuplan.i18n import _
+from gpuplan.i18n import N_, _
 from gpuplan.units import GIB, TIB
 
 MB = 1e6
@@ -81,11 +81,75 @@ def choose_essd(capacity_gib: float, throughput_mb_s: float, instance_cap_mb_s: 
     return None
 
 
-def cpfs_capacity_tib(read_mb_s: float, data_tib: float) -> float:
-    """CPFS for Lingjun: read throughput = 400 MB/s per TiB (capped), capacity in 10 TiB steps."""
+def cpfs_capacity_tib(need_mb_s: float, data_tib: float) -> float:
+    """CPFS for Lingjun: throughput grows with capacity (read 400, write 200 MB/s per TiB, capped), capacity in
+    10 TiB steps; sized so that writes reach ``need_mb_s`` too (a checkpoint is a write)."""
     f = storage_facts()["cpfs"]
-    need = max(f["min_capacity_tib"], data_tib * 1.2, read_mb_s / f["read_mb_s_per_tib"])
+    need = max(f["min_capacity_tib"], data_tib * 1.2, need_mb_s / f["write_mb_s_per_tib"])
     return math.ceil(need / f["step_tib"]) * f["step_tib"]
+
+
+def extreme_nas_bandwidth_mb_s(gib: float) -> float:
+    """Extreme NAS (standard): the bandwidth of a file system of ``gib`` provisioned GiB (the page's steps)."""
+    bw = 0.0
+    for start, mb_s in storage_facts()["nas_extreme"]["bandwidth_steps"]:
+        if gib >= start:
+            bw = float(mb_s)
+    return bw
+
+
+def shared_need_mb_s(read_bytes_s: float, nodes: int, checkpoint_bytes: float, training: bool) -> float:
+    """MB/s the shared file system must deliver: every node's reads (with the read headroom) or a checkpoint
+    written within the target time, whichever is more."""
+    a = storage_facts()["assumptions"]
+    read_mb_s = read_bytes_s * a["read_headroom"] / MB * max(1, nodes)
+    ckpt_mb_s = checkpoint_bytes / a["checkpoint_write_target_s"] / MB if training else 0.0
+    return max(read_mb_s, ckpt_mb_s, 1.0)
+
+
+SHARED_FS_LABELS = {"extreme_nas": N_("Extreme NAS"), "cpfs": "CPFS", "nas": "NAS"}
+
+
+def shared_fs_label(kind: str) -> str:
+    """The name a shared file system kind reads as (translated)."""
+    return _(SHARED_FS_LABELS[kind]) if kind in SHARED_FS_LABELS else kind.upper()
+
+
+def shared_nodes() -> int:
+    """From this many nodes a training run shares one file system (its data, weights and checkpoints)."""
+    return int(storage_facts()["assumptions"]["shared_fs_min_nodes"])
+
+
+def shared_data_gib(dataset_bytes: float, model_bytes: float, checkpoint_bytes: float, final_bytes: float) -> float:
+    """GiB a multi-node run keeps on its shared file system: the dataset, the weights, the checkpoints kept and the
+    final export."""
+    kept = storage_facts()["assumptions"]["checkpoints_kept"]
+    return (dataset_bytes + model_bytes + kept * checkpoint_bytes + final_bytes) / GIB
+
+
+def shared_fs(need_mb_s: float, data_gib: float) -> dict:
+    """The shared file system for ``need_mb_s`` and ``data_gib`` stored: Extreme NAS, which the nodes mount with
+    the stock NFS client, where its largest bandwidth step reaches the need and its capacity holds the data;
+    else CPFS (its NFS export or POSIX client is set up by hand: PLAN.md). ``write_mb_s`` is what a checkpoint
+    is written at (plan/money/costing.py counts the saves with it)."""
+    facts = storage_facts()
+    x = facts["nas_extreme"]
+    hold_gib = data_gib * 1.2
+    for start, mb_s in x["bandwidth_steps"]:
+        if mb_s < need_mb_s:
+            continue
+        gib = max(float(start), float(x["min_capacity_gib"]), hold_gib)
+        gib = math.ceil(gib / x["step_gib"]) * x["step_gib"]
+        if gib > x["max_capacity_gib"]:
+            break
+        bw = extreme_nas_bandwidth_mb_s(gib)
+        return {"kind": "extreme_nas", "capacity_gib": int(gib), "capacity_tib": round(gib / 1024, 3),
+                "read_mb_s": bw, "write_mb_s": bw, "source": x["source"]}
+    c = facts["cpfs"]
+    tib = cpfs_capacity_tib(need_mb_s, data_gib / 1024)
+    return {"kind": "cpfs", "capacity_gib": int(tib * 1024), "capacity_tib": tib,
+            "read_mb_s": min(tib * c["read_mb_s_per_tib"], c["read_max_mb_s"]),
+            "write_mb_s": min(tib * c["write_mb_s_per_tib"], c["write_max_mb_s"]), "source": c["source"]}
 
 
 def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoint_bytes: float,
@@ -110,21 +174,18 @@ def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoin
     notes: list[str] = []
     sources = [facts["essd"]["source"]]
     shared = None
-    if nodes >= a["shared_fs_min_nodes"] and training:
-        tib = cpfs_capacity_tib(read_mb_s * nodes, (data_gib + (model_bytes + run_bytes) / GIB) / 1024)
-        shared = {"kind": "cpfs", "capacity_tib": tib,
-                  "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
-                  "why": _("{nodes} nodes read the same dataset and write shared checkpoints").format(nodes=nodes)}
-        sources.append(facts["cpfs"]["source"])
+    if nodes >= shared_nodes() and training:
+        shared = shared_fs(shared_need_mb_s(read_bytes_s, nodes, checkpoint_bytes, training),
+                           shared_data_gib(dataset_bytes or 0.0, model_bytes, checkpoint_bytes, final_bytes))
+        shared["why"] = _("{nodes} nodes read the same dataset and write shared checkpoints").format(nodes=nodes)
+        sources.append(shared.pop("source"))
         disk = choose_essd(room * (a["os_and_scratch_gib"] + model_bytes / GIB), 0, instance_disk_mb_s)
     else:
         disk = choose_essd(room * (local_gib + data_gib), need_mb_s, instance_disk_mb_s)
         if disk is None:
-            tib = cpfs_capacity_tib(read_mb_s, (data_gib + run_bytes / GIB) / 1024)
-            shared = {"kind": "cpfs", "capacity_tib": tib,
-                      "read_mb_s": min(tib * facts["cpfs"]["read_mb_s_per_tib"], facts["cpfs"]["read_max_mb_s"]),
-                      "why": _("{need} MB/s is more than one ESSD delivers").format(need=f"{need_mb_s:,.0f}")}
-            sources.append(facts["cpfs"]["source"])
+            shared = shared_fs(need_mb_s, data_gib + run_bytes / GIB)
+            shared["why"] = _("{need} MB/s is more than one ESSD delivers").format(need=f"{need_mb_s:,.0f}")
+            sources.append(shared.pop("source"))
             disk = choose_essd(room * (a["os_and_scratch_gib"] + model_bytes / GIB), 0, instance_disk_mb_s)
         elif not training and nodes >= 1 and model_bytes > 50 * GIB:
             notes.append(_("keep the weights on NAS (shared by all replicas) or OSS and copy them to the local disk "
@@ -159,7 +220,7 @@ def storage_budget(*, model_bytes: float, dataset_bytes: float, checkpoint_bytes
     run = kept * checkpoint_bytes + final_bytes + output_bytes
     disk_bytes = int((disk or {}).get("size_gib") or 0) * GIB
     if shared:
-        shared_bytes = float(shared.get("capacity_tib") or 0.0) * TIB
+        shared_bytes = float(shared.get("capacity_gib") or 0.0) * GIB or float(shared.get("capacity_tib") or 0.0) * TIB
         on_shared, on_disk = model_bytes + dataset_bytes + run, scratch_bytes + model_bytes
     else:
         shared_bytes, on_shared, on_disk = 0.0, 0.0, scratch_bytes + model_bytes + dataset_bytes + run

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import N_, localize, tr
+from gpuplan.plan.advice.storage import SHARED_FS_LABELS
 from gpuplan.units import HOURS_PER_MONTH
 
 # Line item and quantity texts: English in the JSON contract, translated in PLAN.md (:func:`item_text`).
@@ -156,11 +157,14 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
     # 3. Shared file system (CPFS / NAS) the storage advice asks for.
     shared = storage.get("shared") or {}
     kind = shared.get("kind")
-    if kind in ("cpfs", "nas"):
+    if kind in ("cpfs", "nas", "extreme_nas"):
         tib = float(shared.get("capacity_tib") or (10 if kind == "cpfs" else 1))
-        shared_gib = tib * 1024
+        shared_gib = float(shared.get("capacity_gib") or tib * 1024)
         if kind == "cpfs":
             p = data["cpfs"]
+            rate = p.get("per_gib_month")
+        elif kind == "extreme_nas":
+            p = data["nas_extreme"]
             rate = p.get("per_gib_month")
         else:
             p = data["nas"]
@@ -169,8 +173,10 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
         note = None
         if amount is not None and p.get("currency", cur) != cur:
             amount, note = _conv(amount, p["currency"], cur)
-        lines.append(_line((SHARED_FS, {"kind": kind.upper()}), amount, unit, cur, p.get("source"), p.get("as_of"),
-                           bool(p.get("estimated")), ("{tib} TiB", {"tib": f"{tib:g}"}), note))
+        size = (("{gib} GiB", {"gib": f"{shared_gib:,.0f}"}) if kind == "extreme_nas" else
+                ("{tib} TiB", {"tib": f"{tib:g}"}))
+        lines.append(_line((SHARED_FS, {"kind": SHARED_FS_LABELS.get(kind, kind.upper())}), amount, unit, cur,
+                           p.get("source"), p.get("as_of"), bool(p.get("estimated")), size, note))
 
     # 4. Internet traffic out (serving responses; training downloads are inbound and free).
     if not per_job:

@@ -11,7 +11,9 @@ from gpuplan.i18n import N_, _
 from gpuplan.plan.money import cost as costm
 from gpuplan.plan.money import fixed_costs as fixedm
 from gpuplan.plan.money import staging
-from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items, model_bytes
+from gpuplan.plan.context import ITEM_UNITS, PlanContext, ckpt_bytes, job_items, model_bytes, node_weights_bytes, \
+    training_shared_fs
+from gpuplan.plan.advice.storage import shared_fs_label
 from gpuplan.plan.money.ranges import time_high
 from gpuplan.plan.record import rnd
 from gpuplan.plan.rank import SLACK_MIN
@@ -28,9 +30,17 @@ CHECKPOINT_INTERVAL_S = 3600.0
 CHECKPOINT_DISK_B_S = 350e6   # one PL1 ESSD at its cap (storage.yaml); the advice may provision more
 
 
-def checkpoint_write_s(ctx: PlanContext, c: Candidate) -> float:
-    ck = ckpt_bytes(ctx, c.variant.w.optimizer or "adamw")
-    return costm.checkpoint_write_s(ck, CHECKPOINT_DISK_B_S, c.nodes, c.layout)
+def checkpoint_target(ctx: PlanContext, c: Candidate) -> tuple[float, dict | None]:
+    """(seconds to write one checkpoint, the shared file system it goes to or None for the nodes' data disks).
+    A multi-node run saves to its shared file system (the bundle's checkpoint folder is there), at that file
+    system's write rate for the whole checkpoint; a single node saves to its data disk."""
+    optimizer = c.variant.w.optimizer or "adamw"
+    ck = ckpt_bytes(ctx, optimizer)
+    weights = node_weights_bytes(ctx, float(c.est.memory.components.get("weights", 0.0)), c.layout.tp, c.layout.pp)
+    shared = training_shared_fs(ctx, c.nodes, c.est.performance, optimizer, weights)
+    if shared is not None:
+        return ck / (float(shared["write_mb_s"]) * 1e6), shared
+    return costm.checkpoint_write_s(ck, CHECKPOINT_DISK_B_S, c.nodes, c.layout), None
 
 
 _FIXED_PARTS = {"boot_s": N_("boot"), "driver_install_s": N_("driver install"), "image_pull_s": N_("image pull"),
@@ -80,7 +90,7 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
         if samples and sps > 0:
             base_time = samples / sps
     factor = 1.0
-    write_s = checkpoint_write_s(ctx, c)
+    write_s, shared = checkpoint_target(ctx, c)
     if p.billing == "spot":
         run = costm.spot_run(base_time or 3600.0 * 24, write_s, ctx.spot, instances=c.nodes)
         factor = 1.0 + run.overhead_fraction
@@ -97,10 +107,14 @@ def training_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price 
         interval_s = CHECKPOINT_INTERVAL_S
         factor = 1.0 + write_s / interval_s
         if base_time and write_s / interval_s >= 0.005:
-            p.why.append(_("checkpoints: one every {min} min, {write} s each to the data disk (at {rate} MB/s per node), "
-                           "{share} of the run time").format(min=f"{interval_s / 60:.0f}", write=f"{write_s:,.0f}",
-                                                            rate=f"{CHECKPOINT_DISK_B_S / 1e6:.0f}",
-                                                            share=f"{write_s / interval_s:.1%}"))
+            args = {"min": f"{interval_s / 60:.0f}", "write": f"{write_s:,.0f}", "share": f"{write_s / interval_s:.1%}"}
+            p.why.append(
+                _("checkpoints: one every {min} min, {write} s each to the shared {fs} file system (at {rate} MB/s), "
+                  "{share} of the run time").format(fs=shared_fs_label(shared["kind"]),
+                                                    rate=f"{float(shared['write_mb_s']):,.0f}", **args)
+                if shared else
+                _("checkpoints: one every {min} min, {write} s each to the data disk (at {rate} MB/s per node), "
+                  "{share} of the run time").format(rate=f"{CHECKPOINT_DISK_B_S / 1e6:.0f}", **args))
     # overhead_fraction: the run time the saves add (on spot, Young's whole overhead: saves and lost work)
     p.checkpoint_saves = {"interval_s": rnd(interval_s, 1) if math.isfinite(interval_s) else None,
                           "write_s": rnd(write_s, 1), "overhead_fraction": rnd(factor - 1.0, 4)}

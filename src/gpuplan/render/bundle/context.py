@@ -78,6 +78,7 @@ class Ctx:
     data_disk_gib: int
     shared_kind: str | None
     shared_capacity_tib: float | None
+    shared_capacity_gib: int | None          # the plan's shared file system capacity (plan.storage.shared)
     oss: bool
     step_time_s: float | None
     checkpoint_minutes: int

@@ -70,8 +70,8 @@ def _instance(instance_type: str):
         return None
 
 
-def _storage(plan: dict) -> tuple[str, int, str | None, float | None, bool]:
-    """(ESSD level, data disk GiB, shared file system kind, its TiB, OSS advised) from the advice."""
+def _storage(plan: dict) -> tuple[str, int, str | None, float | None, int | None, bool]:
+    """(ESSD level, data disk GiB, shared file system kind, its TiB and GiB, OSS advised) from the advice."""
     storage = plan.get("storage") or {}
     disk = storage.get("disk") or {}
     level = str(disk.get("level") or "PL1")
@@ -82,12 +82,14 @@ def _storage(plan: dict) -> tuple[str, int, str | None, float | None, bool]:
     size = min(max(size, 20), 32768)  # alicloud data disk range for cloud_essd
     shared = storage.get("shared") or {}
     kind = shared.get("kind")
-    if kind not in (None, "cpfs", "nas"):
+    if kind not in (None, "cpfs", "nas", "extreme_nas"):
         raise GpuplanError(_("Unknown shared file system {kind} in the plan's storage advice.").format(kind=repr(kind)),
-                           hint=_("Use cpfs or nas."))
+                           hint=_("Use extreme_nas, cpfs or nas."))
     texts = " ".join(str(n) for n in (storage.get("notes") or []))
     oss = "OSS" in texts or any("oss" in str(s).lower() for s in (storage.get("sources") or []))
-    return level, size, kind, finite_number(shared.get("capacity_tib")), oss
+    tib = finite_number(shared.get("capacity_tib"))
+    gib = finite_number(shared.get("capacity_gib")) or (tib * 1024 if tib else None)
+    return level, size, kind, tib, (int(math.ceil(gib)) if gib else None), oss
 
 
 def _model_kind(workload: Any, estimate: dict) -> str:
@@ -169,7 +171,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     every = finite_number((plan.get("checkpoint_saves") or {}).get("interval_s"))
     minutes = max(1, round(every / 60)) if every else CHECKPOINT_MINUTES[billing]
     save_steps = max(1, int((every or minutes * 60) / step_time_s)) if step_time_s else 500
-    level, disk_gib, shared_kind, shared_tib, oss = _storage(plan)
+    level, disk_gib, shared_kind, shared_tib, shared_gib, oss = _storage(plan)
     price = finite_number(plan.get("instance_price_per_hour"))
     limit = finite_number(plan.get("spot_price_limit")) or price
     time_s = finite_number(plan.get("time_s")) or finite_number(perf.get("total_time_s"))
@@ -219,6 +221,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         billing=billing, region=region, currency=currency, instance_price_per_hour=price,
         spot_price_limit=round(limit, 3) if limit else None, subscription_months=months,
         data_disk_level=level, data_disk_gib=disk_gib, shared_kind=shared_kind, shared_capacity_tib=shared_tib,
+        shared_capacity_gib=shared_gib,
         oss=oss, step_time_s=step_time_s, checkpoint_minutes=minutes, save_steps=save_steps, deepspeed=deepspeed,
         nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
                                  multi_node=job_nodes > 1),

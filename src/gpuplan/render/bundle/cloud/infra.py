@@ -157,6 +157,7 @@ def cloud_init(c: Ctx) -> str:
 def terraform(c: Ctx) -> dict[str, str]:
     import math
 
+    from gpuplan.plan.advice.storage import extreme_nas_bandwidth_mb_s
     from gpuplan.render.bundle.node.oss import node_policy, node_role
 
     t = transfers(c)
@@ -165,6 +166,8 @@ def terraform(c: Ctx) -> dict[str, str]:
               "download_gb": f"{(t.download_bytes or 0) / 1e9:.0f}",
               "download_text": script_duration(t.download_s),
               "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_tib or 0) * 1024 / 100.0)) * 100),
+              "nas_capacity_gib": max(100, int(math.ceil((c.shared_capacity_gib or 0) / 100.0)) * 100),
+              "nas_bandwidth": f"{extreme_nas_bandwidth_mb_s(max(100, c.shared_capacity_gib or 0)):,.0f}",
               "node_role": node_role(c), "node_policy": node_policy(c)}
     out = {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
            for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuplan.i18n import N_
+from gpuplan.plan.advice.storage import SHARED_FS_LABELS
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.planmd.report_text import say, tr
 from gpuplan.render.bundle.safe import Safe, md
@@ -32,7 +33,9 @@ def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
     out.append(Safe(tr("Data disk: {details}, mounted at {path}", lang).format(
         details=md(sep.join(details)), path=md(c.data_dir))))
     if c.shared_kind:
-        shared = c.shared_kind.upper() + (f" {c.shared_capacity_tib:g} TiB" if c.shared_capacity_tib else "")
+        shared = tr(SHARED_FS_LABELS.get(c.shared_kind, c.shared_kind.upper()), lang) + (
+            f" {c.shared_capacity_gib:,} GiB" if c.shared_kind == "extreme_nas" and c.shared_capacity_gib else
+            f" {c.shared_capacity_tib:g} TiB" if c.shared_capacity_tib else "")
         out.append(Safe(tr("Shared file system: {details}, mounted at {path}", lang).format(
             details=md(shared), path=md(c.shared_dir))))
     for note in (plan.get("storage") or {}).get("notes") or []:
@@ -222,6 +225,10 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
                          "and the training unit does not start while the nodes bill.", lang)))
     elif c.shared_kind == "nas":
         out.append(md(tr("Terraform creates the advised NAS file system and its mount target.", lang)))
+    elif c.shared_kind == "extreme_nas":
+        out.append(md(tr("Terraform creates the advised Extreme NAS file system (nas_capacity_gib GiB: its bandwidth "
+                         "grows with the capacity) and its mount target; the nodes mount it over NFSv3 with the stock "
+                         "client. It is billed on its capacity from creation until terraform destroy.", lang)))
     from gpuplan.render.bundle.planmd import report_ops
 
     hours = auto_release_hours(c)

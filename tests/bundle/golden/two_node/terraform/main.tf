@@ -4,8 +4,8 @@ locals {
     "gpuplan-job"  = "llama8b-full-2node"
     "gpuplan-slug" = "llama8b-full-2node"
   }
-  # CPFS created below (or an existing one: set cpfs_mount). Check the export path in the CPFS console.
-  shared_mount = coalesce(var.cpfs_mount, "${alicloud_nas_mount_target.cpfs.mount_target_domain}:/share")
+  # Extreme NAS exports its file system under /share, over NFSv3 only (mount-shared.sh mounts vers=3,nolock)
+  shared_mount = "${alicloud_nas_mount_target.shared.mount_target_domain}:/share"
   # cloud-init.yaml carries placeholders filled here: the mount address, checkpoint and weights prefixes (all nodes),
   # then NODE_RANK and MASTER_ADDR per node (below). Nodes get fixed private IPs so every node knows the
   # address of its job's rank-0 node before any node exists.
@@ -94,24 +94,24 @@ resource "alicloud_security_group_rule" "intra_job" {
   source_security_group_id = alicloud_security_group.this.id
 }
 
-# CPFS (general-purpose) through the NAS API: the provider has no separate CPFS resource
-# (aliyun/terraform-provider-alicloud website/docs/r/nas_file_system.html.markdown).
-resource "alicloud_nas_file_system" "cpfs" {
-  protocol_type    = "cpfs"
-  storage_type     = "advance_100"
-  file_system_type = "cpfs"
-  capacity         = var.cpfs_capacity_gib
+# Extreme NAS (standard): the nodes mount it with the stock NFS client. Its bandwidth grows with the capacity
+# (storage.yaml nas_extreme: 600 MB/s at 2100 GiB); it is billed on the capacity,
+# from creation (https://www.alibabacloud.com/help/en/nas/latest/extreme-nas-file-system).
+resource "alicloud_nas_file_system" "shared" {
+  file_system_type = "extreme"
+  protocol_type    = "NFS"
+  storage_type     = "standard"
+  capacity         = var.nas_capacity_gib
   zone_id          = alicloud_vswitch.this.zone_id
-  vpc_id           = alicloud_vpc.this.id
-  vswitch_id       = alicloud_vswitch.this.id
   description      = local.name
 }
 
-resource "alicloud_nas_mount_target" "cpfs" {
-  file_system_id = alicloud_nas_file_system.cpfs.id
-  vswitch_id     = alicloud_vswitch.this.id
-  vpc_id         = alicloud_vpc.this.id
-  network_type   = "Vpc"
+resource "alicloud_nas_mount_target" "shared" {
+  file_system_id    = alicloud_nas_file_system.shared.id
+  access_group_name = "DEFAULT_VPC_GROUP_NAME"
+  vswitch_id        = alicloud_vswitch.this.id
+  vpc_id            = alicloud_vpc.this.id
+  network_type      = "Vpc"
 }
 
 # The nodes' RAM role: fetch-model.sh and run-with-resume.sh reach OSS with it (ossutil --mode EcsRamRole: STS

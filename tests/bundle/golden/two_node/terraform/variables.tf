@@ -120,20 +120,14 @@ variable "data_disk_performance_level" {
   default     = "PL1"
 }
 
-variable "cpfs_capacity_gib" {
-  description = "Capacity in GiB of the CPFS file system Terraform creates (advance_100 storage; 10.0 TiB advised)."
+variable "nas_capacity_gib" {
+  description = "Capacity in GiB of the Extreme NAS file system Terraform creates (100 GiB steps, 100-262100; at most 256 TiB); its bandwidth grows with it: 600 MB/s at the advised size."
   type        = number
-  default     = 10300
-}
-
-variable "cpfs_mount" {
-  description = "Mount address of an existing CPFS file system to use instead of the created one, e.g. cpfs-xxxx.cn-shanghai.cpfs.aliyuncs.com:/share ; empty uses the created one."
-  type        = string
-  default     = ""
+  default     = 2100
 
   validation {
-    condition     = can(regex("^[A-Za-z0-9._:/-]*$", var.cpfs_mount))
-    error_message = "The CPFS mount address may contain only letters, digits and . _ : / -."
+    condition     = can(regex("^([1-9][0-9]{0,2}|1[0-9]{3}|2[0-5][0-9]{2}|26[01][0-9]|262[01])00$", tostring(var.nas_capacity_gib)))
+    error_message = "Extreme NAS capacity: 100 to 262100 GiB, in steps of 100 GiB."
   }
 }
 
