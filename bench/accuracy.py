@@ -97,6 +97,12 @@ def _i(x: str, default=None):
 
 
 OLD_TRAINER_FRAMEWORKS = {"swift", "transformers", "llama-factory"}
+# A row whose notes state the run's attention kernel as FlashAttention-3 ("attention FlashAttention-3", "FlashAttention-3
+# backend / processor / baseline"): the workload's attention_kernel fa3 (clocks.attention_rate_factor). Rows naming FA3
+# only as an option the run did not take ("no_fa3", "installs FA3 for the later code") do not match.
+FA3_STATED = re.compile(r"\battention:? FlashAttention-3\b|FlashAttention-3 (?:processor|backend|baseline)|"
+                        r"dense FlashAttention-3", re.I)
+
 # Stacks whose attention is fused (FlashAttention / cuDNN / SDPA) unless a row says otherwise: NeMo and
 # Megatron-Core (Transformer Engine), torchtune and torchtitan/FSDP (SDPA), llm-foundry, serving engines. The
 # Hugging Face Trainer stacks of 2023 (ms-swift 1.x use_flash_attn false, PEFT examples) default to eager.
@@ -339,12 +345,13 @@ def row_to_case(r: dict[str, str]):
             # Megatron-LM's papers of 2021-2022 predate FlashAttention; later Megatron-Core runs use it (TE)
             flash = not any(paper in (r.get("source") or "") for paper in PRE_FLASH_PAPERS)
     seq = _i(r["seq_len"], None)
+    kernel = "fa3" if flash and FA3_STATED.search(r.get("notes") or "") else None
     if seq is None and task != "inference":
         seq = 64  # PEFT examples pad short tweets; the length is not stated
     data = {
         "model": r["model"], "task": task, "precision": r["precision"] or "bf16",
         "quantization": r["quantization"] or "none", "framework": framework, "batch_size": mb,
-        "gradient_accumulation": ga, "flash_attention": flash,
+        "gradient_accumulation": ga, "flash_attention": flash, "attention_kernel": kernel,
         "parallel": {"tp": tp, "pp": pp, "dp": dp, "zero": zero_stated, "fsdp": fsdp_mode, "offload": offload, "sp": sp,
                      "cp": cp, "ep": ep},
     }

@@ -112,6 +112,11 @@ class Workload(_Strict):
     input: InputSpec | None = None
     grad_checkpointing: Union[bool, Literal["selective", "per-op"], None] = None
     flash_attention: bool | None = None
+    attention_kernel: Literal["fa2", "fa3", "cudnn"] | None = Field(None, description=(
+        "the fused attention kernel the stack runs: fa2 (FlashAttention-2), fa3 (FlashAttention-3: Hopper only, "
+        "e.g. flash_attn_3, xDiT / FastVideo / prime-rl builds), cudnn (cuDNN SDPA: PyTorch's sm90 default once its "
+        "bundled cuDNN passes 9.15). On an H100 / H800 / H200 fa3 and cudnn run attention at the GEMMs' rate, fa2 at "
+        "about half (data/efficiency.yaml fa2_on_hopper); unset = the framework's usual kernel"))
     optimizer: Optimizer | None = None
     optimizer_in_backward: bool | None = Field(None, description="optimizer step fused into the backward pass "
                                                "(torchtune optimizer_in_bwd): gradients are never all held at once")
@@ -184,6 +189,9 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _coherent(self) -> "Workload":
+        if self.attention_kernel is not None and self.flash_attention is False:
+            raise ValueError(_("attention_kernel {kernel!r} names a fused attention kernel, and flash_attention false "
+                               "says the stack runs none: drop one of them").format(kernel=self.attention_kernel))
         if self.task == "qlora" and self.quantization not in QLORA_BASES:
             raise ValueError(_("task qlora needs a 4-bit or 8-bit base model, not quantization {quantization!r}")
                              .format(quantization=self.quantization))

@@ -51,3 +51,61 @@ def test_megatron_on_the_h100_is_not_slowed():
     mega, hf = (_train(32768, 2, framework=f).performance["step_time_s"] for f in ("megatron", "transformers"))
     assert not any("FlashAttention-2" in a for a in _train(32768, 2, framework="megatron").assumptions)
     assert hf > mega * 1.05   # the same FLOPs, the attention core at half rate
+
+
+# --- a stated attention kernel (workload attention_kernel) ---------------------------------------------------------
+
+@pytest.mark.parametrize("gpu,framework,kernel,rate", [
+    ("H100-SXM-80GB", "torch-compile", "fa3", 1.0),    # FlashAttention-3: Hopper's wgmma, the GEMMs' rate
+    ("H100-SXM-80GB", "transformers", "cudnn", 1.0),   # cuDNN SDPA: 631 against FA2's 329 TFLOP/s (pytorch #142132)
+    ("H100-SXM-80GB", "megatron", "fa2", 0.5),         # FA2 stated under a stack that usually runs Hopper kernels
+    ("H100-SXM-80GB", "vllm", "fa2", 0.5),
+    ("A100-SXM4-80GB", "transformers", "fa2", 1.0),    # on Ampere FA2 keeps the fitted rate
+    ("A100-SXM4-80GB", "transformers", "fa3", 1.0),    # (fa3 does not run there: warned, timed as FA2)
+])
+def test_a_stated_kernel_decides_the_attention_rate_on_hopper(gpu, framework, kernel, rate):
+    assert attention_rate_factor(get_gpu(gpu), framework, kernel=kernel) == rate
+
+
+def _wan(kernel: str | None, gpu: str = "H100-SXM-80GB"):
+    w = {"model": "Wan-AI/Wan2.1-T2V-14B", "task": "inference", "framework": "torch-compile",
+         "hardware": {"gpu": gpu}, "input": {"frames": 81, "height": 720, "width": 1280, "steps": 50}}
+    if kernel:
+        w["attention_kernel"] = kernel
+    return estimate(w)
+
+
+def test_fa3_runs_a_video_dit_attention_at_the_gemm_rate():
+    # Wan2.1-14B at 720p, 81 frames: 75,600 video tokens, attention 4.7e15 of 6.8e15 FLOPs a pass (video.py). FA2
+    # doubles the attention's time, so FA3 takes ~(1 - 0.69 / 2) / 1 of FA2's ~1.69 = ~0.59 of its latency
+    fa2, fa3 = (_wan(k).performance["latency_s"] for k in (None, "fa3"))
+    assert 0.5 < fa3 / fa2 < 0.7
+    assert any("FlashAttention-3" in a and "GEMMs' rate" in a for a in _wan("fa3").assumptions)
+    assert _wan("fa2").performance["latency_s"] == pytest.approx(fa2)   # torch-compile's own kernel is FA2
+
+
+def test_fa3_on_an_ampere_card_warns_and_is_timed_as_fa2():
+    est = _wan("fa3", gpu="A100-SXM4-80GB")
+    assert any("FlashAttention-3 runs on Hopper GPUs" in w for w in est.warnings)
+    assert est.performance["latency_s"] == pytest.approx(_wan(None, gpu="A100-SXM4-80GB").performance["latency_s"])
+
+
+def test_training_keeps_the_stack_rule_for_fa3_and_takes_fa2_as_stated():
+    # prime-rl's FA3 runs on the H100 (held-out set 11) step at the FA2 rule's pace: no faster backward is assumed
+    def step(framework: str, kernel: str | None) -> float:
+        w = {"model": "meta-llama/Llama-2-7b-hf", "task": "pretrain", "seq_len": 32768, "batch_size": 2,
+             "framework": framework, "grad_checkpointing": True, "hardware": {"gpu": "H100-SXM-80GB", "count": 8},
+             "parallel": {"tp": 1, "pp": 1, "dp": 8, "fsdp": "full_shard"}}
+        if kernel:
+            w["attention_kernel"] = kernel
+        return estimate(w).performance["step_time_s"]
+    assert step("fsdp", "fa3") == pytest.approx(step("fsdp", None))
+    assert step("megatron", "fa2") > step("megatron", None) * 1.05
+
+
+def test_a_kernel_with_flash_attention_off_is_refused():
+    from gpuplan.errors import GpuplanError
+
+    with pytest.raises((GpuplanError, ValueError), match="names a fused attention kernel"):
+        estimate({"model": "Qwen/Qwen2.5-7B", "task": "full", "flash_attention": False, "attention_kernel": "fa3",
+                  "hardware": {"gpu": "H100-SXM-80GB"}})

@@ -92,15 +92,44 @@ def sustained_note(gpu: "GpuSpec") -> str | None:
              "sustained_tensor)").format(**args)
 
 
-def attention_rate_factor(gpu: "GpuSpec", framework: str, model_parallel: bool = False) -> float:
+def attention_rate_factor(gpu: "GpuSpec", framework: str, model_parallel: bool = False,
+                          kernel: str | None = None) -> float:
     """Rate of the attention core relative to the GEMMs' on ``gpu`` under ``framework`` (efficiency.yaml
     ``fa2_on_hopper``): a FlashAttention-2 stack on a full-rate Hopper part runs it at ``relative_rate``; 1.0 otherwise
     (FA2 on Ampere/Ada reaches about the GEMMs' share, the rate the efficiency tables were fitted at). A model-parallel
-    layout launches Megatron-Core, whose Transformer Engine attention runs Hopper kernels."""
+    layout launches Megatron-Core, whose Transformer Engine attention runs Hopper kernels. A stated ``kernel`` (the
+    workload's attention_kernel) decides on those parts: fa3 / cudnn run Hopper's wgmma kernels (the GEMMs' rate), fa2
+    runs at ``relative_rate`` under any stack."""
     tab = table("fa2_on_hopper")
-    if model_parallel or framework not in tab["stacks"] or getattr(gpu, "id", None) not in tab["gpus"]:
+    if getattr(gpu, "id", None) not in tab["gpus"]:
+        return 1.0
+    if kernel in ("fa3", "cudnn"):
+        return 1.0
+    if kernel == "fa2":
+        return float(tab["relative_rate"])
+    if model_parallel or framework not in tab["stacks"]:
         return 1.0
     return float(tab["relative_rate"])
+
+
+KERNEL_NAMES = {"fa2": "FlashAttention-2", "fa3": "FlashAttention-3", "cudnn": "cuDNN SDPA"}
+
+
+def stated_kernel_note(gpu: "GpuSpec", kernel: str | None) -> str | None:
+    """The assumption a forward states when the workload's attention_kernel lifts its attention to the GEMMs' rate on
+    a part where the stack's FA2 would run it at half (None elsewhere)."""
+    if kernel not in ("fa3", "cudnn") or getattr(gpu, "id", None) not in table("fa2_on_hopper")["gpus"]:
+        return None
+    return _("attention runs {kernel} on {gpu}, at the GEMMs' rate (Hopper's wgmma; workload attention_kernel)").format(
+        kernel=KERNEL_NAMES[kernel], gpu=gpu.id)
+
+
+def training_kernel(kernel: str | None) -> str | None:
+    """The stated attention kernel a training step is timed with: fa2 as stated; fa3 and cudnn keep the stack's rule.
+    Their Hopper rate is a forward figure (FlashAttention-3's 740 TFLOP/s, 75 % of an H100); the only training runs
+    measured with FA3 (prime-rl SFT and LoRA of Qwen3 on H100 / H200, 8-64k tokens: held-out set 11) step at the
+    FA2 rule's pace (median ratio 1.0 at the FA2 rate, 1.4 at the GEMMs'), so no faster backward is assumed."""
+    return kernel if kernel == "fa2" else None
 
 
 def attention_rate_note(gpu: "GpuSpec", framework: str, factor: float, share: float | None = None) -> str:

@@ -100,6 +100,10 @@ def _checks(w: Workload, model, system: System, warnings: list[str]) -> None:
         warnings.append(_("{gpu} has no BF16 support: use precision fp16").format(gpu=gpu.id))
     if w.flash_attention and gpu.compute_capability and float(gpu.compute_capability) < 8.0 and w.framework not in ("vllm",):
         warnings.append(_("FlashAttention-2 needs compute capability 8.0+; {gpu} is {compute_capability}: activations assume the memory-efficient SDPA kernel").format(gpu=gpu.id, compute_capability=gpu.compute_capability))
+    if w.attention_kernel == "fa3" and gpu.compute_capability and float(gpu.compute_capability) != 9.0:
+        warnings.append(_("FlashAttention-3 runs on Hopper GPUs (compute capability 9.0) only; {gpu} is "
+                          "{compute_capability}: timed with FlashAttention-2, the kernel the stack falls back to").format(
+            gpu=gpu.id, compute_capability=gpu.compute_capability))
     if getattr(model, "linear_attention", None) is not None and gpu.compute_capability \
             and float(gpu.compute_capability) < 8.0:
         warnings.append(_("{model}'s linear-attention layers run on Triton kernels (flash-linear-attention, and vLLM's "
@@ -146,7 +150,8 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
                               inp=w.input.model_dump() if w.input else None, optimizer=w.optimizer or "adamw",
                               framework=framework, layout=layout, system=system,
                               flash=w.flash_attention is not False, quantization=w.quantization or "none",
-                              lora_rank=w.lora.rank if w.lora else 8, tf32=w.tf32 is not False)
+                              lora_rank=w.lora.rank if w.lora else 8, tf32=w.tf32 is not False,
+                              attention_kernel=w.attention_kernel)
         assumptions.extend(res.notes)
         est = Estimate(w, model, system, layout, res.memory, res.performance, assumptions, warnings)
         if not memory_only:

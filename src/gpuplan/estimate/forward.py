@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.params import table
 from gpuplan.estimate.system import System
-from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, conv_dtype, sustained_flops
+from gpuplan.estimate.clocks import (attention_rate_factor, attention_rate_note, conv_dtype, stated_kernel_note,
+                                     sustained_flops)
 from gpuplan.i18n import N_
 
 COMPILED_FRAMEWORKS = frozenset({"torch-compile", "trtllm"})  # one CUDA graph / TensorRT engine per forward
@@ -81,14 +82,17 @@ def gpu_floor_s_per_op() -> float:
 
 
 def gpu_seconds(cost: ForwardCost, batch: int, system: System, notes: list[str] | None = None,
-                framework: str = "") -> float:
+                framework: str = "", attention_kernel: str | None = None) -> float:
     """GPU time of one forward of ``batch`` samples (see the module docstring); the attention part of the FLOPs at its
     kernel's rate under ``framework`` (clocks.attention_rate_factor), the convolutions' at theirs (clocks.conv_dtype:
     TF32 for fp32 whatever the matmuls run at)."""
     inf = table("inference")
     bw = system.gpu.mem_bandwidth_gb_s * 1e9 * system.gpu_fraction * float(inf["weight_stream_efficiency"])
     peak = sustained_flops(system, cost.precision, notes if notes is not None else [])
-    rate = attention_rate_factor(system.gpu, framework)
+    rate = attention_rate_factor(system.gpu, framework, kernel=attention_kernel)
+    stated = stated_kernel_note(system.gpu, attention_kernel) if cost.attention_flops_per_sample else None
+    if stated and notes is not None and stated not in notes:
+        notes.append(stated)
     flops = cost.flops_per_sample + cost.attention_flops_per_sample * (1.0 / rate - 1.0)
     if rate < 1.0 and cost.attention_flops_per_sample and notes is not None:
         note = attention_rate_note(system.gpu, framework, rate,
@@ -104,10 +108,10 @@ def gpu_seconds(cost: ForwardCost, batch: int, system: System, notes: list[str] 
 
 
 def forward_time(cost: ForwardCost, batch: int, system: System, framework: str,
-                 notes: list[str] | None = None) -> ForwardTime:
+                 notes: list[str] | None = None, attention_kernel: str | None = None) -> ForwardTime:
     """Seconds for one forward of ``batch`` samples: eager stacks overlap the CPU's launches with the GPU
     (soft maximum, inference.eager_overlap_exponent); compiled stacks are bound by the GPU alone."""
-    gpu = gpu_seconds(cost, batch, system, notes, framework)
+    gpu = gpu_seconds(cost, batch, system, notes, framework, attention_kernel)
     if framework in COMPILED_FRAMEWORKS:
         return ForwardTime(gpu, 0.0, gpu)
     cpu = cost.kernels * eager_cpu_s_per_op() * cost.cpu_factor

@@ -163,7 +163,7 @@ def diffusion_memory(model, *, precision: str, batch: int, side: int, scale, sys
 
 def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
                         system: System, scale, notes: list[str], flash: bool = True, quantization: str = "none",
-                        tf32: bool = True):
+                        tf32: bool = True, attention_kernel: str | None = None):
     """Memory and speed of generating ``batch`` images (see the module docstring)."""
     side, steps = image_sizes(model, inp)
     passes = guidance_passes(model)
@@ -189,7 +189,7 @@ def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framewo
     split = context_parallel_shape(model, layout)
     cp = max(1, layout.cp)
     step: ForwardTime = forward_time(denoiser.scaled(flops=1.0 / cp, traffic=1.0 / cp), batch * passes, system,
-                                     framework, notes)
+                                     framework, notes, attention_kernel)
     a2a_s = 0.0
     if split is not None:
         tokens = float((model.profile.reference_input or {}).get("tokens") or 0.0) * scale.activations
@@ -198,7 +198,7 @@ def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framewo
         notes.append(_("context parallel {cp} (Ulysses): each GPU runs 1/{cp} of every denoiser pass's {tokens} tokens "
                        "and holds every weight; the all-to-alls add {ms:.1f} ms per step; the text encoders and the VAE "
                        "run whole on each GPU").format(cp=cp, tokens=f"{tokens:,.0f}", ms=a2a_s * 1e3))
-    text_s = forward_time(text, batch * passes, system, framework).seconds if text.kernels or text.flops_per_sample else 0.0
+    text_s = forward_time(text, batch * passes, system, framework, attention_kernel=attention_kernel).seconds if text.kernels or text.flops_per_sample else 0.0
     vae_s = forward_time(vae, batch, system, framework).seconds if vae.flops_per_sample else 0.0
     total = text_s + steps * step.seconds + vae_s
     perf = empty_perf()

@@ -24,7 +24,7 @@ from gpuplan.estimate.nonllm.trained_weights import TrainedWeights, trained_weig
 from gpuplan.estimate.training.costs import dequant_weights_s
 from gpuplan.estimate.params import by_key, table
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.clocks import matmul_dtype, peak_flops, sustained_flops
+from gpuplan.estimate.clocks import matmul_dtype, peak_flops, sustained_flops, training_kernel
 from gpuplan.estimate.profile import InputScale, NonLLMResult, dense_bytes, empty_perf, forward_cost, input_scale
 from gpuplan.estimate.nonllm.speech import ct2_compute_type, ct2_memory, runs_faster_whisper, speech_cache_bytes, speech_latency, window_tokens
 from gpuplan.i18n import _
@@ -100,7 +100,7 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
 
 
 def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layout: Layout, system: System,
-                   notes: list[str], trained: TrainedWeights) -> dict:
+                   notes: list[str], trained: TrainedWeights, attention_kernel: str | None = None) -> dict:
     """A training step: forward + backward = 3x the forward's FLOPs, traffic and launches (+1 forward with full
     recomputation), the weights read and their gradients written; adapters (LoRA / QLoRA) backpropagate input
     gradients only: 2x (training.costs.flops_per_token's rule), and a QLoRA base is dequantised in every pass
@@ -109,7 +109,7 @@ def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layo
     recompute = 1.0 if layout.checkpointing == "full" else 0.0
     f = passes + recompute
     step_cost = cost.scaled(flops=f, traffic=f, weights=passes, kernels=f)
-    micro = forward_time(step_cost, batch, system, framework, notes).seconds
+    micro = forward_time(step_cost, batch, system, framework, notes, training_kernel(attention_kernel)).seconds
     if trained.quantized_bytes:   # a QLoRA base, dequantised in every pass (the language models' rule)
         micro += dequant_weights_s(system, trained.trained_network, layout, "bnb-nf4")
     # an optimizer step runs grad_accum micro-batches
@@ -126,8 +126,8 @@ def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layo
 
 def _inference_perf(model, cost: ForwardCost, *, batch: int, framework: str, system: System,
                     scale: InputScale, precision: str, notes: list[str], tf32: bool = True,
-                    inp: dict | None = None) -> dict:
-    ft = forward_time(cost, batch, system, framework, notes)
+                    inp: dict | None = None, attention_kernel: str | None = None) -> dict:
+    ft = forward_time(cost, batch, system, framework, notes, attention_kernel)
     latency, per_sample = ft.seconds, cost.flops_per_sample
     prof = model.profile
     per_item = 1.0
@@ -170,18 +170,20 @@ def refuse_unmodelled_quantization(model, task: str, quantization: str | None, p
 
 def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict | None, optimizer: str,
                     framework: str, layout: Layout, system: System, flash: bool = True, quantization: str = "none",
-                    lora_rank: int = 8, tf32: bool = True) -> NonLLMResult:
-    """``tf32`` False: fp32 matmuls on the FP32 cores, convolutions on TF32 (clocks.matmul_dtype, conv_dtype)."""
+                    lora_rank: int = 8, tf32: bool = True, attention_kernel: str | None = None) -> NonLLMResult:
+    """``tf32`` False: fp32 matmuls on the FP32 cores, convolutions on TF32 (clocks.matmul_dtype, conv_dtype);
+    ``attention_kernel``: the workload's stated attention kernel (clocks.attention_rate_factor)."""
     prof = model.profile
     scale, notes = input_scale(prof, inp)
     training = task != "inference"
     if model.kind == "diffusion" and not training and is_video(model):
         return video_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
-                               layout=layout, system=system, notes=[], quantization=quantization, tf32=tf32)
+                               layout=layout, system=system, notes=[], quantization=quantization, tf32=tf32,
+                               attention_kernel=attention_kernel)
     if model.kind == "diffusion" and not training:
         return diffusion_inference(model, precision=precision, batch=batch, inp=inp or {}, framework=framework,
                                    layout=layout, system=system, scale=scale, notes=notes, flash=flash,
-                                   quantization=quantization, tf32=tf32)
+                                   quantization=quantization, tf32=tf32, attention_kernel=attention_kernel)
     refuse_unmodelled_quantization(model, task, quantization, precision)
     trained = None
     if training:
@@ -198,7 +200,7 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
                                  trained.trained_network * dense_bytes(precision)) \
             if is_video(model) else forward_cost(model, scale, precision, params=trained.trained_network, tf32=tf32)
         perf = _training_perf(model, cost, batch=batch, framework=framework, layout=layout, system=system,
-                              notes=perf_notes, trained=trained)
+                              notes=perf_notes, trained=trained, attention_kernel=attention_kernel)
     else:
         cost = forward_cost(model, scale, precision, tf32=tf32)
         scores = eager_attention_scores(model)[0] if not flash else 0.0
@@ -208,6 +210,7 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
             perf_notes.append(_("attention without a fused kernel: {gb:.1f} GB of attention scores per image through "
                                 "HBM").format(gb=scores * per_score / 1e9))
         perf = _inference_perf(model, cost, batch=batch, framework=framework, system=system, scale=scale,
-                               precision=precision, notes=perf_notes, tf32=tf32, inp=inp)
+                               precision=precision, notes=perf_notes, tf32=tf32, inp=inp,
+                               attention_kernel=attention_kernel)
     notes.extend(perf_notes)
     return NonLLMResult(memory=mem, performance=perf, notes=notes)

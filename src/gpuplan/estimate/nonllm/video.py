@@ -176,7 +176,8 @@ def _host_link_bytes_s(system: System) -> float:
 
 
 def video_inference(model, *, precision: str, batch: int, inp: dict, framework: str, layout: Layout,
-                    system: System, notes: list[str], quantization: str = "none", tf32: bool = True) -> NonLLMResult:
+                    system: System, notes: list[str], quantization: str = "none", tf32: bool = True,
+                    attention_kernel: str | None = None) -> NonLLMResult:
     """Memory and time of generating ``batch`` videos in one pipeline call (see the module docstring)."""
     v = video_block(model)
     s = video_shape(model, inp)
@@ -193,10 +194,10 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
     dit = dit_cost(model, s, rate, den_w).scaled(flops=1.0 / cp, traffic=1.0 / cp)
     seq = dit_sequence(v, s)[1]
     if batched:
-        step = forward_time(dit, batch * n_pass, system, framework, notes).seconds
+        step = forward_time(dit, batch * n_pass, system, framework, notes, attention_kernel).seconds
         a2a = ulysses_all_to_all_s(system, cp, seq * batch * n_pass, float(v["hidden"]), float(v["layers"]))
     else:
-        step = n_pass * forward_time(dit, batch, system, framework, notes).seconds
+        step = n_pass * forward_time(dit, batch, system, framework, notes, attention_kernel).seconds
         a2a = n_pass * ulysses_all_to_all_s(system, cp, seq * batch, float(v["hidden"]), float(v["layers"]))
     step += a2a
     if cp > 1:
@@ -205,7 +206,7 @@ def video_inference(model, *, precision: str, batch: int, inp: dict, framework: 
                        "run whole on each GPU").format(cp=cp, tokens=f"{seq:,.0f}", sec=a2a))
     text = ForwardCost(float(v.get("text_encoder_flops_per_prompt", 0.0)), 0.0, text_w,
                        float(v.get("text_encoder_kernels", 0.0)), rate, cpu_factor)
-    text_s = forward_time(text, batch * n_pass, system, framework).seconds if text.flops_per_sample else 0.0
+    text_s = forward_time(text, batch * n_pass, system, framework, attention_kernel=attention_kernel).seconds if text.flops_per_sample else 0.0
     pix = float(s.frames * s.height * s.width)
     vae = ForwardCost(float(v.get("vae_decode_flops_per_pixel_frame", 0.0)) * pix,
                       float(v["vae_decode_bytes_per_pixel_frame"]) * pix, vae_w,

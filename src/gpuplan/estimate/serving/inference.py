@@ -266,7 +266,7 @@ def _inference(w: Workload, model, s: Shape, system: System, layout: Layout, mem
     case = ServingCase(framework_version=w.framework_version,
                        precision=inp.precision, quantization=inp.quantization, kv_dtype_bytes=inp.kv_dtype_bytes,
                        framework=framework, prompt_tokens=inp.prompt_tokens, output_tokens=inp.output_tokens,
-                       flash=inp.flash, tf32=w.tf32 is not False)
+                       flash=inp.flash, tf32=w.tf32 is not False, attention_kernel=w.attention_kernel)
     sla = w.serving
     perf = inference_perf(s, case, layout, system, conc, mem,
                           ttft_sla_s=(sla.ttft_ms / 1000 if sla and sla.ttft_ms else None),

@@ -21,7 +21,7 @@ from gpuplan.estimate.shapes import Shape, weight_bytes
 from gpuplan.estimate.serving.decode import int8_serial_s
 from gpuplan.estimate.serving.legacy_quant import legacy_quant_kernel, reconstruct_s
 from gpuplan.estimate.system import Layout, System
-from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, sustained_flops
+from gpuplan.estimate.clocks import attention_rate_factor, attention_rate_note, stated_kernel_note, sustained_flops
 
 
 def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, batch: int, notes: list[str],
@@ -39,7 +39,9 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8
     peak_attn = sustained_flops(system, attention_dtype(case), [])
     # FlashAttention-2 under eager PyTorch on a full-rate Hopper part (clocks.attention_rate_factor; engines: 1)
-    attn_rate = attention_rate_factor(system.gpu, case.framework)
+    attn_rate = attention_rate_factor(system.gpu, case.framework, kernel=case.attention_kernel)
+    if (stated := stated_kernel_note(system.gpu, case.attention_kernel)) and stated not in notes:
+        notes.append(stated)
     peak_attn *= attn_rate
     if attn_rate < 1.0 and (note := attention_rate_note(system.gpu, case.framework, attn_rate)) not in notes:
         notes.append(note)

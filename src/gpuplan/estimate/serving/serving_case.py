@@ -23,6 +23,7 @@ class ServingCase:
     framework_version: str | None = None
     flash: bool = True          # fused attention; False: the scores go through HBM (forward.unfused_scores_s)
     tf32: bool = True           # fp32 matmuls on the TF32 tensor cores (workload tf32; clocks.matmul_dtype)
+    attention_kernel: str | None = None   # the workload's stated attention kernel (clocks.attention_rate_factor)
 
 
 def soft_max(a: float, b: float, k: float) -> float:

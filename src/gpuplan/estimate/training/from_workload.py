@@ -92,7 +92,8 @@ def _training(w: Workload, model, s: Shape, system: System, layout: Layout, memo
                          adapted_expert_linears=adapted[1],
                          adapter_widths=(adapted[2], adapted[3]),
                          adapter_bytes=_adapter_forward_bytes(t),
-                         lora_dropout=t.lora_dropout > 0, compiled=t.compiled, tf32=w.tf32 is not False)
+                         lora_dropout=t.lora_dropout > 0, compiled=t.compiled, tf32=w.tf32 is not False,
+                         attention_kernel=w.attention_kernel)
     notes = list(perf.notes)
     perf_d = perf.to_dict()
     if lengths and tokens_per_sample:

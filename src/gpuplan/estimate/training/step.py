@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gpuplan.estimate.clocks import (FP32_CORES, attention_rate_factor, attention_rate_note, matmul_dtype, peak_flops,
+from gpuplan.estimate.clocks import (FP32_CORES, attention_rate_factor, attention_rate_note, training_kernel, matmul_dtype, peak_flops,
                                      sustained_note)
 from gpuplan.estimate.comm import (context_parallel_s, dp_collective_time, dp_gradient_sync_s, expert_all_to_all_s, pipeline_bubble,
                                    pipeline_p2p_s, ring_latency_s, tp_collective_s)
@@ -93,8 +93,9 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
                   optimizer: str = "adamw", adapted_linears: float = 0.0,
                   adapted_expert_linears: float = 0.0, adapter_widths: tuple[float, float] = (0.0, 0.0),
                   adapter_bytes: float = 4.0, lora_dropout: bool = True, compiled: bool = False,
-                  tf32: bool = True) -> TrainingPerf:
-    """``tf32``: fp32 matmuls on the TF32 tensor cores (the workload's tf32; False: the FP32 cores, clocks.matmul_dtype)."""
+                  tf32: bool = True, attention_kernel: str | None = None) -> TrainingPerf:
+    """``tf32``: fp32 matmuls on the TF32 tensor cores (the workload's tf32; False: the FP32 cores, clocks.matmul_dtype).
+    ``attention_kernel``: the workload's stated fused attention kernel (clocks.attention_rate_factor)."""
     notes: list[str] = []
     comm_tab = table("communication")
     attn_share = float(table("training", "flash_causal_executed_share")) if flash else 1.0
@@ -129,7 +130,8 @@ def training_perf(s: Shape, *, task: str, precision: str, quantization: str, fra
     gpus = layout.gpus
     # the attention core at its kernel's rate: FlashAttention-2 stacks on full-rate Hopper parts run it at about half
     # the GEMMs' rate (clocks.attention_rate_factor); its hardware FLOPs are hw_fpt less the same count without it
-    attn_rate = attention_rate_factor(system.gpu, framework, model_parallel=layout.tp * layout.pp * layout.cp > 1)
+    attn_rate = attention_rate_factor(system.gpu, framework, model_parallel=layout.tp * layout.pp * layout.cp > 1,
+                                      kernel=training_kernel(attention_kernel))
     attn_hw_fpt = hw_fpt - flops_per_token(s, seq_len, task, layout.checkpointing, 0.0)[1]
     compute_s = (hw_fpt + attn_hw_fpt * (1.0 / attn_rate - 1.0)) * tokens_per_step / gpus / (peak * eff)
     if attn_rate < 1.0 and attn_hw_fpt > 0:
