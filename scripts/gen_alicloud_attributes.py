@@ -25,6 +25,7 @@ RESOURCES = (
     "alicloud_vpc", "alicloud_vswitch", "alicloud_security_group", "alicloud_security_group_rule", "alicloud_instance",
     "alicloud_ecs_disk", "alicloud_ecs_disk_attachment", "alicloud_ecs_network_interface",
     "alicloud_ecs_network_interface_attachment", "alicloud_nas_file_system", "alicloud_nas_mount_target",
+    "alicloud_nas_protocol_service", "alicloud_nas_fileset", "alicloud_nas_protocol_mount_target",
     "alicloud_fcv3_function", "alicloud_fcv3_trigger", "alicloud_fcv3_provision_config",
     "alicloud_fcv3_concurrency_config", "alicloud_ess_scaling_group", "alicloud_ess_scaling_configuration",
     "alicloud_ess_scaling_rule", "alicloud_ess_alarm", "alicloud_ess_scalinggroup_vserver_groups",
@@ -34,7 +35,8 @@ RESOURCES = (
     "alicloud_alb_listener", "alicloud_cs_kubernetes_node_pool", "alicloud_ram_role",
     "alicloud_ram_role_policy_attachment",
 )
-DATA_SOURCES = ("alicloud_zones", "alicloud_images", "alicloud_instance_types", "alicloud_enhanced_nat_available_zones")
+DATA_SOURCES = ("alicloud_zones", "alicloud_images", "alicloud_instance_types", "alicloud_enhanced_nat_available_zones",
+                "alicloud_nas_zones")
 OUT = Path(__file__).resolve().parents[1] / "src" / "gpuplan" / "data" / "alicloud_provider_attributes.json"
 
 

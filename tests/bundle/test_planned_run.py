@@ -17,7 +17,7 @@ import yaml
 
 from gpuplan.plan.advice.storage import storage_advice, storage_budget
 from gpuplan.render.bundle import render_bundle
-from gpuplan.units import GIB, TIB
+from gpuplan.units import GIB
 from gpuplan.workload import Workload
 from gpuplan.write_bundle import write_plan_bundle
 
@@ -41,7 +41,7 @@ def _default(script: str, var: str) -> str:
 def test_a_70b_megatron_run_keeps_two_checkpoints_and_fits_its_cpfs(tmp_path):
     """Llama-3-70B full fine-tuning, 1B tokens over four 8 x A100 nodes under Megatron: each checkpoint is 14 bytes per
     parameter (16-bit weights + fp32 master + two fp32 Adam moments: 70.6e9 x 14 = 988 GB). Unrotated, 23 saves
-    (1,908 steps, one every 83) would need 22.7 TB of the 10 TiB CPFS; the bundle keeps 2 (--save_total_limit 2) and
+    (1,908 steps, one every 83) would need 22.7 TB of the 16,800 GiB CPFS; the bundle keeps 2 (--save_total_limit 2) and
     the plan counts exactly that: weights + data + 2 checkpoints + the final model <= the CPFS."""
     w = Workload.model_validate({"name": "llama3-70b-full", "model": "meta-llama/Meta-Llama-3-70B", "task": "full",
                                  "framework": "megatron", "seq_len": 4096, "dataset": {"tokens": 1.0e9},
@@ -54,7 +54,7 @@ def test_a_70b_megatron_run_keeps_two_checkpoints_and_fits_its_cpfs(tmp_path):
     assert b["checkpoints_kept"] == 2 == doc["bundle"]["checkpoint_rotation"]
     assert b["checkpoints_on"] == "shared" and b["fits"]
     assert b["shared_needed_bytes"] == b["weights_bytes"] + b["dataset_bytes"] + 2 * b["checkpoint_bytes"] + \
-        b["final_bytes"] <= b["shared_bytes"] == storage["shared"]["capacity_tib"] * TIB
+        b["final_bytes"] <= b["shared_bytes"] == storage["shared"]["capacity_gib"] * GIB
     launch = (path / "launch.sh").read_text()
     assert '--save_total_limit "$SAVE_TOTAL_LIMIT"' in launch and _default(launch, "SAVE_TOTAL_LIMIT") == "2"
     # the weights: the local copy staged once on the CPFS, never a hub id (no --use_hf, no --model in the fixed args)

@@ -270,18 +270,28 @@ def test_multi_node_unit_refuses_to_start_without_rank_and_does_not_crash_loop(b
                                                     "MASTER_ADDR": "10.20.1.10"}).returncode == 0
 
 
-def test_advised_cpfs_is_created_with_its_nfs_steps():
-    """A plan whose shared file system is CPFS (more than Extreme NAS delivers): Terraform creates it, PLAN.md gives
-    the NFS protocol service and export the nodes' stock NFS client needs, and cpfs_mount takes the export."""
+def test_advised_cpfs_is_created_with_its_nfs_export_and_two_applies():
+    """A plan whose shared file system is CPFS (more than Extreme NAS delivers): Terraform creates the General-purpose
+    file system (advance_200, 10,240 GiB -> 10,800 in 1,200 GiB steps) with an NFS protocol service and an export
+    (provider 1.267.0+), and no POSIX mount target (the CPFS-POSIX client's, which creates three ECS instances); the
+    provider does not return the export's address, so the nodes mount cpfs_mount and How to launch applies twice."""
     plan, workload, est = inputs("two_node")
     plan = copy.deepcopy(plan)
     plan["storage"]["shared"] = dict(CPFS_STORAGE)
     files = render_bundle(plan, workload, est)
     main = files["terraform/main.tf"]
-    assert 'resource "alicloud_nas_file_system" "cpfs"' in main and 'protocol_type    = "cpfs"' in main
-    assert "coalesce(var.cpfs_mount" in main and 'variable "cpfs_capacity_gib"' in files["terraform/variables.tf"]
-    assert "NFS protocol service" in files["PLAN.md"] and "cpfs\\_mount" in files["PLAN.md"]
+    assert 'resource "alicloud_nas_file_system" "cpfs"' in main and 'storage_type     = "advance_200"' in main
+    assert 'resource "alicloud_nas_protocol_service" "cpfs"' in main and \
+        'resource "alicloud_nas_protocol_mount_target" "cpfs"' in main
+    assert 'alicloud_nas_mount_target" "cpfs"' not in main and "shared_mount = var.cpfs_mount" in main
+    assert re.search(r'variable "cpfs_capacity_gib" \{[^}]*default     = 10800\n', files["terraform/variables.tf"])
+    assert 'version = ">= 1.267.0"' in files["terraform/versions.tf"]
+    md = files["PLAN.md"]
+    assert "terraform apply -target=alicloud_nas_protocol_mount_target.cpfs" in md and "-var cpfs_mount=" in md
     assert "extreme" not in main
+    mount = next(f["content"] for f in yaml.safe_load(files["cloud-init.yaml"])["write_files"]
+                 if f["path"].endswith("mount-shared.sh"))
+    assert "cpfs_mount is not set" in mount
 
 
 def test_advised_extreme_nas_is_created_and_mounted_over_nfs3_and_training_nodes_auto_release(bundles):
@@ -290,13 +300,22 @@ def test_advised_extreme_nas_is_created_and_mounted_over_nfs3_and_training_nodes
     main = (bundles["two_node"] / "terraform/main.tf").read_text()
     assert 'file_system_type = "extreme"' in main and 'capacity         = var.nas_capacity_gib' in main
     assert 'mount_target_domain}:/share"' in main and "cpfs" not in main
-    assert re.search(r'variable "nas_capacity_gib" \{[^}]*default     = 2100\n', 
+    assert re.search(r'variable "nas_capacity_gib" \{[^}]*default     = 2100\n',
                      (bundles["two_node"] / "terraform/variables.tf").read_text())
     mount = next(f["content"] for f in yaml.safe_load((bundles["two_node"] / "cloud-init.yaml").read_text())[
         "write_files"] if f["path"].endswith("mount-shared.sh"))
     assert "vers=3,nolock" in mount
     plan_md = (bundles["two_node"] / "PLAN.md").read_text()
     assert "Shared file system: Extreme NAS 2,100 GiB" in plan_md and "NFS protocol service" not in plan_md
+    # the vSwitch's zone sells both the GPU type and Extreme NAS (an empty intersection stops terraform plan)
+    assert 'data "alicloud_nas_zones" "shared"' in main and 'file_system_type = "extreme"' in main
+    assert "zone_id      = coalesce(var.zone_id, local.shared_zones[0])" in main
+    # billed on its capacity until terraform destroy: the per-day figure after the job
+    assert "per day while it is kept (billed until terraform destroy)" in plan_md
+    # one copy of the shared checkpoint to OSS: rank 0 uploads, the others wait for rank 0's fetch
+    resume = (bundles["two_node"] / "run-with-resume.sh").read_text()
+    assert '[ "${NODE_RANK:-0}" = "0" ] || return 0' in resume and ".gpuplan-pulled" in resume
+    assert "NODE_RANK" not in (bundles["lora_single"] / "run-with-resume.sh").read_text()
     main = (bundles["two_node"] / "terraform/main.tf").read_text()
     variables = (bundles["two_node"] / "terraform/variables.tf").read_text()
     # two_node: first boot 3,218 s (start-up 300 s + the 20 GiB image at 100 Mbit/s 1,718 s, by the plan costs' rules

@@ -27,9 +27,13 @@ def test_the_smallest_step_that_carries_the_need_and_holds_the_data():
 
 
 def test_above_1200_mb_s_it_is_cpfs_sized_for_the_writes():
-    # Llama-3-70B full: a 988 GB checkpoint in 300 s = 3,293 MB/s; CPFS writes 200 MB/s per TiB -> 16.5 -> 20 TiB
+    # Llama-3-70B full: a 988 GB checkpoint in 300 s = 3,293 MB/s; CPFS General-purpose (advance_200) delivers 0.2 MB/s
+    # per GiB: 16,467 GiB -> 16,800 in 1,200 GiB steps (3,360 MB/s)
     fs = shared_fs(988e9 / 300 / 1e6, 3000.0)
-    assert fs["kind"] == "cpfs" and fs["capacity_tib"] == 20 and fs["write_mb_s"] == 4000
+    assert fs["kind"] == "cpfs" and fs["capacity_gib"] == 16800 and fs["write_mb_s"] == 3360
+    assert shared_fs(2000.0, 100.0)["capacity_gib"] == 10800       # 2,000 MB/s / 0.2 = 10,000 GiB -> 10,800
+    assert shared_fs(1300.0, 100.0)["capacity_gib"] == 7200        # 6,500 GiB -> 7,200
+    assert shared_fs(1250.0, 100.0)["capacity_gib"] == 7200        # 6,250 GiB -> 7,200
 
 
 def test_the_need_is_every_nodes_reads_or_a_checkpoint_in_the_target_time():

@@ -334,7 +334,7 @@ def shared_fs_text(shared: dict, lang: str) -> str:
     """'Extreme NAS 2,100 GiB, 600 MB/s (why)': the shared file system of a plan's storage advice."""
     kind = str(shared.get("kind") or "")
     label = tr(SHARED_FS_LABELS[kind], lang) if kind in SHARED_FS_LABELS else kind.upper()
-    size = (f"{int(shared['capacity_gib']):,} GiB" if kind == "extreme_nas" and shared.get("capacity_gib") else
+    size = (f"{int(shared['capacity_gib']):,} GiB" if shared.get("capacity_gib") else
             f"{shared.get('capacity_tib')} TiB")
     speed = f", {float(shared['read_mb_s']):,.0f} MB/s" if shared.get("read_mb_s") else ""
     return f"{label} {size}{speed} ({localize(str(shared.get('why') or ''), lang)})"

@@ -81,12 +81,18 @@ def choose_essd(capacity_gib: float, throughput_mb_s: float, instance_cap_mb_s: 
     return None
 
 
-def cpfs_capacity_tib(need_mb_s: float, data_tib: float) -> float:
-    """CPFS for Lingjun: throughput grows with capacity (read 400, write 200 MB/s per TiB, capped), capacity in
-    10 TiB steps; sized so that writes reach ``need_mb_s`` too (a checkpoint is a write)."""
+def cpfs_capacity_gib(need_mb_s: float, data_gib: float) -> int:
+    """CPFS General-purpose (200 MB/s/TiB baseline): throughput = 0.2 MB/s per GiB (capped), capacity from 3,600 GiB
+    in 1,200 GiB steps; sized to hold the data x 1.2 and to reach ``need_mb_s`` (reads, or a checkpoint's writes)."""
     f = storage_facts()["cpfs"]
-    need = max(f["min_capacity_tib"], data_tib * 1.2, need_mb_s / f["write_mb_s_per_tib"])
-    return math.ceil(need / f["step_tib"]) * f["step_tib"]
+    need = max(float(f["min_capacity_gib"]), data_gib * 1.2, min(need_mb_s, float(f["max_mb_s"])) / f["mb_s_per_gib"])
+    return int(math.ceil(need / f["step_gib"]) * f["step_gib"])
+
+
+def cpfs_mb_s(gib: float) -> float:
+    """CPFS General-purpose throughput of a file system of ``gib`` GiB."""
+    f = storage_facts()["cpfs"]
+    return min(gib * float(f["mb_s_per_gib"]), float(f["max_mb_s"]))
 
 
 def extreme_nas_bandwidth_mb_s(gib: float) -> float:
@@ -130,7 +136,7 @@ def shared_data_gib(dataset_bytes: float, model_bytes: float, checkpoint_bytes: 
 def shared_fs(need_mb_s: float, data_gib: float) -> dict:
     """The shared file system for ``need_mb_s`` and ``data_gib`` stored: Extreme NAS, which the nodes mount with
     the stock NFS client, where its largest bandwidth step reaches the need and its capacity holds the data;
-    else CPFS (its NFS export or POSIX client is set up by hand: PLAN.md). ``write_mb_s`` is what a checkpoint
+    else CPFS General-purpose (its NFS export's address is set by hand: PLAN.md). ``write_mb_s`` is what a checkpoint
     is written at (plan/money/costing.py counts the saves with it)."""
     facts = storage_facts()
     x = facts["nas_extreme"]
@@ -145,11 +151,9 @@ def shared_fs(need_mb_s: float, data_gib: float) -> dict:
         bw = extreme_nas_bandwidth_mb_s(gib)
         return {"kind": "extreme_nas", "capacity_gib": int(gib), "capacity_tib": round(gib / 1024, 3),
                 "read_mb_s": bw, "write_mb_s": bw, "source": x["source"]}
-    c = facts["cpfs"]
-    tib = cpfs_capacity_tib(need_mb_s, data_gib / 1024)
-    return {"kind": "cpfs", "capacity_gib": int(tib * 1024), "capacity_tib": tib,
-            "read_mb_s": min(tib * c["read_mb_s_per_tib"], c["read_max_mb_s"]),
-            "write_mb_s": min(tib * c["write_mb_s_per_tib"], c["write_max_mb_s"]), "source": c["source"]}
+    gib = cpfs_capacity_gib(need_mb_s, data_gib)
+    return {"kind": "cpfs", "capacity_gib": gib, "capacity_tib": round(gib / 1024, 3), "read_mb_s": cpfs_mb_s(gib),
+            "write_mb_s": cpfs_mb_s(gib), "source": facts["cpfs"]["source"]}
 
 
 def storage_advice(*, training: bool, nodes: int, read_bytes_s: float, checkpoint_bytes: float,

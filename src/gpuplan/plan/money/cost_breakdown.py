@@ -173,7 +173,12 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
         note = None
         if amount is not None and p.get("currency", cur) != cur:
             amount, note = _conv(amount, p["currency"], cur)
-        size = (("{gib} GiB", {"gib": f"{shared_gib:,.0f}"}) if kind == "extreme_nas" else
+        if amount is not None and per_job and hours > 0:
+            # billed on its capacity until terraform destroy, not until the instances' auto-release
+            kept = N_("then {cost} per day while it is kept (billed until terraform destroy)").format(
+                cost=f"{cur} {amount / hours * 24:,.2f}")
+            note = f"{note}; {kept}" if note else kept
+        size = (("{gib} GiB", {"gib": f"{shared_gib:,.0f}"}) if shared.get("capacity_gib") else
                 ("{tib} TiB", {"tib": f"{tib:g}"}))
         lines.append(_line((SHARED_FS, {"kind": SHARED_FS_LABELS.get(kind, kind.upper())}), amount, unit, cur,
                            p.get("source"), p.get("as_of"), bool(p.get("estimated")), size, note))

@@ -41,14 +41,25 @@ oss() {
 }
 
 pull_remote() {
+  # CKPT_DIR is on the shared file system: rank 0 fetches into it, the other nodes wait for its marker (30 minutes
+  # at most) so that no node starts from scratch while rank 0 resumes
+  if [ "${NODE_RANK:-0}" != "0" ]; then
+    if [ -n "$CKPT_REMOTE" ] && [ -z "$(latest_checkpoint)" ]; then
+      for _ in $(seq 1 360); do [ -e "$CKPT_DIR/.gpuplan-pulled" ] && break; sleep 5; done
+    fi
+    return 0
+  fi
   if [ -n "$CKPT_REMOTE" ] && [ -z "$(latest_checkpoint)" ] && command -v ossutil >/dev/null 2>&1; then
     log "fetching checkpoints from $CKPT_REMOTE"
     oss cp -r -u "$CKPT_REMOTE/" "$CKPT_DIR/" || log "could not fetch checkpoints (continuing from scratch)"
   fi
+  touch "$CKPT_DIR/.gpuplan-pulled"
 }
 
 push_remote() {
   local last
+  # one copy to OSS: the shared checkpoint is the same on every node, rank 0 uploads it
+  [ "${NODE_RANK:-0}" = "0" ] || return 0
   last="$(latest_checkpoint)"
   if [ -n "$CKPT_REMOTE" ] && [ -n "$last" ] && command -v ossutil >/dev/null 2>&1; then
     oss cp -r -u "$CKPT_DIR/$last/" "$CKPT_REMOTE/$last/" || log "could not upload $last"

@@ -165,7 +165,7 @@ def terraform(c: Ctx) -> dict[str, str]:
               "auto_release_hours": t.release_hours,
               "download_gb": f"{(t.download_bytes or 0) / 1e9:.0f}",
               "download_text": script_duration(t.download_s),
-              "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_tib or 0) * 1024 / 100.0)) * 100),
+              "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_gib or 0) / 1200.0)) * 1200),
               "nas_capacity_gib": max(100, int(math.ceil((c.shared_capacity_gib or 0) / 100.0)) * 100),
               "nas_bandwidth": f"{extreme_nas_bandwidth_mb_s(max(100, c.shared_capacity_gib or 0)):,.0f}",
               "node_role": node_role(c), "node_policy": node_policy(c)}

@@ -34,7 +34,7 @@ def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
         details=md(sep.join(details)), path=md(c.data_dir))))
     if c.shared_kind:
         shared = tr(SHARED_FS_LABELS.get(c.shared_kind, c.shared_kind.upper()), lang) + (
-            f" {c.shared_capacity_gib:,} GiB" if c.shared_kind == "extreme_nas" and c.shared_capacity_gib else
+            f" {c.shared_capacity_gib:,} GiB" if c.shared_capacity_gib else
             f" {c.shared_capacity_tib:g} TiB" if c.shared_capacity_tib else "")
         out.append(Safe(tr("Shared file system: {details}, mounted at {path}", lang).format(
             details=md(shared), path=md(c.shared_dir))))
@@ -213,16 +213,15 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
                            "{env_file}; the systemd unit refuses to start without them instead of crash-looping.",
                            lang).format(job_nodes=c.job_nodes, env_file=f"`/etc/gpuplan/{c.slug}.env`")))
     if c.shared_kind == "cpfs":
-        out.append(md(tr("Terraform creates the advised CPFS file system (alicloud_nas_file_system, protocol cpfs) "
-                         "and its mount target; set cpfs_mount to mount an existing one instead.", lang)))
         # a review of a multi-node bundle: the nodes mount over NFS, which CPFS serves only through a protocol service
-        out.append(md(tr("Before the nodes start: the nodes mount the shared file system over NFS, and a CPFS file "
-                         "system serves NFS only through an NFS protocol service and its export (console, or the "
-                         "CreateProtocolService and CreateProtocolMountTarget APIs); the mount target Terraform creates "
-                         "is for the CPFS POSIX client, which the nodes do not install. Create the file system first "
-                         "(terraform apply -target=alicloud_nas_file_system.cpfs), add the NFS protocol service and "
-                         "export, then apply with cpfs_mount set to the export's address: without it the mount fails "
-                         "and the training unit does not start while the nodes bill.", lang)))
+        out.append(md(tr("Terraform creates the advised CPFS General-purpose file system (advance_200, cpfs_capacity_gib "
+                         "GiB) with an NFS protocol service and an export directory, and no POSIX mount target (that "
+                         "needs the CPFS-POSIX client and creates three pay-as-you-go ECS instances). The provider does "
+                         "not return the export's address, so the launch takes two applies (How to launch): the nodes "
+                         "mount the export at cpfs_mount, and without it the training unit does not start. Alibaba lists "
+                         "Ubuntu 20.04 and older for its CPFS-NFS client; the nodes' stock NFS client (Ubuntu 22.04) "
+                         "mounts the export over NFSv3, unconfirmed by Alibaba. The file system, the protocol service "
+                         "and the export bill until terraform destroy.", lang)))
     elif c.shared_kind == "nas":
         out.append(md(tr("Terraform creates the advised NAS file system and its mount target.", lang)))
     elif c.shared_kind == "extreme_nas":

@@ -75,6 +75,15 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
                  "weights staged once in OSS, not downloaded from the hub by every node)"),
               "MODEL_OSS=oss://<bucket>/<prefix> ./stage-weights.sh")] if c.weights_staged else []
     oss_var = " -var model_oss_prefix=oss://<bucket>/<prefix>" if c.weights_staged else ""
+    if c.shared_kind == "cpfs":
+        # the provider creates the CPFS NFS export without returning its address: a first apply creates the file
+        # system and its export, the user reads the address, the second apply starts the nodes with it
+        s.append(step(N_("{cmd} (credentials from the environment): the CPFS file system, its NFS protocol service and "
+                         "export, no GPU yet"),
+                      "cd terraform && terraform init && terraform apply -target=alicloud_nas_protocol_mount_target.cpfs"))
+        s.append(Safe(tr("read the export's mount address and path (CPFS console: the file system > Protocol Service > "
+                         "Export Directory) and pass it as {var} below", lang).format(var=_code("cpfs_mount"))))
+        oss_var += " -var cpfs_mount=<address>:<path>"
     s += [step(N_("{cmd} (credentials from the environment)"),
                f"cd terraform && terraform init && terraform apply -var key_name=... -var admin_cidr=...{oss_var}"),
           step(N_("{cmd} to every node, then {then}"), f"scp -r . root@<node>:/opt/gpuplan/{c.slug}",

@@ -6,8 +6,9 @@ terraform {
   required_version = ">= 1.3"
   required_providers {
     alicloud = {
-      source  = "aliyun/alicloud"
-      version = ">= 1.223.0"
+      source = "aliyun/alicloud"
+      # 1.252.0: alicloud_ram_role's role_name and assume_role_policy_document (the nodes' RAM role)
+      version = ">= 1.252.0"
     }
   }
 }

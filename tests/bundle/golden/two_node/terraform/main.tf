@@ -6,6 +6,9 @@ locals {
   }
   # Extreme NAS exports its file system under /share, over NFSv3 only (mount-shared.sh mounts vers=3,nolock)
   shared_mount = "${alicloud_nas_mount_target.shared.mount_target_domain}:/share"
+  # the zones that sell both the GPU instance type and the shared file system; an empty list stops `terraform plan`
+  # at the vSwitch's zone ("Invalid index") before anything is created: pick another region or set zone_id
+  shared_zones = [for z in data.alicloud_zones.gpu.zones : z.id if contains([for n in data.alicloud_nas_zones.shared.zones : n.zone_id], z.id)]
   # cloud-init.yaml carries placeholders filled here: the mount address, checkpoint and weights prefixes (all nodes),
   # then NODE_RANK and MASTER_ADDR per node (below). Nodes get fixed private IPs so every node knows the
   # address of its job's rank-0 node before any node exists.
@@ -19,6 +22,10 @@ locals {
 data "alicloud_zones" "gpu" {
   available_instance_type     = var.instance_type
   available_resource_creation = "VSwitch"
+}
+
+data "alicloud_nas_zones" "shared" {
+  file_system_type = "extreme"
 }
 
 data "alicloud_images" "gpu" {
@@ -37,7 +44,7 @@ resource "alicloud_vswitch" "this" {
   vswitch_name = local.name
   vpc_id       = alicloud_vpc.this.id
   cidr_block   = var.vswitch_cidr
-  zone_id      = coalesce(var.zone_id, data.alicloud_zones.gpu.zones[0].id)
+  zone_id      = coalesce(var.zone_id, local.shared_zones[0])
   tags         = local.tags
 }
 
