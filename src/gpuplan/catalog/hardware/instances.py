@@ -132,6 +132,8 @@ class Family:
     notes: str
     unconfirmed: tuple[str, ...]
     sources: tuple[str, ...]
+    # Elastic RDMA Interfaces a node needs for the family's full eRDMA rate (on different NIC indexes; 1 = one ERI)
+    rdma_interfaces: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
@@ -344,7 +346,7 @@ def load_families(cloud: str = DEFAULT_CLOUD) -> dict[str, Family]:
             description=str(e.get("description") or ""), cpu=str(e.get("cpu") or ""),
             status=check_choice(e["status"], "status", STATUSES, where, empty_ok=False),
             notes=str(e.get("notes") or ""), unconfirmed=tuple(e.get("unconfirmed") or ()),
-            sources=tuple(e["sources"]),
+            sources=tuple(e["sources"]), rdma_interfaces=int(e.get("rdma_interfaces") or 1),
         )
         out[fam.family] = fam
     return out

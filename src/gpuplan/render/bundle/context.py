@@ -87,6 +87,7 @@ class Ctx:
     nccl_vars: tuple[nccl.NcclVar, ...]
     llamafactory_template: str
     launcher: str | None = None          # training: torchrun | fsdp | deepspeed | megatron (plan.candidates)
+    rdma_interfaces: int = 1             # ERIs per node for the family's full eRDMA rate (families.yaml)
     vpp: int = 1                         # virtual pipeline stages per rank (Megatron interleaving)
     sp: bool = False                     # sequence parallelism, as the estimate counted it (Megatron, TP > 1)
     cp: int = 1                          # context parallelism (Megatron context_parallel_size)

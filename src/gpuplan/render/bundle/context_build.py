@@ -92,6 +92,15 @@ def _storage(plan: dict) -> tuple[str, int, str | None, float | None, int | None
     return level, size, kind, tib, (int(math.ceil(gib)) if gib else None), oss
 
 
+def _rdma_interfaces(instance_type: str) -> int:
+    """ERIs per node for the instance family's full eRDMA rate (families.yaml rdma_interfaces; 1 when unknown)."""
+    from gpuplan.catalog.hardware.instances import load_families
+
+    inst = _instance(instance_type)
+    fam = load_families(inst.cloud).get(inst.family) if inst is not None else None
+    return max(1, fam.rdma_interfaces) if fam is not None else 1
+
+
 def _model_kind(workload: Any, estimate: dict) -> str:
     kind = (estimate.get("model") or {}).get("kind")
     if not kind:
@@ -225,7 +234,7 @@ def build_context(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         oss=oss, step_time_s=step_time_s, checkpoint_minutes=minutes, save_steps=save_steps, deepspeed=deepspeed,
         nccl_vars=nccl.nccl_vars(rdma, network.get("nccl_env") or {}, network.get("sources") or [],
                                  multi_node=job_nodes > 1),
-        llamafactory_template=template_for(model), launcher=launcher,
+        llamafactory_template=template_for(model), launcher=launcher, rdma_interfaces=_rdma_interfaces(instance_type),
         vpp=_int(par.get("virtual_stages") or par.get("virtual_pp") or par.get("vpp"), 1), sp=bool(par.get("sp")), cp=cp,
         smoke_model_type=smoke_type,
         model_kind=model_kind, video=video, job_time_s=time_s if training or serving["batch_job"] else None,

@@ -193,10 +193,17 @@ resource "alicloud_ecs_disk_attachment" "data" {
   instance_id = alicloud_instance.gpu[count.index].id
 }
 
-# eRDMA: one Elastic RDMA Interface (an ENI in HighPerformance mode) per node.
+# eRDMA: 2 Elastic RDMA Interfaces (ENIs in HighPerformance mode) per node, one per NIC index: the
+# family's full eRDMA rate needs them on different network cards (families.yaml rdma_interfaces; one ERI gives less).
 # https://help.aliyun.com/zh/ecs/user-guide/on-the-gpu-instance-configuration-erdma
+locals {
+  # (node, network card) of each ERI, written with functions only
+  eri_nodes = flatten([for i in range(var.instance_count) : [for j in range(2) : i]])
+  eri_cards = flatten([for i in range(var.instance_count) : range(2)])
+}
+
 resource "alicloud_ecs_network_interface" "erdma" {
-  count                          = var.instance_count
+  count                          = length(local.eri_nodes)
   network_interface_name         = "${local.name}-erdma-${count.index}"
   vswitch_id                     = alicloud_vswitch.this.id
   security_group_ids             = [alicloud_security_group.this.id]
@@ -205,7 +212,8 @@ resource "alicloud_ecs_network_interface" "erdma" {
 }
 
 resource "alicloud_ecs_network_interface_attachment" "erdma" {
-  count                = var.instance_count
+  count                = length(local.eri_nodes)
   network_interface_id = alicloud_ecs_network_interface.erdma[count.index].id
-  instance_id          = alicloud_instance.gpu[count.index].id
+  instance_id          = alicloud_instance.gpu[local.eri_nodes[count.index]].id
+  network_card_index   = local.eri_cards[count.index]
 }
