@@ -209,6 +209,8 @@ resource "alicloud_ecs_network_interface" "erdma" {
   security_group_ids             = [alicloud_security_group.this.id]
   network_interface_traffic_mode = "HighPerformance"
   tags                           = local.tags
+  # after the instances: an ERI takes an automatic address in the vSwitch, never one of the nodes' fixed ones
+  depends_on = [alicloud_instance.gpu]
 }
 
 resource "alicloud_ecs_network_interface_attachment" "erdma" {
