@@ -58,7 +58,11 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     else:
         rows.append((N_("Price"), str(tr("no price known", lang))))
     if plan.get("price_as_of"):
-        rows.append((N_("Price as of"), str(plan["price_as_of"])))
+        age = plan.get("price_age_days")
+        rows.append((N_("Price as of"), tr("{date} ({days} days old: check the current price before you buy: "
+                                           "gpuplan catalog refresh, or a console quote with gpuplan catalog import)", lang).format(
+            date=plan["price_as_of"], days=f"{age:,}") if plan.get("price_stale") and isinstance(age, int) else
+            str(plan["price_as_of"])))
     if plan.get("price_source"):
         rows.append((N_("Price source"), i18n.localize(str(plan["price_source"]), lang)))
     job = plan.get("job")   # a batch inference job runs once, as training does: its time and total, not a month
