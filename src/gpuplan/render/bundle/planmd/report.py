@@ -94,7 +94,7 @@ def _plan_markdown(c: Ctx, plan: dict, estimate: dict, rejected: list[dict] | No
     rej = [{"instance_type": md(r.get("instance_type", "")), "code": md(r.get("code", "")),
             "reason": say(r.get("reason", ""), c.lang)} for r in (rejected or []) if isinstance(r, dict)]
     rows, total = cost_rows(c, breakdown)
-    return render("PLAN.md.j2", _=lambda s: tr(s, c.lang), title=title, summary=summary_rows(c, plan, estimate),
+    return render("PLAN.md.j2", _=lambda s: tr(s, c.lang), title=title, summary=summary_rows(c, plan, estimate, breakdown),
                   why=[say(w, c.lang) for w in (plan.get("why") or [])], rejected=rej, memory_rows=memory_rows(c, estimate),
                   chart=chart, perf_rows=perf_rows(c, estimate, plan), advice=advice_lines(c, plan),
                   assumptions=[say(a, c.lang) for a in (estimate.get("assumptions") or [])],

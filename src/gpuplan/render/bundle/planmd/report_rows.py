@@ -20,7 +20,9 @@ UNIT_COST_LABEL = {"image": N_("Cost per image"), "video": N_("Cost per video"),
                    "request": N_("Cost per request")}
 
 
-def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
+def summary_rows(c: Ctx, plan: dict, estimate: dict, breakdown: dict | None = None) -> list[tuple[Safe, Safe]]:
+    """The summary table; ``breakdown`` (plan/money/cost_breakdown.py) adds the whole cost beside the instances' own:
+    disks, shared storage and traffic, which the monthly or total cost does not hold."""
     lang = c.lang
     cur = c.currency
     mem = estimate.get("memory") or {}
@@ -71,6 +73,7 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
                      rng.duration(plan.get("time_s") or (estimate.get("performance") or {}).get("total_time_s"),
                                   ranges if plan.get("time_s") else {}, "time_s")))
         rows.append((N_("Total cost"), rng.money(money_text(plan.get("total_cost"), cur) or "-", ranges, "total_cost")))
+        rows += _whole_cost_row(breakdown, cur, lang)
         if job:
             rows.append((N_("Replicas"), str(job.get("replicas") or c.replicas)))
     elif plan.get("serving"):
@@ -84,6 +87,7 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict) -> list[tuple[Safe, Safe]]:
     if not c.training and not job:
         rows.append((N_("Monthly cost"), rng.money(money_text(plan.get("monthly_cost"), cur) or "-", ranges,
                                                    "monthly_cost")))
+        rows += _whole_cost_row(breakdown, cur, lang)
         unit = plan.get("unit_cost") or {}
         if unit.get("unit") == "1M input tokens":    # prefill-only work: no output tokens to price
             rows.append((N_("Cost per million input tokens"), money_text(unit.get("cost"), cur) or "-"))
@@ -190,6 +194,18 @@ def memory_rows(c: Ctx, estimate: dict) -> list[tuple[Safe, Safe]]:
     if mem.get("capacity_bytes"):
         rows.append((tr("capacity", c.lang), md(gib_text(mem.get("capacity_bytes")))))
     return rows
+
+
+def _whole_cost_row(breakdown: dict | None, cur: str, lang: str) -> list[tuple[str, str]]:
+    """The whole cost's total (the table below) as a summary row; its unknown items named."""
+    if not breakdown or money_text(breakdown.get("total"), cur) is None:
+        return []
+    text = tr("{total} with disks, shared storage and traffic (Whole cost below)", lang).format(
+        total=money_text(breakdown["total"], cur))
+    unknown = [i18n.localize(str(u), lang) for u in breakdown.get("unknown") or []]
+    if unknown:
+        text = tr("{text}; not counted, no price known: {items}", lang).format(text=text, items=", ".join(unknown))
+    return [(N_("Whole cost"), str(text))]
 
 
 def cost_rows(c: Ctx, breakdown: dict | None) -> tuple[list[dict], Safe | None]:
