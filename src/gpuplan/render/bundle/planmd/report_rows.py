@@ -61,9 +61,11 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict, breakdown: dict | None = No
         rows.append((N_("Price"), str(tr("no price known", lang))))
     if plan.get("price_as_of"):
         age = plan.get("price_age_days")
-        rows.append((N_("Price as of"), tr("{date} ({days} days old: check the current price before you buy: "
-                                           "gpuplan catalog refresh, or a console quote with gpuplan catalog import)", lang).format(
-            date=plan["price_as_of"], days=f"{age:,}") if plan.get("price_stale") and isinstance(age, int) else
+        # (a Safe value: its commands are code spans, the date and count escaped)
+        rows.append((N_("Price as of"), Safe(tr("{date} ({days} days old: check the current price before you buy: "
+                                                "{refresh}, or a console quote with {import_})", lang).format(
+            date=md(plan["price_as_of"]), days=md(f"{age:,}"), refresh="`gpuplan catalog refresh`",
+            import_="`gpuplan catalog import`")) if plan.get("price_stale") and isinstance(age, int) else
             str(plan["price_as_of"])))
     if plan.get("price_source"):
         rows.append((N_("Price source"), i18n.localize(str(plan["price_source"]), lang)))
@@ -103,7 +105,7 @@ def summary_rows(c: Ctx, plan: dict, estimate: dict, breakdown: dict | None = No
         rows.append((N_("Also sold as"), ", ".join(str(a) for a in plan["aliases"])))
     if plan.get("ranking_basis"):
         rows.append((N_("Ranked by"), i18n.localize(str(plan["ranking_basis"]), lang)))
-    return [(tr(k, lang), md(v)) for k, v in rows]
+    return [(tr(k, lang), v if isinstance(v, Safe) else md(v)) for k, v in rows]
 
 
 def _span(ranges: dict, key: str, fmt) -> str:
