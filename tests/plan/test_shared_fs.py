@@ -15,7 +15,7 @@ from gpuplan.units import GIB
 @pytest.mark.parametrize("gib,mb_s", [(100, 150), (499, 150), (500, 300), (2047, 300), (2048, 600), (4096, 900),
                                       (8192, 1200), (262144, 1200)])
 def test_extreme_nas_bandwidth_steps_follow_the_page(gib, mb_s):
-    # Extreme NAS standard: [100 GiB, 500 GiB) 150 MB/s, [500 GiB, 2 TiB) 300, [2, 4) 600, [4, 8) 900, [8, 256) 1,200
+    # Extreme NAS (advanced; the page's 1,200 MB/s list): [100 GiB, 500 GiB) 150 MB/s, [500 GiB, 2 TiB) 300, [2, 4) 600, [4, 8) 900, [8, 256) 1,200
     assert extreme_nas_bandwidth_mb_s(gib) == mb_s
 
 

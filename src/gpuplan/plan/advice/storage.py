@@ -96,7 +96,7 @@ def cpfs_mb_s(gib: float) -> float:
 
 
 def extreme_nas_bandwidth_mb_s(gib: float) -> float:
-    """Extreme NAS (standard): the bandwidth of a file system of ``gib`` provisioned GiB (the page's steps)."""
+    """Extreme NAS (advanced): the bandwidth of a file system of ``gib`` provisioned GiB (the page's steps)."""
     bw = 0.0
     for start, mb_s in storage_facts()["nas_extreme"]["bandwidth_steps"]:
         if gib >= start:

@@ -101,13 +101,13 @@ resource "alicloud_security_group_rule" "intra_job" {
   source_security_group_id = alicloud_security_group.this.id
 }
 
-# Extreme NAS (standard): the nodes mount it with the stock NFS client. Its bandwidth grows with the capacity
+# Extreme NAS (advanced): the nodes mount it with the stock NFS client. Its bandwidth grows with the capacity
 # (storage.yaml nas_extreme: 600 MB/s at 2100 GiB); it is billed on the capacity,
 # from creation (https://www.alibabacloud.com/help/en/nas/latest/extreme-nas-file-system).
 resource "alicloud_nas_file_system" "shared" {
   file_system_type = "extreme"
   protocol_type    = "NFS"
-  storage_type     = "standard"
+  storage_type     = "advance"
   capacity         = var.nas_capacity_gib
   zone_id          = alicloud_vswitch.this.zone_id
   description      = local.name
