@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuplan.i18n import N_, localize, tr
-from gpuplan.plan.advice.storage import SHARED_FS_LABELS
+from gpuplan.plan.advice.storage import shared_fs_label
 from gpuplan.plan.record import Plan
 from gpuplan.render.fit import Column, fitted_table, price_legend, print_fitted, said_once
 from gpuplan.estimate.intervals import COVERAGE_TEXT
@@ -333,7 +333,7 @@ def render_quick(result, console: Console | None = None, lang: str = "en", wide:
 def shared_fs_text(shared: dict, lang: str) -> str:
     """'Extreme NAS 2,100 GiB, 600 MB/s (why)': the shared file system of a plan's storage advice."""
     kind = str(shared.get("kind") or "")
-    label = tr(SHARED_FS_LABELS[kind], lang) if kind in SHARED_FS_LABELS else kind.upper()
+    label = shared_fs_label(kind, lang)
     size = (f"{int(shared['capacity_gib']):,} GiB" if shared.get("capacity_gib") else
             f"{shared.get('capacity_tib')} TiB")
     speed = f", {float(shared['read_mb_s']):,.0f} MB/s" if shared.get("read_mb_s") else ""

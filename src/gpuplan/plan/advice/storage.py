@@ -14,7 +14,7 @@ from importlib.resources import files
 from typing import Any
 
 from gpuplan.files.datafiles import load_data
-from gpuplan.i18n import N_, _
+from gpuplan.i18n import N_, _, tr
 from gpuplan.units import GIB, TIB
 
 MB = 1e6
@@ -85,8 +85,7 @@ def cpfs_capacity_gib(need_mb_s: float, data_gib: float) -> int:
     """CPFS General-purpose (200 MB/s/TiB baseline): throughput = 0.2 MB/s per GiB (capped), capacity from 3,600 GiB
     in 1,200 GiB steps; sized to hold the data x 1.2 and to reach ``need_mb_s`` (reads, or a checkpoint's writes)."""
     f = storage_facts()["cpfs"]
-    need = max(float(f["min_capacity_gib"]), data_gib * 1.2, min(need_mb_s, float(f["max_mb_s"])) / f["mb_s_per_gib"])
-    return int(math.ceil(need / f["step_gib"]) * f["step_gib"])
+    return shared_capacity_gib("cpfs", max(data_gib * 1.2, min(need_mb_s, float(f["max_mb_s"])) / f["mb_s_per_gib"]))
 
 
 def cpfs_mb_s(gib: float) -> float:
@@ -116,9 +115,22 @@ def shared_need_mb_s(read_bytes_s: float, nodes: int, checkpoint_bytes: float, t
 SHARED_FS_LABELS = {"extreme_nas": N_("Extreme NAS"), "cpfs": "CPFS", "nas": "NAS"}
 
 
-def shared_fs_label(kind: str) -> str:
-    """The name a shared file system kind reads as (translated)."""
-    return _(SHARED_FS_LABELS[kind]) if kind in SHARED_FS_LABELS else kind.upper()
+def shared_fs_name(kind: str) -> str:
+    """The English name of a shared file system kind (a msgid: localize() reads it back in a sentence)."""
+    return SHARED_FS_LABELS.get(kind, kind.upper())
+
+
+def shared_fs_label(kind: str, lang: str | None = None) -> str:
+    """The name a shared file system kind reads as, in ``lang`` (default: the current language)."""
+    return tr(shared_fs_name(kind), lang)
+
+
+def shared_capacity_gib(kind: str, gib: float) -> int:
+    """``gib`` rounded up to a capacity the kind sells (its minimum and step, storage.yaml); other kinds unchanged."""
+    f = storage_facts().get({"extreme_nas": "nas_extreme", "cpfs": "cpfs"}.get(kind, ""))
+    if not f:
+        return int(math.ceil(gib))
+    return int(math.ceil(max(gib, float(f["min_capacity_gib"])) / f["step_gib"]) * f["step_gib"])
 
 
 def shared_nodes() -> int:
@@ -144,8 +156,7 @@ def shared_fs(need_mb_s: float, data_gib: float) -> dict:
     for start, mb_s in x["bandwidth_steps"]:
         if mb_s < need_mb_s:
             continue
-        gib = max(float(start), float(x["min_capacity_gib"]), hold_gib)
-        gib = math.ceil(gib / x["step_gib"]) * x["step_gib"]
+        gib = shared_capacity_gib("extreme_nas", max(float(start), hold_gib))
         if gib > x["max_capacity_gib"]:
             break
         bw = extreme_nas_bandwidth_mb_s(gib)

@@ -16,7 +16,7 @@ from typing import Any
 
 from gpuplan.files.datafiles import load_data
 from gpuplan.i18n import N_, localize, tr
-from gpuplan.plan.advice.storage import SHARED_FS_LABELS
+from gpuplan.plan.advice.storage import shared_fs_name
 from gpuplan.units import HOURS_PER_MONTH
 
 # Line item and quantity texts: English in the JSON contract, translated in PLAN.md (:func:`item_text`).
@@ -180,7 +180,7 @@ def cost_breakdown(plan: dict, workload: Any) -> dict | None:
             note = f"{note}; {kept}" if note else kept
         size = (("{gib} GiB", {"gib": f"{shared_gib:,.0f}"}) if shared.get("capacity_gib") else
                 ("{tib} TiB", {"tib": f"{tib:g}"}))
-        lines.append(_line((SHARED_FS, {"kind": SHARED_FS_LABELS.get(kind, kind.upper())}), amount, unit, cur,
+        lines.append(_line((SHARED_FS, {"kind": shared_fs_name(kind)}), amount, unit, cur,
                            p.get("source"), p.get("as_of"), bool(p.get("estimated")), size, note))
 
     # 4. Internet traffic out (serving responses; training downloads are inbound and free).

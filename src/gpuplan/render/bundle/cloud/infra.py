@@ -155,19 +155,19 @@ def cloud_init(c: Ctx) -> str:
 
 
 def terraform(c: Ctx) -> dict[str, str]:
-    import math
-
-    from gpuplan.plan.advice.storage import extreme_nas_bandwidth_mb_s
+    from gpuplan.plan.advice.storage import extreme_nas_bandwidth_mb_s, shared_capacity_gib
     from gpuplan.render.bundle.node.oss import node_policy, node_role
 
     t = transfers(c)
+    nas_gib = shared_capacity_gib("extreme_nas", c.shared_capacity_gib or 0)
     values = {"c": c, "instance_count": c.nodes, "tag_name": c.name or c.slug, "t": t,
               "auto_release_hours": t.release_hours,
               "download_gb": f"{(t.download_bytes or 0) / 1e9:.0f}",
               "download_text": script_duration(t.download_s),
-              "cpfs_capacity_gib": max(3600, int(math.ceil((c.shared_capacity_gib or 0) / 1200.0)) * 1200),
-              "nas_capacity_gib": max(100, int(math.ceil((c.shared_capacity_gib or 0) / 100.0)) * 100),
-              "nas_bandwidth": f"{extreme_nas_bandwidth_mb_s(max(100, c.shared_capacity_gib or 0)):,.0f}",
+              # the plan's capacity, rounded to what the kind sells (the same rule its sizing used)
+              "cpfs_capacity_gib": shared_capacity_gib("cpfs", c.shared_capacity_gib or 0),
+              "nas_capacity_gib": nas_gib,
+              "nas_bandwidth": f"{extreme_nas_bandwidth_mb_s(nas_gib):,.0f}",
               "node_role": node_role(c), "node_policy": node_policy(c)}
     out = {f"terraform/{n}": render(f"terraform/{n}.j2", **values)
            for n in ("versions.tf", "variables.tf", "main.tf", "outputs.tf", "terraform.tfvars.example")}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuplan.i18n import N_
-from gpuplan.plan.advice.storage import SHARED_FS_LABELS
+from gpuplan.plan.advice.storage import shared_fs_label
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.planmd.report_text import say, tr
 from gpuplan.render.bundle.safe import Safe, md
@@ -33,7 +33,7 @@ def advice_lines(c: Ctx, plan: dict) -> list[Safe]:
     out.append(Safe(tr("Data disk: {details}, mounted at {path}", lang).format(
         details=md(sep.join(details)), path=md(c.data_dir))))
     if c.shared_kind:
-        shared = tr(SHARED_FS_LABELS.get(c.shared_kind, c.shared_kind.upper()), lang) + (
+        shared = shared_fs_label(c.shared_kind, lang) + (
             f" {c.shared_capacity_gib:,} GiB" if c.shared_capacity_gib else
             f" {c.shared_capacity_tib:g} TiB" if c.shared_capacity_tib else "")
         out.append(Safe(tr("Shared file system: {details}, mounted at {path}", lang).format(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpuplan.estimate.intervals import COVERAGE_TEXT
 from gpuplan.i18n import N_
-from gpuplan.plan.advice.storage import SHARED_FS_LABELS
+from gpuplan.plan.advice.storage import shared_fs_label
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.safe import Safe, md
 from gpuplan.units import fmt_duration
@@ -79,8 +79,7 @@ def checkpoint_line(c: Ctx) -> Safe | None:
     if c.shared_kind:
         text = tr("Checkpoints: {path} on the shared {kind} file system, which outlives the instances; set the "
                   "Terraform variable oss_checkpoint_prefix to copy each one to OSS as well.", lang)
-        return md(text.format(path=c.checkpoint_dir, kind=tr(SHARED_FS_LABELS.get(c.shared_kind, c.shared_kind.upper()),
-                                                            lang)))
+        return md(text.format(path=c.checkpoint_dir, kind=shared_fs_label(c.shared_kind, lang)))
     text = tr("Checkpoints: {path} on the data disk, a separate ESSD (alicloud_ecs_disk, delete_with_instance = false) "
               "that survives an auto-release or a spot reclaim and is attached again by the next terraform apply; set "
               "oss_checkpoint_prefix to copy each one to OSS as well.", lang)
