@@ -96,3 +96,88 @@ def test_the_pair_assumption_reads_in_chinese():
     said = resolve_model("OFA-Sys/chinese-clip-vit-base-patch16").assumptions[0]
     zh = localize(said, "zh")
     assert zh != said and "52 个 token" in zh
+
+
+# OpenAI CLIP and Google SigLIP (model_type clip / siglip): the same builder, their own text towers and heads.
+# Counts: transformers' model summaries of the checkpoints (openai/clip-vit-base-patch32 151,277,313; ViT-B/16
+# 149,620,737; ViT-L/14 427,616,513) and the SigLIP model pages (base 203 M; so400m 878 M, its image tower 428 M).
+EXACT = {
+    "openai/clip-vit-base-patch32": 151_277_313,
+    "openai/clip-vit-base-patch16": 149_620_737,
+    "openai/clip-vit-large-patch14": 427_616_513,
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(EXACT))
+def test_openai_clip_counts_are_the_checkpoints(model_id):
+    spec = resolve_model(model_id)
+    assert spec.kind == "vision" and spec.arch == "clip"
+    assert spec.params_total == EXACT[model_id]
+    # CLIP pads every text to its 77 positions: the text tower runs at 77 tokens
+    assert spec.profile.reference_input["text_tokens"] == 77
+
+
+def test_clip_text_tower_is_the_one_stable_diffusion_ships():
+    # the text tower without its projection is SD 1.5's CLIP-L text encoder, 123,060,480 parameters
+    spec = resolve_model("clip-vit-l-14")
+    assert spec.profile.components["text_encoder_params"] - 768 * 768 == 123_060_480
+
+
+def test_the_336px_clip_has_577_image_tokens():
+    spec = resolve_model("openai/clip-vit-large-patch14-336")
+    assert spec.profile.reference_input["tokens"] == 577
+    assert spec.params_total - EXACT["openai/clip-vit-large-patch14"] == (577 - 257) * 1024
+
+
+@pytest.mark.parametrize(("model_id", "total_m", "image_m"), [("google/siglip-base-patch16-224", 203, None),
+                                                              ("google/siglip-so400m-patch14-384", 878, 428)])
+def test_siglip_counts_match_the_model_pages(model_id, total_m, image_m):
+    spec = resolve_model(model_id)
+    assert spec.arch == "siglip"
+    assert round(spec.params_total / M) == total_m
+    if image_m is not None:
+        assert round(spec.profile.components["image_encoder_params"] / M) == image_m
+    # SigLIP pads its texts to 64 positions; no class token: 729 patches at 384 px / 14
+    assert spec.profile.reference_input["text_tokens"] == 64
+    assert spec.profile.reference_input["tokens"] == (729 if "384" in model_id else 196)
+
+
+def test_siglip_without_its_pooling_head_drops_the_head_and_its_flops():
+    cfg = {"model_type": "siglip", "text_config": {}, "vision_config": {}}
+    with_head = from_hf_config(cfg, "x")
+    without = from_hf_config({**cfg, "vision_config": {"vision_use_head": False}}, "x")
+    d, ffn = 768, 3072
+    head = d + 3 * d * d + 3 * d + d * d + d + 2 * d + 2 * d * ffn + ffn + d
+    assert with_head.params_total - without.params_total == head
+    assert with_head.profile.forward_flops_per_sample > without.profile.forward_flops_per_sample
+
+
+def test_a_clip_folder_is_a_dual_encoder_not_a_language_model(tmp_path):
+    # before: a CLIP config.json was flattened to its text_config and read as a 0.19 B decoder with a KV cache
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "clip", "text_config": {}, "vision_config": {}}))
+    spec = resolve_model(str(tmp_path))
+    assert spec.kind == "vision" and spec.params_total == EXACT["openai/clip-vit-base-patch32"]
+    out = estimate({"model": str(tmp_path), "task": "inference", "batch_size": 64,
+                    "hardware": {"gpu": "A10", "count": 1}}).to_dict()
+    assert out["memory"]["components"].get("kv_cache", 0) == 0
+    assert out["performance"]["images_per_s"] > 0
+
+
+def test_full_recomputation_keeps_each_layers_input_and_one_layer():
+    # open_clip trains ViT-L/14 at 512 pairs per A100-40GB with --grad-checkpointing (JUBE's mmoclip benchmark,
+    # set 15); the non-LLM share (35 %) put 52 GiB on the card. Korthikanti et al. 2022: full recomputation stores
+    # each layer's input (2·tokens·d bytes) and recomputes one layer (34·tokens·d) at a time.
+    spec = resolve_model("openai/clip-vit-large-patch14")
+    kept = 2 * 257 * 1024 * 24 + 2 * 77 * 768 * 12 + 34 * 257 * 1024
+    assert spec.profile.checkpointed_activation_bytes_per_sample == kept
+    base = {"model": spec.id, "task": "full", "batch_size": 512, "precision": "fp16",
+            "hardware": {"gpu": "A100-40GB", "count": 1}}
+    on = estimate({**base, "grad_checkpointing": True}).to_dict()
+    off = estimate({**base, "grad_checkpointing": False}).to_dict()
+    assert on["memory"]["components"]["activations"] == pytest.approx(kept * 512)
+    assert off["memory"]["components"]["activations"] == pytest.approx(spec.profile.activation_bytes_per_sample * 512)
+    assert on["memory"]["per_gpu_bytes"] < 40 * 2**30 < off["memory"]["per_gpu_bytes"]
+    # recomputation costs one more forward
+    assert on["performance"]["step_time_s"] > off["performance"]["step_time_s"]

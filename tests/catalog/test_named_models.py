@@ -150,6 +150,11 @@ NAMED = [
     ("OFA-Sys/chinese-clip-vit-large-patch14", "vision", 406 * M, 0.005, None),
     ("OFA-Sys/chinese-clip-vit-large-patch14-336px", "vision", 407 * M, 0.005, None),
     ("OFA-Sys/chinese-clip-vit-huge-patch14", "vision", 958 * M, 0.005, None),
+    # OpenAI CLIP (transformers' summaries of the checkpoints) and SigLIP (model pages: 203 M, 878 M)
+    ("openai/clip-vit-base-patch32", "vision", 151_277_313, 1e-9, None),
+    ("openai/clip-vit-large-patch14", "vision", 427_616_513, 1e-9, None),
+    ("google/siglip-base-patch16-224", "vision", 203 * M, 0.005, None),
+    ("google/siglip-so400m-patch14-384", "vision", 878 * M, 0.005, None),
 ]
 
 

@@ -130,6 +130,10 @@ class NonLLMProfile:
     # PyTorch ops (kernels) one eager forward launches, whatever the batch: the launch-bound floor of small
     # batches (counted from the architecture; 0 = unknown, estimated from the parameter count)
     kernels_per_forward: float = 0.0
+    # transformer encoders (ViT configs, dual encoders): the training activations full recomputation keeps at the
+    # reference input - every layer's input (2·tokens·d bytes) and one layer's activations (34·tokens·d); 0 = not
+    # known (the non-LLM share, efficiency.yaml nonllm.checkpointed_activation_share, applies)
+    checkpointed_activation_bytes_per_sample: float = 0.0
     # diffusion pipelines: {cfg: bool, default_steps, vae_upcast: bool, vae_scale, vae_decode_flops_per_pixel,
     # vae_decode_live_channels, inference_activation_bytes_per_sample, self_attention, ...} (docs/models.md)
     pipeline: dict = field(default_factory=dict)

@@ -204,6 +204,14 @@ def vit_forward_flops(d: int, layers: int, ffn: int, patch: int, image: int, cha
     return flops, tokens
 
 
+def recomputed_activation_bytes(towers: tuple[tuple[int, int, int], ...]) -> float:
+    """Training activations (bytes, 16-bit) one sample keeps under full recomputation of every encoder layer, for
+    towers of (tokens, width, layers): each layer's input, 2·tokens·d, and the one layer being recomputed, 34·tokens·d
+    (Korthikanti et al. 2022, section 4.1: full recomputation stores 2sbh per layer)."""
+    kept = sum(2.0 * tokens * d * layers for tokens, d, layers in towers)
+    return kept + max(34.0 * tokens * d for tokens, d, _ in towers)
+
+
 def vit_config_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     """A vision ModelSpec from a ViT-family config.json: parameters from the layout, FLOPs per image
     2·tokens·(4d² + 2·d·ffn) per layer + attention 4·tokens²·d + the patch embedding, training activations
@@ -232,6 +240,7 @@ def vit_config_spec(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     profile = NonLLMProfile(
         reference_input={"image_size": image, "patch_size": patch, "tokens": tokens},
         forward_flops_per_sample=flops, activation_bytes_per_sample=acts,
+        checkpointed_activation_bytes_per_sample=recomputed_activation_bytes(((tokens, d, layers),)),
         scaling={"input": "image_size", "reference": image, "flops_exponent": 2, "activation_exponent": 2,
                  "rule": f"tokens = (image_size/{patch})^2 + 1; FLOPs and activations grow with image_size^2"},
         sources=("https://arxiv.org/abs/2010.11929", "https://arxiv.org/abs/2205.05198"),

@@ -74,7 +74,12 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
                                             precision=precision, notes=notes)
         else:
             acts *= 2.0 if precision == "fp32" else 1.0
-            if layout.checkpointing == "full":
+            if layout.checkpointing == "full" and prof.checkpointed_activation_bytes_per_sample > 0:
+                share = prof.checkpointed_activation_bytes_per_sample / prof.activation_bytes_per_sample
+                acts *= share
+                notes.append(_("checkpointing keeps each encoder layer's input and one layer's activations, {share:.0%} "
+                               "of them (Korthikanti et al. 2022)").format(share=share))
+            elif layout.checkpointing == "full":
                 acts *= nl["checkpointed_activation_share"]
                 notes.append(_("checkpointing keeps about {nl:.0%} of the activations (assumed for non-LLM models)").format(nl=nl['checkpointed_activation_share']))
         comp.update(gradients=grads, optimizer=states, activations=acts)
