@@ -155,6 +155,9 @@ NAMED = [
     ("openai/clip-vit-large-patch14", "vision", 427_616_513, 1e-9, None),
     ("google/siglip-base-patch16-224", "vision", 203 * M, 0.005, None),
     ("google/siglip-so400m-patch14-384", "vision", 878 * M, 0.005, None),
+    # DistilBERT base (DistilBertModel without a head: 66,362,880, the model card's 66 M; Sanh et al. 2019)
+    ("distilbert/distilbert-base-uncased", "encoder", 66_362_880, 1e-9, None),
+    ("distilbert-base-cased", "encoder", 65_190_912, 1e-9, None),
 ]
 
 
