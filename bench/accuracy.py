@@ -100,6 +100,9 @@ OLD_TRAINER_FRAMEWORKS = {"swift", "transformers", "llama-factory"}
 # A row whose notes state the run's attention kernel as FlashAttention-3 ("attention FlashAttention-3", "FlashAttention-3
 # backend / processor / baseline"): the workload's attention_kernel fa3 (clocks.attention_rate_factor). Rows naming FA3
 # only as an option the run did not take ("no_fa3", "installs FA3 for the later code") do not match.
+# A row training a vocabulary head on an encoder (masked LM; BertLMHeadModel): the workload's head: lm. An encoder's
+# fine-tuning rows otherwise train a task head (workload head unset: classifier; pre-training: lm).
+LM_HEAD_STATED = re.compile(r"\b(?:\w*ForMaskedLM|\w*ForPreTraining|\w*LMHeadModel|masked[- ]LM)\b", re.IGNORECASE)
 FA3_STATED = re.compile(r"\battention:? FlashAttention-3\b|FlashAttention-3 (?:processor|backend|baseline)|"
                         r"dense FlashAttention-3", re.I)
 
@@ -330,6 +333,8 @@ def row_to_case(r: dict[str, str]):
     zero = zero_stated or 0
     sp_m = re.search(r"\bsequence parallel (on|off)\b", r.get("notes") or "")
     sp = None if sp_m is None else sp_m.group(1) == "on"  # not stated: the framework's default (parallel.sp)
+    lp_m = re.search(r"\bloss parallel (on|off)\b", r.get("notes") or "")
+    lp = None if lp_m is None else lp_m.group(1) == "on"  # not stated: the framework's (parallel.loss_parallel)
     # unstated: the framework's own default (workload_defaults.resolve_defaults: Megatron/NeMo recompute nothing)
     ckpt = {"yes": True, "no": False, "selective": "selective", "per-op": "per-op"}.get(r["grad_ckpt"])
     if ckpt == "selective" and PER_OP_SAC.search(r.get("notes") or ""):
@@ -353,8 +358,10 @@ def row_to_case(r: dict[str, str]):
         "quantization": r["quantization"] or "none", "framework": framework, "batch_size": mb,
         "gradient_accumulation": ga, "flash_attention": flash, "attention_kernel": kernel,
         "parallel": {"tp": tp, "pp": pp, "dp": dp, "zero": zero_stated, "fsdp": fsdp_mode, "offload": offload, "sp": sp,
-                     "cp": cp, "ep": ep},
+                     "cp": cp, "ep": ep, "loss_parallel": lp},
     }
+    if task != "inference" and LM_HEAD_STATED.search(f"{r.get('notes')} {r.get('source')}"):
+        data["head"] = "lm"   # the row trains a vocabulary head (a masked-LM or LM-head model), as it states
     if task == "inference" and re.search(r"--enable-dp-attention|\benable_attention_dp true\b", r.get("notes") or ""):
         data["parallel"]["dp_attention"] = True  # the engine's data-parallel attention, as the row's command sets it
     # an fp32 model's cache is its own dtype: the workload's "auto" (the KV dtypes name only the narrower ones)
@@ -476,7 +483,7 @@ def row_to_case(r: dict[str, str]):
                     checkpointing=layout_default.checkpointing,
                     micro_batch=mb, grad_accum=ga, microbatches=ga if pp > 1 else 1, naive_pipeline=naive,
                     vp=vp, schedule=schedule, tp_comm_overlap=layout_default.tp_comm_overlap,
-                    dp_attention=layout_default.dp_attention)
+                    dp_attention=layout_default.dp_attention, loss_parallel=layout_default.loss_parallel)
     return w, system, layout
 
 

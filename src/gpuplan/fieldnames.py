@@ -57,7 +57,7 @@ FIELD_LABELS: dict[str, str] = {
     "gradient_accumulation": N_("Gradient accumulation"), "grad_checkpointing": N_("Activation checkpointing"),
     "framework_version": N_("Framework version"), "input": N_("Input"),
     "optimizer_in_backward": N_("Optimizer step in backward"), "activation_offloading": N_("Activation offloading"),
-    "fused_loss": N_("Chunked fused loss"),
+    "fused_loss": N_("Chunked fused loss"), "head": N_("Output head"),
     "packed": N_("Packed sequences"), "compile": N_("torch.compile"), "tf32": N_("TF32 matmuls"), "lora": N_("LoRA"),
     "parallel": N_("Parallel layout"), "dataset": N_("Dataset"), "serving": N_("Serving"), "hardware": N_("Hardware"),
     "constraints": N_("Constraints"), "deadline_hours": N_("Deadline (hours)"), "budget": N_("Budget"),
@@ -85,7 +85,9 @@ _ENUM_WORDS = {("objective", "cost"): N_("lowest cost"), ("objective", "time"): 
                ("objective", "balanced"): N_("balanced"), ("quantization", "none"): N_("none"),
                ("kv_cache_dtype", "auto"): N_("auto (the model's dtype)"),
                ("task", "inference"): N_("inference (serving)"), ("task", "pretrain"): N_("pre-training"),
-               ("task", "full"): N_("full fine-tuning"), ("task", "lora"): N_("LoRA"), ("task", "qlora"): N_("QLoRA")}
+               ("task", "full"): N_("full fine-tuning"), ("task", "lora"): N_("LoRA"), ("task", "qlora"): N_("QLoRA"),
+               ("head", "lm"): N_("language-model head (vocabulary logits)"),
+               ("head", "classifier"): N_("task head (no vocabulary logits)")}
 
 
 def field_label(key: str, lang: str | None = None, *, with_key: bool = False) -> str:

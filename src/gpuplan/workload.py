@@ -139,6 +139,11 @@ class Workload(_Strict):
                                     "[tokens x vocab] logits never exist); unset = false in estimate; recommend sets it "
                                     "per plan: on where the bundle launches train.py (DDP, FSDP, DeepSpeed), off under "
                                     "Megatron; false keeps the model's own loss in train.py too")
+    head: Literal["lm", "classifier"] | None = Field(None, description=(
+        "training: the output head. lm = a vocabulary projection at every position (causal or masked language "
+        "modelling: the [tokens x vocab] logits and their loss); classifier = a task head of a few outputs (sequence "
+        "or token classification, QA spans, a reward model): no vocabulary logits. Unset = lm, except an "
+        "encoder-only model fine-tuned (task full, lora, qlora): classifier"))
     lora: LoraSpec | None = None
     parallel: ParallelSpec | None = None
     dataset: DatasetSpec | None = None

@@ -132,6 +132,11 @@ class ParallelSpec(_Strict):
     schedule: PipelineSchedule | None = Field(None, description="pipeline schedule: 1f1b | interleaved | gpipe")
     tp_comm_overlap: bool | None = Field(None, description="overlap tensor-parallel communication with GEMMs "
                                          "(Transformer Engine userbuffers); default on for NeMo")
+    loss_parallel: bool | None = Field(None, description="training with tp: the loss runs on the LM head's "
+                                       "vocab-split logits (Megatron / NeMo vocab-parallel cross-entropy, torchtitan "
+                                       "loss_parallel); false: the logits are gathered whole on every rank "
+                                       "(transformers' tp_plan, a DTensor plan with output_layouts=Replicate()); "
+                                       "unset = false for transformers and llama-factory, true otherwise")
 
 
 class DatasetSpec(_Strict):

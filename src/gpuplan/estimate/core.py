@@ -15,10 +15,10 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import scale_performance, workload_class
-from gpuplan.estimate.engine_defaults import encoder_defaults
+from gpuplan.estimate.engine_defaults import encoder_defaults, training_head
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import calibration
-from gpuplan.estimate.shapes import Shape, shape_of
+from gpuplan.estimate.shapes import CLASSIFIER_OUTPUTS, Shape, shape_of, with_classifier_head
 from gpuplan.estimate.system import Layout, System, global_sequences, layout_from_workload, system_from_workload
 from gpuplan.estimate.training.from_workload import _training
 from gpuplan.units import fmt_bytes
@@ -160,6 +160,10 @@ def estimate_resolved(w: Workload, model, system: System, layout: Layout, *,
             est.suggestions = _suggest(w, model, system, layout, est)
         return est
     s = shape or shape_of(model)
+    if task != "inference" and training_head(w, model) == "classifier":
+        s = with_classifier_head(s)
+        assumptions.append(_("head: a task head of {n} outputs instead of the vocabulary projection: no [tokens x "
+                             "vocab] logits and none of the projection's matmuls").format(n=CLASSIFIER_OUTPUTS))
     serving_model = None
     if task == "inference":
         # the serving models are imported by the serving workloads only (a cold training `estimate` skips them)

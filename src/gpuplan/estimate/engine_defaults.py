@@ -55,11 +55,26 @@ def batched_job(model, framework: str | None) -> bool:
     return getattr(model, "kind", None) == "encoder" and (framework or ENCODER_JOB_ENGINE) not in ENGINES
 
 
+def training_head(w: Workload, model) -> str:
+    """The output head a training workload trains: the workload's ``head``, else a task head (``classifier``) for
+    an encoder-only model fine-tuned - BERT-class fine-tuning trains one (run_glue / run_qa / run_ner,
+    sentence-transformers) - and the vocabulary head (``lm``) otherwise (causal LMs; an encoder's masked-LM
+    pre-training)."""
+    if w.head is not None:
+        return w.head
+    if getattr(model, "kind", None) == "encoder" and (w.task or "inference") not in ("inference", "pretrain"):
+        return "classifier"
+    return "lm"
+
+
 def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
     """An encoder-only model (BERT-class, embedding and reranker models) generates nothing: output_tokens 0
     and, unless the workload names one, the stack the bundle launches (:func:`encoder_engine`). The generic
     defaults' notes for those two fields are replaced. Vision, diffusion and speech models: their own stacks."""
     if (resolved.task or "inference") != "inference":
+        if given.head is None and training_head(resolved, model) == "classifier":
+            notes = [*notes, _("head: an encoder-only model fine-tuned trains a task head, no vocabulary logits "
+                               "(head: lm for masked-LM training)")]
         if getattr(model, "profile", None) is not None and not is_llm(model) and given.grad_checkpointing is None:
             # timm's train.py, Ultralytics, the diffusers training scripts and the transformers Trainer keep every
             # activation unless told to recompute (--grad-checkpointing / --gradient_checkpointing are opt-in)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -97,6 +97,18 @@ class Shape:
     def other_params(self) -> float:
         """Embeddings, LM head, norms: kept in 16-bit when the blocks are quantized."""
         return max(0.0, self.params_total - self.linear_params_total)
+
+
+# A task head's outputs (transformers' num_labels default: 2); a few more (token classification, QA spans) change
+# nothing measurable beside a vocabulary of tens of thousands.
+CLASSIFIER_OUTPUTS = 2
+
+
+def with_classifier_head(s: Shape) -> Shape:
+    """The shape trained with a task head (workload head: classifier) instead of its vocabulary projection: the
+    head's outputs are CLASSIFIER_OUTPUTS wide, so neither the [tokens x vocab] logits nor the projection's matmuls
+    remain. The embedding table stays (its parameters, gradients and optimizer states)."""
+    return replace(s, vocab=CLASSIFIER_OUTPUTS, lm_head_params=float(s.hidden * CLASSIFIER_OUTPUTS))
 
 
 def shape_of(m: "ModelSpec") -> Shape:

@@ -98,6 +98,7 @@ class Layout:
     vp: int = 1                   # virtual pipeline stages per GPU (interleaved 1F1B when > 1)
     schedule: str = "1f1b"        # 1f1b | interleaved | gpipe
     tp_comm_overlap: bool = False # TP collectives overlapped with GEMMs (TE userbuffers)
+    loss_parallel: bool = True    # with tp: the loss over the vocab-split logits, not logits gathered on every rank
 
     @property
     def model_parallel(self) -> int:
@@ -211,7 +212,7 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
         grad_accum=ga, microbatches=microbatches,
         dp_attention=bool(getattr(par, "dp_attention", False)) if par else False,
         naive_pipeline=naive_layer_split(framework, pp, tp, zero), vp=vp, schedule=schedule,
-        tp_comm_overlap=bool(overlap and tp > 1),
+        tp_comm_overlap=bool(overlap and tp > 1), loss_parallel=loss_parallel(par, framework, tp),
     )
 
 
@@ -232,6 +233,19 @@ def default_zero(par, framework: str) -> int:
     if par is not None and par.zero is not None:
         return int(par.zero)
     return 1 if framework in DIST_OPT_DEFAULT_FRAMEWORKS else 0
+
+
+# Stacks whose tensor-parallel plan gathers the LM head's output on every rank before the loss: transformers'
+# tp_plan ({"lm_head": "colwise_rep"} in *ForCausalLM._tp_plan) and the stacks that train through it. Megatron /
+# NeMo (vocab-parallel cross-entropy) and torchtitan (loss_parallel, on by default) keep the logits split.
+GATHERED_LOGITS_FRAMEWORKS = {"transformers", "llama-factory"}
+
+
+def loss_parallel(par, framework: str, tp: int) -> bool:
+    """Whether the loss runs on the TP-split logits: the workload's parallel.loss_parallel, else the framework's."""
+    if par is not None and getattr(par, "loss_parallel", None) is not None:
+        return bool(par.loss_parallel)
+    return framework not in GATHERED_LOGITS_FRAMEWORKS
 
 
 def sequence_parallel(par, framework: str, tp: int) -> bool:

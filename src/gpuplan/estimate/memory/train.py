@@ -198,7 +198,8 @@ def stage_logits_bytes(run: Run, last: bool) -> float:
     if not last:
         return 0.0
     return loss_logits_bytes(run.s, run.tokens_mb, chunked=run.chunked_loss, framework=run.t.framework,
-                             precision=run.t.precision, tp=run.layout.tp, compiled=run.t.compiled,
+                             precision=run.t.precision, tp=run.layout.tp if run.layout.loss_parallel else 1,
+                             compiled=run.t.compiled,
                              trainable_head=not run.peft)
 
 
@@ -317,6 +318,9 @@ def _notes(run: Run, phase: str) -> list[str]:
     if t.activation_offloading:
         notes.append(_("activation offloading: saved activations wait in pinned host RAM; about {layers:g} layers' "
                        "worth stay on the GPU").format(layers=table("memory")['activation_offload_resident_layers']))
+    if run.layout.tp > 1 and not run.layout.loss_parallel and not run.chunked_loss:
+        notes.append(_("loss: the logits are gathered whole on each of the {tp} tensor-parallel ranks (the LM head's "
+                       "output replicated for the loss, not split over the ranks)").format(tp=run.layout.tp))
     if run.chunked_loss:
         notes.append(_("loss: the chunked fused cross-entropy of the bundle's train.py: the logits of {tokens:g} "
                        "tokens at a time and the LM head's gradient, never the whole logits").format(
