@@ -60,6 +60,13 @@ def resolve_defaults(w: Workload, *, searched: frozenset[str] = frozenset(),
         if key in ("prompt_tokens", "output_tokens", "kv_cache_dtype") and task != "inference":
             data[key] = value
             continue
+        per_item = (data.get("dataset") or {}).get("tokens_per_sample")
+        if key == "prompt_tokens" and task == "inference" and per_item:
+            # an inference job's items are its prompts: their stated length, not the generic 1,024 tokens
+            data[key] = int(round(per_item))
+            if key not in start_points:
+                notes.append(_("assumed prompt_tokens {n} (the dataset's tokens_per_sample)").format(n=data[key]))
+            continue
         if key == "quantization" and task == "qlora":
             value = "bnb-nf4"
         if key == "precision" and data.get("quantization") in ("gptq-int4", "gptq-int8", "awq"):

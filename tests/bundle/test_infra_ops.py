@@ -12,6 +12,7 @@ import math
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -127,8 +128,10 @@ def test_fetch_model_downloads_once_from_modelscope(fetch, tmp_path):
     _stub(bindir, "modelscope", writer)
     first = run()
     assert first.returncode == 0, first.stderr
+    # the formats no engine here loads are left out (Meta's original/*.pth: a second copy of a Llama checkpoint)
     assert log.read_text().splitlines() == [f"modelscope download --model Qwen/Qwen2.5-7B-Instruct --local_dir "
-                                            f"{tmp_path / 'models'}"]
+                                            f"{tmp_path / 'models'} --exclude original/* *.gguf onnx/* *.onnx "
+                                            "*.onnx_data openvino/* *.h5 *.msgpack"]
     assert (tmp_path / "models/.gpuplan-complete").exists()
     assert re.search(r"fetch-model.sh: \d+ MB in \d+ s into ", first.stdout)
     again = run()
@@ -179,7 +182,9 @@ def test_fetch_model_outside_the_mainland_downloads_from_hugging_face(tmp_path):
                          env={"PATH": f"{bindir}:{SYSTEM_PATH}", "MODEL_DIR": str(tmp_path / "m"),
                               "HF_TOKEN": "hf_secretSecretSecret123"})
     assert res.returncode == 0, res.stderr
-    assert log.read_text().strip() == f"hf download Qwen/Qwen2.5-7B-Instruct --local-dir {tmp_path / 'm'}"
+    skipped = " ".join(f"--exclude {p}" for p in ("original/*", "*.gguf", "onnx/*", "*.onnx", "*.onnx_data",
+                                                   "openvino/*", "*.h5", "*.msgpack"))
+    assert log.read_text().strip() == f"hf download Qwen/Qwen2.5-7B-Instruct --local-dir {tmp_path / 'm'} {skipped}"
     assert "hf_secret" not in res.stdout + res.stderr
 
 
@@ -252,6 +257,31 @@ def test_fetch_model_downloads_once_for_nodes_sharing_the_folder(fetch, bundles,
     assert len(log.read_text().splitlines()) == 1          # one download
     assert (tmp_path / "models/.gpuplan-complete").exists() and not (tmp_path / "models.lock").exists()
 
+
+
+def test_a_lock_left_by_a_killed_download_is_taken_over(fetch, tmp_path):
+    """A download killed mid-way (docker stop's SIGKILL, a reboot) leaves $MODEL_DIR.lock behind: its owner no longer
+    refreshes it, so the next start takes it over after FETCH_STALE_S instead of waiting WAIT_S and failing forever."""
+    run, bindir, log, writer = fetch
+    _stub(bindir, "modelscope", writer)
+    lock = tmp_path / "models.lock"
+    lock.mkdir()
+    old = time.time() - 600
+    os.utime(lock, (old, old))
+    res = run(FETCH_STALE_S="300", FETCH_WAIT_S="30")
+    assert res.returncode == 0, res.stderr
+    assert "taking it over" in res.stderr
+    assert (tmp_path / "models/.gpuplan-complete").exists() and not lock.exists()
+
+
+def test_a_lock_a_live_download_refreshes_is_waited_for(fetch, tmp_path):
+    """A lock younger than FETCH_STALE_S belongs to a download under way: the script waits (here: until WAIT_S)."""
+    run, bindir, log, writer = fetch
+    _stub(bindir, "modelscope", writer)
+    (tmp_path / "models.lock").mkdir()
+    res = run(FETCH_STALE_S="300", FETCH_WAIT_S="0")
+    assert res.returncode == 1 and "held for" in res.stderr
+    assert not log.exists()                                  # nothing downloaded beside the live one
 
 # --- a failed shared mount stops the job ------------------------------------------------------------------
 

@@ -78,7 +78,8 @@ def test_a_batch_job_runs_in_the_image_with_its_data_on_the_data_disk(tmp_path):
     path, _ = write_plan_bundle(w, tmp_path / "b")
     steps = _launch_steps((path / "PLAN.md").read_text())
     assert "pip install" not in steps
-    run = re.search(r"docker run --rm --gpus all -v (\S+):(\S+) (\S+) python3 (\S+) --out (\S+) (\S+)`", steps)
+    run = re.search(r"docker run -d --name \S+ --restart on-failure:3 --gpus all -v (\S+):(\S+) (\S+) python3 (\S+) "
+                    r"--out (\S+) (\S+)`", steps)
     assert run, steps
     disk, inside, tag, script, out, audio = run.groups()
     assert disk == inside == "/mnt/data" and out.startswith(disk) and audio.startswith(disk)

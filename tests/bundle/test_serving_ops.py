@@ -562,3 +562,22 @@ def test_ebmgn7ex_nodes_get_two_eris_on_different_network_cards(bundles, tmp_pat
                         est)["terraform/main.tf"]
     assert 'resource "alicloud_ecs_network_interface_attachment" "erdma"' in one
     assert "eri_nodes" not in one and "network_card_index" not in one
+
+
+def test_ess_instances_get_the_plans_disk_bandwidth_and_role(bundles):
+    """The review of 2026-12-05 found the ESS instances without a data disk (the unit refuses to start without it), public
+    bandwidth (no registry, hub or mirror) or RAM role (no OSS): every instance the group starts now gets the plan's."""
+    b = bundles["vllm_service"]
+    variables, main = (b / "autoscale/ess/variables.tf").read_text(), (b / "autoscale/ess/main.tf").read_text()
+    assert re.search(r'data_disk \{\s*category\s*= "cloud_essd"\s*size\s*= var.data_disk_gib', main)
+    assert "internet_max_bandwidth_out = var.public_bandwidth_mbit" in main
+    assert "role_name                  = var.role_name" in main
+    disk = int(re.search(r'variable "data_disk_gib" \{[^}]*default\s+= (\d+)', variables).group(1))
+    node_vars = (b / "terraform/variables.tf").read_text()
+    assert disk == int(re.search(r'variable "data_disk_gib" \{[^}]*default\s+= (\d+)', node_vars).group(1))
+    role = re.search(r'variable "role_name" \{[^}]*default\s+= "([a-z0-9-]+)"', variables).group(1)
+    assert f'role_name                   = "{role}"' in (b / "terraform/main.tf").read_text()
+    # the network comes from terraform/ (instance_count 0 for the network only): its outputs name it
+    outputs = (b / "terraform/outputs.tf").read_text()
+    assert 'output "vswitch_id"' in outputs and 'output "security_group_id"' in outputs
+    assert "try(alicloud_instance.gpu[0].private_ip, null)" in outputs

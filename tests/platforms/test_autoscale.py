@@ -78,25 +78,31 @@ def test_ess_terraform_formats_and_loads(rendered):
     assert set(mod["ManagedResources"]) == {
         "alicloud_ess_scaling_group.this", "alicloud_ess_scaling_configuration.this", "alicloud_ess_scaling_rule.out",
         "alicloud_ess_scaling_rule.in", "alicloud_ess_alarm.queue_high", "alicloud_ess_alarm.running_high",
-        "alicloud_ess_alarm.running_low", "alicloud_slb_load_balancer.api", "alicloud_slb_server_group.api",
+        "alicloud_ess_alarm.rate_low", "alicloud_slb_load_balancer.api", "alicloud_slb_server_group.api",
         "alicloud_slb_listener.api", "alicloud_ess_scalinggroup_vserver_groups.api"}
 
 
-def test_ess_scales_in_on_running_requests_below_half_the_target(rendered):
+def test_ess_scales_out_on_running_requests_and_in_on_half_the_target_rate(rendered):
     """Before: the group removed an instance whenever the waiting queue had been empty for 10 minutes, which it is at
-    any load below an engine's batch limit (the queue holds requests only beyond it): a peak was scaled in. Now the
-    running requests per instance decide, with the scale-in level half the scale-out one, so removing one of n >= 2
-    instances (their load x n/(n-1) <= 2) never lands above the scale-out level."""
+    any load below an engine's batch limit: a peak was scaled in. Then it scaled in below half the running requests
+    of its scale-out level, but the running requests grow faster than the rate near capacity (each request stays
+    longer), so half of them is no bound on half the rate: a review of 2026-12-05 found a service at its planned load
+    (46 running, scale-in at 50) that one fewer instance could not carry. Now the request rate per instance decides:
+    below half the target utilisation of one instance's SLA rate, removing one of n >= 2 instances (their rate
+    x n/(n-1) <= 2) keeps the others under the target."""
     out, plan = rendered[1], rendered[2]
     variables, main = out["autoscale/ess/variables.tf"], out["autoscale/ess/main.tf"]
     target = math.floor(plan["performance"]["serving_running"] / 1.15)
     dp = int(plan["parallel"].get("dp") or 1)
     high = int(re.search(r'variable "running_scale_out" \{[^}]*default\s+= (\d+)', variables).group(1))
-    low = int(re.search(r'variable "running_scale_in" \{[^}]*default\s+= (\d+)', variables).group(1))
+    low = float(re.search(r'variable "rate_scale_in" \{[^}]*default\s+= ([0-9.]+)', variables).group(1))
     assert high == math.floor(dp * plan["performance"]["serving_running"] / 1.15) and (dp > 1 or high == target)
-    assert low == high // 2
+    mu = plan["performance"]["max_requests_per_s"] * dp          # one instance's requests/s at the SLA
+    assert low == pytest.approx(mu / 1.15 / 2, rel=0.01)
+    assert 2 * low <= mu / 1.15 + 1e-9                            # after removing one of two: under the target
     assert 'metric_name            = "vllm_num_requests_running"' in main
-    assert "queue_low" not in main
+    assert 'metric_name            = "vllm_request_success_per_s"' in main
+    assert "queue_low" not in main and "running_low" not in main
 
 
 def test_ess_references_resolve_hcl2(rendered):

@@ -41,6 +41,10 @@ QUEUE_METRIC = "vllm_num_requests_waiting"     # its name in the custom metrics 
 QUEUE_SOURCES = {"vllm": QUEUE_SOURCE, "sglang": "sglang:num_queue_reqs", "image-server": "gpuplan_image_requests_waiting"}
 # The requests in the running batch (the image server runs one request per pipeline: no batch to fill).
 RUNNING_SOURCES = {"vllm": "vllm:num_requests_running", "sglang": "sglang:num_running_reqs"}
+# The finished-requests counter whose per-second increase is an instance's request rate (the ESS group scales in on it:
+# the running sequences grow faster than the rate near capacity, so half of them is no bound on half the rate).
+RATE_SOURCES = {"vllm": "vllm:request_success_total", "sglang": "sglang:num_requests_total"}
+
 # Where the adapter reads Prometheus: replace with your Managed Service for Prometheus HTTP API address (ARMS
 # console, "Settings > HTTP API address"; add prometheusHeader.Authorization when token auth is on).
 PROMETHEUS_URL_PLACEHOLDER = "http://your-prometheus-http-api:9090"
@@ -57,6 +61,11 @@ def custom_metric(source: str) -> str:
 
 def queue_metric(engine: str = "vllm") -> str:
     return custom_metric(queue_source(engine))
+
+
+def rate_metric(engine: str) -> str:
+    """The custom metric a node pushes for its request rate (requests finished per second over the last minute)."""
+    return custom_metric(RATE_SOURCES[engine]).removesuffix("_total") + "_per_s"
 
 
 def _slug(workload) -> str:
@@ -216,16 +225,26 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: st
                 "The GPU node pool must be able to grow to {nodes} node(s) (node pool auto scaling, maximum instances "
                 "at least {nodes}), or the HPA asks for pods no node can hold; a new GPU node takes minutes, so "
                 "minReplicas covers the off-peak rate.", lang).format(nodes=nodes_per_pool))
-    if engine in RUNNING_SOURCES and s["running_target"]:
+    if engine in RUNNING_SOURCES and engine in RATE_SOURCES and s["running_target"] and s["per_replica_rps"]:
+        from gpuplan.render.autoscale_ess import scale_in_rate
+
         bullets.append("- " + tr(
-            "`ess/` (ECS without Kubernetes): a scaling group of the same size behind a load balancer (`ess/lb.tf`: "
-            "every instance it starts joins the vServer group, health-checked on /health). Push two custom metrics to "
-            "CloudMonitor from each node's /metrics every minute: `{queue_metric}` (the value of `{queue_source}`) and "
-            "`{running_metric}` (`{running_source}`). An instance is added when the queue passes {queue_target} or the "
-            "running requests pass {running_target} per instance, and removed when they stay below {running_low} (half: "
-            "removing one of two or more instances at most doubles the others' load).", lang).format(
+            "`ess/` (ECS without Kubernetes), an alternative to `terraform/`'s fixed instances (or both fleets bill: "
+            "apply `terraform/` with `-var instance_count=0` for the network, security group and RAM role, then "
+            "`ess/` with its `vswitch_id` and `security_group_id` outputs): a scaling group of the same size behind a load balancer (`ess/lb.tf`: every "
+            "instance it starts joins the vServer group, health-checked on /health), each with the plan's data disk, "
+            "public bandwidth and RAM role. Its `user_data` must install and start the bundle's unit (the files are "
+            "not on a new instance: bake them into a custom image or fetch them from OSS) and push three custom "
+            "metrics to CloudMonitor from the node's /metrics every minute: `{queue_metric}` (the value of "
+            "`{queue_source}`), `{running_metric}` (`{running_source}`) and `{rate_metric}` (the increase of "
+            "`{rate_source}` over the minute / 60). An instance is added when the queue passes {queue_target} or the "
+            "running requests pass {running_target} per instance, and removed when the requests per second stay "
+            "below {rate_low} per instance (half the target rate: removing one of two or more instances at most "
+            "doubles the others' rate; half the running requests would be no such bound, they grow faster than the "
+            "rate near capacity).", lang).format(
             **values, running_metric=custom_metric(RUNNING_SOURCES[engine]), running_source=RUNNING_SOURCES[engine],
-            running_target=s["running_target"], running_low=max(1, s["running_target"] // 2)))
+            running_target=s["running_target"], rate_metric=rate_metric(engine), rate_source=RATE_SOURCES[engine],
+            rate_low=f"{scale_in_rate(s):g}"))
     else:
         bullets.append("- " + tr(
             "`ess/` (ECS without Kubernetes): a scaling group of the same size behind a load balancer (`ess/lb.tf`: "
@@ -243,7 +262,7 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: st
 
 
 def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en", engine: str = "vllm",
-                    copies: int | None = None, port: int = 8000) -> dict[str, str]:
+                    copies: int | None = None, port: int = 8000, node: dict | None = None) -> dict[str, str]:
     """Autoscaling files for an ECS/ACK serving plan (empty for training and for FC/EAS, which scale
     natively). ``engine``: the deployed server whose queue drives the scaling; ``copies``: model copies per
     Kubernetes pod (None: one pod per instance); ``port``: the server's API port (metrics and load balancer)."""
@@ -253,7 +272,8 @@ def autoscale_files(plan: dict, workload, *, k8s: bool = True, lang: str = "en",
         return {}
     slug = _slug(workload)
     ess = ess_tf(plan, sizing(plan, workload), slug=slug, name_tag=workload.name or slug, metric=queue_metric(engine),
-                 port=port, running_metric=custom_metric(RUNNING_SOURCES[engine]) if engine in RUNNING_SOURCES else None)
+                 port=port, running_metric=custom_metric(RUNNING_SOURCES[engine]) if engine in RUNNING_SOURCES else None,
+                 rate_metric=rate_metric(engine) if engine in RATE_SOURCES else None, node=node)
     if not k8s:   # multi-node replicas: the ESS group only
         return {"autoscale/README.md": _readme(plan, workload, k8s=False, lang=lang, engine=engine), **ess}
     hpa = hpa_manifest(plan, workload, engine, copies)

@@ -15,13 +15,18 @@ from gpuplan.render.bundle.safe import check_id, hcl
 
 
 def ess_tf(plan: dict, s: dict, *, slug: str, name_tag: str, metric: str, port: int = 8000,
-           running_metric: str | None = None) -> dict[str, str]:
+           running_metric: str | None = None, rate_metric: str | None = None, node: dict | None = None) -> dict[str, str]:
     """``s``: the HPA's sizing (render/autoscale.py ``sizing``), counted in instances; ``metric``: the queue-length
     custom metric the node pushes to CloudMonitor; ``running_metric``: the running-sequences metric it pushes too
-    (an engine that reports one). With it the group adds an instance when the running sequences per instance pass
-    the sizing's target and removes one below half of it: removing one of n >= 2 instances raises the others' load
-    by n/(n-1) <= 2, so a scale-in never lands above the target (no flapping). Without it, an empty queue for 10
-    minutes scales in (an engine whose queue is its only load signal)."""
+    (an engine that reports one), ``rate_metric``: its finished requests per second. With them the group adds an
+    instance when the running sequences per instance pass the sizing's target, and removes one when the request rate
+    per instance stays below half the target utilisation of what one instance serves at the SLA: removing one of
+    n >= 2 instances raises the others' rate by n/(n-1) <= 2, so a scale-in never lands above the target. (Half the
+    running sequences is no such bound: they grow faster than the rate near capacity.) Without them, an empty queue
+    for 10 minutes scales in (an engine whose queue is its only load signal). ``node``: what every instance the group
+    starts needs like the plan's nodes (``disk_gib``: the data disk the unit mounts, ``bandwidth_mbit``: the public
+    bandwidth its downloads were timed at, ``role``: the RAM role terraform/ creates for OSS reads)."""
+    nd = node or {}
     itype = check_id(plan.get("instance_type") or "", "instance type")
     region = check_id(plan.get("region") or "cn-shanghai", "region")
     versions = f'''# ESS scaling group for {slug}: {s["min_replicas"]}-{s["max_replicas"]} x {itype} in {region}.
@@ -42,15 +47,16 @@ provider "alicloud" {{
 }}
 '''
     running_vars, scale_in = "", _queue_low(metric)
-    if running_metric and s.get("running_target"):
+    if running_metric and rate_metric and s.get("running_target") and s.get("per_replica_rps"):
         target = int(s["running_target"])
         running_vars = (f'variable "running_scale_out" {{\n  description = "running sequences per instance above which '
                         f'one instance is added (the target utilisation of what one instance runs at the SLA)"\n'
                         f'  type        = number\n  default     = {target}\n}}\n\n'
-                        f'variable "running_scale_in" {{\n  description = "running sequences per instance below which '
-                        f'one instance is removed (half the scale-out level: no flapping)"\n  type        = number\n'
-                        f'  default     = {max(1, target // 2)}\n}}\n')
-        scale_in = _running_alarms(running_metric)
+                        f'variable "rate_scale_in" {{\n  description = "requests per second per instance below which '
+                        f'one instance is removed (half the target utilisation of one instance\'s SLA rate: the rest '
+                        f'then stay under it)"\n  type        = number\n'
+                        f'  default     = {scale_in_rate(s)}\n}}\n')
+        scale_in = _running_alarms(running_metric, rate_metric)
     variables = f'''variable "region" {{
   type    = string
   default = {hcl(region)}
@@ -76,9 +82,33 @@ variable "image_id" {{
 }}
 
 variable "user_data" {{
-  description = "cloud-init that starts the model server and pushes the queue-length metric"
+  description = "cloud-init that installs and starts the model server (the bundle's unit) and pushes the custom metrics every minute (README.md)"
   type        = string
   default     = ""
+}}
+
+variable "data_disk_gib" {{
+  description = "Data disk of every instance (the model cache the unit mounts at {nd.get("data_dir", "/mnt/data")}), as terraform/ sizes it."
+  type        = number
+  default     = {int(nd.get("disk_gib") or 100)}
+}}
+
+variable "public_bandwidth_mbit" {{
+  description = "Public bandwidth per instance (the registry, the model hub, mirrors.aliyun.com); 0 = none: then the image and weights must come over the VPC."
+  type        = number
+  default     = {int(nd.get("bandwidth_mbit") or 100)}
+}}
+
+variable "role_name" {{
+  description = "RAM role of the instances (terraform/ creates it: {nd.get("role") or "its node role"}), for OSS reads; null = none."
+  type        = string
+  default     = {hcl(nd["role"]) if nd.get("role") else "null"}
+}}
+
+variable "key_name" {{
+  description = "SSH key pair of the instances; null = none."
+  type        = string
+  default     = null
 }}
 
 variable "cloud_monitor_group_id" {{
@@ -136,10 +166,20 @@ resource "alicloud_ess_scaling_configuration" "this" {{
   system_disk_category       = "cloud_essd"
   system_disk_size           = 100
   user_data                  = var.user_data
+  internet_charge_type       = "PayByTraffic"
+  internet_max_bandwidth_out = var.public_bandwidth_mbit
+  role_name                  = var.role_name
+  key_name                   = var.key_name
   active                     = true
   enable                     = true
   force_delete               = true
   tags                       = local.tags
+
+  data_disk {{
+    category             = "cloud_essd"
+    size                 = var.data_disk_gib
+    delete_with_instance = true
+  }}
 }}
 
 resource "alicloud_ess_scaling_rule" "out" {{
@@ -216,10 +256,17 @@ def _queue_low(metric: str) -> str:
                   period=300, threshold="0", operator="<=")
 
 
-def _running_alarms(metric: str) -> str:
+def scale_in_rate(s: dict) -> float:
+    """Requests per second per instance below which one instance is removed: half the target utilisation of what
+    one replica serves at the SLA, over the instances a replica spans (only its head node serves)."""
+    u = float(s.get("target_utilization") or 0.0)
+    return round(u * float(s["per_replica_rps"]) / 2.0 / max(1, int(s.get("nodes_per_replica") or 1)), 3)
+
+
+def _running_alarms(metric: str, rate: str) -> str:
     return (_alarm("running_high", "Scale out when the running sequences per instance pass the SLA load for 2 minutes "
                    "(the queue stays empty until an\n# engine's batch limit is reached, above the SLA).", rule="out",
                    metric=metric, period=60, threshold="var.running_scale_out", operator=">") + "\n"
-            + _alarm("running_low", "Scale in when the running sequences per instance stay below half the SLA load "
-                     "for 10 minutes.", rule="in", metric=metric, period=300, threshold="var.running_scale_in",
-                     operator="<"))
+            + _alarm("rate_low", "Scale in when the requests per second per instance stay below half the target rate "
+                     "for 10 minutes: removing one of\n# n >= 2 instances raises the others' rate by n/(n-1) <= 2.",
+                     rule="in", metric=rate, period=300, threshold="var.rate_scale_in", operator="<"))

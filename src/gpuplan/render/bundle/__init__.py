@@ -60,8 +60,13 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
     engine = monitoring.served_engine(c)
     if engine:
         # {} for training and serverless plans; multi-node replicas: no Deployment to scale, ESS only
+        from gpuplan.render.bundle.node.oss import node_role
+        from gpuplan.render.bundle.node.transfer import transfers
+
+        node = {"disk_gib": c.data_disk_gib, "bandwidth_mbit": transfers(c).bandwidth_mbit, "role": node_role(c),
+                "data_dir": c.data_dir}
         files.update(autoscale_files(plan, workload, k8s=not c.multi_node, lang=c.lang, engine=engine,
-                                     copies=1 if c.copies_per_node > 1 else None, port=c.serve_port))
+                                     copies=1 if c.copies_per_node > 1 else None, port=c.serve_port, node=node))
     files["memory.svg"] = charts.memory_svg(c, estimate)
     chart = charts.cost_time_svg(c, plan, pareto)
     if chart is not None:

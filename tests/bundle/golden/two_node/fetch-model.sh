@@ -10,7 +10,8 @@
 # cn-beijing is a mainland region: no Hugging Face here (it is not reliably reachable from mainland nodes).
 # PLAN.md times this download at 100 Mbit/s: 21.4min for 16 GB.
 # Run again: a finished download ($MODEL_DIR/.gpuplan-complete) is not repeated. Several nodes or pods sharing MODEL_DIR
-# (NAS/CPFS): one downloads (lock $MODEL_DIR.lock), the others wait for it.
+# (NAS/CPFS): one downloads (lock $MODEL_DIR.lock, refreshed every 30 s while it runs), the others wait for it; a lock
+# left by a download that was killed or rebooted (not refreshed for FETCH_STALE_S s) is taken over.
 # ./fetch-model.sh --source-id prints the id it downloads.
 set -euo pipefail
 
@@ -22,6 +23,7 @@ MODEL_HUB="${MODEL_HUB:-modelscope}"
 MODEL_OSS="${MODEL_OSS:-}"
 MODEL_MIRROR="${MODEL_MIRROR:-}"
 WAIT_S="${FETCH_WAIT_S:-3169}"
+STALE_S="${FETCH_STALE_S:-300}"
 MARKER="$MODEL_DIR/.gpuplan-complete"
 PARTIAL="$MODEL_DIR/.gpuplan-partial"   # a download under way, or one that stopped before its end
 
@@ -55,11 +57,18 @@ if [ -z "$MODEL_OSS$MODEL_MIRROR" ] && [ "$MODEL_HUB" = modelscope ] && [ -z "$M
   exit 2
 fi
 
-# One download per MODEL_DIR: the first to create the lock downloads, the others wait for its marker.
+# One download per MODEL_DIR: the first to create the lock downloads, the others wait for its marker. mkdir is atomic
+# on NFS too (NAS mounts with nolock: no flock across nodes); the owner refreshes the lock's time while it runs.
 mkdir -p "$(dirname "$MODEL_DIR")"
 waited=0
 until mkdir "$MODEL_DIR.lock" 2>/dev/null; do
   if [ -f "$MARKER" ]; then echo "fetch-model.sh: $MODEL is already in $MODEL_DIR"; exit 0; fi
+  age=$(( $(date +%s) - $(stat -c %Y "$MODEL_DIR.lock" 2>/dev/null || date +%s) ))
+  if [ "$age" -ge "$STALE_S" ]; then
+    echo "fetch-model.sh: $MODEL_DIR.lock was not refreshed for $age s (its download was killed or its node restarted): taking it over" >&2
+    rm -rf "$MODEL_DIR.lock"
+    continue
+  fi
   if [ "$waited" -ge "$WAIT_S" ]; then
     echo "fetch-model.sh: $MODEL_DIR.lock held for $WAIT_S s; remove it if no other node or pod is downloading" >&2
     exit 1
@@ -67,7 +76,10 @@ until mkdir "$MODEL_DIR.lock" 2>/dev/null; do
   sleep 10
   waited=$((waited + 10))
 done
-trap 'rmdir "$MODEL_DIR.lock" 2>/dev/null || true' EXIT
+# refresh the lock while this script lives (the loop ends with it, even when it is killed)
+( parent=$$; while kill -0 "$parent" 2>/dev/null; do touch "$MODEL_DIR.lock" 2>/dev/null || exit 0; sleep 30; done ) </dev/null >/dev/null 2>&1 &
+heartbeat=$!
+trap 'kill "$heartbeat" 2>/dev/null || true; rm -rf "$MODEL_DIR.lock" 2>/dev/null || true' EXIT
 if [ -f "$MARKER" ]; then   # another node or pod finished while this one waited
   echo "fetch-model.sh: $MODEL is already in $MODEL_DIR"
   exit 0
@@ -111,9 +123,13 @@ from_oss() {
   oss cp -r -f --jobs 16 "${MODEL_OSS%/}/" "$MODEL_DIR/"
 }
 
+# Formats no engine here loads, which some repos ship beside the weights (Meta's original/consolidated.*.pth: a second
+# copy of a Llama checkpoint; GGUF, ONNX, OpenVINO, TensorFlow and Flax exports): left out of the download.
+SKIP=('original/*' '*.gguf' 'onnx/*' '*.onnx' '*.onnx_data' 'openvino/*' '*.h5' '*.msgpack')
+
 from_modelscope() {
   command -v modelscope >/dev/null 2>&1 || pip_install modelscope==1.34.0
-  modelscope download --model "$MODELSCOPE_ID" --local_dir "$MODEL_DIR"
+  modelscope download --model "$MODELSCOPE_ID" --local_dir "$MODEL_DIR" --exclude "${SKIP[@]}"
 }
 
 if [ -n "$MODEL_MIRROR" ]; then

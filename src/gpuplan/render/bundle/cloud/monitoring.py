@@ -184,16 +184,21 @@ def prometheus_config(c: Ctx) -> dict:
 def alert_rules(c: Ctx) -> dict:
     ratio = memory_alert_ratio(c)
     mounts = c.data_dir + ("|" + c.shared_dir if c.shared_kind else "")
+    # a subscription is paid for its period whatever the GPUs do: stopping one saves nothing and takes a replica away
+    prepaid = c.billing == "subscription"
     rules = [
         {"alert": "GpuIdle",
          "expr": f"max by (instance) (DCGM_FI_DEV_GPU_UTIL) < {IDLE_UTIL_PERCENT}",
          "for": f"{IDLE_MINUTES}m",
-         "labels": {"severity": "warning", "action": "stop"},
+         "labels": {"severity": "warning"} if prepaid else {"severity": "warning", "action": "stop"},
          "annotations": {
              "summary": say(c, N_("GPUs on {instance} under {share} busy for {minutes} minutes"),
                             share=f"{IDLE_UTIL_PERCENT}%", minutes=IDLE_MINUTES),
-             "description": say(c, N_("You are paying for idle GPUs. Stop the instance, or set IDLE_STOP_ENABLED=1 for "
-                                      "idle-stop.sh (cron) to power it off automatically."))}},
+             "description": say(c, N_("The subscription is paid for its period whether the GPUs work or not: do not "
+                                      "stop the instance (it saves nothing and takes a replica away). Idle capacity "
+                                      "means the plan is larger than the traffic: renew fewer instances.")) if prepaid
+             else say(c, N_("You are paying for idle GPUs. Stop the instance, or set IDLE_STOP_ENABLED=1 for "
+                            "idle-stop.sh (cron) to power it off automatically."))}},
         {"alert": "GpuXidError",
          "expr": "max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
          "for": "0m",

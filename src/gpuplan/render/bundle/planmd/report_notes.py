@@ -239,7 +239,11 @@ def node_notes(c: Ctx, platform: str = "ecs") -> list[Safe]:
                          "instances that many hours after apply); idle-stop.sh powers a node off when its GPUs idle "
                          "(IDLE_STOP_ENABLED=1).", lang)))
     else:
-        out.append(md(tr("Subscription instances are not auto-released: they run until the period ends.", lang)))
+        renew = "Normal" if c.training else "AutoRenewal"
+        out.append(md(tr("Subscription instances are not auto-released: they run until the period ends, then "
+                         "renewal_status decides ({renew} here: {what}; Normal lets them expire and stop).", lang).format(
+            renew=renew, what=tr("renewed month by month, so the service keeps running", lang) if renew == "AutoRenewal"
+            else tr("they expire unless renewed by hand", lang))))
     out.append(report_ops.teardown_line(c))
     return out
 

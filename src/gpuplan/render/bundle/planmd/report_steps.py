@@ -53,14 +53,20 @@ BATCH_RUNS = {"speech": "transcribe.py --out {data}/transcripts {data}/audio/*.m
               "encoder": "embed.py --out {data}/embeddings {data}/docs/*.jsonl"}
 
 
+def batch_container(c: Ctx) -> str:
+    """The name a batch job's container runs under (docker logs / docker wait read it)."""
+    return f"gpuplan-{c.slug}-job"
+
+
 def batch_command(c: Ctx) -> str:
     """A batch job (speech, diffusion, embeddings) on an ECS node: its script in the bundle's image on the GPUs, with the data disk
-    (weights in MODEL_DIR, inputs, outputs) mounted at the same path."""
+    (weights in MODEL_DIR, inputs, outputs) mounted at the same path. Detached (an SSH session that drops does not stop
+    it) and restarted after a failure: the scripts skip the parts already written."""
     from gpuplan.render.bundle.cloud.infra import docker_volumes
 
     run = BATCH_RUNS["video" if c.video else c.model_kind].format(data=c.data_dir)
-    return (f"docker build -t {local_image(c)} . && docker run --rm --gpus all {docker_volumes(c)} {local_image(c)} "
-            f"python3 /opt/gpuplan/{run}")
+    return (f"docker build -t {local_image(c)} . && docker run -d --name {batch_container(c)} --restart on-failure:3 "
+            f"--gpus all {docker_volumes(c)} {local_image(c)} python3 /opt/gpuplan/{run}")
 
 
 def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
@@ -100,6 +106,9 @@ def steps(c: Ctx, platform: str = "ecs") -> list[Safe]:
         s.append(step(N_("{cmd} on every node"), unit) if c.multi_node else _code(unit))
     elif (c.model_kind in ("diffusion", "speech") and not c.online) or c.embed_job:
         s.append(_code(batch_command(c)))
+        s.append(step(N_("{cmd} follows it (the job runs detached: a dropped SSH session does not stop it, and a failed "
+                         "run restarts up to 3 times, skipping the parts already written); {wait} returns when it ends"),
+                      f"docker logs -f {batch_container(c)}", wait=f"docker wait {batch_container(c)}"))
     else:
         if c.model_kind != "diffusion":
             s.append(step(N_("{cmd} (checks the arguments and the model)"), "./serve.sh --dry-run"))

@@ -10,5 +10,16 @@ output "public_ips" {
 
 output "master_addr" {
   description = "MASTER_ADDR for launch.sh on every node."
-  value       = alicloud_instance.gpu[0].private_ip
+  # null with instance_count 0 (the network only)
+  value = try(alicloud_instance.gpu[0].private_ip, null)
+}
+
+output "vswitch_id" {
+  description = "The vSwitch the nodes run in (autoscale/ess: vswitch_ids)."
+  value       = alicloud_vswitch.this.id
+}
+
+output "security_group_id" {
+  description = "The nodes' security group (autoscale/ess: security_group_id)."
+  value       = alicloud_security_group.this.id
 }

@@ -25,10 +25,20 @@ resource "alicloud_ess_scaling_configuration" "this" {
   system_disk_category       = "cloud_essd"
   system_disk_size           = 100
   user_data                  = var.user_data
+  internet_charge_type       = "PayByTraffic"
+  internet_max_bandwidth_out = var.public_bandwidth_mbit
+  role_name                  = var.role_name
+  key_name                   = var.key_name
   active                     = true
   enable                     = true
   force_delete               = true
   tags                       = local.tags
+
+  data_disk {
+    category             = "cloud_essd"
+    size                 = var.data_disk_gib
+    delete_with_instance = true
+  }
 }
 
 resource "alicloud_ess_scaling_rule" "out" {

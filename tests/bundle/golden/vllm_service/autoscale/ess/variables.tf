@@ -23,9 +23,33 @@ variable "image_id" {
 }
 
 variable "user_data" {
-  description = "cloud-init that starts the model server and pushes the queue-length metric"
+  description = "cloud-init that installs and starts the model server (the bundle's unit) and pushes the custom metrics every minute (README.md)"
   type        = string
   default     = ""
+}
+
+variable "data_disk_gib" {
+  description = "Data disk of every instance (the model cache the unit mounts at /mnt/data), as terraform/ sizes it."
+  type        = number
+  default     = 100
+}
+
+variable "public_bandwidth_mbit" {
+  description = "Public bandwidth per instance (the registry, the model hub, mirrors.aliyun.com); 0 = none: then the image and weights must come over the VPC."
+  type        = number
+  default     = 100
+}
+
+variable "role_name" {
+  description = "RAM role of the instances (terraform/ creates it: qwen7b-chat-api-node), for OSS reads; null = none."
+  type        = string
+  default     = "qwen7b-chat-api-node"
+}
+
+variable "key_name" {
+  description = "SSH key pair of the instances; null = none."
+  type        = string
+  default     = null
 }
 
 variable "cloud_monitor_group_id" {
