@@ -46,7 +46,7 @@ def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
     assert spec["scaleTargetRef"]["kind"] == "Deployment"
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", spec["scaleTargetRef"]["name"])
     names = [m["pods"]["metric"]["name"] for m in spec["metrics"]]
-    assert names == ["vllm_num_requests_waiting", "vllm_num_requests_running"]
+    assert names == ["vllm_num_requests_waiting", "vllm_num_requests_running", "vllm_request_success_per_s"]
     # floor(1.767/s x the TTFT slack: 2 s - the 0.42 s unloaded TTFT = 1.58 s) = floor(2.80)
     assert spec["metrics"][0]["pods"]["target"]["averageValue"] == "2"
     # running requests above the target utilisation (1/1.15) of what one copy runs at the SLA, the load its 1.767/s
@@ -58,6 +58,21 @@ def test_hpa_validates_and_is_sized_from_the_traffic(rendered):
     assert spec["metrics"][1]["pods"]["target"]["averageValue"] == str(math.floor(at_sla / 1.15))
     # Little's law at the peak: 20/s x each request's time in the system spreads over maxReplicas pods below the target
     assert 20 * plan["performance"]["latency_s"] / spec["maxReplicas"] < math.floor(at_sla / 1.15) + 1
+    # the request rate per pod, held at 1.767/s / 1.15 = 1.537/s: the HPA's replica count on it at any rate r is
+    # ceil(r / 1.537), the plan's own sizing, so the largest of its metrics never asks for fewer pods than that (the
+    # running requests alone would: they grow faster than the rate near capacity; a review of 2026-12-05)
+    rate = spec["metrics"][2]["pods"]["target"]["averageValue"]
+    assert rate.endswith("m") and int(rate[:-1]) / 1000 == pytest.approx(1.767 / 1.15, rel=0.01)
+    for traffic in (2, 8, 20):
+        assert math.ceil(traffic / (int(rate[:-1]) / 1000)) == math.ceil(traffic / (plan["performance"]["max_requests_per_s"] / 1.15))
+
+
+def test_the_rate_metric_has_its_adapter_rule(rendered):
+    values = yaml.safe_load(rendered[1]["autoscale/metrics-adapter-values.yaml"])
+    rules = values["AlibabaCloudMetricsAdapter"]["prometheus"]["adapter"]["rules"]["custom"]
+    rate = next(r for r in rules if r["name"]["as"] == "vllm_request_success_per_s")
+    assert "vllm:request_success_total" in rate["seriesQuery"]
+    assert rate["metricsQuery"].startswith("sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m]))")
 
 
 def test_kubernetes_validate_rejects_a_broken_hpa(rendered):

@@ -116,6 +116,8 @@ def sizing(plan: dict, workload, copies: int | None = None) -> dict:
     running = max(1, math.floor(u * seqs)) if seqs > 0 else None
     return {"min_replicas": max(1, min(lo, hi)), "max_replicas": hi, "queue_target": queue, "per_replica_rps": mu,
             "ttft_slack_s": slack, "running_target": running, "target_utilization": u, "running_at_sla": at_sla > 0,
+            # requests/s per unit to hold: the target utilisation of what one copy serves at the SLA (the plan's rule)
+            "rate_target": u * mu if mu > 0 else None,
             "nodes_per_replica": int(par.get("nodes_per_replica") or 1)}
 
 
@@ -123,9 +125,14 @@ def _labels(slug: str) -> dict:
     return {"app.kubernetes.io/name": slug, "app.kubernetes.io/managed-by": "gpuplan"}
 
 
-def _pods_metric(name: str, target: int) -> dict:
+def _pods_metric(name: str, target: int | str) -> dict:
     return {"type": "Pods", "pods": {"metric": {"name": name},
                                      "target": {"type": "AverageValue", "averageValue": str(target)}}}
+
+
+def milli(value: float) -> str:
+    """A Kubernetes quantity in thousandths ("2470m" = 2.47)."""
+    return f"{max(1, round(value * 1000))}m"
 
 
 def hpa_manifest(plan: dict, workload, engine: str = "vllm", copies: int | None = None) -> dict:
@@ -134,6 +141,11 @@ def hpa_manifest(plan: dict, workload, engine: str = "vllm", copies: int | None 
     metrics = [_pods_metric(queue_metric(engine), s["queue_target"])]
     if engine in RUNNING_SOURCES and s["running_target"]:
         metrics.append(_pods_metric(custom_metric(RUNNING_SOURCES[engine]), s["running_target"]))
+    if engine in RATE_SOURCES and s["rate_target"]:
+        # the request rate: linear in the traffic, so the HPA (the largest of its metrics' replica counts) never
+        # scales below the pods the plan sized the traffic at, which the running requests alone would (they grow
+        # faster than the rate near capacity, so at half load they ask for fewer than half the pods)
+        metrics.append(_pods_metric(rate_metric(engine), milli(s["rate_target"])))
     return {
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": slug, "labels": _labels(slug)},
@@ -153,17 +165,22 @@ def hpa_manifest(plan: dict, workload, engine: str = "vllm", copies: int | None 
 
 def scaled_sources(engine: str = "vllm") -> list[str]:
     """The engine series the HPA scales on (each needs an adapter rule and a scrape)."""
-    return [queue_source(engine), *([RUNNING_SOURCES[engine]] if engine in RUNNING_SOURCES else [])]
+    return [queue_source(engine), *([RUNNING_SOURCES[engine]] if engine in RUNNING_SOURCES else []),
+            *([RATE_SOURCES[engine]] if engine in RATE_SOURCES else [])]
 
 
 def adapter_rules(engine: str = "vllm") -> list[dict]:
     """prometheus-adapter rules: each per-pod engine series (``vllm:num_requests_waiting``) as a custom metric
-    (``vllm_num_requests_waiting``), summed over the pod's engine ranks."""
+    (``vllm_num_requests_waiting``), summed over the pod's engine ranks; a finished-requests counter as its rate per
+    second over 2 minutes (``vllm_request_success_per_s``)."""
+    rates = set(RATE_SOURCES.values())
     return [{
         "seriesQuery": f'{{__name__="{source}",namespace!="",pod!=""}}',
         "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-        "name": {"matches": f"^{source}$", "as": custom_metric(source)},
-        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+        "name": {"matches": f"^{source}$",
+                 "as": rate_metric(engine) if source in rates else custom_metric(source)},
+        "metricsQuery": ("sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)" if source in rates
+                         else "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"),
     } for source in scaled_sources(engine)]
 
 
@@ -213,6 +230,15 @@ def _readme(plan: dict, workload, k8s: bool = True, lang: str = "en", engine: st
                 "Second metric: running requests per pod (`{source}`) above {target} (= {share} of max-num-seqs): the "
                 "batch is nearly full.", lang)).format(source=RUNNING_SOURCES[engine], target=pods["running_target"],
                                                       share=f"{pods['target_utilization']:.0%}"))
+        if engine in RATE_SOURCES and pods["rate_target"]:
+            bullets.append("- " + tr(
+                "Third metric: requests per second per pod (the rate of `{source}` over 2 minutes, as `{metric}`) above "
+                "{target} (= {share} of what one replica serves at the SLA, the plan's sizing rule). The HPA takes the "
+                "largest replica count its metrics ask for, and this one is linear in the traffic: it keeps the pods "
+                "the traffic needs when the running requests, which grow faster than the rate near capacity, would "
+                "ask for fewer.", lang).format(source=RATE_SOURCES[engine], metric=rate_metric(engine),
+                                                target=f"{pods['rate_target']:.2f}",
+                                                share=f"{pods['target_utilization']:.0%}"))
         bullets.append("- " + tr(
             "The metrics pipeline, in order: enable Managed Service for Prometheus on the cluster (ACK add-on "
             "ack-arms-prometheus) and `kubectl apply -f autoscale/podmonitor.yaml` (scrapes every pod's /metrics); "
