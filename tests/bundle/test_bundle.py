@@ -231,3 +231,16 @@ def test_a_full_fine_tune_counts_the_checkpoints_its_launcher_writes(tmp_path):
                                                    rel=1e-3)
     steps = int(3600 / est["performance"]["step_time_s"])
     assert f'SAVE_STEPS="${{SAVE_STEPS:-{steps}}}"' in (out / "launch.sh").read_text()
+
+
+def test_an_encoder_training_bundle_is_refused_in_plain_words(tmp_path):
+    """The refusal named the kind as an article would ("is a encoder model"); it says the kind as a value now."""
+    from gpuplan.workload import Workload
+    from gpuplan.write_bundle import write_plan_bundle
+
+    w = Workload.model_validate({"model": "google-bert/bert-base-uncased", "task": "full", "batch_size": 32,
+                                 "seq_len": 128, "dataset": {"samples": 100000}})
+    with pytest.raises(GpuplanError) as err:
+        write_plan_bundle(w, tmp_path / "b")
+    assert "is not one (its kind: encoder)" in str(err.value) and "a encoder" not in str(err.value)
+    assert "gpuplan recommend" in err.value.hint

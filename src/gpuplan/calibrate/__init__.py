@@ -85,7 +85,7 @@ def calibrate_here(workload: Any, runner: Runner = torch_runner, steps: int = 5,
         resolved = resolved.with_updates(framework=PROFILE_FRAMEWORK)
     model = resolve_model(resolved.model)
     if not model.is_llm:
-        raise GpuplanError(_("gpuplan calibrate profiles transformer language models; {model} is a {kind} model.").format(
+        raise GpuplanError(_("gpuplan calibrate profiles transformer language models; {model} is not one (its kind: {kind}).").format(
             model=model.id, kind=model.kind), hint=_("Use `gpuplan calibrate --from FILE.csv` with your measurements."))
     measured: Measurement = runner(resolved, model, steps)
     gpu, gpu_note = resolve_gpu(measured.device_name)

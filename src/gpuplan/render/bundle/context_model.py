@@ -47,7 +47,7 @@ def train_model(workload: Any, arch: str | None = None) -> tuple[str, str]:
                              "repository id, so the training bundle cannot download it.").format(name=repr(name)),
                            hint=hint, field="model")
     if spec.kind != "decoder":
-        raise GpuplanError(_("The training bundle trains decoder language models; {name} is a {kind} model.").format(
+        raise GpuplanError(_("The training bundle trains decoder language models; {name} is not one (its kind: {kind}).").format(
                                name=repr(name), kind=spec.kind),
                            hint=_("Use `gpuplan recommend` for sizing; write the training script for this model "
                                   "yourself."), field="model")
