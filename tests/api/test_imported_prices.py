@@ -49,11 +49,12 @@ def test_python_api_and_cli_use_the_imported_price(imported):
                               "A10-24GB", "--region", "cn-shanghai", "--wide", "--lang", "en")
     assert code == 0
     first = next(line for line in out.splitlines() if line.lstrip().startswith("1 "))
-    assert "gn7i-c8g1.2xlarge" in first and f"{QUOTED} (1 d), yours" in first
+    age = (dt.date.today() - dt.date.fromisoformat(QUOTED)).days   # 2 when the run crosses midnight
+    assert "gn7i-c8g1.2xlarge" in first and f"{QUOTED} ({age} d), yours" in first
     assert OWN in out
     code, out_zh, _err = run_cli("recommend", "--model", "Qwen/Qwen2.5-7B-Instruct", "--task", "inference", "--gpu",
                                  "A10-24GB", "--region", "cn-shanghai", "--wide", "--lang", "zh")
-    assert code == 0 and f"{QUOTED}（1 天），您的报价" in out_zh and "您自己的价格：quote.csv" in out_zh
+    assert code == 0 and f"{QUOTED}（{age} 天），您的报价" in out_zh and "您自己的价格：quote.csv" in out_zh
 
 
 def test_plan_bundle_cost_lines_and_plan_json_carry_the_imported_price(imported):
