@@ -215,6 +215,9 @@ class Workload(_Strict):
             raise ValueError(_("max_output_tokens ({cap}) is below output_tokens ({mean}): output_tokens is the mean "
                                "length, max_output_tokens the longest a request may generate").format(
                 cap=self.max_output_tokens, mean=self.output_tokens))
+        if self.head is not None and not self.is_training:
+            raise ValueError(_("head says which output layer a training run trains; an inference workload trains "
+                               "none: set task to pretrain, full, lora or qlora, or drop head"))
         if self.max_output_tokens is not None and self.is_training:
             raise ValueError(_("max_output_tokens applies to inference: set task to inference, or drop it"))
         if self.max_output_tokens is not None and self.output_tokens is None:

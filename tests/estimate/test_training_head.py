@@ -54,3 +54,25 @@ def test_a_decoder_reward_model_can_say_classifier():
 def test_a_wrong_head_is_one_clear_error():
     with pytest.raises(GpuplanError):
         estimate({**SST2, "head": "regression"})
+
+
+def test_head_on_an_inference_workload_is_refused_by_every_door():
+    from gpuplan.plan.recommend import recommend
+
+    w = {"model": "BAAI/bge-m3", "task": "inference", "head": "classifier", "hardware": {"gpu": "A10", "count": 1}}
+    for door in (estimate, recommend):
+        with pytest.raises(GpuplanError, match="inference workload trains none"):
+            door(w)
+
+
+@pytest.mark.parametrize("model", ["timm/resnet50.a1_in1k", "openai/whisper-small"])
+def test_head_on_a_model_that_trains_its_own_output_layers_is_refused_by_both_doors(model):
+    """A vision or speech model's estimate sizes the output layers its profile names: a head would be ignored."""
+    from gpuplan.plan.recommend import recommend
+
+    w = {"model": model, "task": "full", "head": "classifier", "hardware": {"gpu": "A10", "count": 1}}
+    for door in (estimate, recommend):
+        with pytest.raises(GpuplanError, match="would ignore it") as err:
+            door(w)
+        assert err.value.field == "head" and "remove head" in err.value.hint
+    assert estimate({k: v for k, v in w.items() if k != "head"}).memory.per_gpu_bytes > 0

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import scale_performance, workload_class
-from gpuplan.estimate.engine_defaults import encoder_defaults, training_head
+from gpuplan.estimate.engine_defaults import encoder_defaults, refuse_unread_head, training_head
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import calibration
 from gpuplan.estimate.shapes import CLASSIFIER_OUTPUTS, Shape, shape_of, with_classifier_head
@@ -223,6 +223,7 @@ def estimate(workload: Workload | dict | str, **overrides: Any) -> Estimate:
     from gpuplan.estimate.nonllm.input_keys import refuse_unread_input
 
     refuse_unread_input(model, resolved.input)
+    refuse_unread_head(model, resolved)
     resolved, notes = encoder_defaults(w, resolved, model, notes)
     system, sys_notes = system_from_workload(resolved)
     layout = layout_from_workload(resolved, system.total_gpus, system.gpus_per_node, _layers(model))

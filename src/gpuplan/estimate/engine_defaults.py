@@ -67,6 +67,22 @@ def training_head(w: Workload, model) -> str:
     return "lm"
 
 
+def refuse_unread_head(model, w: Workload) -> None:
+    """One error when the workload names a ``head`` its model's estimate would ignore: vision, diffusion and speech
+    models train their own output layers (estimate/nonllm), sized from their profile, not from ``head``. Both doors
+    call it before their work (estimate/core.estimate, plan/recommend), as :func:`refuse_unread_input`."""
+    if w.head is None or is_llm(model) or getattr(model, "profile", None) is None:
+        return
+    from gpuplan.errors import GpuplanError
+
+    raise GpuplanError(
+        _("head applies to language models and encoder-only text models; the estimate of {model} (its kind: {kind}) "
+          "would ignore it.").format(model=getattr(model, "id", str(model)), kind=getattr(model, "kind", "?")),
+        hint=_("{model} trains the output layers its profile names; remove head.").format(
+            model=getattr(model, "id", str(model))),
+        field="head")
+
+
 def encoder_defaults(given: Workload, resolved: Workload, model, notes: list[str]) -> tuple[Workload, list[str]]:
     """An encoder-only model (BERT-class, embedding and reranker models) generates nothing: output_tokens 0
     and, unless the workload names one, the stack the bundle launches (:func:`encoder_engine`). The generic

@@ -123,7 +123,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     Recommendation with no plans and its ``binding_constraints``.
     """
     from gpuplan.catalog.models import resolve_model, workload_region
-    from gpuplan.estimate.engine_defaults import batched_job, encoder_defaults
+    from gpuplan.estimate.engine_defaults import batched_job, encoder_defaults, refuse_unread_head
     from gpuplan.estimate.shapes import shape_of
 
     t0 = time.perf_counter()
@@ -165,6 +165,7 @@ def recommend(workload: Workload | dict | str, *, top: int = DEFAULT_TOP, cache_
     from gpuplan.estimate.nonllm.input_keys import refuse_unread_input
 
     refuse_unread_input(model, resolved.input)   # the estimate's own error for an input key the model ignores
+    refuse_unread_head(model, resolved)
     if shape is None:   # what the estimator cannot size: the estimate's one error, not every layout rejected
         from gpuplan.estimate.nonllm.nonllm import refuse_unmodelled_quantization
         from gpuplan.estimate.nonllm.trained_weights import adapter_params_per_rank
