@@ -134,3 +134,21 @@ def test_the_jobs_stated_text_length_is_its_prompt_length():
     assert rec.best.to_dict()["time_s"] == pytest.approx(stated.best.to_dict()["time_s"])
     longer = recommend({**job, "dataset": {"items": 20_000_000, "tokens_per_sample": 1024}})
     assert rec.best.to_dict()["time_s"] < 0.5 * longer.best.to_dict()["time_s"]
+
+
+def test_an_llm_generation_jobs_stated_text_length_is_its_prompt_length_at_both_doors():
+    """The same rule for a decoder's offline generation job (vLLM over a dataset of prompts): the stated item length
+    is the prompt, in `recommend` and in `estimate` of the plan's machine, and a stated prompt_tokens wins."""
+    from gpuplan.estimate.core import estimate
+
+    job = {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "inference", "output_tokens": 128,
+           "dataset": {"items": 200_000, "tokens_per_sample": 300}, "constraints": {"regions": ["cn-beijing"]}}
+    rec = recommend(job)
+    assert rec.workload.prompt_tokens == 300
+    assert "assumed prompt_tokens 300 (the dataset's tokens_per_sample)" in rec.assumptions
+    est = estimate({**job, "hardware": {"gpu": "A10", "count": 1}})
+    assert est.workload.prompt_tokens == 300
+    assert any("tokens_per_sample" in a for a in est.assumptions)
+    stated = estimate({**job, "prompt_tokens": 2000, "hardware": {"gpu": "A10", "count": 1}})
+    assert stated.workload.prompt_tokens == 2000
+    assert not any("tokens_per_sample" in a for a in stated.assumptions)
