@@ -195,7 +195,8 @@ class ModelSpec:
     synthetic: bool = False
     assumptions: tuple[str, ...] = ()
     # The format the publisher stores the weights in when it is not 16-bit: "fp8" (DeepSeek-V3/R1,
-    # Kimi-K2: config.json quantization_config.quant_method "fp8"), "mxfp4" (gpt-oss experts); None = 16-bit.
+    # Kimi-K2: config.json quantization_config.quant_method "fp8"), "mxfp4" (gpt-oss experts), "fp32" (torch_dtype
+    # float32: bge-m3); None = 16-bit or unstated. It sizes the download (plan/money/transfer.download_bytes).
     native_dtype: str | None = None
     # Vision-language models: parameters of the vision tower and its projector (catalog/configs/towers.py). They
     # count in params_total (weights, gradients, checkpoints) but not in the per-token shape above.

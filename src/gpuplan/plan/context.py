@@ -165,14 +165,14 @@ def training_shared_fs(ctx: PlanContext, nodes: int, perf: Mapping[str, Any], op
 
 
 def node_weights_bytes(ctx: PlanContext, estimate_weights_bytes: float, tp: int, pp: int) -> float:
-    """The weights each node downloads (16-bit for training, the served weight format otherwise), the number the
+    """The weights each node downloads (the published checkpoint, or the served pre-quantized one), the number the
     plan's download time and the bundle's fetch-model.sh use (plan/money/transfer.py); an inline model without a
     parameter count falls back to the estimate's weights across its model-parallel group."""
     return model_bytes(ctx) or estimate_weights_bytes * max(1, (tp or 1) * (pp or 1))
 
 
 def model_bytes(ctx: PlanContext) -> float:
-    """Bytes of the model checkpoint each node downloads (16-bit, or the quantized size)."""
+    """Bytes of the model checkpoint each node downloads (its published format, or the pre-quantized size)."""
     from gpuplan.plan.money.transfer import download_bytes
 
-    return download_bytes(getattr(ctx.model, "params_total", 0.0), ctx.w.quantization, ctx.training) or 0.0
+    return download_bytes(getattr(ctx.model, "params_total", 0.0), ctx.w.quantization, ctx.training, ctx.model) or 0.0

@@ -102,10 +102,12 @@ def _with_ops(p: Plan, workload: Workload) -> dict:
     from gpuplan.plan.advice.ops import TRAIN_TASKS, ops_advice
 
     d = p.to_dict()
-    params = getattr(getattr(p.estimate, "model", None), "params_total", None)
+    spec = getattr(p.estimate, "model", None)
+    params = getattr(spec, "params_total", None)
     training = (workload.task or "inference") in TRAIN_TASKS
     # the weights each node downloads: the bundle's figure (render/bundle/context_serving.py), for the auto-release
-    d["ops"] = ops_advice(d, workload, model_bytes=download_bytes(params, workload.quantization, training=training))
+    d["ops"] = ops_advice(d, workload, model_bytes=download_bytes(params, workload.quantization, training=training,
+                                                                     model=spec))
     return d
 
 

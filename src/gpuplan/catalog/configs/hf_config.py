@@ -240,9 +240,15 @@ _NATIVE_FORMATS = {"fp8": "fp8", "mxfp4": "mxfp4"}
 
 
 def _native_dtype(raw: Mapping[str, Any]) -> str | None:
+    """The publisher's weight format when it is not 16-bit: a native quantization (``quantization_config``), or
+    fp32 where the config says its weights are float32 (``torch_dtype`` / transformers 5's ``dtype``: bge-m3,
+    snowflake-arctic-embed). A config that says nothing is read as 16-bit (the checkpoint's size is unknown)."""
     qc = raw.get("quantization_config")
     method = qc.get("quant_method") if isinstance(qc, Mapping) else None
-    return _NATIVE_FORMATS.get(method) if isinstance(method, str) else None
+    if isinstance(method, str) and method in _NATIVE_FORMATS:
+        return _NATIVE_FORMATS[method]
+    stated = raw.get("torch_dtype", raw.get("dtype"))
+    return "fp32" if stated == "float32" else None
 
 
 def _attention_kind(heads: int, kv: int, mla: MLASpec | None) -> str:

@@ -62,19 +62,52 @@ class Transfers:
         return self.boot_s + self.driver_install_s + self.image_pull_s
 
 
-# Bytes per parameter of the checkpoint a node downloads, by weight format: 16-bit unless the repo is
-# pre-quantized (bitsandbytes quantizes a 16-bit checkpoint at load time, so its download is 16-bit too).
-CHECKPOINT_BYTES_PER_PARAM = {"none": 2.0, "int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5,
-                              "gptq-int4": 0.5, "bnb-nf4": 2.0, "bnb-int8": 2.0}
+# Bytes per parameter of a pre-quantized checkpoint a service downloads instead of the publisher's (AWQ / GPTQ / FP8
+# repositories): the fallback when the model's block shape is unknown (an inline model); with it, the estimate's own
+# weight_bytes counts the quantized blocks and the 16-bit embeddings. bitsandbytes quantizes the published checkpoint
+# at load time, so its download is the published one.
+PREQUANTIZED_BYTES_PER_PARAM = {"int8": 1.0, "fp8": 1.0, "gptq-int8": 1.0, "int4": 0.5, "awq": 0.5, "gptq-int4": 0.5}
+# the publisher's own format when it is not 16-bit (ModelSpec.native_dtype: config.json's quantization_config for
+# DeepSeek-V3 / Kimi-K2 FP8 and gpt-oss MXFP4, its torch_dtype float32 for fp32 checkpoints such as bge-m3)
+PUBLISHED_BYTES_PER_PARAM = {"fp8": 1.0, "mxfp4": 0.5, "fp32": 4.0}
 
 
-def download_bytes(params: float | None, quantization: str | None, training: bool) -> float | None:
-    """Bytes of the weights each node downloads: a training job fetches the 16-bit checkpoint it trains from, a
-    service the checkpoint of its weight format."""
+def download_bytes(params: float | None, quantization: str | None, training: bool, model: Any = None) -> float | None:
+    """Bytes of the weights each node downloads: a training job fetches the published checkpoint it trains from, a
+    service the checkpoint of its weight format (a pre-quantized repository, else the published one). ``model``: the
+    ModelSpec when known - its published format (``native_dtype``: FP8 is 1 byte per block weight, not 2; MXFP4
+    experts 4.25 bits; fp32 4 bytes) and its block shape, counted by the estimate's weight_bytes (one rule for the
+    weights a GPU holds and the weights a node fetches)."""
     if not params:
         return None
-    per_param = 2.0 if training else CHECKPOINT_BYTES_PER_PARAM.get(quantization or "none", 2.0)
+    native = getattr(model, "native_dtype", None)
+    scheme = quantization if (not training and quantization in PREQUANTIZED_BYTES_PER_PARAM) else native
+    if scheme is None:
+        return float(params) * 2.0
+    if scheme == "fp32":
+        return float(params) * 4.0
+    shape = _block_shape(model)
+    if shape is not None and abs(shape.params_total - float(params)) <= 0.02 * float(params):
+        from gpuplan.estimate.shapes import weight_bytes
+
+        return weight_bytes(shape, "bf16", scheme)[0]
+    per_param = PREQUANTIZED_BYTES_PER_PARAM.get(scheme) or PUBLISHED_BYTES_PER_PARAM.get(scheme, 2.0)
     return float(params) * per_param
+
+
+def _block_shape(model: Any) -> Any:
+    """The estimate's Shape of a language model (None for a vision / diffusion / speech profile or no model)."""
+    if model is None or not hasattr(model, "num_layers"):
+        return None
+    from gpuplan.estimate.engine_defaults import is_llm
+    from gpuplan.estimate.shapes import shape_of
+
+    if not is_llm(model):
+        return None
+    try:
+        return shape_of(model)
+    except Exception:  # noqa: BLE001 - a partial inline shape: the per-parameter table
+        return None
 
 
 @dataclass(frozen=True)

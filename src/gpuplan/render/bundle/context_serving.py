@@ -10,6 +10,7 @@ from typing import Any
 from gpuplan.plan.advice.node_env import scope
 from gpuplan.plan.advice.ops import job_data_bytes
 from gpuplan.plan.money.transfer import download_bytes, fixed_parts_s, plan_staged
+from gpuplan.render.bundle.context_model import catalog_spec
 
 
 def finite_number(value: Any) -> float | None:
@@ -86,7 +87,8 @@ def serving_fields(plan: dict, workload: Any, estimate: dict, gpu: str, region: 
         "platform": str(plan.get("platform") or "ecs"), "engine": engine, "engine_planned": planned,
         "ep": _int(par.get("ep") or srv.get("ep"), 1), "dp_attention": bool(par.get("dp_attention") or srv.get("dp_attention")),
         "bf16": bf16, "gpu_cc": cc, "hub": str(scope(region)["weights_source"]),
-        "model_bytes": download_bytes(params, getattr(workload, "quantization", None), training),
+        "model_bytes": download_bytes(params, getattr(workload, "quantization", None), training,
+                                      catalog_spec(getattr(workload, "model", None))),
         "checkpoint_bytes": finite_number((plan.get("storage") or {}).get("checkpoint_bytes")),
         "plan_fixed": fixed_parts_s(plan.get("fixed_costs")), "first_boot": first_boot(plan, region, training),
         # a service when the workload states serving and the plan is not a batch job (a dataset with serving.max_num_seqs
