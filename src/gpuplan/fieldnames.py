@@ -73,6 +73,7 @@ FIELD_LABELS: dict[str, str] = {
     "fsdp": N_("FSDP"), "offload": N_("Offload"), "microbatches": N_("Micro-batches"),
     "dp_attention": N_("Data-parallel attention"), "vp": N_("Virtual pipeline stages"),
     "schedule": N_("Pipeline schedule"), "tp_comm_overlap": N_("TP communication overlap"),
+    "loss_parallel": N_("Loss on vocab-split logits"), "ep_dispatcher": N_("MoE token dispatcher"),
     "requests_per_s": N_("Requests per second"), "peak_requests_per_s": N_("Peak requests per second"),
     "requests_per_day": N_("Requests per day"), "peak_hours_per_day": N_("Peak hours per day"),
     "ttft_ms": N_("TTFT target (ms)"), "tpot_ms": N_("TPOT target (ms)"),

@@ -218,6 +218,9 @@ class Workload(_Strict):
         if self.head is not None and not self.is_training:
             raise ValueError(_("head says which output layer a training run trains; an inference workload trains "
                                "none: set task to pretrain, full, lora or qlora, or drop head"))
+        if self.parallel is not None and self.parallel.ep_dispatcher is not None and not self.is_training:
+            raise ValueError(_("parallel.ep_dispatcher times a training run's MoE token exchange; a serving engine "
+                               "picks its own: set task to pretrain, full, lora or qlora, or drop it"))
         if self.max_output_tokens is not None and self.is_training:
             raise ValueError(_("max_output_tokens applies to inference: set task to inference, or drop it"))
         if self.max_output_tokens is not None and self.output_tokens is None:

@@ -137,6 +137,11 @@ class ParallelSpec(_Strict):
                                        "loss_parallel); false: the logits are gathered whole on every rank "
                                        "(transformers' tp_plan, a DTensor plan with output_layouts=Replicate()); "
                                        "unset = false for transformers and llama-factory, true otherwise")
+    ep_dispatcher: Literal["alltoall", "deepep"] | None = Field(None, description=(
+        "training with ep across nodes: how tokens reach their experts. alltoall = NCCL all-to-all, one copy of a "
+        "token per expert it routes to (Megatron-Core's alltoall dispatcher); deepep = node-deduplicated dispatch, "
+        "a token crosses to each remote node once and is forwarded to that node's experts over NVLink (DeepEP's "
+        "normal kernels, Megatron-Core's flex dispatcher with the DeepEP or HybridEP backend). Unset = alltoall"))
 
 
 class DatasetSpec(_Strict):

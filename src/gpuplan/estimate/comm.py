@@ -128,7 +128,8 @@ def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: flo
     domain at its bus bandwidth. An EP group wider than a node sends only the share bound for other nodes' ranks,
     (ep - local) / ep with ``local`` EP ranks per node, through the node's NICs (shared by its GPUs); the share for the
     local - 1 ranks beside it crosses NVLink at the same time: an all-to-all is pairwise sends to every peer, each over
-    the link that joins the two GPUs (NCCL all-to-all, Megatron-Core's alltoall dispatcher)."""
+    the link that joins the two GPUs (NCCL all-to-all, Megatron-Core's alltoall dispatcher). ``layout.ep_dispatcher``
+    deepep: each token crosses to a remote node once (below)."""
     if layout.ep <= 1 or not s.moe_experts or not s.moe_experts_per_token:
         return 0.0
     per_rank = tokens_mb / max(1, layout.tp) * s.moe_experts_per_token * s.hidden * 2.0 / layout.ep
@@ -139,7 +140,18 @@ def expert_all_to_all_s(system: System, s: Shape, layout: Layout, tokens_mb: flo
         return 4.0 * layers * (per_rank * (layout.ep - 1) / bw + lat * (layout.ep - 1))
     local = max(1, min(layout.ep, system.gpus_per_node // max(1, layout.tp)))
     remote = layout.ep - local
-    off_node = per_rank * remote / (float(inter) / system.gpus_per_node) + system.inter_latency_s() * remote
+    if layout.ep_dispatcher == "deepep":
+        # node-deduplicated dispatch (DeepEP's normal kernels; Megatron-Core's flex dispatcher, DeepEP or HybridEP
+        # backend): a token crosses to each remote node holding one of its k experts once, and that node's NVLink
+        # forwards it to the experts (DeepSeek-V3 report arXiv 2412.19437 §3.2.2: "IB ... then forwarded via NVLink").
+        # With uniform routing over n nodes a token reaches (n - 1)(1 - (1 - 1/n)^k) remote nodes, against k x
+        # remote / ep copies through the NICs under an all-to-all (e.g. k 8 over 2 nodes: 1.0 instead of 4).
+        nodes = max(1.0, layout.ep / local)
+        reached = (nodes - 1.0) * (1.0 - (1.0 - 1.0 / nodes) ** s.moe_experts_per_token)
+        cross = tokens_mb / max(1, layout.tp) * s.hidden * 2.0 * reached
+        off_node = cross / (float(inter) / system.gpus_per_node) + system.inter_latency_s() * (nodes - 1.0)
+    else:
+        off_node = per_rank * remote / (float(inter) / system.gpus_per_node) + system.inter_latency_s() * remote
     on_node = per_rank * (local - 1) / system.intra_bus_bytes_s() + system.intra_latency_s() * (local - 1)
     return 4.0 * layers * max(off_node, on_node)
 

@@ -99,6 +99,7 @@ class Layout:
     schedule: str = "1f1b"        # 1f1b | interleaved | gpipe
     tp_comm_overlap: bool = False # TP collectives overlapped with GEMMs (TE userbuffers)
     loss_parallel: bool = True    # with tp: the loss over the vocab-split logits, not logits gathered on every rank
+    ep_dispatcher: str = "alltoall"  # alltoall | deepep (node-deduplicated MoE dispatch: comm.expert_all_to_all_s)
 
     @property
     def model_parallel(self) -> int:
@@ -213,6 +214,7 @@ def layout_from_workload(w: "Workload", total_gpus: int, gpus_per_node: int, lay
         dp_attention=bool(getattr(par, "dp_attention", False)) if par else False,
         naive_pipeline=naive_layer_split(framework, pp, tp, zero), vp=vp, schedule=schedule,
         tp_comm_overlap=bool(overlap and tp > 1), loss_parallel=loss_parallel(par, framework, tp),
+        ep_dispatcher=ep_dispatcher(par),
     )
 
 
@@ -246,6 +248,11 @@ def loss_parallel(par, framework: str, tp: int) -> bool:
     if par is not None and getattr(par, "loss_parallel", None) is not None:
         return bool(par.loss_parallel)
     return framework not in GATHERED_LOGITS_FRAMEWORKS
+
+
+def ep_dispatcher(par) -> str:
+    """How MoE tokens reach their experts: the workload's parallel.ep_dispatcher, else NCCL all-to-all."""
+    return str(getattr(par, "ep_dispatcher", None) or "alltoall") if par is not None else "alltoall"
 
 
 def sequence_parallel(par, framework: str, tp: int) -> bool:

@@ -17,6 +17,7 @@ from gpuplan.estimate.system import (
     TP_OVERLAP_FRAMEWORKS,
     Layout,
     System,
+    ep_dispatcher,
     loss_parallel,
     pipeline_schedule,
     sequence_parallel,
@@ -162,7 +163,7 @@ class Searcher(SearchSpace):
                       grad_accum=ga, microbatches=ga if pp > 1 else 1,
                       naive_pipeline=pp > 1 and framework in NAIVE_PP_FRAMEWORKS, vp=vp, schedule=schedule,
                       tp_comm_overlap=bool(overlap and tp > 1 and self.training),
-                      loss_parallel=loss_parallel(par, framework, tp),
+                      loss_parallel=loss_parallel(par, framework, tp), ep_dispatcher=ep_dispatcher(par),
                       dp_attention=(config.dp_attention if config is not None
                                     else bool(par and par.dp_attention) and not self.training),
                       ep=config.ep if config is not None else 1)
