@@ -252,6 +252,10 @@ def _input_from_notes(notes: str) -> dict[str, int | str]:
         m = re.search(rf"\b{key} (\d+)\b", notes or "")
         if m:
             out[key] = int(m.group(1))
+    # a joint-attention pipeline's T5 prompt length (diffusers max_sequence_length, torchtitan max_t5_encoding_len)
+    m = re.search(r"\b(?:max_sequence_length|max_t5_encoding_len)[ =]'?(\d+)", notes or "")
+    if m:
+        out["text_tokens"] = int(m.group(1))
     m = re.search(r"\boffload (model|sequential|none)\b", notes or "")   # video pipelines' CPU offload
     if m:
         out["offload"] = m.group(1)

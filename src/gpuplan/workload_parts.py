@@ -210,6 +210,11 @@ class InputSpec(_Strict):
     offload: Literal["none", "model", "sequential"] | None = Field(
         None, description="diffusers CPU offload: model = enable_model_cpu_offload (Wan --offload_model), "
                           "sequential = enable_sequential_cpu_offload; default none")
+    text_tokens: int | None = Field(
+        None, ge=1, le=16384, description="joint-attention diffusion transformers (FLUX, SD3): the prompt's T5 "
+                                          "tokens, which join the image tokens in every block (diffusers "
+                                          "max_sequence_length; torchtitan max_t5_encoding_len); default the "
+                                          "pipeline's: FLUX.1-dev 512, SD3 256")
     precomputed_conditioning: bool | None = Field(
         None, description="diffusion training: the prompts' text embeddings and the images' VAE latents are computed "
                           "before training (diffusers --cache_latents and precomputed embeddings), so the text "

@@ -44,12 +44,54 @@ def input_scale(profile, inp: dict | None) -> tuple[InputScale, list[str]]:
     given = (image_side(inp) if key == "image_size" else (inp or {}).get(key)) if key else None
     if not key or ref is None:
         return InputScale(), notes
+    joint = joint_tokens(profile, inp, float(given) if given is not None else float(ref))
+    if joint is not None:   # a joint-attention transformer: the text tokens do not grow with the image
+        tokens, ref_tokens, attention_share = joint
+        t = tokens / ref_tokens
+        if given is None:
+            notes.append(_("assumed {key} {ref} (the profile's reference input)").format(key=key, ref=ref))
+        return InputScale((1.0 - attention_share) * t + attention_share * t * t, t,
+                          float(given if given is not None else ref)), notes
     if given is None:
         notes.append(_("assumed {key} {ref} (the profile's reference input)").format(key=key, ref=ref))
         return InputScale(value=float(ref)), notes
     ratio = float(given) / float(ref)
     return InputScale(ratio ** float(scaling.get("flops_exponent", common)),
                       ratio ** float(scaling.get("activation_exponent", common)), float(given)), notes
+
+
+def text_tokens(profile, inp: dict | None) -> tuple[float, float] | None:
+    """(the prompt's T5 tokens, the pipeline's default) of a joint-attention diffusion transformer (FLUX, SD3: the
+    pipeline's ``max_sequence_length``; the workload's ``input.text_tokens`` overrides it), None for other models."""
+    default = (getattr(profile, "pipeline", None) or {}).get("max_sequence_length")
+    if not default:
+        return None
+    given = (inp or {}).get("text_tokens")
+    return float(given or default), float(default)
+
+
+def joint_tokens(profile, inp: dict | None, side: float) -> tuple[float, float, float] | None:
+    """(tokens per pass, the reference's, the reference's attention share of FLOPs) of a joint-attention diffusion
+    transformer, whose text tokens join the image tokens in every block (FLUX's double- and single-stream blocks, SD3's
+    MMDiT): the image tokens grow with the side squared, the text tokens not (diffusers ``max_sequence_length``; CLIP's
+    77 tokens in SD3's joint sequence stay fixed). Linear layers grow with the tokens, attention with their square;
+    activations (fused attention) with the tokens. None for a model without a joint sequence."""
+    text = text_tokens(profile, inp)
+    pipe = getattr(profile, "pipeline", None) or {}
+    groups: list = list(pipe.get("self_attention") or ())
+    ref_tokens = float((profile.reference_input or {}).get("tokens") or 0.0)
+    ref_side = float((profile.scaling or {}).get("reference") or 0.0)
+    if text is None or len(groups) != 1 or not ref_tokens or not ref_side:
+        return None
+    extra = float(groups[0][1])                     # the joint text tokens at the pipeline's default
+    fixed = extra - text[1]                         # CLIP's share of them (SD3: 77), independent of the T5 length
+    image_ref = ref_tokens - extra
+    tokens = image_ref * (side / ref_side) ** 2 + fixed + text[0]
+    hidden = float(pipe.get("attention_hidden") or 0.0)
+    layers = float(pipe.get("attention_layers") or 0.0)
+    flops = float(getattr(profile, "forward_flops_per_sample", 0.0) or 0.0)
+    share = min(0.9, layers * 4.0 * ref_tokens ** 2 * hidden / flops) if flops and hidden and layers else 0.0
+    return tokens, ref_tokens, share
 
 
 def image_side(inp: dict | None) -> float | None:

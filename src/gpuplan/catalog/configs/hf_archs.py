@@ -36,8 +36,12 @@ class HfArch:
     type_vocab_size: int = 0  # token-type embeddings when the config does not say
     multimodal: bool = False  # a vision (or audio) tower beside the language model, not counted
     defaults: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None   # what of this architecture the uniform layer shape leaves out (a spec assumption)
 
 
+_GEMMA4 = N_("{name}: Gemma 4's full-attention layers (512-wide heads, fewer KV heads, keys reused as values), its "
+             "KV-shared layers (no cache of their own) and its per-layer embedding table (E2B / E4B) are not modelled: "
+             "every layer is read as a sliding one (the config's head_dim and KV heads)")
 GPT_LIKE: dict[str, Any] = dict(mlp="plain", norm="layernorm", qkv_bias=True, o_bias=True, mlp_bias=True)
 HF_ARCHS: dict[str, HfArch] = {
     "llama": HfArch("llama", "llama"),
@@ -67,6 +71,11 @@ HF_ARCHS: dict[str, HfArch] = {
                           defaults={"vocab_size": 262208, "head_dim": 256}),  # Gemma3TextConfig defaults
     "gemma3": HfArch("llama", "gemma", tie=True, qk_norm=True, norms_per_layer=4, multimodal=True,
                      defaults={"vocab_size": 262208, "head_dim": 256}),
+    # Gemma 4 (transformers modeling_gemma4.py): Gemma 3's layer (q/k norms, four RMSNorms, tied head) with parts the
+    # uniform shape leaves out, stated in the spec's assumptions; 26B-A4B keeps its dense MLP beside the experts
+    # (read as a shared expert of intermediate_size: hf_config._moe_from_config)
+    "gemma4_text": HfArch("llama", "gemma", tie=True, qk_norm=True, norms_per_layer=4, note=_GEMMA4),
+    "gemma4": HfArch("llama", "gemma", tie=True, qk_norm=True, norms_per_layer=4, multimodal=True, note=_GEMMA4),
     "phi3": HfArch("llama", "phi"),
     "phi3_v": HfArch("llama", "phi", multimodal=True),
     "granite": HfArch("llama", "granite", tie=True),
@@ -77,6 +86,11 @@ HF_ARCHS: dict[str, HfArch] = {
     "llava": HfArch("llama", "llava", multimodal=True),
     "qwen2_vl": HfArch("qwen2", "qwen2", qkv_bias=True, multimodal=True),
     "qwen2_5_vl": HfArch("qwen2", "qwen2", qkv_bias=True, multimodal=True),
+    # Qwen3-VL: a Qwen3 (dense or MoE) language model under text_config (q/k RMSNorm, no biases)
+    "qwen3_vl": HfArch("qwen3", "qwen3", qk_norm=True, multimodal=True),
+    "qwen3_vl_text": HfArch("qwen3", "qwen3", qk_norm=True),
+    "qwen3_vl_moe": HfArch("qwen3moe", "qwen3", qk_norm=True, multimodal=True),
+    "qwen3_vl_moe_text": HfArch("qwen3moe", "qwen3", qk_norm=True),
     # StableLM: LayerNorm (with bias), SwiGLU, optional q/k/v biases (use_qkv_bias)
     "stablelm": HfArch("llama", "stablelm", norm="layernorm"),
     # Cohere (Command-R, Aya): one bias-free LayerNorm feeds attention and MLP in parallel; tied head

@@ -270,6 +270,8 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     raw_type = flat.get("model_type")
     t = (raw_type if isinstance(raw_type, str) else "").lower().replace("-", "_")
     base, assumptions = _arch_for(t)
+    if base.note:
+        assumptions.append(_(base.note).format(name=name))
     c = _Cfg({**base.defaults, **flat}, name)
     layers = c.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
     hidden = c.int("hidden_size", "n_embd", "d_model", "n_embed", "dim")
@@ -366,9 +368,10 @@ def _linear_attention(c: _Cfg, t: str, layers: int) -> LinearAttentionSpec | Non
 
 def _moe_from_config(c: _Cfg, t: str, ffn: int) -> MoESpec | None:
     experts = c.int("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts", required=False)
-    if not experts:
+    if not experts or (t.startswith("gemma4") and not c.bool("enable_moe_block", False)):
         return None
-    top_k = c.int("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "moe_top_k")
+    top_k = c.int("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "moe_top_k",
+                  "top_k_experts")
     assert top_k is not None
     width = c.int("moe_intermediate_size", default=ffn)
     shared = c.int("n_shared_experts", default=0) or 0
@@ -376,6 +379,8 @@ def _moe_from_config(c: _Cfg, t: str, ffn: int) -> MoESpec | None:
     if t == "qwen2_moe" or c.has("shared_expert_intermediate_size"):
         shared_width = c.int("shared_expert_intermediate_size", default=0) or 0
         shared = 1 if shared_width else 0
+    if t.startswith("gemma4"):   # Gemma4TextDecoderLayer keeps its dense MLP and adds the expert block beside it
+        shared, shared_width = 1, ffn
     return MoESpec(
         num_experts=experts,
         experts_per_token=top_k,

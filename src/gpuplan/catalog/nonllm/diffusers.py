@@ -213,7 +213,10 @@ def pipeline_spec(index: Mapping[str, Any], read: Reader, name: str, source: str
                   "text_encoder_flops_per_prompt": text_flops, "text_encoder_kernels": text_ops,
                   # what a context-parallel (Ulysses) split exchanges per attention layer (estimate/nonllm/diffusion.py)
                   "attention_hidden": dit["hidden"], "attention_layers": dit["layers"],
-                  "self_attention": dit["self_attention"], "lora_params_per_rank": dit["lora_params_per_rank"]},
+                  "self_attention": dit["self_attention"], "lora_params_per_rank": dit["lora_params_per_rank"],
+                  # the T5 prompt length a joint-attention transformer (SD3, FLUX) adds to its tokens
+                  # (estimate/profile.joint_tokens; PixArt's text is cross-attention)
+                  **({"max_sequence_length": txt_tokens} if kind != "PixArt" else {})},
     )
     spec = ModelSpec(
         id=name, family={"PixArt": "pixart", "SD3": "stable-diffusion", "FLUX": "flux"}[kind], kind="diffusion",

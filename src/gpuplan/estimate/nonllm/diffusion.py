@@ -37,6 +37,7 @@ from gpuplan.estimate.forward import ForwardCost, ForwardTime, forward_time, unf
 from gpuplan.estimate.memory import MemoryEstimate
 from gpuplan.estimate.params import table
 from gpuplan.estimate.profile import (
+    InputScale,
     NonLLMResult,
     conv_flops_share,
     dense_bytes,
@@ -46,6 +47,7 @@ from gpuplan.estimate.profile import (
     image_side,
     pipeline_memory,
     quantized_denoiser_note,
+    text_tokens,
 )
 from gpuplan.estimate.system import Layout, System
 from gpuplan.i18n import N_, _
@@ -85,7 +87,27 @@ def image_sizes(model, inp: dict | None) -> tuple[int, int]:
     return side, steps
 
 
-def _costs(model, precision: str, scale, side: int, tf32: bool = True) -> tuple[ForwardCost, ForwardCost, ForwardCost]:
+def text_encoder_flops(model, inp: dict | None) -> float:
+    """FLOPs of the text encoders for one prompt: the pipeline's figure at its default prompt length, in proportion
+    to the T5 tokens a joint-attention pipeline is given (``input.text_tokens``; CLIP's fixed 77 tokens are a few
+    per cent of it and scale along)."""
+    base = float(_pipe(model).get("text_encoder_flops_per_prompt", 0.0))
+    text = text_tokens(model.profile, inp)
+    return base * text[0] / text[1] if text is not None else base
+
+
+def text_encoder_cost(model, precision: str, tf32: bool = True, inp: dict | None = None) -> ForwardCost:
+    """The text encoders' forward for one prompt (FLOPs at the prompt's T5 length, their weights read once per
+    call): what a training step without precomputed conditioning runs beside the denoiser."""
+    pipe = _pipe(model)
+    _denoiser, text_p, _vae = component_params(model)
+    cpu = forward_cost(model, InputScale(), precision, params=1.0, tf32=tf32).cpu_factor
+    return ForwardCost(text_encoder_flops(model, inp), 0.0, text_p * dense_bytes(precision),
+                       float(pipe.get("text_encoder_kernels", 0.0)), matmul_dtype(precision, tf32), cpu)
+
+
+def _costs(model, precision: str, scale, side: int, tf32: bool = True,
+           inp: dict | None = None) -> tuple[ForwardCost, ForwardCost, ForwardCost]:
     """(denoiser forward, text encoders per prompt, VAE decode per image) at batch 1. ``tf32`` False: the matmuls on
     the FP32 cores; the VAE decoder is convolutions, which stay on TF32 (clocks.conv_dtype), so its rate is the
     precision's whatever ``tf32`` says."""
@@ -93,7 +115,7 @@ def _costs(model, precision: str, scale, side: int, tf32: bool = True) -> tuple[
     denoiser_p, text_p, vae_p = component_params(model)
     b = dense_bytes(precision)
     denoiser = forward_cost(model, scale, precision, params=denoiser_p, tf32=tf32)
-    text = ForwardCost(float(pipe.get("text_encoder_flops_per_prompt", 0.0)), 0.0, text_p * b,
+    text = ForwardCost(text_encoder_flops(model, inp), 0.0, text_p * b,
                        float(pipe.get("text_encoder_kernels", 0.0)), matmul_dtype(precision, tf32), denoiser.cpu_factor)
     vae_prec = "fp32" if pipe.get("vae_upcast") else precision
     pixels = float(side) ** 2
@@ -173,7 +195,7 @@ def diffusion_inference(model, *, precision: str, batch: int, inp: dict, framewo
     if quantization not in (None, "none"):
         notes.append(quantized_denoiser_note(precision, quantization, component_params(model)[0]
                                              * denoiser_weight_bytes(precision, quantization)))
-    denoiser, text, vae = _costs(model, precision, scale, side, tf32)
+    denoiser, text, vae = _costs(model, precision, scale, side, tf32, inp)
     if precision == "fp32" and not tf32 and conv_flops_share(model) is None:
         notes.append(_("tf32: false: the split of {arch}'s FLOPs between convolutions (on TF32) and matmuls (on the FP32 "
                        "cores) is not counted here: all of them are timed on the FP32 cores, the slow end").format(

@@ -21,7 +21,7 @@ VIDEO_KEYS = DIFFUSION_KEYS + ("frames", "offload")     # estimate/nonllm/video.
 
 # The model kind each InputSpec key belongs to, in words (the error names it); every key has one
 # (tests/estimate/test_input_keys.py).
-_KEY_KIND = {"image_size": "image", "height": "image", "width": "image", "steps": "diffusion",
+_KEY_KIND = {"image_size": "image", "height": "image", "width": "image", "steps": "diffusion", "text_tokens": "joint",
              "precomputed_conditioning": "diffusion", "frames": "video", "offload": "video",
              "audio_seconds": "speech", "tokens_per_window": "speech"}
 
@@ -38,13 +38,17 @@ def read_keys(model: Any) -> tuple[str, ...]:
     if kind == "diffusion":
         from gpuplan.estimate.nonllm.video import is_video
 
-        return VIDEO_KEYS if is_video(model) else DIFFUSION_KEYS
+        if is_video(model):
+            return VIDEO_KEYS
+        joint = bool((getattr(model.profile, "pipeline", None) or {}).get("max_sequence_length"))
+        return DIFFUSION_KEYS + (("text_tokens",) if joint else ())
     return ()
 
 
 def _kind_words(key: str) -> str:
     return {"image": _("image models (vision and diffusion)"), "diffusion": _("diffusion pipelines"),
-            "video": _("video diffusion pipelines"), "speech": _("speech models (Whisper)")}[_KEY_KIND[key]]
+            "video": _("video diffusion pipelines"), "speech": _("speech models (Whisper)"),
+            "joint": _("joint-attention diffusion transformers (FLUX, SD3)")}[_KEY_KIND[key]]
 
 
 def refuse_unread_input(model: Any, inp: Any) -> None:

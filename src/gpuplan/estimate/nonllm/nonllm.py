@@ -15,7 +15,7 @@ import math
 from dataclasses import replace
 
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.nonllm.diffusion import diffusion_inference
+from gpuplan.estimate.nonllm.diffusion import diffusion_inference, text_encoder_cost
 from gpuplan.estimate.nonllm.video import is_video, video_inference
 from gpuplan.estimate.nonllm.video_training import dit_training_activations, dit_training_cost
 from gpuplan.estimate.forward import ForwardCost, forward_time
@@ -105,7 +105,8 @@ def _memory(model, *, training: bool, precision: str, batch: int, scale: InputSc
 
 
 def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layout: Layout, system: System,
-                   notes: list[str], trained: TrainedWeights, attention_kernel: str | None = None) -> dict:
+                   notes: list[str], trained: TrainedWeights, attention_kernel: str | None = None,
+                   conditioning: ForwardCost | None = None) -> dict:
     """A training step: forward + backward = 3x the forward's FLOPs, traffic and launches (+1 forward with full
     recomputation), the weights read and their gradients written; adapters (LoRA / QLoRA) backpropagate input
     gradients only: 2x (training.costs.flops_per_token's rule), and a QLoRA base is dequantised in every pass
@@ -117,6 +118,11 @@ def _training_perf(model, cost: ForwardCost, *, batch: int, framework: str, layo
     micro = forward_time(step_cost, batch, system, framework, notes, training_kernel(attention_kernel)).seconds
     if trained.quantized_bytes:   # a QLoRA base, dequantised in every pass (the language models' rule)
         micro += dequant_weights_s(system, trained.trained_network, layout, "bnb-nf4")
+    if conditioning is not None:  # the frozen text encoders run on every micro-batch's prompts (no backward)
+        cond_s = forward_time(conditioning, batch, system, framework, []).seconds
+        micro += cond_s
+        notes.append(_("the text encoders encode each micro-batch's {batch} prompt(s): {ms:.0f} ms per micro-batch "
+                       "(the VAE's encoding of the images is not timed)").format(batch=batch, ms=cond_s * 1e3))
     # an optimizer step runs grad_accum micro-batches
     step = micro * max(1, layout.grad_accum)
     gpus = layout.gpus
@@ -204,8 +210,10 @@ def nonllm_estimate(model, *, task: str, precision: str, batch: int, inp: dict |
         cost = dit_training_cost(model, inp or {}, matmul_dtype(precision, tf32),
                                  trained.trained_network * dense_bytes(precision)) \
             if is_video(model) else forward_cost(model, scale, precision, params=trained.trained_network, tf32=tf32)
+        online = model.kind == "diffusion" and not is_video(model) and not (inp or {}).get("precomputed_conditioning")
         perf = _training_perf(model, cost, batch=batch, framework=framework, layout=layout, system=system,
-                              notes=perf_notes, trained=trained, attention_kernel=attention_kernel)
+                              notes=perf_notes, trained=trained, attention_kernel=attention_kernel,
+                              conditioning=text_encoder_cost(model, precision, tf32, inp) if online else None)
     else:
         cost = forward_cost(model, scale, precision, tf32=tf32)
         scores = eager_attention_scores(model)[0] if not flash else 0.0
