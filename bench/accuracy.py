@@ -252,6 +252,10 @@ def _input_from_notes(notes: str) -> dict[str, int | str]:
         m = re.search(rf"\b{key} (\d+)\b", notes or "")
         if m:
             out[key] = int(m.group(1))
+    # a vision-language model's request: the prompt tokens its images become (input.image_tokens)
+    m = re.search(r"\bimage tokens (\d+)", notes or "")
+    if m:
+        out["image_tokens"] = int(m.group(1))
     # a joint-attention pipeline's T5 prompt length (diffusers max_sequence_length, torchtitan max_t5_encoding_len)
     m = re.search(r"\b(?:max_sequence_length|max_t5_encoding_len)[ =]'?(\d+)", notes or "")
     if m:

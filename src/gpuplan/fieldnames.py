@@ -46,7 +46,7 @@ FIELD_LABELS: dict[str, str] = {
     "num_decoder_layers": N_("Decoder layers"), "relative_attention_num_buckets": N_("Relative attention buckets"),
     "sliding_window": N_("Sliding window"), "linear_attention": N_("Linear-attention layers"),
     "attn_output_gate": N_("Attention output gate"), "profile": N_("Profile"), "synthetic": N_("Synthetic"), "native_dtype": N_("Native weight format"),
-    "vision_params": N_("Vision tower parameters"), "sustained_tensor_fraction": N_("Sustained tensor rate (share of peak)"),
+    "vision_params": N_("Vision tower parameters"), "vision_patches_per_token": N_("Vision patches per image token"), "sustained_tensor_fraction": N_("Sustained tensor rate (share of peak)"),
     "assumptions": N_("Assumptions"),
     # workload keys (assumptions, errors)
     "model": N_("Model"), "task": N_("Task"), "precision": N_("Precision"), "quantization": N_("Quantization"),

@@ -221,6 +221,14 @@ class Workload(_Strict):
         if self.parallel is not None and self.parallel.ep_dispatcher is not None and not self.is_training:
             raise ValueError(_("parallel.ep_dispatcher times a training run's MoE token exchange; a serving engine "
                                "picks its own: set task to pretrain, full, lora or qlora, or drop it"))
+        if self.input is not None and self.input.image_tokens is not None:
+            if self.is_training:
+                raise ValueError(_("input.image_tokens times a served vision-language model's vision tower; training "
+                                   "one with images is not modelled: drop it (the images' tokens count in seq_len)"))
+            if self.prompt_tokens is not None and self.input.image_tokens > self.prompt_tokens:
+                raise ValueError(_("input.image_tokens ({image}) are part of prompt_tokens ({prompt}): the prompt holds "
+                                   "the text and the images' tokens, so it cannot be shorter").format(
+                    image=self.input.image_tokens, prompt=self.prompt_tokens))
         if self.max_output_tokens is not None and self.is_training:
             raise ValueError(_("max_output_tokens applies to inference: set task to inference, or drop it"))
         if self.max_output_tokens is not None and self.output_tokens is None:

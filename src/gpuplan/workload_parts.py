@@ -210,6 +210,10 @@ class InputSpec(_Strict):
     offload: Literal["none", "model", "sequential"] | None = Field(
         None, description="diffusers CPU offload: model = enable_model_cpu_offload (Wan --offload_model), "
                           "sequential = enable_sequential_cpu_offload; default none")
+    image_tokens: int | None = Field(
+        None, ge=1, le=1_000_000, description="vision-language models served: the tokens of prompt_tokens that a "
+                                              "request's images become; the vision tower runs on them (its patches "
+                                              "per token) before the language model's prefill")
     text_tokens: int | None = Field(
         None, ge=1, le=16384, description="joint-attention diffusion transformers (FLUX, SD3): the prompt's T5 "
                                           "tokens, which join the image tokens in every block (diffusers "

@@ -34,7 +34,7 @@ def test_every_input_key_belongs_to_a_kind():
     from gpuplan.estimate.nonllm import input_keys
     from gpuplan.workload_parts import InputSpec
 
-    assert set(input_keys._KEY_KIND) == set(InputSpec.model_fields) == set(VIDEO_KEYS + SPEECH_KEYS + ("text_tokens",))
+    assert set(input_keys._KEY_KIND) == set(InputSpec.model_fields) == set(VIDEO_KEYS + SPEECH_KEYS + ("text_tokens", "image_tokens"))
     for key in InputSpec.model_fields:
         assert input_keys._kind_words(key)
 

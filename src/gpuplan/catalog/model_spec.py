@@ -201,6 +201,9 @@ class ModelSpec:
     # Vision-language models: parameters of the vision tower and its projector (catalog/configs/towers.py). They
     # count in params_total (weights, gradients, checkpoints) but not in the per-token shape above.
     vision_params: float = 0.0
+    # vision-language models: the tower's patches behind one image token (towers.patches_per_token; 0 = unknown): an
+    # image of N tokens costs 2 x vision_params x N x this many FLOPs (estimate/serving/inference.vision_flops)
+    vision_patches_per_token: float = 0.0
 
     # ---- derived flags ----------------------------------------------------------------------
     @property

@@ -15,7 +15,7 @@ from typing import Any
 from gpuplan.catalog.configs.hf_archs import HF_ARCHS, MIN_KEYS_HINT, PLAIN_DEFAULT_FFN, HfArch
 from gpuplan.catalog.model_spec import LinearAttentionSpec, MLASpec, ModelSpec, MoESpec
 from gpuplan.catalog.model_validate import validate_spec
-from gpuplan.catalog.configs.towers import tower_params
+from gpuplan.catalog.configs.towers import patches_per_token, tower_params
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import N_, _
 from gpuplan.files.safeio import load_json, read_text_bounded
@@ -291,8 +291,9 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
     tower = tower_params(cfg, hidden) if (towers or base.multimodal) else None
     if tower is not None:
         assumptions.append(_("{name}: the vision tower and its projector ({params:.0f} M parameters, {kind}) are counted "
-                             "in the weights; their compute per image is not (an image reaches the language model as "
-                             "prompt tokens)").format(name=name, params=tower[0] / 1e6, kind=tower[1]))
+                             "in the weights; their compute per image where a served workload gives input.image_tokens "
+                             "(else an image reaches the language model as prompt tokens only)").format(
+            name=name, params=tower[0] / 1e6, kind=tower[1]))
     elif towers or base.multimodal:
         assumptions.append(_("{name}: the shape is the language model's; the vision/audio encoder beside it is not "
                              "counted").format(name=name))
@@ -326,6 +327,7 @@ def from_hf_config(cfg: Mapping[str, Any], name: str = "inline-config") -> Model
         and c.bool("use_sliding_window", True) else None,
         native_dtype=_native_dtype(cfg), assumptions=tuple(assumptions),
         vision_params=float(tower[0]) if tower is not None else 0.0,
+        vision_patches_per_token=(patches_per_token(cfg) or 0.0) if tower is not None else 0.0,
     )
     if position == "learned" and not spec.max_position_embeddings:
         raise GpuplanError(_("Model config {name!r} lacks max_position_embeddings (learned positions).").format(name=name),

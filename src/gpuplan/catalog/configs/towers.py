@@ -6,8 +6,8 @@ The counts follow the module layouts of the towers' reference code (transformers
 ``modeling_llava.py``, ``modeling_gemma3.py``; Qwen-VL's ``visual.py`` and InternVL's
 ``modeling_intern_vit.py`` / ``modeling_internvl_chat.py``) and are checked against the model cards in
 tests/catalog/test_named_models.py (LLaVA-1.5-7B 7.06 B, Qwen2-VL-7B 8.29 B, InternVL2-8B 8.08 B, ...).
-The tower's weights count in memory and checkpoints; its compute per image is not modelled (an image
-reaches the language model as prompt tokens).
+The tower's weights count in memory and checkpoints; its compute per image counts where a served workload gives
+``input.image_tokens`` (:func:`patches_per_token`, estimate/serving/inference.vision_flops).
 """
 
 from __future__ import annotations
@@ -145,6 +145,30 @@ NAMED_TOWERS: dict[str, dict[str, Any]] = {
                                           "intermediate_size": 4096, "num_hidden_layers": 24, "patch_size": 14,
                                           "image_size": 336},
 }
+
+
+def patches_per_token(cfg: Mapping[str, Any]) -> float | None:
+    """Vision-tower patches behind one image token the language model reads (None where the config does not say):
+    Qwen2/2.5/3-VL and Mistral 3 merge spatial_merge_size^2 patches (2 x 2), InternVL's pixel shuffle 1 /
+    downsample_ratio^2 (0.5: 4), Gemma 3 pools its 896 px image's 64 x 64 patches to mm_tokens_per_image (256: 16),
+    Qwen-VL's resampler 1,024 patches to 256 queries, LLaVA passes each CLIP patch through (1)."""
+    model_type = str(cfg.get("model_type") or "").lower()
+    vision = cfg.get("vision_config") if isinstance(cfg.get("vision_config"), Mapping) else {}
+    assert isinstance(vision, Mapping)
+    if model_type.startswith(("qwen2_vl", "qwen2_5_vl", "qwen3_vl")):
+        return float(_int(vision, "spatial_merge_size", default=2) ** 2)
+    if model_type == "mistral3":
+        return float(_int(cfg, "spatial_merge_size", default=2) ** 2)
+    if model_type == "internvl_chat":
+        return 1.0 / float(cfg.get("downsample_ratio", 0.5)) ** 2
+    if model_type == "gemma3":
+        side = _int(vision, "image_size", default=896) // _int(vision, "patch_size", default=14)
+        return side * side / float(_int(cfg, "mm_tokens_per_image", default=256))
+    if model_type == "qwen" and isinstance(cfg.get("visual"), Mapping):
+        return 4.0
+    if model_type in ("llava", "llava_next"):
+        return 1.0
+    return None
 
 
 def tower_params(cfg: Mapping[str, Any], text_hidden: int) -> tuple[int, str] | None:

@@ -21,7 +21,7 @@ VIDEO_KEYS = DIFFUSION_KEYS + ("frames", "offload")     # estimate/nonllm/video.
 
 # The model kind each InputSpec key belongs to, in words (the error names it); every key has one
 # (tests/estimate/test_input_keys.py).
-_KEY_KIND = {"image_size": "image", "height": "image", "width": "image", "steps": "diffusion", "text_tokens": "joint",
+_KEY_KIND = {"image_tokens": "vlm", "image_size": "image", "height": "image", "width": "image", "steps": "diffusion", "text_tokens": "joint",
              "precomputed_conditioning": "diffusion", "frames": "video", "offload": "video",
              "audio_seconds": "speech", "tokens_per_window": "speech"}
 
@@ -29,7 +29,7 @@ _KEY_KIND = {"image_size": "image", "height": "image", "width": "image", "steps"
 def read_keys(model: Any) -> tuple[str, ...]:
     """The ``input`` keys the estimate of ``model`` reads (none for a language or embedding model)."""
     if getattr(model, "profile", None) is None:
-        return ()
+        return ("image_tokens",) if float(getattr(model, "vision_params", 0.0) or 0.0) > 0 else ()
     kind = getattr(model, "kind", "")
     if kind == "speech":
         return SPEECH_KEYS
@@ -48,7 +48,8 @@ def read_keys(model: Any) -> tuple[str, ...]:
 def _kind_words(key: str) -> str:
     return {"image": _("image models (vision and diffusion)"), "diffusion": _("diffusion pipelines"),
             "video": _("video diffusion pipelines"), "speech": _("speech models (Whisper)"),
-            "joint": _("joint-attention diffusion transformers (FLUX, SD3)")}[_KEY_KIND[key]]
+            "joint": _("joint-attention diffusion transformers (FLUX, SD3)"),
+            "vlm": _("vision-language models (Qwen-VL, InternVL, LLaVA...)")}[_KEY_KIND[key]]
 
 
 def refuse_unread_input(model: Any, inp: Any) -> None:

@@ -33,7 +33,7 @@ def prefill_time(s: Shape, case: ServingCase, layout: Layout, system: System, ba
     p = max(1, case.prompt_tokens)
     # an encoder has no LM head: its (tied) embedding matrix is only looked up
     matmul = s.layers * (s.attn_params_layer + s.mlp_params_layer_active) if encoder else s.matmul_params_active
-    lin_flops = batch * 2.0 * matmul * p
+    lin_flops = batch * (2.0 * matmul * p + case.vision_flops_per_prompt)   # a VLM's tower runs before the prefill
     attn_flops = batch * 2.0 * s.context_layers * s.heads * s.head_dim * p * p
     peak = sustained_flops(system, compute_dtype(case), notes)
     # the attention core (FlashAttention) runs in 16-bit even when the GEMMs run in FP8

@@ -24,6 +24,7 @@ class ServingCase:
     flash: bool = True          # fused attention; False: the scores go through HBM (forward.unfused_scores_s)
     tf32: bool = True           # fp32 matmuls on the TF32 tensor cores (workload tf32; clocks.matmul_dtype)
     attention_kernel: str | None = None   # the workload's stated attention kernel (clocks.attention_rate_factor)
+    vision_flops_per_prompt: float = 0.0  # a VLM's vision tower over one request's images (inference.vision_flops)
 
 
 def soft_max(a: float, b: float, k: float) -> float:
