@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 from gpuplan.i18n import _, localize
 from gpuplan.plan.money import cost as costm
 from gpuplan.plan.context import PlanContext, target_util
-from gpuplan.plan.money.costing import job_costs
+from gpuplan.plan.context import model_bytes
+from gpuplan.plan.money import staging
+from gpuplan.plan.money.costing import job_costs, staging_why
 from gpuplan.plan.serving.disaggregation import PD_ENGINES, better_than_colocated, pd_sizing
 from gpuplan.plan.serving.queueing import copies_for_concurrency, size_replicas
 from gpuplan.plan.search.search_point import Candidate
@@ -123,6 +125,14 @@ def serving_costs(ctx: PlanContext, c: Candidate, p: Draft, price: costm.Price |
                             "Alibaba Cloud for reserved capacity").format(
             instances=f"{p.instance_count:,}", gpus=f"{p.gpus_total:,}",
             rate=(f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}") if rate else "-"))
+    # the weights' source for the service's nodes, by the same rule as a job's: a large model's hub download leaves
+    # every GPU idle for hours at the first start and at each restart or scale-out (DeepSeek-V3's 673 GB: 15 h at
+    # 100 Mbit/s on two H20 nodes, about CNY 8,100); staged once in OSS, the bundle's stage-weights.sh and
+    # fetch-model.sh copy it over the VPC
+    ws = staging.for_plan(model_bytes(ctx), p.instance_count, price, ctx.book.fx)
+    p.weights_staging = ws.as_dict() if ws else None
+    if ws is not None and ws.staged:
+        p.why.append(staging_why(ws))
     if price is not None:
         p.price_per_hour = price.per_hour * p.instance_count
         p.monthly_cost = costm.serving_monthly_cost(price, p.instance_count)

@@ -35,6 +35,7 @@ from gpuplan.render.bundle.context_model import catalog_spec
 from gpuplan.render.bundle.safe import Safe
 from gpuplan.render.bundle.templates import render
 from gpuplan.render.bundle.node.environment import requirements_text
+from gpuplan.render.bundle.node.nccl import nccl_env
 from gpuplan.render.bundle.node.weights import QUANT_MARKERS, Checkpoint, checkpoint, fetch_model_script, model_dir
 
 # Quantizations vLLM applies at load time to a BF16/FP16 checkpoint (dynamic FP8, bitsandbytes):
@@ -67,6 +68,10 @@ def engine_values(c: Ctx) -> dict:
     quant_note, kv_note = _notes(c, ck)
     online = ONLINE_QUANT.get(c.quantization) if ck.repo == c.model and not ck.quantized_from else None
     if online == "fp8" and any(m in c.model.lower() for m in QUANT_MARKERS):
+        online = None
+    if online is not None and getattr(catalog_spec(c.model), "native_dtype", None) == c.quantization:
+        # the publisher's checkpoint is in that format already (DeepSeek-V3 / R1, Kimi-K2: FP8): its config.json's
+        # quantization_config drives the engine, and SGLang's DeepSeek guide says not to add --quantization fp8
         online = None
     vllm_kv, sglang_kv, kv_gpu_note = kv_cache_flags(c)
     dtype, dtype_note = engine_dtype(c)
@@ -287,6 +292,8 @@ def files(c: Ctx) -> dict[str, str]:
         "fetch-model.sh": fetch_model_script(c),
         "requirements-serve.txt": serve_requirements(c),
     }
+    if c.multi_node:   # one model copy over several nodes: its NCCL settings, as a training job's (the unit reads them)
+        out["nccl.env"] = nccl_env(c)
     if c.pd:    # prefill/decode pools (plan.serving.disaggregation): the router that joins them
         out["router-pd.sh"] = render("router-pd.sh.j2", c=c)
     return out

@@ -24,7 +24,8 @@ from gpuplan.i18n import N_, tr
 from gpuplan.render.bundle.context import Ctx
 from gpuplan.render.bundle.node.environment import requirements_text
 from gpuplan.render.bundle.templates import render
-from gpuplan.render.bundle.training_alt import dataset_info, nccl_env, sample_data
+from gpuplan.render.bundle.node.nccl import nccl_env
+from gpuplan.render.bundle.training_alt import dataset_info, sample_data
 from gpuplan.render.bundle.training_layout import SMOKE_SEQ_LEN, SMOKE_STEPS, batch_layout, smoke_layout, train_iters
 from gpuplan.render.bundle.node.weights import model_dir
 from gpuplan.render.bundle.node.oss import node_role, oss_endpoint

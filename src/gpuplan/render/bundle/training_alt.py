@@ -1,5 +1,5 @@
-"""The training bundle's data files: the sample dataset every launcher reads, LLaMA-Factory's dataset_info.json and
-nccl.env (each variable with what it does and its source)."""
+"""The training bundle's data files: the sample dataset every launcher reads and LLaMA-Factory's dataset_info.json
+(nccl.env: node/nccl.py)."""
 
 from __future__ import annotations
 
@@ -34,21 +34,3 @@ def dataset_info() -> dict:
     return {"train": {"file_name": "train.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages"},
                       "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
                                "assistant_tag": "assistant", "system_tag": "system"}}}
-
-
-def nccl_env(c: Ctx) -> str:
-    """KEY=value lines (for `set -a; . nccl.env`, systemd EnvironmentFile and docker --env-file),
-    each preceded by what it does and its source."""
-    fabric = {"erdma": "eRDMA", "roce": "RoCE", "ib": "InfiniBand"}.get(c.rdma or "", "TCP (no RDMA on this type)")
-    lines = [f"# NCCL settings for {c.nodes} x {c.instance_type} over {fabric}.",
-             "# Plain KEY=value lines: `set -a; . ./nccl.env; set +a`, systemd EnvironmentFile= or docker --env-file.",
-             "# NVIDIA's reference for every variable: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",
-             "# Set NCCL_DEBUG=WARN once the first run's log shows the expected transport."]
-    if c.rdma == "erdma":
-        lines.append("# eRDMA needs NCCL 2.19 or later and the eRDMA driver on the host "
-                     "(https://www.alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks).")
-    for v in c.nccl_vars:
-        lines.append("")
-        lines.append(f"# {v.note}. Source: {v.source}")
-        lines.append(f"{v.name}={v.value}")
-    return "\n".join(lines) + "\n"

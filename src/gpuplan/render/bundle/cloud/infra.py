@@ -218,7 +218,7 @@ def files(c: Ctx) -> dict[str, str]:
         out["stage-weights.sh"] = stage_weights_script(c)
     if c.training or serves_engine(c) or (c.model_kind == "diffusion" and c.online):   # not for batch scripts
         out[unit_name(c)] = render("unit.service.j2", c=c, unit_name=unit_name(c), start_timeout_s=start_timeout_s(c),
-                                   volumes=Safe(docker_volumes(c)))
+                                   health_checks=health_wait_s(c) // 10, volumes=Safe(docker_volumes(c)))
     return out
 
 
@@ -238,6 +238,27 @@ def docker_volumes(c: Ctx) -> str:
 def start_timeout_s(c: Ctx) -> int:
     """systemd's limit for starting the unit: the base image pull of the image build and the weights' download
     (twice the plan's times: pay-by-traffic bandwidth is a cap, not a guarantee) plus 100 s of build and, for
-    servers, 20 minutes of health checks."""
+    servers, the health checks' wait (:func:`health_wait_s`)."""
     t = transfers(c)
-    return int(1300 + 2 * (t.image_pull_s + (t.download_s or 0)))
+    return int(100 + (1200 if c.training else health_wait_s(c)) + 2 * (t.image_pull_s + (t.download_s or 0)))
+
+
+# What a server takes to answer its health check once its weights are on the data disk, beside reading them: CUDA
+# graph capture, torch.compile and the KV cache's profiling run (vLLM / SGLang start-up), and, multi-node, the
+# workers joining the Ray cluster (serve.sh waits up to 15 minutes for them).
+SERVER_WARMUP_S = 600
+CLUSTER_JOIN_S = 900
+
+
+def health_wait_s(c: Ctx) -> int:
+    """How long the unit's start waits for the server's first healthy answer before systemd restarts it: the
+    weights read from the data disk at its rate (the ESSD level and size the plan chose), twice (an engine may
+    read every shard on each node), plus the engine's warm-up and, multi-node, the cluster's join; at least 20
+    minutes. A fixed 20 minutes restarted a DeepSeek-V3 service (673 GB on a 180 MB/s disk: an hour to load)
+    before it ever answered (a review of 2026-12-06)."""
+    from gpuplan.plan.advice.storage import essd_levels
+
+    rate = next((lv.throughput_mb_s(c.data_disk_gib) for lv in essd_levels() if lv.level == c.data_disk_level), 0.0)
+    load = (c.model_bytes or 0.0) / (rate * 1e6) if rate else 0.0
+    wait = 2.0 * load + SERVER_WARMUP_S + (CLUSTER_JOIN_S if c.multi_node else 0.0)
+    return int(max(1200, -(-wait // 10) * 10))

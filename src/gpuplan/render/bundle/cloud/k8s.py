@@ -114,7 +114,11 @@ def training_manifests(c: Ctx) -> list[dict]:
                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
            {"name": "MASTER_ADDR", "value": master}, {"name": "MASTER_PORT", "value": str(c.ports["rdzv"])},
            {"name": "OUTPUT_DIR", "value": k8s_text(c.checkpoint_dir)}, {"name": "SAVE_STEPS", "value": str(c.save_steps)},
-           {"name": "MODEL_DIR", "value": k8s_text(model_dir(c))}, {"name": "DATA", "value": k8s_text(dataset_path(c))}]
+           {"name": "MODEL_DIR", "value": k8s_text(model_dir(c))}, {"name": "DATA", "value": k8s_text(dataset_path(c))},
+           # the weights' OSS copy (ConfigMap <slug>-model, key MODEL_OSS): required where the plan counted them staged
+           # there (fetch-model.sh refuses to start without it), optional otherwise
+           {"name": "MODEL_OSS", "valueFrom": {"configMapKeyRef": {"name": f"{c.slug}-model", "key": "MODEL_OSS",
+                                                                   "optional": not c.weights_staged}}}]
     if c.multi_node:
         env += [{"name": v.name, "value": v.value} for v in c.nccl_vars]
     container: dict  # mixed values; volumeMounts is appended to below
@@ -251,6 +255,8 @@ def pai_dlc(c: Ctx) -> dict:
             "OUTPUT_DIR": c.checkpoint_dir, "MODEL_HUB": c.hub, "DATA": dataset_path(c)}
     if c.multi_node:
         envs.update({v.name: v.value for v in c.nccl_vars})
+    if c.weights_staged:   # the plan counted the weights staged in OSS: fetch-model.sh copies them from there
+        envs["MODEL_OSS"] = f"oss://your-bucket/gpuplan/{c.slug}/model/"
     return {
         "DisplayName": c.slug,
         "JobType": "PyTorchJob",
@@ -288,7 +294,10 @@ def files(c: Ctx) -> dict[str, str]:
         head = (f"# ACK manifests for {c.slug} (Indexed Job on {c.instance_type}). The image is the bundle's Dockerfile "
                 f"pushed to ACR (PLAN.md); create the ReadWriteMany PVC {storage_claim(c)} (NAS or CPFS) first: it holds "
                 f"the weights ({model_dir(c)}), the dataset ({dataset_path(c)}) and the checkpoints "
-                f"({c.checkpoint_dir}).\n")
+                f"({c.checkpoint_dir}).\n"
+                + (f"# The plan counted the weights staged once in OSS (./stage-weights.sh): create the ConfigMap "
+                   f"{c.slug}-model with key MODEL_OSS (oss://<bucket>/<prefix>) before the Job, or its pods wait.\n"
+                   if c.weights_staged else ""))
     else:
         pods, gpus, dp = pod_layout(c)
         head = (f"# ACK manifests for {c.slug}: a Deployment of {pods} pod(s) x {gpus} GPU(s) on {c.instance_type} "

@@ -13,10 +13,14 @@ The recommender's own ``network.nccl_env`` (when the plan carries one) wins over
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import _
 from gpuplan.render.bundle.safe import INERT_RE
+
+if TYPE_CHECKING:
+    from gpuplan.render.bundle.context import Ctx
 
 NCCL_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 PAI_ERDMA_DOC = "https://www.alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks"
@@ -90,3 +94,21 @@ def nccl_vars(rdma: str | None, overrides: dict, sources: list, *, multi_node: b
         out[key] = NcclVar(key, text, known[1] if known and known[0] == text else plan_source,
                            known[2] if known else "set by the recommender's network advice")
     return tuple(out[k] for k in sorted(out))
+
+
+def nccl_env(c: "Ctx") -> str:
+    """KEY=value lines (for `set -a; . nccl.env`, systemd EnvironmentFile and docker --env-file),
+    each preceded by what it does and its source."""
+    fabric = {"erdma": "eRDMA", "roce": "RoCE", "ib": "InfiniBand"}.get(c.rdma or "", "TCP (no RDMA on this type)")
+    lines = [f"# NCCL settings for {c.nodes} x {c.instance_type} over {fabric}.",
+             "# Plain KEY=value lines: `set -a; . ./nccl.env; set +a`, systemd EnvironmentFile= or docker --env-file.",
+             "# NVIDIA's reference for every variable: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",
+             "# Set NCCL_DEBUG=WARN once the first run's log shows the expected transport."]
+    if c.rdma == "erdma":
+        lines.append("# eRDMA needs NCCL 2.19 or later and the eRDMA driver on the host "
+                     "(https://www.alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks).")
+    for v in c.nccl_vars:
+        lines.append("")
+        lines.append(f"# {v.note}. Source: {v.source}")
+        lines.append(f"{v.name}={v.value}")
+    return "\n".join(lines) + "\n"

@@ -195,6 +195,13 @@ def platform_steps(c: Ctx, platform: str) -> list[Safe]:
     lang = c.lang
     name = tr(PLATFORM_NAMES.get(platform, "PAI-EAS"), lang)
     steps = [Safe(tr("{cmd} (checks the arguments and the model)", lang).format(cmd=_code("./serve.sh --dry-run")))]
+    # every instance mounts the weights from OSS read-only: an empty prefix crash-loops the billed instances
+    where = "function-compute/s.yaml" if platform == "function-compute" else "pai-eas/service.json"
+    steps.append(Safe(tr("Stage the weights once in your OSS bucket before the service starts: {fetch} on a machine in "
+                         "the region with MODEL_DIR set to a local folder, then {copy}; name the bucket in {file} (its "
+                         "instances mount it read-only and download nothing)", lang).format(
+        fetch=_code("MODEL_DIR=/data/stage ./fetch-model.sh"),
+        copy=_code("ossutil cp -r /data/stage/ oss://<bucket>/models/" + c.slug + "/"), file=_code(where))))
     steps += image_steps(c)
     if platform == "function-compute":
         steps.append(Safe(tr("{cmd} (Serverless Devs; IMAGE=<the pushed image>, optional API_KEY and HF_TOKEN in your "
