@@ -40,6 +40,9 @@ def test_release_hours_add_boot_download_run_with_margin_and_upload():
     hours = release_hours(bootstrap_s=1800, download_s=11296, job_s=30 * 3600, upload_s=1450, margin=0.2, min_hours=1)
     assert hours == math.ceil((1800 + 11296 + 36 * 3600 + 1450) / 3600) == 41
     assert release_hours(bootstrap_s=0, download_s=0, job_s=60, upload_s=0, margin=0.2, min_hours=1) == 1
+    # the operator's launch steps after apply count too (data/ops.yaml training.auto_release.operator_s, assumed 1 h)
+    assert release_hours(bootstrap_s=1800, download_s=11296, job_s=30 * 3600, upload_s=1450, margin=0.2, min_hours=1,
+                         operator_s=3600) == 42
 
 
 def test_auto_release_is_never_before_the_download_and_the_run_end():

@@ -44,6 +44,7 @@ class Transfers:
     input_bytes: float | None = None
     input_s: float | None = None
     job_high_s: float | None = None   # the run at the high end of the plan's 80 % time range (None: no range)
+    operator_s: float = 0.0    # the operator's launch steps after apply (ops.yaml training.auto_release.operator_s)
 
     @property
     def release_run_s(self) -> float:
@@ -178,11 +179,11 @@ def transfer_s(n_bytes: float, bytes_per_s: float) -> float:
 
 
 def release_hours(*, bootstrap_s: float, download_s: float, job_s: float, upload_s: float, margin: float,
-                  min_hours: int, input_s: float = 0.0, job_high_s: float = 0.0) -> int:
-    """Whole hours after `terraform apply` at which ECS may release the node: first boot, model download, the
-    batch job's input staging, the job at the high end of its time range (``job_high_s``; at least the estimate with
-    its margin) and the upload, rounded up."""
-    total_s = bootstrap_s + download_s + input_s + max(job_s * (1 + margin), job_high_s) + upload_s
+                  min_hours: int, input_s: float = 0.0, job_high_s: float = 0.0, operator_s: float = 0.0) -> int:
+    """Whole hours after `terraform apply` at which ECS may release the node: first boot, the operator's own launch
+    steps (``operator_s``), model download, the batch job's input staging, the job at the high end of its time range
+    (``job_high_s``; at least the estimate with its margin) and the upload, rounded up."""
+    total_s = bootstrap_s + operator_s + download_s + input_s + max(job_s * (1 + margin), job_high_s) + upload_s
     return max(min_hours, math.ceil(total_s / 3600))
 
 
@@ -223,8 +224,10 @@ def job_transfers(ops: dict, *, training: bool, billing: str | None, model_bytes
     if (training or batch) and billing != "subscription" and job:
         hours = release_hours(bootstrap_s=boot + driver + pull, download_s=down or 0.0, input_s=stage or 0.0,
                               job_s=job, upload_s=up or 0.0, margin=float(cfg["margin"]),
-                              min_hours=int(cfg["min_hours"]), job_high_s=job_high or 0.0)
+                              min_hours=int(cfg["min_hours"]), job_high_s=job_high or 0.0,
+                              operator_s=float(cfg.get("operator_s", 0.0)))
     return Transfers(bandwidth_mbit=mbit, internet_charge_type=str(net["internet_charge_type"]), oss_mb_s=oss,
                      boot_s=boot, image_pull_s=pull, driver_install_s=driver, download_bytes=model_bytes,
                      download_s=down, upload_bytes=up_bytes, upload_s=up, job_s=job, margin=float(cfg["margin"]),
-                     release_hours=hours, input_bytes=in_bytes, input_s=stage, job_high_s=job_high)
+                     release_hours=hours, input_bytes=in_bytes, input_s=stage, job_high_s=job_high,
+                     operator_s=float(cfg.get("operator_s", 0.0)) if hours else 0.0)

@@ -94,14 +94,14 @@ def auto_release_line(c: Ctx) -> Safe | None:
         return None
     text = (N_("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} (start-up "
                "{start} + the driver install and its reboot {driver} + image pull {pull}, as the plan's fixed costs "
-               "count them) + model download {download} + the input copied from OSS {input} + the run {run} + the "
-               "output upload to OSS {upload}, rounded up (auto_release_time; variable auto_release_hours, 0 = never). "
+               "count them) + your launch steps {operator} + model download {download} + the input copied from OSS "
+               "{input} + the run {run} + the output upload to OSS {upload}, rounded up (auto_release_time; variable auto_release_hours, 0 = never). "
                "The data disk and the outputs on it survive the release. idle-stop.sh can also power a node off when "
                "its GPUs stay idle (IDLE_STOP_ENABLED=1).") if c.batch_job else
             N_("Auto-release: ECS releases the instances {hours} h after terraform apply: first boot {boot} (start-up "
                "{start} + the driver install and its reboot {driver} + image pull {pull}, as the plan's fixed costs "
-               "count them) + model download {download} + the run {run} + checkpoint upload {upload}, rounded up "
-               "(auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off "
+               "count them) + your launch steps {operator} + model download {download} + the run {run} + checkpoint "
+               "upload {upload}, rounded up (auto_release_time; variable auto_release_hours, 0 = never). idle-stop.sh can also power a node off "
                "when its GPUs stay idle (IDLE_STOP_ENABLED=1)."))
     if t.release_at_high_end:
         run = tr(N_("{wait} (the high end of its {cover} range; {job} estimated)"), c.lang).format(
@@ -111,7 +111,7 @@ def auto_release_line(c: Ctx) -> Safe | None:
     return md(tr(text, c.lang).format(
         hours=t.release_hours, boot=_duration(t.bootstrap_s), start=_duration(t.boot_s), pull=_duration(t.image_pull_s),
         driver=_duration(t.driver_install_s), download=_duration(t.download_s), input=_duration(t.input_s),
-        run=run, upload=_duration(t.upload_s)))
+        run=run, upload=_duration(t.upload_s), operator=_duration(t.operator_s)))
 
 
 def _duration(seconds: float | None) -> str:

@@ -83,7 +83,7 @@ variable "system_disk_gib" {
 variable "auto_release_hours" {
   description = "Release the instances this many hours after `terraform apply` (ECS auto_release_time): first boot + model download + the plan's run at the high end of its 80% time range (at least its estimate x 1.2) + checkpoint upload, rounded up (PLAN.md). 0 = never: no release time is set."
   type        = number
-  default     = 16
+  default     = 17
 
   validation {
     condition     = can(regex("^[0-9]+$", tostring(var.auto_release_hours)))
