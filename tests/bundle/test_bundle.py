@@ -244,3 +244,28 @@ def test_an_encoder_training_bundle_is_refused_in_plain_words(tmp_path):
         write_plan_bundle(w, tmp_path / "b")
     assert "is not one (its kind: encoder)" in str(err.value) and "a encoder" not in str(err.value)
     assert "gpuplan recommend" in err.value.hint
+
+
+def test_the_health_check_gives_the_api_key_to_curl_on_stdin_not_on_its_command_line(bundles, tmp_path):
+    """A stub curl records its arguments and its stdin: the key (with a quote and a backslash) is in curl's config on
+    stdin, escaped, and in no argument another user's `ps` could read."""
+    import os
+    import subprocess
+
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    log = tmp_path / "curl.log"
+    (stub / "curl").write_text(f'#!/usr/bin/env bash\nprintf "ARGS %s\\n" "$*" >> {log}\n'
+                               f'if [[ " $* " == *" -K - "* ]]; then cat >> {log}; fi\n'
+                               'echo \'{"data":[{"id":"qwen7b-chat-api"}]}\'\n')
+    (stub / "curl").chmod(0o755)
+    key = 'sk-abc"d\\e'
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "API_KEY": key,
+           "SERVED_MODEL_NAME": "qwen7b-chat-api"}
+    run = subprocess.run(["bash", str(bundles["vllm_service"] / "healthcheck.sh")], env=env, capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 0, run.stderr
+    text = log.read_text()
+    args = [line for line in text.splitlines() if line.startswith("ARGS")]
+    assert not any("sk-abc" in a for a in args)
+    assert 'header = "Authorization: Bearer sk-abc\\"d\\\\e"' in text

@@ -11,9 +11,17 @@ if ! curl -fsS --max-time 5 "$BASE/health" >/dev/null; then
   echo "不健康：$BASE/health 无响应" >&2
   exit 1
 fi
-AUTH=()
-if [ -n "${API_KEY:-}" ]; then AUTH=(-H "Authorization: Bearer $API_KEY"); fi
-if ! curl -fsS --max-time 5 ${AUTH[@]+"${AUTH[@]}"} "$BASE/v1/models" | grep -q "\"$SERVED_MODEL_NAME\""; then
+models() {
+  if [ -n "${API_KEY:-}" ]; then
+    # the key reaches curl on stdin (its config, -K -), not on its command line, where any user's ps would show it
+    local key="${API_KEY//\\/\\\\}"
+    key="${key//\"/\\\"}"
+    printf 'header = "Authorization: Bearer %s"\n' "$key" | curl -fsS --max-time 5 -K - "$BASE/v1/models"
+  else
+    curl -fsS --max-time 5 "$BASE/v1/models"
+  fi
+}
+if ! models | grep -q "\"$SERVED_MODEL_NAME\""; then
   echo "不健康：$BASE/v1/models 未列出 $SERVED_MODEL_NAME" >&2
   exit 1
 fi
