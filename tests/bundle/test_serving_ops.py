@@ -462,13 +462,16 @@ def test_cost_breakdown_values():
     assert by["System disks (ESSD PL1)"]["amount"] == pytest.approx(0.0021 * 100 * 2 * hours, abs=0.01)
     assert by["Data disks (ESSD PL1)"]["amount"] == pytest.approx(0.0021 * 200 * 2 * hours, abs=0.01)
     # Extreme NAS: USD 0.3 per GiB-month (the billing page's example, estimated) x 2,100 GiB x the job's hours / 730,
-    # converted at the bundled CNY/USD rate; CPFS has no public price: unknown, left out of the total
+    # converted at the bundled CNY/USD rate; CPFS at CNY 1.4 per GiB-month (its billing examples page, estimated)
     nas = by["Shared file system (Extreme NAS)"]
     fx = float(nas["note"].split("converted at ")[1].split(" ")[0])
     assert nas["amount"] == pytest.approx(0.3 * 2100 * hours / 730 * fx, abs=0.02) and nas["estimated"]
     assert nas["quantity"] == "2,100 GiB" and b["unknown"] == []
     cpfs = cost_breakdown({**plan, "storage": {**plan["storage"], "shared": dict(CPFS_STORAGE)}}, workload)
-    assert cpfs["unknown"] == ["Shared file system (CPFS)"]
+    assert cpfs["unknown"] == []
+    line = next(ln for ln in cpfs["lines"] if ln["item"] == "Shared file system (CPFS)")
+    gib = float(CPFS_STORAGE.get("capacity_gib") or CPFS_STORAGE["capacity_tib"] * 1024)
+    assert line["amount"] == pytest.approx(1.4 * gib * hours / 730, rel=0.01) and line["estimated"]
     # a quote that already priced the system disk (the 2026-09-24 DescribePrice log) does not pay for it twice
     quoted = {**plan, "price_source": "third-party GitHub experiment log 'Cloud GPU live-capacity screen - 2026-09-24' "
                                       "(repository not identified)"}
