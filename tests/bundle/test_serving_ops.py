@@ -572,7 +572,10 @@ def test_ess_instances_get_the_plans_disk_bandwidth_and_role(bundles):
     bandwidth (no registry, hub or mirror) or RAM role (no OSS): every instance the group starts now gets the plan's."""
     b = bundles["vllm_service"]
     variables, main = (b / "autoscale/ess/variables.tf").read_text(), (b / "autoscale/ess/main.tf").read_text()
-    assert re.search(r'data_disk \{\s*category\s*= "cloud_essd"\s*size\s*= var.data_disk_gib', main)
+    # the plan's ESSD level too (the provider's default would be PL1 whatever the plan chose)
+    level = json.loads((bundles["vllm_service"] / "plan.json").read_text())["plan"]["storage"]["disk"]["level"]
+    assert re.search(r'data_disk \{\s*category\s*= "cloud_essd"\s*performance_level\s*= "' + level +
+                     r'"\s*size\s*= var.data_disk_gib', main)
     assert "internet_max_bandwidth_out = var.public_bandwidth_mbit" in main
     assert "role_name                  = var.role_name" in main
     disk = int(re.search(r'variable "data_disk_gib" \{[^}]*default\s+= (\d+)', variables).group(1))

@@ -177,6 +177,7 @@ resource "alicloud_ess_scaling_configuration" "this" {{
 
   data_disk {{
     category             = "cloud_essd"
+    performance_level    = "{nd.get("disk_level") or "PL1"}"
     size                 = var.data_disk_gib
     delete_with_instance = true
   }}

@@ -63,7 +63,7 @@ def render_bundle(plan: dict, workload: Any, estimate: dict, *, lang: str = "en"
         from gpuplan.render.bundle.node.oss import node_role
         from gpuplan.render.bundle.node.transfer import transfers
 
-        node = {"disk_gib": c.data_disk_gib, "bandwidth_mbit": transfers(c).bandwidth_mbit, "role": node_role(c),
+        node = {"disk_gib": c.data_disk_gib, "disk_level": c.data_disk_level, "bandwidth_mbit": transfers(c).bandwidth_mbit, "role": node_role(c),
                 "data_dir": c.data_dir}
         files.update(autoscale_files(plan, workload, k8s=not c.multi_node, lang=c.lang, engine=engine,
                                      copies=1 if c.copies_per_node > 1 else None, port=c.serve_port, node=node))

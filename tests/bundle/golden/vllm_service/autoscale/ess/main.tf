@@ -36,6 +36,7 @@ resource "alicloud_ess_scaling_configuration" "this" {
 
   data_disk {
     category             = "cloud_essd"
+    performance_level    = "PL0"
     size                 = var.data_disk_gib
     delete_with_instance = true
   }
