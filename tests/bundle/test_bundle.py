@@ -269,3 +269,30 @@ def test_the_health_check_gives_the_api_key_to_curl_on_stdin_not_on_its_command_
     args = [line for line in text.splitlines() if line.startswith("ARGS")]
     assert not any("sk-abc" in a for a in args)
     assert 'header = "Authorization: Bearer sk-abc\\"d\\\\e"' in text
+
+
+@pytest.mark.parametrize("state,expected", [("activating", "0"), ("active", "6")])
+def test_idle_stop_does_not_count_the_units_start(bundles, tmp_path, state, expected):
+    """The image build, the download and the model's load leave the GPUs idle by design: while the unit is
+    activating, idle-stop.sh resets its count (a review of 2026-12-06: a 53-minute first start against a 30-minute
+    window would have powered a node off before its job ran)."""
+    import os
+    import subprocess
+
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "systemctl").write_text(f'#!/usr/bin/env bash\n[ "$1" = is-active ] && {{ echo {state}; exit 0; }}\n'
+                                    f'echo "$@" >> {tmp_path}/poweroff\n')
+    (stub / "nvidia-smi").write_text("#!/usr/bin/env bash\necho 0\necho 3\n")
+    (stub / "logger").write_text("#!/usr/bin/env bash\n")
+    for f in stub.iterdir():
+        f.chmod(0o755)
+    state_file = tmp_path / "idle"
+    state_file.write_text("5")
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "IDLE_STOP_ENABLED": "1",
+           "STATE_FILE": str(state_file)}
+    run = subprocess.run(["bash", str(bundles["lora_single"] / "idle-stop.sh")], env=env, capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 0, run.stderr
+    assert state_file.read_text().strip() == expected
+    assert not (tmp_path / "poweroff").exists()

@@ -13,6 +13,12 @@ IDLE_MINUTES="${IDLE_MINUTES:-30}"
 STATE_FILE="${STATE_FILE:-/var/tmp/gpuplan-idle-minutes}"
 
 [ "$IDLE_STOP_ENABLED" = "1" ] || exit 0
+# While the unit starts (the image build, the weights' download, the model's load) the GPUs idle by design: that time
+# is not counted, or a slow first start (a long image pull and download) would power the node off before the job runs.
+if [ "$(systemctl is-active gpuplan-llama8b-full-2node.service 2>/dev/null || true)" = "activating" ]; then
+  echo 0 > "$STATE_FILE"
+  exit 0
+fi
 busiest="$(nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits | sort -n | tail -n 1)"
 idle=0
 [ -f "$STATE_FILE" ] && idle="$(cat "$STATE_FILE")"

@@ -213,7 +213,7 @@ def files(c: Ctx) -> dict[str, str]:
     out["gpu-check.sh"] = gpu_check(c)
     out["node-bootstrap.sh"] = node_bootstrap(c)
     if c.billing != "subscription":   # a prepaid period bills whether the node runs or not: nothing to save
-        out["idle-stop.sh"] = render("idle-stop.sh.j2", c=c)
+        out["idle-stop.sh"] = render("idle-stop.sh.j2", c=c, unit=unit_name(c))
     if c.weights_staged:    # the plan counted the weights staged once in OSS (plan.weights_staging)
         out["stage-weights.sh"] = stage_weights_script(c)
     if c.training or serves_engine(c) or (c.model_kind == "diffusion" and c.online):   # not for batch scripts
