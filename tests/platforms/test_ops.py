@@ -36,8 +36,9 @@ def test_ampere_and_bare_metal_l20():
 def test_training_gets_auto_release_tensorboard_and_small_file_advice():
     now = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.timezone.utc)
     a = ops_advice(_plan("ecs.gn7i-c8g1.2xlarge", time_s=7200), TRAIN, now=now)
-    assert a["auto_release"]["hours"] == 3                           # ceil(2 h x 1.2)
-    assert a["auto_release"]["release_at_utc"] == "2026-11-30T13:00:00Z"
+    assert a["auto_release"]["hours"] == 4              # ceil(2 h x 1.2 + the operator's launch steps, 1 h assumed)
+    assert a["auto_release"]["operator_s"] == 3600
+    assert a["auto_release"]["release_at_utc"] == "2026-11-30T14:00:00Z"
     assert a["tensorboard"] and a["logs"]["service"].startswith("Simple Log Service")
     assert a["data_loading"]["small_files"] is True and "WebDataset" in a["data_loading"]["advice"]
     assert a["compliance"] == []                                     # training: no serving notes

@@ -108,17 +108,17 @@ def auto_release(plan: dict, task: str, now: dt.datetime | None = None, model_by
            "first_boot_s": round(t.bootstrap_s, 1), "driver_install_s": t.driver_install_s,
            "image_pull_s": t.image_pull_s, "download_s": None if t.download_s is None else round(t.download_s, 1),
            "input_s": None if t.input_s is None else round(t.input_s, 1), "run_s": round(t.job_s or 0.0, 1),
-           "release_run_s": round(t.release_run_s, 1),
+           "release_run_s": round(t.release_run_s, 1), "operator_s": t.operator_s,
            "upload_s": None if t.upload_s is None else round(t.upload_s, 1)}
     args = {"hours": hours, "run": f"{(t.job_s or 0) / HOUR_S:.1f}", "wait": f"{t.release_run_s / HOUR_S:.1f}"}
     if training:
-        out["text"] = _("release the instances {hours} h after launch: first boot, model download, the run ({run} h; "
-                        "{wait} h at the high end of its range) and the checkpoint upload; checkpoints must be on "
-                        "OSS/CPFS before then").format(**args)
+        out["text"] = _("release the instances {hours} h after launch: first boot, your launch steps, model download, the "
+                        "run ({run} h; {wait} h at the high end of its range) and the checkpoint upload; checkpoints "
+                        "must be on OSS/CPFS before then").format(**args)
     else:
-        out["text"] = _("release the instances {hours} h after launch: first boot, model download, the input copied "
-                        "from OSS, the run ({run} h; {wait} h at the high end of its range) and the output upload; "
-                        "outputs must be on OSS or the data disk (kept after a release) before then").format(**args)
+        out["text"] = _("release the instances {hours} h after launch: first boot, your launch steps, model download, the "
+                        "input copied from OSS, the run ({run} h; {wait} h at the high end of its range) and the output "
+                        "upload; outputs must be on OSS or the data disk (kept after a release) before then").format(**args)
     if now is not None:
         at = (now.astimezone(dt.timezone.utc) + dt.timedelta(hours=hours)).replace(second=0, microsecond=0)
         out["release_at_utc"] = at.strftime("%Y-%m-%dT%H:%M:00Z")
