@@ -87,3 +87,14 @@ def test_a_pai_eas_service_says_to_stage_its_weights_before_it_starts():
                             "constraints": {"regions": ["cn-shanghai"], "platforms": ["pai-eas"]}})
     steps = files["PLAN.md"].split("## How to launch", 1)[1]
     assert steps.index("Stage the weights once") < steps.index("eascmd create")
+
+
+def test_a_staged_services_kubernetes_init_container_requires_the_oss_copy():
+    plan, files = _bundle({"name": "q72s", "model": "Qwen/Qwen2.5-72B-Instruct", "task": "inference",
+                           "serving": {"requests_per_s": 1}, "constraints": {"regions": ["cn-beijing"]}})
+    if (plan["weights_staging"] or {}).get("weights_from") != "oss" or "k8s/deployment.yaml" not in files:
+        pytest.skip("this plan downloads from the hub or spans nodes")
+    dep = files["k8s/deployment.yaml"]
+    assert "required ConfigMap q72s-model" in dep
+    ref = re.search(r"name: MODEL_OSS\n\s+valueFrom:\n\s+configMapKeyRef:\n(?:\s+\w+: .+\n){2}\s+optional: (\w+)", dep)
+    assert ref and ref.group(1) == "false"

@@ -203,8 +203,9 @@ def _fetch_container(c: Ctx) -> dict:
     the others wait for its marker); ModelScope in mainland regions, MODEL_OSS when set."""
     env: list[dict] = [{"name": "MODEL_DIR", "value": k8s_text(model_dir(c))},
                        {"name": "MODEL_HUB", "value": c.hub},
+                       # required where the plan counted the weights staged in OSS (fetch-model.sh refuses without it)
                        {"name": "MODEL_OSS", "valueFrom": {"configMapKeyRef": {"name": f"{c.slug}-model", "key": "MODEL_OSS",
-                                                                               "optional": True}}}]
+                                                                               "optional": not c.weights_staged}}}]
     if c.hub != "modelscope":
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": f"{c.slug}-hf-token", "key": "HF_TOKEN",
                                                                         "optional": True}}})
@@ -303,7 +304,8 @@ def files(c: Ctx) -> dict[str, str]:
         head = (f"# ACK manifests for {c.slug}: a Deployment of {pods} pod(s) x {gpus} GPU(s) on {c.instance_type} "
                 f"({c.copies_per_node} per node), the Service spreads requests over them. The ReadWriteMany PVC "
                 f"{c.slug}-models (first document: NAS through StorageClass {NAS_STORAGE_CLASS}, ACK's CNFS default; "
-                f"set yours) holds the weights the init container stages there once; optional ConfigMap "
+                f"set yours) holds the weights the init container stages there once; "
+                f"{'required' if c.weights_staged else 'optional'} ConfigMap "
                 f"{c.slug}-model (key MODEL_OSS: your OSS copy of the weights).\n")
     out = {name: head + yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True, width=1000)}
     if c.training:
